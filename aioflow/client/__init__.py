@@ -1,0 +1,1 @@
+"""The client: the awaitable Session, its sync facade and callables."""

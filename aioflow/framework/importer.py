@@ -1,0 +1,206 @@
+"""import_graph_def: add the nodes of a GraphDef to the default graph, with TF's prefixing
+and input_map rules. Nodes may come in any order (TF writes loop graphs out of order)."""
+
+from __future__ import annotations
+
+from aioflow.framework import device_spec, dtypes, errors, node_def_util, op_def_registry, ops
+from aioflow.proto import graph_pb2
+
+
+def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
+                     op_dict=None, producer_op_list=None):
+    """Import `graph_def` into the default graph; ValueError describes bad input, as TF's.
+
+    `input_map` maps tensor names of `graph_def` ("x:0", "x") to Tensors of this graph;
+    `return_elements` names tensors ("y:0") or ops ("y") to return, in order.
+    """
+    if isinstance(graph_def, (bytes, bytearray)):
+        graph_def = parse_graph_def(graph_def)
+    if not isinstance(graph_def, graph_pb2.GraphDef):
+        raise TypeError(f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}.")
+    input_map = {_canonical(k): _check_mapped(k, v) for k, v in (input_map or {}).items()}
+    graph = ops.get_default_graph()
+    names = {node.name for node in graph_def.node}
+    missing = sorted(k for k in input_map if not k.startswith("^") and
+                     node_def_util.parse_input(k)[0] not in names)
+    if missing:
+        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
+                         f"[{', '.join(missing)}]")
+    with ops.name_scope(name, "import", list(input_map.values())) as scope:
+        prefix = scope
+        try:
+            new_ops = _import_nodes(graph, graph_def, input_map, prefix)
+        except errors.InvalidArgumentError as e:
+            raise ValueError(str(e)) from e
+    if return_elements is None:
+        return None
+    result = []
+    for element in return_elements:
+        key = prefix + element
+        try:
+            result.append(graph.as_graph_element(key if ":" in element else key,
+                                                 allow_tensor=":" in element))
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"Requested return_element {element!r} not found in graph_def.") \
+                from e
+    del new_ops
+    return result
+
+
+def parse_graph_def(data: bytes) -> graph_pb2.GraphDef:
+    """Parse serialized GraphDef bytes; InvalidArgumentError for anything that is not one."""
+    graph_def = graph_pb2.GraphDef()
+    try:
+        graph_def.ParseFromString(bytes(data))
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise errors.InvalidArgumentError(
+            None, None, f"Unable to parse GraphDef ({len(data)} bytes): not a valid serialized "
+                        f"GraphDef protobuf, or truncated ({e})") from e
+    return graph_def
+
+
+def _canonical(key) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"input_map keys must be strings, got {type(key).__name__}")
+    if key.startswith("^") or ":" in key:
+        return key
+    return key + ":0"
+
+
+def _check_mapped(key, value):
+    if isinstance(value, ops.Operation):
+        if not key.startswith("^"):
+            raise ValueError(f"input_map entry {key!r} maps a tensor to an Operation")
+        return value
+    if not isinstance(value, ops.Tensor):
+        raise TypeError(f"input_map values must be Tensors, got {type(value).__name__} for {key!r}")
+    return value
+
+
+def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
+    """Create all ops first (outputs known from attrs), then wire inputs, then shapes."""
+    created: dict[str, ops.Operation] = {}
+    node_defs = []
+    for node in graph_def.node:
+        if node.name in created:
+            raise errors.InvalidArgumentError(node, None,
+                                              f"Node '{node.name}' is not unique")
+        op_def = op_def_registry.get_registration(node.op)
+        if op_def is None:
+            raise errors.InvalidArgumentError(
+                node, None, f"Op type not registered '{node.op}' in binary running aioflow. "
+                            f"(node {node.name})")
+        op_def = op_def.op_def
+        node = _copy_with_defaults(node, op_def)
+        node_def_util.validate_node_def(node, op_def)
+        out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]
+        new_name = prefix + node.name
+        if graph._get_operation_or_none(new_name) is not None:
+            raise errors.InvalidArgumentError(
+                node, None, f"Node name '{new_name}' already exists in the Graph")
+        attrs = {k: v for k, v in node.attr.items()}
+        if "_class" in attrs:
+            attrs["_class"] = _prefixed_class(attrs["_class"], prefix, created, graph_def)
+        op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,
+                           node.device, op_def, [])
+        graph._add_op(op)
+        if graph._device_stack:
+            op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
+        created[node.name] = op
+        node_defs.append((node, op_def, op))
+    for node, op_def, op in node_defs:
+        expected = node_def_util.input_types(node, op_def)
+        data_index = 0
+        for text in node.input:
+            src_name, index = node_def_util.parse_input(text)
+            if index < 0:
+                mapped = input_map.get(text)
+                src = mapped if mapped is not None else created.get(src_name)
+                if src is None:
+                    raise errors.InvalidArgumentError(
+                        node, None, f"Node '{node.name}': Unknown input node '{text}'")
+                op._add_control_input(src)
+                continue
+            mapped = input_map.get(f"{src_name}:{index}")
+            if mapped is not None:
+                tensor = mapped
+            else:
+                src = created.get(src_name)
+                if src is None:
+                    raise errors.InvalidArgumentError(
+                        node, None, f"Node '{node.name}': Unknown input node '{text}'")
+                if index >= len(src._outputs):
+                    raise errors.InvalidArgumentError(
+                        node, None, f"Node '{node.name}': Connecting to invalid output {index} "
+                                    f"of source node {src_name} which has "
+                                    f"{len(src._outputs)} outputs.")
+                tensor = src._outputs[index]
+            if data_index >= len(expected):
+                raise errors.InvalidArgumentError(
+                    node, None, f"NodeDef expected inputs '{len(expected)}' do not match "
+                                f"{_count_data(node)} inputs specified; Op<name={op_def.name}>; "
+                                f"NodeDef: {node_def_util.summarize(node)}")
+            if not node_def_util.types_compatible(expected[data_index],
+                                                  tensor.dtype.as_datatype_enum):
+                raise errors.InvalidArgumentError(
+                    node, None, f"Input {data_index} of node {op.name} was passed "
+                                f"{tensor.dtype.name} from {tensor.name} incompatible with "
+                                f"expected {dtypes.as_dtype(expected[data_index]).name}.")
+            op._add_input(tensor)
+            data_index += 1
+        if data_index != len(expected):
+            raise errors.InvalidArgumentError(
+                node, None, f"NodeDef expected inputs '{len(expected)}' do not match "
+                            f"{data_index} inputs specified; Op<name={op_def.name}>; "
+                            f"NodeDef: {node_def_util.summarize(node)}")
+    _infer_shapes([op for _, _, op in node_defs])
+    return [op for _, _, op in node_defs]
+
+
+def _count_data(node) -> int:
+    return sum(1 for i in node.input if not i.startswith("^"))
+
+
+def _copy_with_defaults(node, op_def):
+    copy = type(node)()
+    copy.CopyFrom(node)
+    node_def_util.add_default_attrs(copy, op_def)
+    return copy
+
+
+def _prefixed_class(value, prefix: str, created, graph_def):
+    if not prefix:
+        return value
+    out = type(value)()
+    out.CopyFrom(value)
+    names = {n.name for n in graph_def.node}
+    del out.list.s[:]
+    for s in value.list.s:
+        if s.startswith(b"loc:@") and s[5:].decode() in names:
+            s = b"loc:@" + prefix.encode() + s[5:]
+        out.list.s.append(s)
+    return out
+
+
+def _infer_shapes(new_ops: list[ops.Operation]) -> None:
+    """Run shape functions in topological order; loop back edges are left unknown."""
+    pending = {}
+    consumers: dict[int, list[ops.Operation]] = {}
+    members = {id(op) for op in new_ops}
+    for op in new_ops:
+        deps = [t.op for t in op._inputs if id(t.op) in members and t.op.type != "NextIteration"]
+        pending[id(op)] = len(deps)
+        for d in deps:
+            consumers.setdefault(id(d), []).append(op)
+    ready = [op for op in new_ops if pending[id(op)] == 0]
+    while ready:
+        op = ready.pop()
+        try:
+            ops._set_shapes_for_outputs(op)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"Shape inference failed for node {op.name} ({op.type}): {e}") \
+                from e
+        for c in consumers.get(id(op), ()):
+            pending[id(c)] -= 1
+            if pending[id(c)] == 0:
+                ready.append(c)

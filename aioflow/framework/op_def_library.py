@@ -1,0 +1,186 @@
+"""apply_op: add an op to the default graph from keyword arguments, as TF's generated
+wrappers do — inputs converted to tensors, type attrs inferred, attrs checked against
+the OpDef, defaults filled in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aioflow.framework import dtypes, ops
+from aioflow.framework.attr_value import python_to_attr_value
+from aioflow.framework.op_def_registry import get, get_registration
+
+
+def _allowed(attr_def) -> list[int]:
+    return list(attr_def.allowed_values.list.type) if attr_def.HasField("allowed_values") else []
+
+
+def _names(enums) -> str:
+    return ", ".join(dtypes.as_dtype(e).name for e in enums)
+
+
+def apply_op(op_type: str, name: str | None = None, **keywords: Any):
+    """Create an `op_type` op on the default graph (or the graph of its inputs).
+
+    Keywords name the OpDef's input args and attrs. Returns the Operation's single
+    output, its list of outputs, or the Operation itself when it has none — as TF's
+    generated wrappers return.
+    """
+    op = apply_op_raw(op_type, name, **keywords)
+    op_def = op.op_def
+    if not op.outputs:
+        return op
+    if len(op_def.output_arg) == 1 and not (op_def.output_arg[0].number_attr
+                                            or op_def.output_arg[0].type_list_attr):
+        return op.outputs[0]
+    return op.outputs
+
+
+def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.Operation:
+    """Like apply_op, but always returns the Operation."""
+    op_def = get(op_type)
+    reg = get_registration(op_type)
+    attr_defs = {a.name: a for a in op_def.attr}
+    attrs: dict[str, Any] = {}
+    graph = _graph_for(keywords, op_def)
+    with graph.as_default(), graph.name_scope(name or op_type) as scope:
+        inputs: list[ops.Tensor] = []
+        input_types: list[dtypes.DType] = []
+        for arg in op_def.input_arg:
+            if arg.name not in keywords:
+                raise TypeError(f"{op_type} missing required input '{arg.name}'")
+            value = keywords.pop(arg.name)
+            tensors = _convert_arg(op_type, arg, value, attrs, keywords, attr_defs)
+            inputs.extend(tensors)
+            input_types.extend(t.dtype for t in tensors)
+        attr_protos = {}
+        for attr_def in op_def.attr:
+            key = attr_def.name
+            if key in keywords:
+                value = keywords.pop(key)
+                if key in attrs and attr_def.type == "type" and value is not None:
+                    if dtypes.as_dtype(value) != attrs[key]:
+                        raise TypeError(f"Input of {op_type} has type {attrs[key].name} that "
+                                        f"does not match attr {key}={dtypes.as_dtype(value).name}")
+                if value is None and attr_def.HasField("default_value"):
+                    attr_protos[key] = attr_def.default_value
+                    continue
+                attrs.setdefault(key, value)
+            if key in attrs:
+                try:
+                    attr_protos[key] = python_to_attr_value(attrs[key], attr_def.type)
+                except (TypeError, ValueError) as e:
+                    raise type(e)(f"Attr '{key}' of '{op_type}' Op: {e}") from e
+                _check_attr(op_type, attr_def, attr_protos[key])
+            elif attr_def.HasField("default_value"):
+                attr_protos[key] = attr_def.default_value
+            else:
+                raise TypeError(f"No argument for attr {key} of op {op_type}")
+        if keywords:
+            raise TypeError(f"{op_type} got unexpected keyword arguments: "
+                            f"{', '.join(sorted(keywords))}")
+        output_types = _output_types(op_def, attr_protos)
+        return graph.create_op(op_type, inputs, output_types, input_types=input_types,
+                               name=scope, attrs=attr_protos, op_def=op_def,
+                               compute_shapes=reg.shape_fn is not None)
+
+
+def _graph_for(keywords: dict, op_def) -> ops.Graph:
+    for arg in op_def.input_arg:
+        value = keywords.get(arg.name)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, ops.Tensor):
+                return v.graph
+    return ops.get_default_graph()
+
+
+def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs) -> list[ops.Tensor]:
+    """Convert one input arg's value(s), inferring its type / number attrs."""
+    if arg.number_attr or arg.type_list_attr:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"Expected list for '{arg.name}' argument to '{op_type}' Op, "
+                            f"not {value!r}.")
+        values = list(value)
+    else:
+        values = [value]
+    if arg.type_list_attr:
+        wanted = keywords.get(arg.type_list_attr)
+        tensors = [ops.convert_to_tensor(v, dtype=None if wanted is None else wanted[i])
+                   for i, v in enumerate(values)]
+        attrs[arg.type_list_attr] = [t.dtype for t in tensors]
+        return tensors
+    if arg.number_attr:
+        attrs[arg.number_attr] = len(values)
+    if arg.type:
+        dtype = dtypes.as_dtype(arg.type)
+    else:
+        dtype = attrs.get(arg.type_attr)
+        if dtype is None and keywords.get(arg.type_attr) is not None:
+            dtype = dtypes.as_dtype(keywords[arg.type_attr])
+    tensors = []
+    default = None
+    if dtype is None and arg.type_attr in attr_defs:
+        attr_def = attr_defs[arg.type_attr]
+        if attr_def.HasField("default_value"):
+            default = dtypes.as_dtype(attr_def.default_value.type)
+    # Tensors first: they fix the type, then Python values convert to it (as TF does).
+    order = sorted(range(len(values)), key=lambda i: not isinstance(values[i], ops.Tensor))
+    converted: dict[int, ops.Tensor] = {}
+    for i in order:
+        try:
+            t = ops.convert_to_tensor(values[i], dtype=dtype, preferred_dtype=default)
+        except ValueError as e:
+            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type "
+                            f"{_type_of(values[i])} that does not match expected type of "
+                            f"{dtype.name if dtype else '?'}: {e}") from e
+        if dtype is None:
+            dtype = t.dtype
+        elif t.dtype != dtype:
+            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {t.dtype.name} that "
+                            f"does not match expected type of {dtype.name}.")
+        converted[i] = t
+    tensors = [converted[i] for i in range(len(values))]
+    if arg.type_attr and dtype is not None:
+        attr_def = attr_defs.get(arg.type_attr)
+        allowed = _allowed(attr_def) if attr_def is not None else []
+        if allowed and dtype.as_datatype_enum not in allowed:
+            raise TypeError(f"Value passed to parameter '{arg.name}' has DataType {dtype.name} "
+                            f"not in list of allowed values: {_names(allowed)}")
+        attrs[arg.type_attr] = dtype
+    return tensors
+
+
+def _type_of(value) -> str:
+    return value.dtype.name if isinstance(value, ops.Tensor) else type(value).__name__
+
+
+def _check_attr(op_type: str, attr_def, proto) -> None:
+    if attr_def.type == "type":
+        allowed = _allowed(attr_def)
+        if allowed and proto.type not in allowed:
+            raise TypeError(f"Value passed to parameter '{attr_def.name}' has DataType "
+                            f"{dtypes.as_dtype(proto.type).name} not in list of allowed values: "
+                            f"{_names(allowed)}")
+    elif attr_def.type == "string" and attr_def.HasField("allowed_values"):
+        if proto.s not in attr_def.allowed_values.list.s:
+            raise ValueError(f"Attr '{attr_def.name}' of '{op_type}' Op passed string "
+                             f"'{proto.s.decode()}' not in: "
+                             f"{', '.join(repr(s.decode()) for s in attr_def.allowed_values.list.s)}.")
+    if attr_def.has_minimum:
+        n = len(proto.list.ListFields()[0][1]) if proto.WhichOneof("value") == "list" and \
+            proto.list.ListFields() else (proto.i if attr_def.type == "int" else 0)
+        if n < attr_def.minimum:
+            raise ValueError(f"Attr '{attr_def.name}' of '{op_type}' Op passed {n} less than "
+                             f"minimum {attr_def.minimum}.")
+
+
+def _output_types(op_def, attr_protos) -> list[dtypes.DType]:
+    out: list[dtypes.DType] = []
+    for arg in op_def.output_arg:
+        if arg.type_list_attr:
+            out.extend(dtypes.as_dtype(t) for t in attr_protos[arg.type_list_attr].list.type)
+            continue
+        dtype = dtypes.as_dtype(arg.type if arg.type else attr_protos[arg.type_attr].type)
+        count = attr_protos[arg.number_attr].i if arg.number_attr else 1
+        out.extend([dtype] * count)
+    return out

@@ -1,0 +1,1 @@
+"""Built-in op definitions (OpDefs), one module per op family."""

@@ -1,0 +1,179 @@
+"""The kernel API: OpKernel classes, their registry, and creating a kernel for a node.
+
+A kernel is created once per node per executor from the node's attrs. Its
+``compute(ctx, inputs)`` takes the node's input values (NumPy arrays or NumPy
+scalars; None for a dead input, which only Merge-like kernels ever see) and
+returns a sequence of output values, one per output; a None output is not
+produced (dead), which is how Switch routes its input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.attr_value import attr_value_to_python
+
+_NO_DEFAULT = object()
+
+
+class OpKernelConstruction:
+    """What a kernel may read while it is being built: the node, its attrs, its types."""
+
+    def __init__(self, node_def, op_def=None, device_type: str = "CPU",
+                 input_dtypes: Sequence[dtypes.DType] = (),
+                 output_dtypes: Sequence[dtypes.DType] = ()):
+        self.node_def = node_def
+        self.op_def = op_def
+        self.device_type = device_type
+        self.input_dtypes = list(input_dtypes)
+        self.output_dtypes = list(output_dtypes)
+
+    @property
+    def name(self) -> str:
+        return self.node_def.name
+
+    @property
+    def op_type(self) -> str:
+        return self.node_def.op
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.node_def.attr
+
+    def get_attr(self, name: str, default: Any = _NO_DEFAULT) -> Any:
+        """The attr's Python value; InvalidArgumentError naming the node when missing."""
+        if name in self.node_def.attr:
+            return attr_value_to_python(self.node_def.attr[name])
+        if default is not _NO_DEFAULT:
+            return default
+        raise errors.InvalidArgumentError(
+            self.node_def, None,
+            f"NodeDef missing attr '{name}' from Op<name={self.op_type}>; "
+            f"NodeDef: {{{{node {self.name}}}}}",
+        )
+
+
+class OpKernel:
+    """A synchronous kernel. Subclasses set `expensive` and implement `compute`.
+
+    `expensive` is True (run on the device's thread pool), False (run inline on
+    the event loop), or None: then `is_expensive(inputs)` decides per call, so a
+    kernel can go to the pool only when its inputs are large.
+    """
+
+    expensive: bool | None = False
+    is_async = False
+
+    def __init__(self, ctx: OpKernelConstruction):
+        self.name = ctx.name
+        self.op_type = ctx.op_type
+
+    def compute(self, ctx, inputs: list) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def is_expensive(self, inputs: list) -> bool:
+        return bool(self.expensive)
+
+
+class AsyncOpKernel(OpKernel):
+    """A kernel whose work is a coroutine awaited on the event loop (Recv, queues, user
+    coroutines, GPU work)."""
+
+    is_async = True
+
+    async def compute_async(self, ctx, inputs: list) -> Sequence[Any]:
+        raise NotImplementedError
+
+
+class _KernelDef:
+    __slots__ = ("cls", "constraints", "host_memory")
+
+    def __init__(self, cls, constraints, host_memory):
+        self.cls = cls
+        self.constraints = constraints
+        self.host_memory = host_memory
+
+
+_kernels: dict[tuple[str, str], list[_KernelDef]] = {}
+_loaded = False
+
+
+def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequence[str] = (),
+                    **type_constraints):
+    """Class decorator registering a kernel for (op type, device type); keyword
+    arguments constrain type attrs, e.g. ``T=[dtypes.float32, dtypes.float64]``."""
+    constraints = {
+        name: frozenset(dtypes.as_dtype(t).as_datatype_enum for t in (
+            allowed if isinstance(allowed, (list, tuple, set, frozenset)) else [allowed]))
+        for name, allowed in type_constraints.items()
+    }
+
+    def wrap(cls):
+        _kernels.setdefault((op_type, device_type), []).append(
+            _KernelDef(cls, constraints, tuple(host_memory)))
+        return cls
+
+    return wrap
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import aioflow.kernels  # noqa: F401  (registers the built-in kernels)
+
+
+def _matches(kdef: _KernelDef, node_def) -> bool:
+    for name, allowed in kdef.constraints.items():
+        if name not in node_def.attr:
+            return False
+        value = node_def.attr[name]
+        if value.WhichOneof("value") == "list":
+            if any(t not in allowed for t in value.list.type):
+                return False
+        elif value.type not in allowed:
+            return False
+    return True
+
+
+def find_kernel_class(node_def, device_type: str):
+    """The kernel class for this node on this device type, or None."""
+    _ensure_loaded()
+    for kdef in _kernels.get((node_def.op, device_type), ()):
+        if _matches(kdef, node_def):
+            return kdef.cls
+    return None
+
+
+def supported_device_types(node_def, device_types: Sequence[str]) -> list[str]:
+    """Those of `device_types` that have a kernel for this node (the Placer asks this)."""
+    return [d for d in device_types if find_kernel_class(node_def, d) is not None]
+
+
+def create_kernel(node_def, op_def=None, device_type: str = "CPU",
+                  input_dtypes=(), output_dtypes=()) -> OpKernel:
+    """Build the node's kernel; errors name the node, as TF's do."""
+    cls = find_kernel_class(node_def, device_type)
+    if cls is None:
+        raise errors.NotFoundError(
+            node_def, None,
+            f"No registered '{node_def.op}' OpKernel for '{device_type}' devices compatible "
+            f"with node {{{{node {node_def.name}}}}}\n\t. Registered: "
+            f"{registered_summary(node_def.op)}",
+        )
+    ctx = OpKernelConstruction(node_def, op_def, device_type, input_dtypes, output_dtypes)
+    try:
+        return cls(ctx)
+    except errors.OpError:
+        raise
+    except (TypeError, ValueError, KeyError) as e:
+        raise errors.InvalidArgumentError(
+            node_def, None, f"Invalid attrs for node {node_def.name} ({node_def.op}): {e}"
+        ) from e
+
+
+def registered_summary(op_type: str) -> str:
+    _ensure_loaded()
+    devs = sorted({dev for (op, dev) in _kernels if op == op_type})
+    return ", ".join(f"device='{d}'" for d in devs) or "<no registered kernels>"

@@ -1,0 +1,1 @@
+"""The runtime graph IR: nodes, edges, construction, rewrite, pruning, partitioning."""

@@ -1,0 +1,1 @@
+"""Python op builders: array, math, nn, control flow, state, data flow, async."""

@@ -1,0 +1,1 @@
+"""Graph optimization passes and their registry."""

@@ -1,0 +1,1 @@
+"""Devices, placement, rendezvous, the executor and DirectSession."""

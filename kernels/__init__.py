@@ -1,0 +1,1 @@
+"""The kernel library (installed as aioflow.kernels)."""
