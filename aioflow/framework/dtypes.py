@@ -347,28 +347,39 @@ _STRING_TO_TF.update(
     }
 )
 
-# NumPy scalar types -> DType. Quantized types share NumPy types with plain integers and
+# NumPy dtypes -> DType, by kind and size (NumPy has several scalar types for one C type,
+# e.g. np.ulonglong and np.uint64). Quantized types share NumPy types with plain integers and
 # resource/variant share np.object_ with string, so only the plain types map back.
-_NP_TO_TF: dict[type, DType] = {
-    np.float16: float16,
-    np.float32: float32,
-    np.float64: float64,
-    ml_dtypes.bfloat16: bfloat16,
-    np.int8: int8,
-    np.int16: int16,
-    np.int32: int32,
-    np.int64: int64,
-    np.uint8: uint8,
-    np.uint16: uint16,
-    np.uint32: uint32,
-    np.uint64: uint64,
-    np.bool_: bool,
-    np.complex64: complex64,
-    np.complex128: complex128,
-    np.object_: string,
-    np.bytes_: string,
-    np.str_: string,
+_NP_KIND_SIZE_TO_TF: dict[tuple[str, int], DType] = {
+    ("f", 2): float16,
+    ("f", 4): float32,
+    ("f", 8): float64,
+    ("i", 1): int8,
+    ("i", 2): int16,
+    ("i", 4): int32,
+    ("i", 8): int64,
+    ("u", 1): uint8,
+    ("u", 2): uint16,
+    ("u", 4): uint32,
+    ("u", 8): uint64,
+    ("c", 8): complex64,
+    ("c", 16): complex128,
 }
+_BFLOAT16_NP_DTYPE = np.dtype(ml_dtypes.bfloat16)
+
+
+def _from_numpy_dtype(np_dtype: np.dtype) -> DType | None:
+    kind = np_dtype.kind
+    if kind in "OSU":
+        return string
+    if kind == "b":
+        return bool
+    if kind in "iufc":
+        return _NP_KIND_SIZE_TO_TF.get((kind, np_dtype.itemsize))
+    if np_dtype == _BFLOAT16_NP_DTYPE:
+        return bfloat16
+    return None
+
 
 _PYTHON_TO_TF: dict[type, DType] = {
     builtins.float: float32,
@@ -388,32 +399,29 @@ def as_dtype(type_value: Any) -> DType:
     if isinstance(type_value, DType):
         return _INTERN_TABLE[type_value.as_datatype_enum]
     if isinstance(type_value, np.dtype):
-        try:
-            return _NP_TO_TF[type_value.type]
-        except KeyError:
-            raise TypeError(
-                f"Cannot convert {type_value!r} to a TensorFlow DType."
-            ) from None
+        found = _from_numpy_dtype(type_value)
+        if found is None:
+            raise TypeError(f"Cannot convert {type_value!r} to a TensorFlow DType.")
+        return found
+    found = None
     if isinstance(type_value, str):
-        try:
-            return _STRING_TO_TF[type_value]
-        except KeyError:
-            pass
+        found = _STRING_TO_TF.get(type_value)
     elif isinstance(type_value, type):
-        found = _NP_TO_TF.get(type_value) or _PYTHON_TO_TF.get(type_value)
-        if found is not None:
-            return found
+        if issubclass(type_value, np.generic):
+            found = _from_numpy_dtype(np.dtype(type_value))
+        else:
+            found = _PYTHON_TO_TF.get(type_value)
     elif isinstance(type_value, numbers.Integral) and not isinstance(
         type_value, (builtins.bool, np.bool_)
     ):
         found = _INTERN_TABLE.get(int(type_value))
-        if found is not None:
-            return found
-    if not isinstance(type_value, (str, type)) and hasattr(type_value, "dtype"):
+    elif hasattr(type_value, "dtype"):
         try:
-            return _NP_TO_TF[np.dtype(type_value.dtype).type]
-        except (KeyError, TypeError):
-            pass
+            found = _from_numpy_dtype(np.dtype(type_value.dtype))
+        except TypeError:
+            found = None
+    if found is not None:
+        return found
     raise TypeError(
         f"Cannot convert the argument `type_value`: {type_value!r} to a TensorFlow DType."
     )

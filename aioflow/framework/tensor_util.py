@@ -285,8 +285,11 @@ def _to_array(values: Any, np_dt: Any) -> np.ndarray:
 def _append_values(proto, dtype: dtypes.DType, flat: np.ndarray, values: Any) -> None:
     """Writes `flat` into the typed repeated field TF uses for `dtype`."""
     enum = dtype.as_datatype_enum
+    if flat.dtype != object:
+        # Bit views below (half, complex) need native byte order.
+        flat = np.ascontiguousarray(flat.astype(flat.dtype.newbyteorder("="), copy=False))
     if dtype in (dtypes.float16, dtypes.bfloat16):
-        bits = np.ascontiguousarray(flat).view(np.uint16)
+        bits = flat.view(np.uint16)
         proto.half_val.extend(bits.tolist())
     elif dtype == dtypes.float32:
         proto.float_val.extend(flat.tolist())
@@ -301,9 +304,9 @@ def _append_values(proto, dtype: dtypes.DType, flat: np.ndarray, values: Any) ->
     elif dtype == dtypes.uint64:
         proto.uint64_val.extend(flat.tolist())
     elif dtype == dtypes.complex64:
-        proto.scomplex_val.extend(np.ascontiguousarray(flat).view(np.float32).tolist())
+        proto.scomplex_val.extend(flat.view(np.float32).tolist())
     elif dtype == dtypes.complex128:
-        proto.dcomplex_val.extend(np.ascontiguousarray(flat).view(np.float64).tolist())
+        proto.dcomplex_val.extend(flat.view(np.float64).tolist())
     elif dtype == dtypes.bool:
         proto.bool_val.extend(flat.tolist())
     elif dtype == dtypes.string:

@@ -1,0 +1,99 @@
+"""Static values of graph tensors, for shape inference (as TF's tensor_util.constant_value).
+
+`constant_value(t)` is the NumPy value of `t` when it can be known while building the graph
+(a Const, or Shape/Size/Rank of an input whose shape is known, and a few ops over those);
+otherwise None. `constant_value_as_shape(t)` reads a 1-D shape tensor as a partial
+TensorShape, so `reshape(x, [shape(x)[0], -1])`-style graphs still get static shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aioflow.framework import tensor_shape
+
+
+def _np_type(dtype) -> Any:
+    return dtype.as_numpy_dtype
+
+
+def constant_value(tensor) -> np.ndarray | None:
+    """The value of `tensor` if it is known at graph-building time, else None."""
+    op = tensor.op
+    kind = op.type
+    try:
+        if kind == "Const":
+            return op.get_attr("value")
+        if kind in ("Identity", "StopGradient", "Snapshot", "PreventGradient"):
+            return constant_value(op.inputs[0])
+        if kind in ("Shape", "ShapeN"):
+            shape = op.inputs[tensor.value_index].shape
+            if shape.is_fully_defined():
+                return np.array(shape.as_list(), dtype=_np_type(op.get_attr("out_type")))
+            return None
+        if kind == "Size":
+            shape = op.inputs[0].shape
+            if shape.is_fully_defined():
+                return np.array(shape.num_elements(), dtype=_np_type(op.get_attr("out_type")))
+            return None
+        if kind == "Rank":
+            rank = op.inputs[0].shape.rank
+            return None if rank is None else np.array(rank, dtype=np.int32)
+        if kind == "Cast":
+            value = constant_value(op.inputs[0])
+            return None if value is None else value.astype(_np_type(op.get_attr("DstT")))
+        if kind == "Pack":
+            values = [constant_value(t) for t in op.inputs]
+            if any(v is None for v in values):
+                return None
+            return np.stack(values, axis=op.get_attr("axis"))
+        if kind in ("ConcatV2", "Concat"):
+            inputs = list(op.inputs)
+            axis_t, parts = (inputs[-1], inputs[:-1]) if kind == "ConcatV2" else (
+                inputs[0], inputs[1:])
+            axis = constant_value(axis_t)
+            values = [constant_value(t) for t in parts]
+            if axis is None or any(v is None for v in values):
+                return None
+            return np.concatenate(values, axis=int(axis))
+        if kind == "Fill":
+            dims, value = constant_value(op.inputs[0]), constant_value(op.inputs[1])
+            if dims is None or value is None:
+                return None
+            return np.full([int(d) for d in dims], value, dtype=value.dtype)
+        if kind == "Range":
+            start, limit, delta = (constant_value(t) for t in op.inputs)
+            if start is None or limit is None or delta is None:
+                return None
+            return np.arange(start, limit, delta, dtype=_np_type(op.get_attr("Tidx")))
+    except (ValueError, TypeError):
+        return None
+    return None
+
+
+def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
+    """The (partial) shape that the 1-D int tensor `tensor` holds; -1 and unknowns are None."""
+    op = tensor.op
+    if op.type == "Shape":
+        return op.inputs[0].shape
+    if op.type == "Pack":
+        dims = []
+        for t in op.inputs:
+            v = constant_value(t)
+            dims.append(None if v is None or int(v) < 0 else int(v))
+        return tensor_shape.TensorShape(dims)
+    if op.type == "ConcatV2":
+        out = tensor_shape.TensorShape([])
+        for t in op.inputs[:-1]:
+            out = out.concatenate(constant_value_as_shape(t))
+        return out
+    value = constant_value(tensor)
+    if value is not None:
+        if value.ndim == 0:
+            raise ValueError(f"Shape must be rank 1 but is rank 0 for '{op.name}'")
+        return tensor_shape.TensorShape([None if d < 0 else int(d) for d in value.tolist()])
+    shape = tensor.shape
+    length = shape.dims[0].value if shape.rank == 1 else None
+    return tensor_shape.unknown_shape(rank=length)

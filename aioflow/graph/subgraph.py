@@ -1,0 +1,83 @@
+"""Rewrite a graph for one (feeds, fetches, targets) signature, then prune it.
+
+Each fed tensor becomes an `_Arg` node (its consumers read the argument instead, so the
+producer may be pruned away); each fetched tensor gets a `_Retval` node; only what the
+retvals and the target nodes need is kept (TF's subgraph::RewriteGraphForExecution with
+the call-frame convention).
+"""
+
+from __future__ import annotations
+
+from aioflow.framework import errors, node_def_util
+from aioflow.graph.algorithm import prune_for_reverse_reachability
+from aioflow.graph.graph import Graph, Node
+from aioflow.proto import attr_value_pb2, node_def_pb2
+
+
+def _find(graph_nodes: dict[str, Node], name: str, what: str) -> tuple[Node, int]:
+    node_name, index = node_def_util.parse_input(name)
+    node = graph_nodes.get(node_name)
+    if node is None or index < 0:
+        raise errors.NotFoundError(None, None, f"{what} node {name}: not found")
+    if index >= node.num_outputs:
+        raise errors.InvalidArgumentError(
+            node.def_, None, f"{what} {name}: output index too large, must be < "
+                             f"{node.num_outputs}")
+    return node, index
+
+
+def _special_node(graph: Graph, name: str, op: str, dtype: int, index: int,
+                  input_types, output_types, device: str) -> Node:
+    node_def = node_def_pb2.NodeDef(name=name, op=op, device=device)
+    node_def.attr["T"].CopyFrom(attr_value_pb2.AttrValue(type=dtype))
+    node_def.attr["index"].CopyFrom(attr_value_pb2.AttrValue(i=index))
+    from aioflow.framework import op_def_registry
+
+    node = graph.add_node(node_def, op_def_registry.get(op), input_types, output_types)
+    node.assigned_device_name = device
+    return node
+
+
+def _unique(graph_nodes: dict[str, Node], base: str) -> str:
+    name, i = base, 0
+    while name in graph_nodes:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[str],
+                                targets: list[str], device: str) -> None:
+    """Feeds -> `_Arg` (index = position in `feeds`), fetches -> `_Retval` (index =
+    position in `fetches`), then prune to what fetches and targets reach. In place."""
+    by_name = {n.name: n for n in graph.op_nodes()}
+    if len(set(feeds)) != len(feeds):
+        raise errors.InvalidArgumentError(None, None, "Duplicate feed names in " + str(feeds))
+    keep: list[Node] = []
+    for index, name in enumerate(feeds):
+        node, slot = _find(by_name, name, "Feed input")
+        dtype = node.output_types[slot]
+        arg = _special_node(graph, _unique(by_name, f"_arg_{name.replace(':', '_')}_0_{index}"),
+                            "_Arg", dtype, index, [], [dtype], node.assigned_device_name or device)
+        by_name[arg.name] = arg
+        for e in list(node.out_edges):
+            if e.src_output == slot:
+                dst, dst_input = e.dst, e.dst_input
+                graph.remove_edge(e)
+                graph.add_edge(arg, 0, dst, dst_input)
+        graph.add_control_edge(graph.source_node, arg)
+    for index, name in enumerate(fetches):
+        node, slot = _find(by_name, name, "FetchOutputs")
+        dtype = node.output_types[slot]
+        ret = _special_node(graph, _unique(by_name, f"_retval_{name.replace(':', '_')}_0_{index}"),
+                            "_Retval", dtype, index, [dtype], [],
+                            node.assigned_device_name or device)
+        by_name[ret.name] = ret
+        graph.add_edge(node, slot, ret, 0)
+        keep.append(ret)
+    for name in targets:
+        node = by_name.get(name)
+        if node is None:
+            raise errors.NotFoundError(None, None, f"Target node {name}: not found")
+        keep.append(node)
+    prune_for_reverse_reachability(graph, keep)

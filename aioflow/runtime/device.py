@@ -1,0 +1,92 @@
+"""Devices and the DeviceMgr: a CPU device owns the thread pool its expensive kernels use."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from aioflow.framework import device_spec, errors
+
+LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
+
+
+class Device:
+    """One device: its full name, type, and a thread pool for expensive synchronous kernels."""
+
+    def __init__(self, device_type: str, index: int, pool_size: int, intra_op_threads: int = 0):
+        self.device_type = device_type
+        self.index = index
+        self.name = f"{LOCAL_PREFIX}/device:{device_type}:{index}"
+        self.pool_size = pool_size
+        self.intra_op_threads = intra_op_threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The device's thread pool, created on first use (most graphs never need it)."""
+        if self._pool is None:
+            initializer = _limit_blas_threads if self.intra_op_threads > 0 else None
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.pool_size, thread_name_prefix=f"aioflow-{self.device_type}",
+                initializer=initializer,
+                initargs=(self.intra_op_threads,) if initializer else ())
+        return self._pool
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
+            self._pool = None
+
+    def __repr__(self) -> str:
+        return f"<Device {self.name}>"
+
+
+def _limit_blas_threads(n: int) -> None:
+    """Bound the BLAS threads a kernel uses (intra-op parallelism), process-wide for BLAS."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=n, user_api="blas")
+    except Exception:  # noqa: BLE001 - without threadpoolctl BLAS keeps its default
+        pass
+
+
+class DeviceMgr:
+    """The devices of one session, looked up by full or partial name."""
+
+    def __init__(self, devices: list[Device]):
+        self.devices = devices
+        self._by_name = {d.name: d for d in devices}
+
+    @classmethod
+    def from_config(cls, config) -> DeviceMgr:
+        cores = os.cpu_count() or 1
+        inter = config.inter_op_parallelism_threads if config is not None else 0
+        intra = config.intra_op_parallelism_threads if config is not None else 0
+        if inter < 0:
+            inter = 1
+        n_cpu = 1
+        if config is not None and "CPU" in config.device_count:
+            n_cpu = max(1, config.device_count["CPU"])
+        return cls([Device("CPU", i, inter or cores, intra) for i in range(n_cpu)])
+
+    def lookup(self, name: str) -> Device:
+        """The device a (possibly partial) name denotes; InvalidArgumentError if none."""
+        if name in self._by_name:
+            return self._by_name[name]
+        spec = device_spec.DeviceSpec.from_string(name)
+        for d in self.devices:
+            if device_spec.DeviceSpec.from_string(d.name).make_merged_spec(spec) == \
+                    device_spec.DeviceSpec.from_string(d.name):
+                return d
+        raise errors.InvalidArgumentError(
+            None, None, f"Unknown device: {name}; known devices: "
+                        f"{', '.join(d.name for d in self.devices)}")
+
+    @property
+    def default_device(self) -> Device:
+        return self.devices[0]
+
+    def shutdown(self) -> None:
+        for d in self.devices:
+            d.shutdown(wait=False)
