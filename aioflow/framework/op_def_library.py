@@ -46,11 +46,13 @@ def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.
     with graph.as_default(), graph.name_scope(name or op_type) as scope:
         inputs: list[ops.Tensor] = []
         input_types: list[dtypes.DType] = []
+        inferred_from: dict[str, str] = {}
         for arg in op_def.input_arg:
             if arg.name not in keywords:
                 raise TypeError(f"{op_type} missing required input '{arg.name}'")
             value = keywords.pop(arg.name)
-            tensors = _convert_arg(op_type, arg, value, attrs, keywords, attr_defs)
+            tensors = _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
+                                   inferred_from)
             inputs.extend(tensors)
             input_types.extend(t.dtype for t in tensors)
         attr_protos = {}
@@ -94,9 +96,16 @@ def _graph_for(keywords: dict, op_def) -> ops.Graph:
     return ops.get_default_graph()
 
 
-def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs) -> list[ops.Tensor]:
-    """Convert one input arg's value(s), inferring its type / number attrs."""
-    if arg.number_attr or arg.type_list_attr:
+def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
+                 inferred_from=None) -> list[ops.Tensor]:
+    """Convert one input arg's value(s), inferring its type / number attrs.
+
+    As TF's op_def_library: Python values become Consts named after the arg (a list's
+    elements `<arg>_<i>`) inside the op's name scope; a type attr set by an earlier input
+    fixes the dtype later inputs convert to."""
+    inferred_from = {} if inferred_from is None else inferred_from
+    is_list = bool(arg.number_attr or arg.type_list_attr)
+    if is_list:
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"Expected list for '{arg.name}' argument to '{op_type}' Op, "
                             f"not {value!r}.")
@@ -105,41 +114,79 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs) -> list[ops.Te
         values = [value]
     if arg.type_list_attr:
         wanted = keywords.get(arg.type_list_attr)
-        tensors = [ops.convert_to_tensor(v, dtype=None if wanted is None else wanted[i])
+        tensors = [ops.convert_to_tensor(v, dtype=None if wanted is None else wanted[i],
+                                         name=f"{arg.name}_{i}")
                    for i, v in enumerate(values)]
         attrs[arg.type_list_attr] = [t.dtype for t in tensors]
+        inferred_from.setdefault(arg.type_list_attr, arg.name)
         return tensors
     if arg.number_attr:
         attrs[arg.number_attr] = len(values)
+        inferred_from.setdefault(arg.number_attr, arg.name)
     if arg.type:
         dtype = dtypes.as_dtype(arg.type)
     else:
         dtype = attrs.get(arg.type_attr)
         if dtype is None and keywords.get(arg.type_attr) is not None:
             dtype = dtypes.as_dtype(keywords[arg.type_attr])
-    tensors = []
+            inferred_from.setdefault(arg.type_attr, "Attr")
     default = None
+    allowed: list[int] = []
     if dtype is None and arg.type_attr in attr_defs:
         attr_def = attr_defs[arg.type_attr]
         if attr_def.HasField("default_value"):
             default = dtypes.as_dtype(attr_def.default_value.type)
-    # Tensors first: they fix the type, then Python values convert to it (as TF does).
-    order = sorted(range(len(values)), key=lambda i: not isinstance(values[i], ops.Tensor))
-    converted: dict[int, ops.Tensor] = {}
-    for i in order:
+            allowed = _allowed(attr_def)
+    if is_list and dtype is None:
+        # A list's dtype comes from its first Tensor (as TF does).
+        dtype = next((v.dtype for v in values if isinstance(v, ops.Tensor)), None)
+    tensors = []
+    for i, v in enumerate(values):
+        name = f"{arg.name}_{i}" if is_list else arg.name
         try:
-            t = ops.convert_to_tensor(values[i], dtype=dtype, preferred_dtype=default)
-        except ValueError as e:
-            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type "
-                            f"{_type_of(values[i])} that does not match expected type of "
-                            f"{dtype.name if dtype else '?'}: {e}") from e
+            if dtype is None and allowed and not is_list:
+                # TF first tries the natural dtype, then the attr's default.
+                try:
+                    t = ops.convert_to_tensor(v, name=name)
+                except TypeError:
+                    t = None
+                if t is None or t.dtype.as_datatype_enum not in allowed:
+                    t = ops.convert_to_tensor(v, name=name, preferred_dtype=default)
+            else:
+                t = ops.convert_to_tensor(v, dtype=dtype, name=name, preferred_dtype=default)
+        except (TypeError, ValueError) as e:
+            if dtype is None:
+                raise
+            if isinstance(e, TypeError) and not is_list and not isinstance(v, ops.Tensor):
+                raise TypeError(f"Expected {dtype.name} passed to parameter '{arg.name}' of op "
+                                f"'{op_type}', got {v!r} of type '{type(v).__name__}' "
+                                f"instead. Error: {e}") from e
+            observed = _type_of(v)
+            if not isinstance(v, ops.Tensor):
+                try:
+                    observed = ops.convert_to_tensor(v).dtype.name
+                except (TypeError, ValueError):
+                    pass
+            if is_list:
+                raise TypeError(f"Tensors in list passed to '{arg.name}' of '{op_type}' Op "
+                                f"have types [{observed}] that do not match type "
+                                f"{dtype.name} inferred from earlier arguments.") from e
+            if arg.type:
+                raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {observed} "
+                                f"that does not match expected type of {dtype.name}.") from e
+            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {observed} that "
+                            f"does not match type {dtype.name} of argument "
+                            f"'{inferred_from.get(arg.type_attr, arg.name)}'.") from e
         if dtype is None:
             dtype = t.dtype
         elif t.dtype != dtype:
-            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {t.dtype.name} that "
-                            f"does not match expected type of {dtype.name}.")
-        converted[i] = t
-    tensors = [converted[i] for i in range(len(values))]
+            if is_list:
+                raise TypeError(f"All tensors passed to '{arg.name}' of '{op_type}' Op must "
+                                "have the same type.")
+            raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {t.dtype.name} "
+                            f"that does not match type {dtype.name} of argument "
+                            f"'{inferred_from.get(arg.type_attr, arg.name)}'.")
+        tensors.append(t)
     if arg.type_attr and dtype is not None:
         attr_def = attr_defs.get(arg.type_attr)
         allowed = _allowed(attr_def) if attr_def is not None else []
@@ -147,6 +194,7 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs) -> list[ops.Te
             raise TypeError(f"Value passed to parameter '{arg.name}' has DataType {dtype.name} "
                             f"not in list of allowed values: {_names(allowed)}")
         attrs[arg.type_attr] = dtype
+        inferred_from.setdefault(arg.type_attr, arg.name)
     return tensors
 
 

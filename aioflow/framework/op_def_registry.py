@@ -136,7 +136,8 @@ def _parse_arg(spec: str, arg) -> None:
         raise ValueError(f"Bad type in arg spec {spec!r}")
 
 
-_ATTR_RE = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*(?:=\s*(.+?))?\s*$")
+# The default follows an "=" that is not part of ">=" (a minimum).
+_ATTR_RE = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*(?:(?<![<>])=\s*(.+?))?\s*$")
 
 
 def _parse_attr(spec: str, attr) -> None:

@@ -396,23 +396,36 @@ class Graph:
     def control_dependencies(self, control_inputs):
         """Ops created inside run only after `control_inputs`; None clears outer scopes."""
         if control_inputs is None:
+            # As TF: a new stack, outside any control-flow context.
             saved = self._control_dependencies_stack
+            saved_context = self._control_flow_context
             self._control_dependencies_stack = []
+            self._control_flow_context = None
             try:
                 yield
             finally:
                 self._control_dependencies_stack = saved
+                self._control_flow_context = saved_context
             return
         ops: list[Operation] = []
+        current = {id(c) for controller in self._control_dependencies_stack
+                   for c in controller.control_inputs or ()}
         for c in control_inputs:
             op = c.op if isinstance(c, Tensor) else c
             if hasattr(op, "_as_control_input"):
                 op = op._as_control_input()
+            if isinstance(op, str):
+                op = self.as_graph_element(op)
+                op = op.op if isinstance(op, Tensor) else op
             if not isinstance(op, Operation):
                 raise TypeError(f"Can not convert a {type(c).__name__} into a Operation.")
             self._check_same_graph(op)
-            if op not in ops:
+            if id(op) not in current:
+                # TF marks every op used as a manual control dependency.
+                current.add(id(op))
                 ops.append(op)
+                op._set_attr("_has_manual_control_dependencies",
+                             attr_value_pb2.AttrValue(b=True))
         controller = _ControlDependencies(ops)
         self._control_dependencies_stack.append(controller)
         try:
@@ -493,9 +506,11 @@ class Graph:
         value = attr_value_pb2.AttrValue()
         value.list.s.extend(sorted(groups))
         op._set_attr("_class", value)
-        last = self._colocation_stack[-1]
-        if last.device:
-            op._device = last.device
+        # The innermost colocation op that has a device gives it (as TF).
+        for other in reversed(self._colocation_stack):
+            if other.device:
+                op._device = other.device
+                break
 
     # -- collections -----------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
@@ -651,6 +666,12 @@ class Graph:
                 continue
             node = graph_def.node.add()
             node.CopyFrom(op.node_def)
+            if len(op._control_inputs) > 1:
+                # TF's ToGraphDef sorts control inputs by name.
+                n_data = len(op._inputs)
+                controls = sorted(node.input[n_data:])
+                del node.input[n_data:]
+                node.input.extend(controls)
             if add_shapes:
                 shapes = node.attr["_output_shapes"].list.shape
                 shapes.extend(t.shape.as_proto() for t in op._outputs)
@@ -706,12 +727,24 @@ def reset_default_graph() -> None:
     _global_default_graph = Graph()
 
 
+@contextlib.contextmanager
 def name_scope(name: str | None, default_name: str | None = None, values=None):
-    """TF 1.x `name_scope(name, default_name, values)` on the right graph."""
-    graph = _graph_from_values(values) if values else get_default_graph()
-    if name is None and default_name is None and values is not None:
+    """TF 1.x `name_scope(name, default_name, values)`: the scope opens on the graph of
+    `values` (made the default graph inside, as TF does) or on the default graph."""
+    if default_name is not None and not isinstance(default_name, str):
+        raise TypeError(f"`default_name` type ({type(default_name).__name__}) is not a "
+                        "string type. You likely meant to pass this into the `values` kwarg.")
+    scope_name = default_name if name is None else name
+    if scope_name is None and values is not None:
         raise ValueError("At least one of name (None) and default_name (None) must be provided.")
-    return graph.name_scope(name if name is not None else default_name)
+    default = get_default_graph()
+    graph = _graph_from_values(values) if values else default
+    if graph is default:
+        with graph.name_scope(scope_name) as scope:
+            yield scope
+    else:
+        with graph.as_default(), graph.name_scope(scope_name) as scope:
+            yield scope
 
 
 def _graph_from_values(values) -> Graph:
@@ -772,7 +805,17 @@ def convert_to_tensor(value, dtype=None, name: str | None = None,
         return value
     for base_type, func in _conversion_functions:
         if isinstance(value, base_type):
-            return func(value, dtype=dtype, name=name)
+            # A conversion function may decline with NotImplemented (as in TF).
+            if dtype is None and preferred_dtype is not None:
+                try:
+                    result = func(value, dtype=dtypes.as_dtype(preferred_dtype), name=name)
+                except (TypeError, ValueError):
+                    result = NotImplemented
+                if result is not NotImplemented:
+                    return result
+            result = func(value, dtype=dtype, name=name)
+            if result is not NotImplemented:
+                return result
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name}, as_ref=False)")

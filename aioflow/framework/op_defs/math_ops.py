@@ -9,7 +9,8 @@ from aioflow.framework.op_def_registry import register_op
 # Type sets, spelled (and ordered) as TF's OpDefs list them.
 _FLOAT = "{bfloat16, half, float, double}"
 _FLOAT_COMPLEX = "{bfloat16, half, float, double, complex64, complex128}"
-_SIGNED_COMPLEX = "{bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128}"
+_SIGNED_COMPLEX = ("{bfloat16, half, float, double, int8, int16, int32, int64, complex64, "
+                   "complex128}")
 _DIV = ("{bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, "
         "int64, complex64, complex128}")
 _MINMAX = ("{bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, "

@@ -1,0 +1,85 @@
+"""FetchPlan: flatten a nested fetch structure (tensors, ops, names; lists, tuples,
+namedtuples, dicts) into unique graph elements, and rebuild the results in its shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aioflow.framework import errors, ops
+
+_OP = -1  # marks a fetched Operation: its result is None
+
+
+class FetchPlan:
+    """The unique tensors (fetches) and ops (targets) of one fetch structure."""
+
+    def __init__(self, graph: ops.Graph, fetches):
+        self.graph = graph
+        self.tensor_names: list[str] = []
+        self.tensors: list[ops.Tensor] = []
+        self.targets: list[str] = []
+        self._index: dict[str, int] = {}
+        self.template = self._flatten(fetches)
+        self.sorted_fetches = tuple(sorted(self.tensor_names))
+        self.sorted_targets = tuple(sorted(set(self.targets)))
+        position = {name: i for i, name in enumerate(self.sorted_fetches)}
+        # For each unique tensor (in first-seen order), its retval index.
+        self.retval_index = [position[name] for name in self.tensor_names]
+        self.single = self.template if isinstance(self.template, int) else None
+
+    def _element(self, fetch):
+        try:
+            return self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+        except (KeyError, ValueError) as e:
+            raise errors.NotFoundError(
+                None, None, f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
+                            f"({e.args[0] if e.args else e})") from None
+        except TypeError as e:
+            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must "
+                            f"be a string or Tensor. ({e})") from None
+
+    def _flatten(self, fetch):
+        if fetch is None:
+            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}")
+        if isinstance(fetch, (ops.Tensor, ops.Operation, str)):
+            element = self._element(fetch)
+            if isinstance(element, ops.Operation):
+                self.targets.append(element.name)
+                return _OP
+            name = element.name
+            index = self._index.get(name)
+            if index is None:
+                index = self._index[name] = len(self.tensor_names)
+                self.tensor_names.append(name)
+                self.tensors.append(element)
+            return index
+        if isinstance(fetch, Mapping):
+            return (type(fetch), [(k, self._flatten(v)) for k, v in fetch.items()])
+        if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
+            return (type(fetch), [self._flatten(v) for v in fetch])
+        if isinstance(fetch, (list, tuple)):
+            return (type(fetch), [self._flatten(v) for v in fetch])
+        if hasattr(fetch, "_as_graph_element"):
+            return self._flatten(fetch._as_graph_element())
+        raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must be a "
+                        f"string or Tensor. (Can not convert a {type(fetch).__name__} into a "
+                        f"Tensor or Operation.)")
+
+    def build(self, values: list):
+        """The results in the fetch structure; `values` are per unique tensor."""
+        return _build(self.template, values)
+
+
+def _build(template, values):
+    if isinstance(template, int):
+        return None if template == _OP else values[template]
+    kind, children = template
+    if issubclass(kind, Mapping):
+        out = {k: _build(v, values) for k, v in children}
+        return out if kind is dict else kind(out)
+    items = [_build(c, values) for c in children]
+    if kind is list:
+        return items
+    if hasattr(kind, "_fields"):
+        return kind(*items)
+    return kind(items)

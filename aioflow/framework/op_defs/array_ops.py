@@ -1,0 +1,98 @@
+"""OpDefs of TF's array ops (tensorflow/core/ops/array_ops.cc): constants, placeholders,
+identities, reshaping, concatenation and splitting, slicing, gathering, padding."""
+
+from __future__ import annotations
+
+from aioflow.framework import common_shapes as cs
+from aioflow.framework.op_def_registry import register_op
+
+_INT_INDEX = "{int32, int64} = DT_INT32"
+
+(register_op("Const").output("output: dtype").attr("value: tensor").attr("dtype: type")
+    .set_shape_fn(cs.const))
+(register_op("Placeholder").output("output: dtype").attr("dtype: type")
+    .attr("shape: shape = { unknown_rank: true }").set_shape_fn(cs.shape_attr))
+(register_op("PlaceholderWithDefault").input("input: dtype").output("output: dtype")
+    .attr("dtype: type").attr("shape: shape").set_shape_fn(cs.shape_attr))
+
+for _name in ("Identity", "Snapshot", "StopGradient"):
+    (register_op(_name).input("input: T").output("output: T").attr("T: type")
+        .set_shape_fn(cs.unchanged_shape))
+(register_op("PreventGradient").input("input: T").output("output: T").attr("T: type")
+    .attr("message: string = ''").set_shape_fn(cs.unchanged_shape))
+(register_op("IdentityN").input("input: T").output("output: T").attr("T: list(type) >= 1")
+    .set_shape_fn(cs.unchanged_shapes))
+
+# -- shapes and reshaping --------------------------------------------------------------------
+(register_op("Reshape").input("tensor: T").input("shape: Tshape").output("output: T")
+    .attr("T: type").attr(f"Tshape: {_INT_INDEX}").set_shape_fn(cs.reshape))
+(register_op("Transpose").input("x: T").input("perm: Tperm").output("y: T")
+    .attr("T: type").attr(f"Tperm: {_INT_INDEX}").set_shape_fn(cs.transpose))
+(register_op("ExpandDims").input("input: T").input("dim: Tdim").output("output: T")
+    .attr("T: type").attr(f"Tdim: {_INT_INDEX}").set_shape_fn(cs.expand_dims))
+(register_op("Squeeze").input("input: T").output("output: T").attr("T: type")
+    .attr("squeeze_dims: list(int) >= 0 = []").set_shape_fn(cs.squeeze))
+(register_op("Shape").input("input: T").output("output: out_type").attr("T: type")
+    .attr(f"out_type: {_INT_INDEX}").set_shape_fn(cs.shape_op))
+(register_op("ShapeN").input("input: N * T").output("output: N * out_type").attr("N: int >= 1")
+    .attr("T: type").attr(f"out_type: {_INT_INDEX}").set_shape_fn(cs.shape_op))
+(register_op("Size").input("input: T").output("output: out_type").attr("T: type")
+    .attr(f"out_type: {_INT_INDEX}").set_shape_fn(cs.scalar))
+(register_op("Rank").input("input: T").output("output: int32").attr("T: type")
+    .set_shape_fn(cs.scalar))
+(register_op("Fill").input("dims: index_type").input("value: T").output("output: T")
+    .attr("T: type").attr(f"index_type: {_INT_INDEX}").set_shape_fn(cs.fill))
+(register_op("BroadcastTo").input("input: T").input("shape: Tidx").output("output: T")
+    .attr("T: type").attr(f"Tidx: {_INT_INDEX}").set_shape_fn(cs.fill))
+(register_op("ZerosLike").input("x: T").output("y: T").attr("T: type")
+    .set_shape_fn(cs.unchanged_shape))
+(register_op("OnesLike").input("x: T").output("y: T")
+    .attr("T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, "
+          "uint64, complex64, complex128, bool}")
+    .set_shape_fn(cs.unchanged_shape))
+
+# -- joining and splitting -------------------------------------------------------------------
+(register_op("ConcatV2").input("values: N * T").input("axis: Tidx").output("output: T")
+    .attr("N: int >= 2").attr("T: type").attr(f"Tidx: {_INT_INDEX}").set_shape_fn(cs.concat))
+(register_op("Concat").input("concat_dim: int32").input("values: N * T").output("output: T")
+    .attr("N: int >= 2").attr("T: type").set_shape_fn(cs.concat))
+(register_op("Pack").input("values: N * T").output("output: T").attr("N: int >= 1")
+    .attr("T: type").attr("axis: int = 0").set_shape_fn(cs.pack))
+(register_op("Unpack").input("value: T").output("output: num * T").attr("num: int >= 0")
+    .attr("T: type").attr("axis: int = 0").set_shape_fn(cs.unpack))
+(register_op("Split").input("split_dim: int32").input("value: T")
+    .output("output: num_split * T").attr("num_split: int >= 1").attr("T: type")
+    .set_shape_fn(cs.split))
+(register_op("SplitV").input("value: T").input("size_splits: Tlen").input("split_dim: int32")
+    .output("output: num_split * T").attr("num_split: int >= 1").attr("T: type")
+    .attr("Tlen: {int8, int32, int64} = DT_INT64").set_shape_fn(cs.split_v))
+(register_op("Tile").input("input: T").input("multiples: Tmultiples").output("output: T")
+    .attr("T: type").attr(f"Tmultiples: {_INT_INDEX}").set_shape_fn(cs.tile))
+(register_op("Pad").input("input: T").input("paddings: Tpaddings").output("output: T")
+    .attr("T: type").attr(f"Tpaddings: {_INT_INDEX}").set_shape_fn(cs.pad))
+(register_op("PadV2").input("input: T").input("paddings: Tpaddings")
+    .input("constant_values: T").output("output: T")
+    .attr("T: type").attr(f"Tpaddings: {_INT_INDEX}").set_shape_fn(cs.pad))
+
+# -- slicing and gathering -------------------------------------------------------------------
+(register_op("StridedSlice").input("input: T").input("begin: Index").input("end: Index")
+    .input("strides: Index").output("output: T").attr("T: type")
+    .attr("Index: {int16, int32, int64}")
+    .attr("begin_mask: int = 0").attr("end_mask: int = 0").attr("ellipsis_mask: int = 0")
+    .attr("new_axis_mask: int = 0").attr("shrink_axis_mask: int = 0")
+    .set_shape_fn(cs.strided_slice))
+(register_op("Slice").input("input: T").input("begin: Index").input("size: Index")
+    .output("output: T").attr("T: type").attr("Index: {int32, int64}")
+    .set_shape_fn(cs.slice_shape))
+(register_op("GatherV2").input("params: Tparams").input("indices: Tindices")
+    .input("axis: Taxis").output("output: Tparams").attr("batch_dims: int = 0")
+    .attr("Tparams: type").attr("Tindices: {int16, int32, int64}").attr("Taxis: {int32, int64}")
+    .set_shape_fn(cs.gather))
+(register_op("Gather").input("params: Tparams").input("indices: Tindices")
+    .output("output: Tparams").attr("validate_indices: bool = true").attr("Tparams: type")
+    .attr("Tindices: {int32, int64}").set_shape_fn(cs.gather))
+(register_op("Where").input("input: T").output("index: int64")
+    .attr("T: {numbertype, bool} = DT_BOOL").set_shape_fn(cs.where))
+(register_op("OneHot").input("indices: TI").input("depth: int32").input("on_value: T")
+    .input("off_value: T").output("output: T").attr("axis: int = -1").attr("T: type")
+    .attr("TI: {uint8, int8, int32, int64} = DT_INT64").set_shape_fn(cs.one_hot))

@@ -1,0 +1,155 @@
+"""ExecutorImpl: the immutable, per-partition part of the executor (TF's
+ImmutableExecutorState), built once per graph and shared by all of its runs.
+
+Nodes get dense ids; each while-loop frame gets its own layout of pending counts and
+input slots (a node's `pending_id` and `input_start` index its frame's layout), so an
+iteration copies only the templates of its own frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from aioflow.framework import op_kernel
+from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
+from aioflow.graph.graph import Graph
+
+# How a node's kernel runs (NodeItem.mode).
+INLINE = 0      # on the event loop, in the running drain
+POOL = 1        # on the device's thread pool
+MAYBE = 2       # the kernel decides from its inputs (is_expensive) between INLINE and POOL
+ASYNC = 3       # a coroutine, awaited in its own task
+
+
+class NodeItem:
+    """What the executor needs of one node, flat and precomputed."""
+
+    __slots__ = (
+        "id", "name", "op", "node_def", "kernel", "compute", "is_expensive", "mode",
+        "input_start", "input_end", "num_inputs", "num_outputs", "pending_id",
+        "out_data", "out_control", "frame_name", "enter_frame_name", "parallel_iterations",
+        "is_merge", "is_enter", "is_exit", "is_next_iteration", "is_control_trigger",
+        "is_constant_enter", "is_enter_exit_or_next_iter", "is_sink", "kernel_is_async",
+        "kernel_is_expensive",
+    )
+
+    def __repr__(self) -> str:
+        return f"<NodeItem {self.id} {self.name} ({self.op})>"
+
+
+@dataclass
+class FrameInfo:
+    """The static layout of one frame name: its nodes' pending counts and input slots."""
+
+    name: str
+    num_nodes: int = 0
+    total_inputs: int = 0
+    input_count: int = 0          # Enter nodes into this frame
+    pending_template: list[int] = field(default_factory=list)
+    zeros: list[int] = field(default_factory=list)
+
+
+class ExecutorImpl:
+    """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
+
+    def __init__(self, graph: Graph, device, inline_all: bool = False):
+        self.graph = graph
+        self.device = device
+        cf_info = build_control_flow_info(graph)
+        nodes = list(graph.op_nodes())
+        self.has_control_flow = any(n.is_control_flow for n in nodes)
+        dense = {n.id: i for i, n in enumerate(nodes)}
+        self.frame_infos: dict[str, FrameInfo] = {ROOT_FRAME: FrameInfo(ROOT_FRAME)}
+        items: list[NodeItem] = []
+        for i, node in enumerate(nodes):
+            items.append(self._make_item(i, node, cf_info.frame_names[node.id], inline_all))
+        for item in items:
+            info = self.frame_infos.setdefault(item.frame_name, FrameInfo(item.frame_name))
+            item.pending_id = info.num_nodes
+            info.num_nodes += 1
+            item.input_start = info.total_inputs
+            info.total_inputs += item.num_inputs
+            item.input_end = info.total_inputs
+            if item.is_enter:
+                child = self.frame_infos.setdefault(item.enter_frame_name,
+                                                    FrameInfo(item.enter_frame_name))
+                child.input_count += 1
+        for info in self.frame_infos.values():
+            info.pending_template = [0] * info.num_nodes
+            info.zeros = [0] * info.num_nodes
+        roots = []
+        for node, item in zip(nodes, items, strict=True):
+            data, control = [], []
+            for e in node.out_edges:
+                if e.dst.is_sink:
+                    continue
+                dst = items[dense[e.dst.id]]
+                if e.is_control_edge:
+                    control.append(dst.id)
+                else:
+                    data.append((dst.id, e.src_output, dst.input_start + e.dst_input))
+            item.out_data = tuple(data)
+            item.out_control = tuple(control)
+            num_control = sum(1 for e in node.in_edges if e.is_control_edge and e.src.is_op)
+            num_in = sum(1 for e in node.in_edges if e.src.is_op)
+            template = self.frame_infos[item.frame_name].pending_template
+            template[item.pending_id] = (1 + 2 * num_control) if item.is_merge else num_in
+            if num_in == 0:
+                roots.append(item)
+        self.items = items
+        self.roots = tuple(roots)
+        self.root_info = self.frame_infos[ROOT_FRAME]
+
+    def _make_item(self, i: int, node, frame_name: str, inline_all: bool) -> NodeItem:
+        item = NodeItem()
+        item.id = i
+        item.name = node.name
+        item.op = node.type_string
+        item.node_def = node.def_
+        kernel = op_kernel.create_kernel(node.def_, node.op_def, self.device.device_type,
+                                         node.input_types, node.output_types)
+        item.kernel = kernel
+        item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
+        item.is_expensive = kernel.is_expensive
+        item.kernel_is_async = kernel.is_async
+        item.kernel_is_expensive = kernel.expensive is not False
+        if kernel.is_async:
+            item.mode = ASYNC
+        elif inline_all or kernel.expensive is False:
+            item.mode = INLINE
+        elif kernel.expensive is None:
+            item.mode = MAYBE
+        else:
+            item.mode = POOL
+        item.num_inputs = node.num_inputs
+        item.num_outputs = node.num_outputs
+        item.frame_name = frame_name
+        item.is_merge = node.is_merge
+        item.is_enter = node.is_enter
+        item.is_exit = node.is_exit
+        item.is_next_iteration = node.is_next_iteration
+        item.is_control_trigger = node.is_control_trigger
+        item.is_enter_exit_or_next_iter = node.is_enter or node.is_exit or node.is_next_iteration
+        item.is_sink = False
+        item.is_constant_enter = bool(node.is_enter and node.def_.attr["is_constant"].b)
+        item.enter_frame_name = (node.def_.attr["frame_name"].s.decode() if node.is_enter
+                                 else None)
+        item.parallel_iterations = (max(1, node.def_.attr["parallel_iterations"].i)
+                                    if node.is_enter else 1)
+        return item
+
+    async def run(self, ctx, runner) -> None:
+        """Run one step of this partition; raises the step's first error."""
+        if self.has_control_flow:
+            from aioflow.runtime.frame_state import ControlFlowExecutorState as State
+        else:
+            from aioflow.runtime.executor_state import SimpleExecutorState as State
+        state = State(self, ctx, runner)
+        state.start()
+        try:
+            await state.done
+        except asyncio.CancelledError:
+            state.abort(None)
+            await state.wait_in_flight()
+            raise

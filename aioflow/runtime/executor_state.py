@@ -1,0 +1,238 @@
+"""Per-run executor state (TF's ExecutorState), touched only on the event loop thread.
+
+ExecutorStateBase holds what every run needs: the ready queue, dispatch of pool and
+async kernels, the first error, abort and completion. SimpleExecutorState is the
+propagator for graphs without v1 control flow: one flat list of pending counts and one
+of input slots, copied from the templates per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from time import perf_counter
+
+from aioflow.framework import errors
+from aioflow.runtime.executor import INLINE, MAYBE, POOL
+
+_CHECK_EVERY = 31  # test the clock once per 32 nodes
+
+
+def wrap_error(exc: BaseException, item, where: str = "") -> errors.OpError:
+    """The error a failed node reports: TF's class, naming the node and its op."""
+    if isinstance(exc, errors.OpError):
+        cls, message = type(exc), exc.message
+    elif isinstance(exc, (ValueError, TypeError, IndexError, ZeroDivisionError, KeyError)):
+        cls, message = errors.InvalidArgumentError, f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, MemoryError):
+        cls, message = errors.ResourceExhaustedError, f"OOM when running {item.name}: {exc}"
+    else:
+        cls, message = errors.UnknownError, f"{type(exc).__name__}: {exc}"
+    text = f"{message}\n\t [[{{{{node {item.name}}}}} = {item.op}[...]{where}]]"
+    err = cls(item.node_def, None, text)
+    err.__cause__ = exc
+    return err
+
+
+class ExecutorStateBase:
+    """Shared machinery of one run of one partition."""
+
+    def __init__(self, impl, ctx, runner):
+        self.impl = impl
+        self.items = impl.items
+        self.ctx = ctx
+        self.runner = runner
+        self.loop = runner.loop
+        self.done: asyncio.Future = self.loop.create_future()
+        self.ready: deque = deque()
+        self.queued = False
+        self.in_flight = 0
+        self.error: errors.OpError | None = None
+        self.jobs: dict = {}        # concurrent futures of pool jobs -> token
+        self.tasks: set = set()     # asyncio tasks of async kernels
+
+    # -- driving --------------------------------------------------------------------
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def process(self, deadline: float) -> None:
+        raise NotImplementedError
+
+    def has_ready(self) -> bool:
+        return bool(self.ready) and self.error is None
+
+    def maybe_finish(self) -> None:
+        """Resolve `done` once nothing is ready or in flight."""
+        if self.in_flight or (self.ready and self.error is None) or self.done.done():
+            return
+        if self.error is not None:
+            self.done.set_exception(self.error)
+        else:
+            self.done.set_result(None)
+
+    def fail(self, err: errors.OpError) -> None:
+        """Record the first error; stop scheduling and abort what is in flight."""
+        if self.error is None:
+            self.error = err
+            self.ready.clear()
+            self._cancel_in_flight()
+            if self.ctx is not None:
+                self.ctx.on_error(err)
+        self.maybe_finish()
+
+    def abort(self, err: errors.OpError | None) -> None:
+        """Stop the run from outside (cancellation, deadline, a sibling partition failing)."""
+        self.fail(err or errors.CancelledError(None, None, "Step was cancelled"))
+
+    def _cancel_in_flight(self) -> None:
+        for fut in list(self.jobs):
+            if fut.cancel():
+                del self.jobs[fut]
+                self.in_flight -= 1
+        for task in list(self.tasks):
+            task.cancel()
+
+    async def wait_in_flight(self) -> None:
+        """Wait until no kernel of this run is still running (after an abort)."""
+        while self.in_flight:
+            waiter = self.loop.create_future()
+            self._in_flight_waiter = waiter
+            try:
+                await asyncio.shield(waiter)
+            except asyncio.CancelledError:
+                continue
+
+    def _job_finished(self) -> None:
+        self.in_flight -= 1
+        waiter = getattr(self, "_in_flight_waiter", None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- dispatch of pool and async kernels ---------------------------------------------
+    def dispatch(self, item, token, args) -> None:
+        """Start a kernel that does not run inline; its outputs come back to
+        `complete(token, outputs)` on the loop."""
+        self.in_flight += 1
+        if item.mode == POOL or item.mode == MAYBE:
+            fut = self.impl.device.pool.submit(self._pool_job, item.compute, token, args)
+            self.jobs[fut] = token
+        else:
+            task = self.loop.create_task(self._async_job(item, token, args))
+            self.tasks.add(task)
+
+    def _pool_job(self, compute, token, args):
+        try:
+            result = compute(self.ctx, args)
+            exc = None
+        except BaseException as e:  # noqa: BLE001 - handed to the loop thread
+            result, exc = None, e
+        self.runner.post_completion(self, token, result, exc)
+
+    def on_pool_done(self, token, result, exc) -> None:
+        for fut, tok in list(self.jobs.items()):
+            if tok is token:
+                del self.jobs[fut]
+                break
+        self._job_finished()
+        self._after_job(token, result, exc)
+
+    async def _async_job(self, item, token, args) -> None:
+        try:
+            result = await item.compute(self.ctx, args)
+            exc = None
+        except asyncio.CancelledError:
+            result, exc = None, None
+            if self.error is None:
+                exc = errors.CancelledError(None, None, "Async kernel was cancelled")
+        except BaseException as e:  # noqa: BLE001 - reported as the node's error
+            result, exc = None, e
+        finally:
+            self.tasks.discard(asyncio.current_task())
+            self._job_finished()
+        self._after_job(token, result, exc)
+
+    def _after_job(self, token, result, exc) -> None:
+        if self.error is not None:
+            self.maybe_finish()
+            return
+        if exc is not None:
+            self.fail(self.wrap(token, exc))
+            return
+        self.complete(token, result)
+        if self.ready:
+            self.runner.submit(self)
+        else:
+            self.maybe_finish()
+
+    def wrap(self, token, exc) -> errors.OpError:
+        raise NotImplementedError
+
+    def complete(self, token, outputs) -> None:
+        raise NotImplementedError
+
+
+class SimpleExecutorState(ExecutorStateBase):
+    """The propagator for graphs without control flow: no frames, no deadness."""
+
+    def start(self) -> None:
+        impl = self.impl
+        self.pending = impl.root_info.pending_template[:]
+        self.inputs = [None] * impl.root_info.total_inputs
+        self.ready.extend(impl.roots)
+        self.runner.run_now(self)
+
+    def process(self, deadline: float) -> None:
+        # The per-node hot path: kept flat on purpose (see DESIGN.md, "The executor").
+        ready = self.ready
+        inputs = self.inputs
+        pending = self.pending
+        items = self.items
+        ctx = self.ctx
+        popleft = ready.popleft
+        append = ready.append
+        count = 0
+        while ready:
+            item = popleft()
+            args = inputs[item.input_start:item.input_end]
+            mode = item.mode
+            if mode == MAYBE:
+                mode = POOL if item.is_expensive(args) else INLINE
+            if mode != INLINE:
+                self.dispatch(item, item, args)
+                continue
+            try:
+                outs = item.compute(ctx, args)
+            except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                self.fail(wrap_error(e, item))
+                return
+            for dst, slot, idx in item.out_data:
+                inputs[idx] = outs[slot]
+                c = pending[dst] - 1
+                pending[dst] = c
+                if not c:
+                    append(items[dst])
+            for dst in item.out_control:
+                c = pending[dst] - 1
+                pending[dst] = c
+                if not c:
+                    append(items[dst])
+            count += 1
+            if not count & _CHECK_EVERY and perf_counter() > deadline:
+                return
+
+    def wrap(self, token, exc) -> errors.OpError:
+        return wrap_error(exc, token)
+
+    def complete(self, item, outs) -> None:
+        inputs, pending, items, append = self.inputs, self.pending, self.items, self.ready.append
+        for dst, slot, idx in item.out_data:
+            inputs[idx] = outs[slot]
+            c = pending[dst] - 1
+            pending[dst] = c
+            if not c:
+                append(items[dst])
+        for dst in item.out_control:
+            c = pending[dst] - 1
+            pending[dst] = c
+            if not c:
+                append(items[dst])

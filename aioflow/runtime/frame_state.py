@@ -1,0 +1,268 @@
+"""The propagator for graphs with v1 control flow: frames, iterations and deadness,
+following TensorFlow's executor (PropagatorState) step for step.
+
+A ready entry is a TaggedNode `(item, frame, iteration, is_dead)`. A frame instance is
+(parent frame, parent iteration, frame_name); each IterationState holds flat lists of
+pending counts, dead counts and input slots copied from its frame's templates.
+Iterations and frames are freed as soon as they are done, so memory stays bounded
+however many iterations a loop runs.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+from aioflow.framework import errors
+from aioflow.runtime.executor import INLINE, MAYBE, POOL
+from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
+
+
+class IterationState:
+    """One iteration of one frame: pending counts, dead counts, input slots."""
+
+    __slots__ = ("iter_num", "pending", "dead", "inputs", "outstanding_ops",
+                 "outstanding_frame_count", "child_frames")
+
+    def __init__(self, iter_num: int, info):
+        self.iter_num = iter_num
+        self.pending = info.pending_template[:]
+        self.dead = info.zeros[:]
+        self.inputs = [None] * info.total_inputs
+        self.outstanding_ops = 0
+        self.outstanding_frame_count = 0
+        self.child_frames: dict | None = None
+
+
+class FrameState:
+    """One instance of a while-loop frame (or the root frame)."""
+
+    __slots__ = ("name", "info", "parent_frame", "parent_iter", "max_parallel_iterations",
+                 "num_pending_inputs", "iteration_count", "num_outstanding_iterations",
+                 "iterations", "next_iter_roots", "inv_values", "dead_exits")
+
+    def __init__(self, name: str, info, parent_frame, parent_iter, max_parallel: int):
+        self.name = name
+        self.info = info
+        self.parent_frame = parent_frame
+        self.parent_iter = parent_iter
+        self.max_parallel_iterations = max_parallel
+        self.num_pending_inputs = info.input_count
+        self.iteration_count = 0
+        self.num_outstanding_iterations = 1
+        self.iterations = {0: IterationState(0, info)}
+        self.next_iter_roots: list = []
+        self.inv_values: list = []
+        self.dead_exits: list = []
+
+    def is_iteration_done(self, it: IterationState) -> bool:
+        if it.outstanding_ops or it.outstanding_frame_count:
+            return False
+        if it.iter_num == 0:
+            return self.num_pending_inputs == 0
+        return (it.iter_num - 1) not in self.iterations
+
+    def is_frame_done(self) -> bool:
+        return self.num_pending_inputs == 0 and self.num_outstanding_iterations == 0
+
+
+class ControlFlowExecutorState(ExecutorStateBase):
+    """Runs a graph with Switch/Merge/Enter/Exit/NextIteration."""
+
+    def start(self) -> None:
+        impl = self.impl
+        self.root = FrameState("", impl.root_info, None, None, 1)
+        it0 = self.root.iterations[0]
+        self.ready.extend((item, self.root, it0, False) for item in impl.roots)
+        it0.outstanding_ops = len(impl.roots)
+        self.runner.run_now(self)
+
+    def process(self, deadline: float) -> None:
+        ready = self.ready
+        ctx = self.ctx
+        popleft = ready.popleft
+        count = 0
+        while ready:
+            tagged = popleft()
+            item, frame, it, is_dead = tagged
+            if is_dead:
+                outs = None
+            else:
+                args = it.inputs[item.input_start:item.input_end]
+                mode = item.mode
+                if mode == MAYBE:
+                    mode = POOL if item.is_expensive(args) else INLINE
+                if mode != INLINE:
+                    self.dispatch(item, tagged, args)
+                    continue
+                try:
+                    outs = item.compute(ctx, args)
+                except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                    self.fail(self.wrap(tagged, e))
+                    return
+            self.propagate(tagged, outs)
+            count += 1
+            if not count & _CHECK_EVERY and perf_counter() > deadline:
+                return
+
+    def wrap(self, tagged, exc) -> errors.OpError:
+        item, frame, it, _ = tagged
+        where = ""
+        if frame.name:
+            where = f" (in while-loop frame '{frame.name}', iteration {it.iter_num})"
+        return wrap_error(exc, item, where)
+
+    def complete(self, tagged, outs) -> None:
+        self.propagate(tagged, outs)
+
+    # -- propagation (TF's PropagateOutputs / ActivateNodes) ------------------------------
+    def activate(self, item, is_dead: bool, frame: FrameState, it: IterationState, outs) -> None:
+        """Deliver `item`'s outputs (None: all dead) to its successors in (frame, it)."""
+        items = self.items
+        pending = it.pending
+        dead = it.dead
+        inputs = it.inputs
+        ready = self.ready
+        for dst_id, slot, idx in item.out_data:
+            dst = items[dst_id]
+            pid = dst.pending_id
+            value = None if outs is None else outs[slot]
+            if dst.is_merge:
+                if value is not None:
+                    count = pending[pid]
+                    pending[pid] = count & ~1
+                    dst_ready = count == 1
+                    if count & 1:
+                        inputs[idx] = value
+                    dst_dead = False
+                else:
+                    dead[pid] += 1
+                    dst_dead = dead[pid] == dst.num_inputs
+                    dst_ready = pending[pid] == 1 and dst_dead
+            else:
+                if value is None:
+                    dead[pid] += 1
+                else:
+                    inputs[idx] = value
+                c = pending[pid] - 1
+                pending[pid] = c
+                dst_ready = c == 0
+                dst_dead = dead[pid] > 0
+            if dst_ready:
+                if dst.is_control_trigger:
+                    dst_dead = False
+                ready.append((dst, frame, it, dst_dead))
+                it.outstanding_ops += 1
+        for dst_id in item.out_control:
+            dst = items[dst_id]
+            pid = dst.pending_id
+            if dst.is_merge:
+                pending[pid] -= 2
+                count = pending[pid]
+                dst_dead = dead[pid] == dst.num_inputs
+                dst_ready = count == 0 or (count == 1 and dst_dead)
+            else:
+                if is_dead:
+                    dead[pid] += 1
+                c = pending[pid] - 1
+                pending[pid] = c
+                dst_ready = c == 0
+                dst_dead = dead[pid] > 0
+            if dst_ready:
+                if dst.is_control_trigger:
+                    dst_dead = False
+                ready.append((dst, frame, it, dst_dead))
+                it.outstanding_ops += 1
+
+    def propagate(self, tagged, outs) -> None:
+        """Move outputs into the right frame and iteration, then mark the node done."""
+        item, frame, it, is_dead = tagged
+        if not item.is_enter_exit_or_next_iter:
+            self.activate(item, is_dead, frame, it, outs)
+        elif item.is_enter:
+            child = self.find_or_create_child_frame(frame, it, item)
+            child.num_pending_inputs -= 1
+            if item.is_constant_enter:
+                self.add_loop_inv(child, item, None if outs is None else outs[0])
+            else:
+                self.activate(item, is_dead, child, child.iterations[0], outs)
+        elif item.is_exit:
+            if is_dead:
+                if it.iter_num == frame.iteration_count:
+                    frame.dead_exits.append(item)
+            else:
+                self.activate(item, False, frame.parent_frame, frame.parent_iter, outs)
+        elif not is_dead:  # NextIteration
+            if (it.iter_num == frame.iteration_count
+                    and frame.num_outstanding_iterations == frame.max_parallel_iterations):
+                frame.next_iter_roots.append((item, outs[0]))
+            else:
+                if it.iter_num == frame.iteration_count:
+                    out_it = self.increment_iteration(frame)
+                else:
+                    out_it = frame.iterations[it.iter_num + 1]
+                self.activate(item, False, frame, out_it, outs)
+        # This node is done; its completion may finish its iteration and frame.
+        it.outstanding_ops -= 1
+        if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+            self.frame_done(frame)
+
+    def find_or_create_child_frame(self, frame: FrameState, it: IterationState, item):
+        children = it.child_frames
+        if children is None:
+            children = it.child_frames = {}
+        child = children.get(item.enter_frame_name)
+        if child is None:
+            info = self.impl.frame_infos[item.enter_frame_name]
+            child = FrameState(item.enter_frame_name, info, frame, it, item.parallel_iterations)
+            children[item.enter_frame_name] = child
+            it.outstanding_frame_count += 1
+        return child
+
+    def add_loop_inv(self, frame: FrameState, item, value) -> None:
+        """A loop invariant: visible to every iteration, including ones started later."""
+        frame.inv_values.append((item, value))
+        outs = (value,)
+        for it in list(frame.iterations.values()):
+            self.activate(item, value is None, frame, it, outs)
+
+    def increment_iteration(self, frame: FrameState) -> IterationState:
+        frame.iteration_count += 1
+        it = IterationState(frame.iteration_count, frame.info)
+        frame.iterations[frame.iteration_count] = it
+        frame.num_outstanding_iterations += 1
+        frame.dead_exits.clear()
+        roots, frame.next_iter_roots = frame.next_iter_roots, []
+        for item, value in roots:
+            self.activate(item, value is None, frame, it, (value,))
+        for item, value in frame.inv_values:
+            self.activate(item, value is None, frame, it, (value,))
+        return it
+
+    def cleanup_iterations(self, frame: FrameState, it: IterationState) -> bool:
+        """Free the finished iterations from `it` on; start a deferred one; frame done?"""
+        n = it.iter_num
+        iterations = frame.iterations
+        while n <= frame.iteration_count:
+            cur = iterations.get(n)
+            if cur is None or not frame.is_iteration_done(cur):
+                break
+            del iterations[n]
+            frame.num_outstanding_iterations -= 1
+            n += 1
+            if frame.next_iter_roots:
+                self.increment_iteration(frame)
+        return frame.is_frame_done()
+
+    def frame_done(self, frame: FrameState) -> None:
+        """Delete a finished frame (its dead exits go to the parent as dead), recursively."""
+        while frame is not None:
+            parent, parent_it = frame.parent_frame, frame.parent_iter
+            if parent is None:
+                return
+            for item in frame.dead_exits:
+                self.activate(item, True, parent, parent_it, None)
+            del parent_it.child_frames[frame.name]
+            parent_it.outstanding_frame_count -= 1
+            if parent_it.outstanding_ops or not self.cleanup_iterations(parent, parent_it):
+                return
+            frame = parent

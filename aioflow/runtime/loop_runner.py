@@ -1,0 +1,126 @@
+"""The per-event-loop runner that drains executor states fairly, in time-budgeted slices.
+
+All runs on one loop share one runner: a run with ready work joins its queue; a
+drain takes states round-robin and runs their inline nodes until the slice budget
+(default 2 ms) is spent, then reschedules itself with `call_soon`, so timers and
+other coroutines of the loop run between slices however many runs are in flight.
+When the runner is idle a new run drains at once in the caller's stack (no loop hop).
+Kernel completions coming back from threads are batched into one loop wake-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections import deque
+from time import perf_counter
+
+DEFAULT_TIME_BUDGET_S = 0.002
+
+_runners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class LoopRunner:
+    """Fair, budgeted draining of the executor states of one event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.queue: deque = deque()
+        self.draining = False
+        self.scheduled = False
+        self.budget = DEFAULT_TIME_BUDGET_S
+        self.warn_overrun = False
+        self._completions: list = []
+        self._lock = threading.Lock()
+        self._wake_pending = False
+
+    # -- states with ready work --------------------------------------------------------
+    def submit(self, state) -> None:
+        """Queue a state that has ready nodes; a drain will get to it."""
+        if not state.queued:
+            state.queued = True
+            self.queue.append(state)
+        if not self.draining and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self._scheduled_drain)
+
+    def run_now(self, state) -> None:
+        """Start a new state: drain right here when the runner is idle, else queue it."""
+        if self.draining or self.queue:
+            self.submit(state)
+            return
+        state.queued = True
+        self.queue.append(state)
+        self._drain()
+
+    def _scheduled_drain(self) -> None:
+        self.scheduled = False
+        if not self.draining:
+            self._drain()
+
+    def _drain(self) -> None:
+        self.draining = True
+        queue = self.queue
+        start = perf_counter()
+        deadline = start + self.budget
+        try:
+            while queue:
+                state = queue.popleft()
+                state.queued = False
+                state.process(deadline)
+                if state.has_ready():
+                    state.queued = True
+                    queue.append(state)
+                else:
+                    state.maybe_finish()
+                if perf_counter() >= deadline:
+                    break
+        finally:
+            self.draining = False
+        if self.warn_overrun:
+            self._check_overrun(start)
+        if queue and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self._scheduled_drain)
+
+    def _check_overrun(self, start: float) -> None:
+        spent = perf_counter() - start
+        if spent > 2 * self.budget:
+            import warnings
+
+            warnings.warn(f"aioflow: an inline stretch ran {spent * 1e3:.2f} ms, over its "
+                          f"{self.budget * 1e3:.2f} ms budget", RuntimeWarning, stacklevel=2)
+
+    # -- completions from kernel threads ------------------------------------------------
+    def post_completion(self, state, token, result, exc) -> None:
+        """Called from a pool thread: hand a kernel's result back to the loop (batched)."""
+        with self._lock:
+            self._completions.append((state, token, result, exc))
+            wake = not self._wake_pending
+            self._wake_pending = True
+        if wake:
+            try:
+                self.loop.call_soon_threadsafe(self._on_completions)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+    def _on_completions(self) -> None:
+        with self._lock:
+            batch = self._completions
+            self._completions = []
+            self._wake_pending = False
+        for state, token, result, exc in batch:
+            state.on_pool_done(token, result, exc)
+        if self.queue and not self.draining:
+            self._drain()
+
+
+def get_runner(loop: asyncio.AbstractEventLoop | None = None) -> LoopRunner:
+    """The runner of `loop` (the running loop by default), created on first use."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    runner = _runners.get(loop)
+    if runner is None:
+        runner = _runners[loop] = LoopRunner(loop)
+    return runner

@@ -1,0 +1,28 @@
+"""Kernels of the call-frame ops: `_Arg` reads a fed value, `_Retval` stores a fetched one."""
+
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+
+@register_kernel("_Arg", "CPU")
+class ArgOp(OpKernel):
+    """Output the run's argument number `index` (a fed value)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.index = ctx.get_attr("index")
+
+    def compute(self, ctx, inputs):
+        return (ctx.args[self.index],)
+
+
+@register_kernel("_Retval", "CPU")
+class RetvalOp(OpKernel):
+    """Store the input as the run's return value number `index` (a fetched value)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.index = ctx.get_attr("index")
+
+    def compute(self, ctx, inputs):
+        ctx.retvals[self.index] = inputs[0]
+        return ()
