@@ -47,9 +47,9 @@ class Edge:
 class Node:
     """One node: its NodeDef, OpDef, types, device, and in/out edges."""
 
-    __slots__ = ("id", "def_", "op_def", "input_types", "output_types", "in_edges", "out_edges",
-                 "assigned_device_name", "is_switch", "is_merge", "is_enter", "is_exit",
-                 "is_next_iteration", "is_loop_cond", "is_control_trigger")
+    # Control-flow flags: False unless the op type sets one (see _CONTROL_FLOW_OPS).
+    is_switch = is_merge = is_enter = is_exit = False
+    is_next_iteration = is_loop_cond = is_control_trigger = False
 
     def __init__(self, node_id: int, node_def: node_def_pb2.NodeDef, op_def,
                  input_types: list[int], output_types: list[int]):
@@ -61,8 +61,6 @@ class Node:
         self.in_edges: list[Edge] = []
         self.out_edges: list[Edge] = []
         self.assigned_device_name = ""
-        for flag in set(_CONTROL_FLOW_OPS.values()):
-            setattr(self, flag, False)
         flag = _CONTROL_FLOW_OPS.get(node_def.op)
         if flag:
             setattr(self, flag, True)

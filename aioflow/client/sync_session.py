@@ -1,0 +1,92 @@
+"""SyncSession: the blocking facade for callers outside an event loop (TF 1.x code).
+
+It owns a private event loop (uvloop when installed) running in a background thread
+and forwards each call to an awaitable Session on it. The migration path from
+`tf.compat.v1.Session().run(...)`: replace it with `af.SyncSession().run(...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from aioflow.client.session import Session
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+class SyncSession:
+    """A Session whose run/close block the caller; same arguments as Session."""
+
+    def __init__(self, target: str = "", graph=None, config=None, **kwargs):
+        self._loop = _new_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="aioflow-sync-loop",
+                                        daemon=True)
+        self._thread.start()
+        self._session = Session(target, graph, config, **kwargs)
+        self._closed = False
+
+    @property
+    def graph(self):
+        return self._session.graph
+
+    def _call(self, coro):
+        if self._closed:
+            coro.close()
+            raise RuntimeError("Attempted to use a closed Session.")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise RuntimeError("SyncSession blocks: inside an event loop use "
+                               "`await af.Session(...).run(...)` instead.")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Run the graph and block until the results are ready."""
+        return self._call(self._session.run(fetches, feed_dict, options, run_metadata))
+
+    def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
+        """A blocking callable: `call(*feed_values)`."""
+        async def make():
+            return self._session.make_callable(fetches, feed_list, accept_options)
+
+        async_call = self._call(make())
+
+        def call(*feed_values, options=None, run_metadata=None):
+            return self._call(async_call(*feed_values, options=options,
+                                         run_metadata=run_metadata))
+
+        return call
+
+    def close(self) -> None:
+        """Close the session and stop the private loop."""
+        if self._closed:
+            return
+        asyncio.run_coroutine_threadsafe(self._session.close(), self._loop).result()
+        self._closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - best effort at interpreter shutdown
+                pass

@@ -1,0 +1,239 @@
+"""Kernels of the v1 control-flow ops (Switch, Merge, Enter, Exit, NextIteration, LoopCond,
+ControlTrigger, Abort) and of Assert and CheckNumerics.
+
+The executor owns frames, iterations and deadness: Enter/Exit/NextIteration only forward
+their input here, Switch routes it by returning None (not produced) for the untaken
+output, and Merge receives None for dead or missing inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+_DEVICES = ("CPU", "GPU")
+
+
+def _register(op_type: str, **host_memory):
+    """Register a kernel class for `op_type` on every device type (control flow only
+    routes values, so one kernel serves NumPy and CuPy arrays)."""
+    def wrap(cls):
+        for device in _DEVICES:
+            register_kernel(op_type, device,
+                            host_memory=host_memory.get(device, ()))(cls)
+        return cls
+    return wrap
+
+
+def _shape_str(shape) -> str:
+    """TF's TensorShape::DebugString: "[2,3]", "[]"."""
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+@_register("Switch", GPU=("pred",))
+@_register("RefSwitch", GPU=("pred",))
+class SwitchOp(OpKernel):
+    """Forward `data` to output_true if `pred` else to output_false; the other is dead."""
+
+    def compute(self, ctx, inputs):
+        data, pred = inputs
+        if np.ndim(pred) != 0:
+            raise errors.InvalidArgumentError(
+                None, None, "The second input must be a scalar, but it has shape "
+                f"{_shape_str(np.shape(pred))}")
+        if pred:
+            return (None, data)
+        return (data, None)
+
+
+@_register("Merge", GPU=("value_index",))
+@_register("RefMerge", GPU=("value_index",))
+class MergeOp(OpKernel):
+    """Forward the first available (non-dead) input and its index as an int32."""
+
+    def compute(self, ctx, inputs):
+        for i, value in enumerate(inputs):
+            if value is not None:
+                return (value, np.int32(i))
+        return (None, None)
+
+
+class _ForwardOp(OpKernel):
+    """Output the input unchanged (the executor moves it between frames/iterations)."""
+
+    def compute(self, ctx, inputs):
+        return (inputs[0],)
+
+
+for _op in ("Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"):
+    _register(_op)(type(f"{_op}Op", (_ForwardOp,), {"__doc__": _ForwardOp.__doc__}))
+
+
+@_register("LoopCond", GPU=("input", "output"))
+class LoopCondOp(OpKernel):
+    """Forward the loop predicate (the executor reads it through the loop's Switches)."""
+
+    def compute(self, ctx, inputs):
+        return (inputs[0],)
+
+
+@_register("ControlTrigger")
+class ControlTriggerOp(OpKernel):
+    """No outputs: a control-edge anchor that runs even when its inputs are dead."""
+
+    def compute(self, ctx, inputs):
+        return ()
+
+
+@register_kernel("Abort", "CPU")
+class AbortOp(OpKernel):
+    """Fail the step with AbortedError (TF aborts the process; aioflow fails the run)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        msg = ctx.get_attr("error_msg", b"")
+        self.error_msg = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else msg
+        self.exit_without_error = bool(ctx.get_attr("exit_without_error", False))
+
+    def compute(self, ctx, inputs):
+        if self.exit_without_error:
+            raise errors.AbortedError(None, None, f"Exiting the process: {self.error_msg}")
+        raise errors.AbortedError(None, None,
+                                  f"Abort_op intentional failure; {self.error_msg}")
+
+
+# -- Assert ----------------------------------------------------------------------------------
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "'": "\\'", '"': '\\"'}
+
+
+def _c_escape(data: bytes) -> str:
+    """absl::Utf8SafeCEscape: C escapes for control bytes, quotes and invalid UTF-8."""
+    out = []
+    for ch in data.decode("utf-8", "surrogateescape"):
+        code = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:03o}")
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\{code - 0xDC00:03o}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _element_str(value) -> str:
+    """TF's PrintOneElement (print_v2=false): %g-style floats, 1/0 bools, escaped bytes."""
+    if isinstance(value, (bytes, np.bytes_)):
+        return _c_escape(bytes(value))
+    if isinstance(value, str):
+        return _c_escape(value.encode("utf-8"))
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (float, np.floating)):
+        return "%g" % float(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        return "(%g,%g)" % (value.real, value.imag)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return str(value)
+
+
+def summarize_value(value, max_entries: int) -> str:
+    """TF's Tensor::SummarizeValue(max_entries): the first entries, nested in [] by
+    dimension, with "..." where entries were left out."""
+    array = np.asarray(value)
+    num_elts = array.size
+    if max_entries < 0:
+        max_entries = num_elts
+    limit = min(max_entries, num_elts)
+    flat = array.reshape(-1)
+    shape = array.shape
+    if not shape:
+        ret = " ".join(_element_str(flat[i]) for i in range(limit))
+        return ret + ("..." if num_elts > limit else "")
+    out: list[str] = []
+    index = [0]
+
+    def one_dim(dim: int) -> None:
+        if index[0] >= limit:
+            return
+        count = shape[dim]
+        if dim == len(shape) - 1:
+            for i in range(count):
+                if index[0] >= limit:
+                    if dim != 0:
+                        out.append("...")
+                    return
+                if i > 0:
+                    out.append(" ")
+                out.append(_element_str(flat[index[0]]))
+                index[0] += 1
+            return
+        for _ in range(count):
+            opened = False
+            if index[0] < limit:
+                out.append("[")
+                opened = True
+            one_dim(dim + 1)
+            if index[0] < limit or opened:
+                out.append("]")
+
+    one_dim(0)
+    if num_elts > limit:
+        out.append("...")
+    return "".join(out)
+
+
+@register_kernel("Assert", "CPU")
+class AssertOp(OpKernel):
+    """Raise InvalidArgumentError "assertion failed: [d0] [d1] ..." when `condition` is
+    false, summarizing each data tensor to `summarize` entries."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.summarize = int(ctx.get_attr("summarize", 3))
+
+    def compute(self, ctx, inputs):
+        cond = inputs[0]
+        shape = np.shape(cond)
+        if not (len(shape) == 0 or (len(shape) == 1 and shape[0] == 1)):
+            raise errors.InvalidArgumentError(
+                None, None, f"In[0] should be a scalar: {_shape_str(shape)}")
+        if bool(np.reshape(cond, ())):
+            return ()
+        parts = [f"[{summarize_value(x, self.summarize)}]" for x in inputs[1:]]
+        raise errors.InvalidArgumentError(None, None, "assertion failed: " + " ".join(parts))
+
+
+@register_kernel("CheckNumerics", "CPU")
+class CheckNumericsOp(OpKernel):
+    """Pass the input through; InvalidArgumentError if it holds NaN or Inf values."""
+
+    expensive = None
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        msg = ctx.get_attr("message")
+        self.message = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else msg
+        dtype = ctx.get_attr("T", None)
+        self.is_bfloat16 = dtype is not None and dtype == dtypes.bfloat16
+
+    def is_expensive(self, inputs) -> bool:
+        return np.size(inputs[0]) > (1 << 16)
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        arr = np.asarray(x)
+        if self.is_bfloat16 or arr.dtype.kind not in "fc":
+            arr = arr.astype(np.float32)
+        has_nan = bool(np.isnan(arr).any())
+        has_inf = bool(np.isinf(arr).any())
+        if has_nan or has_inf:
+            status = "Inf and NaN" if (has_nan and has_inf) else ("NaN" if has_nan else "Inf")
+            raise errors.InvalidArgumentError(
+                None, None, f"{self.message} : Tensor had {status} values")
+        return (x,)

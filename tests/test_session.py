@@ -1,0 +1,370 @@
+"""The awaitable Session and the executor: fetch/feed semantics, errors, cancellation,
+timeouts, concurrency, fairness, callables, partition graphs, the sync facade."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.framework import errors
+from aioflow.runtime.direct_session import DirectSession
+
+
+@pytest.fixture
+def graph():
+    return af.Graph()
+
+
+async def test_feed_and_fetch_structures(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[2], name="x")
+        y = af.add(x, 1.0, name="y")
+        z = af.multiply(y, 2.0, name="z")
+        noop = af.no_op(name="noop")
+    Pair = collections.namedtuple("Pair", "a b")
+    async with af.Session(graph=graph) as sess:
+        feed = {x: [1.0, 2.0]}
+        out = await sess.run([y, (z, noop), {"k": Pair(y, "z:0")}], feed_dict=feed)
+        np.testing.assert_allclose(out[0], [2.0, 3.0])
+        assert isinstance(out[1], tuple) and out[1][1] is None
+        np.testing.assert_allclose(out[1][0], [4.0, 6.0])
+        assert isinstance(out[2]["k"], Pair)
+        np.testing.assert_allclose(out[2]["k"].b, [4.0, 6.0])
+        # Names as feed keys and fetches; an op name fetches None.
+        assert (await sess.run("noop")) is None
+        np.testing.assert_allclose(await sess.run("y:0", {"x:0": [0.0, 0.0]}), [1.0, 1.0])
+        assert (await sess.run("y", {"x": [0.0, 1.0]})) is None  # an op name is a target
+
+
+async def test_scalar_fetch_is_numpy_scalar(graph):
+    with graph.as_default():
+        c = af.constant(3.0)
+    async with af.Session(graph=graph) as sess:
+        value = await sess.run(c)
+    assert isinstance(value, np.float32) and value == 3.0
+
+
+async def test_same_tensor_fetched_twice_is_computed_once(graph):
+    calls = []
+
+    def count(v):
+        calls.append(1)
+        return v + 1
+
+    with graph.as_default():
+        x = af.constant(1.0)
+        y = af.py_func(count, [x], af.float32)
+    async with af.Session(graph=graph) as sess:
+        a, b, c = await sess.run([y, y, [y]])
+    assert a == b == c[0] == 2.0
+    assert len(calls) == 1
+
+
+async def test_feeding_a_non_placeholder_cuts_its_producer(graph):
+    calls = []
+
+    def produce():
+        calls.append(1)
+        return np.float32(5.0)
+
+    with graph.as_default():
+        p = af.py_func(produce, [], af.float32)
+        q = af.multiply(p, 2.0)
+    async with af.Session(graph=graph) as sess:
+        assert await sess.run(q, {p: 10.0}) == 20.0
+        assert calls == []
+        assert await sess.run(q) == 10.0
+        assert calls == [1]
+
+
+async def test_unknown_fetch_name_is_not_found(graph):
+    with graph.as_default():
+        af.constant(1.0, name="c")
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(errors.NotFoundError, match="nope:0"):
+            await sess.run("nope:0")
+
+
+async def test_unfed_placeholder(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[2], name="x")
+        y = af.identity(x)
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="You must feed a value for placeholder tensor 'x'"):
+            await sess.run(y)
+
+
+async def test_wrong_shape_feed(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[2], name="x")
+        y = af.identity(x)
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Cannot feed value of shape \(3,\) for Tensor 'x:0', which has "
+                                 r"shape '\(2,\)'"):
+            await sess.run(y, {x: [1.0, 2.0, 3.0]})
+
+
+async def test_feed_values_are_converted_to_the_tensor_dtype(graph):
+    with graph.as_default():
+        x = af.placeholder(af.int32, shape=[None], name="x")
+        y = af.identity(x)
+    async with af.Session(graph=graph) as sess:
+        out = await sess.run(y, {x: [1.0, 2.0]})
+        assert out.dtype == np.int32
+        with pytest.raises(TypeError, match="not compatible with Tensor type"):
+            await sess.run(y, {x: 2**40})
+
+
+async def test_kernel_error_names_the_node_and_where_it_was_created(graph):
+    def boom(v):
+        raise ValueError("bad value")
+
+    with graph.as_default():
+        x = af.constant(1.0)
+        af.py_func(boom, [x], af.float32, name="exploder")
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(errors.InvalidArgumentError) as info:
+            await sess.run("exploder:0")
+    message = str(info.value)
+    assert "bad value" in message and "exploder" in message and "PyFunc" in message
+    assert "test_session.py" in message
+
+
+async def test_reshape_error_is_invalid_argument_naming_node(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=None, name="x")
+        r = af.reshape(x, [4], name="bad_reshape")
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match="bad_reshape"):
+            await sess.run(r, {x: np.zeros(6, np.float32)})
+
+
+async def test_cancellation_leaves_nothing_behind(graph):
+    started = asyncio.Event()
+    cancelled = []
+
+    async def forever(v):
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return v
+
+    with graph.as_default():
+        y = af.async_py_func(forever, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph) as sess:
+        before = set(asyncio.all_tasks())
+        task = asyncio.ensure_future(sess.run(y))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        assert cancelled == [True]
+        assert set(asyncio.all_tasks()) - before == set()
+
+
+async def test_cancellation_waits_for_thread_work(graph):
+    release = threading.Event()
+    finished = []
+
+    def slow(v):
+        release.wait(5)
+        finished.append(True)
+        return v
+
+    with graph.as_default():
+        y = af.py_func(slow, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph) as sess:
+        task = asyncio.ensure_future(sess.run(y))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        asyncio.get_running_loop().call_later(0.05, release.set)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The run returned only after the kernel already in a thread had finished.
+        assert finished == [True]
+
+
+async def test_timeout_raises_deadline_exceeded(graph):
+    async def slow(v):
+        await asyncio.sleep(10)
+        return v
+
+    with graph.as_default():
+        y = af.async_py_func(slow, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph) as sess:
+        start = time.perf_counter()
+        with pytest.raises(errors.DeadlineExceededError):
+            await sess.run(y, options=af.RunOptions(timeout_in_ms=50))
+        assert time.perf_counter() - start < 2.0
+
+
+async def test_run_after_close(graph):
+    with graph.as_default():
+        c = af.constant(1.0)
+    sess = af.Session(graph=graph)
+    assert await sess.run(c) == 1.0
+    await sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        await sess.run(c)
+
+
+async def test_concurrent_runs_get_their_own_results(graph):
+    async def delay(v):
+        await asyncio.sleep(0.01 * float(v.sum() % 3))
+        return v * 10
+
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[3])
+        y = af.async_py_func(delay, [af.add(x, 1.0)], af.float32)
+        z = af.reduce_sum(y)
+    async with af.Session(graph=graph) as sess:
+        inputs = [np.full(3, i, np.float32) for i in range(40)]
+        outs = await asyncio.gather(*(sess.run(z, {x: v}) for v in inputs))
+    assert [float(o) for o in outs] == [30.0 * (i + 1) for i in range(40)]
+
+
+async def test_async_kernels_overlap_on_one_loop(graph):
+    async def io(v):
+        await asyncio.sleep(0.1)
+        return v
+
+    with graph.as_default():
+        y = af.async_py_func(io, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph) as sess:
+        start = time.perf_counter()
+        await asyncio.gather(*(sess.run(y) for _ in range(10)))
+        assert time.perf_counter() - start < 0.5
+
+
+async def test_expensive_kernels_run_on_the_device_pool(graph):
+    names = []
+
+    def where(v):
+        names.append(threading.current_thread().name)
+        return v
+
+    with graph.as_default():
+        y = af.py_func(where, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph) as sess:
+        await sess.run(y)
+    assert names[0].startswith("aioflow-CPU")
+    async with af.Session(graph=graph, inline_all=True) as sess:
+        await sess.run(y)
+    assert names[1] == threading.current_thread().name
+
+
+async def test_long_run_yields_to_the_loop(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[])
+        y = x
+        for _ in range(20000):
+            y = y + 1.0
+    lags = []
+    async with af.Session(graph=graph) as sess:
+        await sess.run(y, {x: 0.0})
+        done = False
+
+        async def heartbeat():
+            while not done:
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append(time.perf_counter() - t - 0.001)
+
+        hb = asyncio.ensure_future(heartbeat())
+        await asyncio.sleep(0)
+        outs = await asyncio.gather(*(sess.run(y, {x: 0.0}) for _ in range(4)))
+        done = True
+        await hb
+    assert all(float(o) == 20000.0 for o in outs)
+    assert len(lags) >= 5, "the heartbeat never ran while the runs were in flight"
+    assert max(lags) < 0.05
+
+
+async def test_make_callable(graph):
+    with graph.as_default():
+        a = af.placeholder(af.float32, shape=[], name="a")
+        b = af.placeholder(af.float32, shape=[], name="b")
+        s = af.subtract(a, b)
+    async with af.Session(graph=graph) as sess:
+        call = sess.make_callable([s, s], feed_list=[b, a])
+        assert await call(1.0, 5.0) == [4.0, 4.0]
+        with pytest.raises(TypeError):
+            await call(1.0)
+
+
+async def test_incremental_extend(graph):
+    with graph.as_default():
+        a = af.constant(2.0, name="a")
+    async with af.Session(graph=graph) as sess:
+        assert await sess.run(a) == 2.0
+        with graph.as_default():
+            b = af.multiply(a, 3.0, name="b")
+        assert await sess.run(b) == 6.0
+        assert len(sess._direct._graph_def.node) == len(graph.get_operations())
+
+
+def test_extend_with_existing_name_is_an_error(graph):
+    with graph.as_default():
+        af.constant(2.0, name="a")
+    direct = DirectSession()
+    direct.extend(graph.as_graph_def())
+    with pytest.raises(errors.InvalidArgumentError, match="'a'"):
+        direct.extend(graph.as_graph_def())
+
+
+async def test_output_partition_graphs(graph):
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[], name="x")
+        y = af.add(x, 1.0, name="y")
+        af.constant(5.0, name="unused")
+    async with af.Session(graph=graph) as sess:
+        meta = af.RunMetadata()
+        await sess.run(y, {x: 1.0}, options=af.RunOptions(output_partition_graphs=True),
+                       run_metadata=meta)
+    assert len(meta.partition_graphs) == 1
+    ops_run = sorted(n.op for n in meta.partition_graphs[0].node)
+    assert ops_run == ["AddV2", "Const", "_Arg", "_Retval"]
+    assert all(n.device.endswith("device:CPU:0") for n in meta.partition_graphs[0].node)
+
+
+async def test_fetching_an_unknown_type_is_a_type_error(graph):
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(TypeError):
+            await sess.run(3.5)
+
+
+def test_sync_session():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, shape=[])
+        y = af.multiply(x, 2.0)
+    with af.SyncSession(graph=g) as sess:
+        assert sess.run(y, {x: 4.0}) == 8.0
+        call = sess.make_callable(y, [x])
+        assert call(1.5) == 3.0
+    with pytest.raises(RuntimeError):
+        sess.run(y, {x: 1.0})
+
+
+async def test_sync_session_refuses_inside_a_loop():
+    g = af.Graph()
+    with g.as_default():
+        c = af.constant(1.0)
+    sess = af.SyncSession(graph=g)
+    try:
+        with pytest.raises(RuntimeError, match="inside an event loop"):
+            sess.run(c)
+    finally:
+        sess.close()
