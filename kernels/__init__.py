@@ -1,4 +1,13 @@
-"""The kernel library (installed as aioflow.kernels)."""
-from aioflow.kernels import function_kernels  # noqa: F401,E402
-from aioflow.kernels import script_kernels  # noqa: F401,E402
-from aioflow.kernels import control_flow_kernels, tensor_array_kernels  # noqa: F401,E402
+"""The kernel library (installed as aioflow.kernels): one module per op family."""
+
+from . import (  # noqa: F401  (importing a module registers its kernels)
+    array_kernels,
+    control_flow_kernels,
+    cwise_kernels,
+    function_kernels,
+    matmul_kernels,
+    nn_kernels,
+    reduction_kernels,
+    script_kernels,
+    tensor_array_kernels,
+)

@@ -13,12 +13,14 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
-_DEVICES = ("CPU", "GPU")
+# Control flow only routes values, so one kernel would serve NumPy and CuPy arrays alike;
+# add "GPU" here (TF keeps `pred`, `value_index` and LoopCond in host memory) once the
+# GPU kernel set exists, so that the Placer keeps loops next to their data.
+_DEVICES = ("CPU",)
 
 
 def _register(op_type: str, **host_memory):
-    """Register a kernel class for `op_type` on every device type (control flow only
-    routes values, so one kernel serves NumPy and CuPy arrays)."""
+    """Register a kernel class for `op_type` on each device type of _DEVICES."""
     def wrap(cls):
         for device in _DEVICES:
             register_kernel(op_type, device,
@@ -134,9 +136,9 @@ def _element_str(value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "1" if value else "0"
     if isinstance(value, (float, np.floating)):
-        return "%g" % float(value)
+        return f"{float(value):g}"
     if isinstance(value, (complex, np.complexfloating)):
-        return "(%g,%g)" % (value.real, value.imag)
+        return f"({value.real:g},{value.imag:g})"
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     return str(value)

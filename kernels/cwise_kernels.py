@@ -202,7 +202,6 @@ _UNARY = {
     "Sigmoid": _fixed(_sigmoid, quiet_fp=True, f32=True),
     "Floor": _fixed(np.floor),
     "Ceil": _fixed(np.ceil),
-    "Rint": _fixed(np.rint),
     "IsNan": _fixed(np.isnan),
     "IsInf": _fixed(np.isinf),
     "IsFinite": _fixed(np.isfinite),
@@ -214,6 +213,7 @@ for _op, _factory in _UNARY.items():
 # TF's CPU kernels lack some of the OpDef's types for these.
 for _op in ("Reciprocal", "Inv"):
     _register(UnaryKernel, _op, _fixed(np.reciprocal, quiet_fp=True), T=_FLOAT_COMPLEX)
+_register(UnaryKernel, "Rint", _fixed(np.rint), T=[dtypes.float32, dtypes.float64])
 _register(UnaryKernel, "Round", _round,
           T=[dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32,
              dtypes.int64])
@@ -432,8 +432,9 @@ def _bfloat16_truncate(x):
 @register_kernel("Cast", "CPU")
 class CastOp(OpKernel):
     """y = x cast to DstT with TF's (C++ static_cast) rules: float -> int truncates toward
-    zero (NaN and out-of-range go through int64 as TF's do), complex -> real keeps the real
-    part, anything -> bool is `!= 0` (of the real part for complex), SrcT == DstT forwards."""
+    zero (NaN and out-of-range values are implementation-defined, in TF too), int -> int
+    wraps, complex -> real keeps the real part, anything -> bool is `!= 0` (of the real part
+    for complex), SrcT == DstT forwards the input."""
 
     expensive = None
 
@@ -452,10 +453,6 @@ class CastOp(OpKernel):
             self._fn = lambda x: np.real(x) != 0
         elif src.is_complex and not dst.is_complex:
             self._fn = lambda x: _astype(np.real(x), np_dst)
-        elif (src.is_floating and np.dtype(np_dst).kind in "iu"
-              and np.dtype(np_dst).itemsize < 4):
-            # TF converts to a machine int and keeps the low bits.
-            self._fn = lambda x: _astype(_astype(x, np.int64), np_dst)
         elif src == dtypes.float32 and dst == dtypes.bfloat16 and ctx.get_attr("Truncate", False):
             self._fn = _bfloat16_truncate
         else:

@@ -39,7 +39,9 @@ async def test_feed_and_fetch_structures(graph):
         # Names as feed keys and fetches; an op name fetches None.
         assert (await sess.run("noop")) is None
         np.testing.assert_allclose(await sess.run("y:0", {"x:0": [0.0, 0.0]}), [1.0, 1.0])
-        assert (await sess.run("y", {"x": [0.0, 1.0]})) is None  # an op name is a target
+        assert (await sess.run("y", {"x:0": [0.0, 1.0]})) is None  # an op name is a target
+        with pytest.raises(TypeError, match="Cannot interpret feed_dict key as Tensor"):
+            await sess.run(y, {"x": [0.0, 1.0]})  # as in TF, a feed key names a tensor
 
 
 async def test_scalar_fetch_is_numpy_scalar(graph):

@@ -25,7 +25,8 @@ class FetchPlan:
         position = {name: i for i, name in enumerate(self.sorted_fetches)}
         # For each unique tensor (in first-seen order), its retval index.
         self.retval_index = [position[name] for name in self.tensor_names]
-        self.single = self.template if isinstance(self.template, int) else None
+        self.single = self.template if isinstance(self.template, int) and self.template >= 0 \
+            else None
 
     def _element(self, fetch):
         try:

@@ -322,7 +322,8 @@ def range_size(start, limit, delta) -> int:
         raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
     if isinstance(start + limit + delta, (int, np.integer)):
         return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    return int(np.ceil(abs((float(limit) - float(start)) / float(delta))))
+    # Computed in the values' own type, as TF does (it matters for half types).
+    return int(np.ceil(np.abs((limit - start) / delta)))
 
 
 def select(op) -> list[TensorShape]:

@@ -104,7 +104,8 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,
                            node.device, op_def, [])
         graph._add_op(op)
-        if graph._device_stack:
+        if graph._device_stack or node.device:
+            # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
             op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
         created[node.name] = op
         node_defs.append((node, op_def, op))

@@ -161,16 +161,18 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
                 raise TypeError(f"Expected {dtype.name} passed to parameter '{arg.name}' of op "
                                 f"'{op_type}', got {v!r} of type '{type(v).__name__}' "
                                 f"instead. Error: {e}") from e
-            observed = _type_of(v)
-            if not isinstance(v, ops.Tensor):
-                try:
-                    observed = ops.convert_to_tensor(v).dtype.name
-                except (TypeError, ValueError):
-                    pass
             if is_list:
-                raise TypeError(f"Tensors in list passed to '{arg.name}' of '{op_type}' Op "
-                                f"have types [{observed}] that do not match type "
-                                f"{dtype.name} inferred from earlier arguments.") from e
+                observed = ", ".join(_observed_type(x) for x in values)
+                prefix = (f"Tensors in list passed to '{arg.name}' of '{op_type}' Op have "
+                          f"types [{observed}]")
+                if arg.type:
+                    raise TypeError(f"{prefix} that do not match expected type "
+                                    f"{dtype.name}.") from e
+                if arg.type_attr in attrs:
+                    raise TypeError(f"{prefix} that do not match type {dtype.name} inferred "
+                                    "from earlier arguments.") from e
+                raise TypeError(f"{prefix} that don't all match.") from e
+            observed = _observed_type(v)
             if arg.type:
                 raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {observed} "
                                 f"that does not match expected type of {dtype.name}.") from e
@@ -198,8 +200,15 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
     return tensors
 
 
-def _type_of(value) -> str:
-    return value.dtype.name if isinstance(value, ops.Tensor) else type(value).__name__
+def _observed_type(value) -> str:
+    """The dtype name `value` converts to by itself (as TF's error messages report it)."""
+    if isinstance(value, ops.Tensor):
+        return value.dtype.name
+    try:
+        with ops.Graph().as_default():
+            return ops.convert_to_tensor(value).dtype.name
+    except (TypeError, ValueError):
+        return "<NOT CONVERTIBLE TO TENSOR>"
 
 
 def _check_attr(op_type: str, attr_def, proto) -> None:
@@ -211,9 +220,9 @@ def _check_attr(op_type: str, attr_def, proto) -> None:
                             f"{_names(allowed)}")
     elif attr_def.type == "string" and attr_def.HasField("allowed_values"):
         if proto.s not in attr_def.allowed_values.list.s:
+            allowed_s = ", ".join(repr(s.decode()) for s in attr_def.allowed_values.list.s)
             raise ValueError(f"Attr '{attr_def.name}' of '{op_type}' Op passed string "
-                             f"'{proto.s.decode()}' not in: "
-                             f"{', '.join(repr(s.decode()) for s in attr_def.allowed_values.list.s)}.")
+                             f"'{proto.s.decode()}' not in: {allowed_s}.")
     if attr_def.has_minimum:
         n = len(proto.list.ListFields()[0][1]) if proto.WhichOneof("value") == "list" and \
             proto.list.ListFields() else (proto.i if attr_def.type == "int" else 0)

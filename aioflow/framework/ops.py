@@ -581,12 +581,14 @@ class Graph:
                         "outputs.")
                 return op._outputs[int(index)]
             op = self._ops_by_name.get(name)
+            if not allow_operation:
+                what = ("refers to an Operation" if op is not None
+                        else "looks like an (invalid) Operation name")
+                raise ValueError(
+                    f"The name '{name}' {what}, not a Tensor. Tensor names must "
+                    "be of the form \"<op_name>:<output_index>\".")
             if op is None:
                 raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
-            if not allow_operation:
-                raise ValueError(
-                    f"The name '{name}' refers to an Operation, not a Tensor. Tensor names must "
-                    "be of the form \"<op_name>:<output_index>\".")
             return op
         kinds = " or ".join(k for k, ok in (("Tensor", allow_tensor),
                                              ("Operation", allow_operation)) if ok)

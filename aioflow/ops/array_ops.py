@@ -371,11 +371,6 @@ def stack(values, axis: int = 0, name: str = "stack") -> ops.Tensor:
     return apply_op("Pack", name=name, values=list(values), axis=axis)
 
 
-def parallel_stack(values, name: str = "parallel_stack") -> ops.Tensor:
-    """Like stack along axis 0 (TF runs it as Pack here too)."""
-    return stack(values, 0, name)
-
-
 def unstack(value, num=None, axis: int = 0, name: str = "unstack") -> list[ops.Tensor]:
     """Split along `axis` into `num` tensors (num inferred from the static shape)."""
     if num is None:
@@ -743,7 +738,7 @@ __all__ = [
     "newaxis", "placeholder", "placeholder_with_default", "identity", "identity_n",
     "stop_gradient", "check_numerics", "no_op", "group", "tuple", "with_dependencies",
     "reshape", "shape", "shape_n", "size", "rank", "expand_dims", "squeeze", "transpose",
-    "matrix_transpose", "concat", "stack", "parallel_stack", "unstack", "split", "fill",
+    "matrix_transpose", "concat", "stack", "unstack", "split", "fill",
     "zeros", "ones", "zeros_like", "ones_like", "tile", "slice", "strided_slice", "gather",
     "gather_nd", "one_hot", "pad", "broadcast_to", "reverse", "where", "where_v2",
     "boolean_mask",

@@ -96,7 +96,6 @@ rint = _unary("Rint", "rint")
 erf = _unary("Erf", "erf")
 lgamma = _unary("Lgamma", "lgamma")
 digamma = _unary("Digamma", "digamma")
-softplus = _unary("Softplus", "softplus")
 is_nan = _unary("IsNan", "is_nan")
 is_inf = _unary("IsInf", "is_inf")
 is_finite = _unary("IsFinite", "is_finite")
@@ -141,6 +140,11 @@ def _scoped_unary(op_type: str, py_name: str):
 negative = _scoped_unary("Neg", "negative")
 sign = _scoped_unary("Sign", "sign")
 square = _scoped_unary("Square", "square")
+
+
+def softplus(features, name: str | None = None) -> ops.Tensor:
+    """log(exp(features) + 1)."""
+    return apply_op("Softplus", name=name, features=features)
 
 
 def abs(x, name: str | None = None) -> ops.Tensor:  # noqa: A001
@@ -571,7 +575,8 @@ __all__ = [
     "maximum", "minimum", "squared_difference", "atan2", "xdivy", "xlogy", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
     "logical_or", "negative", "sign", "square", "abs", "round", "log_sigmoid", "conj", "add",
-    "truediv", "divide", "div", "div_no_nan", "divide_no_nan", "floordiv", "pow", "logical_xor", "scalar_mul",
+    "truediv", "divide", "div", "div_no_nan", "divide_no_nan", "floordiv", "pow",
+    "logical_xor", "scalar_mul",
     "add_n", "matmul", "range", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
     "reduce_prod", "reduce_all", "reduce_any", "reduce_logsumexp", "argmax", "argmin",
     "cumsum", "cumprod",

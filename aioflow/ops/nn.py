@@ -3,7 +3,6 @@
 from aioflow.ops.nn_ops import (
     bias_add,
     elu,
-    l2_loss,
     leaky_relu,
     log_softmax,
     relu,
@@ -18,5 +17,5 @@ from aioflow.ops.nn_ops import (
 
 __all__ = [
     "relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "softmax",
-    "log_softmax", "bias_add", "sigmoid", "tanh", "l2_loss",
+    "log_softmax", "bias_add", "sigmoid", "tanh",
 ]

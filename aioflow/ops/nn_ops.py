@@ -33,11 +33,6 @@ def selu(features, name: str | None = None) -> ops.Tensor:
     return apply_op("Selu", name=name, features=features)
 
 
-def softplus(features, name: str | None = None) -> ops.Tensor:
-    """log(exp(features) + 1)."""
-    return apply_op("Softplus", name=name, features=features)
-
-
 def softsign(features, name: str | None = None) -> ops.Tensor:
     """features / (abs(features) + 1)."""
     return apply_op("Softsign", name=name, features=features)
@@ -119,15 +114,11 @@ def bias_add(value, bias, data_format: str | None = None, name: str | None = Non
         return apply_op("BiasAdd", name=name, value=value, bias=bias, data_format=data_format)
 
 
-def l2_loss(t, name: str | None = None) -> ops.Tensor:
-    """sum(t ** 2) / 2."""
-    return apply_op("L2Loss", name=name, t=t)
-
-
+softplus = math_ops.softplus
 sigmoid = math_ops.sigmoid
 tanh = math_ops.tanh
 
 __all__ = [
     "relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "softmax",
-    "log_softmax", "bias_add", "l2_loss", "sigmoid", "tanh",
+    "log_softmax", "bias_add", "sigmoid", "tanh",
 ]

@@ -1,0 +1,801 @@
+"""CPU kernels (NumPy) for the array ops: constants, placeholders, identities, shapes,
+reshaping, joining and splitting, slicing, gathering, padding, Select and Range.
+
+Kernels that only re-view their input (Identity, Reshape, Transpose, slices, splits)
+return NumPy views and are cheap; kernels that copy data go to the thread pool when
+their input is large. Errors carry TF's messages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.common_shapes import range_size, strided_slice_spec
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+from .cwise_kernels import BIG, incompatible_shapes, shape_str, tf_type_name
+
+
+def _invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _vector(value, what: str) -> list[int]:
+    if np.ndim(value) != 1:
+        raise _invalid(f"{what} must be 1-D, not {shape_str(np.shape(value))}")
+    return np.asarray(value).tolist()
+
+
+def _scalar_int(value, what: str) -> int:
+    if np.size(value) != 1:
+        raise _invalid(f"{what} must be a scalar, not {shape_str(np.shape(value))}")
+    return int(np.ravel(value)[0])
+
+
+def _fill_value(dtype) -> object:
+    """The zero of a dtype (b"" for strings)."""
+    return b"" if dtype == np.object_ else np.zeros((), dtype)[()]
+
+
+class _Copying(OpKernel):
+    """A kernel that copies its first input's data: the thread pool takes large ones."""
+
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[0].size > BIG
+
+
+# -- constants, placeholders, identities -----------------------------------------------------
+
+@register_kernel("Const", "CPU")
+class ConstOp(OpKernel):
+    """The `value` attr, made once and read-only (the same array every run)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        value = np.asarray(ctx.get_attr("value"))
+        dtype = ctx.get_attr("dtype", None)
+        if dtype is not None and value.dtype != np.dtype(dtype.as_numpy_dtype):
+            raise _invalid(
+                f"Type mismatch between value ({value.dtype}) and dtype ({dtype.name})")
+        value.setflags(write=False)
+        self._value = (value,)
+
+    def compute(self, ctx, inputs):
+        return self._value
+
+
+@register_kernel("Placeholder", "CPU")
+class PlaceholderOp(OpKernel):
+    """Fails: a placeholder must be fed."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        dtype = ctx.get_attr("dtype")
+        shape = ctx.get_attr("shape", None)
+        msg = (f"You must feed a value for placeholder tensor '{ctx.name}' with dtype "
+               f"{tf_type_name(dtype.base_dtype)}")
+        if shape is not None and shape.rank is not None:
+            msg += " and shape [" + ",".join(
+                "?" if d is None else str(d) for d in shape.as_list()) + "]"
+        self._message = msg
+
+    def compute(self, ctx, inputs):
+        raise _invalid(self._message)
+
+
+class _Forward(OpKernel):
+    """Returns its input itself (no copy)."""
+
+    def compute(self, ctx, inputs):
+        return (inputs[0],)
+
+
+for _op in ("Identity", "Snapshot", "StopGradient", "PreventGradient",
+            "PlaceholderWithDefault"):
+    register_kernel(_op, "CPU")(type(_op + "Op", (_Forward,), {"__doc__": f"{_op}: x -> x."}))
+
+
+@register_kernel("IdentityN", "CPU")
+class IdentityNOp(OpKernel):
+    """Returns its inputs themselves."""
+
+    def compute(self, ctx, inputs):
+        return inputs
+
+
+@register_kernel("NoOp", "CPU")
+class NoOpOp(OpKernel):
+    """Does nothing; a control anchor."""
+
+    def compute(self, ctx, inputs):
+        return ()
+
+
+# -- shapes ----------------------------------------------------------------------------------
+
+class _OutType(OpKernel):
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._out = ctx.get_attr("out_type", dtypes.int32).as_numpy_dtype
+
+
+@register_kernel("Shape", "CPU")
+class ShapeOp(_OutType):
+    """The input's shape as a vector of out_type."""
+
+    def compute(self, ctx, inputs):
+        return (np.array(np.shape(inputs[0]), dtype=self._out),)
+
+
+@register_kernel("ShapeN", "CPU")
+class ShapeNOp(_OutType):
+    """Each input's shape."""
+
+    def compute(self, ctx, inputs):
+        out = self._out
+        return [np.array(np.shape(x), dtype=out) for x in inputs]
+
+
+@register_kernel("Size", "CPU")
+class SizeOp(_OutType):
+    """The number of elements, as out_type."""
+
+    def compute(self, ctx, inputs):
+        return (self._out(np.size(inputs[0])),)
+
+
+@register_kernel("Rank", "CPU")
+class RankOp(OpKernel):
+    """The number of dimensions, as int32."""
+
+    def compute(self, ctx, inputs):
+        return (np.int32(np.ndim(inputs[0])),)
+
+
+# -- reshaping -------------------------------------------------------------------------------
+
+def reshape_target(sizes: list[int], num_elements: int, in_shape) -> tuple[int, ...]:
+    """TF's Reshape rules: at most one -1, inferred; zero sizes left out of the product so
+    other dims can still be inferred; TF's messages when sizes do not fit."""
+    shape, product, unknown, has_zero = [], 1, -1, False
+    for d, size in enumerate(sizes):
+        if size == -1:
+            if unknown != -1:
+                raise _invalid(f"Only one input size may be -1, not both {unknown} and {d}")
+            unknown = d
+            shape.append(1)
+        elif size < 0:
+            raise _invalid(f"Size {d} must be non-negative, not {size}")
+        else:
+            if size == 0:
+                has_zero = True
+            else:
+                product *= size
+            shape.append(size)
+    if unknown != -1:
+        known_in, in_has_zero = 1, False
+        for d in in_shape:
+            if d > 0 or not has_zero:
+                known_in *= d
+            else:
+                in_has_zero = True
+        missing = known_in // product if product else 0
+        if not in_has_zero and product * missing != known_in:
+            raise _invalid(
+                f"Input to reshape is a tensor with {known_in} values, but the requested shape "
+                f"requires a multiple of {product}")
+        shape[unknown] = missing
+    total = 1
+    for s in shape:
+        total *= s
+    if total != num_elements:
+        raise _invalid(
+            f"Input to reshape is a tensor with {num_elements} values, but the requested shape "
+            f"has {total}")
+    return tuple(shape)
+
+
+@register_kernel("Reshape", "CPU")
+class ReshapeOp(OpKernel):
+    """The input with a new shape (a view when possible)."""
+
+    def compute(self, ctx, inputs):
+        x, sizes = inputs
+        if np.ndim(sizes) != 1:
+            raise _invalid(f"sizes input must be 1-D, not {shape_str(np.shape(sizes))}")
+        target = reshape_target(sizes.tolist(), np.size(x), np.shape(x))
+        return (np.reshape(x, target),)
+
+
+@register_kernel("Transpose", "CPU")
+class TransposeOp(OpKernel):
+    """The input with its dimensions permuted (a view)."""
+
+    def compute(self, ctx, inputs):
+        x, perm = inputs
+        ndim = np.ndim(x)
+        if np.ndim(perm) != 1 or np.size(perm) != ndim:
+            raise _invalid(
+                f"transpose expects a vector of size {ndim}. But input(1) is a vector of size "
+                f"{np.size(perm)}")
+        axes = [p + ndim if p < 0 else p for p in perm.tolist()]
+        for p in axes:
+            if not 0 <= p < ndim:
+                raise _invalid(f"{p} is out of range [0 .. {ndim})")
+        if len(set(axes)) != ndim:
+            missing = min(set(range(ndim)) - set(axes))
+            raise _invalid(f"{missing} is missing from {{{','.join(map(str, axes))}}}.")
+        return (np.transpose(x, axes),)
+
+
+@register_kernel("ExpandDims", "CPU")
+class ExpandDimsOp(OpKernel):
+    """The input with a 1 inserted at `dim`."""
+
+    def compute(self, ctx, inputs):
+        x, dim = inputs
+        if np.size(dim) != 1:
+            raise _invalid("'dim' must be a tensor with a single value")
+        axis, ndim = int(np.ravel(dim)[0]), np.ndim(x)
+        if not -1 - ndim <= axis <= ndim:
+            raise _invalid(f"Tried to expand dim index {axis} for tensor with {ndim} dimensions.")
+        return (np.expand_dims(x, axis),)
+
+
+@register_kernel("Squeeze", "CPU")
+class SqueezeOp(OpKernel):
+    """The input without the listed size-1 dimensions (all of them if none are listed)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._dims = list(ctx.get_attr("squeeze_dims", []))
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        shape, ndim = np.shape(x), np.ndim(x)
+        if not self._dims:
+            return (np.reshape(x, [d for d in shape if d != 1]),)
+        axes = set()
+        for a in self._dims:
+            if not -ndim <= a < ndim:
+                raise _invalid(f"Tried to squeeze dim index {a} for tensor with {ndim} dimensions.")
+            a = a + ndim if a < 0 else a
+            if shape[a] != 1:
+                raise _invalid(
+                    f"Can not squeeze dim[{a}], expected a dimension of 1, got {shape[a]}")
+            axes.add(a)
+        return (np.reshape(x, [d for i, d in enumerate(shape) if i not in axes]),)
+
+
+# -- filling ---------------------------------------------------------------------------------
+
+def _dims_vector(dims) -> list[int]:
+    if np.ndim(dims) != 1:
+        raise _invalid(f"dims must represent a vector, got shape {shape_str(np.shape(dims))}")
+    out = dims.tolist()
+    for d in out:
+        if d < 0:
+            raise _invalid(f"Dimension {d} must be >= 0")
+    return out
+
+
+@register_kernel("Fill", "CPU")
+class FillOp(OpKernel):
+    """A tensor of shape `dims` filled with the scalar `value`."""
+
+    def compute(self, ctx, inputs):
+        dims, value = inputs
+        shape = _dims_vector(dims)
+        if np.size(value) != 1:
+            raise _invalid(
+                f"value must represent a scalar, got shape {shape_str(np.shape(value))}")
+        value = np.asarray(value)
+        return (np.full(shape, value.reshape(()), dtype=value.dtype),)
+
+
+@register_kernel("ZerosLike", "CPU")
+class ZerosLikeOp(OpKernel):
+    """Zeros (empty strings) shaped like the input."""
+
+    def compute(self, ctx, inputs):
+        x = np.asarray(inputs[0])
+        return (np.full(x.shape, _fill_value(x.dtype), dtype=x.dtype),)
+
+
+@register_kernel("OnesLike", "CPU")
+class OnesLikeOp(OpKernel):
+    """Ones shaped like the input."""
+
+    def compute(self, ctx, inputs):
+        return (np.ones_like(inputs[0]),)
+
+
+@register_kernel("BroadcastTo", "CPU")
+class BroadcastToOp(OpKernel):
+    """The input broadcast to `shape` (a read-only broadcast view, as NumPy makes it)."""
+
+    def compute(self, ctx, inputs):
+        x, shape = inputs
+        target = _dims_vector(shape)
+        if np.ndim(x) > len(target):
+            raise _invalid(
+                f"Rank of input ({np.ndim(x)}) must be no greater than rank of output shape "
+                f"({len(target)}).")
+        try:
+            return (np.broadcast_to(x, target),)
+        except ValueError:
+            raise _invalid(
+                f"Incompatible shapes: {shape_str(np.shape(x))} vs. {shape_str(target)}"
+            ) from None
+
+
+@register_kernel("Range", "CPU",
+                 Tidx=[dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
+                       dtypes.int32, dtypes.int64])
+class RangeOp(OpKernel):
+    """start, start + delta, ... up to (not including) limit."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        dtype = ctx.get_attr("Tidx", dtypes.int32)
+        self._np_type = dtype.as_numpy_dtype
+        self._int = np.dtype(self._np_type).kind in "iu"
+
+    def compute(self, ctx, inputs):
+        names = ("start", "limit", "delta")
+        for name, v in zip(names, inputs, strict=True):
+            if np.size(v) != 1:
+                raise _invalid(f"{name} must be a scalar, not shape {shape_str(np.shape(v))}")
+        start, limit, delta = (np.ravel(v)[0] for v in inputs)
+        try:
+            size = range_size(start, limit, delta)
+        except ValueError as e:
+            raise _invalid(str(e)) from None
+        if self._int:
+            return (np.arange(start, limit, delta, dtype=self._np_type),)
+        # TF computes start + i * delta in T.
+        return (np.arange(size).astype(self._np_type) * delta + start,)
+
+
+# -- joining and splitting -------------------------------------------------------------------
+
+class _ConcatBase(_Copying):
+    """ConcatV2 / Concat: TF's checks, NumPy's concatenate."""
+
+    axis_first = False
+
+    def compute(self, ctx, inputs):
+        if self.axis_first:
+            axis_t, values = inputs[0], inputs[1:]
+        else:
+            axis_t, values = inputs[-1], inputs[:-1]
+        axis = _scalar_int(axis_t, "axis")
+        first = values[0]
+        ndim = np.ndim(first)
+        if ndim == 0:
+            raise _invalid("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
+        if not -ndim <= axis < ndim:
+            raise _invalid(
+                f"ConcatOp : Expected concatenating dimensions in the range [{-ndim}, {ndim}), "
+                f"but got {axis}")
+        try:
+            return (np.concatenate(values, axis=axis),)
+        except ValueError:
+            pass
+        a = axis + ndim if axis < 0 else axis
+        shape0 = np.shape(first)
+        for i, v in enumerate(values[1:], 1):
+            shape = np.shape(v)
+            if len(shape) != ndim:
+                raise _invalid(
+                    f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                    f"{shape_str(shape0)} vs. shape[{i}] = {shape_str(shape)}") from None
+            for d in range(ndim):
+                if d != a and shape[d] != shape0[d]:
+                    raise _invalid(
+                        f"ConcatOp : Dimension {d} in both shapes must be equal: shape[0] = "
+                        f"{shape_str(shape0)} vs. shape[{i}] = {shape_str(shape)}") from None
+        raise AssertionError("np.concatenate failed on matching shapes")
+
+
+@register_kernel("ConcatV2", "CPU")
+class ConcatV2Op(_ConcatBase):
+    """values joined along `axis` (the last input)."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[0].size > BIG
+
+
+@register_kernel("Concat", "CPU")
+class ConcatOp(_ConcatBase):
+    """values joined along `concat_dim` (the first input)."""
+
+    axis_first = True
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
+
+
+@register_kernel("Pack", "CPU")
+class PackOp(_Copying):
+    """The N same-shaped inputs stacked along a new `axis`."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._axis = ctx.get_attr("axis", 0)
+
+    def compute(self, ctx, inputs):
+        shape0 = np.shape(inputs[0])
+        ndim = len(shape0) + 1
+        axis = self._axis
+        if not -ndim <= axis < ndim:
+            raise _invalid(f"axis = {axis} not in [{-ndim}, {ndim})")
+        for i, v in enumerate(inputs[1:], 1):
+            if np.shape(v) != shape0:
+                raise _invalid(
+                    f"Shapes of all inputs must match: values[0].shape = {shape_str(shape0)} != "
+                    f"values[{i}].shape = {shape_str(np.shape(v))}")
+        return (np.stack(inputs, axis=axis),)
+
+
+@register_kernel("Unpack", "CPU")
+class UnpackOp(OpKernel):
+    """The input split into `num` views along `axis`, which is removed."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._num = ctx.get_attr("num")
+        self._axis = ctx.get_attr("axis", 0)
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        shape, ndim = np.shape(x), np.ndim(x)
+        axis = self._axis
+        if not -ndim <= axis < max(ndim, 1) or ndim == 0:
+            raise _invalid(f"axis = {axis} not in [{-ndim}, {ndim})")
+        a = axis + ndim if axis < 0 else axis
+        if shape[a] != self._num:
+            raise _invalid(
+                f"Input shape axis {a} must equal {self._num}, got shape {shape_str(shape)}")
+        if a:
+            x = np.moveaxis(x, a, 0)
+        return [x[i] for i in range(self._num)]
+
+
+@register_kernel("Split", "CPU")
+class SplitOp(OpKernel):
+    """`value` split into num_split equal views along `split_dim`."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._num = ctx.get_attr("num_split")
+
+    def compute(self, ctx, inputs):
+        axis_t, x = inputs
+        axis, ndim = _scalar_int(axis_t, "split_dim"), np.ndim(x)
+        if not -ndim <= axis < ndim:
+            raise _invalid(
+                f"-input rank(-{ndim}) <= split_dim < input rank ({ndim}), but got {axis}")
+        a = axis + ndim if axis < 0 else axis
+        size = np.shape(x)[a]
+        if size % self._num:
+            raise _invalid(
+                "Number of ways to split should evenly divide the split dimension, but got "
+                f"split_dim {a} (size = {size}) and num_split {self._num}")
+        return np.split(x, self._num, axis=a)
+
+
+@register_kernel("SplitV", "CPU")
+class SplitVOp(OpKernel):
+    """`value` split into views of the given sizes (one may be -1) along `split_dim`."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._num = ctx.get_attr("num_split")
+
+    def compute(self, ctx, inputs):
+        x, sizes_t, axis_t = inputs
+        axis, ndim = _scalar_int(axis_t, "split_dim"), np.ndim(x)
+        if np.ndim(sizes_t) != 1 or np.size(sizes_t) != self._num:
+            raise _invalid(
+                "size of the split_tensor must be 1-D and have the same elements as outputs got "
+                f"{np.ndim(sizes_t)} -D and {np.size(sizes_t)} elements")
+        if not -ndim <= axis < ndim:
+            raise _invalid(
+                f"-input rank(-{ndim}) <= split_dim < input rank ({ndim}), but got {axis}")
+        a = axis + ndim if axis < 0 else axis
+        sizes = sizes_t.tolist()
+        dim = np.shape(x)[a]
+        if sizes.count(-1) > 1:
+            raise _invalid("There can only be one -1 in the input.")
+        known = sum(s for s in sizes if s != -1)
+        if -1 in sizes and known <= dim:
+            sizes[sizes.index(-1)] = dim - known
+        elif known != dim:
+            raise _invalid(
+                "Determined shape must either match input shape along split_dim exactly if "
+                "fully specified, or be less than the size of the input along split_dim if not "
+                f"fully specified.  Got: {known}")
+        for s in sizes:
+            if s < 0:
+                raise _invalid(f"Split size at index {sizes.index(s)} must be >= 0. Got: {s}")
+        return np.split(x, np.cumsum(sizes[:-1]).tolist(), axis=a)
+
+
+@register_kernel("Tile", "CPU")
+class TileOp(_Copying):
+    """The input repeated `multiples[i]` times along each dimension i."""
+
+    def compute(self, ctx, inputs):
+        x, multiples = inputs
+        ndim = np.ndim(x)
+        if np.ndim(multiples) != 1 or np.size(multiples) != ndim:
+            raise _invalid(
+                f"Expected multiples argument to be a vector of length {ndim} but got length "
+                f"{np.size(multiples)}")
+        reps = multiples.tolist()
+        for i, m in enumerate(reps):
+            if m < 0:
+                raise _invalid(f"Expected multiples[{i}] >= 0, but got {m}")
+        return (np.tile(x, reps),)
+
+
+class _PadBase(_Copying):
+    def pad(self, x, paddings, constant):
+        x = np.asarray(x)
+        ndim = x.ndim
+        if np.ndim(paddings) != 2 or np.shape(paddings)[1] != 2:
+            raise _invalid(
+                f"paddings must be a matrix with 2 columns: {shape_str(np.shape(paddings))}")
+        if np.shape(paddings)[0] != ndim:
+            raise _invalid(
+                "The first dimension of paddings must be the rank of inputs"
+                f"{shape_str(np.shape(paddings))} {shape_str(x.shape)}")
+        pads = paddings.tolist()
+        for before, after in pads:
+            if before < 0 or after < 0:
+                raise _invalid(f"Paddings must be non-negative: {before} {after}")
+        out = np.full([d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)], constant,
+                      dtype=x.dtype)
+        out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))] = x
+        return out
+
+
+@register_kernel("Pad", "CPU")
+class PadOp(_PadBase):
+    """The input padded with zeros (empty strings)."""
+
+    def compute(self, ctx, inputs):
+        x, paddings = inputs
+        return (self.pad(x, paddings, _fill_value(np.asarray(x).dtype)),)
+
+
+@register_kernel("PadV2", "CPU")
+class PadV2Op(_PadBase):
+    """The input padded with `constant_values`."""
+
+    def compute(self, ctx, inputs):
+        x, paddings, constant = inputs
+        if np.ndim(constant) != 0:
+            raise _invalid(
+                f"constant_values must be a scalar. Found: {shape_str(np.shape(constant))}")
+        return (self.pad(x, paddings, np.asarray(constant)[()]),)
+
+
+# -- slicing ---------------------------------------------------------------------------------
+
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+@register_kernel("StridedSlice", "CPU")
+class StridedSliceOp(OpKernel):
+    """NumPy-style basic slicing with TF's masks (a view, reshaped)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._masks = {k: ctx.get_attr(k, 0) for k in _MASKS}
+
+    def compute(self, ctx, inputs):
+        x, begin, end, strides = inputs
+        try:
+            index, final = strided_slice_spec(
+                np.shape(x), np.ravel(begin).tolist(), np.ravel(end).tolist(),
+                np.ravel(strides).tolist(), **self._masks)
+        except ValueError as e:
+            raise _invalid(str(e)) from None
+        return (np.reshape(x[index], final),)
+
+
+@register_kernel("Slice", "CPU")
+class SliceOp(OpKernel):
+    """input[begin : begin + size] per dimension; size -1 means to the end (a view)."""
+
+    def compute(self, ctx, inputs):
+        x, begin_t, size_t = inputs
+        shape = np.shape(x)
+        ndim = len(shape)
+        if (np.ndim(begin_t) != 1 or np.ndim(size_t) != 1 or np.size(begin_t) != ndim
+                or np.size(size_t) != ndim):
+            raise _invalid(
+                f"Expected begin and size arguments to be 1-D tensors of size {ndim}, but got "
+                f"shapes {shape_str(np.shape(begin_t))} and {shape_str(np.shape(size_t))} "
+                "instead.")
+        index = []
+        for i, (b, s) in enumerate(zip(begin_t.tolist(), size_t.tolist(), strict=True)):
+            if s == -1:
+                s = shape[i] - b
+            if not 0 <= b <= shape[i]:
+                raise _invalid(f"Expected begin[{i}] in [0, {shape[i]}], but got {b}")
+            if not 0 <= s <= shape[i] - b:
+                raise _invalid(f"Expected size[{i}] in [0, {shape[i] - b}], but got {s}")
+            index.append(slice(b, b + s))
+        return (x[tuple(index)],)
+
+
+# -- gathering and selection -----------------------------------------------------------------
+
+def _check_indices(indices, limit: int) -> None:
+    bad = (indices < 0) | (indices >= limit)
+    if bad.any():
+        where = np.argwhere(bad)[0].tolist() if np.ndim(indices) else []
+        value = indices[tuple(where)] if where else indices
+        raise _invalid(
+            f"indices[{','.join(map(str, where))}] = {value} is not in [0, {limit})")
+
+
+def _gather(params, indices, axis: int, batch_dims: int):
+    params = np.asarray(params)
+    if batch_dims == 0:
+        return np.take(params, indices, axis=axis)
+    bshape = params.shape[:batch_dims]
+    n = int(np.prod(bshape))
+    p = params.reshape((n,) + params.shape[batch_dims:])
+    ind = np.asarray(indices).reshape((n,) + np.shape(indices)[batch_dims:])
+    out_tail = (params.shape[batch_dims:axis] + np.shape(indices)[batch_dims:]
+                + params.shape[axis + 1:])
+    out = np.empty((n,) + out_tail, dtype=params.dtype)
+    for i in range(n):
+        out[i] = np.take(p[i], ind[i], axis=axis - batch_dims)
+    return out.reshape(bshape + out_tail)
+
+
+@register_kernel("GatherV2", "CPU")
+class GatherV2Op(_Copying):
+    """Slices of params along `axis` at `indices` (batch_dims leading dims shared)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._batch_dims = ctx.get_attr("batch_dims", 0)
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
+
+    def compute(self, ctx, inputs):
+        params, indices, axis_t = inputs
+        ndim = np.ndim(params)
+        axis = _scalar_int(axis_t, "axis")
+        if not -ndim <= axis < ndim:
+            raise _invalid(f"Expected axis in the range [{-ndim}, {ndim}), but got {axis}")
+        axis = axis + ndim if axis < 0 else axis
+        batch_dims = self._batch_dims
+        if batch_dims < 0:
+            batch_dims += np.ndim(indices)
+        if batch_dims > axis:
+            raise _invalid(
+                f"batch_dims ({self._batch_dims}) must be less than or equal to axis ({axis}).")
+        if batch_dims > np.ndim(indices):
+            raise _invalid(
+                f"batch_dims ({self._batch_dims}) must be less than or equal to rank(indices) "
+                f"({np.ndim(indices)}).")
+        _check_indices(indices, np.shape(params)[axis])
+        return (_gather(params, indices, axis, batch_dims),)
+
+
+@register_kernel("Gather", "CPU")
+class GatherOp(_Copying):
+    """Rows of params at `indices` (the old, axis-0 Gather)."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
+
+    def compute(self, ctx, inputs):
+        params, indices = inputs
+        if np.ndim(params) < 1:
+            raise _invalid("params must be at least 1 dimensional")
+        _check_indices(indices, np.shape(params)[0])
+        return (np.take(params, indices, axis=0),)
+
+
+@register_kernel("Where", "CPU",
+                 T=[dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int16,
+                    dtypes.int8, dtypes.complex64, dtypes.int64, dtypes.bfloat16,
+                    dtypes.uint16, dtypes.complex128, dtypes.float16, dtypes.uint32,
+                    dtypes.uint64, dtypes.bool])
+class WhereOp(_Copying):
+    """Coordinates (int64, [num_true, rank]) of the true / non-zero elements."""
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        if np.ndim(x) == 0:
+            raise _invalid("WhereOp : Unhandled input dimensions: 0")
+        return (np.argwhere(x).astype(np.int64, copy=False),)
+
+
+@register_kernel("Select", "CPU")
+class SelectOp(_Copying):
+    """t where condition else e; condition is t's shape, a scalar, or a vector along t's
+    first dimension (t of rank > 1)."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
+
+    def compute(self, ctx, inputs):
+        cond, t, e = inputs
+        t_shape, e_shape, c_shape = np.shape(t), np.shape(e), np.shape(cond)
+        if t_shape != e_shape:
+            raise _invalid(
+                "'then' and 'else' must have the same size.  but received: "
+                f"{shape_str(t_shape)} vs. {shape_str(e_shape)}")
+        if c_shape != t_shape and c_shape != ():
+            if len(c_shape) == 1 and len(t_shape) > 1:
+                if c_shape[0] != t_shape[0]:
+                    raise _invalid(
+                        "Number of batches of 'then' must match size of 'cond', but saw: "
+                        f"{t_shape[0]} vs. {c_shape[0]}")
+                cond = np.reshape(cond, c_shape + (1,) * (len(t_shape) - 1))
+            else:
+                raise _invalid(
+                    f"Inputs to operation {self.name} of type Select must have the same size "
+                    f"and shape.  Input 0: {shape_str(c_shape)} != input 1: "
+                    f"{shape_str(t_shape)}")
+        return (np.where(cond, t, e),)
+
+
+@register_kernel("SelectV2", "CPU")
+class SelectV2Op(_Copying):
+    """t where condition else e, all three broadcast together."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
+
+    def compute(self, ctx, inputs):
+        cond, t, e = inputs
+        try:
+            return (np.where(cond, t, e),)
+        except ValueError:
+            if incompatible_shapes(cond, t, e) is None:
+                raise
+            raise _invalid(
+                f"condition {shape_str(np.shape(cond))}, then {shape_str(np.shape(t))}, and "
+                f"else {shape_str(np.shape(e))} must be broadcastable") from None
+
+
+@register_kernel("OneHot", "CPU")
+class OneHotOp(_Copying):
+    """on_value where indices == position along a new `axis` of size depth, else off_value."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._axis = ctx.get_attr("axis", -1)
+
+    def compute(self, ctx, inputs):
+        indices, depth_t, on, off = inputs
+        ndim = np.ndim(indices)
+        axis = self._axis
+        if not (axis == -1 or 0 <= axis <= ndim):
+            raise _invalid(
+                f"Expected axis to be -1 or between [0, {ndim + 1}).  But received: {axis}")
+        depth = _scalar_int(depth_t, "depth")
+        if depth < 0:
+            raise _invalid(f"depth must be non-negative, got: {depth}")
+        for name, v in (("on_value", on), ("off_value", off)):
+            if np.ndim(v) != 0:
+                raise _invalid(f"{name} must be a scalar, but got: {shape_str(np.shape(v))}")
+        hot = np.expand_dims(indices, -1) == np.arange(depth, dtype=np.asarray(indices).dtype)
+        out = np.where(hot, np.asarray(on), np.asarray(off))
+        if axis != -1 and axis != ndim:
+            out = np.moveaxis(out, -1, axis)
+        return (out,)
