@@ -97,6 +97,8 @@ from aioflow.ops.array_ops import (
     zeros_like,
 )
 from aioflow.ops.constant_op import constant
+from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
+from aioflow.ops.tensor_array_ops import TensorArray
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -184,6 +186,7 @@ from aioflow.ops.math_ops import (
 )
 
 __all__ = [
+    "Assert", "case", "cond", "while_loop", "TensorArray",
     # modules / namespaces
     "dtypes", "errors", "nn", "math",
     # dtypes and shapes

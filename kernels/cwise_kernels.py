@@ -245,7 +245,8 @@ def _int_div_fn(int_fn, float_fn, quiet_float: bool = True):
         if is_int(dtype):
             def run(x, y):
                 _check_nonzero(y)
-                return int_fn(x, y)
+                with np.errstate(all="ignore"):  # INT_MIN / -1 wraps silently, as in TF
+                    return int_fn(x, y)
             return run
         return quiet(float_fn) if quiet_float else float_fn
     return factory

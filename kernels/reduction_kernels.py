@@ -101,8 +101,9 @@ class MeanOp(ReductionKernel):
 
     def reduce(self, x, axis):
         if not self._int:
-            if self._complex and x.size == 0:  # TF gives 0 here (NaN for real floats)
-                return np.sum(x, axis=axis, keepdims=self._keep)
+            if x.size == 0:  # TF: NaN for real floats, 0 for complex
+                out = np.sum(x, axis=axis, keepdims=self._keep)
+                return out if self._complex else self._cast(out + self._np_type(np.nan))
             with np.errstate(all="ignore"):
                 return self._cast(np.mean(x, axis=axis, dtype=self._acc, keepdims=self._keep))
         total = np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep)

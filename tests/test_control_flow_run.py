@@ -14,7 +14,7 @@ from aioflow.client.session import Session
 from aioflow.framework import errors, ops
 from aioflow.framework.importer import import_graph_def
 from aioflow.proto import graph_pb2
-from tests.test_control_flow_builders import af, build
+from tests.test_control_flow_builders import NEEDS_DYNAMIC_INDEX_SHAPE, _program_params, af, build
 
 DATA = Path(__file__).parent / "data"
 MANIFEST = json.loads((DATA / "fixtures.json").read_text())
@@ -61,7 +61,7 @@ async def test_imported_fixture_runs_to_tf_values(name):
     await _run_and_check(_imported(name), name)
 
 
-@pytest.mark.parametrize("name", CF)
+@pytest.mark.parametrize("name", _program_params())
 async def test_built_program_runs_to_tf_values(name):
     graph, _ = build(name)
     await _run_and_check(graph, name)
@@ -135,6 +135,7 @@ async def test_while_loop_with_tensor_array_and_cond_inside():
     assert t == want.sum()
 
 
+@NEEDS_DYNAMIC_INDEX_SHAPE
 async def test_loop_parallel_iterations_and_max_iterations():
     graph = af.Graph()
     with graph.as_default():
@@ -153,3 +154,56 @@ async def test_loop_parallel_iterations_and_max_iterations():
     for acc in got[:3]:
         np.testing.assert_allclose(acc, 2.0 * values.sum(), rtol=1e-5)
     assert got[3] == 4
+
+
+async def test_tensor_arrays_through_cond_and_namedtuple_loop_vars():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "i ta")
+    graph = af.Graph()
+    with graph.as_default():
+        p = af.placeholder(af.bool, [], name="p")
+        ta = af.TensorArray(af.float32, size=2)
+        branched = af.cond(p, lambda: ta.write(0, 1.0).write(1, 2.0),
+                           lambda: ta.write(0, 5.0).write(1, 6.0))
+        assert isinstance(branched, af.TensorArray)
+        (res,) = af.while_loop(
+            lambda v: v.i < 3,
+            lambda v: (Pair(v.i + 1, v.ta.write(v.i, af.cast(v.i, af.float32) * 2.0)),),
+            [Pair(af.constant(0), af.TensorArray(af.float32, size=3))])
+        assert isinstance(res, Pair) and isinstance(res.ta, af.TensorArray)
+        fetches = [branched.stack(), res.ta.stack(), res.i]
+    async with Session(graph=graph) as sess:
+        a, b, i = await sess.run(fetches, {p: True})
+        np.testing.assert_array_equal(a, [1.0, 2.0])
+        np.testing.assert_array_equal(b, [0.0, 2.0, 4.0])
+        assert i == 3
+        a, _, _ = await sess.run(fetches, {p: False})
+        np.testing.assert_array_equal(a, [5.0, 6.0])
+
+
+@pytest.mark.parametrize(("x", "want"), [(-3, -1.0), (2, 2.0), (7, 7.0)])
+async def test_case_without_default_uses_the_last_pair(x, want):
+    graph = af.Graph()
+    with graph.as_default():
+        xt = af.placeholder(af.int32, [], name="x")
+        out = af.case([(xt < 0, lambda: af.constant(-1.0)),
+                       (xt < 5, lambda: af.cast(xt, af.float32)),
+                       (xt >= 5, lambda: af.cast(xt, af.float32))])
+    async with Session(graph=graph) as sess:
+        assert await sess.run(out, {xt: x}) == want
+
+
+async def test_case_exclusive_violation_fails():
+    graph = af.Graph()
+    with graph.as_default():
+        xt = af.placeholder(af.int32, [], name="x")
+        out = af.case([(xt < 10, lambda: af.constant(1.0)),
+                       (xt < 5, lambda: af.constant(2.0))],
+                      default=lambda: af.constant(0.0), exclusive=True)
+    async with Session(graph=graph) as sess:
+        assert await sess.run(out, {xt: 7}) == 1.0
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Input error: exclusive=True: more than 1 conditions "
+                                 r"\(Less:0, Less_1:0\) evaluated as True:\] \[1 1\]"):
+            await sess.run(out, {xt: 3})

@@ -95,6 +95,17 @@ def broadcast_binary(op) -> list[TensorShape]:
     return [broadcast_shapes(op.inputs[0].shape, op.inputs[1].shape)]
 
 
+def equality(op) -> list[TensorShape]:
+    """Equal/NotEqual: broadcasting, or unknown when incompatible_shape_error is false and
+    the shapes do not broadcast (the kernel then gives a scalar)."""
+    try:
+        return broadcast_binary(op)
+    except ValueError:
+        if op.get_attr("incompatible_shape_error"):
+            raise
+        return [UNKNOWN]
+
+
 # -- reductions and matmul -------------------------------------------------------------------
 
 def reduction(op) -> list[TensorShape]:
@@ -106,7 +117,13 @@ def reduction(op) -> list[TensorShape]:
         return [unknown_shape(len(dims)) if keep and dims is not None else UNKNOWN]
     if dims is None:
         return [UNKNOWN]
-    reduced = {_axis(a, len(dims), op) for a in axes} if dims else set()
+    reduced = set()
+    for a in axes:
+        if not -len(dims) <= a < len(dims):
+            raise ValueError(
+                f"Invalid reduction dimension {a} for input with {len(dims)} dimensions. "
+                f"for '{op.name}' ({op.type})")
+        reduced.add(a % len(dims))
     if keep:
         return [TensorShape([1 if i in reduced else d for i, d in enumerate(dims)])]
     return [TensorShape([d for i, d in enumerate(dims) if i not in reduced])]
@@ -196,7 +213,7 @@ def reshape(op) -> list[TensorShape]:
         if value.count(-1) == 1:
             if known == 0 or total % known:
                 raise ValueError(
-                    f"Cannot reshape a tensor with {total} elements to shape {value} "
+                    f"Dimension size must be evenly divisible by {known} but is {total} "
                     f"for '{op.name}' (op: '{op.type}')")
             dims = [total // known if v == -1 else v for v in value]
         elif known != total:
@@ -274,7 +291,11 @@ def expand_dims(op) -> list[TensorShape]:
         return [UNKNOWN]
     if dim is None:
         return [unknown_shape(len(dims) + 1)]
-    axis = _axis(int(np.ravel(dim)[0]), len(dims) + 1, op)
+    axis = int(np.ravel(dim)[0])
+    if not -len(dims) - 1 <= axis <= len(dims):
+        raise ValueError(
+            f"dim {axis} not in the interval [{-len(dims) - 1}, {len(dims)}]. for '{op.name}'")
+    axis = axis + len(dims) + 1 if axis < 0 else axis
     return [TensorShape(dims[:axis] + [1] + dims[axis:])]
 
 
@@ -479,18 +500,19 @@ def where(op) -> list[TensorShape]:
 def gather(op) -> list[TensorShape]:
     """Gather/GatherV2: params[:axis] + indices[batch_dims:] + params[axis + 1:]."""
     params, indices = _dims(op.inputs[0].shape), _dims(op.inputs[1].shape)
+    batch_dims = 0 if op.type == "Gather" else op.get_attr("batch_dims")
+    if params is None or indices is None:
+        return [UNKNOWN]
+    if batch_dims < 0:
+        batch_dims += len(indices)
     if op.type == "Gather":
-        axis, batch_dims = 0, 0
+        axis = 0
     else:
         a = constant_value(op.inputs[2])
         if a is None:
-            return [UNKNOWN]
-        axis, batch_dims = int(a), op.get_attr("batch_dims")
-    if params is None or indices is None:
-        return [UNKNOWN]
+            return [unknown_shape(len(params) + len(indices) - 1 - batch_dims)]
+        axis = int(a)
     axis = _axis(axis, len(params), op)
-    if batch_dims < 0:
-        batch_dims += len(indices)
     return [TensorShape(params[:axis] + indices[batch_dims:] + params[axis + 1:])]
 
 

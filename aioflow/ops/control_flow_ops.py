@@ -18,6 +18,7 @@ from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, math_ops
 from aioflow.ops.constant_op import constant
+from aioflow.ops.tensor_array_ops import TensorArray, build_ta_with_new_flow
 
 __all__ = [
     "cond", "case", "while_loop", "Assert", "switch", "merge", "exit", "no_op", "group",
@@ -38,8 +39,6 @@ with_dependencies = array_ops.with_dependencies
 # -- nested structures (a small tf.nest: lists, tuples, namedtuples, dicts) -----------------
 
 def _is_tensor_array(x) -> bool:
-    from aioflow.ops.tensor_array_ops import TensorArray
-
     return isinstance(x, TensorArray)
 
 
@@ -177,11 +176,6 @@ def _op_in_context(op, ctxt) -> bool:
     return _is_containing_context(op._control_flow_context, ctxt)
 
 
-def _while_context_of(op):
-    ctxt = op._control_flow_context
-    return ctxt.get_while_context() if ctxt is not None else None
-
-
 def _containing_while_context(ctxt):
     while ctxt is not None:
         if ctxt.is_while_context():
@@ -287,8 +281,6 @@ def _convert_flows_to_tensorarrays(tensors_or_tensorarrays, tensors_or_flows):
     if len(tensors_or_tensorarrays) != len(tensors_or_flows):
         raise ValueError(f"Lengths of original Tensor list and new list do not match: "
                          f"{len(tensors_or_tensorarrays)} vs. {len(tensors_or_flows)}")
-    from aioflow.ops.tensor_array_ops import build_ta_with_new_flow
-
     return [build_ta_with_new_flow(ta, t) if _is_tensor_array(ta) else t
             for ta, t in zip(tensors_or_tensorarrays, tensors_or_flows, strict=True)]
 

@@ -4,7 +4,9 @@ All runs on one loop share one runner: a run with ready work joins its queue; a
 drain takes states round-robin and runs their inline nodes until the slice budget
 (default 2 ms) is spent, then reschedules itself with `call_soon`, so timers and
 other coroutines of the loop run between slices however many runs are in flight.
-When the runner is idle a new run drains at once in the caller's stack (no loop hop).
+Between two slices the loop turns twice, so a timer that fell due during a slice fires
+and wakes its task before the next slice. When the runner is idle a new run drains at
+once in the caller's stack (no loop hop).
 Kernel completions coming back from threads are batched into one loop wake-up.
 """
 
@@ -81,8 +83,13 @@ class LoopRunner:
         if self.warn_overrun:
             self._check_overrun(start)
         if queue and not self.scheduled:
+            # Let the loop go round twice before the next slice: a timer that fell due
+            # during this slice needs one turn to fire and one to wake its task.
             self.scheduled = True
-            self.loop.call_soon(self._scheduled_drain)
+            self.loop.call_soon(self._second_turn)
+
+    def _second_turn(self) -> None:
+        self.loop.call_soon(self._scheduled_drain)
 
     def _check_overrun(self, start: float) -> None:
         spent = perf_counter() - start

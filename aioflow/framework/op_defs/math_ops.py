@@ -83,7 +83,7 @@ for _name in ("Less", "LessEqual", "Greater", "GreaterEqual"):
 for _name in ("Equal", "NotEqual"):
     (register_op(_name).input("x: T").input("y: T").output("z: bool").attr("T: type")
         .attr("incompatible_shape_error: bool = true").set_is_commutative()
-        .set_shape_fn(cs.broadcast_binary))
+        .set_shape_fn(cs.equality))
 for _name in ("LogicalAnd", "LogicalOr"):
     (register_op(_name).input("x: bool").input("y: bool").output("z: bool").set_is_commutative()
         .set_shape_fn(cs.broadcast_binary))

@@ -1,0 +1,100 @@
+"""MatMul / BatchMatMul(V2) kernels against np.matmul, with TF's transposes, adjoints,
+batch broadcasting and error messages."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from kernel_testutil import create, run1
+from test_kernels_cwise import assert_same, rand
+
+from aioflow.framework import errors
+
+BF16 = ml_dtypes.bfloat16
+TYPES = [np.float16, BF16, np.float32, np.float64, np.int32, np.int64, np.complex64,
+         np.complex128]
+
+
+def _ref(a, b):
+    if a.dtype in (np.float16, np.dtype(BF16)):
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(a.dtype)
+    return a @ b
+
+
+@pytest.mark.parametrize("dt", TYPES)
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul(dt, ta, tb):
+    a, b = rand(dt, (2, 3)), rand(dt, (3, 4))
+    out = run1("MatMul", [a.T.copy() if ta else a, b.T.copy() if tb else b],
+               transpose_a=ta, transpose_b=tb)
+    assert_same(out, _ref(a, b), rtol=3e-2)
+
+
+def test_matmul_transpose_does_not_conjugate():
+    a = np.array([[1j, 0], [0, 1]], np.complex64)
+    out = run1("MatMul", [a, np.eye(2, dtype=np.complex64)], transpose_a=True)
+    assert_same(out, a.T)
+
+
+def test_matmul_empty():
+    assert_same(run1("MatMul", [np.zeros((0, 3), np.float32), np.ones((3, 4), np.float32)]),
+                np.zeros((0, 4), np.float32))
+    assert_same(run1("MatMul", [np.zeros((2, 0), np.float32), np.ones((0, 4), np.float32)]),
+                np.zeros((2, 4), np.float32))
+
+
+def test_matmul_errors():
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,5\]"):
+        run1("MatMul", [np.zeros((2, 3), np.float32), np.zeros((4, 5), np.float32)])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,5\]"):
+        run1("MatMul", [np.zeros((2, 3), np.float32), np.zeros((4, 5), np.float32)],
+             transpose_a=True)
+    with pytest.raises(errors.InvalidArgumentError, match="has different ndims"):
+        run1("MatMul", [np.zeros((2, 3, 4), np.float32), np.zeros((4, 5), np.float32)])
+    with pytest.raises(errors.InvalidArgumentError, match="ndims must be == 2: 3"):
+        run1("MatMul", [np.zeros((2, 3, 4), np.float32), np.zeros((2, 4, 5), np.float32)])
+
+
+@pytest.mark.parametrize("dt", TYPES)
+def test_batch_matmul_v2_broadcasts(dt):
+    a, b = rand(dt, (2, 1, 2, 3)), rand(dt, (5, 3, 4))
+    out = run1("BatchMatMulV2", [a, b])
+    assert out.shape == (2, 5, 2, 4)
+    assert_same(out, _ref(a, b), rtol=3e-2)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.complex64])
+def test_batch_matmul_adjoints(dt):
+    a, b = rand(dt, (2, 3, 2)), rand(dt, (2, 4, 3))
+    out = run1("BatchMatMulV2", [a, b], adj_x=True, adj_y=True)
+    expected = np.conj(np.swapaxes(a, -1, -2)) @ np.conj(np.swapaxes(b, -1, -2))
+    assert_same(out, expected.astype(dt))
+    assert_same(run1("BatchMatMul", [a, b], adj_x=True, adj_y=True), expected.astype(dt))
+
+
+def test_batch_matmul_errors():
+    f = np.float32
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"In\[0\] and In\[1\] must have compatible batch dimensions: "
+                             r"\[2,3,4\] vs. \[5,4,3\]"):
+        run1("BatchMatMulV2", [np.zeros((2, 3, 4), f), np.zeros((5, 4, 3), f)])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Matrix size-incompatible: In\[0\]: \[2,3,4\], In\[1\]: \[2,5,6\]"):
+        run1("BatchMatMulV2", [np.zeros((2, 3, 4), f), np.zeros((2, 5, 6), f)])
+    with pytest.raises(errors.InvalidArgumentError, match=r"In\[0\] ndims must be >= 2: 1"):
+        run1("BatchMatMulV2", [np.zeros(3, f), np.zeros((3, 3), f)])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"In\[0\].dim\(0\) and In\[1\].dim\(0\) must be the same"):
+        run1("BatchMatMul", [np.zeros((2, 3, 4), f), np.zeros((1, 4, 3), f)])
+
+
+def test_matmul_is_expensive_and_has_no_unsigned_kernel():
+    a = np.ones((2, 2), np.float32)
+    assert create("MatMul", [a, a]).expensive is True
+    assert create("BatchMatMulV2", [a, a]).expensive is True
+    with pytest.raises(errors.NotFoundError):
+        create("MatMul", [a.astype(np.uint8), a.astype(np.uint8)])
