@@ -61,6 +61,9 @@ class ConstOp(OpKernel):
             raise _invalid(
                 f"Type mismatch between value ({value.dtype}) and dtype ({dtype.name})")
         value.setflags(write=False)
+        # 0-d tensors travel as NumPy scalars: arithmetic on them is ~8x cheaper.
+        if value.ndim == 0 and value.dtype != object:
+            value = value[()]
         self._value = (value,)
 
     def compute(self, ctx, inputs):
@@ -88,6 +91,8 @@ class PlaceholderOp(OpKernel):
 
 class _Forward(OpKernel):
     """Returns its input itself (no copy)."""
+
+    forwards_input = True
 
     def compute(self, ctx, inputs):
         return (inputs[0],)

@@ -65,6 +65,8 @@ class MergeOp(OpKernel):
 class _ForwardOp(OpKernel):
     """Output the input unchanged (the executor moves it between frames/iterations)."""
 
+    forwards_input = True
+
     def compute(self, ctx, inputs):
         return (inputs[0],)
 
@@ -76,6 +78,8 @@ for _op in ("Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIte
 @_register("LoopCond", GPU=("input", "output"))
 class LoopCondOp(OpKernel):
     """Forward the loop predicate (the executor reads it through the loop's Switches)."""
+
+    forwards_input = True
 
     def compute(self, ctx, inputs):
         return (inputs[0],)

@@ -1,6 +1,8 @@
 """CPU kernels (NumPy) for MatMul, BatchMatMul and BatchMatMulV2.
 
-Always expensive (thread pool). half/bfloat16 multiply in float32 and round once, as
+Expensive (thread pool) once the product is worth more than the ~40 µs a pool round
+trip costs: below about 2**21 multiply-adds (a 128x128x128 product) it runs inline.
+half/bfloat16 multiply in float32 and round once, as
 NumPy has no BLAS for them. MatMul's transpose_a/b transpose only; BatchMatMul's adj_x/y
 take the adjoint (conjugate transpose), as TF's do.
 """
@@ -26,8 +28,16 @@ def _size_error(a, b) -> errors.InvalidArgumentError:
         f"Matrix size-incompatible: In[0]: {shape_str(a.shape)}, In[1]: {shape_str(b.shape)}")
 
 
+# Multiply-adds above which a product goes to the thread pool.
+POOL_FLOPS = 1 << 21
+
+
 class _MatMulBase(OpKernel):
-    expensive = True
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        a, b = inputs
+        return a.size * b.shape[-1] > POOL_FLOPS
 
     def __init__(self, ctx):
         super().__init__(ctx)

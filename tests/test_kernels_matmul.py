@@ -92,9 +92,12 @@ def test_batch_matmul_errors():
         run1("BatchMatMul", [np.zeros((2, 3, 4), f), np.zeros((1, 4, 3), f)])
 
 
-def test_matmul_is_expensive_and_has_no_unsigned_kernel():
+def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
     a = np.ones((2, 2), np.float32)
-    assert create("MatMul", [a, a]).expensive is True
-    assert create("BatchMatMulV2", [a, a]).expensive is True
+    big = np.ones((512, 512), np.float32)
+    for op in ("MatMul", "BatchMatMulV2"):
+        kernel = create(op, [a, a])
+        assert not kernel.is_expensive([a, a])
+        assert kernel.is_expensive([big, big])
     with pytest.raises(errors.NotFoundError):
         create("MatMul", [a.astype(np.uint8), a.astype(np.uint8)])

@@ -64,6 +64,8 @@ class OpKernel:
 
     expensive: bool | None = False
     is_async = False
+    # True when compute returns (inputs[0],): the executor then skips the call.
+    forwards_input = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name

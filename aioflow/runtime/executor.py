@@ -20,6 +20,7 @@ INLINE = 0      # on the event loop, in the running drain
 POOL = 1        # on the device's thread pool
 MAYBE = 2       # the kernel decides from its inputs (is_expensive) between INLINE and POOL
 ASYNC = 3       # a coroutine, awaited in its own task
+FORWARD = 4     # the kernel forwards its one input: the executor skips the call
 
 
 class NodeItem:
@@ -28,7 +29,8 @@ class NodeItem:
     __slots__ = (
         "id", "name", "op", "node_def", "kernel", "compute", "is_expensive", "mode",
         "input_start", "input_end", "num_inputs", "num_outputs", "pending_id",
-        "out_data", "out_control", "frame_name", "enter_frame_name", "parallel_iterations",
+        "out_data", "out_control", "out_data_cf", "out_merge_cf", "out_control_cf",
+        "out_control_merge_cf", "frame_name", "enter_frame_name", "parallel_iterations",
         "is_merge", "is_enter", "is_exit", "is_next_iteration", "is_control_trigger",
         "is_constant_enter", "is_enter_exit_or_next_iter", "is_sink", "kernel_is_async",
         "kernel_is_expensive",
@@ -97,6 +99,13 @@ class ExecutorImpl:
             template[item.pending_id] = (1 + 2 * num_control) if item.is_merge else num_in
             if num_in == 0:
                 roots.append(item)
+        for item in items:  # the control-flow propagator's form: split by Merge or not
+            data = [(items[d], slot, idx, items[d].pending_id) for d, slot, idx in item.out_data]
+            control = [(items[d], items[d].pending_id) for d in item.out_control]
+            item.out_data_cf = tuple(e for e in data if not e[0].is_merge)
+            item.out_merge_cf = tuple(e for e in data if e[0].is_merge)
+            item.out_control_cf = tuple(e for e in control if not e[0].is_merge)
+            item.out_control_merge_cf = tuple(e for e in control if e[0].is_merge)
         self.items = items
         self.roots = tuple(roots)
         self.root_info = self.frame_infos[ROOT_FRAME]
@@ -116,6 +125,8 @@ class ExecutorImpl:
         item.kernel_is_expensive = kernel.expensive is not False
         if kernel.is_async:
             item.mode = ASYNC
+        elif kernel.forwards_input and node.num_inputs == 1:
+            item.mode = FORWARD
         elif inline_all or kernel.expensive is False:
             item.mode = INLINE
         elif kernel.expensive is None:

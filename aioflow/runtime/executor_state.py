@@ -13,7 +13,7 @@ from collections import deque
 from time import perf_counter
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import INLINE, MAYBE, POOL
+from aioflow.runtime.executor import FORWARD, INLINE, MAYBE, POOL
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -195,16 +195,17 @@ class SimpleExecutorState(ExecutorStateBase):
             item = popleft()
             args = inputs[item.input_start:item.input_end]
             mode = item.mode
-            if mode == MAYBE:
-                mode = POOL if item.is_expensive(args) else INLINE
-            if mode != INLINE:
-                self.dispatch(item, item, args)
-                continue
-            try:
-                outs = item.compute(ctx, args)
-            except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                self.fail(wrap_error(e, item))
-                return
+            if mode == FORWARD:
+                outs = args
+            else:
+                try:
+                    if mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
+                        self.dispatch(item, item, args)
+                        continue
+                    outs = item.compute(ctx, args)
+                except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                    self.fail(wrap_error(e, item))
+                    return
             for dst, slot, idx in item.out_data:
                 inputs[idx] = outs[slot]
                 c = pending[dst] - 1

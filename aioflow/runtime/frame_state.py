@@ -13,7 +13,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import INLINE, MAYBE, POOL
+from aioflow.runtime.executor import FORWARD, INLINE, MAYBE
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
 
 
@@ -80,6 +80,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ready = self.ready
         ctx = self.ctx
         popleft = ready.popleft
+        activate = self.activate
         count = 0
         while ready:
             tagged = popleft()
@@ -89,17 +90,25 @@ class ControlFlowExecutorState(ExecutorStateBase):
             else:
                 args = it.inputs[item.input_start:item.input_end]
                 mode = item.mode
-                if mode == MAYBE:
-                    mode = POOL if item.is_expensive(args) else INLINE
-                if mode != INLINE:
-                    self.dispatch(item, tagged, args)
-                    continue
-                try:
-                    outs = item.compute(ctx, args)
-                except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                    self.fail(self.wrap(tagged, e))
-                    return
-            self.propagate(tagged, outs)
+                if mode == FORWARD:
+                    outs = args
+                else:
+                    try:
+                        if mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
+                            self.dispatch(item, tagged, args)
+                            continue
+                        outs = item.compute(ctx, args)
+                    except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                        self.fail(self.wrap(tagged, e))
+                        return
+            if item.is_enter_exit_or_next_iter:
+                self.propagate(tagged, outs)
+            else:
+                activate(item, is_dead, frame, it, outs)
+                n = it.outstanding_ops - 1
+                it.outstanding_ops = n
+                if not n and self.cleanup_iterations(frame, it):
+                    self.frame_done(frame)
             count += 1
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
@@ -116,62 +125,66 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
     # -- propagation (TF's PropagateOutputs / ActivateNodes) ------------------------------
     def activate(self, item, is_dead: bool, frame: FrameState, it: IterationState, outs) -> None:
-        """Deliver `item`'s outputs (None: all dead) to its successors in (frame, it)."""
-        items = self.items
+        """Deliver `item`'s outputs (None: all dead) to its successors in (frame, it).
+
+        TF's ActivateNodes: a non-Merge is ready when its pending count reaches zero and
+        dead if any input was dead; a Merge's count keeps bit 0 set until its first live
+        input (which it takes), and 2 per control edge; it is ready on its first live
+        input with no control edge pending, or dead once every data input is dead.
+        """
         pending = it.pending
         dead = it.dead
         inputs = it.inputs
-        ready = self.ready
-        for dst_id, slot, idx in item.out_data:
-            dst = items[dst_id]
-            pid = dst.pending_id
+        append = self.ready.append
+        activated = 0
+        for dst, slot, idx, pid in item.out_data_cf:
             value = None if outs is None else outs[slot]
-            if dst.is_merge:
-                if value is not None:
-                    count = pending[pid]
-                    pending[pid] = count & ~1
-                    dst_ready = count == 1
-                    if count & 1:
-                        inputs[idx] = value
-                    dst_dead = False
-                else:
-                    dead[pid] += 1
-                    dst_dead = dead[pid] == dst.num_inputs
-                    dst_ready = pending[pid] == 1 and dst_dead
+            if value is None:
+                dead[pid] += 1
             else:
-                if value is None:
-                    dead[pid] += 1
-                else:
+                inputs[idx] = value
+            c = pending[pid] - 1
+            pending[pid] = c
+            if not c:
+                dst_dead = dead[pid] > 0
+                if dst_dead and dst.is_control_trigger:
+                    dst_dead = False
+                append((dst, frame, it, dst_dead))
+                activated += 1
+        for dst, slot, idx, pid in item.out_merge_cf:
+            value = None if outs is None else outs[slot]
+            count = pending[pid]
+            if value is not None:
+                pending[pid] = count & ~1
+                if count & 1:
                     inputs[idx] = value
-                c = pending[pid] - 1
-                pending[pid] = c
-                dst_ready = c == 0
-                dst_dead = dead[pid] > 0
-            if dst_ready:
-                if dst.is_control_trigger:
-                    dst_dead = False
-                ready.append((dst, frame, it, dst_dead))
-                it.outstanding_ops += 1
-        for dst_id in item.out_control:
-            dst = items[dst_id]
-            pid = dst.pending_id
-            if dst.is_merge:
-                pending[pid] -= 2
-                count = pending[pid]
-                dst_dead = dead[pid] == dst.num_inputs
-                dst_ready = count == 0 or (count == 1 and dst_dead)
+                if count == 1:
+                    append((dst, frame, it, False))
+                    activated += 1
             else:
-                if is_dead:
-                    dead[pid] += 1
-                c = pending[pid] - 1
-                pending[pid] = c
-                dst_ready = c == 0
+                dead[pid] += 1
+                if count == 1 and dead[pid] == dst.num_inputs:
+                    append((dst, frame, it, True))
+                    activated += 1
+        for dst, pid in item.out_control_cf:
+            if is_dead:
+                dead[pid] += 1
+            c = pending[pid] - 1
+            pending[pid] = c
+            if not c:
                 dst_dead = dead[pid] > 0
-            if dst_ready:
-                if dst.is_control_trigger:
+                if dst_dead and dst.is_control_trigger:
                     dst_dead = False
-                ready.append((dst, frame, it, dst_dead))
-                it.outstanding_ops += 1
+                append((dst, frame, it, dst_dead))
+                activated += 1
+        for dst, pid in item.out_control_merge_cf:
+            count = pending[pid] - 2
+            pending[pid] = count
+            dst_dead = dead[pid] == dst.num_inputs
+            if count == 0 or (count == 1 and dst_dead):
+                append((dst, frame, it, dst_dead))
+                activated += 1
+        it.outstanding_ops += activated
 
     def propagate(self, tagged, outs) -> None:
         """Move outputs into the right frame and iteration, then mark the node done."""
