@@ -15,7 +15,10 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     `return_elements` names tensors ("y:0") or ops ("y") to return, in order.
     """
     if isinstance(graph_def, (bytes, bytearray)):
-        graph_def = parse_graph_def(graph_def)
+        try:
+            graph_def = parse_graph_def(graph_def)
+        except errors.InvalidArgumentError as e:
+            raise ValueError(str(e)) from e
     if not isinstance(graph_def, graph_pb2.GraphDef):
         raise TypeError(f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}.")
     input_map = {_canonical(k): _check_mapped(k, v) for k, v in (input_map or {}).items()}
