@@ -26,8 +26,11 @@ _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 def reduction_axes(axes, ndim: int) -> tuple[int, ...]:
     """The reduction indices as a tuple of non-negative axes; TF's errors when out of range
     or repeated."""
+    values = axes.tolist() if np.ndim(axes) <= 1 else np.ravel(axes).tolist()
+    if type(values) is int:
+        values = [values]
     out = []
-    for a in np.ravel(axes).tolist():
+    for a in values:
         if not -ndim <= a < ndim:
             raise errors.InvalidArgumentError(
                 None, None, f"Invalid reduction dimension ({a} for input with {ndim} dimension(s)")
@@ -76,8 +79,7 @@ class SumOp(ReductionKernel):
     """Sum over the axes, in the input dtype (float32 accumulation for half types)."""
 
     def reduce(self, x, axis):
-        with np.errstate(all="ignore"):
-            return self._cast(np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep))
+        return self._cast(np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep))
 
 
 @register_kernel("Prod", "CPU", T=_NON_QUANTIZED_NUMBERS)
@@ -85,8 +87,7 @@ class ProdOp(ReductionKernel):
     """Product over the axes, in the input dtype."""
 
     def reduce(self, x, axis):
-        with np.errstate(all="ignore"):
-            return self._cast(np.prod(x, axis=axis, dtype=self._acc, keepdims=self._keep))
+        return self._cast(np.prod(x, axis=axis, dtype=self._acc, keepdims=self._keep))
 
 
 @register_kernel("Mean", "CPU", T=_NON_QUANTIZED_NUMBERS)
@@ -104,8 +105,8 @@ class MeanOp(ReductionKernel):
             if x.size == 0:  # TF: NaN for real floats, 0 for complex
                 out = np.sum(x, axis=axis, keepdims=self._keep)
                 return out if self._complex else self._cast(out + self._np_type(np.nan))
-            with np.errstate(all="ignore"):
-                return self._cast(np.mean(x, axis=axis, dtype=self._acc, keepdims=self._keep))
+            total = np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep)
+            return self._cast(total / (x.size // total.size))
         total = np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep)
         count = 1
         for a in axis:
