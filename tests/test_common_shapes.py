@@ -153,8 +153,12 @@ def test_strided_slice_shapes():
                   end=const([0, 3]), strides=const([1, 1]), ellipsis_mask=1) == [[5, None, 2]]
     assert shapes("StridedSlice", input=ph([5, 6]), begin=const([0, 0]), end=const([0, 0]),
                   strides=const([1, 1]), new_axis_mask=1, end_mask=2) == [[1, 5, 6]]
+    # Computed begin/end: as TF, the sliced dim is unknown, the others are kept, and a
+    # shrunk dim vanishes (x[i] of a vector is a scalar).
     assert shapes("StridedSlice", input=x, begin=ph([1], dtypes.int32), end=const([1]),
-                  strides=const([1])) == [None]
+                  strides=const([1])) == [[None, 6, 7]]
+    assert shapes("StridedSlice", input=ph([None]), begin=ph([1], dtypes.int32),
+                  end=ph([1], dtypes.int32), strides=const([1]), shrink_axis_mask=1) == [[]]
     with pytest.raises(ValueError, match="slice index 9 of dimension 0 out of bounds."):
         apply_op_raw("StridedSlice", input=ph([5, 6]), begin=const([9]), end=const([10]),
                      strides=const([1]), shrink_axis_mask=1)

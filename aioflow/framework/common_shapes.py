@@ -362,12 +362,45 @@ def strided_slice(op) -> list[TensorShape]:
     """StridedSlice with constant begin/end/strides on a known-rank input; else unknown."""
     dims = _dims(op.inputs[0].shape)
     spec = [constant_value(t) for t in op.inputs[1:]]
-    if dims is None or any(s is None for s in spec):
+    if dims is None:
         return [UNKNOWN]
+    if any(s is None for s in spec):
+        return [_strided_slice_rank(op, dims)]
     _, final_shape = strided_slice_spec(
         dims, *(np.ravel(s).tolist() for s in spec),
         **{k: op.get_attr(k) for k in _SLICE_MASKS})
     return [TensorShape(final_shape)]
+
+
+def _strided_slice_rank(op, dims) -> TensorShape:
+    """The shape when begin/end are computed: the rank follows from the masks; sliced dims
+    are unknown, shrunk dims vanish, new axes are 1, dims under the ellipsis are kept."""
+    n = op.inputs[1].shape.num_elements() if op.inputs[1].shape.rank == 1 else None
+    if n is None:
+        return UNKNOWN
+    ellipsis, new_axis, shrink = (op.get_attr(k) for k in
+                                  ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
+    if not ellipsis:
+        ellipsis = 1 << n
+        n += 1
+    out: list = []
+    full = 0
+    for i in range(n):
+        bit = 1 << i
+        if ellipsis & bit:
+            after = sum(1 for j in range(i + 1, n) if new_axis & (1 << j))
+            stop = min(len(dims) - (n - i) + 1 + after, len(dims))
+            out.extend(dims[full:stop])
+            full = max(full, stop)
+        elif new_axis & bit:
+            out.append(1)
+        else:
+            if full == len(dims):
+                return UNKNOWN
+            if not shrink & bit:
+                out.append(None)
+            full += 1
+    return TensorShape(out)
 
 
 _SLICE_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")

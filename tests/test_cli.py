@@ -1,0 +1,51 @@
+"""The `aioflow` command: --version, run on a TensorFlow-written GraphDef, demo."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+
+import aioflow
+from aioflow.cli import main
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+def test_version(capsys):
+    try:
+        main(["--version"])
+    except SystemExit as e:
+        assert e.code == 0
+    assert aioflow.__version__ in capsys.readouterr().out
+
+
+def test_run_a_tf_graph_def_to_npz(tmp_path):
+    values = np.load(DATA / "core_matmul.npz")
+    feeds = [k for k in values.files if k.startswith("feed:")]
+    args = ["run", str(DATA / "core_matmul.pb")]
+    for key in feeds:
+        path = tmp_path / (key.replace(":", "_").replace("/", "_") + ".npy")
+        np.save(path, values[key])
+        args += ["--feed", f"{key[len('feed:'):]}={path}"]
+    fetch = next(k for k in values.files if k.startswith("fetch:"))[len("fetch:"):]
+    out = tmp_path / "out.npz"
+    assert main(args + ["--fetch", fetch, "--output", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out)[fetch], values[f"fetch:{fetch}"], rtol=1e-5)
+
+
+def test_run_reports_errors_cleanly(tmp_path, capsys):
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(b"\x0a\x05garbage")
+    assert main(["run", str(bad), "--fetch", "y:0"]) == 1
+    assert "Unable to parse GraphDef" in capsys.readouterr().err
+
+
+def test_demo_runs_as_a_console_script():
+    proc = subprocess.run([sys.executable, "-m", "aioflow.cli", "demo", "--runs", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 concurrent runs" in proc.stdout
+    assert proc.stdout.count("total =") == 3
