@@ -12,6 +12,8 @@ import asyncio
 from collections import deque
 from time import perf_counter
 
+import numpy as np
+
 from aioflow.framework import errors
 from aioflow.runtime.executor import FORWARD, INLINE, MAYBE, POOL
 
@@ -122,7 +124,8 @@ class ExecutorStateBase:
 
     def _pool_job(self, compute, token, args):
         try:
-            result = compute(self.ctx, args)
+            with np.errstate(all="ignore"):
+                result = compute(self.ctx, args)
             exc = None
         except BaseException as e:  # noqa: BLE001 - handed to the loop thread
             result, exc = None, e

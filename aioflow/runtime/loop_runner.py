@@ -18,6 +18,8 @@ import weakref
 from collections import deque
 from time import perf_counter
 
+import numpy as np
+
 DEFAULT_TIME_BUDGET_S = 0.002
 
 _runners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -63,30 +65,35 @@ class LoopRunner:
 
     def _drain(self) -> None:
         self.draining = True
-        queue = self.queue
         start = perf_counter()
-        deadline = start + self.budget
         try:
-            while queue:
-                state = queue.popleft()
-                state.queued = False
-                state.process(deadline)
-                if state.has_ready():
-                    state.queued = True
-                    queue.append(state)
-                else:
-                    state.maybe_finish()
-                if perf_counter() >= deadline:
-                    break
+            # Kernels follow TF: overflow and NaN are values, not warnings (set per slice).
+            with np.errstate(all="ignore"):
+                self._slice(start + self.budget)
         finally:
             self.draining = False
         if self.warn_overrun:
             self._check_overrun(start)
-        if queue and not self.scheduled:
+        if self.queue and not self.scheduled:
             # Let the loop go round twice before the next slice: a timer that fell due
             # during this slice needs one turn to fire and one to wake its task.
             self.scheduled = True
             self.loop.call_soon(self._second_turn)
+
+    def _slice(self, deadline: float) -> None:
+        """Run queued states round-robin until none has ready work or time is up."""
+        queue = self.queue
+        while queue:
+            state = queue.popleft()
+            state.queued = False
+            state.process(deadline)
+            if state.has_ready():
+                state.queued = True
+                queue.append(state)
+            else:
+                state.maybe_finish()
+            if perf_counter() >= deadline:
+                break
 
     def _second_turn(self) -> None:
         self.loop.call_soon(self._scheduled_drain)
