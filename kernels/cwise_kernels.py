@@ -10,6 +10,7 @@ is an InvalidArgumentError), and shapes that do not broadcast raise TF's
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -65,11 +66,9 @@ def is_signed_int(dtype: dtypes.DType) -> bool:
 
 
 def quiet(fn):
-    """`fn` with NumPy's floating-point warnings off (TF yields inf/nan silently)."""
-    def run(*args):
-        with np.errstate(all="ignore"):
-            return fn(*args)
-    return run
+    """`fn` as it is: the executor already runs every kernel under
+    `np.errstate(all="ignore")` (TF yields inf/nan silently), once per slice."""
+    return fn
 
 
 def via_float32(fn, dtype: dtypes.DType):
@@ -311,11 +310,13 @@ def _add(dtype):
     return np.add
 
 
+# On NumPy scalars the operators are ~10x cheaper than calling the ufunc (0.09 vs 0.9 µs);
+# on arrays they are the same ufunc. Operands share the dtype T, so results match.
 _BINARY = {
     "Add": (_add, {}),
-    "AddV2": (_fixed(np.add), {}),
-    "Sub": (_fixed(np.subtract), {}),
-    "Mul": (_fixed(np.multiply), {}),
+    "AddV2": (_fixed(operator.add), {}),
+    "Sub": (_fixed(operator.sub), {}),
+    "Mul": (_fixed(operator.mul), {}),
     "Div": (_div_factory, {}),
     "RealDiv": (_fixed(np.true_divide, quiet_fp=True), {"T": _FLOAT_COMPLEX}),
     "DivNoNan": (_div_no_nan, {}),
@@ -332,12 +333,12 @@ _BINARY = {
     "Maximum": (_fixed(np.maximum), {}),
     "Minimum": (_fixed(np.minimum), {}),
     "SquaredDifference": (_squared_difference, {}),
-    "Less": (_fixed(np.less), {}),
-    "LessEqual": (_fixed(np.less_equal), {}),
-    "Greater": (_fixed(np.greater), {}),
-    "GreaterEqual": (_fixed(np.greater_equal), {}),
-    "LogicalAnd": (_fixed(np.logical_and), {}),
-    "LogicalOr": (_fixed(np.logical_or), {}),
+    "Less": (_fixed(operator.lt), {}),
+    "LessEqual": (_fixed(operator.le), {}),
+    "Greater": (_fixed(operator.gt), {}),
+    "GreaterEqual": (_fixed(operator.ge), {}),
+    "LogicalAnd": (_fixed(operator.and_), {}),
+    "LogicalOr": (_fixed(operator.or_), {}),
 }
 for _op, (_factory, _constraints) in _BINARY.items():
     _register(BinaryKernel, _op, _factory, **_constraints)

@@ -34,6 +34,7 @@ POOL_FLOPS = 1 << 21
 
 class _MatMulBase(OpKernel):
     expensive = None
+    uses_blas = True
 
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs

@@ -202,6 +202,8 @@ def convert_feed_value(tensor: ops.Tensor, value):
         raise errors.InvalidArgumentError(
             None, tensor.op, f"Cannot feed value of shape {tuple(array.shape)!r} for Tensor "
                              f"{tensor.name!r}, which has shape {str(shape)!r}")
+    if array.ndim == 0 and array.dtype != object:
+        return array[()]  # 0-d values travel as NumPy scalars (cheaper arithmetic)
     return array
 
 

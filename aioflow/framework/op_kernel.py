@@ -66,6 +66,9 @@ class OpKernel:
     is_async = False
     # True when compute returns (inputs[0],): the executor then skips the call.
     forwards_input = False
+    # True for kernels whose work is multi-threaded BLAS (the device bounds how many run
+    # at once so that BLAS threads and pool threads do not oversubscribe the cores).
+    uses_blas = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name

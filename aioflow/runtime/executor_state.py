@@ -116,7 +116,8 @@ class ExecutorStateBase:
         `complete(token, outputs)` on the loop."""
         self.in_flight += 1
         if item.mode == POOL or item.mode == MAYBE:
-            fut = self.impl.device.pool.submit(self._pool_job, item.compute, token, args)
+            fut = self.impl.device.submit(self._pool_job, item.compute, token, args,
+                                          uses_blas=item.kernel.uses_blas)
             self.jobs[fut] = token
         else:
             task = self.loop.create_task(self._async_job(item, token, args))
