@@ -41,7 +41,7 @@ class SwitchOp(OpKernel):
 
     def compute(self, ctx, inputs):
         data, pred = inputs
-        if np.ndim(pred) != 0:
+        if pred.ndim:  # NumPy scalars and 0-d arrays both have ndim == 0
             raise errors.InvalidArgumentError(
                 None, None, "The second input must be a scalar, but it has shape "
                 f"{_shape_str(np.shape(pred))}")
@@ -58,8 +58,11 @@ class MergeOp(OpKernel):
     def compute(self, ctx, inputs):
         for i, value in enumerate(inputs):
             if value is not None:
-                return (value, np.int32(i))
+                return (value, _INDICES[i] if i < len(_INDICES) else np.int32(i))
         return (None, None)
+
+
+_INDICES = tuple(np.int32(i) for i in range(8))
 
 
 class _ForwardOp(OpKernel):

@@ -83,12 +83,11 @@ def via_float32(fn, dtype: dtypes.DType):
 
 
 class CwiseKernel(OpKernel):
-    """Element-wise kernel: expensive only when an input is large."""
+    """Element-wise kernel: expensive only when an input is large (the executor checks
+    the first and last input's size against `pool_above` itself, without a call)."""
 
     expensive = None
-
-    def is_expensive(self, inputs: list) -> bool:
-        return inputs[0].size > BIG
+    pool_above = BIG
 
 
 class UnaryKernel(CwiseKernel):
@@ -114,9 +113,6 @@ class BinaryKernel(CwiseKernel):
 
     def make_fn(self, dtype):
         raise NotImplementedError
-
-    def is_expensive(self, inputs: list) -> bool:
-        return inputs[0].size > BIG or inputs[1].size > BIG
 
     def compute(self, ctx, inputs):
         x, y = inputs

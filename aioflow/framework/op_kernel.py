@@ -64,6 +64,9 @@ class OpKernel:
 
     expensive: bool | None = False
     is_async = False
+    # With expensive None: go to the pool when the first or last input has more elements
+    # than this (the executor tests it inline; a kernel may instead override is_expensive).
+    pool_above: int | None = None
     # True when compute returns (inputs[0],): the executor then skips the call.
     forwards_input = False
     # True for kernels whose work is multi-threaded BLAS (the device bounds how many run
@@ -78,6 +81,10 @@ class OpKernel:
         raise NotImplementedError
 
     def is_expensive(self, inputs: list) -> bool:
+        """Whether this call should go to the pool (asked only when `expensive` is None)."""
+        limit = self.pool_above
+        if limit is not None and inputs:
+            return inputs[0].size > limit or inputs[-1].size > limit
         return bool(self.expensive)
 
 

@@ -21,16 +21,17 @@ POOL = 1        # on the device's thread pool
 MAYBE = 2       # the kernel decides from its inputs (is_expensive) between INLINE and POOL
 ASYNC = 3       # a coroutine, awaited in its own task
 FORWARD = 4     # the kernel forwards its one input: the executor skips the call
+BY_SIZE = 5     # POOL when the first or last input has more than `pool_above` elements
 
 
 class NodeItem:
     """What the executor needs of one node, flat and precomputed."""
 
     __slots__ = (
-        "id", "name", "op", "node_def", "kernel", "compute", "is_expensive", "mode",
+        "id", "name", "op", "node_def", "kernel", "compute", "is_expensive", "mode", "pool_above",
         "input_start", "input_end", "num_inputs", "num_outputs", "pending_id",
         "out_data", "out_control", "out_data_cf", "out_merge_cf", "out_control_cf",
-        "out_control_merge_cf", "frame_name", "enter_frame_name", "parallel_iterations",
+        "out_control_merge_cf", "has_rare_edges_cf", "frame_name", "enter_frame_name", "parallel_iterations",
         "is_merge", "is_enter", "is_exit", "is_next_iteration", "is_control_trigger",
         "is_constant_enter", "is_enter_exit_or_next_iter", "is_sink", "kernel_is_async",
         "kernel_is_expensive",
@@ -106,6 +107,8 @@ class ExecutorImpl:
             item.out_merge_cf = tuple(e for e in data if e[0].is_merge)
             item.out_control_cf = tuple(e for e in control if not e[0].is_merge)
             item.out_control_merge_cf = tuple(e for e in control if e[0].is_merge)
+            item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
+                                          or item.out_control_merge_cf)
         self.items = items
         self.roots = tuple(roots)
         self.root_info = self.frame_infos[ROOT_FRAME]
@@ -121,6 +124,7 @@ class ExecutorImpl:
         item.kernel = kernel
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive
+        item.pool_above = kernel.pool_above
         item.kernel_is_async = kernel.is_async
         item.kernel_is_expensive = kernel.expensive is not False
         if kernel.is_async:
@@ -130,7 +134,9 @@ class ExecutorImpl:
         elif inline_all or kernel.expensive is False:
             item.mode = INLINE
         elif kernel.expensive is None:
-            item.mode = MAYBE
+            uses_size = (kernel.pool_above is not None and node.num_inputs > 0
+                         and type(kernel).is_expensive is op_kernel.OpKernel.is_expensive)
+            item.mode = BY_SIZE if uses_size else MAYBE
         else:
             item.mode = POOL
         item.num_inputs = node.num_inputs

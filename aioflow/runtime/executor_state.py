@@ -15,7 +15,7 @@ from time import perf_counter
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import FORWARD, INLINE, MAYBE, POOL
+from aioflow.runtime.executor import BY_SIZE, FORWARD, INLINE, MAYBE, POOL
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -115,7 +115,7 @@ class ExecutorStateBase:
         """Start a kernel that does not run inline; its outputs come back to
         `complete(token, outputs)` on the loop."""
         self.in_flight += 1
-        if item.mode == POOL or item.mode == MAYBE:
+        if item.mode in (POOL, MAYBE, BY_SIZE):
             fut = self.impl.device.submit(self._pool_job, item.compute, token, args,
                                           uses_blas=item.kernel.uses_blas)
             self.jobs[fut] = token
@@ -203,7 +203,12 @@ class SimpleExecutorState(ExecutorStateBase):
                 outs = args
             else:
                 try:
-                    if mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
+                    if mode == BY_SIZE:
+                        limit = item.pool_above
+                        if args[0].size > limit or args[-1].size > limit:
+                            self.dispatch(item, item, args)
+                            continue
+                    elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
                         self.dispatch(item, item, args)
                         continue
                     outs = item.compute(ctx, args)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import FORWARD, INLINE, MAYBE
+from aioflow.runtime.executor import BY_SIZE, FORWARD, INLINE, MAYBE
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
 
 
@@ -94,7 +94,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
                     outs = args
                 else:
                     try:
-                        if mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
+                        if mode == BY_SIZE:
+                            limit = item.pool_above
+                            if args[0].size > limit or args[-1].size > limit:
+                                self.dispatch(item, tagged, args)
+                                continue
+                        elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
                             self.dispatch(item, tagged, args)
                             continue
                         outs = item.compute(ctx, args)
@@ -151,6 +156,18 @@ class ControlFlowExecutorState(ExecutorStateBase):
                     dst_dead = False
                 append((dst, frame, it, dst_dead))
                 activated += 1
+        if item.has_rare_edges_cf:
+            activated += self._activate_rare(item, is_dead, frame, it, outs)
+        it.outstanding_ops += activated
+
+    def _activate_rare(self, item, is_dead: bool, frame: FrameState, it: IterationState,
+                       outs) -> int:
+        """The Merge and control edges of `activate`; returns how many became ready."""
+        pending = it.pending
+        dead = it.dead
+        inputs = it.inputs
+        append = self.ready.append
+        activated = 0
         for dst, slot, idx, pid in item.out_merge_cf:
             value = None if outs is None else outs[slot]
             count = pending[pid]
@@ -184,7 +201,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if count == 0 or (count == 1 and dst_dead):
                 append((dst, frame, it, dst_dead))
                 activated += 1
-        it.outstanding_ops += activated
+        return activated
 
     def propagate(self, tagged, outs) -> None:
         """Move outputs into the right frame and iteration, then mark the node done."""
