@@ -80,7 +80,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ready = self.ready
         ctx = self.ctx
         popleft = ready.popleft
-        activate = self.activate
+        append = ready.append
         count = 0
         while ready:
             tagged = popleft()
@@ -109,8 +109,28 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if item.is_enter_exit_or_next_iter:
                 self.propagate(tagged, outs)
             else:
-                activate(item, is_dead, frame, it, outs)
-                n = it.outstanding_ops - 1
+                # activate() inlined for the common edges (the per-node hot path).
+                pending = it.pending
+                dead = it.dead
+                inputs = it.inputs
+                activated = 0
+                for dst, slot, idx, pid in item.out_data_cf:
+                    value = None if outs is None else outs[slot]
+                    if value is None:
+                        dead[pid] += 1
+                    else:
+                        inputs[idx] = value
+                    c = pending[pid] - 1
+                    pending[pid] = c
+                    if not c:
+                        dst_dead = dead[pid] > 0
+                        if dst_dead and dst.is_control_trigger:
+                            dst_dead = False
+                        append((dst, frame, it, dst_dead))
+                        activated += 1
+                if item.has_rare_edges_cf:
+                    activated += self._activate_rare(item, is_dead, frame, it, outs)
+                n = it.outstanding_ops + activated - 1
                 it.outstanding_ops = n
                 if not n and self.cleanup_iterations(frame, it):
                     self.frame_done(frame)
