@@ -370,3 +370,21 @@ async def test_sync_session_refuses_inside_a_loop():
             sess.run(c)
     finally:
         sess.close()
+
+
+async def test_warn_overrun_flags_a_long_inline_stretch(graph):
+    def slow(v):
+        time.sleep(0.02)
+        return v
+
+    with graph.as_default():
+        y = af.py_func(slow, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph, inline_all=True, warn_overrun=True,
+                          time_budget_ms=2) as sess:
+        with pytest.warns(RuntimeWarning, match="over its 2.00 ms budget"):
+            await sess.run(y)
+    from aioflow.runtime.loop_runner import get_runner
+
+    runner = get_runner()
+    runner.warn_overrun = False
+    runner.budget = 0.002

@@ -20,13 +20,14 @@ class Session:
     """A TF-1-style session whose `run` is a coroutine.
 
     `Session(target="", graph=None, config=None, *, inline_all=False,
-    time_budget_ms=None)`: `inline_all` runs every kernel on the loop thread (a
-    deterministic debugging mode); `time_budget_ms` sets the loop's slice budget.
+    time_budget_ms=None, warn_overrun=False)`: `inline_all` runs every kernel on the loop
+    thread (a deterministic debugging mode); `time_budget_ms` sets the loop's slice budget
+    (default 2 ms); `warn_overrun` warns when an inline stretch overruns that budget.
     """
 
     def __init__(self, target: str = "", graph: ops.Graph | None = None,
                  config: config_pb2.ConfigProto | None = None, *, inline_all: bool = False,
-                 time_budget_ms: float | None = None):
+                 time_budget_ms: float | None = None, warn_overrun: bool = False):
         if target:
             raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
                                                         f"{target!r}")
@@ -36,6 +37,7 @@ class Session:
         self._version = 0
         self._closed = False
         self._time_budget_ms = time_budget_ms
+        self._warn_overrun = warn_overrun
         self._plans: dict = {}
 
     @property
@@ -90,10 +92,13 @@ class Session:
         return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
 
     async def _run(self, eak, args, options, run_metadata):
-        if self._time_budget_ms is not None:
+        if self._time_budget_ms is not None or self._warn_overrun:
             from aioflow.runtime.loop_runner import get_runner
 
-            get_runner().budget = self._time_budget_ms / 1000.0
+            runner = get_runner()
+            if self._time_budget_ms is not None:
+                runner.budget = self._time_budget_ms / 1000.0
+            runner.warn_overrun = runner.warn_overrun or self._warn_overrun
         try:
             return await self._direct.run_executors(eak, args, options, run_metadata)
         except errors.OpError as e:
