@@ -98,7 +98,6 @@ from aioflow.ops.array_ops import (
 )
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
-from aioflow.ops.tensor_array_ops import TensorArray
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -184,6 +183,7 @@ from aioflow.ops.math_ops import (
     truncatediv,
     truncatemod,
 )
+from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray",

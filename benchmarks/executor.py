@@ -193,9 +193,10 @@ async def heartbeat(args, out):
         done = True
         await hb
     ms = np.array(lags) * 1e3
-    out.update(runs_in_flight=runs, samples=len(lags), p50_ms=round(float(np.percentile(ms, 50)), 3),
-               p99_ms=round(float(np.percentile(ms, 99)), 3), max_ms=round(float(ms.max()), 3),
-               wall_s=round(wall, 2))
+    out.update(runs_in_flight=runs, samples=len(lags),
+               p50_ms=round(float(np.percentile(ms, 50)), 3),
+               p99_ms=round(float(np.percentile(ms, 99)), 3),
+               max_ms=round(float(ms.max()), 3), wall_s=round(wall, 2))
 
 
 async def main_async(args) -> dict:

@@ -117,7 +117,8 @@ def python_to_attr_value(value: Any, attr_type: str) -> AttrValue:
         out.b = _check_bool(value)
     elif attr_type == "string":
         if not isinstance(value, (str, bytes)):
-            raise TypeError(f"Expected string for attr, got {value!r} of type {type(value).__name__}")
+            raise TypeError(f"Expected string for attr, got {value!r} of type "
+                            f"{type(value).__name__}")
         out.s = _to_bytes(value)
     elif attr_type == "type":
         out.type = dtypes.as_dtype(value).as_datatype_enum

@@ -59,10 +59,10 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
             values = [value.type] if wanted == "type" else list(value.list.type)
             for v in values:
                 if v not in allowed.type:
+                    names = ", ".join(_type_name(t) for t in allowed.type)
                     raise _error(node_def, f"Value for attr '{attr_def.name}' of "
                                            f"{_type_name(v)} is not in the list of allowed "
-                                           f"values: {', '.join(_type_name(t) for t in allowed.type)}"
-                                           f"\n\t; NodeDef: {summarize(node_def)}")
+                                           f"values: {names}\n\t; NodeDef: {summarize(node_def)}")
         elif wanted in ("string", "list(string)"):
             values = [value.s] if wanted == "string" else list(value.list.s)
             for v in values:
@@ -75,7 +75,8 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
         if n < attr_def.minimum:
             what = "Value" if wanted == "int" else "Length"
             raise _error(node_def, f"{what} for attr '{attr_def.name}' of {n} must be at least "
-                                   f"minimum {attr_def.minimum}\n\t; NodeDef: {summarize(node_def)}")
+                                   f"minimum {attr_def.minimum}\n\t; NodeDef: "
+                                   f"{summarize(node_def)}")
 
 
 def _list_len(value) -> int:
