@@ -95,23 +95,19 @@ class BlasGate:
         return future
 
     def _run(self, pool, future: Future, fn, args) -> None:
-        try:
+        """Run this job, then the queued ones, on the same thread (no hand-off between
+        consecutive BLAS calls)."""
+        while True:
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args))
                 except BaseException as e:  # noqa: BLE001 - handed to the future
                     future.set_exception(e)
-        finally:
-            self._next()
-
-    def _next(self) -> None:
-        with self._lock:
-            if self._waiting:
-                pool, future, fn, args = self._waiting.popleft()
-            else:
-                self._running -= 1
-                return
-        pool.submit(self._run, pool, future, fn, args)
+            with self._lock:
+                if not self._waiting:
+                    self._running -= 1
+                    return
+                _, future, fn, args = self._waiting.popleft()
 
 
 def _limit_blas_threads(n: int) -> None:
@@ -133,6 +129,9 @@ class DeviceMgr:
 
     @classmethod
     def from_config(cls, config) -> DeviceMgr:
+        from aioflow.runtime.allocator import retain_freed_memory
+
+        retain_freed_memory()
         cores = os.cpu_count() or 1
         inter = config.inter_op_parallelism_threads if config is not None else 0
         intra = config.intra_op_parallelism_threads if config is not None else 0
