@@ -388,3 +388,28 @@ async def test_warn_overrun_flags_a_long_inline_stretch(graph):
     runner = get_runner()
     runner.warn_overrun = False
     runner.budget = 0.002
+
+
+async def test_pool_kernels_release_their_inputs_before_the_step_ends(graph):
+    import weakref
+
+    refs = []
+
+    def make():
+        big = np.ones(100_000, np.float32)
+        refs.append(weakref.ref(big))
+        return big
+
+    def check(v):
+        import gc
+
+        gc.collect()
+        # The first array was consumed by the previous pool kernel: nothing holds it now.
+        return np.float32(refs[0]() is None)
+
+    with graph.as_default():
+        a = af.py_func(make, [], af.float32)
+        b = af.py_func(lambda v: v * 2, [a], af.float32)
+        c = af.py_func(check, [b], af.float32)
+    async with af.Session(graph=graph) as sess:
+        assert await sess.run(c) == 1.0

@@ -52,6 +52,7 @@ class ExecutorStateBase:
         self.error: errors.OpError | None = None
         self.jobs: dict = {}        # concurrent futures of pool jobs -> token
         self.tasks: set = set()     # asyncio tasks of async kernels
+        self._in_flight_waiter: asyncio.Future | None = None
 
     # -- driving --------------------------------------------------------------------
     def start(self) -> None:
@@ -106,14 +107,17 @@ class ExecutorStateBase:
 
     def _job_finished(self) -> None:
         self.in_flight -= 1
-        waiter = getattr(self, "_in_flight_waiter", None)
+        waiter = self._in_flight_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     # -- dispatch of pool and async kernels ---------------------------------------------
-    def dispatch(self, item, token, args) -> None:
+    def dispatch(self, item, token, args, slots: list) -> None:
         """Start a kernel that does not run inline; its outputs come back to
-        `complete(token, outputs)` on the loop."""
+        `complete(token, outputs)` on the loop. Its input slots are cleared: a kernel
+        worth the pool usually has large inputs, and they should be freed as soon as it
+        is done with them, not at the end of the step."""
+        slots[item.input_start:item.input_end] = [None] * item.num_inputs
         self.in_flight += 1
         if item.mode in (POOL, MAYBE, BY_SIZE):
             fut = self.impl.device.submit(self._pool_job, item.compute, token, args,
@@ -206,10 +210,10 @@ class SimpleExecutorState(ExecutorStateBase):
                     if mode == BY_SIZE:
                         limit = item.pool_above
                         if args[0].size > limit or args[-1].size > limit:
-                            self.dispatch(item, item, args)
+                            self.dispatch(item, item, args, inputs)
                             continue
                     elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
-                        self.dispatch(item, item, args)
+                        self.dispatch(item, item, args, inputs)
                         continue
                     outs = item.compute(ctx, args)
                 except BaseException as e:  # noqa: BLE001 - becomes the step's error

@@ -97,10 +97,10 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         if mode == BY_SIZE:
                             limit = item.pool_above
                             if args[0].size > limit or args[-1].size > limit:
-                                self.dispatch(item, tagged, args)
+                                self.dispatch(item, tagged, args, it.inputs)
                                 continue
                         elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
-                            self.dispatch(item, tagged, args)
+                            self.dispatch(item, tagged, args, it.inputs)
                             continue
                         outs = item.compute(ctx, args)
                     except BaseException as e:  # noqa: BLE001 - becomes the step's error
