@@ -54,16 +54,6 @@ class FrameState:
         self.inv_values: list = []
         self.dead_exits: list = []
 
-    def is_iteration_done(self, it: IterationState) -> bool:
-        if it.outstanding_ops or it.outstanding_frame_count:
-            return False
-        if it.iter_num == 0:
-            return self.num_pending_inputs == 0
-        return (it.iter_num - 1) not in self.iterations
-
-    def is_frame_done(self) -> bool:
-        return self.num_pending_inputs == 0 and self.num_outstanding_iterations == 0
-
 
 class ControlFlowExecutorState(ExecutorStateBase):
     """Runs a graph with Switch/Merge/Enter/Exit/NextIteration."""
@@ -294,14 +284,18 @@ class ControlFlowExecutorState(ExecutorStateBase):
         iterations = frame.iterations
         while n <= frame.iteration_count:
             cur = iterations.get(n)
-            if cur is None or not frame.is_iteration_done(cur):
+            # Done: no op or child frame outstanding, and the frame has all its inputs
+            # (iteration 0) or the previous iteration is gone (TF's IsIterationDone).
+            if cur is None or cur.outstanding_ops or cur.outstanding_frame_count:
+                break
+            if (frame.num_pending_inputs if n == 0 else (n - 1) in iterations):
                 break
             del iterations[n]
             frame.num_outstanding_iterations -= 1
             n += 1
             if frame.next_iter_roots:
                 self.increment_iteration(frame)
-        return frame.is_frame_done()
+        return not frame.num_pending_inputs and not frame.num_outstanding_iterations  # done
 
     def frame_done(self, frame: FrameState) -> None:
         """Delete a finished frame (its dead exits go to the parent as dead), recursively."""
