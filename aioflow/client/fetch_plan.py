@@ -3,11 +3,14 @@ namedtuples, dicts) into unique graph elements, and rebuild the results in its s
 
 from __future__ import annotations
 
+import collections
+import functools
 from collections.abc import Mapping
 
 from aioflow.framework import errors, ops
 
 _OP = -1  # marks a fetched Operation: its result is None
+_MAP = object()  # marks a mapping in a template: (_MAP, constructor, [(key, child)])
 
 
 class FetchPlan:
@@ -55,7 +58,10 @@ class FetchPlan:
                 self.tensors.append(element)
             return index
         if isinstance(fetch, Mapping):
-            return (type(fetch), [(k, self._flatten(v)) for k, v in fetch.items()])
+            ctor = type(fetch)
+            if isinstance(fetch, collections.defaultdict):  # keeps its default_factory
+                ctor = functools.partial(collections.defaultdict, fetch.default_factory)
+            return (_MAP, ctor, [(k, self._flatten(v)) for k, v in fetch.items()])
         if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
             return (type(fetch), [self._flatten(v) for v in fetch])
         if isinstance(fetch, (list, tuple)):
@@ -74,10 +80,11 @@ class FetchPlan:
 def _build(template, values):
     if isinstance(template, int):
         return None if template == _OP else values[template]
-    kind, children = template
-    if issubclass(kind, Mapping):
+    if template[0] is _MAP:
+        _, ctor, children = template
         out = {k: _build(v, values) for k, v in children}
-        return out if kind is dict else kind(out)
+        return out if ctor is dict else ctor(out)
+    kind, children = template
     items = [_build(c, values) for c in children]
     if kind is list:
         return items

@@ -83,10 +83,21 @@ class Session:
         plan = self._plan(fetches)
         feeds = self._convert_feeds(feed_dict) if feed_dict else {}
         self._extend_graph()
-        eak = self._direct.get_executors(tuple(sorted(feeds)), plan.sorted_fetches,
-                                         plan.sorted_targets)
-        args = [feeds[name] for name in eak.feeds]
-        retvals = await self._run(eak, args, options, run_metadata)
+        names = plan.sorted_fetches
+        fed_fetches = bool(feeds) and not feeds.keys().isdisjoint(names)
+        if fed_fetches:  # as TF's client: a fed fetch returns its fed value, not run
+            names = tuple(name for name in names if name not in feeds)
+        if names or plan.sorted_targets:
+            eak = self._direct.get_executors(tuple(sorted(feeds)), names,
+                                             plan.sorted_targets)
+            args = [feeds[name] for name in eak.feeds]
+            retvals = await self._run(eak, args, options, run_metadata)
+        else:  # nothing to run (TF's client does not call the runtime either)
+            retvals = []
+        if fed_fetches:
+            computed = iter(retvals)
+            retvals = [feeds[name] if name in feeds else next(computed)
+                       for name in plan.sorted_fetches]
         if plan.single is not None:
             return _fetched(retvals[0])
         return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
@@ -157,7 +168,9 @@ class Session:
         filename, line, func = op.traceback
         message = (f"{err.message}\n\nOriginal op '{op.name}' ({op.type}) was created at:\n"
                    f"  File \"{filename}\", line {line}, in {func}")
-        new = type(err)(err.node_def, op, message)
+        cls = type(err)  # not cls(...): a user's OpError subclass may take other arguments
+        new = cls.__new__(cls)
+        errors.OpError.__init__(new, err.node_def, op, message, err.error_code)
         return new
 
 

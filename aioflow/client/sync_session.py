@@ -8,6 +8,7 @@ and forwards each call to an awaitable Session on it. The migration path from
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 from aioflow.client.session import Session
@@ -85,8 +86,19 @@ class SyncSession:
         self.close()
 
     def __del__(self):
-        if not getattr(self, "_closed", True):
+        if getattr(self, "_closed", True):
+            return
+        if sys.is_finalizing() or threading.current_thread() is self._thread \
+                or not self._thread.is_alive():
+            # The loop thread cannot serve a blocking close now (at interpreter exit
+            # daemon threads no longer run): stop it without waiting.
+            self._closed = True
             try:
-                self.close()
-            except Exception:  # noqa: BLE001 - best effort at interpreter shutdown
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            except Exception:  # noqa: BLE001 - the loop may be gone already
                 pass
+            return
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - best effort from a finalizer
+            pass

@@ -26,6 +26,12 @@ def _find(graph_nodes: dict[str, Node], name: str, what: str) -> tuple[Node, int
     return node, index
 
 
+def _canonical(name: str) -> str:
+    """A tensor name with its output index spelled out ("x" -> "x:0")."""
+    node_name, index = node_def_util.parse_input(name)
+    return f"{node_name}:{index}"
+
+
 def _special_node(graph: Graph, name: str, op: str, dtype: int, index: int,
                   input_types, output_types, device: str) -> Node:
     node_def = node_def_pb2.NodeDef(name=name, op=op, device=device)
@@ -51,8 +57,12 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
     """Feeds -> `_Arg` (index = position in `feeds`), fetches -> `_Retval` (index =
     position in `fetches`), then prune to what fetches and targets reach. In place."""
     by_name = {n.name: n for n in graph.op_nodes()}
-    if len(set(feeds)) != len(feeds):
+    fed = {_canonical(name) for name in feeds}
+    if len(fed) != len(feeds):
         raise errors.InvalidArgumentError(None, None, "Duplicate feed names in " + str(feeds))
+    for name in fetches:
+        if _canonical(name) in fed:
+            raise errors.InvalidArgumentError(None, None, f"{name} is both fed and fetched.")
     keep: list[Node] = []
     for index, name in enumerate(feeds):
         node, slot = _find(by_name, name, "Feed input")
@@ -60,11 +70,18 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
         arg = _special_node(graph, _unique(by_name, f"_arg_{name.replace(':', '_')}_0_{index}"),
                             "_Arg", dtype, index, [], [dtype], node.assigned_device_name or device)
         by_name[arg.name] = arg
+        is_placeholder = node.type_string in ("Placeholder", "PlaceholderV2")
         for e in list(node.out_edges):
             if e.src_output == slot:
                 dst, dst_input = e.dst, e.dst_input
                 graph.remove_edge(e)
                 graph.add_edge(arg, 0, dst, dst_input)
+            elif e.is_control_edge and is_placeholder and not e.dst.is_sink:
+                # A fed Placeholder's control dependents wait for its feed instead (as
+                # TF): the Placeholder itself must not run, it has no value.
+                dst = e.dst
+                graph.remove_edge(e)
+                graph.add_control_edge(arg, dst)
         graph.add_control_edge(graph.source_node, arg)
     for index, name in enumerate(fetches):
         node, slot = _find(by_name, name, "FetchOutputs")

@@ -47,6 +47,7 @@ class DirectSession:
         self._node_names: set[str] = set()
         self._full_graph = None
         self._executors: dict[tuple, ExecutorsAndKeys] = {}
+        self._active_steps: set[StepContext] = set()
         self.closed = False
 
     # -- the graph ------------------------------------------------------------------------
@@ -129,15 +130,21 @@ class DirectSession:
             step = eak.executors[0].run(ctx, runner)
         else:
             step = asyncio.gather(*(ex.run(ctx, runner) for ex in eak.executors))
+        # A deadline aborts the step as an error would (kernels already in threads are
+        # waited for); close() aborts the steps still active.
+        timer = None
         if timeout_ms > 0:
-            try:
-                await asyncio.wait_for(step, timeout_ms / 1000.0)
-            except TimeoutError:
-                raise errors.DeadlineExceededError(
-                    None, None, f"Timed out after {timeout_ms} ms waiting for the step to "
-                                f"finish") from None
-        else:
+            timer = runner.loop.call_later(
+                timeout_ms / 1000.0, ctx.on_error,
+                errors.DeadlineExceededError(None, None, f"Timed out after {timeout_ms} ms "
+                                                         f"waiting for the step to finish"))
+        self._active_steps.add(ctx)
+        try:
             await step
+        finally:
+            self._active_steps.discard(ctx)
+            if timer is not None:
+                timer.cancel()
         if run_metadata is not None and options is not None and options.output_partition_graphs:
             run_metadata.partition_graphs.extend(eak.partition_graph_defs)
         retvals = ctx.retvals
@@ -149,6 +156,11 @@ class DirectSession:
         return retvals
 
     def close(self) -> None:
+        """Cancel the steps still running (as TF's Close), then release the devices: a
+        step left waiting on pool work the shut-down pool drops would never finish."""
         self.closed = True
+        err = errors.CancelledError(None, None, "Session has been closed.")
+        for ctx in list(self._active_steps):
+            ctx.on_error(err)
         self._executors.clear()
         self.device_mgr.shutdown()

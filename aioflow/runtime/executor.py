@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from aioflow.framework import op_kernel
+from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
 from aioflow.graph.graph import Graph
 
@@ -54,6 +54,20 @@ class FrameInfo:
     zeros: list[int] = field(default_factory=list)
 
 
+def _check_fetches_outside_loops(nodes, frame_names) -> None:
+    """A fetched tensor inside a while loop has one value per iteration: TF's client
+    refuses to fetch it and TF's runtime fails once its _Retval is set twice; refuse it
+    here, before the run, rather than return whichever iteration wrote last."""
+    for node in nodes:
+        frame = frame_names[node.id]
+        if frame != ROOT_FRAME and node.type_string == "_Retval":
+            src = next(e for e in node.in_edges if not e.is_control_edge)
+            raise errors.InvalidArgumentError(
+                node.def_, None, f"Cannot fetch {src.src.name}:{src.src_output}: it is "
+                                 f"inside the while loop frame '{frame}' (one value per "
+                                 f"iteration); fetch the loop's outputs instead.")
+
+
 class ExecutorImpl:
     """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
 
@@ -63,6 +77,8 @@ class ExecutorImpl:
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
         self.has_control_flow = any(n.is_control_flow for n in nodes)
+        if self.has_control_flow:
+            _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
         self.frame_infos: dict[str, FrameInfo] = {ROOT_FRAME: FrameInfo(ROOT_FRAME)}
         items: list[NodeItem] = []
@@ -164,10 +180,13 @@ class ExecutorImpl:
         else:
             from aioflow.runtime.executor_state import SimpleExecutorState as State
         state = State(self, ctx, runner)
-        state.start()
+        ctx.states.append(state)  # a deadline, close() or a failing sibling aborts it
         try:
+            state.start()
             await state.done
         except asyncio.CancelledError:
             state.abort(None)
             await state.wait_in_flight()
             raise
+        finally:
+            ctx.states.remove(state)  # no ctx <-> state cycle left to the cyclic GC

@@ -31,7 +31,11 @@ def wrap_error(exc: BaseException, item, where: str = "") -> errors.OpError:
     else:
         cls, message = errors.UnknownError, f"{type(exc).__name__}: {exc}"
     text = f"{message}\n\t [[{{{{node {item.name}}}}} = {item.op}[...]{where}]]"
-    err = cls(item.node_def, None, text)
+    # Not cls(...): a user's OpError subclass may take other arguments, and an OpError
+    # made with an explicit error_code keeps it.
+    err = cls.__new__(cls)
+    errors.OpError.__init__(err, item.node_def, None, text,
+                            exc.error_code if isinstance(exc, errors.OpError) else None)
     err.__cause__ = exc
     return err
 
@@ -126,6 +130,7 @@ class ExecutorStateBase:
         else:
             task = self.loop.create_task(self._async_job(item, token, args))
             self.tasks.add(task)
+            task.add_done_callback(self._task_done)
 
     def _pool_job(self, compute, token, args):
         try:
@@ -159,6 +164,17 @@ class ExecutorStateBase:
             self._job_finished()
         self._after_job(token, result, exc)
 
+    def _task_done(self, task) -> None:
+        """A task cancelled before its first step never ran `_async_job` (not even its
+        `finally`): count it finished here, or the run would wait for it forever."""
+        if task in self.tasks:
+            self.tasks.discard(task)
+            self._job_finished()
+            if self.error is None:  # cancelled from outside the run (loop shutdown)
+                self.fail(errors.CancelledError(None, None, "Async kernel was cancelled"))
+            else:
+                self.maybe_finish()
+
     def _after_job(self, token, result, exc) -> None:
         if self.error is not None:
             self.maybe_finish()
@@ -166,7 +182,11 @@ class ExecutorStateBase:
         if exc is not None:
             self.fail(self.wrap(token, exc))
             return
-        self.complete(token, result)
+        try:
+            self.complete(token, result)
+        except Exception as e:  # noqa: BLE001 - bad outputs fail the run, not the loop
+            self.fail(self.wrap(token, e))
+            return
         if self.ready:
             self.runner.submit(self)
         else:

@@ -189,8 +189,10 @@ class ControlFlowExecutorState(ExecutorStateBase):
                     append((dst, frame, it, False))
                     activated += 1
             else:
+                # A dead Enter makes the Merge dead at once (TF): the NextIteration that
+                # would be its other input never runs in a loop on an untaken cond branch.
                 dead[pid] += 1
-                if count == 1 and dead[pid] == dst.num_inputs:
+                if count == 1 and (dead[pid] == dst.num_inputs or item.is_enter):
                     append((dst, frame, it, True))
                     activated += 1
         for dst, pid in item.out_control_cf:

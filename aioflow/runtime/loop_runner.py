@@ -20,6 +20,8 @@ from time import perf_counter
 
 import numpy as np
 
+from aioflow.framework import errors
+
 DEFAULT_TIME_BUDGET_S = 0.002
 
 _runners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -86,7 +88,14 @@ class LoopRunner:
         while queue:
             state = queue.popleft()
             state.queued = False
-            state.process(deadline)
+            try:
+                state.process(deadline)
+            except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
+                # (kernel errors are caught in process; this is propagation going wrong,
+                # e.g. a kernel returning fewer outputs than its node has)
+                err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+                err.__cause__ = e
+                state.fail(err)
             if state.has_ready():
                 state.queued = True
                 queue.append(state)
