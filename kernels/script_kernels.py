@@ -35,14 +35,22 @@ def _outputs(name: str, result, tout) -> tuple:
     return tuple(out)
 
 
+# How TF's py_func maps a Python exception to a status (py_func.cc).
+_EXCEPTION_CLASSES = (
+    ((ValueError, TypeError), errors.InvalidArgumentError),
+    ((StopIteration,), errors.OutOfRangeError),
+    ((MemoryError,), errors.ResourceExhaustedError),
+    ((NotImplementedError,), errors.UnimplementedError),
+)
+
+
 def _call_error(name: str, exc: BaseException) -> errors.OpError:
+    """The OpError a Python function's exception becomes, with TF's py_func mapping;
+    anything else is UnknownError."""
     if isinstance(exc, errors.OpError):
         return exc
-    if isinstance(exc, StopIteration):
-        return errors.OutOfRangeError(None, None, f"{name}: StopIteration")
-    cls = errors.InvalidArgumentError if isinstance(
-        exc, (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError)) else \
-        errors.UnknownError
+    cls = next((c for types, c in _EXCEPTION_CLASSES if isinstance(exc, types)),
+               errors.UnknownError)
     return cls(None, None, f"{type(exc).__name__}: {exc}")
 
 

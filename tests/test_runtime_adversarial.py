@@ -227,7 +227,7 @@ async def test_async_error_inside_a_loop_names_the_frame_and_iteration(graph):
 
         out = af.while_loop(lambda i: i < 5, body, [af.constant(0)])
     async with af.Session(graph=graph) as sess:
-        with pytest.raises(errors.InvalidArgumentError,
+        with pytest.raises(errors.UnknownError,
                            match=r"(?s)KeyError.*lookup.*iteration 3"):
             await sess.run(out)
 
@@ -406,12 +406,35 @@ async def test_python_exceptions_in_kernels_map_to_tf_classes_naming_the_node(gr
         r = af.py_func(runtime_error, [one], af.int32, name="runtime_op")
         ar = af.async_py_func(async_runtime_error, [one], af.int32, name="async_op")
     async with af.Session(graph=graph) as sess:
-        with pytest.raises(errors.InvalidArgumentError, match=r"(?s)KeyError: 'nope'.*key_op"):
+        # TF's py_func: ValueError/TypeError -> InvalidArgument, StopIteration -> OutOfRange,
+        # MemoryError -> ResourceExhausted, NotImplementedError -> Unimplemented, else Unknown.
+        with pytest.raises(errors.UnknownError, match=r"(?s)KeyError: 'nope'.*key_op"):
             await sess.run(k)
         with pytest.raises(errors.UnknownError, match=r"(?s)RuntimeError: bad.*runtime_op"):
             await sess.run(r)
         with pytest.raises(errors.UnknownError, match=r"(?s)RuntimeError: abad.*async_op"):
             await sess.run(ar)
+
+
+async def test_py_func_exception_mapping_follows_tf(graph):
+    def raiser(exc):
+        def fn(v):
+            raise exc
+        return fn
+
+    cases = [(ValueError("v"), errors.InvalidArgumentError),
+             (TypeError("t"), errors.InvalidArgumentError),
+             (StopIteration(), errors.OutOfRangeError),
+             (NotImplementedError("n"), errors.UnimplementedError),
+             (MemoryError("m"), errors.ResourceExhaustedError),
+             (IndexError("i"), errors.UnknownError)]
+    with graph.as_default():
+        ops_ = [af.py_func(raiser(exc), [af.constant(1)], af.int32) for exc, _ in cases]
+    async with af.Session(graph=graph) as sess:
+        for op, (_, cls) in zip(ops_, cases, strict=True):
+            with pytest.raises(cls) as info:
+                await sess.run(op)
+            assert type(info.value) is cls
 
 
 class _UserError(errors.InvalidArgumentError):

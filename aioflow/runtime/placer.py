@@ -30,7 +30,13 @@ def _group_of(node) -> str:
 def _choose(members, requested: str, device_mgr, allow_soft: bool):
     candidates = device_mgr.devices
     if requested:
-        spec = device_spec.DeviceSpec.from_string(requested)
+        try:
+            spec = device_spec.DeviceSpec.from_string(requested)
+        except ValueError as e:
+            node = members[0]
+            raise errors.InvalidArgumentError(
+                node.def_, None, f"Malformed device specification '{requested}' in node "
+                                 f"{{{{node {node.name}}}}}: {e}") from None
         matching = [d for d in candidates
                     if spec.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
         if not matching and not allow_soft:
