@@ -54,7 +54,7 @@ class ExecutorStateBase:
         self.queued = False
         self.in_flight = 0
         self.error: errors.OpError | None = None
-        self.jobs: dict = {}        # concurrent futures of pool jobs -> token
+        self.jobs: dict = {}        # id(token) -> concurrent future of its pool job
         self.tasks: set = set()     # asyncio tasks of async kernels
         self._in_flight_waiter: asyncio.Future | None = None
 
@@ -92,9 +92,9 @@ class ExecutorStateBase:
         self.fail(err or errors.CancelledError(None, None, "Step was cancelled"))
 
     def _cancel_in_flight(self) -> None:
-        for fut in list(self.jobs):
+        for key, fut in list(self.jobs.items()):
             if fut.cancel():
-                del self.jobs[fut]
+                del self.jobs[key]
                 self.in_flight -= 1
         for task in list(self.tasks):
             task.cancel()
@@ -126,7 +126,7 @@ class ExecutorStateBase:
         if item.mode in (POOL, MAYBE, BY_SIZE):
             fut = self.impl.device.submit(self._pool_job, item.compute, token, args,
                                           uses_blas=item.kernel.uses_blas)
-            self.jobs[fut] = token
+            self.jobs[id(token)] = fut
         else:
             task = self.loop.create_task(self._async_job(item, token, args))
             self.tasks.add(task)
@@ -142,10 +142,7 @@ class ExecutorStateBase:
         self.runner.post_completion(self, token, result, exc)
 
     def on_pool_done(self, token, result, exc) -> None:
-        for fut, tok in list(self.jobs.items()):
-            if tok is token:
-                del self.jobs[fut]
-                break
+        self.jobs.pop(id(token), None)
         self._job_finished()
         self._after_job(token, result, exc)
 
