@@ -4,6 +4,7 @@ and input_map rules. Nodes may come in any order (TF writes loop graphs out of o
 from __future__ import annotations
 
 from aioflow.framework import device_spec, dtypes, errors, node_def_util, op_def_registry, ops
+from aioflow.framework.gc_util import paused_gc
 from aioflow.proto import graph_pb2
 
 
@@ -32,7 +33,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     with ops.name_scope(name, "import", list(input_map.values())) as scope:
         prefix = scope
         try:
-            new_ops = _import_nodes(graph, graph_def, input_map, prefix)
+            with paused_gc():
+                new_ops = _import_nodes(graph, graph_def, input_map, prefix)
         except errors.InvalidArgumentError as e:
             raise ValueError(str(e)) from e
     if return_elements is None:

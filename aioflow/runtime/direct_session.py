@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from aioflow.framework import errors
+from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.algorithm import copy_graph
 from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.graph.subgraph import rewrite_graph_for_execution
@@ -53,6 +54,10 @@ class DirectSession:
     # -- the graph ------------------------------------------------------------------------
     def extend(self, graph_def: graph_pb2.GraphDef) -> None:
         """Add the nodes of `graph_def`; a name already in the session is an error."""
+        with paused_gc():
+            self._extend(graph_def)
+
+    def _extend(self, graph_def: graph_pb2.GraphDef) -> None:
         self._check_open()
         for node in graph_def.node:
             if node.name in self._node_names:
@@ -84,7 +89,8 @@ class DirectSession:
         key = (feeds, fetches, targets)
         eak = self._executors.get(key)
         if eak is None:
-            eak = self._executors[key] = self._create_executors(feeds, fetches, targets)
+            with paused_gc():
+                eak = self._executors[key] = self._create_executors(feeds, fetches, targets)
         return eak
 
     def _create_executors(self, feeds, fetches, targets) -> ExecutorsAndKeys:
