@@ -34,8 +34,7 @@ class NodeItem:
         "out_control_merge_cf", "has_rare_edges_cf", "frame_name", "enter_frame_name",
         "parallel_iterations",
         "is_merge", "is_enter", "is_exit", "is_next_iteration", "is_control_trigger",
-        "is_constant_enter", "is_enter_exit_or_next_iter", "is_sink", "kernel_is_async",
-        "kernel_is_expensive",
+        "is_constant_enter", "is_enter_exit_or_next_iter",
     )
 
     def __repr__(self) -> str:
@@ -142,8 +141,6 @@ class ExecutorImpl:
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive
         item.pool_above = kernel.pool_above
-        item.kernel_is_async = kernel.is_async
-        item.kernel_is_expensive = kernel.expensive is not False
         if kernel.is_async:
             item.mode = ASYNC
         elif kernel.forwards_input and node.num_inputs == 1:
@@ -165,7 +162,6 @@ class ExecutorImpl:
         item.is_next_iteration = node.is_next_iteration
         item.is_control_trigger = node.is_control_trigger
         item.is_enter_exit_or_next_iter = node.is_enter or node.is_exit or node.is_next_iteration
-        item.is_sink = False
         item.is_constant_enter = bool(node.is_enter and node.def_.attr["is_constant"].b)
         item.enter_frame_name = (node.def_.attr["frame_name"].s.decode() if node.is_enter
                                  else None)
