@@ -18,6 +18,7 @@ from aioflow.proto import graph_pb2
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
 import make_fixtures  # noqa: E402
+from graph_compare import assert_same_graph  # noqa: E402
 
 MANIFEST = json.loads((DATA / "fixtures.json").read_text())
 BUILDERS = sorted(name for name, entry in MANIFEST.items() if "builder" in entry)
@@ -29,27 +30,6 @@ def _load(name: str) -> graph_pb2.GraphDef:
     return graph_def
 
 
-def _describe(attr) -> str:
-    return " ".join(str(attr).split())
-
-
-def assert_same_graph(mine: graph_pb2.GraphDef, ref: graph_pb2.GraphDef) -> None:
-    """Node names (in order), ops, inputs, devices and attrs all equal."""
-    assert [n.name for n in mine.node] == [n.name for n in ref.node]
-    problems = []
-    for m, r in zip(mine.node, ref.node, strict=True):
-        if m.op != r.op:
-            problems.append(f"{r.name}: op {m.op} != {r.op}")
-        if list(m.input) != list(r.input):
-            problems.append(f"{r.name}: inputs {list(m.input)} != {list(r.input)}")
-        if m.device != r.device:
-            problems.append(f"{r.name}: device {m.device!r} != {r.device!r}")
-        for key in sorted(set(m.attr) | set(r.attr)):
-            if key not in m.attr or key not in r.attr or m.attr[key] != r.attr[key]:
-                mv = _describe(m.attr[key]) if key in m.attr else "<missing>"
-                rv = _describe(r.attr[key]) if key in r.attr else "<missing>"
-                problems.append(f"{r.name}: attr {key}: {mv} != {rv}")
-    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("name", BUILDERS)

@@ -255,6 +255,7 @@ class SimpleExecutorState(ExecutorStateBase):
         return wrap_error(exc, token)
 
     def complete(self, item, outs) -> None:
+        """Propagate a pool or async kernel's outputs (process() inlines the same loop)."""
         inputs, pending, items, append = self.inputs, self.pending, self.items, self.ready.append
         for dst, slot, idx in item.out_data:
             inputs[idx] = outs[slot]
