@@ -49,3 +49,11 @@ def test_demo_runs_as_a_console_script():
     assert proc.returncode == 0, proc.stderr
     assert "3 concurrent runs" in proc.stdout
     assert proc.stdout.count("total =") == 3
+
+
+def test_run_error_names_the_node_and_no_bogus_origin(capsys):
+    assert main(["run", str(DATA / "core_matmul.pb"), "--fetch", "mm:0"]) == 1
+    err = capsys.readouterr().err
+    assert "You must feed a value for placeholder tensor 'a'" in err
+    assert "{{node a}}" in err
+    assert "was created at" not in err  # imported nodes have no Python creation site
