@@ -17,6 +17,7 @@ from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.algorithm import copy_graph
 from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.graph.subgraph import rewrite_graph_for_execution
+from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
 from aioflow.runtime.device import DeviceMgr
@@ -106,8 +107,12 @@ class DirectSession:
         options.partition_graphs = partitions
         global_registry().run_grouping(Grouping.POST_PARTITIONING, options)
         eak = ExecutorsAndKeys(feeds, fetches, targets)
+        optimizer_options = self.config.graph_options.optimizer_options
         for device_name, part in options.partition_graphs.items():
             device = self.device_mgr.lookup(device_name)
+            # The GraphOptimizer per partition: constant folding and CSE, as TF's
+            # OptimizerOptions ask (on at the default L1, off at L0).
+            optimize_graph(part, optimizer_options, device.device_type)
             eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all))
             eak.partition_graph_defs.append(part.to_graph_def())
         return eak

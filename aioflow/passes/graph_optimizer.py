@@ -1,0 +1,57 @@
+"""GraphOptimizer, as TF's common_runtime/graph_optimizer.cc: constant folding (then the
+nodes it leaves dead are removed) and common subexpression elimination, repeated until
+a round changes nothing (at most 10 rounds). Run on each partition before its Executor
+is built; the caller runs fixup_source_and_sink_edges afterwards (done here too).
+"""
+
+from __future__ import annotations
+
+from aioflow.graph.algorithm import fixup_source_and_sink_edges
+from aioflow.graph.graph import Graph
+from aioflow.passes.constant_folding import (
+    MAX_CONSTANT_SIZE_IN_BYTES,
+    constant_fold,
+    remove_dead_nodes,
+)
+from aioflow.passes.cse import optimize_cse
+from aioflow.proto import config_pb2
+
+MAX_ROUNDS = 10
+
+
+def optimizer_settings(options: config_pb2.OptimizerOptions | None) -> tuple[bool, bool]:
+    """(do_constant_folding, do_cse): L1 (the default) turns both on, as TF's
+    GraphOptimizer constructor; L0 leaves only what is set explicitly."""
+    if options is None:
+        options = config_pb2.OptimizerOptions()
+    level_on = options.opt_level >= config_pb2.OptimizerOptions.L1
+    return (level_on or options.do_constant_folding,
+            level_on or options.do_common_subexpression_elimination)
+
+
+def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
+                   device_type: str = "CPU") -> bool:
+    """Optimize `graph` (one partition, on a device of `device_type`) in place; True when
+    anything changed."""
+    do_folding, do_cse = optimizer_settings(optimizer_options)
+    if not (do_folding or do_cse):
+        return False
+    max_bytes = MAX_CONSTANT_SIZE_IN_BYTES
+    if optimizer_options is not None and optimizer_options.max_folded_constant_in_bytes > 0:
+        max_bytes = optimizer_options.max_folded_constant_in_bytes
+    changed_any = False
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        if do_folding:
+            candidates = constant_fold(graph, device_type, max_bytes)
+            if candidates:
+                remove_dead_nodes(graph, candidates)
+                changed = True
+        if do_cse and optimize_cse(graph):
+            changed = True
+        if not changed:
+            break
+        changed_any = True
+    if changed_any:
+        fixup_source_and_sink_edges(graph)
+    return changed_any
