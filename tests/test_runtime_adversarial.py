@@ -233,8 +233,10 @@ async def test_async_error_inside_a_loop_names_the_frame_and_iteration(graph):
 
 
 async def test_fetching_a_tensor_inside_a_loop_is_rejected(graph):
-    """It has one value per iteration (TF's client refuses it, TF's runtime fails when
-    its _Retval is set twice); it must not return whichever iteration came last."""
+    """It has one value per iteration: TF's client refuses it (ValueError, the graph marks
+    loop ops unfetchable), and for an imported graph, which carries no loop contexts, the
+    runtime refuses it (TF's fails when its _Retval is set twice); it must never return
+    whichever iteration came last."""
     inside = []
     with graph.as_default():
         def outer_body(j):
@@ -247,12 +249,21 @@ async def test_fetching_a_tensor_inside_a_loop_is_rejected(graph):
         out = af.while_loop(lambda j: j < 10, outer_body, [af.constant(0)])
         inner_identity = inside[0].op.inputs[0]  # the inner body's input
     async with af.Session(graph=graph) as sess:
-        with pytest.raises(errors.InvalidArgumentError,
-                           match="Cannot fetch .*inside the while loop frame"):
+        with pytest.raises(ValueError, match="marked as not fetchable"):
             await sess.run(inside[0])
-        with pytest.raises(errors.InvalidArgumentError, match="Cannot fetch"):
+        with pytest.raises(ValueError, match="marked as not fetchable"):
             await sess.run([out, inner_identity])
         assert await sess.run(out) == 10
+    imported = af.Graph()
+    with imported.as_default():
+        af.import_graph_def(graph.as_graph_def(), name="")
+    async with af.Session(graph=imported) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="Cannot fetch .*inside the while loop frame"):
+            await sess.run(inside[0].name)
+        with pytest.raises(errors.InvalidArgumentError, match="Cannot fetch"):
+            await sess.run([out.name, inner_identity.name])
+        assert await sess.run(out.name) == 10
 
 
 async def test_feeding_a_tensor_inside_a_loop_is_rejected(graph):
@@ -264,9 +275,16 @@ async def test_feeding_a_tensor_inside_a_loop_is_rejected(graph):
 
         out = af.while_loop(lambda i: i < 5, body, [af.constant(0)])
     async with af.Session(graph=graph) as sess:
-        with pytest.raises(errors.InvalidArgumentError, match="different frames"):
+        with pytest.raises(ValueError, match=f"Tensor {inside[0].name} may not be fed"):
             await sess.run(out, {inside[0]: 3})
         assert await sess.run(out) == 5
+    imported = af.Graph()
+    with imported.as_default():
+        af.import_graph_def(graph.as_graph_def(), name="")
+    async with af.Session(graph=imported) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match="different frames"):
+            await sess.run(out.name, {inside[0].name: 3})
+        assert await sess.run(out.name) == 5
 
 
 # -- feeds and fetches -------------------------------------------------------------------

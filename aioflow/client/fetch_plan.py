@@ -33,7 +33,8 @@ class FetchPlan:
 
     def _element(self, fetch):
         try:
-            return self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+            element = self.graph.as_graph_element(fetch, allow_tensor=True,
+                                                  allow_operation=True)
         except (KeyError, ValueError) as e:
             raise errors.NotFoundError(
                 None, None, f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
@@ -41,6 +42,13 @@ class FetchPlan:
         except TypeError as e:
             raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must "
                             f"be a string or Tensor. ({e})") from None
+        if not self.graph.is_fetchable(element):
+            op = element.op if isinstance(element, ops.Tensor) else element
+            raise ValueError(f"Operation {op.name!r} has been marked as not fetchable. "
+                             "Typically this happens when it is defined in another function or "
+                             "code block (a while loop's body). Use return values, explicit "
+                             "Python locals or collections to access it.")
+        return element
 
     def _flatten(self, fetch):
         if fetch is None:

@@ -129,6 +129,8 @@ class Session:
         feeds = {}
         for key, value in feed_dict.items():
             tensor = _feed_tensor(self._graph, key)
+            if not self._graph.is_feedable(tensor):
+                raise ValueError(f"Tensor {tensor.name} may not be fed.")
             feeds[tensor.name] = convert_feed_value(tensor, value)
         return feeds
 

@@ -298,6 +298,8 @@ class Graph:
         self._collections: dict[str, list] = {}
         self._finalized = False
         self._control_flow_context = None
+        self._unfeedable: set[Tensor] = set()
+        self._unfetchable: set[Operation] = set()
         self.seed: int | None = None
         self._last_loss_reduction = None
         self._versions = versions_pb2.VersionDef(
@@ -650,6 +652,22 @@ class Graph:
         key = op.name.lower()
         if key not in self._names_in_use:
             self._names_in_use[key] = 1
+
+    # -- feeding and fetching --------------------------------------------------------------
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Mark `tensor` as not feedable (values inside a while loop)."""
+        self._unfeedable.add(tensor)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        return tensor not in self._unfeedable
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Mark `op` (and its outputs) as not fetchable (ops inside a while loop)."""
+        self._unfetchable.add(op)
+
+    def is_fetchable(self, tensor_or_op) -> bool:
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
 
     def _get_control_flow_context(self):
         return self._control_flow_context

@@ -854,6 +854,12 @@ class WhileContext(ControlFlowContext):
             _, external_inputs = self._remove_external_control_edges(op)
             self._maybe_add_control_dependency(op)
             self._values.update(op.outputs)
+        if self._outer_context is not None or not _is_loop_exit(op):
+            # As TF: a value inside a loop has one value per iteration; it cannot be fed
+            # or fetched from outside (only the loop's exits can).
+            op.graph.prevent_fetching(op)
+            for x in op.outputs:
+                op.graph.prevent_feeding(x)
         if external_inputs:
             # Pull external control inputs in as Identities of their outputs.
             with ops.control_dependencies(None):
