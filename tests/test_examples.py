@@ -1,0 +1,31 @@
+"""Every example runs as a user would run it, and prints what it promises."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+EXPECTED = {
+    "quickstart.py": "8 concurrent runs:",
+    "await_io_in_graph.py": "20 runs each awaiting 50 ms",
+    "control_flow.py": "squares: [ 0  1  4  9 16 25]",
+    "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
+    "sync_session.py": "hypotenuse(5, 12) = 13.0",
+}
+
+
+def test_every_example_is_covered():
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name):
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert EXPECTED[name] in proc.stdout
