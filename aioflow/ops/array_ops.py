@@ -656,6 +656,17 @@ def _is_undefined_dimension(d) -> bool:
     return isinstance(d, tensor_shape.Dimension) and d.value is None
 
 
+
+def _slice_part(value, default: int, dtype, out: list) -> bool:
+    """Append one part of a Python slice to begin/end/strides; False when it was left out
+    (then `default`, as a tensor of `dtype` when the other parts are tensors)."""
+    if value is not None and not _is_undefined_dimension(value):
+        _check_index(value)
+        out.append(value)
+        return True
+    out.append(default if dtype is None else constant(default, dtype=dtype))
+    return False
+
 def _slice_helper(tensor, slice_spec, var=None):
     """`tensor[slice_spec]` as TF builds it: a StridedSlice with TF's masks and its
     begin/end/strides packed under the "strided_slice" scope."""
@@ -680,23 +691,12 @@ def _slice_helper(tensor, slice_spec, var=None):
                     dtype = dtypes.int32
                 elif t.dtype == dtypes.int16 and dtype is None:
                     dtype = dtypes.int16
-            if s.start is not None and not _is_undefined_dimension(s.start):
-                _check_index(s.start)
-                begin.append(s.start)
-            else:
-                begin.append(0 if dtype is None else constant(0, dtype=dtype))
+            given = [_slice_part(v, default, dtype, out) for v, default, out in
+                     ((s.start, 0, begin), (s.stop, 0, end), (s.step, 1, strides))]
+            if not given[0]:
                 begin_mask |= 1 << index
-            if s.stop is not None and not _is_undefined_dimension(s.stop):
-                _check_index(s.stop)
-                end.append(s.stop)
-            else:
-                end.append(0 if dtype is None else constant(0, dtype=dtype))
+            if not given[1]:
                 end_mask |= 1 << index
-            if s.step is not None and not _is_undefined_dimension(s.step):
-                _check_index(s.step)
-                strides.append(s.step)
-            else:
-                strides.append(1 if dtype is None else constant(1, dtype=dtype))
         elif s is Ellipsis:
             begin.append(0)
             end.append(0)
