@@ -6,22 +6,24 @@ import pathlib
 
 from aioflow.framework import op_def_registry, op_kernel
 from aioflow.proto import node_def_pb2
+from aioflow.runtime.kernel_library import load_builtin_kernels
 
 
 def main() -> None:
     ops = op_def_registry.registered_ops()
-    op_kernel._ensure_loaded()
+    load_builtin_kernels()
+    kernels = op_kernel.registered_kernels()
     rows = []
     for name in sorted(ops):
         op_def = ops[name]
-        devices = sorted({dev for (op, dev) in op_kernel._kernels if op == name})
+        devices = sorted({dev for (op, dev) in kernels if op == name})
         inputs = ", ".join(a.name for a in op_def.input_arg)
         outputs = ", ".join(a.name for a in op_def.output_arg)
         attrs = ", ".join(a.name for a in op_def.attr)
         kernel = op_kernel.find_kernel_class(node_def_pb2.NodeDef(op=name), "CPU")
         mode = ""
         if devices:
-            cls = kernel or next(k.cls for k in op_kernel._kernels[(name, devices[0])])
+            cls = kernel or kernels[(name, devices[0])][0]
             mode = ("async" if cls.is_async else "pool" if cls.expensive is True
                     else "by input size" if cls.expensive is None else "inline")
         rows.append(f"| {name} | {inputs} | {outputs} | {attrs} | {', '.join(devices) or '—'} "

@@ -53,6 +53,8 @@ class _Copying(OpKernel):
 class ConstOp(OpKernel):
     """The `value` attr, made once and read-only (the same array every run)."""
 
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         value = np.asarray(ctx.get_attr("value"))
@@ -93,6 +95,7 @@ class _Forward(OpKernel):
     """Returns its input itself (no copy)."""
 
     forwards_input = True
+    compilable = True
 
     def compute(self, ctx, inputs):
         return (inputs[0],)
@@ -114,6 +117,8 @@ class IdentityNOp(OpKernel):
 @register_kernel("NoOp", "CPU")
 class NoOpOp(OpKernel):
     """Does nothing; a control anchor."""
+
+    compilable = True
 
     def compute(self, ctx, inputs):
         return ()

@@ -88,6 +88,7 @@ class CwiseKernel(OpKernel):
 
     expensive = None
     pool_above = BIG
+    compilable = True
 
 
 class UnaryKernel(CwiseKernel):
@@ -102,6 +103,10 @@ class UnaryKernel(CwiseKernel):
 
     def compute(self, ctx, inputs):
         return (self._fn(inputs[0]),)
+
+    def compiled_fn(self):
+        # compute is `_fn` itself unless a subclass adds to it.
+        return self._fn if type(self).compute is UnaryKernel.compute else None
 
 
 class BinaryKernel(CwiseKernel):
@@ -123,6 +128,11 @@ class BinaryKernel(CwiseKernel):
             if err is None:
                 raise
             raise err from None
+
+    def compiled_fn(self):
+        # compute is `_fn` plus TF's error for shapes that do not broadcast, unless a
+        # subclass adds to it.
+        return self._fn if type(self).compute is BinaryKernel.compute else None
 
 
 def _register(base, op_type: str, fn_factory, **constraints):

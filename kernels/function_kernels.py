@@ -7,6 +7,8 @@ from aioflow.framework.op_kernel import OpKernel, register_kernel
 class ArgOp(OpKernel):
     """Output the run's argument number `index` (a fed value)."""
 
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.index = ctx.get_attr("index")
@@ -18,6 +20,8 @@ class ArgOp(OpKernel):
 @register_kernel("_Retval", "CPU")
 class RetvalOp(OpKernel):
     """Store the input as the run's return value number `index` (a fetched value)."""
+
+    compilable = True
 
     def __init__(self, ctx):
         super().__init__(ctx)

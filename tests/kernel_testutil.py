@@ -16,6 +16,9 @@ import numpy as np
 from aioflow.framework import dtypes, op_def_registry, tensor_shape, tensor_util
 from aioflow.framework.op_kernel import create_kernel
 from aioflow.proto import attr_value_pb2, node_def_pb2
+from aioflow.runtime.kernel_library import load_builtin_kernels
+
+load_builtin_kernels()
 
 
 def attr_value(value: Any) -> attr_value_pb2.AttrValue:

@@ -383,11 +383,32 @@ async def test_warn_overrun_flags_a_long_inline_stretch(graph):
                           time_budget_ms=2) as sess:
         with pytest.warns(RuntimeWarning, match="over its 2.00 ms budget"):
             await sess.run(y)
-    from aioflow.runtime.loop_runner import get_runner
 
-    runner = get_runner()
-    runner.warn_overrun = False
-    runner.budget = 0.002
+
+async def test_budget_and_overrun_warning_belong_to_their_session(graph):
+    """One session's options never change another session's runs on the same loop."""
+    import warnings
+
+    from aioflow.runtime.loop_runner import DEFAULT_TIME_BUDGET_S, get_runner
+
+    def slow(v):
+        time.sleep(0.02)
+        return v
+
+    with graph.as_default():
+        y = af.py_func(slow, [af.constant(1.0)], af.float32)
+    async with af.Session(graph=graph, inline_all=True, warn_overrun=True,
+                          time_budget_ms=50) as loud, \
+            af.Session(graph=graph, inline_all=True) as quiet:
+        with pytest.warns(RuntimeWarning, match="over its 5.00 ms budget"):
+            async with af.Session(graph=graph, inline_all=True, warn_overrun=True,
+                                  time_budget_ms=5) as strict:
+                await strict.run(y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            await quiet.run(y)   # no warning: the other sessions' option is not its own
+            await loud.run(y)    # 20 ms is within its own 50 ms budget
+    assert get_runner().budget == DEFAULT_TIME_BUDGET_S
 
 
 async def test_pool_kernels_release_their_inputs_before_the_step_ends(graph):

@@ -21,8 +21,10 @@ class Session:
 
     `Session(target="", graph=None, config=None, *, inline_all=False,
     time_budget_ms=None, warn_overrun=False)`: `inline_all` runs every kernel on the loop
-    thread (a deterministic debugging mode); `time_budget_ms` sets the loop's slice budget
-    (default 2 ms); `warn_overrun` warns when an inline stretch overruns that budget.
+    thread (a deterministic debugging mode); `time_budget_ms` sets how long this session's
+    runs may hold the loop in one slice (default 2 ms); `warn_overrun` warns when an inline
+    stretch of its runs overruns that budget. Both are this session's: other sessions on
+    the same loop keep theirs.
     """
 
     def __init__(self, target: str = "", graph: ops.Graph | None = None,
@@ -103,15 +105,11 @@ class Session:
         return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
 
     async def _run(self, eak, args, options, run_metadata):
-        if self._time_budget_ms is not None or self._warn_overrun:
-            from aioflow.runtime.loop_runner import get_runner
-
-            runner = get_runner()
-            if self._time_budget_ms is not None:
-                runner.budget = self._time_budget_ms / 1000.0
-            runner.warn_overrun = runner.warn_overrun or self._warn_overrun
+        budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
         try:
-            return await self._direct.run_executors(eak, args, options, run_metadata)
+            return await self._direct.run_executors(eak, args, options, run_metadata,
+                                                    time_budget_s=budget,
+                                                    warn_overrun=self._warn_overrun)
         except errors.OpError as e:
             raise self._with_origin(e) from e.__cause__
 

@@ -10,6 +10,7 @@ Ops are declared with TensorFlow's REGISTER_OP spec syntax, e.g.::
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,6 +59,7 @@ class OpRegistration:
 
 _registry: dict[str, OpRegistration] = {}
 _loaded = False
+_load_lock = threading.RLock()
 
 
 class OpDefBuilder:
@@ -223,10 +225,16 @@ def _finish(reg: OpRegistration) -> None:
 
 
 def _ensure_loaded() -> None:
+    """Register the built-in ops once. Another thread asking while the import runs waits
+    for it (marking the registry loaded before the import finished let a racing thread
+    see an empty registry)."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        import aioflow.framework.op_defs  # noqa: F401  (registers the built-in ops)
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            import aioflow.framework.op_defs  # noqa: F401  (registers the built-in ops)
+            _loaded = True
 
 
 def get_registration(op_type: str) -> OpRegistration | None:

@@ -1,10 +1,13 @@
 """The kernel API: OpKernel classes, their registry, and creating a kernel for a node.
 
 A kernel is created once per node per executor from the node's attrs. Its
-``compute(ctx, inputs)`` takes the node's input values (NumPy arrays or NumPy
-scalars; None for a dead input, which only Merge-like kernels ever see) and
-returns a sequence of output values, one per output; a None output is not
-produced (dead), which is how Switch routes its input.
+``compute(ctx, inputs)`` takes the step's OpKernelContext (framework/kernel_context.py)
+and the node's input values (NumPy arrays or NumPy scalars; None for a dead input,
+which only Merge-like kernels ever see) and returns a sequence of output values, one
+per output; a None output is not produced (dead), which is how Switch routes its input.
+
+The registry is filled by importing kernel modules; the runtime loads the built-in
+library (runtime/kernel_library.py), the framework never imports it.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ class OpKernel:
     # True for kernels whose work is multi-threaded BLAS (the device bounds how many run
     # at once so that BLAS threads and pool threads do not oversubscribe the cores).
     uses_blas = False
+    # True when compute is a pure function of its inputs (no state, no side effect but
+    # the call frame, every output produced): the executor may then run the node inside
+    # a compiled segment (runtime/segments.py), and run it again if the segment falls back.
+    compilable = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name
@@ -86,6 +93,13 @@ class OpKernel:
         if limit is not None and inputs:
             return inputs[0].size > limit or inputs[-1].size > limit
         return bool(self.expensive)
+
+    def compiled_fn(self):
+        """For a compilable kernel with one output: a plain function of the input values
+        returning that output, which a compiled segment calls instead of `compute` (it
+        may raise anything on bad input: the segment then runs `compute` to get TF's
+        error). None: segments call `compute`."""
+        return None
 
 
 class AsyncOpKernel(OpKernel):
@@ -112,7 +126,6 @@ class _KernelDef:
 
 
 _kernels: dict[tuple[str, str], list[_KernelDef]] = {}
-_loaded = False
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequence[str] = (),
@@ -133,13 +146,6 @@ def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequenc
     return wrap
 
 
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import aioflow.kernels  # noqa: F401  (registers the built-in kernels)
-
-
 def _matches(kdef: _KernelDef, node_def) -> bool:
     for name, allowed in kdef.constraints.items():
         if name not in node_def.attr:
@@ -155,7 +161,6 @@ def _matches(kdef: _KernelDef, node_def) -> bool:
 
 def find_kernel_class(node_def, device_type: str):
     """The kernel class for this node on this device type, or None."""
-    _ensure_loaded()
     for kdef in _kernels.get((node_def.op, device_type), ()):
         if _matches(kdef, node_def):
             return kdef.cls
@@ -189,7 +194,11 @@ def create_kernel(node_def, op_def=None, device_type: str = "CPU",
         ) from e
 
 
+def registered_kernels() -> dict[tuple[str, str], list]:
+    """(op type, device type) -> kernel classes registered for it (a copy)."""
+    return {key: [k.cls for k in kdefs] for key, kdefs in _kernels.items()}
+
+
 def registered_summary(op_type: str) -> str:
-    _ensure_loaded()
     devs = sorted({dev for (op, dev) in _kernels if op == op_type})
     return ", ".join(f"device='{d}'" for d in devs) or "<no registered kernels>"

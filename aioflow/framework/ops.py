@@ -119,9 +119,7 @@ class Tensor:
         shape = self._shape
         if shape.rank is None or shape.rank == 0 or shape.dims[0].value is None:
             raise TypeError("Cannot iterate over a tensor with unknown first dimension.")
-        from aioflow.ops import array_ops
-
-        return iter(array_ops.unstack(self))
+        return iter(_builders["unstack"](self))
 
     def __len__(self):
         raise TypeError(
@@ -803,6 +801,22 @@ def get_collection_ref(name: str) -> list:
 
 
 # -- conversion of Python values to tensors ---------------------------------------------
+def _missing_builder(*args, **kwargs):
+    raise RuntimeError("aioflow.ops is not imported: `import aioflow` registers the op "
+                       "builders the graph layer needs")
+
+
+# Builders the graph layer calls but does not own (aioflow.ops registers them on import,
+# so that the framework never imports the layer above it).
+_builders: dict[str, Callable] = {"constant": _missing_builder, "unstack": _missing_builder}
+
+
+def register_builder(name: str, fn: Callable) -> None:
+    """Give the graph layer the op builder `name` ("constant": Python values become Const
+    ops; "unstack": iterating over a tensor)."""
+    _builders[name] = fn
+
+
 _conversion_functions: list[tuple[type, Callable]] = []
 
 
@@ -839,14 +853,13 @@ def convert_to_tensor(value, dtype=None, name: str | None = None,
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name}, as_ref=False)")
-    from aioflow.ops import constant_op
-
+    constant = _builders["constant"]
     if dtype is None and preferred_dtype is not None:
         try:
-            return constant_op.constant(value, dtype=preferred_dtype, name=name or "Const")
+            return constant(value, dtype=preferred_dtype, name=name or "Const")
         except (TypeError, ValueError):
             pass
-    return constant_op.constant(value, dtype=dtype, name=name or "Const")
+    return constant(value, dtype=dtype, name=name or "Const")
 
 
 def convert_n_to_tensor(values, dtype=None, name=None) -> list[Tensor]:

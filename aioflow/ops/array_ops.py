@@ -751,3 +751,5 @@ __all__ = [
 
 # The operator overloads live in math_ops; make sure they are installed with array_ops.
 from aioflow.ops import math_ops  # noqa: E402, F401
+
+ops.register_builder("unstack", unstack)

@@ -18,3 +18,6 @@ def constant(value, dtype=None, shape=None, name: str = "Const") -> ops.Tensor:
                          compute_shapes=False)
     op.outputs[0]._shape = tensor_shape.TensorShape(proto.tensor_shape)
     return op.outputs[0]
+
+
+ops.register_builder("constant", constant)

@@ -7,13 +7,16 @@ import random
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from aioflow.framework import device_spec, errors
+from aioflow.framework.resource_mgr import ResourceMgr
 from aioflow.runtime.blas_gate import BlasGate, BlasThreads
+from aioflow.runtime.kernel_library import load_builtin_kernels
 
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
 
 
 class Device:
-    """One device: its full name, type, and a thread pool for expensive synchronous kernels.
+    """One device: its full name, type, its resources (variables, ... outliving runs),
+    and a thread pool for expensive synchronous kernels.
 
     The CPU devices of one session share the first one's pool and BLAS gate, as TF's
     partitions share the session's inter-op pool and its CPU devices one intra-op pool:
@@ -32,6 +35,7 @@ class Device:
         self._pool: ThreadPoolExecutor | None = None
         self._blas_gate: BlasGate | None = None
         self._pool_owner = shares_pool_of
+        self.resource_mgr = ResourceMgr()
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -95,6 +99,7 @@ class DeviceMgr:
     def from_config(cls, config) -> DeviceMgr:
         from aioflow.runtime.allocator import retain_freed_memory
 
+        load_builtin_kernels()
         retain_freed_memory()
         cores = os.cpu_count() or 1
         inter = config.inter_op_parallelism_threads if config is not None else 0
@@ -128,3 +133,4 @@ class DeviceMgr:
     def shutdown(self) -> None:
         for d in self.devices:
             d.shutdown(wait=False)
+            d.resource_mgr.clear()

@@ -137,7 +137,9 @@ class DirectSession:
     # -- running ----------------------------------------------------------------------------
     async def run_executors(self, eak: ExecutorsAndKeys, args: list,
                             options: config_pb2.RunOptions | None = None,
-                            run_metadata: config_pb2.RunMetadata | None = None) -> list:
+                            run_metadata: config_pb2.RunMetadata | None = None, *,
+                            time_budget_s: float | None = None,
+                            warn_overrun: bool = False) -> list:
         """Run one step: every partition's executor, gathered; returns the retvals."""
         self._check_open()
         collector = None
@@ -145,7 +147,9 @@ class DirectSession:
             collector = StepStatsCollector()
         ctx = StepContext(args, len(eak.fetches),
                           rendezvous=Rendezvous() if len(eak.executors) > 1 else None,
-                          step_stats=collector)
+                          step_stats=collector,
+                          resource_mgr=self.device_mgr.default_device.resource_mgr,
+                          time_budget_s=time_budget_s, warn_overrun=warn_overrun)
         runner = get_runner()
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:

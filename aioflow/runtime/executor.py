@@ -4,6 +4,19 @@ ImmutableExecutorState), built once per graph and shared by all of its runs.
 Nodes get dense ids; each while-loop frame gets its own layout of pending counts and
 input slots (a node's `pending_id` and `input_start` index its frame's layout), so an
 iteration copies only the templates of its own frame.
+
+Layout invariants (what every propagator relies on):
+- A node's input slots are `inputs[input_start:input_end]` of its frame's slot list,
+  one per data input in input order. A slot is written once per iteration, by the one
+  edge that feeds it; only `dispatch` clears a node's slots early (a pool or async
+  kernel's large inputs are freed as soon as it is done with them).
+- `pending_id` indexes the frame's pending (and dead) counts. In the root frame of a
+  graph without control flow `pending_id == id`, which the simple propagator uses.
+- A compiled segment is one more item (mode SEGMENT) in its members' frame. Edges from
+  outside a segment into a member write the member's slot but count down the segment's
+  pending count; the members' own pending counts (templates) count only their edges
+  from other members, so that when a segment falls back to running node by node the
+  members start from the right counts without a pass over them.
 """
 
 from __future__ import annotations
@@ -14,31 +27,17 @@ from dataclasses import dataclass, field
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
 from aioflow.graph.graph import Graph
-
-# How a node's kernel runs (NodeItem.mode).
-INLINE = 0      # on the event loop, in the running drain
-POOL = 1        # on the device's thread pool
-MAYBE = 2       # the kernel decides from its inputs (is_expensive) between INLINE and POOL
-ASYNC = 3       # a coroutine, awaited in its own task
-FORWARD = 4     # the kernel forwards its one input: the executor skips the call
-BY_SIZE = 5     # POOL when the first or last input has more than `pool_above` elements
-
-
-class NodeItem:
-    """What the executor needs of one node, flat and precomputed."""
-
-    __slots__ = (
-        "id", "name", "op", "node_def", "kernel", "compute", "is_expensive", "mode", "pool_above",
-        "input_start", "input_end", "num_inputs", "num_outputs", "pending_id",
-        "out_data", "out_control", "out_data_cf", "out_merge_cf", "out_control_cf",
-        "out_control_merge_cf", "has_rare_edges_cf", "frame_name", "enter_frame_name",
-        "parallel_iterations",
-        "is_merge", "is_enter", "is_exit", "is_next_iteration", "is_control_trigger",
-        "is_constant_enter", "is_enter_exit_or_next_iter", "is_send",
-    )
-
-    def __repr__(self) -> str:
-        return f"<NodeItem {self.id} {self.name} ({self.op})>"
+from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
+    ASYNC,
+    BY_SIZE,
+    FORWARD,
+    INLINE,
+    MAYBE,
+    POOL,
+    SEGMENT,
+    NodeItem,
+)
+from aioflow.runtime.segments import Segment, find_segments, segments_default
 
 
 @dataclass
@@ -70,9 +69,12 @@ def _check_fetches_outside_loops(nodes, frame_names) -> None:
 class ExecutorImpl:
     """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
 
-    def __init__(self, graph: Graph, device, inline_all: bool = False, deadness: bool = False):
+    def __init__(self, graph: Graph, device, inline_all: bool = False, deadness: bool = False,
+                 segments: bool | None = None):
         """`deadness`: run with the control-flow propagator even without control-flow
-        ops (a partition whose _Recv may deliver a value that is dead elsewhere)."""
+        ops (a partition whose _Recv may deliver a value that is dead elsewhere).
+        `segments`: compile straight-line runs of cheap nodes (False for debugging:
+        every node then runs on its own; None: the default, see segments.py)."""
         self.graph = graph
         self.device = device
         self._labels: list[str] | None = None
@@ -82,56 +84,24 @@ class ExecutorImpl:
         if self.has_control_flow:
             _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
+        items = [self._make_item(i, node, cf_info.frame_names[node.id], inline_all)
+                 for i, node in enumerate(nodes)]
         self.frame_infos: dict[str, FrameInfo] = {ROOT_FRAME: FrameInfo(ROOT_FRAME)}
-        items: list[NodeItem] = []
-        for i, node in enumerate(nodes):
-            items.append(self._make_item(i, node, cf_info.frame_names[node.id], inline_all))
         for item in items:
-            info = self.frame_infos.setdefault(item.frame_name, FrameInfo(item.frame_name))
-            item.pending_id = info.num_nodes
-            info.num_nodes += 1
-            item.input_start = info.total_inputs
-            info.total_inputs += item.num_inputs
-            item.input_end = info.total_inputs
-            if item.is_enter:
-                child = self.frame_infos.setdefault(item.enter_frame_name,
-                                                    FrameInfo(item.enter_frame_name))
-                child.input_count += 1
-        for info in self.frame_infos.values():
-            info.pending_template = [0] * info.num_nodes
-            info.zeros = [0] * info.num_nodes
-        roots = []
-        for node, item in zip(nodes, items, strict=True):
-            data, control = [], []
-            for e in node.out_edges:
-                if e.dst.is_sink:
-                    continue
-                dst = items[dense[e.dst.id]]
-                if e.is_control_edge:
-                    control.append(dst.id)
-                else:
-                    data.append((dst.id, e.src_output, dst.input_start + e.dst_input))
-            item.out_data = tuple(data)
-            item.out_control = tuple(control)
-            num_control = sum(1 for e in node.in_edges if e.is_control_edge and e.src.is_op)
-            num_in = sum(1 for e in node.in_edges if e.src.is_op)
-            template = self.frame_infos[item.frame_name].pending_template
-            template[item.pending_id] = (1 + 2 * num_control) if item.is_merge else num_in
-            if num_in == 0:
-                roots.append(item)
-        for item in items:  # the control-flow propagator's form: split by Merge or not
-            data = [(items[d], slot, idx, items[d].pending_id) for d, slot, idx in item.out_data]
-            control = [(items[d], items[d].pending_id) for d in item.out_control]
-            item.out_data_cf = tuple(e for e in data if not e[0].is_merge)
-            item.out_merge_cf = tuple(e for e in data if e[0].is_merge)
-            item.out_control_cf = tuple(e for e in control if not e[0].is_merge)
-            item.out_control_merge_cf = tuple(e for e in control if e[0].is_merge)
-            item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
-                                          or item.out_control_merge_cf)
+            self._lay_out(item)
+        self.num_node_items = len(items)
+        if segments is None:
+            segments = segments_default()
+        found, sources = (find_segments(nodes, items, dense) if segments and not inline_all
+                          else ([], {}))
+        for members in found:
+            items.append(self._make_segment_item(len(items), members, sources))
         self.items = items
-        self.roots = tuple(roots)
+        self.roots = tuple(self._wire_edges(nodes, items, dense))
         self.root_info = self.frame_infos[ROOT_FRAME]
+        self.segments = [item.segment for item in items[self.num_node_items:]]
 
+    # -- building ---------------------------------------------------------------------
     def _make_item(self, i: int, node, frame_name: str, inline_all: bool) -> NodeItem:
         item = NodeItem()
         item.id = i
@@ -144,18 +114,8 @@ class ExecutorImpl:
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive
         item.pool_above = kernel.pool_above
-        if kernel.is_async:
-            item.mode = ASYNC
-        elif kernel.forwards_input and node.num_inputs == 1:
-            item.mode = FORWARD
-        elif inline_all or kernel.expensive is False:
-            item.mode = INLINE
-        elif kernel.expensive is None:
-            uses_size = (kernel.pool_above is not None and node.num_inputs > 0
-                         and type(kernel).is_expensive is op_kernel.OpKernel.is_expensive)
-            item.mode = BY_SIZE if uses_size else MAYBE
-        else:
-            item.mode = POOL
+        item.uses_blas = kernel.uses_blas
+        item.mode = _mode_of(kernel, node.num_inputs, inline_all)
         item.num_inputs = node.num_inputs
         item.num_outputs = node.num_outputs
         item.frame_name = frame_name
@@ -171,8 +131,128 @@ class ExecutorImpl:
                                  else None)
         item.parallel_iterations = (max(1, node.def_.attr["parallel_iterations"].i)
                                     if node.is_enter else 1)
+        item.segment = None
+        item.member_of = None
         return item
 
+    def _lay_out(self, item: NodeItem) -> None:
+        """Give `item` its pending id and input slots in its frame's layout."""
+        info = self.frame_infos.setdefault(item.frame_name, FrameInfo(item.frame_name))
+        item.pending_id = info.num_nodes
+        info.num_nodes += 1
+        info.pending_template.append(0)
+        info.zeros.append(0)
+        item.input_start = info.total_inputs
+        info.total_inputs += item.num_inputs
+        item.input_end = info.total_inputs
+        if item.is_enter:
+            child = self.frame_infos.setdefault(item.enter_frame_name,
+                                                FrameInfo(item.enter_frame_name))
+            child.input_count += 1
+
+    def _make_segment_item(self, i: int, members: list[NodeItem], sources: dict) -> NodeItem:
+        """One item running `members` (in topological order) as one compiled function."""
+        item = NodeItem()
+        first = members[0]
+        item.id = i
+        item.name = f"{first.name}/_segment_{i}"
+        item.op = "_Segment"
+        item.node_def = first.node_def
+        item.kernel = None
+        item.is_expensive = None
+        item.mode = SEGMENT
+        item.pool_above = None
+        item.uses_blas = False
+        item.num_inputs = 0
+        item.frame_name = first.frame_name
+        for flag in ("is_merge", "is_enter", "is_exit", "is_next_iteration",
+                     "is_control_trigger", "is_constant_enter", "is_enter_exit_or_next_iter",
+                     "is_send"):
+            setattr(item, flag, False)
+        item.enter_frame_name = None
+        item.parallel_iterations = 1
+        item.member_of = None
+        self._lay_out(item)
+        for member in members:
+            member.member_of = item
+        item.segment = Segment(item, members, sources)
+        item.compute = item.segment.run
+        item.num_outputs = len(item.segment.outputs)
+        return item
+
+    def _wire_edges(self, nodes, items: list[NodeItem], dense: dict) -> list[NodeItem]:
+        """Fill every item's out-edge lists and its frame's pending template; the roots."""
+        data = {item.id: [] for item in items}
+        control = {item.id: [] for item in items}
+        into_segment = {item.id: [] for item in items}  # (dst, member, slot, idx)
+        for node in nodes:
+            src = items[dense[node.id]]
+            src_seg = src.member_of
+            for e in node.out_edges:
+                if e.dst.is_sink:
+                    continue
+                dst = items[dense[e.dst.id]]
+                idx = -1 if e.is_control_edge else dst.input_start + e.dst_input
+                seg = dst.member_of
+                target = seg if seg is not None and seg is not src_seg else dst
+                if target is not dst:
+                    into_segment[src.id].append((target, dst, e.src_output, idx))
+                elif e.is_control_edge:
+                    control[src.id].append(dst)
+                else:
+                    data[src.id].append((dst, e.src_output, idx))
+                if src_seg is not None and seg is not src_seg:
+                    # The segment delivers its member's output to the outside.
+                    slot = -1 if e.is_control_edge else src_seg.segment.output_slot(
+                        src, e.src_output)
+                    if target is not dst:
+                        into_segment[src_seg.id].append((target, dst, slot, idx))
+                    elif e.is_control_edge:
+                        control[src_seg.id].append(dst)
+                    else:
+                        data[src_seg.id].append((dst, slot, idx))
+                self._count_in_edge(target, e.is_control_edge)
+        roots = []
+        for item in items:
+            self._set_edges(item, data[item.id], control[item.id], into_segment[item.id])
+            if item.member_of is None and self._pending(item) == 0:
+                roots.append(item)
+        for item in items[self.num_node_items:]:
+            item.segment.set_entries([m for m in item.segment.members if not self._pending(m)])
+        return roots
+
+    def _pending(self, item: NodeItem) -> int:
+        return self.frame_infos[item.frame_name].pending_template[item.pending_id]
+
+    def _count_in_edge(self, target: NodeItem, is_control: bool) -> None:
+        """One more in-edge of `target`; a Merge counts 1 until its first live input and
+        2 per control edge (TF's Merge encoding)."""
+        template = self.frame_infos[target.frame_name].pending_template
+        if target.is_merge:
+            template[target.pending_id] = max(template[target.pending_id], 1) + (
+                2 if is_control else 0)
+        else:
+            template[target.pending_id] += 1
+
+    def _set_edges(self, item: NodeItem, data, control, into_segment) -> None:
+        item.out_data = tuple((dst.id, slot, idx) for dst, slot, idx in data)
+        item.out_control = tuple(dst.id for dst in control)
+        item.out_data_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if not d.is_merge)
+        item.out_merge_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if d.is_merge)
+        item.out_control_cf = tuple((d, d.pending_id) for d in control if not d.is_merge)
+        item.out_control_merge_cf = tuple((d, d.pending_id) for d in control if d.is_merge)
+        item.out_segment_cf = tuple((seg, slot, idx, seg.pending_id, member.pending_id)
+                                    for seg, member, slot, idx in into_segment)
+        if into_segment:
+            # The simple propagator has no deadness: an edge into a segment is a plain edge.
+            item.out_data = item.out_data + tuple(
+                (seg.id, slot, idx) for seg, _, slot, idx in into_segment if idx >= 0)
+            item.out_control = item.out_control + tuple(
+                seg.id for seg, _, _, idx in into_segment if idx < 0)
+        item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
+                                      or item.out_control_merge_cf or item.out_segment_cf)
+
+    # -- running ------------------------------------------------------------------------
     def timeline_labels(self) -> list[str]:
         """Per item, TF's step-stats label "name = Op(inputs)" ("(tensor_name @device)"
         for transfers), from the graph as it runs; built on the first traced run."""
@@ -191,6 +271,21 @@ class ExecutorImpl:
     async def run(self, ctx, runner) -> None:
         """Run one step of this partition; raises the step's first error."""
         await run_states([self.new_state(ctx, runner)], ctx)
+
+
+def _mode_of(kernel, num_inputs: int, inline_all: bool) -> int:
+    """How the executor runs this kernel (NodeItem.mode)."""
+    if kernel.is_async:
+        return ASYNC
+    if kernel.forwards_input and num_inputs == 1:
+        return FORWARD
+    if inline_all or kernel.expensive is False:
+        return INLINE
+    if kernel.expensive is None:
+        uses_size = (kernel.pool_above is not None and num_inputs > 0
+                     and type(kernel).is_expensive is op_kernel.OpKernel.is_expensive)
+        return BY_SIZE if uses_size else MAYBE
+    return POOL
 
 
 async def run_states(states: list, ctx) -> None:

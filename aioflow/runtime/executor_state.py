@@ -1,9 +1,17 @@
 """Per-run executor state (TF's ExecutorState), touched only on the event loop thread.
 
-ExecutorStateBase holds what every run needs: the ready queue, dispatch of pool and
-async kernels, the first error, abort and completion. SimpleExecutorState is the
-propagator for graphs without v1 control flow: one flat list of pending counts and one
-of input slots, copied from the templates per run.
+ExecutorStateBase holds what every run needs: the ready queue, the completion queue,
+the one dispatch decision, the first error, abort and completion. SimpleExecutorState
+is the propagator for graphs without v1 control flow: one flat list of pending counts
+and one of input slots, copied from the templates per run.
+
+One place propagates (asyncio's `_run_once` rule): kernels that finish outside
+`process` (on the pool, in a task, through a callback, or at once from a task-free
+start) append `(token, outputs)` to `completed` and ask the runner for a slice; only
+`process` moves outputs to successors and activates them.
+
+A state is done when it has no ready node, no completion to propagate and nothing in
+flight; `done` then holds None or the first error.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from time import perf_counter
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import BY_SIZE, FORWARD, INLINE, MAYBE, POOL
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
+from aioflow.runtime.segments import NOT_COMPILED
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -48,10 +57,14 @@ class ExecutorStateBase:
         self.impl = impl
         self.items = impl.items
         self.ctx = ctx
+        # What kernels see (framework's OpKernelContext); step control stays in ctx.
+        self.kctx = ctx.kernel_ctx if ctx is not None else None
         self.runner = runner
         self.loop = runner.loop
+        self.budget = ctx.time_budget_s if ctx is not None else None
         self.done: asyncio.Future = self.loop.create_future()
         self.ready: deque = deque()
+        self.completed: deque = deque()  # (token, outputs) of kernels that ran elsewhere
         self.queued = False
         self.in_flight = 0
         self.error: errors.OpError | None = None
@@ -70,11 +83,13 @@ class ExecutorStateBase:
         raise NotImplementedError
 
     def has_ready(self) -> bool:
-        return bool(self.ready) and self.error is None
+        return bool(self.ready or self.completed) and self.error is None
 
     def maybe_finish(self) -> None:
-        """Resolve `done` once nothing is ready or in flight."""
-        if self.in_flight or (self.ready and self.error is None) or self.done.done():
+        """Resolve `done` once nothing is ready, completed or in flight."""
+        if self.in_flight or self.done.done():
+            return
+        if self.error is None and (self.ready or self.completed):
             return
         if self.error is not None:
             self.done.set_exception(self.error)
@@ -86,6 +101,7 @@ class ExecutorStateBase:
         if self.error is None:
             self.error = err
             self.ready.clear()
+            self.completed.clear()
             self._cancel_in_flight()
             if self.ctx is not None:
                 self.ctx.on_error(err)
@@ -119,19 +135,33 @@ class ExecutorStateBase:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    # -- dispatch of pool and async kernels ---------------------------------------------
+    # -- the dispatch decision (both propagators) -------------------------------------------
+    def offload(self, item, token, args, slots: list) -> bool:
+        """Start `item` elsewhere when its mode says so (the pool, or awaited) and return
+        True; False when it runs inline. Asked for every node whose mode is not INLINE,
+        FORWARD or SEGMENT."""
+        mode = item.mode
+        if mode == BY_SIZE:
+            limit = item.pool_above
+            if args[0].size <= limit and args[-1].size <= limit:
+                return False
+        elif mode == MAYBE and not item.is_expensive(args):
+            return False
+        self.dispatch(item, token, args, slots)
+        return True
+
     def dispatch(self, item, token, args, slots: list) -> None:
-        """Start a kernel that does not run inline; its outputs come back to
-        `complete(token, outputs)` on the loop. Its input slots are cleared: a kernel
-        worth the pool usually has large inputs, and they should be freed as soon as it
-        is done with them, not at the end of the step."""
+        """Start a kernel that does not run inline; its outputs come back through
+        `completed`. Its input slots are cleared: a kernel worth the pool usually has
+        large inputs, and they should be freed as soon as it is done with them, not at
+        the end of the step."""
         slots[item.input_start:item.input_end] = [None] * item.num_inputs
         self.in_flight += 1
         try:
-            if item.mode in (POOL, MAYBE, BY_SIZE):
+            if item.mode != ASYNC:
                 compute = item.compute if self.stats is None else partial(self.stats.call, item)
                 fut = self.impl.device.submit(self._pool_job, compute, token, args,
-                                              uses_blas=item.kernel.uses_blas)
+                                              uses_blas=item.uses_blas)
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
@@ -139,13 +169,14 @@ class ExecutorStateBase:
                 self.tasks.add(task)
                 task.add_done_callback(self._task_done)
                 return
-            outs = item.kernel.start_async(self.ctx, args, partial(self._callback_done, token))
+            outs = item.kernel.start_async(self.kctx, args,
+                                           partial(self._callback_done, token))
         except BaseException:
             self.in_flight -= 1  # it never started: nothing will report back (the caller
             raise                # fails the step; a count left behind would hang it)
-        if outs is not None:  # ready at once: propagate as an inline kernel would
+        if outs is not None:  # ready at once: propagated by the running process loop
             self._job_finished()
-            self.complete(token, outs)
+            self.completed.append((token, outs))
 
     def _callback_done(self, token, outs, exc) -> None:
         """A task-free async kernel finished (called on the loop, e.g. from a _Send)."""
@@ -155,7 +186,7 @@ class ExecutorStateBase:
     def _pool_job(self, compute, token, args):
         try:
             with np.errstate(all="ignore"):
-                result = compute(self.ctx, args)
+                result = compute(self.kctx, args)
             exc = None
         except BaseException as e:  # noqa: BLE001 - handed to the loop thread
             result, exc = None, e
@@ -169,9 +200,9 @@ class ExecutorStateBase:
     async def _async_job(self, item, token, args) -> None:
         try:
             if self.stats is None:
-                result = await item.compute(self.ctx, args)
+                result = await item.compute(self.kctx, args)
             else:
-                result = await self.stats.call_async(item, self.ctx, args)
+                result = await self.stats.call_async(item, self.kctx, args)
             exc = None
         except asyncio.CancelledError:
             result, exc = None, None
@@ -196,31 +227,24 @@ class ExecutorStateBase:
                 self.maybe_finish()
 
     def _after_job(self, token, result, exc) -> None:
+        """A kernel that ran outside `process` finished: queue its outputs (or fail)."""
         if self.error is not None:
             self.maybe_finish()
             return
         if exc is not None:
             self.fail(self.wrap(token, exc))
             return
-        try:
-            self.complete(token, result)
-        except Exception as e:  # noqa: BLE001 - bad outputs fail the run, not the loop
-            self.fail(self.wrap(token, e))
-            return
-        if self.ready:
-            self.runner.submit(self)
-        else:
-            self.maybe_finish()
+        self.completed.append((token, result))
+        self.runner.submit(self)
 
     def wrap(self, token, exc) -> errors.OpError:
         raise NotImplementedError
 
-    def complete(self, token, outputs) -> None:
-        raise NotImplementedError
-
 
 class SimpleExecutorState(ExecutorStateBase):
-    """The propagator for graphs without control flow: no frames, no deadness."""
+    """The propagator for graphs without control flow: no frames, no deadness.
+
+    A token is the node's item itself."""
 
     def start(self) -> None:
         impl = self.impl
@@ -232,35 +256,41 @@ class SimpleExecutorState(ExecutorStateBase):
     def process(self, deadline: float) -> None:
         # The per-node hot path: kept flat on purpose (see DESIGN.md, "The executor").
         ready = self.ready
+        completed = self.completed
         inputs = self.inputs
         pending = self.pending
         items = self.items
-        ctx = self.ctx
+        ctx = self.kctx
         popleft = ready.popleft
         append = ready.append
         stats = self.stats
         count = 0
-        while ready:
-            item = popleft()
-            args = inputs[item.input_start:item.input_end]
-            mode = item.mode
-            if mode == FORWARD:
-                outs = args
-                if stats is not None:
-                    stats.forwarded(item, outs)
+        while ready or completed:
+            if completed:
+                item, outs = completed.popleft()
             else:
+                item = popleft()
+                mode = item.mode
                 try:
-                    if mode == BY_SIZE:
-                        limit = item.pool_above
-                        if args[0].size > limit or args[-1].size > limit:
-                            self.dispatch(item, item, args, inputs)
+                    if mode == SEGMENT:
+                        if stats is not None:  # traced: every node shows in the stats
+                            raise NOT_COMPILED
+                        outs = item.compute(ctx, inputs)
+                        count |= _CHECK_EVERY  # a segment is many nodes: test the clock
+                    elif mode == FORWARD:
+                        outs = inputs[item.input_start:item.input_end]
+                        if stats is not None:
+                            stats.forwarded(item, outs)
+                    else:
+                        args = inputs[item.input_start:item.input_end]
+                        if mode != INLINE and self.offload(item, item, args, inputs):
                             continue
-                    elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
-                        self.dispatch(item, item, args, inputs)
-                        continue
-                    outs = (item.compute(ctx, args) if stats is None
-                            else stats.call(item, ctx, args))
+                        outs = (item.compute(ctx, args) if stats is None
+                                else stats.call(item, ctx, args))
                 except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                    if mode == SEGMENT and isinstance(e, Exception):
+                        self.expand(item, e)
+                        continue
                     self.fail(wrap_error(e, item))
                     return
             for dst, slot, idx in item.out_data:
@@ -278,20 +308,13 @@ class SimpleExecutorState(ExecutorStateBase):
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
 
+    def expand(self, item, exc: BaseException) -> None:
+        """Run a segment's members node by node this time (their pending counts already
+        count only the edges between members)."""
+        segment = item.segment
+        if exc is not NOT_COMPILED:
+            segment.fell_back()
+        self.ready.extend(segment.entries)
+
     def wrap(self, token, exc) -> errors.OpError:
         return wrap_error(exc, token)
-
-    def complete(self, item, outs) -> None:
-        """Propagate a pool or async kernel's outputs (process() inlines the same loop)."""
-        inputs, pending, items, append = self.inputs, self.pending, self.items, self.ready.append
-        for dst, slot, idx in item.out_data:
-            inputs[idx] = outs[slot]
-            c = pending[dst] - 1
-            pending[dst] = c
-            if not c:
-                append(items[dst])
-        for dst in item.out_control:
-            c = pending[dst] - 1
-            pending[dst] = c
-            if not c:
-                append(items[dst])

@@ -13,8 +13,9 @@ from __future__ import annotations
 from time import perf_counter
 
 from aioflow.framework import errors
-from aioflow.runtime.executor import BY_SIZE, FORWARD, INLINE, MAYBE
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
+from aioflow.runtime.node_item import FORWARD, INLINE, SEGMENT
+from aioflow.runtime.segments import NOT_COMPILED
 
 
 class IterationState:
@@ -67,76 +68,66 @@ class ControlFlowExecutorState(ExecutorStateBase):
         self.runner.run_now(self)
 
     def process(self, deadline: float) -> None:
+        """Run ready nodes and propagate every output (the only place that does)."""
         ready = self.ready
-        ctx = self.ctx
+        completed = self.completed
+        ctx = self.kctx
         popleft = ready.popleft
-        append = ready.append
         stats = self.stats
         count = 0
-        while ready:
-            tagged = popleft()
-            item, frame, it, is_dead = tagged
-            if is_dead:
-                outs = None
-                if item.is_send:  # a dead value is sent as dead (TF runs transfer nodes)
-                    try:
-                        item.compute(ctx, (None,))
-                    except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                        self.fail(self.wrap(tagged, e))
-                        return
+        while ready or completed:
+            if completed:
+                tagged, outs = completed.popleft()
             else:
-                args = it.inputs[item.input_start:item.input_end]
+                tagged = popleft()
+                item, frame, it, is_dead = tagged
                 mode = item.mode
-                if mode == FORWARD:
-                    outs = args
-                    if stats is not None:
-                        stats.forwarded(item, outs)
-                else:
-                    try:
-                        if mode == BY_SIZE:
-                            limit = item.pool_above
-                            if args[0].size > limit or args[-1].size > limit:
-                                self.dispatch(item, tagged, args, it.inputs)
-                                continue
-                        elif mode != INLINE and (mode != MAYBE or item.is_expensive(args)):
-                            self.dispatch(item, tagged, args, it.inputs)
+                try:
+                    if is_dead:
+                        if mode == SEGMENT:
+                            raise NOT_COMPILED
+                        outs = None
+                        if item.is_send:  # a dead value is sent as dead (TF runs transfers)
+                            item.compute(ctx, (None,))
+                    elif mode == SEGMENT:
+                        if stats is not None:  # traced: every node shows in the stats
+                            raise NOT_COMPILED
+                        outs = item.compute(ctx, it.inputs)
+                        count |= _CHECK_EVERY  # a segment is many nodes: test the clock
+                    elif mode == FORWARD:
+                        outs = it.inputs[item.input_start:item.input_end]
+                        if stats is not None:
+                            stats.forwarded(item, outs)
+                    else:
+                        args = it.inputs[item.input_start:item.input_end]
+                        if mode != INLINE and self.offload(item, tagged, args, it.inputs):
                             continue
                         outs = (item.compute(ctx, args) if stats is None
                                 else stats.call(item, ctx, args))
-                    except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                        self.fail(self.wrap(tagged, e))
-                        return
-            if item.is_enter_exit_or_next_iter:
-                self.propagate(tagged, outs)
-            else:
-                # activate() inlined for the common edges (the per-node hot path).
-                pending = it.pending
-                dead = it.dead
-                inputs = it.inputs
-                activated = 0
-                for dst, slot, idx, pid in item.out_data_cf:
-                    value = None if outs is None else outs[slot]
-                    if value is None:
-                        dead[pid] += 1
-                    else:
-                        inputs[idx] = value
-                    c = pending[pid] - 1
-                    pending[pid] = c
-                    if not c:
-                        dst_dead = dead[pid] > 0
-                        if dst_dead and dst.is_control_trigger:
-                            dst_dead = False
-                        append((dst, frame, it, dst_dead))
-                        activated += 1
-                if item.has_rare_edges_cf:
-                    activated += self._activate_rare(item, is_dead, frame, it, outs)
-                n = it.outstanding_ops + activated - 1
-                it.outstanding_ops = n
-                if not n and self.cleanup_iterations(frame, it):
-                    self.frame_done(frame)
+                except BaseException as e:  # noqa: BLE001 - becomes the step's error
+                    if mode == SEGMENT and isinstance(e, Exception):
+                        self.expand(tagged, e)
+                        continue
+                    self.fail(self.wrap(tagged, e))
+                    return
+            self.propagate(tagged, outs)
             count += 1
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
+
+    def expand(self, tagged, exc: BaseException) -> None:
+        """Run a segment's members node by node this time: their pending counts count
+        only edges between members, and their dead counts already hold the dead inputs
+        that reached the segment from outside."""
+        item, frame, it, _ = tagged
+        segment = item.segment
+        if exc is not NOT_COMPILED:
+            segment.fell_back()
+        dead = it.dead
+        append = self.ready.append
+        for member in segment.entries:
+            append((member, frame, it, dead[member.pending_id] > 0))
+        it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged
@@ -144,9 +135,6 @@ class ControlFlowExecutorState(ExecutorStateBase):
         if frame.name:
             where = f" (in while-loop frame '{frame.name}', iteration {it.iter_num})"
         return wrap_error(exc, item, where)
-
-    def complete(self, tagged, outs) -> None:
-        self.propagate(tagged, outs)
 
     # -- propagation (TF's PropagateOutputs / ActivateNodes) ------------------------------
     def activate(self, item, is_dead: bool, frame: FrameState, it: IterationState, outs) -> None:
@@ -222,6 +210,19 @@ class ControlFlowExecutorState(ExecutorStateBase):
             dst_dead = dead[pid] == dst.num_inputs
             if count == 0 or (count == 1 and dst_dead):
                 append((dst, frame, it, dst_dead))
+                activated += 1
+        for seg, slot, idx, pid, member_pid in item.out_segment_cf:
+            # Into a segment's member: the value goes to the member's slot, deadness is
+            # counted on the member (for a fallback) and on the segment.
+            if is_dead if slot < 0 else (outs is None or outs[slot] is None):
+                dead[member_pid] += 1
+                dead[pid] += 1
+            elif slot >= 0:
+                inputs[idx] = outs[slot]
+            c = pending[pid] - 1
+            pending[pid] = c
+            if not c:
+                append((seg, frame, it, dead[pid] > 0))
                 activated += 1
         return activated
 

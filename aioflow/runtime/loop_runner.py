@@ -35,8 +35,7 @@ class LoopRunner:
         self.queue: deque = deque()
         self.draining = False
         self.scheduled = False
-        self.budget = DEFAULT_TIME_BUDGET_S
-        self.warn_overrun = False
+        self.budget = DEFAULT_TIME_BUDGET_S  # for runs that do not set their own
         self._completions: list = []
         self._lock = threading.Lock()
         self._wake_pending = False
@@ -67,53 +66,53 @@ class LoopRunner:
 
     def _drain(self) -> None:
         self.draining = True
-        start = perf_counter()
         try:
             # Kernels follow TF: overflow and NaN are values, not warnings (set per slice).
             with np.errstate(all="ignore"):
-                self._slice(start + self.budget)
+                self._slice()
         finally:
             self.draining = False
-        if self.warn_overrun:
-            self._check_overrun(start)
         if self.queue and not self.scheduled:
             # Let the loop go round twice before the next slice: a timer that fell due
             # during this slice needs one turn to fire and one to wake its task.
             self.scheduled = True
             self.loop.call_soon(self._second_turn)
 
-    def _slice(self, deadline: float) -> None:
-        """Run queued states round-robin until none has ready work or time is up."""
+    def _slice(self) -> None:
+        """Run queued states round-robin until none has ready work or time is up. The
+        slice lasts the first state's budget (its session's, or the runner's default);
+        each state also stops at its own budget."""
         queue = self.queue
+        start = perf_counter()
+        deadline = None
         while queue:
             state = queue.popleft()
             state.queued = False
+            budget = state.budget or self.budget
+            began = perf_counter()
+            if deadline is None:
+                deadline = start + budget
             try:
-                state.process(deadline)
+                state.process(min(deadline, began + budget))
             except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
                 # (kernel errors are caught in process; this is propagation going wrong,
                 # e.g. a kernel returning fewer outputs than its node has)
                 err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
                 err.__cause__ = e
                 state.fail(err)
+            ended = perf_counter()
+            if state.ctx is not None and state.ctx.warn_overrun:
+                _check_overrun(ended - began, budget)
             if state.has_ready():
                 state.queued = True
                 queue.append(state)
             else:
                 state.maybe_finish()
-            if perf_counter() >= deadline:
+            if ended >= deadline:
                 break
 
     def _second_turn(self) -> None:
         self.loop.call_soon(self._scheduled_drain)
-
-    def _check_overrun(self, start: float) -> None:
-        spent = perf_counter() - start
-        if spent > 2 * self.budget:
-            import warnings
-
-            warnings.warn(f"aioflow: an inline stretch ran {spent * 1e3:.2f} ms, over its "
-                          f"{self.budget * 1e3:.2f} ms budget", RuntimeWarning, stacklevel=2)
 
     # -- completions from kernel threads ------------------------------------------------
     def post_completion(self, state, token, result, exc) -> None:
@@ -137,6 +136,15 @@ class LoopRunner:
             state.on_pool_done(token, result, exc)
         if self.queue and not self.draining:
             self._drain()
+
+
+def _check_overrun(spent: float, budget: float) -> None:
+    """The debug mode's warning: an inline stretch held the loop past twice its budget."""
+    if spent > 2 * budget:
+        import warnings
+
+        warnings.warn(f"aioflow: an inline stretch ran {spent * 1e3:.2f} ms, over its "
+                      f"{budget * 1e3:.2f} ms budget", RuntimeWarning, stacklevel=3)
 
 
 def get_runner(loop: asyncio.AbstractEventLoop | None = None) -> LoopRunner:

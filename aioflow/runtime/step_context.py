@@ -1,35 +1,54 @@
-"""StepContext: what the kernels of one run share — the call frame (args and retvals),
-the step's resources (TensorArrays, ...), and the step id."""
+"""StepContext: the runtime's control of one step (its executor states, the first
+error, abort, tracing, its time budget) around the kernel-facing OpKernelContext.
+
+Kernels see only `kernel_ctx` (framework/kernel_context.py); nothing here is reachable
+from a kernel.
+"""
 
 from __future__ import annotations
 
 import itertools
 
+from aioflow.framework.kernel_context import OpKernelContext
+
 _step_ids = itertools.count(1)
 
 
 class StepContext:
-    """Per-run state handed to every kernel's compute as `ctx`."""
+    """One run: its kernel context, its partitions' states, its first error."""
 
-    __slots__ = ("step_id", "args", "retvals", "step_resources", "states", "session_handle",
-                 "rendezvous", "step_stats", "first_error")
+    __slots__ = ("step_id", "kernel_ctx", "rendezvous", "states", "step_stats", "first_error",
+                 "time_budget_s", "warn_overrun")
 
     def __init__(self, args: list, num_retvals: int, session_handle: str = "",
-                 rendezvous=None, step_stats=None):
+                 rendezvous=None, step_stats=None, resource_mgr=None,
+                 time_budget_s: float | None = None, warn_overrun: bool = False):
         self.step_id = next(_step_ids)
-        self.args = args
-        self.retvals = [None] * num_retvals
-        self.step_resources: dict = {}
-        self.states: list = []
-        self.session_handle = session_handle
+        self.kernel_ctx = OpKernelContext(self.step_id, args, num_retvals,
+                                          resource_mgr=resource_mgr, rendezvous=rendezvous,
+                                          session_handle=session_handle)
         self.rendezvous = rendezvous  # carries tensors between partitions (several only)
+        self.states: list = []
         self.step_stats = step_stats  # a StepStatsCollector when the run is traced
         self.first_error = None  # the error that stopped the step (several partitions)
+        # This run's slice budget on the loop (None: the runner's default) and whether
+        # to warn when an inline stretch of it overruns the budget.
+        self.time_budget_s = time_budget_s
+        self.warn_overrun = warn_overrun
+
+    @property
+    def args(self) -> list:
+        return self.kernel_ctx.args
+
+    @property
+    def retvals(self) -> list:
+        return self.kernel_ctx.retvals
 
     def on_error(self, err) -> None:
         """A partition failed: abort the step's other partitions (first error wins)."""
         if self.first_error is None:
             self.first_error = err
+            self.kernel_ctx.cancellation.start_cancel()
         if self.rendezvous is not None:
             self.rendezvous.abort(err)
         for state in self.states:

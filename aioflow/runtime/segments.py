@@ -1,0 +1,247 @@
+"""Compiled straight-line segments: runs of cheap nodes executed as one Python function.
+
+At executor build, maximal convex regions of cheap, inline, single-frame nodes whose
+kernels declare themselves `compilable` become segments. A segment is one item of the
+executor: it is ready when every edge from outside into its members has delivered, and
+its generated function reads the members' external inputs from their input slots, calls
+the kernels (or the plain functions they expose) with locals instead of slots, and
+returns the values the outside consumes. Anything the function cannot handle (an input
+too large to stay on the loop, an error, a dead input, a traced run) makes the executor
+run the members node by node instead, from their own slots and pending counts, so errors
+name the original node and deadness follows TF's rules.
+
+Regions: a node's "barrier depth" is the largest number of non-compilable nodes on a path
+to it from a root, and its "late inputs" the non-compilable nodes it depends on through
+compilable ones only. Two compilable nodes of one frame, depth and late inputs are never
+separated by a non-compilable node, so such a group, cut into runs of topological order,
+is convex: running it as one step can neither deadlock nor reorder a dependency. And
+since every member waits for the same late inputs, a segment never holds back a value
+that the outside could have had earlier (an async kernel fed by one member keeps its
+parallelism, across loop iterations too). A segment's source is generated and compiled
+the second time it runs (the first run of a graph pays no compile time).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict, deque
+
+from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
+
+#: Members per segment at most: bounds the compile time of one segment (~1-2 ms) and
+#: the time one segment holds the loop.
+MAX_MEMBERS = 128
+#: Fewer members than this are not worth a segment.
+MIN_MEMBERS = 2
+#: Entries of a segment run node by node before it is compiled.
+COMPILE_AFTER = 1
+#: Compiled attempts that fell back (e.g. large inputs) before a segment stops trying.
+MAX_FALLBACKS = 4
+
+_CANDIDATE_MODES = (INLINE, FORWARD, BY_SIZE, MAYBE)
+
+
+def segments_default() -> bool:
+    """Segments are on unless AIOFLOW_SEGMENTS=0 (a debugging switch; sessions also take
+    `compile_segments=False`). AIOFLOW_SEGMENTS=eager compiles a segment the first time
+    it runs (the tests use it to run every graph compiled)."""
+    return os.environ.get("AIOFLOW_SEGMENTS", "1") not in ("0", "off")
+
+
+def _compile_after() -> int:
+    return 0 if os.environ.get("AIOFLOW_SEGMENTS") == "eager" else COMPILE_AFTER
+
+
+class Fallback(Exception):
+    """Raised by a segment that must run node by node this time."""
+
+
+#: Not compiled yet (or not worth compiling): not a failed attempt.
+NOT_COMPILED = Fallback("not compiled")
+#: An input too large to stay on the loop: a failed attempt.
+_FALLBACK = Fallback("an input is too large to run inline")
+
+
+def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict]:
+    """The segments of a partition as lists of member items in topological order, and
+    per member item id its data inputs as (source item id, output slot) in input order."""
+    order = _topological_order(nodes, dense)
+    candidate = [_is_candidate(item) for item in items]
+    depth = [0] * len(items)
+    late: list = [_NONE] * len(items)
+    for i in order:
+        node = nodes[i]
+        for e in node.out_edges:
+            if e.dst.is_sink or node.is_next_iteration:
+                continue
+            j = dense[e.dst.id]
+            d = depth[i] + (0 if candidate[i] else 1)
+            if d > depth[j]:
+                depth[j] = d
+            if candidate[j]:
+                late[j] = _union(late[j], late[i] if candidate[i] else frozenset((i,)), j)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i in order:
+        if candidate[i]:
+            groups[(items[i].frame_name, depth[i], late[i])].append(i)
+    found = []
+    for members in groups.values():
+        for start in range(0, len(members), MAX_MEMBERS):
+            chunk = members[start:start + MAX_MEMBERS]
+            if len(chunk) >= MIN_MEMBERS:
+                found.append([items[i] for i in chunk])
+    sources = {}
+    for chunk in found:
+        for item in chunk:
+            node = nodes[item.id]
+            sources[item.id] = [(dense[e.src.id], e.src_output) for e in node.data_inputs()]
+    return found, sources
+
+
+_NONE: frozenset = frozenset()
+_MAX_LATE = 8
+
+
+def _union(a: frozenset, b: frozenset, owner: int) -> frozenset:
+    """The late inputs of a node: those of its candidate inputs and its other inputs; a
+    node with too many gets a set of its own (it then joins no segment but its own)."""
+    if b <= a:
+        return a
+    out = a | b
+    return out if len(out) <= _MAX_LATE else frozenset((("alone", owner),))
+
+
+def _is_candidate(item: NodeItem) -> bool:
+    kernel = item.kernel
+    return (item.mode in _CANDIDATE_MODES and getattr(kernel, "compilable", False)
+            and not item.is_merge and not item.is_enter_exit_or_next_iter)
+
+
+def _topological_order(nodes, dense: dict) -> list[int]:
+    """Dense ids in a topological order of the graph without NextIteration's back edges."""
+    pending = [0] * len(nodes)
+    for i, node in enumerate(nodes):
+        pending[i] = sum(1 for e in node.in_edges
+                         if e.src.is_op and not e.src.is_next_iteration)
+    ready = deque(i for i, c in enumerate(pending) if c == 0)
+    order = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        node = nodes[i]
+        if node.is_next_iteration:
+            continue
+        for e in node.out_edges:
+            if e.dst.is_sink:
+                continue
+            j = dense[e.dst.id]
+            pending[j] -= 1
+            if pending[j] == 0:
+                ready.append(j)
+    return order
+
+
+class Segment:
+    """One compiled segment: its members, the outputs the outside consumes, its code."""
+
+    __slots__ = ("item", "members", "sources", "outputs", "_out_index", "entries",
+                 "entered", "compile_after", "fallbacks", "fn", "source")
+
+    def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict):
+        self.item = item
+        self.members = members
+        self.sources = {m.id: sources[m.id] for m in members}
+        self.outputs: list[tuple[NodeItem, int]] = []   # (member, its output slot)
+        self._out_index: dict[tuple[int, int], int] = {}
+        self.entries: tuple[NodeItem, ...] = ()  # members with no input from a member
+        self.entered = 0
+        self.compile_after = _compile_after()
+        self.fallbacks = 0
+        self.fn = None
+        self.source: str | None = None
+
+    def output_slot(self, member: NodeItem, slot: int) -> int:
+        """The index in the segment's outputs of `member`'s output `slot`."""
+        key = (member.id, slot)
+        index = self._out_index.get(key)
+        if index is None:
+            index = self._out_index[key] = len(self.outputs)
+            self.outputs.append((member, slot))
+        return index
+
+    def set_entries(self, entries: list[NodeItem]) -> None:
+        self.entries = tuple(entries)
+
+    def run(self, ctx, inputs: list) -> tuple:
+        """The outside-consumed outputs; raises Fallback to run the members one by one."""
+        fn = self.fn
+        if fn is None:
+            self.entered += 1
+            if self.entered <= self.compile_after or self.fallbacks >= MAX_FALLBACKS:
+                raise NOT_COMPILED
+            fn = self.fn = self._compile()
+        return fn(ctx, inputs)
+
+    def fell_back(self) -> None:
+        """A compiled attempt failed: after a few, stop trying (the inputs are large)."""
+        self.fallbacks += 1
+        if self.fallbacks >= MAX_FALLBACKS:
+            self.fn = None
+
+    # -- code generation --------------------------------------------------------------
+    def _compile(self):
+        source, namespace = self.generate()
+        self.source = source
+        code = compile(source, f"<aioflow segment {self.item.name}>", "exec")
+        exec(code, namespace)  # noqa: S102 - our own generated source
+        return namespace["segment"]
+
+    def generate(self) -> tuple[str, dict]:
+        """The segment's Python source and the globals it needs."""
+        namespace = {"_FALLBACK": _FALLBACK}
+        lines = ["def segment(ctx, inputs):"]
+        names: dict[tuple[int, int], str] = {}
+        for member in self.members:
+            args = []
+            for k, (src, slot) in enumerate(self.sources[member.id]):
+                name = names.get((src, slot))
+                if name is None:  # fed from outside the segment: read its input slot
+                    name = f"a{member.id}_{k}"
+                    lines.append(f"    {name} = inputs[{member.input_start + k}]")
+                args.append(name)
+            lines.extend(self._member_lines(member, args, names, namespace))
+        outs = [names[(m.id, slot)] for m, slot in self.outputs]
+        lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        return "\n".join(lines) + "\n", namespace
+
+    @staticmethod
+    def _member_lines(member: NodeItem, args: list[str], names: dict,
+                      namespace: dict) -> list[str]:
+        i = member.id
+        lines = []
+        if member.mode == FORWARD:
+            names[(i, 0)] = args[0]
+            return lines
+        if member.mode == BY_SIZE and args:
+            limit = member.pool_above
+            lines.append(f"    if {args[0]}.size > {limit} or {args[-1]}.size > {limit}: "
+                         f"raise _FALLBACK")
+        elif member.mode == MAYBE:
+            namespace[f"e{i}"] = member.is_expensive
+            lines.append(f"    if e{i}([{', '.join(args)}]): raise _FALLBACK")
+        fn = member.kernel.compiled_fn() if member.num_outputs == 1 else None
+        if fn is not None:
+            namespace[f"f{i}"] = fn
+            names[(i, 0)] = f"v{i}"
+            lines.append(f"    v{i} = f{i}({', '.join(args)})")
+            return lines
+        namespace[f"c{i}"] = member.kernel.compute
+        call = f"c{i}(ctx, [{', '.join(args)}])"
+        if member.num_outputs == 0:
+            lines.append(f"    {call}")
+            return lines
+        lines.append(f"    o{i} = {call}")
+        for slot in range(member.num_outputs):
+            names[(i, slot)] = f"v{i}_{slot}"
+            lines.append(f"    v{i}_{slot} = o{i}[{slot}]")
+        return lines
