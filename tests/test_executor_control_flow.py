@@ -160,7 +160,8 @@ async def test_long_loop_yields_to_the_loop():
     async with af.Session(graph=g) as sess:
         t = asyncio.ensure_future(ticker())
         start = time.perf_counter()
-        await sess.run(out, {limit: 20000})
+        # Long enough to span many slices also when the loop runs compiled.
+        await sess.run(out, {limit: 200000})
         elapsed = time.perf_counter() - start
         t.cancel()
     assert ticks >= max(3, int(elapsed / 0.01)), (ticks, elapsed)

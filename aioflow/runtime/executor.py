@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
 from aioflow.graph.graph import Graph
+from aioflow.runtime.loop_segments import LoopSegment, find_loops
 from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
     ASYNC,
     BY_SIZE,
@@ -92,10 +93,13 @@ class ExecutorImpl:
         self.num_node_items = len(items)
         if segments is None:
             segments = segments_default()
-        found, sources = (find_segments(nodes, items, dense) if segments and not inline_all
-                          else ([], {}))
-        for members in found:
-            items.append(self._make_segment_item(len(items), members, sources))
+        if segments and not inline_all:
+            if self.has_control_flow:  # whole while loops first, then straight lines
+                for members, sources, shape in find_loops(nodes, items, dense):
+                    items.append(self._make_segment_item(len(items), members, sources, shape))
+            found, sources = find_segments(nodes, items, dense)
+            for members in found:
+                items.append(self._make_segment_item(len(items), members, sources))
         self.items = items
         self.roots = tuple(self._wire_edges(nodes, items, dense))
         self.root_info = self.frame_infos[ROOT_FRAME]
@@ -150,8 +154,10 @@ class ExecutorImpl:
                                                 FrameInfo(item.enter_frame_name))
             child.input_count += 1
 
-    def _make_segment_item(self, i: int, members: list[NodeItem], sources: dict) -> NodeItem:
-        """One item running `members` (in topological order) as one compiled function."""
+    def _make_segment_item(self, i: int, members: list[NodeItem], sources: dict,
+                           loop_shape: dict | None = None) -> NodeItem:
+        """One item running `members` (in topological order) as one compiled function;
+        with `loop_shape`, a whole while loop (its Enters, then its frame's nodes)."""
         item = NodeItem()
         first = members[0]
         item.id = i
@@ -175,7 +181,8 @@ class ExecutorImpl:
         self._lay_out(item)
         for member in members:
             member.member_of = item
-        item.segment = Segment(item, members, sources)
+        item.segment = (Segment(item, members, sources) if loop_shape is None
+                        else LoopSegment(item, members, sources, loop_shape))
         item.compute = item.segment.run
         item.num_outputs = len(item.segment.outputs)
         return item

@@ -25,7 +25,6 @@ import numpy as np
 
 from aioflow.framework import errors
 from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
-from aioflow.runtime.segments import NOT_COMPILED
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -65,6 +64,7 @@ class ExecutorStateBase:
         self.done: asyncio.Future = self.loop.create_future()
         self.ready: deque = deque()
         self.completed: deque = deque()  # (token, outputs) of kernels that ran elsewhere
+        self.suspended: deque = deque()  # (token, generator) of compiled loops to resume
         self.queued = False
         self.in_flight = 0
         self.error: errors.OpError | None = None
@@ -83,13 +83,13 @@ class ExecutorStateBase:
         raise NotImplementedError
 
     def has_ready(self) -> bool:
-        return bool(self.ready or self.completed) and self.error is None
+        return bool(self.ready or self.completed or self.suspended) and self.error is None
 
     def maybe_finish(self) -> None:
         """Resolve `done` once nothing is ready, completed or in flight."""
         if self.in_flight or self.done.done():
             return
-        if self.error is None and (self.ready or self.completed):
+        if self.error is None and (self.ready or self.completed or self.suspended):
             return
         if self.error is not None:
             self.done.set_exception(self.error)
@@ -102,6 +102,9 @@ class ExecutorStateBase:
             self.error = err
             self.ready.clear()
             self.completed.clear()
+            for _, gen in self.suspended:
+                gen.close()
+            self.suspended.clear()
             self._cancel_in_flight()
             if self.ctx is not None:
                 self.ctx.on_error(err)
@@ -244,7 +247,9 @@ class ExecutorStateBase:
 class SimpleExecutorState(ExecutorStateBase):
     """The propagator for graphs without control flow: no frames, no deadness.
 
-    A token is the node's item itself."""
+    A token is the node's item itself. A segment that does not run compiled puts its
+    entry members on the ready queue: their pending counts count only the edges between
+    members, so they run node by node from there."""
 
     def start(self) -> None:
         impl = self.impl
@@ -273,10 +278,12 @@ class SimpleExecutorState(ExecutorStateBase):
                 mode = item.mode
                 try:
                     if mode == SEGMENT:
-                        if stats is not None:  # traced: every node shows in the stats
-                            raise NOT_COMPILED
-                        outs = item.compute(ctx, inputs)
+                        # Traced, every node shows in the stats: run them one by one.
+                        outs = None if stats is not None else item.compute(ctx, inputs)
                         count |= _CHECK_EVERY  # a segment is many nodes: test the clock
+                        if outs is None:
+                            self.ready.extend(item.segment.entries)
+                            continue
                     elif mode == FORWARD:
                         outs = inputs[item.input_start:item.input_end]
                         if stats is not None:
@@ -289,7 +296,9 @@ class SimpleExecutorState(ExecutorStateBase):
                                 else stats.call(item, ctx, args))
                 except BaseException as e:  # noqa: BLE001 - becomes the step's error
                     if mode == SEGMENT and isinstance(e, Exception):
-                        self.expand(item, e)
+                        # Run the members one by one: the error will name its node.
+                        item.segment.fell_back()
+                        self.ready.extend(item.segment.entries)
                         continue
                     self.fail(wrap_error(e, item))
                     return
@@ -307,14 +316,6 @@ class SimpleExecutorState(ExecutorStateBase):
             count += 1
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
-
-    def expand(self, item, exc: BaseException) -> None:
-        """Run a segment's members node by node this time (their pending counts already
-        count only the edges between members)."""
-        segment = item.segment
-        if exc is not NOT_COMPILED:
-            segment.fell_back()
-        self.ready.extend(segment.entries)
 
     def wrap(self, token, exc) -> errors.OpError:
         return wrap_error(exc, token)

@@ -14,8 +14,8 @@ from time import perf_counter
 
 from aioflow.framework import errors
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
+from aioflow.runtime.loop_segments import Suspended
 from aioflow.runtime.node_item import FORWARD, INLINE, SEGMENT
-from aioflow.runtime.segments import NOT_COMPILED
 
 
 class IterationState:
@@ -71,13 +71,27 @@ class ControlFlowExecutorState(ExecutorStateBase):
         """Run ready nodes and propagate every output (the only place that does)."""
         ready = self.ready
         completed = self.completed
+        suspended = self.suspended
         ctx = self.kctx
         popleft = ready.popleft
         stats = self.stats
         count = 0
-        while ready or completed:
+        while ready or completed or suspended:
             if completed:
                 tagged, outs = completed.popleft()
+            elif suspended:  # a compiled loop that yielded: continue it
+                tagged, gen = suspended.popleft()
+                try:
+                    outs = tagged[0].segment.resume(gen)
+                except Suspended as s:
+                    suspended.append((tagged, s.gen))
+                    return  # it used its slice: let the loop turn
+                except Exception:  # noqa: BLE001 - run the loop node by node instead
+                    tagged[0].segment.fell_back()
+                    outs = None
+                if outs is None:
+                    self.expand(tagged)
+                    continue
             else:
                 tagged = popleft()
                 item, frame, it, is_dead = tagged
@@ -85,15 +99,18 @@ class ControlFlowExecutorState(ExecutorStateBase):
                 try:
                     if is_dead:
                         if mode == SEGMENT:
-                            raise NOT_COMPILED
+                            self.expand(tagged)
+                            continue
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             item.compute(ctx, (None,))
                     elif mode == SEGMENT:
-                        if stats is not None:  # traced: every node shows in the stats
-                            raise NOT_COMPILED
-                        outs = item.compute(ctx, it.inputs)
+                        # Traced, every node shows in the stats: run them one by one.
+                        outs = None if stats is not None else item.compute(ctx, it.inputs)
                         count |= _CHECK_EVERY  # a segment is many nodes: test the clock
+                        if outs is None:
+                            self.expand(tagged)
+                            continue
                     elif mode == FORWARD:
                         outs = it.inputs[item.input_start:item.input_end]
                         if stats is not None:
@@ -104,9 +121,13 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             continue
                         outs = (item.compute(ctx, args) if stats is None
                                 else stats.call(item, ctx, args))
+                except Suspended as s:
+                    suspended.append((tagged, s.gen))
+                    return  # it used its slice: let the loop turn
                 except BaseException as e:  # noqa: BLE001 - becomes the step's error
                     if mode == SEGMENT and isinstance(e, Exception):
-                        self.expand(tagged, e)
+                        item.segment.fell_back()  # node by node: the error names its node
+                        self.expand(tagged)
                         continue
                     self.fail(self.wrap(tagged, e))
                     return
@@ -115,14 +136,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
 
-    def expand(self, tagged, exc: BaseException) -> None:
+    def expand(self, tagged) -> None:
         """Run a segment's members node by node this time: their pending counts count
         only edges between members, and their dead counts already hold the dead inputs
         that reached the segment from outside."""
         item, frame, it, _ = tagged
         segment = item.segment
-        if exc is not NOT_COMPILED:
-            segment.fell_back()
         dead = it.dead
         append = self.ready.append
         for member in segment.entries:

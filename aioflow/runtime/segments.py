@@ -18,7 +18,7 @@ is convex: running it as one step can neither deadlock nor reorder a dependency.
 since every member waits for the same late inputs, a segment never holds back a value
 that the outside could have had earlier (an async kernel fed by one member keeps its
 parallelism, across loop iterations too). A segment's source is generated and compiled
-the second time it runs (the first run of a graph pays no compile time).
+after it has run a few times (a graph run once or twice pays no compile time).
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from collections import defaultdict, deque
 
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
 
-#: Members per segment at most: bounds the compile time of one segment (~1-2 ms) and
+#: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
 #: the time one segment holds the loop.
-MAX_MEMBERS = 128
+MAX_MEMBERS = 64
 #: Fewer members than this are not worth a segment.
 MIN_MEMBERS = 2
-#: Entries of a segment run node by node before it is compiled.
-COMPILE_AFTER = 1
+#: Entries of a segment run node by node before it is compiled (compiling costs ~15 µs a
+#: node, about what a dozen interpreted runs save: graphs run once never pay it).
+COMPILE_AFTER = 8
 #: Compiled attempts that fell back (e.g. large inputs) before a segment stops trying.
 MAX_FALLBACKS = 4
 
@@ -52,21 +53,11 @@ def _compile_after() -> int:
     return 0 if os.environ.get("AIOFLOW_SEGMENTS") == "eager" else COMPILE_AFTER
 
 
-class Fallback(Exception):
-    """Raised by a segment that must run node by node this time."""
-
-
-#: Not compiled yet (or not worth compiling): not a failed attempt.
-NOT_COMPILED = Fallback("not compiled")
-#: An input too large to stay on the loop: a failed attempt.
-_FALLBACK = Fallback("an input is too large to run inline")
-
-
 def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict]:
     """The segments of a partition as lists of member items in topological order, and
     per member item id its data inputs as (source item id, output slot) in input order."""
-    order = _topological_order(nodes, dense)
-    candidate = [_is_candidate(item) for item in items]
+    order = topological_order(nodes, dense)
+    candidate = [is_candidate(item) for item in items]
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
@@ -111,13 +102,15 @@ def _union(a: frozenset, b: frozenset, owner: int) -> frozenset:
     return out if len(out) <= _MAX_LATE else frozenset((("alone", owner),))
 
 
-def _is_candidate(item: NodeItem) -> bool:
+def is_candidate(item: NodeItem) -> bool:
+    """Whether a node may run inside a compiled segment."""
     kernel = item.kernel
-    return (item.mode in _CANDIDATE_MODES and getattr(kernel, "compilable", False)
+    return (item.member_of is None and item.mode in _CANDIDATE_MODES
+            and getattr(kernel, "compilable", False)
             and not item.is_merge and not item.is_enter_exit_or_next_iter)
 
 
-def _topological_order(nodes, dense: dict) -> list[int]:
+def topological_order(nodes, dense: dict) -> list[int]:
     """Dense ids in a topological order of the graph without NextIteration's back edges."""
     pending = [0] * len(nodes)
     for i, node in enumerate(nodes):
@@ -172,15 +165,27 @@ class Segment:
     def set_entries(self, entries: list[NodeItem]) -> None:
         self.entries = tuple(entries)
 
-    def run(self, ctx, inputs: list) -> tuple:
-        """The outside-consumed outputs; raises Fallback to run the members one by one."""
+    def run(self, ctx, inputs: list) -> tuple | None:
+        """The outside-consumed outputs, or None: run the members one by one this time
+        (not compiled yet, or an input too large to stay on the loop). A sentinel, not
+        an exception: a re-raised exception object would grow its traceback every time."""
+        fn = self.fn or self.compiled()
+        if fn is None:
+            return None
+        outs = fn(ctx, inputs)
+        if outs is None:
+            self.fell_back()
+        return outs
+
+    def compiled(self):
+        """The compiled function, compiling it once it is worth it; None before."""
         fn = self.fn
         if fn is None:
             self.entered += 1
             if self.entered <= self.compile_after or self.fallbacks >= MAX_FALLBACKS:
-                raise NOT_COMPILED
+                return None
             fn = self.fn = self._compile()
-        return fn(ctx, inputs)
+        return fn
 
     def fell_back(self) -> None:
         """A compiled attempt failed: after a few, stop trying (the inputs are large)."""
@@ -198,7 +203,7 @@ class Segment:
 
     def generate(self) -> tuple[str, dict]:
         """The segment's Python source and the globals it needs."""
-        namespace = {"_FALLBACK": _FALLBACK}
+        namespace = {}
         lines = ["def segment(ctx, inputs):"]
         names: dict[tuple[int, int], str] = {}
         for member in self.members:
@@ -225,10 +230,10 @@ class Segment:
         if member.mode == BY_SIZE and args:
             limit = member.pool_above
             lines.append(f"    if {args[0]}.size > {limit} or {args[-1]}.size > {limit}: "
-                         f"raise _FALLBACK")
+                         f"return None")
         elif member.mode == MAYBE:
             namespace[f"e{i}"] = member.is_expensive
-            lines.append(f"    if e{i}([{', '.join(args)}]): raise _FALLBACK")
+            lines.append(f"    if e{i}([{', '.join(args)}]): return None")
         fn = member.kernel.compiled_fn() if member.num_outputs == 1 else None
         if fn is not None:
             namespace[f"f{i}"] = fn

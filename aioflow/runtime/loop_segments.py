@@ -1,0 +1,197 @@
+"""Compiled while loops: a v1 loop frame whose body and condition are all cheap,
+compilable nodes runs as one Python `while` (a compiled segment spanning the frame).
+
+The frame must have TF's while_loop shape: per loop variable Enter -> Merge <-
+NextIteration, Merge -> Switch(pred = LoopCond), Switch:0 -> Exit, Switch:1 -> body;
+constant Enters carry the invariants; no nested frame; nothing leaves the frame but
+through an Exit. The loop item's members are the Enters (in the parent frame) and every
+node of the frame, so when it falls back (a dead input, an error, an input too large,
+a traced run) the Enters run node by node and the frame runs as TF's executor runs it.
+
+The generated function is a generator: it yields after about a millisecond of work so
+that a long loop leaves the event loop to others between slices, as interpreted
+iterations do. parallel_iterations only bounds concurrency, so a sequential loop of pure
+kernels computes the same values.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+from aioflow.runtime.node_item import NodeItem
+from aioflow.runtime.segments import Segment, is_candidate, topological_order
+
+#: How long a compiled loop runs before it yields to the event loop (seconds).
+SLICE_S = 0.001
+
+
+class Suspended(Exception):  # noqa: N818 - a signal, not an error
+    """A compiled loop yielded: the executor resumes `gen` in a later slice."""
+
+    def __init__(self, gen):
+        super().__init__()
+        self.gen = gen
+
+
+def find_loops(nodes, items: list[NodeItem], dense: dict) -> list[tuple[list, dict, dict]]:
+    """Per compilable loop frame: (members, data sources by member id, its shape)."""
+    by_frame: dict[str, list[int]] = {}
+    enters: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        by_frame.setdefault(item.frame_name, []).append(i)
+        if item.is_enter:
+            enters.setdefault(item.enter_frame_name, []).append(i)
+    found = []
+    order = topological_order(nodes, dense)
+    for frame, members in by_frame.items():
+        if not frame or frame not in enters:
+            continue
+        shape = _loop_shape(frame, members, enters[frame], nodes, items, dense)
+        if shape is None:
+            continue
+        member_ids = enters[frame] + members
+        sources = {i: [(dense[e.src.id], e.src_output) for e in nodes[i].data_inputs()]
+                   for i in member_ids}
+        shape["controls"] = {i: [dense[e.src.id] for e in nodes[i].in_edges
+                                 if e.is_control_edge and e.src.is_op] for i in shape["body"]}
+        body = set(shape["body"])
+        shape["order"] = [i for i in order if i in body]
+        found.append(([items[i] for i in member_ids], sources, shape))
+    return found
+
+
+def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
+    """The roles of a frame's nodes when it has while_loop's shape, else None."""
+    inside = set(members) | set(enter_ids)
+    shape = {"merge_enter": {}, "merge_next": {}, "switch_merge": {}, "exit_merge": {},
+             "loop_cond": None, "body": []}
+    for i in members:
+        node, item = nodes[i], items[i]
+        for e in node.out_edges:  # nothing leaves the frame but through an Exit
+            if not e.dst.is_sink and dense[e.dst.id] not in inside and not item.is_exit:
+                return None
+        for e in node.in_edges:
+            if e.src.is_op and dense[e.src.id] not in inside:
+                return None
+        data = [dense[e.src.id] for e in node.data_inputs()]
+        if item.is_enter:
+            return None  # a nested loop
+        if item.is_merge:
+            kinds = {items[j].is_enter: j for j in data}
+            if len(data) != 2 or set(kinds) != {True, False}:
+                return None
+            if not items[kinds[False]].is_next_iteration:
+                return None
+            if items[kinds[True]].is_constant_enter:
+                return None
+            shape["merge_enter"][i] = kinds[True]
+            shape["merge_next"][i] = kinds[False]
+        elif item.op == "Switch":
+            if not items[data[0]].is_merge or items[data[1]].op != "LoopCond":
+                return None
+            shape["switch_merge"][i] = data[0]
+        elif item.op == "LoopCond":
+            if shape["loop_cond"] is not None:
+                return None
+            shape["loop_cond"] = i
+        elif item.is_exit:
+            e = node.data_inputs()[0]
+            if items[data[0]].op != "Switch" or e.src_output != 0:
+                return None
+            shape["exit_merge"][i] = data[0]  # the Switch, resolved below
+        elif item.is_next_iteration:
+            continue
+        elif is_candidate(item):
+            shape["body"].append(i)
+        else:
+            return None
+    if shape["loop_cond"] is None or not shape["merge_enter"]:
+        return None
+    for i in shape["body"]:  # the body takes Switch:1 only (Switch:0 is the Exits')
+        for e in nodes[i].data_inputs():
+            src = items[dense[e.src.id]]
+            if src.op == "Switch" and e.src_output != 1:
+                return None
+    for i, switch in shape["exit_merge"].items():
+        shape["exit_merge"][i] = shape["switch_merge"][switch]
+    return shape
+
+
+class LoopSegment(Segment):
+    """A compiled while loop (a segment whose function is a generator)."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict, shape: dict):
+        super().__init__(item, members, sources)
+        self.shape = shape  # the nodes' roles (find_loops)
+
+    def run(self, ctx, inputs: list) -> tuple | None:
+        """The loop's outputs (None: run it node by node); raises Suspended to continue
+        in a later slice."""
+        fn = self.fn or self.compiled()
+        if fn is None:
+            return None
+        return self.resume(fn(ctx, inputs))
+
+    def resume(self, gen) -> tuple | None:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            if stop.value is None:
+                self.fell_back()
+            return stop.value
+        raise Suspended(gen)
+
+    def generate(self) -> tuple[str, dict]:
+        shape = self.shape
+        by_id = {m.id: m for m in self.members}
+        namespace = {"_clock": perf_counter, "_SLICE": SLICE_S}
+        names: dict[tuple[int, int], str] = {}
+        lines = ["def segment(ctx, inputs):"]
+        for member in self.members:
+            if member.is_enter:
+                lines.append(f"    e{member.id} = inputs[{member.input_start}]")
+                names[(member.id, 0)] = f"e{member.id}"
+        for merge, enter in shape["merge_enter"].items():
+            lines.append(f"    m{merge} = e{enter}")
+            names[(merge, 0)] = f"m{merge}"
+        for switch, merge in shape["switch_merge"].items():
+            names[(switch, 1)] = f"m{merge}"
+        lines.append("    start = _clock()")
+        lines.append("    n = 0")
+        lines.append("    while True:")
+        body = []
+        cond_src = self.sources[shape["loop_cond"]][0]
+        switch_ids = set(shape["switch_merge"])
+        depends: set[int] = set()
+        for i in shape["order"]:  # the condition's nodes first, then the body's
+            member = by_id[i]
+            in_body = any(src in switch_ids or src in depends for src, _ in self.sources[i])
+            in_body = in_body or self._control_from(i, switch_ids | depends)
+            if in_body:
+                depends.add(i)
+                body.append(member)
+                continue
+            lines.extend("    " + line for line in self._lines(member, names, namespace))
+        lines.append(f"        if not {names[cond_src]}: break")
+        for member in body:
+            lines.extend("    " + line for line in self._lines(member, names, namespace))
+        nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
+        lines.append("        " + ", ".join(f"m{m}" for m, _ in nexts) + " = "
+                     + ", ".join(names[src] for _, src in nexts)
+                     + ("," if len(nexts) == 1 else ""))
+        lines.append("        n += 1")
+        lines.append("        if not n & 63 and _clock() - start > _SLICE:")
+        lines.append("            yield")
+        lines.append("            start = _clock()")
+        outs = [f"m{shape['exit_merge'][member.id]}" for member, _ in self.outputs]
+        lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        return "\n".join(lines) + "\n", namespace
+
+    def _control_from(self, i: int, ids: set) -> bool:
+        return any(src in ids for src in self.shape["controls"].get(i, ()))
+
+    def _lines(self, member, names, namespace) -> list[str]:
+        args = [names[src] for src in self.sources[member.id]]
+        return self._member_lines(member, args, names, namespace)
