@@ -34,8 +34,8 @@ MAX_MEMBERS = 64
 #: Fewer members than this are not worth a segment.
 MIN_MEMBERS = 2
 #: Entries of a segment run node by node before it is compiled (compiling costs ~15 µs a
-#: node, about what a dozen interpreted runs save: graphs run once never pay it).
-COMPILE_AFTER = 8
+#: node, what a dozen interpreted runs save; a graph run once or twice never pays it).
+COMPILE_AFTER = 2
 #: Compiled attempts that fell back (e.g. large inputs) before a segment stops trying.
 MAX_FALLBACKS = 4
 
