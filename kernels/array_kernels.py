@@ -54,6 +54,7 @@ class ConstOp(OpKernel):
     """The `value` attr, made once and read-only (the same array every run)."""
 
     compilable = True
+    is_constant = True
 
     def __init__(self, ctx):
         super().__init__(ctx)

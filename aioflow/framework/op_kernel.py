@@ -79,6 +79,9 @@ class OpKernel:
     # the call frame, every output produced): the executor may then run the node inside
     # a compiled segment (runtime/segments.py), and run it again if the segment falls back.
     compilable = False
+    # True when the outputs are the same values every run, whatever the step (Const): a
+    # compiled segment computes them once, when it is compiled.
+    is_constant = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name

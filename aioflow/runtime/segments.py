@@ -57,20 +57,27 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     """The segments of a partition as lists of member items in topological order, and
     per member item id its data inputs as (source item id, output slot) in input order."""
     order = topological_order(nodes, dense)
-    candidate = [is_candidate(item) for item in items]
+    # Constants without inputs (Const) are ready when the step starts: they delay
+    # nothing, so they count neither for depth nor as late inputs, and join no segment
+    # (a segment reads their values as globals of its function).
+    constant = [items[i].kernel.is_constant and not any(e.src.is_op for e in node.in_edges)
+                for i, node in enumerate(nodes)]
+    candidate = [is_candidate(items[i]) and not constant[i] for i in range(len(nodes))]
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
         node = nodes[i]
+        transparent = candidate[i] or constant[i]
         for e in node.out_edges:
             if e.dst.is_sink or node.is_next_iteration:
                 continue
             j = dense[e.dst.id]
-            d = depth[i] + (0 if candidate[i] else 1)
+            d = depth[i] + (0 if transparent else 1)
             if d > depth[j]:
                 depth[j] = d
             if candidate[j]:
-                late[j] = _union(late[j], late[i] if candidate[i] else frozenset((i,)), j)
+                own = late[i] if candidate[i] else _NONE if constant[i] else frozenset((i,))
+                late[j] = _union(late[j], own, j)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i in order:
         if candidate[i]:
@@ -86,6 +93,9 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
         for item in chunk:
             node = nodes[item.id]
             sources[item.id] = [(dense[e.src.id], e.src_output) for e in node.data_inputs()]
+            for src, _ in sources[item.id]:
+                if constant[src]:
+                    sources.setdefault("constants", {})[src] = items[src].kernel
     return found, sources
 
 
@@ -137,13 +147,15 @@ def topological_order(nodes, dense: dict) -> list[int]:
 class Segment:
     """One compiled segment: its members, the outputs the outside consumes, its code."""
 
-    __slots__ = ("item", "members", "sources", "outputs", "_out_index", "entries",
+    __slots__ = ("item", "members", "sources", "constants", "outputs", "_out_index", "entries",
                  "entered", "compile_after", "fallbacks", "fn", "source")
 
     def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict):
         self.item = item
         self.members = members
         self.sources = {m.id: sources[m.id] for m in members}
+        # Kernels of constants feeding members, by item id (their values become globals).
+        self.constants = sources.get("constants", {})
         self.outputs: list[tuple[NodeItem, int]] = []   # (member, its output slot)
         self._out_index: dict[tuple[int, int], int] = {}
         self.entries: tuple[NodeItem, ...] = ()  # members with no input from a member
@@ -206,6 +218,12 @@ class Segment:
         namespace = {}
         lines = ["def segment(ctx, inputs):"]
         names: dict[tuple[int, int], str] = {}
+        checked: set = set()  # (value, threshold) tested already
+        for src, kernel in self.constants.items():
+            for slot, value in enumerate(kernel.compute(None, [])):
+                namespace[f"k{src}_{slot}"] = value
+                namespace[f"k{src}_{slot}_size"] = getattr(value, "size", 1)  # no test
+                names[(src, slot)] = f"k{src}_{slot}"
         for member in self.members:
             args = []
             for k, (src, slot) in enumerate(self.sources[member.id]):
@@ -214,23 +232,36 @@ class Segment:
                     name = f"a{member.id}_{k}"
                     lines.append(f"    {name} = inputs[{member.input_start + k}]")
                 args.append(name)
-            lines.extend(self._member_lines(member, args, names, namespace))
+            lines.extend(self._member_lines(member, args, names, namespace, checked))
         outs = [names[(m.id, slot)] for m, slot in self.outputs]
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         return "\n".join(lines) + "\n", namespace
 
     @staticmethod
-    def _member_lines(member: NodeItem, args: list[str], names: dict,
-                      namespace: dict) -> list[str]:
+    def _member_lines(member: NodeItem, args: list[str], names: dict, namespace: dict,
+                      checked: set | None = None) -> list[str]:
+        """The lines computing one member; `checked`: the (value, threshold) pairs
+        already size-tested in this function (None: test every time, as in a loop)."""
         i = member.id
         lines = []
         if member.mode == FORWARD:
             names[(i, 0)] = args[0]
             return lines
+        if member.kernel.is_constant:  # computed once, now: a global of the function
+            for slot, value in enumerate(member.kernel.compute(None, [])):
+                namespace[f"k{i}_{slot}"] = value
+                names[(i, slot)] = f"k{i}_{slot}"
+            return lines
         if member.mode == BY_SIZE and args:
             limit = member.pool_above
-            lines.append(f"    if {args[0]}.size > {limit} or {args[-1]}.size > {limit}: "
-                         f"return None")
+            test = [a for a in dict.fromkeys((args[0], args[-1]))
+                    if checked is None or (a, limit) not in checked
+                    and namespace.get(f"{a}_size", limit + 1) > limit]
+            if checked is not None:
+                checked.update((a, limit) for a in test)
+            if test:
+                lines.append("    if " + " or ".join(f"{a}.size > {limit}" for a in test)
+                             + ": return None")
         elif member.mode == MAYBE:
             namespace[f"e{i}"] = member.is_expensive
             lines.append(f"    if e{i}([{', '.join(args)}]): return None")
