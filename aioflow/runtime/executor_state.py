@@ -252,14 +252,17 @@ class SimpleExecutorState(ExecutorStateBase):
     members, so they run node by node from there."""
 
     def start(self) -> None:
-        impl = self.impl
-        self.pending = impl.root_info.pending_template[:]
-        self.inputs = [None] * impl.root_info.total_inputs
-        self.ready.extend(impl.roots)
+        # The per-run lists are made in the first slice, not here: a burst of runs
+        # started together would otherwise copy them all in one turn of the loop.
+        self.pending = None
+        self.ready.extend(self.impl.roots)
         self.runner.run_now(self)
 
     def process(self, deadline: float) -> None:
         # The per-node hot path: kept flat on purpose (see DESIGN.md, "The executor").
+        if self.pending is None:
+            self.pending = self.impl.root_info.pending_template[:]
+            self.inputs = [None] * self.impl.root_info.total_inputs
         ready = self.ready
         completed = self.completed
         inputs = self.inputs

@@ -60,15 +60,24 @@ class ControlFlowExecutorState(ExecutorStateBase):
     """Runs a graph with Switch/Merge/Enter/Exit/NextIteration."""
 
     def start(self) -> None:
+        # The root frame is made in the first slice (see SimpleExecutorState.start); until
+        # then the ready queue holds one placeholder.
+        self.root = None
+        self.ready.append(None)
+        self.runner.run_now(self)
+
+    def _begin(self) -> None:
         impl = self.impl
         self.root = FrameState("", impl.root_info, None, None, 1)
         it0 = self.root.iterations[0]
+        self.ready.clear()
         self.ready.extend((item, self.root, it0, False) for item in impl.roots)
         it0.outstanding_ops = len(impl.roots)
-        self.runner.run_now(self)
 
     def process(self, deadline: float) -> None:
         """Run ready nodes and propagate every output (the only place that does)."""
+        if self.root is None:
+            self._begin()
         ready = self.ready
         completed = self.completed
         suspended = self.suspended
