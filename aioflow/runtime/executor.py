@@ -201,6 +201,12 @@ class ExecutorImpl:
                 dst = items[dense[e.dst.id]]
                 idx = -1 if e.is_control_edge else dst.input_start + e.dst_input
                 seg = dst.member_of
+                if (seg is not None and not e.is_control_edge
+                        and src.id in seg.segment.constants):
+                    # A constant the segment reads as a global: no edge to wait for; the
+                    # segment fills the slot itself if it falls back.
+                    seg.segment.constant_slots.append((idx, src.id, e.src_output))
+                    continue
                 target = seg if seg is not None and seg is not src_seg else dst
                 if target is not dst:
                     into_segment[src.id].append((target, dst, e.src_output, idx))

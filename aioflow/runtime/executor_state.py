@@ -285,6 +285,7 @@ class SimpleExecutorState(ExecutorStateBase):
                         outs = None if stats is not None else item.compute(ctx, inputs)
                         count |= _CHECK_EVERY  # a segment is many nodes: test the clock
                         if outs is None:
+                            item.segment.fill_constant_slots(inputs)
                             self.ready.extend(item.segment.entries)
                             continue
                     elif mode == FORWARD:
@@ -301,6 +302,7 @@ class SimpleExecutorState(ExecutorStateBase):
                     if mode == SEGMENT and isinstance(e, Exception):
                         # Run the members one by one: the error will name its node.
                         item.segment.fell_back()
+                        item.segment.fill_constant_slots(inputs)
                         self.ready.extend(item.segment.entries)
                         continue
                     self.fail(wrap_error(e, item))

@@ -151,6 +151,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         that reached the segment from outside."""
         item, frame, it, _ = tagged
         segment = item.segment
+        segment.fill_constant_slots(it.inputs)
         dead = it.dead
         append = self.ready.append
         for member in segment.entries:

@@ -147,15 +147,19 @@ def topological_order(nodes, dense: dict) -> list[int]:
 class Segment:
     """One compiled segment: its members, the outputs the outside consumes, its code."""
 
-    __slots__ = ("item", "members", "sources", "constants", "outputs", "_out_index", "entries",
-                 "entered", "compile_after", "fallbacks", "fn", "source")
+    __slots__ = ("item", "members", "sources", "constants", "constant_slots", "outputs",
+                 "_out_index", "entries", "entered", "compile_after", "fallbacks", "fn", "source")
 
     def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict):
         self.item = item
         self.members = members
         self.sources = {m.id: sources[m.id] for m in members}
         # Kernels of constants feeding members, by item id (their values become globals).
-        self.constants = sources.get("constants", {})
+        self.constants = {src: kernel for src, kernel in sources.get("constants", {}).items()
+                          if any(src == s for m in members for s, _ in self.sources[m.id])}
+        # (slot index, constant item id, output) of member inputs fed by those constants:
+        # no edge delivers them; a fallback writes them before the members run.
+        self.constant_slots: list[tuple[int, int, int]] = []
         self.outputs: list[tuple[NodeItem, int]] = []   # (member, its output slot)
         self._out_index: dict[tuple[int, int], int] = {}
         self.entries: tuple[NodeItem, ...] = ()  # members with no input from a member
@@ -176,6 +180,13 @@ class Segment:
 
     def set_entries(self, entries: list[NodeItem]) -> None:
         self.entries = tuple(entries)
+        values = {src: tuple(kernel.compute(None, [])) for src, kernel in self.constants.items()}
+        self.constant_slots = [(idx, values[src][slot]) for idx, src, slot in self.constant_slots]
+
+    def fill_constant_slots(self, inputs: list) -> None:
+        """Before the members run node by node: their inputs that constants feed."""
+        for idx, value in self.constant_slots:
+            inputs[idx] = value
 
     def run(self, ctx, inputs: list) -> tuple | None:
         """The outside-consumed outputs, or None: run the members one by one this time
