@@ -273,10 +273,8 @@ class SimpleExecutorState(ExecutorStateBase):
         append = ready.append
         stats = self.stats
         count = 0
-        while ready or completed:
-            if completed:
-                item, outs = completed.popleft()
-            else:
+        while True:
+            if ready:
                 item = popleft()
                 mode = item.mode
                 try:
@@ -307,6 +305,10 @@ class SimpleExecutorState(ExecutorStateBase):
                         continue
                     self.fail(wrap_error(e, item))
                     return
+            elif completed:
+                item, outs = completed.popleft()
+            else:
+                break
             for dst, slot, idx in item.out_data:
                 inputs[idx] = outs[slot]
                 c = pending[dst] - 1

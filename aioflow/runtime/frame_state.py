@@ -85,23 +85,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
         popleft = ready.popleft
         stats = self.stats
         count = 0
-        while ready or completed or suspended:
-            if completed:
-                tagged, outs = completed.popleft()
-            elif suspended:  # a compiled loop that yielded: continue it
-                tagged, gen = suspended.popleft()
-                try:
-                    outs = tagged[0].segment.resume(gen)
-                except Suspended as s:
-                    suspended.append((tagged, s.gen))
-                    return  # it used its slice: let the loop turn
-                except Exception:  # noqa: BLE001 - run the loop node by node instead
-                    tagged[0].segment.fell_back()
-                    outs = None
-                if outs is None:
-                    self.expand(tagged)
-                    continue
-            else:
+        while True:
+            if ready:
                 tagged = popleft()
                 item, frame, it, is_dead = tagged
                 mode = item.mode
@@ -140,7 +125,32 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         continue
                     self.fail(self.wrap(tagged, e))
                     return
-            self.propagate(tagged, outs)
+            elif completed:
+                tagged, outs = completed.popleft()
+                item, frame, it, is_dead = tagged
+            elif suspended:  # a compiled loop that yielded: continue it
+                tagged, gen = suspended.popleft()
+                item, frame, it, is_dead = tagged
+                try:
+                    outs = item.segment.resume(gen)
+                except Suspended as s:
+                    suspended.append((tagged, s.gen))
+                    return  # it used its slice: let the loop turn
+                except Exception:  # noqa: BLE001 - run the loop node by node instead
+                    item.segment.fell_back()
+                    outs = None
+                if outs is None:
+                    self.expand(tagged)
+                    continue
+            else:
+                break
+            if item.is_enter_exit_or_next_iter:
+                self.propagate(tagged, outs)
+            else:  # propagate() without the frame cases (one call on the hot path)
+                self.activate(item, is_dead, frame, it, outs)
+                it.outstanding_ops -= 1
+                if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+                    self.frame_done(frame)
             count += 1
             if not count & _CHECK_EVERY and perf_counter() > deadline:
                 return
