@@ -39,6 +39,10 @@ class LoopRunner:
         self._completions: list = []
         self._lock = threading.Lock()
         self._wake_pending = False
+        # Time spent draining in the callers' stacks since the loop last turned: a burst
+        # of runs started in one turn drains at once only until it reaches the budget.
+        self._turn_spent = 0.0
+        self._turn_reset_pending = False
 
     # -- states with ready work --------------------------------------------------------
     def submit(self, state) -> None:
@@ -51,13 +55,24 @@ class LoopRunner:
             self.loop.call_soon(self._scheduled_drain)
 
     def run_now(self, state) -> None:
-        """Start a new state: drain right here when the runner is idle, else queue it."""
-        if self.draining or self.queue:
+        """Start a new state: drain right here when the runner is idle (no loop round
+        trip for a small run), else queue it. Runs started in the same turn of the loop
+        drain here only until they have spent the budget together; later ones queue."""
+        if self.draining or self.queue or self._turn_spent >= self.budget:
             self.submit(state)
             return
         state.queued = True
         self.queue.append(state)
+        start = perf_counter()
         self._drain()
+        self._turn_spent += perf_counter() - start
+        if not self._turn_reset_pending:
+            self._turn_reset_pending = True
+            self.loop.call_soon(self._new_turn)
+
+    def _new_turn(self) -> None:
+        self._turn_spent = 0.0
+        self._turn_reset_pending = False
 
     def _scheduled_drain(self) -> None:
         self.scheduled = False
