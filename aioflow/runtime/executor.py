@@ -248,20 +248,25 @@ class ExecutorImpl:
             template[target.pending_id] += 1
 
     def _set_edges(self, item: NodeItem, data, control, into_segment) -> None:
-        item.out_data = tuple((dst.id, slot, idx) for dst, slot, idx in data)
-        item.out_control = tuple(dst.id for dst in control)
+        """The out-edge lists of the propagator this graph uses (the other's stay empty)."""
+        if not self.has_control_flow:
+            # No deadness: an edge into a segment is a plain edge to the segment.
+            item.out_data = tuple([(dst.id, slot, idx) for dst, slot, idx in data]
+                                  + [(seg.id, slot, idx) for seg, _, slot, idx in into_segment
+                                     if idx >= 0])
+            item.out_control = tuple([dst.id for dst in control]
+                                     + [seg.id for seg, _, _, idx in into_segment if idx < 0])
+            item.out_data_cf = item.out_merge_cf = item.out_control_cf = ()
+            item.out_control_merge_cf = item.out_segment_cf = ()
+            item.has_rare_edges_cf = False
+            return
+        item.out_data = item.out_control = ()
         item.out_data_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if not d.is_merge)
         item.out_merge_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if d.is_merge)
         item.out_control_cf = tuple((d, d.pending_id) for d in control if not d.is_merge)
         item.out_control_merge_cf = tuple((d, d.pending_id) for d in control if d.is_merge)
         item.out_segment_cf = tuple((seg, slot, idx, seg.pending_id, member.pending_id)
                                     for seg, member, slot, idx in into_segment)
-        if into_segment:
-            # The simple propagator has no deadness: an edge into a segment is a plain edge.
-            item.out_data = item.out_data + tuple(
-                (seg.id, slot, idx) for seg, _, slot, idx in into_segment if idx >= 0)
-            item.out_control = item.out_control + tuple(
-                seg.id for seg, _, _, idx in into_segment if idx < 0)
         item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
                                       or item.out_control_merge_cf or item.out_segment_cf)
 

@@ -56,7 +56,8 @@ def _compile_after() -> int:
 def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict]:
     """The segments of a partition as lists of member items in topological order, and
     per member item id its data inputs as (source item id, output slot) in input order."""
-    order = topological_order(nodes, dense)
+    succ: list = []
+    order = topological_order(nodes, dense, succ)
     # Constants without inputs (Const) are ready when the step starts: they delay
     # nothing, so they count neither for depth nor as late inputs, and join no segment
     # (a segment reads their values as globals of its function).
@@ -66,17 +67,12 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
-        node = nodes[i]
-        transparent = candidate[i] or constant[i]
-        for e in node.out_edges:
-            if e.dst.is_sink or node.is_next_iteration:
-                continue
-            j = dense[e.dst.id]
-            d = depth[i] + (0 if transparent else 1)
+        d = depth[i] + (0 if candidate[i] or constant[i] else 1)
+        own = late[i] if candidate[i] else _NONE if constant[i] else frozenset((i,))
+        for j in succ[i]:
             if d > depth[j]:
                 depth[j] = d
-            if candidate[j]:
-                own = late[i] if candidate[i] else _NONE if constant[i] else frozenset((i,))
+            if candidate[j] and own:
                 late[j] = _union(late[j], own, j)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i in order:
@@ -120,26 +116,28 @@ def is_candidate(item: NodeItem) -> bool:
             and not item.is_merge and not item.is_enter_exit_or_next_iter)
 
 
-def topological_order(nodes, dense: dict) -> list[int]:
-    """Dense ids in a topological order of the graph without NextIteration's back edges."""
+def topological_order(nodes, dense: dict, outs: list | None = None) -> list[int]:
+    """Dense ids in a topological order of the graph without NextIteration's back edges;
+    `outs`, when given, receives each node's successors (dense ids, no back edges)."""
+    if outs is None:
+        outs = []
     pending = [0] * len(nodes)
-    for i, node in enumerate(nodes):
-        pending[i] = sum(1 for e in node.in_edges
-                         if e.src.is_op and not e.src.is_next_iteration)
+    for node in nodes:
+        if node.is_next_iteration:
+            outs.append(())
+            continue
+        targets = [dense[e.dst.id] for e in node.out_edges if e.dst.id in dense]
+        outs.append(targets)
+        for j in targets:
+            pending[j] += 1
     ready = deque(i for i, c in enumerate(pending) if c == 0)
     order = []
     while ready:
         i = ready.popleft()
         order.append(i)
-        node = nodes[i]
-        if node.is_next_iteration:
-            continue
-        for e in node.out_edges:
-            if e.dst.is_sink:
-                continue
-            j = dense[e.dst.id]
+        for j in outs[i]:
             pending[j] -= 1
-            if pending[j] == 0:
+            if not pending[j]:
                 ready.append(j)
     return order
 
