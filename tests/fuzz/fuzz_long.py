@@ -165,8 +165,11 @@ def drive(seconds: float, out: str | os.PathLike, workers: int = 1, mem_mb: int 
 
 
 def summarize(out: pathlib.Path) -> dict:
-    """Counts per outcome class; distinct failures, and distinct places where an
-    acceptable outcome wraps a raw exception, each with a count and reproducers."""
+    """Counts per outcome class; distinct failures (with the known-open finding each
+    matches, if any), and distinct places where an acceptable outcome wraps a raw
+    exception, each with a count and reproducers."""
+    from known_findings import known
+
     counts: collections.Counter = collections.Counter()
     wrapped: collections.Counter = collections.Counter()
     sections: dict = {"failures": {}, "wrapped_sites": {}}
@@ -184,6 +187,9 @@ def summarize(out: pathlib.Path) -> dict:
             entry = sections[section].setdefault(fp, {"count": 0, "message": rec["message"],
                                                       "kinds": [], "saved": []})
             entry["count"] += 1
+            if section == "failures" and "known" not in entry:
+                finding = known(fp)
+                entry["known"] = finding.id if finding is not None else None
             if rec["kind"] not in entry["kinds"] and len(entry["kinds"]) < 5:
                 entry["kinds"].append(rec["kind"])
             if rec.get("saved") and len(entry["saved"]) < 3:
@@ -213,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     for section in ("failures", "wrapped_sites"):
         print(f"{section}:")
         for fp, entry in sorted(report[section].items(), key=lambda kv: -kv[1]["count"]):
-            print(f"{entry['count']:6d}  {fp}\n        {entry['message'][:160]!r}\n"
+            tag = f"  [known: {entry['known']}]" if entry.get("known") else ""
+            print(f"{entry['count']:6d}  {fp}{tag}\n        {entry['message'][:160]!r}\n"
                   f"        {entry['saved'][:1]}")
     return 0
 

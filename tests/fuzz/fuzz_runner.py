@@ -140,13 +140,22 @@ def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
     return list(traceback.extract_tb(exc.__traceback__))
 
 
+def _where(frames: list[traceback.FrameSummary]) -> str:
+    """The innermost aioflow frame as "path:function", a comprehension or lambda named
+    with its enclosing function ("common_shapes.py:transpose.<listcomp>")."""
+    project = [(f, _rel(f.filename)) for f in frames]
+    project = [(f, rel) for f, rel in project if rel is not None]
+    if not project:
+        return f"{pathlib.Path(frames[-1].filename).name}:{frames[-1].name}" if frames else "?"
+    frame, rel = project[-1]
+    name = frame.name
+    if name.startswith("<") and len(project) > 1 and project[-2][1] == rel:
+        name = f"{project[-2][0].name}.{name}"
+    return f"{rel}:{name}"
+
+
 def _innermost_project_frame(exc: BaseException) -> str:
-    for frame in reversed(_frames(exc)):
-        rel = _rel(frame.filename)
-        if rel is not None:
-            return f"{rel}:{frame.name}"
-    frames = _frames(exc)
-    return f"{pathlib.Path(frames[-1].filename).name}:{frames[-1].name}" if frames else "?"
+    return _where(_frames(exc))
 
 
 def _raise_site(exc: BaseException) -> str | None:
@@ -187,13 +196,16 @@ def _raw_cause(exc: BaseException) -> BaseException | None:
     `raise` in aioflow: a raw exception some layer wrapped (the executor wraps kernel
     exceptions in InvalidArgumentError/UnknownError, the importer shape-function
     errors in ValueError). protobuf's DecodeError is the expected cause of a parse error."""
+    def behind(e):  # `raise ... from None` deliberately hides the context
+        return e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+
     seen = set()
-    cause = exc.__cause__ or exc.__context__
+    cause = behind(exc)
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         if not isinstance(cause, (errors.OpError, DecodeError)) and _raise_site(cause) is None:
             return cause
-        cause = cause.__cause__ or cause.__context__
+        cause = behind(cause)
     return None
 
 
@@ -324,6 +336,9 @@ async def run_case_async(case: FuzzCase, limits: Limits, progress: dict) -> Outc
     return outcome
 
 
+_ABANDONED: list = []
+
+
 class CaseRunner:
     """Runs cases on an event loop in a helper thread, so that a case that holds the
     loop (a blocking kernel, an endless importer loop) is reported, not waited for: the
@@ -349,6 +364,7 @@ class CaseRunner:
         self._loop = self._thread = None
         self.abandoned += 1
         if loop is not None:
+            _ABANDONED.append(loop)  # its pending tasks are not collected (and not logged)
             loop.call_soon_threadsafe(loop.stop)
 
     def close(self) -> None:
@@ -372,13 +388,7 @@ class CaseRunner:
         if frame is None:
             return "", "?"
         stack = traceback.extract_stack(frame)
-        where = "?"
-        for summary in reversed(stack):
-            rel = _rel(summary.filename)
-            if rel is not None:
-                where = f"{rel}:{summary.name}"
-                break
-        return "".join(traceback.format_list(stack[-8:])), where
+        return "".join(traceback.format_list(stack[-8:])), _where(list(stack))
 
     def run(self, case: FuzzCase) -> Outcome:
         """The outcome of `case`; never raises for aioflow's behaviour."""

@@ -1,0 +1,173 @@
+"""Known-open fuzz findings: for each, a few-line reproducer and the failure fingerprint
+it produces (FINDINGS.md describes them). test_fuzz_findings.py runs each reproducer as
+an xfail named after the finding; the generic fuzz tests tolerate a failure only when
+its fingerprint is one listed here. Remove an entry when its fix lands."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections.abc import Callable
+
+from fuzz_runner import FuzzCase, Outcome
+
+from aioflow.proto import (
+    attr_value_pb2,
+    graph_pb2,
+    node_def_pb2,
+    tensor_pb2,
+    tensor_shape_pb2,
+    types_pb2,
+)
+
+DT_FLOAT, DT_INT32 = types_pb2.DT_FLOAT, types_pb2.DT_INT32
+
+
+def attr(**kwargs) -> attr_value_pb2.AttrValue:
+    """An AttrValue from one keyword: attr(type=1), attr(s=b"x"), attr(shape=[2, 3])."""
+    (kind, value), = kwargs.items()
+    if kind == "shape":
+        proto = tensor_shape_pb2.TensorShapeProto()
+        for d in value:
+            proto.dim.add(size=d)
+        return attr_value_pb2.AttrValue(shape=proto)
+    return attr_value_pb2.AttrValue(**{kind: value})
+
+
+def const(name: str, dtype: int, dims: list[int], content: bytes = b"",
+          int_val: list[int] = ()) -> node_def_pb2.NodeDef:
+    """A Const node holding a TensorProto with the given dims and raw content."""
+    tensor = tensor_pb2.TensorProto(dtype=dtype, tensor_content=content, int_val=int_val)
+    for d in dims:
+        tensor.tensor_shape.dim.add(size=d)
+    return node(name, "Const", dtype=attr(type=dtype), value=attr_value_pb2.AttrValue(
+        tensor=tensor))
+
+
+def node(name: str, op: str, inputs=(), **attrs) -> node_def_pb2.NodeDef:
+    out = node_def_pb2.NodeDef(name=name, op=op, input=list(inputs))
+    for key, value in attrs.items():
+        out.attr[key].CopyFrom(value)
+    return out
+
+
+def graph(*nodes) -> bytes:
+    gd = graph_pb2.GraphDef()
+    gd.node.extend(nodes)
+    return gd.SerializeToString(deterministic=True)
+
+
+def placeholder(name: str, dtype: int = DT_FLOAT, shape=None) -> node_def_pb2.NodeDef:
+    attrs = {"dtype": attr(type=dtype)}
+    if shape is not None:
+        attrs["shape"] = attr(shape=shape)
+    return node(name, "Placeholder", **attrs)
+
+
+@dataclasses.dataclass
+class Finding:
+    """A known-open failure: its id (FINDINGS.md heading), the fingerprint pattern
+    (fnmatch over Outcome.fingerprint), and a reproducer."""
+
+    id: str
+    fingerprint: str
+    repro: Callable[[], FuzzCase]
+
+    def matches(self, outcome_or_fingerprint) -> bool:
+        fp = outcome_or_fingerprint.fingerprint if isinstance(outcome_or_fingerprint, Outcome) \
+            else outcome_or_fingerprint
+        return fnmatch.fnmatchcase(fp, self.fingerprint)
+
+
+def _unknown_dtype_enum():
+    return FuzzCase("repro", graph(placeholder("p", dtype=99)), fetches=["p:0"])
+
+
+def _const_huge_shape_without_content():
+    return FuzzCase("repro", graph(const("c", DT_FLOAT, [2**36])), fetches=["c:0"])
+
+
+def _enter_frame_name_not_utf8():
+    return FuzzCase("repro", graph(
+        placeholder("x"),
+        node("e", "Enter", ["x"], T=attr(type=DT_FLOAT), frame_name=attr(s=b"\xff")),
+        node("out", "Exit", ["e"], T=attr(type=DT_FLOAT))), {"x:0": 1.0}, ["out:0"])
+
+
+def _input_index_superscript_digit():
+    return FuzzCase("repro", graph(
+        placeholder("x"), node("y", "Identity", ["x:\u00b2"], T=attr(type=DT_FLOAT))),
+        {"x:0": 1.0}, ["y:0"])
+
+
+def _transpose_perm_out_of_range():
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[2, 3]), const("perm", DT_INT32, [2], int_val=[0, 5]),
+        node("t", "Transpose", ["x", "perm"], T=attr(type=DT_FLOAT),
+             Tperm=attr(type=DT_INT32))), fetches=["t:0"])
+
+
+def _expand_dims_empty_axis():
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[2]), const("dim", DT_INT32, [0]),
+        node("e", "ExpandDims", ["x", "dim"], T=attr(type=DT_FLOAT),
+             Tdim=attr(type=DT_INT32))), fetches=["e:0"])
+
+
+def _feed_python_int_out_of_range():
+    return FuzzCase("repro", graph(
+        placeholder("x", dtype=DT_INT32, shape=[]),
+        node("y", "Identity", ["x"], T=attr(type=DT_INT32))), {"x:0": 2**70}, ["y:0"])
+
+
+def _reduction_axes_const_holding_inf():
+    axis = const("axis", DT_INT32, [1])
+    axis.attr["value"].tensor.dtype = DT_FLOAT  # the value's dtype differs from the attr's
+    axis.attr["value"].tensor.float_val.append(float("inf"))
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[2]), axis,
+        node("s", "Sum", ["x", "axis"], T=attr(type=DT_FLOAT), Tidx=attr(type=DT_INT32))),
+        fetches=["s:0"])
+
+
+def _slice_begin_longer_than_rank():
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[]), const("begin", DT_INT32, [2], int_val=[0, 0]),
+        const("size", DT_INT32, [2], int_val=[-1, -1]),
+        node("s", "Slice", ["x", "begin", "size"], T=attr(type=DT_FLOAT),
+             Index=attr(type=DT_INT32))), fetches=["s:0"])
+
+
+FINDINGS = [
+    Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
+            _unknown_dtype_enum),
+    Finding("const-huge-shape-without-content",
+            "FAIL:MemoryError@import@framework/tensor_util.py:*",
+            _const_huge_shape_without_content),
+    Finding("enter-frame-name-not-utf8",
+            "FAIL:UnicodeDecodeError@run@graph/control_flow_info.py:*",
+            _enter_frame_name_not_utf8),
+    Finding("input-index-superscript-digit",
+            "FAIL:ValueError@import@framework/node_def_util.py:parse_input",
+            _input_index_superscript_digit),
+    Finding("transpose-perm-out-of-range",
+            "FAIL:IndexError@import@framework/common_shapes.py:transpose*",
+            _transpose_perm_out_of_range),
+    Finding("expand-dims-empty-axis",
+            "FAIL:IndexError@import@framework/common_shapes.py:expand_dims",
+            _expand_dims_empty_axis),
+    Finding("reduction-axes-const-holding-inf",
+            "FAIL:OverflowError@import@framework/common_shapes.py:_const_ints*",
+            _reduction_axes_const_holding_inf),
+    Finding("slice-begin-longer-than-rank",
+            "FAIL:IndexError@import@framework/common_shapes.py:slice_shape*",
+            _slice_begin_longer_than_rank),
+    Finding("feed-python-int-out-of-range",
+            "FAIL:OverflowError@run@client/session.py:convert_feed_value",
+            _feed_python_int_out_of_range),
+]
+
+
+def known(outcome_or_fingerprint) -> Finding | None:
+    """The known-open finding an unacceptable outcome (or fingerprint) matches, if any."""
+    return next((f for f in FINDINGS if f.matches(outcome_or_fingerprint)), None)
