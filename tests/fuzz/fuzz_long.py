@@ -61,11 +61,13 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
         case.save(inflight)
         outcome = runner.run(case)
         record = {"cls": outcome.cls, "stage": outcome.stage, "where": outcome.where,
-                  "wrapped": outcome.wrapped, "kind": case.kind,
+                  "wrapped": outcome.wrapped or ("idle" if outcome.idle else ""),
+                  "kind": case.kind,
                   "seconds": round(outcome.seconds, 4), "message": outcome.message[:300]}
-        if not outcome.acceptable or outcome.wrapped:
+        if not outcome.acceptable or outcome.wrapped or outcome.idle:
+            detail = outcome.wrapped or "idle"
             fp = outcome.fingerprint if not outcome.acceptable else \
-                f"{outcome.cls}[{outcome.wrapped}]@{outcome.stage}@{outcome.where}"
+                f"{outcome.cls}[{detail}]@{outcome.stage}@{outcome.where}"
             record["fingerprint"] = fp
             key = _fingerprint_dir(fp)
             if saved[key] < _MAX_SAVED_PER_FINGERPRINT:

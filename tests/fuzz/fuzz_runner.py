@@ -96,6 +96,7 @@ class Outcome:
     tail: str = ""           # last frames of the traceback (failures and client errors)
     where: str = ""          # innermost aioflow frame "path:function" (failures)
     wrapped: str = ""        # raw exception class an OpError wraps ("" if none)
+    idle: bool = False       # a deadline expired while the process hardly used the CPU
     seconds: float = 0.0
 
     @property
@@ -321,10 +322,16 @@ async def run_case_async(case: FuzzCase, limits: Limits, progress: dict) -> Outc
     try:
         for stage in ("run", "run2"):
             progress["stage"] = stage
+            wall, cpu = time.perf_counter(), time.process_time()
             try:
                 await sess.run(fetches + targets, feed_dict=feeds, options=options)
             except Exception as e:  # noqa: BLE001
                 outcome = classify(e, stage)
+                if isinstance(e, errors.DeadlineExceededError):
+                    # A graph that loops forever keeps the CPU busy until its deadline;
+                    # a run that stalled (nothing ready, nothing running) does not.
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    outcome.idle = cpu < 0.2 * wall
                 break
     finally:
         progress["stage"] = "close"
@@ -463,19 +470,27 @@ def address_space_limit(headroom_bytes: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python tests/fuzz/fuzz_runner.py CASE_DIR...`: rerun saved reproducers."""
+    """`python tests/fuzz/fuzz_runner.py CASE_DIR...`: rerun saved reproducers; exit
+    status 1 when one is not acceptable."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("cases", nargs="+", help="directories written by FuzzCase.save")
-    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=10.0, help="per-case timeout (s)")
+    parser.add_argument("--guard", type=float, default=5.0, help="loop guard after it (s)")
+    parser.add_argument("--run-timeout-ms", type=int, default=5000)
+    parser.add_argument("--mem-mb", type=int, default=2048, help="address-space headroom")
     args = parser.parse_args(argv)
-    runner = CaseRunner(Limits(case_timeout_s=args.timeout))
+    runner = CaseRunner(Limits(run_timeout_ms=args.run_timeout_ms,
+                               case_timeout_s=args.timeout, guard_s=args.guard))
     bad = 0
-    for directory in args.cases:
-        outcome = runner.run(FuzzCase.load(directory))
-        bad += not outcome.acceptable
-        print(f"{directory}: {outcome.report()}")
+    with address_space_limit(args.mem_mb << 20):
+        for directory in args.cases:
+            outcome = runner.run(FuzzCase.load(directory))
+            bad += not outcome.acceptable
+            print(f"{directory}: {outcome.report()}", flush=True)
+    if runner.abandoned:
+        os._exit(1)  # a blocked loop thread is still running: do not wait for it
     runner.close()
     return 1 if bad else 0
 

@@ -422,6 +422,35 @@ def m_cycle(draw, gd, case):
         node.input.append(text)
 
 
+_CF_OPS = ("Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
+           "NextIteration", "RefNextIteration", "LoopCond")
+
+
+def m_control_flow(draw, gd, case):
+    """Edit v1 control flow: Enter's parallel_iterations (0, negative, huge), is_constant
+    and frame_name (another frame's, empty, its parent's); Merge/Switch input order; a
+    NextIteration or LoopCond fed from another node; one control-flow op for another."""
+    node = _pick_node(draw, gd, lambda n: n.op in _CF_OPS)
+    if node is None:
+        return
+    frames = sorted({n.attr["frame_name"].s for n in gd.node if n.op.endswith("Enter")})
+    how = draw(st.sampled_from(["parallel_iterations", "is_constant", "frame_name",
+                                "swap_inputs", "rewire", "op"]))
+    if how == "parallel_iterations" and node.op.endswith("Enter"):
+        node.attr["parallel_iterations"].i = draw(st.sampled_from(
+            [0, -1, 1, 2, 2**31 - 1, 2**40, -(2**63)]))
+    elif how == "is_constant" and node.op.endswith("Enter"):
+        node.attr["is_constant"].b = not node.attr["is_constant"].b
+    elif how == "frame_name" and node.op.endswith("Enter"):
+        node.attr["frame_name"].s = draw(st.sampled_from(frames + [b"", b"other", b"\xff"]))
+    elif how == "swap_inputs" and len(node.input) >= 2:
+        node.input[0], node.input[1] = node.input[1], node.input[0]
+    elif how == "rewire" and node.input:
+        node.input[0] = f"{draw(st.sampled_from(_node_names(gd)))}:0"
+    else:
+        node.op = draw(st.sampled_from(_CF_OPS))
+
+
 def m_device(draw, gd, case):
     """Set a node's device: the second CPU, unknown devices, garbage."""
     node = _pick_node(draw, gd)
@@ -505,6 +534,7 @@ GRAPH_MUTATIONS = {
     "attr_retype": m_attr_retype, "dtype": m_dtype, "shape": m_shape,
     "const_value": m_const_value, "input_name": m_input_name, "input_order": m_input_order,
     "node_name": m_node_name, "drop_node": m_drop_node, "cycle": m_cycle, "device": m_device,
+    "control_flow": m_control_flow,
     "versions": m_versions, "library": m_library, "feeds": m_feeds, "fetch": m_fetch,
 }
 BYTE_MUTATIONS = {"truncate": b_truncate, "corrupt": b_corrupt}

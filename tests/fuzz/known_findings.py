@@ -72,6 +72,9 @@ class Finding:
     id: str
     fingerprint: str
     repro: Callable[[], FuzzCase]
+    # Run the reproducer in a subprocess with short limits (timeout s, guard s): for
+    # findings that hold the loop, whose abandoned thread must not stay in pytest.
+    isolate: tuple[float, float] | None = None
 
     def matches(self, outcome_or_fingerprint) -> bool:
         fp = outcome_or_fingerprint.fingerprint if isinstance(outcome_or_fingerprint, Outcome) \
@@ -138,6 +141,28 @@ def _slice_begin_longer_than_rank():
              Index=attr(type=DT_INT32))), fetches=["s:0"])
 
 
+def _number_attr_huge():
+    return FuzzCase("repro", graph(
+        placeholder("x"), node("s", "AddN", ["x"], T=attr(type=DT_FLOAT), N=attr(i=2**40))),
+        {"x:0": 1.0}, ["s:0"])
+
+
+def _tensor_array_huge_size():
+    return FuzzCase("repro", graph(
+        const("size", DT_INT32, [], int_val=[2**31 - 1]),
+        node("ta", "TensorArrayV3", ["size"], dtype=attr(type=DT_FLOAT))), fetches=["ta:1"])
+
+
+def _gather_batch_dims_min_int64():
+    return FuzzCase("repro", graph(
+        placeholder("params", shape=[2]), placeholder("indices", DT_INT32, shape=[1]),
+        placeholder("axis", DT_INT32, shape=[]),
+        node("g", "GatherV2", ["params", "indices", "axis"], Tparams=attr(type=DT_FLOAT),
+             Tindices=attr(type=DT_INT32), Taxis=attr(type=DT_INT32),
+             batch_dims=attr(i=-(2**63))),
+    ), fetches=["g:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -162,6 +187,14 @@ FINDINGS = [
     Finding("slice-begin-longer-than-rank",
             "FAIL:IndexError@import@framework/common_shapes.py:slice_shape*",
             _slice_begin_longer_than_rank),
+    Finding("number-attr-huge", "FAIL:MemoryError@import@framework/node_def_util.py:*",
+            _number_attr_huge),
+    Finding("tensor-array-huge-size-holds-the-loop",
+            "FAIL:loop-blocked@run@kernels/tensor_array_kernels.py:*", _tensor_array_huge_size,
+            isolate=(1.0, 1.0)),
+    Finding("gather-batch-dims-min-int64",
+            "FAIL:OverflowError@import@framework/tensor_shape.py:unknown_shape",
+            _gather_batch_dims_min_int64),
     Finding("feed-python-int-out-of-range",
             "FAIL:OverflowError@run@client/session.py:convert_feed_value",
             _feed_python_int_out_of_range),
