@@ -4,43 +4,73 @@ Before each run the nodes added to the Python graph since the last run are sent 
 DirectSession (incremental extend); feeds are converted to their tensors' dtypes and
 checked against static shapes as TF 1.x does; errors from kernels are re-raised with
 where the failing op was created.
+
+The event loop is never held by building a step: a run whose signature is new (or that
+follows a large extension of the graph) converts, places, optimizes and builds on a
+build thread and awaits it; a run of a cached signature stays on the loop (a few dict
+lookups). Runs started together wait in the loop's RunGate beyond one budget's worth,
+and large fetched values are copied off the loop. A Session may be shared by threads,
+each running its own loop: extending and building are locked (see DirectSession).
 """
 
 from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future
+from time import perf_counter
 
 import numpy as np
 
 from aioflow.client.fetch_plan import FetchPlan
 from aioflow.framework import dtypes, errors, ops
 from aioflow.proto import config_pb2
+from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.direct_session import DirectSession
+from aioflow.runtime.run_gate import get_gate
+
+# An extension of at most this many nodes is converted on the loop (about 30 µs a
+# node); a larger one, and every build of a new signature, runs on a build thread.
+INLINE_EXTEND_NODES = 32
+# A fetched read-only array (a constant, a broadcast view) is copied for the caller; one
+# larger than this is copied on a worker thread (NumPy releases the GIL to copy).
+COPY_OFF_LOOP_BYTES = 1 << 20
+_CACHE_LIMIT = 4096
 
 
 class Session:
     """A TF-1-style session whose `run` is a coroutine.
 
     `Session(target="", graph=None, config=None, *, inline_all=False,
-    time_budget_ms=None, warn_overrun=False)`: `inline_all` runs every kernel on the loop
-    thread (a deterministic debugging mode); `time_budget_ms` sets how long this session's
-    runs may hold the loop in one slice (default 2 ms); `warn_overrun` warns when an inline
-    stretch of its runs overruns that budget. Both are this session's: other sessions on
-    the same loop keep theirs.
+    time_budget_ms=None, warn_overrun=False, compile_segments=True)`: `inline_all` runs
+    every kernel on the loop thread (a deterministic debugging mode); `time_budget_ms`
+    sets how long this session's runs may hold the loop in one slice (default 2 ms);
+    `warn_overrun` warns when an inline stretch of its runs overruns that budget. Both are
+    this session's: other sessions on the same loop keep theirs. `compile_segments=False`
+    runs every node on its own (no compiled straight-line segments or loops: debugging).
     """
 
     def __init__(self, target: str = "", graph: ops.Graph | None = None,
                  config: config_pb2.ConfigProto | None = None, *, inline_all: bool = False,
-                 time_budget_ms: float | None = None, warn_overrun: bool = False):
+                 time_budget_ms: float | None = None, warn_overrun: bool = False,
+                 compile_segments: bool = True):
         if target:
             raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
                                                         f"{target!r}")
         self._graph = graph if graph is not None else ops.get_default_graph()
         self._config = config
-        self._direct = DirectSession(config, inline_all=inline_all)
-        self._version = 0
+        self._direct = DirectSession(config, inline_all=inline_all,
+                                     compile_segments=compile_segments)
+        self._version = 0  # the graph version the runtime has (guarded by _extend_lock)
+        self._extend_lock = threading.Lock()
         self._closed = False
         self._time_budget_ms = time_budget_ms
         self._warn_overrun = warn_overrun
         self._plans: dict = {}
+        self._feed_keys: dict = {}  # feed_dict key -> its Tensor
+        self._feed_dims: dict = {}  # Tensor -> (its TensorShape, dims as a tuple or None)
+        self._gate_loop = None
+        self._gate = None
 
     @property
     def graph(self) -> ops.Graph:
@@ -71,45 +101,101 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
 
-    def _extend_graph(self) -> None:
-        """Send the nodes added since the last run to the runtime."""
-        version = self._graph.version
-        if version > self._version:
-            self._direct.extend(self._graph.as_graph_def(from_version=self._version))
+    # -- extending and building ---------------------------------------------------------
+    def _extend_to(self, version: int, blocking: bool = True) -> bool:
+        """Send the runtime the ops added up to graph `version`; False (nothing done)
+        when not `blocking` and another thread is extending or building."""
+        if not self._extend_lock.acquire(blocking):
+            return False
+        try:
+            if version <= self._version:
+                return True
+            node_defs = _node_defs_between(self._graph, self._version, version)
+            if not self._direct.extend_nodes(node_defs, self._graph.graph_def_versions,
+                                             blocking):
+                return False
             self._version = version
+            return True
+        finally:
+            self._extend_lock.release()
+
+    def _extend_graph(self) -> None:
+        """Send the nodes added since the last run to the runtime (on this thread)."""
+        self._extend_to(self._graph.version)
+
+    async def _prepare(self, version: int, key: tuple | None):
+        """Extend the runtime to `version`, then the executors of `key` (None: extend
+        only). A small extension is done here; a larger one, and a build, on a build
+        thread (two runs asking for one build share it)."""
+        direct = self._direct
+        if version - self._version <= INLINE_EXTEND_NODES and self._extend_to(version, False):
+            if key is None:
+                return None
+            return await direct.get_executors_async(*key)
+        result = await run_in_build_thread(self._prepare_on_thread, version, key)
+        if isinstance(result, Future):  # another thread or run is building it
+            result = await asyncio.wrap_future(result)
+        return result
+
+    def _prepare_on_thread(self, version: int, key: tuple | None):
+        """On a build thread: extend, then build `key` (or the future of its build)."""
+        self._extend_to(version)
+        if key is None:
+            return None
+        eak, fut, owner = self._direct.claim_build(key)
+        if eak is not None:
+            return eak
+        return self._direct.build(key, fut) if owner else fut
 
     # -- running ----------------------------------------------------------------------
     async def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run the graph and return `fetches`' values in the same structure."""
         self._check_open()
+        loop = asyncio.get_running_loop()
+        gate = self._gate if loop is self._gate_loop else self._gate_of(loop)
+        if gate.spent >= gate.budget or gate.waiters:
+            await gate.wait()
+            self._check_open()
+        started = perf_counter()
         plan = self._plan(fetches)
         feeds = self._convert_feeds(feed_dict) if feed_dict else {}
-        self._extend_graph()
         names = plan.sorted_fetches
         fed_fetches = bool(feeds) and not feeds.keys().isdisjoint(names)
         if fed_fetches:  # as TF's client: a fed fetch returns its fed value, not run
             names = tuple(name for name in names if name not in feeds)
+        version = self._graph.version
         if names or plan.sorted_targets:
-            eak = self._direct.get_executors(tuple(sorted(feeds)), names,
-                                             plan.sorted_targets)
+            key = (tuple(sorted(feeds)), names, plan.sorted_targets)
+            eak = self._direct.cached_executors(key) if version == self._version else None
+            if eak is None:
+                eak = await self._prepare(version, key)
+                started = perf_counter()
             args = [feeds[name] for name in eak.feeds]
-            retvals = await self._run(eak, args, options, run_metadata)
+            retvals = await self._run(eak, args, options, run_metadata, gate, started)
         else:  # nothing to run (TF's client does not call the runtime either)
+            if version != self._version:
+                await self._prepare(version, None)
             retvals = []
         if fed_fetches:
             computed = iter(retvals)
             retvals = [feeds[name] if name in feeds else next(computed)
                        for name in plan.sorted_fetches]
         if plan.single is not None:
-            return _fetched(retvals[0])
-        return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+            return (await _fetched_values([retvals[0]]))[0]
+        return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
-    async def _run(self, eak, args, options, run_metadata):
+    def _gate_of(self, loop):
+        self._gate_loop = loop
+        self._gate = gate = get_gate(loop)
+        return gate
+
+    async def _run(self, eak, args, options, run_metadata, gate=None, started=0.0):
         budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
         try:
             return await self._direct.run_executors(eak, args, options, run_metadata,
                                                     time_budget_s=budget,
-                                                    warn_overrun=self._warn_overrun)
+                                                    warn_overrun=self._warn_overrun,
+                                                    gate=gate, started=started)
         except errors.OpError as e:
             raise self._with_origin(e) from e.__cause__
 
@@ -118,23 +204,41 @@ class Session:
             plan = self._plans.get(fetches)
             if plan is None:
                 plan = FetchPlan(self._graph, fetches)
-                if len(self._plans) < 4096:
+                if len(self._plans) < _CACHE_LIMIT:
                     self._plans[fetches] = plan
             return plan
         return FetchPlan(self._graph, fetches)
 
     def _convert_feeds(self, feed_dict) -> dict:
         feeds = {}
+        keys = self._feed_keys
         for key, value in feed_dict.items():
-            tensor = _feed_tensor(self._graph, key)
+            tensor = keys.get(key) if isinstance(key, (ops.Tensor, str)) else None
+            if tensor is None:
+                tensor = _feed_tensor(self._graph, key)
+                if isinstance(key, (ops.Tensor, str)) and len(keys) < _CACHE_LIMIT:
+                    keys[key] = tensor
             if not self._graph.is_feedable(tensor):
                 raise ValueError(f"Tensor {tensor.name} may not be fed.")
-            feeds[tensor.name] = convert_feed_value(tensor, value)
+            feeds[tensor.name] = convert_feed_value(tensor, value, self._dims(tensor))
         return feeds
+
+    def _dims(self, tensor: ops.Tensor):
+        """The tensor's static dims as a tuple (None: unknown rank), cached while its
+        TensorShape object stays the same (set_shape replaces it)."""
+        entry = self._feed_dims.get(tensor)
+        shape = tensor.shape
+        if entry is None or entry[0] is not shape:
+            entry = (shape, None if shape.rank is None else tuple(shape.as_list()))
+            if len(self._feed_dims) < _CACHE_LIMIT:
+                self._feed_dims[tensor] = entry
+        return entry[1]
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
         """An async callable running `fetches` with positional feed values for `feed_list`;
-        the fetch and feed key work is done once, here."""
+        the fetch and feed key work is done once, here. As TF's, it builds the step here,
+        on the calling thread (errors are raised at once): on a loop serving others,
+        make it before serving, or after a first `await sess.run` of the same signature."""
         self._check_open()
         plan = FetchPlan(self._graph, fetches)
         tensors = [_feed_tensor(self._graph, k) for k in (feed_list or [])]
@@ -151,11 +255,19 @@ class Session:
             if len(feed_values) != len(tensors):
                 raise TypeError(f"Expected {len(tensors)} feed values, got {len(feed_values)}")
             self._check_open()
-            values = [convert_feed_value(t, v) for t, v in zip(tensors, feed_values, strict=True)]
-            retvals = await self._run(eak, [values[i] for i in order], options, run_metadata)
+            loop = asyncio.get_running_loop()
+            gate = self._gate if loop is self._gate_loop else self._gate_of(loop)
+            if gate.spent >= gate.budget or gate.waiters:
+                await gate.wait()
+                self._check_open()
+            started = perf_counter()
+            values = [convert_feed_value(t, v, self._dims(t))
+                      for t, v in zip(tensors, feed_values, strict=True)]
+            retvals = await self._run(eak, [values[i] for i in order], options, run_metadata,
+                                      gate, started)
             if single is not None:
-                return _fetched(retvals[0])
-            return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+                return (await _fetched_values([retvals[0]]))[0]
+            return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
         return call
 
@@ -174,6 +286,26 @@ class Session:
         return new
 
 
+def _node_defs_between(graph: ops.Graph, old: int, new: int) -> list:
+    """The NodeDefs of the ops with ids in (old, new], as `as_graph_def(from_version=old)`
+    writes them, by id: no walk over the whole graph, and safe while another thread adds
+    ops (only ops complete when `new` was read are taken)."""
+    by_id = graph._ops_by_id
+    out = []
+    for op_id in range(old + 1, new + 1):
+        op = by_id.get(op_id)
+        if op is None:
+            continue
+        node = op.node_def
+        if len(op._control_inputs) > 1:  # TF's ToGraphDef sorts control inputs by name
+            n_data = len(op._inputs)
+            controls = sorted(node.input[n_data:])
+            del node.input[n_data:]
+            node.input.extend(controls)
+        out.append(node)
+    return out
+
+
 def _fetched(value):
     """What run returns for a value: NumPy scalars for 0-d results, writable arrays."""
     if type(value) is np.ndarray:
@@ -182,6 +314,19 @@ def _fetched(value):
         if not value.flags.writeable:
             return value.copy()
     return value
+
+
+def _copy_is_large(value) -> bool:
+    return (type(value) is np.ndarray and not value.flags.writeable
+            and value.nbytes > COPY_OFF_LOOP_BYTES)
+
+
+async def _fetched_values(values: list) -> list:
+    """`_fetched` of each value; a large copy is made on a worker thread, not the loop."""
+    for value in values:
+        if _copy_is_large(value):
+            return await asyncio.to_thread(lambda: [_fetched(v) for v in values])
+    return [_fetched(v) for v in values]
 
 
 def _feed_tensor(graph: ops.Graph, key) -> ops.Tensor:
@@ -193,8 +338,12 @@ def _feed_tensor(graph: ops.Graph, key) -> ops.Tensor:
     return element
 
 
-def convert_feed_value(tensor: ops.Tensor, value):
-    """`value` as a NumPy value of the tensor's dtype, shape-checked as TF 1.x does."""
+_UNKNOWN = object()
+
+
+def convert_feed_value(tensor: ops.Tensor, value, dims=_UNKNOWN):
+    """`value` as a NumPy value of the tensor's dtype, shape-checked as TF 1.x does;
+    `dims`: the tensor's static dims as a tuple (None: unknown rank), when known."""
     if isinstance(value, (ops.Tensor, ops.Operation)):
         raise TypeError("The value of a feed cannot be a af.Tensor object. Acceptable feed "
                         "values include Python scalars, strings, lists, numpy ndarrays, or "
@@ -215,14 +364,25 @@ def convert_feed_value(tensor: ops.Tensor, value):
         except (TypeError, ValueError) as e:
             raise TypeError(f"Cannot feed value {value!r} for Tensor {tensor.name} of type "
                             f"{dtype.name}: {e}") from None
-    shape = tensor.shape
-    if shape.rank is not None and not shape.is_compatible_with(array.shape):
+    if dims is _UNKNOWN:
+        shape = tensor.shape
+        dims = None if shape.rank is None else tuple(shape.as_list())
+    if dims is not None and not _dims_match(dims, array.shape):
         raise errors.InvalidArgumentError(
             None, tensor.op, f"Cannot feed value of shape {tuple(array.shape)!r} for Tensor "
-                             f"{tensor.name!r}, which has shape {str(shape)!r}")
+                             f"{tensor.name!r}, which has shape {str(tensor.shape)!r}")
     if array.ndim == 0 and array.dtype != object:
         return array[()]  # 0-d values travel as NumPy scalars (cheaper arithmetic)
     return array
+
+
+def _dims_match(dims: tuple, shape: tuple) -> bool:
+    """TensorShape.is_compatible_with for a known rank, without making a TensorShape."""
+    if dims == shape:
+        return True
+    if len(dims) != len(shape):
+        return False
+    return all(d is None or d == n for d, n in zip(dims, shape, strict=True))
 
 
 def _string_array(value):

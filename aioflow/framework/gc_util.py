@@ -4,21 +4,38 @@ Building a 10k-node graph allocates hundreds of thousands of long-lived objects;
 collector would traverse them again and again as they are made (about 40% of a cold
 start: import + Session + first run). Nothing built there is garbage, so collection
 waits until the bulk step is done.
+
+The collector's switch is global to the process and steps are built on several threads
+at once (a session's build threads, other sessions): the pauses are counted, so the
+collector is enabled again only when the last one ends, and only if it was on before
+the first began.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
+
+_lock = threading.Lock()
+_depth = 0
+_was_enabled = False
 
 
 @contextlib.contextmanager
 def paused_gc():
-    """Disable automatic collection inside the block (re-enabled after, if it was on)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """Disable automatic collection inside the block (re-enabled after the last
+    overlapping pause ends, if it was on before the first began)."""
+    global _depth, _was_enabled
+    with _lock:
+        if _depth == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _depth += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _was_enabled:
+                gc.enable()

@@ -1,32 +1,48 @@
 """DirectSession: the in-process session runtime (TF's DirectSession).
 
-It holds the full graph (extended incrementally), and per distinct (feeds, fetches,
-targets) signature a cached set of executors: the graph is copied, rewritten for
-execution (feeds -> _Arg, fetches -> _Retval), pruned, placed, partitioned by device,
-passed through the optimization passes, and turned into one ExecutorImpl per partition.
-A run is one coroutine per partition, gathered; results come back through the call frame.
+It holds the full graph (a GraphState, extended incrementally), and per distinct
+(feeds, fetches, targets) signature a cached set of executors: the graph is copied,
+rewritten for execution (feeds -> _Arg, fetches -> _Retval), pruned, placed, partitioned
+by device, passed through the optimization passes, and turned into one ExecutorImpl per
+partition. A run is one coroutine per partition, gathered; results come back through the
+call frame.
+
+Thread-safe, as TF's: threads (each with its own loop) may extend, build and run at
+once. A lock guards the graph state (extend, and the copy a build starts from); the
+executors cache is filled once per signature (a thread or run asking while another
+builds it waits for that build), and a build that fails leaves nothing behind. Builds
+are plain functions: `get_executors` builds on the calling thread, the awaitable
+`get_executors_async` on a build thread, off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from aioflow.framework import errors
 from aioflow.framework.gc_util import paused_gc
-from aioflow.graph.algorithm import copy_graph
-from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.graph.partition import partition_by_device
 from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
+from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
+from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
-from aioflow.runtime.placer import place
 from aioflow.runtime.rendezvous import Rendezvous
+from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
 from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
+
+# After a deadline has aborted a step, how long the run waits for its kernels to stop
+# before it raises anyway (at most a tenth of the timeout).
+DEADLINE_GRACE_S = 0.01
 
 
 @dataclass
@@ -37,70 +53,156 @@ class ExecutorsAndKeys:
     fetches: tuple[str, ...]
     targets: tuple[str, ...]
     executors: list[ExecutorImpl] = field(default_factory=list)
-    partition_graph_defs: list[graph_pb2.GraphDef] = field(default_factory=list)
+    partition_graphs: list = field(default_factory=list)
+    _partition_graph_defs: list | None = None
+
+    @property
+    def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
+        """The partitions as GraphDefs (RunOptions.output_partition_graphs), made on
+        first request: a run that does not ask never pays for them."""
+        if self._partition_graph_defs is None:
+            self._partition_graph_defs = [g.to_graph_def() for g in self.partition_graphs]
+        return self._partition_graph_defs
 
 
 class DirectSession:
     """Graph state and executors cache of one Session."""
 
-    def __init__(self, config: config_pb2.ConfigProto | None = None, inline_all: bool = False):
+    def __init__(self, config: config_pb2.ConfigProto | None = None, inline_all: bool = False,
+                 compile_segments: bool = True):
         self.config = config if config is not None else config_pb2.ConfigProto()
         self.device_mgr = DeviceMgr.from_config(self.config)
         self.inline_all = inline_all
-        self._graph_def = graph_pb2.GraphDef()
-        self._node_names: set[str] = set()
-        self._full_graph = None
+        self.compile_segments = compile_segments
+        self._state = GraphState(self.device_mgr, self.config)
+        self._lock = threading.Lock()  # the graph state: extend, and a build's copy
+        self._cache_lock = threading.Lock()  # _executors and _building
         self._executors: dict[tuple, ExecutorsAndKeys] = {}
+        self._building: dict[tuple, Future] = {}
         self._active_steps: set[StepContext] = set()
         self.closed = False
 
     # -- the graph ------------------------------------------------------------------------
     def extend(self, graph_def: graph_pb2.GraphDef) -> None:
-        """Add the nodes of `graph_def`; a name already in the session is an error."""
-        with paused_gc():
-            self._extend(graph_def)
+        """Add the nodes of `graph_def`; a name already in the session is an error, as is
+        anything construct.py rejects (the session is then unchanged)."""
+        copy = graph_pb2.GraphDef()  # the caller may reuse its message
+        copy.CopyFrom(graph_def)
+        self.extend_nodes(copy.node, copy.versions if graph_def.HasField("versions") else None)
 
-    def _extend(self, graph_def: graph_pb2.GraphDef) -> None:
-        self._check_open()
-        for node in graph_def.node:
-            if node.name in self._node_names:
+    def extend_nodes(self, node_defs, versions=None, blocking: bool = True) -> bool:
+        """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
+        it returns False at once, having done nothing, when another thread holds the
+        graph (the caller is a loop that must not wait)."""
+        if not self._lock.acquire(blocking):
+            return False
+        try:
+            self._check_open()
+            self._check_new_names(node_defs)
+            if node_defs:
+                with paused_gc():
+                    self._state.extend(node_defs, versions)
+            elif versions is not None:
+                self._state.graph.versions.CopyFrom(versions)
+        finally:
+            self._lock.release()
+        return True
+
+    def _check_new_names(self, node_defs) -> None:
+        by_name = self._state.by_name
+        for node in node_defs:
+            if node.name in by_name:
                 raise errors.InvalidArgumentError(
                     node, None, f"GraphDef argument to Extend includes node '{node.name}', which "
                                 f"was created by a previous call to Create or Extend in this "
                                 f"session.")
-        merged = graph_pb2.GraphDef()
-        merged.CopyFrom(self._graph_def)
-        merged.node.extend(graph_def.node)
-        if graph_def.HasField("versions"):
-            merged.versions.CopyFrom(graph_def.versions)
-        graph = convert_graph_def_to_graph(merged)  # validates before anything changes
-        options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
-        global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
-        place(options.graph, self.device_mgr, self.config.allow_soft_placement)
-        global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
-        self._graph_def = merged
-        self._node_names.update(n.name for n in graph_def.node)
-        self._full_graph = options.graph
+
+    @property
+    def graph_def(self) -> graph_pb2.GraphDef:
+        """The session's graph as it was given (TF's original_graph_def), a copy."""
+        with self._lock:
+            graph_def = graph_pb2.GraphDef()
+            graph_def.versions.CopyFrom(self._state.graph.versions)
+            graph_def.node.extend(self._state.node_defs)
+        return graph_def
+
+    _graph_def = graph_def  # the name tests of the merged GraphDef read
+
+    @property
+    def num_nodes(self) -> int:
+        """How many nodes the session's graph has (a build's cost grows with it)."""
+        return len(self._state.by_name)
 
     def _check_open(self) -> None:
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
 
     # -- executors --------------------------------------------------------------------------
+    def cached_executors(self, key: tuple) -> ExecutorsAndKeys | None:
+        """The executors of `key` = (feeds, fetches, targets) if built (no lock: a read)."""
+        return self._executors.get(key)
+
     def get_executors(self, feeds, fetches, targets) -> ExecutorsAndKeys:
-        """The (cached) executors for a signature; names are sorted into the key."""
+        """The (cached) executors for a signature, built here if needed (or the build
+        another thread has started, waited for); names are sorted into the key."""
         key = (feeds, fetches, targets)
         eak = self._executors.get(key)
-        if eak is None:
+        if eak is not None:
+            return eak
+        eak, fut, owner = self.claim_build(key)
+        if eak is not None:
+            return eak
+        if not owner:
+            return fut.result()
+        return self.build(key, fut)
+
+    async def get_executors_async(self, feeds, fetches, targets) -> ExecutorsAndKeys:
+        """`get_executors` awaited: a build runs on a build thread, off the loop."""
+        key = (feeds, fetches, targets)
+        eak = self._executors.get(key)
+        if eak is not None:
+            return eak
+        eak, fut, owner = self.claim_build(key)
+        if eak is not None:
+            return eak
+        if owner:
+            return await run_in_build_thread(self.build, key, fut)
+        return await asyncio.wrap_future(fut)
+
+    def claim_build(self, key) -> tuple[ExecutorsAndKeys | None, Future, bool]:
+        """(cached executors, or the future of the build of `key` and whether the caller
+        owns it, i.e. must build it)."""
+        with self._cache_lock:
+            eak = self._executors.get(key)
+            if eak is not None:
+                return eak, None, False
+            fut = self._building.get(key)
+            if fut is not None:
+                return None, fut, False
+            fut = self._building[key] = Future()
+            return None, fut, True
+
+    def build(self, key, fut: Future) -> ExecutorsAndKeys:
+        """Build the executors of `key`, publish them (or the error) to those waiting."""
+        try:
             with paused_gc():
-                eak = self._executors[key] = self._create_executors(feeds, fetches, targets)
+                eak = self._create_executors(*key)
+            self._check_open()
+        except BaseException as e:
+            with self._cache_lock:
+                del self._building[key]
+            fut.set_exception(e)
+            raise
+        with self._cache_lock:
+            self._executors[key] = eak
+            del self._building[key]
+        fut.set_result(eak)
         return eak
 
     def _create_executors(self, feeds, fetches, targets) -> ExecutorsAndKeys:
         self._check_open()
-        if self._full_graph is None:
-            self.extend(graph_pb2.GraphDef())
-        graph = copy_graph(self._full_graph)
+        with self._lock:
+            graph = self._state.snapshot(feeds + fetches + targets)
         device = self.device_mgr.default_device
         rewrite_graph_for_execution(graph, list(feeds), list(fetches), list(targets), device.name)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
@@ -115,14 +217,16 @@ class DirectSession:
         # the other: then every partition tracks deadness.
         deadness = len(parts) > 1 and any(
             n.is_control_flow for part in parts.values() for n in part.op_nodes())
+        # True means the default: on unless AIOFLOW_SEGMENTS=0 (a debugging switch).
+        segments = self.compile_segments and segments_default()
         for device_name, part in parts.items():
             device = self.device_mgr.lookup(device_name)
             # The GraphOptimizer per partition: constant folding and CSE, as TF's
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type)
             eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all,
-                                              deadness=deadness))
-            eak.partition_graph_defs.append(part.to_graph_def())
+                                              deadness=deadness, segments=segments))
+            eak.partition_graphs.append(part)
         return eak
 
     def _partition(self, graph) -> dict:
@@ -139,8 +243,10 @@ class DirectSession:
                             options: config_pb2.RunOptions | None = None,
                             run_metadata: config_pb2.RunMetadata | None = None, *,
                             time_budget_s: float | None = None,
-                            warn_overrun: bool = False) -> list:
-        """Run one step: every partition's executor, gathered; returns the retvals."""
+                            warn_overrun: bool = False, gate=None,
+                            started: float = 0.0) -> list:
+        """Run one step: every partition's executor, gathered; returns the retvals.
+        `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
         collector = None
         if run_metadata is not None and wants_trace(options):
@@ -155,21 +261,16 @@ class DirectSession:
         if timeout_ms <= 0:
             timeout_ms = self.config.operation_timeout_in_ms
         step = run_states([ex.new_state(ctx, runner) for ex in eak.executors], ctx)
-        # A deadline aborts the step as an error would (kernels already in threads are
-        # waited for); close() aborts the steps still active.
-        timer = None
-        if timeout_ms > 0:
-            timer = runner.loop.call_later(
-                timeout_ms / 1000.0, ctx.on_error,
-                errors.DeadlineExceededError(None, None, f"Timed out after {timeout_ms} ms "
-                                                         f"waiting for the step to finish"))
         self._active_steps.add(ctx)
+        if gate is not None:
+            gate.spend(perf_counter() - started)
         try:
-            await step
+            if timeout_ms > 0:
+                await _with_deadline(step, ctx, timeout_ms, runner.loop)
+            else:
+                await step
         finally:
             self._active_steps.discard(ctx)
-            if timer is not None:
-                timer.cancel()
         if run_metadata is not None and options is not None and options.output_partition_graphs:
             run_metadata.partition_graphs.extend(eak.partition_graph_defs)
         if collector is not None:
@@ -191,3 +292,40 @@ class DirectSession:
             ctx.on_error(err)
         self._executors.clear()
         self.device_mgr.shutdown()
+
+
+async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
+    """Await `step`, but raise DeadlineExceededError once `timeout_ms` has passed.
+
+    At the deadline the step is aborted as an error would abort it (async kernels are
+    cancelled, pool work not yet started is dropped, nothing new is scheduled). Kernels
+    normally stop at once; the run waits for them a little (DEADLINE_GRACE_S, at most a
+    tenth of the timeout) so that the step ends whole. A kernel that ignores the abort
+    (an async kernel swallowing its cancellation, a pool kernel still computing) is left
+    to finish on its own: its result is dropped, and the step, already failed, releases
+    its state when it returns; the run has raised on time.
+    """
+    err = errors.DeadlineExceededError(
+        None, None, f"Timed out after {timeout_ms} ms waiting for the step to finish")
+    task = loop.create_task(step)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout_ms / 1000.0)
+        if not done:
+            ctx.on_error(err)
+            grace = min(DEADLINE_GRACE_S, timeout_ms / 10000.0)
+            done, _ = await asyncio.wait((task,), timeout=grace)
+    except asyncio.CancelledError:
+        task.cancel()  # as an untimed run: the step is aborted and its kernels waited for
+        await asyncio.wait((task,))
+        _retrieve(task)
+        raise
+    if not done:
+        task.add_done_callback(_retrieve)
+        raise ctx.first_error or err
+    task.result()
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """Consume the outcome of a step nobody awaits any more (no 'never retrieved' log)."""
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,230 @@
+"""GraphState: a session's full graph, validated and placed, grown by extensions (TF's
+GraphExecutionState).
+
+TF rebuilds and re-places the whole graph on every Extend; here only the added nodes are
+converted, validated and placed (the groups they join are re-placed as a whole), so a
+loop that adds an op and runs it costs what it adds, not the size of the graph. The
+checks are construct.py's, in its order and with its messages; an extension that fails
+any of them (or placement) is rolled back and leaves the state as it was. When PRE- or
+POST_PLACEMENT passes are registered they need the whole graph, and the merged graph is
+rebuilt as TF does.
+
+Not thread-safe by itself: the DirectSession holds its lock around `extend` and around
+taking a `snapshot`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aioflow.framework import node_def_util, op_def_registry
+from aioflow.graph import construct
+from aioflow.graph.algorithm import reverse_reachable
+from aioflow.graph.graph import Graph, Node
+from aioflow.passes.registry import Grouping, PassOptions, global_registry
+from aioflow.proto import graph_pb2, node_def_pb2, versions_pb2
+from aioflow.runtime import placer
+
+
+class GraphState:
+    """The full graph of a session, its nodes by name and its colocation groups."""
+
+    def __init__(self, device_mgr, config):
+        self.device_mgr = device_mgr
+        self.config = config
+        self.graph = Graph()
+        self.by_name: dict[str, Node] = {}
+        self.groups: dict[str, list[Node]] = {}
+        self.node_defs: list[node_def_pb2.NodeDef] = []  # as given, for a full rebuild
+
+    # -- extending ----------------------------------------------------------------------
+    def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
+               versions: versions_pb2.VersionDef | None) -> None:
+        """Add `node_defs` (their names are new to the session); on any error nothing
+        changes."""
+        registry = global_registry()
+        if registry.passes(Grouping.PRE_PLACEMENT) or registry.passes(Grouping.POST_PLACEMENT):
+            self._extend_full(node_defs, versions)
+        else:
+            self._extend_incremental(node_defs, versions)
+        self.node_defs.extend(node_defs)
+
+    def _extend_full(self, node_defs, versions) -> None:
+        """Convert the merged graph and run the placement passes on all of it (TF)."""
+        merged = graph_pb2.GraphDef()
+        merged.versions.CopyFrom(versions if versions is not None else self.graph.versions)
+        merged.node.extend(self.node_defs)
+        merged.node.extend(node_defs)
+        graph = construct.convert_graph_def_to_graph(merged)
+        options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
+        global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
+        placer.place(options.graph, self.device_mgr, self.config.allow_soft_placement)
+        global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
+        self.graph = options.graph
+        self.by_name = {n.name: n for n in self.graph.op_nodes()}
+        self.groups = {}
+        for node in self.graph.op_nodes():
+            self.groups.setdefault(placer._group_of(node), []).append(node)
+
+    def _extend_incremental(self, node_defs, versions) -> None:
+        graph = self.graph
+        mark = len(graph.nodes)
+        new: list[Node] = []
+        moved: dict[Node, str] = {}
+        try:
+            self._add_nodes(node_defs, new)
+            for node in new:
+                construct._add_input_edges(graph, node, self.by_name)
+            cycle = _find_cycle_node(new, mark)
+            if cycle is not None:
+                raise construct._error(
+                    cycle.def_, f"Graph contains a cycle through node '{cycle.name}' that "
+                                f"does not pass through a NextIteration node "
+                                f"({cycle.type_string})")
+            touched = self._place(new, moved)
+        except BaseException:
+            self._roll_back(mark, new, moved)
+            raise
+        for key, members in touched.items():
+            self.groups[key] = members
+        _fix_up_source_and_sink(graph, new, mark)
+        if versions is not None:
+            graph.versions.CopyFrom(versions)
+
+    def _add_nodes(self, node_defs, new: list[Node]) -> None:
+        """construct.convert_graph_def_to_graph's per-node checks; each node that passes
+        is added (with its name) at once, so later nodes may name it."""
+        graph, by_name = self.graph, self.by_name
+        for node_def in node_defs:
+            if not node_def.name:
+                raise construct._error(node_def, f"Node with op {node_def.op} has an empty "
+                                                 f"name")
+            if node_def.name in by_name:
+                raise construct._error(node_def, f"Node '{node_def.name}' is not unique")
+            reg = op_def_registry.get_registration(node_def.op)
+            if reg is None:
+                raise construct._error(node_def, f"Op type not registered '{node_def.op}' in "
+                                                 f"binary running aioflow. (node "
+                                                 f"{node_def.name})")
+            op_def = reg.op_def
+            node_def = construct._with_defaults(node_def, op_def)
+            node_def_util.validate_node_def(node_def, op_def)
+            in_types = node_def_util.input_types(node_def, op_def)
+            out_types = node_def_util.output_types(node_def, op_def)
+            node = graph.add_node(node_def, op_def, in_types, out_types)
+            by_name[node_def.name] = node
+            new.append(node)
+
+    def _place(self, new: list[Node], moved: dict[Node, str]) -> dict[str, list[Node]]:
+        """Place the groups the new nodes join, each as a whole (members already placed
+        may move, as TF's re-placement would move them); returns them by key. `moved`
+        records the previous device of every existing member that was assigned again."""
+        touched: dict[str, list[Node]] = {}
+        for node in new:
+            key = placer._group_of(node)
+            members = touched.get(key)
+            if members is None:
+                members = touched[key] = list(self.groups.get(key, ()))
+            members.append(node)
+        allow_soft = self.config.allow_soft_placement
+        for key in sorted(touched, key=lambda k: touched[k][0].id):
+            members = touched[key]
+            requested = next((n.requested_device for n in members if n.requested_device), "")
+            device = placer._choose(members, requested, self.device_mgr, allow_soft)
+            for node in members:
+                if node.id < new[0].id and node not in moved:
+                    moved[node] = node.assigned_device_name
+                node.assigned_device_name = device.name
+        return touched
+
+    def _roll_back(self, mark: int, new: list[Node], moved: dict[Node, str]) -> None:
+        """Undo a failed extension: the new nodes and their edges, names, placements."""
+        for node, device in moved.items():
+            node.assigned_device_name = device
+        for node in reversed(new):
+            self.graph.remove_node(node)
+            del self.by_name[node.name]
+        del self.graph.nodes[mark:]
+
+    # -- reading ------------------------------------------------------------------------
+    def snapshot(self, names: Sequence[str]) -> Graph:
+        """A copy of the part of the graph the nodes in `names` (feeds, fetches, targets)
+        depend on (the rewrite prunes the rest anyway), all of it when a name is unknown
+        (the rewrite reports it). Ids keep their order; NodeDefs are shared (never
+        mutated in place). Nodes that lose consumers get their sink edges in the prune."""
+        roots = []
+        for name in names:
+            node = self.by_name.get(node_def_util.parse_input(name)[0])
+            if node is None:
+                return _copy(self.graph, None)
+            roots.append(node)
+        return _copy(self.graph, reverse_reachable(roots))
+
+
+def _find_cycle_node(new: list[Node], first_id: int) -> Node | None:
+    """construct's cycle check on the new nodes only: edges into existing nodes never
+    come from new ones, so a cycle of the grown graph runs through new nodes alone."""
+    pending = {}
+    for node in new:
+        pending[node.id] = sum(1 for e in node.in_edges
+                               if e.src.id >= first_id and not e.src.is_next_iteration)
+    ready = [n for n in new if pending[n.id] == 0]
+    while ready:
+        node = ready.pop()
+        if node.is_next_iteration:
+            continue
+        for e in node.out_edges:
+            pending[e.dst.id] -= 1
+            if pending[e.dst.id] == 0:
+                ready.append(e.dst)
+    stuck = [n for n in new if pending[n.id] > 0]
+    return min(stuck, key=lambda n: n.name) if stuck else None
+
+
+def _fix_up_source_and_sink(graph: Graph, new: list[Node], first_id: int) -> None:
+    """fixup_source_and_sink_edges for the grown graph: the new nodes get their source
+    and sink edges; an existing node that gained a consumer loses its sink edge (a
+    conversion of the whole graph would not have given it one)."""
+    source, sink = graph.source_node, graph.sink_node
+    for node in new:
+        if not node.in_edges:
+            graph.add_control_edge(source, node, allow_duplicates=True)
+        for e in node.in_edges:
+            src = e.src
+            if src.id < first_id and src.is_op:
+                _drop_sink_edge(graph, src, sink)
+    for node in new:
+        if not node.out_edges:
+            graph.add_control_edge(node, sink, allow_duplicates=True)
+
+
+def _drop_sink_edge(graph: Graph, node: Node, sink: Node) -> None:
+    outs = node.out_edges
+    # A fix-up edge is given to a node without out-edges, so it is the node's first.
+    if len(outs) > 1 and outs[0].dst is sink:
+        graph.remove_edge(outs[0])
+
+
+def _copy(src: Graph, keep: set[int] | None) -> Graph:
+    """copy_graph of the op nodes whose ids are in `keep` (all when None)."""
+    dst = Graph(src.versions)
+    for e in list(dst.source_node.out_edges):
+        dst.remove_edge(e)
+    mapping: dict[int, Node] = {0: dst.source_node, 1: dst.sink_node}
+    add_node = dst.add_node
+    for node in src.op_nodes():
+        if keep is not None and node.id not in keep:
+            continue
+        copy = add_node(node.def_, node.op_def, node.input_types, node.output_types)
+        copy.assigned_device_name = node.assigned_device_name
+        mapping[node.id] = copy
+    add_edge = dst.add_edge
+    for node in src.all_nodes():
+        src_copy = mapping.get(node.id)
+        if src_copy is None:
+            continue
+        for e in node.out_edges:
+            dst_copy = mapping.get(e.dst.id)
+            if dst_copy is not None:
+                add_edge(src_copy, e.src_output, dst_copy, e.dst_input)
+    return dst
