@@ -10,13 +10,6 @@ import aioflow.api as af
 
 
 @pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-@pytest.fixture
 def x(graph):
     return af.placeholder(af.float32, [None, 3], name="x")
 

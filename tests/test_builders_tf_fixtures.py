@@ -13,7 +13,6 @@ import pytest
 
 import aioflow.api as af
 from aioflow.framework.op_def_library import apply_op
-from aioflow.proto import graph_pb2
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -24,21 +23,13 @@ MANIFEST = json.loads((DATA / "fixtures.json").read_text())
 BUILDERS = sorted(name for name, entry in MANIFEST.items() if "builder" in entry)
 
 
-def _load(name: str) -> graph_pb2.GraphDef:
-    graph_def = graph_pb2.GraphDef()
-    graph_def.ParseFromString((DATA / f"{name}.pb").read_bytes())
-    return graph_def
-
-
-
-
 @pytest.mark.parametrize("name", BUILDERS)
-def test_builder_fixture(name):
+def test_builder_fixture(name, load_graph_def):
     graph = af.Graph()
     with graph.as_default():
         fetches = getattr(make_fixtures, MANIFEST[name]["builder"])(af)
     assert [t.name for t in fetches] == MANIFEST[name]["fetches"]
-    assert_same_graph(graph.as_graph_def(), _load(name))
+    assert_same_graph(graph.as_graph_def(), load_graph_def(name))
     assert len(graph.get_operations()) == MANIFEST[name]["num_nodes"]
 
 
@@ -84,11 +75,11 @@ CORE = sorted(name for name in MANIFEST if name.startswith("core_"))
 
 
 @pytest.mark.parametrize("name", CORE)
-def test_core_program(core_graphs, name):
+def test_core_program(core_graphs, name, load_graph_def):
     graph_def, fetches, targets = core_graphs[name]
     assert fetches == MANIFEST[name]["fetches"]
     assert targets == MANIFEST[name]["targets"]
-    assert_same_graph(graph_def, _load(name))
+    assert_same_graph(graph_def, load_graph_def(name))
 
 
 def test_builder_import_twice_uniquifies_prefix():

@@ -9,16 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aioflow.framework import dtypes, ops
+from aioflow.framework import dtypes
 from aioflow.framework.constant_value import constant_value, constant_value_as_shape
 from aioflow.framework.op_def_library import apply_op_raw
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    g = ops.Graph()
-    with g.as_default():
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")  # every shape is inferred in a fresh graph
 
 
 def ph(shape, dtype=dtypes.float32):

@@ -16,7 +16,6 @@ from graph_compare import assert_same_graph
 import aioflow.api as _api
 from aioflow.framework import ops
 from aioflow.ops import control_flow_ops, tensor_array_ops
-from aioflow.proto import graph_pb2
 
 DATA = Path(__file__).parent / "data"
 MANIFEST = json.loads((DATA / "fixtures.json").read_text())
@@ -34,14 +33,6 @@ def _af():
 
 
 af = _af()
-
-
-def _load(name: str) -> graph_pb2.GraphDef:
-    graph_def = graph_pb2.GraphDef()
-    graph_def.ParseFromString((DATA / f"{name}.pb").read_bytes())
-    return graph_def
-
-
 
 
 # -- the cf_* programs of make_fixtures.make_control_flow, written with af -----------------
@@ -288,10 +279,10 @@ def test_every_cf_fixture_has_a_program():
 
 
 @pytest.mark.parametrize("name", _program_params())
-def test_cf_fixture_graph(name):
+def test_cf_fixture_graph(name, load_graph_def):
     graph, fetches = build(name)
     assert [t.name for t in fetches] == MANIFEST[name]["fetches"]
-    assert_same_graph(graph.as_graph_def(), _load(name))
+    assert_same_graph(graph.as_graph_def(), load_graph_def(name))
     assert len(graph.get_operations()) == MANIFEST[name]["num_nodes"]
 
 

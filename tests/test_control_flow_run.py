@@ -16,15 +16,11 @@ from aioflow.framework.importer import import_graph_def
 from aioflow.proto import graph_pb2
 from tests.test_control_flow_builders import NEEDS_DYNAMIC_INDEX_SHAPE, _program_params, af, build
 
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
 DATA = Path(__file__).parent / "data"
 MANIFEST = json.loads((DATA / "fixtures.json").read_text())
 CF = sorted(name for name in MANIFEST if name.startswith("cf_"))
-
-
-def _load(name: str) -> graph_pb2.GraphDef:
-    graph_def = graph_pb2.GraphDef()
-    graph_def.ParseFromString((DATA / f"{name}.pb").read_bytes())
-    return graph_def
 
 
 def _values(name: str):
@@ -34,10 +30,10 @@ def _values(name: str):
     return feeds, expected
 
 
-def _imported(name: str) -> ops.Graph:
+def _imported(graph_def: graph_pb2.GraphDef) -> ops.Graph:
     graph = ops.Graph()
     with graph.as_default():
-        import_graph_def(_load(name), name="")
+        import_graph_def(graph_def, name="")
     return graph
 
 
@@ -57,8 +53,8 @@ async def _run_and_check(graph: ops.Graph, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", CF)
-async def test_imported_fixture_runs_to_tf_values(name):
-    await _run_and_check(_imported(name), name)
+async def test_imported_fixture_runs_to_tf_values(name, load_graph_def):
+    await _run_and_check(_imported(load_graph_def(name)), name)
 
 
 @pytest.mark.parametrize("name", _program_params())
@@ -68,9 +64,9 @@ async def test_built_program_runs_to_tf_values(name):
 
 
 @pytest.mark.parametrize("source", ["imported", "built"])
-async def test_taken_bad_branch_fails_in_a_failing_node(source):
+async def test_taken_bad_branch_fails_in_a_failing_node(source, load_graph_def):
     name = "cf_cond_untaken_fails"
-    graph = _imported(name) if source == "imported" else build(name)[0]
+    graph = _imported(load_graph_def(name)) if source == "imported" else build(name)[0]
     feeds, _ = _values(name)
     feeds["pred:0"] = np.array(False)
     async with Session(graph=graph) as sess:

@@ -12,6 +12,8 @@ import pytest
 import aioflow as af
 from aioflow.framework import errors
 
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
 
 def counting_loop(parallel_iterations: int = 10):
     g = af.Graph()

@@ -11,13 +11,6 @@ import aioflow.api as af
 from aioflow.proto import attr_value_pb2
 
 
-@pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 def _const(name=None):
     return af.constant(1.0, name=name) if name else af.constant(1.0)
 

@@ -12,9 +12,15 @@ from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.passes.constant_folding import MAX_CONSTANT_SIZE_IN_BYTES
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.proto import config_pb2
-from aioflow.runtime.direct_session import DirectSession
+from aioflow.runtime.kernel_library import load_builtin_kernels
 
 L0 = config_pb2.OptimizerOptions.L0
+
+# Constant folding asks the kernel registry what it can evaluate; a Session loads the
+# built-in kernels, tests that optimize a graph without one must load them themselves.
+load_builtin_kernels()
+
+pytestmark = pytest.mark.usefixtures("segments_mode")
 
 
 def to_graph(g):
@@ -39,22 +45,6 @@ def data_srcs(node):
 
 def control_srcs(node):
     return {e.src.name for e in node.in_edges if e.is_control_edge}
-
-
-@pytest.fixture
-def optimized_sessions(monkeypatch):
-    """Record the partition graphs Sessions build; DirectSession optimizes them in place
-    (default OptimizerOptions: L1) right after partitioning."""
-    seen = []
-    original = DirectSession._partition
-
-    def partition(self, graph):
-        parts = original(self, graph)
-        seen.extend(parts.values())
-        return parts
-
-    monkeypatch.setattr(DirectSession, "_partition", partition)
-    return seen
 
 
 def constant_chain():
@@ -87,25 +77,29 @@ def test_constant_subgraph_folds_into_one_const():
     assert any(e.src.is_source for e in const.in_edges)
 
 
-async def test_folded_graph_computes_the_same(optimized_sessions):
+async def test_folded_graph_computes_the_same(run_with_partition_graphs):
+    # A Session optimizes its partitions (default OptimizerOptions: L1); RunMetadata's
+    # partition_graphs are the graphs as they ran.
     g, x, y = constant_chain()
     async with af.Session(graph=g) as sess:
-        out = await sess.run(y, {x: np.array([1.0, -1.0], np.float32)})
+        out, parts = await run_with_partition_graphs(
+            sess, y, {x: np.array([1.0, -1.0], np.float32)})
     np.testing.assert_allclose(out, [8.0, -12.0])
-    (part,) = optimized_sessions
-    assert not any(n.type_string in ("AddV2", "Add") for n in part.op_nodes())
-    assert len(ops(part, "Const")) == 1
-    assert ops(part, "Const")[0].assigned_device_name == by_name(part, "y").assigned_device_name
+    (part,) = parts.values()
+    assert not any(n.op in ("AddV2", "Add") for n in part.node)
+    (const,) = [n for n in part.node if n.op == "Const"]
+    assert const.device == next(n for n in part.node if n.name == "y").device
 
 
-async def test_fetching_a_constant_expression_folds_it(optimized_sessions):
+async def test_fetching_a_constant_expression_folds_it(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         s = af.reduce_sum(af.constant([[1, 2], [3, 4]]) * 3)
     async with af.Session(graph=g) as sess:
-        assert int(await sess.run(s)) == 30
-    (part,) = optimized_sessions
-    assert {n.type_string for n in part.op_nodes()} == {"Const", "_Retval"}
+        value, parts = await run_with_partition_graphs(sess, s)
+    assert int(value) == 30
+    (part,) = parts.values()
+    assert {n.op for n in part.node} == {"Const", "_Retval"}
 
 
 def test_stateful_ops_are_not_folded_nor_merged():
@@ -162,7 +156,7 @@ def test_cse_matches_commutative_inputs_in_either_order():
     assert {"s1", "s2"} <= names  # Sub is not commutative
 
 
-async def test_cse_graph_computes_the_same(optimized_sessions):
+async def test_cse_graph_computes_the_same():
     g, x, out = cse_graph()
     xv = np.arange(4, dtype=np.float32).reshape(2, 2)
     async with af.Session(graph=g) as sess:
@@ -227,7 +221,7 @@ def test_while_loop_body_constants_keep_the_pivot_control_input():
     del out
 
 
-async def test_while_loop_and_cond_compute_the_same(optimized_sessions):
+async def test_while_loop_and_cond_compute_the_same(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         n = af.placeholder(af.int32, shape=[], name="n")
@@ -238,9 +232,10 @@ async def test_while_loop_and_cond_compute_the_same(optimized_sessions):
         r = af.cond(n > 3, lambda: acc + af.constant(1) * af.constant(5),
                     lambda: acc - af.constant(2) * af.constant(5))
     async with af.Session(graph=g) as sess:
-        assert [int(v) for v in await sess.run([i, acc, r], {n: 5})] == [5, 40, 45]
+        values, parts = await run_with_partition_graphs(sess, [i, acc, r], {n: 5})
+        assert [int(v) for v in values] == [5, 40, 45]
         assert [int(v) for v in await sess.run([i, acc, r], {n: 2})] == [2, 13, 3]
-    assert all(any("__cf__" in m.name for m in p.op_nodes()) for p in optimized_sessions)
+    assert parts and all(any("__cf__" in m.name for m in p.node) for p in parts.values())
 
 
 def test_l0_does_nothing_unless_asked():
@@ -280,7 +275,7 @@ def test_kernel_errors_leave_the_node_unfolded():
     assert data_srcs(by_name(graph, "out"))[0].name == "bad"
 
 
-async def test_kernel_error_is_reported_by_the_run(optimized_sessions):
+async def test_kernel_error_is_reported_by_the_run():
     g = af.Graph()
     with g.as_default():
         bad = af.gather(af.constant([1.0, 2.0, 3.0]), af.constant(7), name="bad")

@@ -12,23 +12,18 @@ from aioflow.framework import errors
 from aioflow.framework.rendezvous_key import create_key
 from aioflow.runtime.rendezvous import Rendezvous
 
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
 TWO_CPUS = af.ConfigProto(device_count={"CPU": 2})
-
-
-async def _run_with_partitions(sess, fetches, feed=None):
-    md = af.RunMetadata()
-    out = await sess.run(fetches, feed, options=af.RunOptions(output_partition_graphs=True),
-                         run_metadata=md)
-    return out, {g.node[0].device: g for g in md.partition_graphs}
 
 
 def _nodes(graph_def, op):
     return [n for n in graph_def.node if n.op == op]
 
 
-async def test_values_cross_devices_both_ways():
+async def test_values_cross_devices_both_ways(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [3])
@@ -38,7 +33,7 @@ async def test_values_cross_devices_both_ways():
         z = y + 1.0
     xv = np.array([1.0, -2.0, 3.5], np.float32)
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
-        (zv, tv), parts = await _run_with_partitions(sess, [z, total], {x: xv})
+        (zv, tv), parts = await run_with_partition_graphs(sess, [z, total], {x: xv})
     np.testing.assert_array_equal(zv, xv * 2 + 1)
     assert tv == pytest.approx(float((xv * 2).sum()))
     assert set(parts) == {CPU0, CPU1}
@@ -46,7 +41,7 @@ async def test_values_cross_devices_both_ways():
         assert len({n.device for n in graph_def.node}) == 1
 
 
-async def test_send_recv_pairs_carry_tf_attrs_and_names():
+async def test_send_recv_pairs_carry_tf_attrs_and_names(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [2], name="x")
@@ -54,7 +49,7 @@ async def test_send_recv_pairs_carry_tf_attrs_and_names():
             y = af.identity(x, name="y")
         z = af.negative(y, name="z")
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
-        _, parts = await _run_with_partitions(sess, z, {x: np.ones(2, np.float32)})
+        _, parts = await run_with_partition_graphs(sess, z, {x: np.ones(2, np.float32)})
     sends = _nodes(parts[CPU0], "_Send") + _nodes(parts[CPU1], "_Send")
     recvs = _nodes(parts[CPU0], "_Recv") + _nodes(parts[CPU1], "_Recv")
     assert len(sends) == len(recvs) == 2  # the feed to CPU:1, y back to CPU:0
@@ -76,7 +71,7 @@ async def test_send_recv_pairs_carry_tf_attrs_and_names():
     assert z_def.input[0] == next(r.name for r in recvs if r.device == CPU0)
 
 
-async def test_a_tensor_read_twice_on_another_device_is_sent_once():
+async def test_a_tensor_read_twice_on_another_device_is_sent_once(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [])
@@ -85,13 +80,13 @@ async def test_a_tensor_read_twice_on_another_device_is_sent_once():
             b = x * 3.0
             c = a + b
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
-        cv, parts = await _run_with_partitions(sess, c, {x: 2.0})
+        cv, parts = await run_with_partition_graphs(sess, c, {x: 2.0})
     assert cv == 9.0
     assert len(_nodes(parts[CPU1], "_Recv")) == 1
     assert len(_nodes(parts[CPU0], "_Send")) == 1
 
 
-async def test_control_edge_across_devices_orders_the_nodes():
+async def test_control_edge_across_devices_orders_the_nodes(run_with_partition_graphs):
     order = []
 
     def mark(tag):
@@ -108,7 +103,7 @@ async def test_control_edge_across_devices_orders_the_nodes():
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
         for _ in range(5):
             order.clear()
-            (_, sv), parts = await _run_with_partitions(sess, [first.op, second])
+            (_, sv), parts = await run_with_partition_graphs(sess, [first.op, second])
             assert order == ["first", "second"] and sv == 2.0
     dummies = [n for n in _nodes(parts[CPU0], "Const")
                if n.name.startswith(first.op.name + "/ctrl/_")]
@@ -129,7 +124,7 @@ async def test_control_edge_across_devices_orders_the_nodes():
 
 
 @pytest.mark.parametrize("pred", [True, False])
-async def test_cond_branches_on_another_device_carry_deadness(pred):
+async def test_cond_branches_on_another_device_carry_deadness(pred, run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         p = af.placeholder(af.bool, [])
@@ -145,7 +140,7 @@ async def test_cond_branches_on_another_device_carry_deadness(pred):
 
         out = af.cond(p, true_fn, false_fn)
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
-        value, parts = await _run_with_partitions(sess, out, {p: pred, x: 4.0})
+        value, parts = await run_with_partition_graphs(sess, out, {p: pred, x: 4.0})
     assert value == (40.0 if pred else 3.0)
     assert _nodes(parts[CPU1], "_Recv") and _nodes(parts[CPU1], "_Send")
 

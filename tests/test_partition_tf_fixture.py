@@ -13,8 +13,11 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import aioflow as af
+
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
 
 DATA = Path(__file__).resolve().parent / "data"
 NAME = "partition_two_cpus"

@@ -21,12 +21,9 @@ from aioflow.ops import control_flow_ops as cf
 from aioflow.proto import config_pb2, graph_pb2, types_pb2
 from aioflow.runtime.direct_session import DirectSession
 
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
 Pair = collections.namedtuple("Pair", "first second")
-
-
-@pytest.fixture
-def graph():
-    return af.Graph()
 
 
 # -- deadness: dead loops, ControlTrigger, Merge with control inputs -----------------------
@@ -708,6 +705,8 @@ async def test_the_graph_grows_between_runs(graph):
         assert await sess.run(e, {a: 1.0}) == 8.0
 
 
+# Slow; the segments mode also runs segment discovery and compilation over the chain.
+@pytest.mark.segment_modes("segments")
 async def test_a_chain_of_a_hundred_thousand_nodes():
     """Construction, pruning, frame analysis and the executor are iterative: no
     recursion limit on a 100k-node chain."""

@@ -15,10 +15,7 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.runtime.direct_session import DirectSession
 
-
-@pytest.fixture
-def graph():
-    return af.Graph()
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
 
 
 async def test_feed_and_fetch_structures(graph):
@@ -267,6 +264,9 @@ async def test_expensive_kernels_run_on_the_device_pool(graph):
     assert names[1] == threading.current_thread().name
 
 
+# Slow (a 40k-node graph to build); compiled segments are the mode that holds the loop
+# longest per item. The interpreter's slices: test_long_loop_yields_to_the_loop.
+@pytest.mark.segment_modes("segments")
 async def test_long_run_yields_to_the_loop(graph):
     with graph.as_default():
         x = af.placeholder(af.float32, shape=[])

@@ -12,6 +12,8 @@ import pytest
 
 import aioflow as af
 
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
 

@@ -46,6 +46,7 @@ def test_imports_and_builds_a_valid_runtime_graph(name):
     assert runtime.num_op_nodes == len(graph_def.node)
 
 
+@pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
 @pytest.mark.parametrize("name", CORE)
 async def test_core_fixture_runs_to_tensorflow_values(name):
     entry = MANIFEST[name]

@@ -1,0 +1,88 @@
+"""Fixtures shared by the test modules: a fresh default graph, TF-written GraphDefs from
+tests/data, a run that returns its partition graphs, and the executor's two modes
+(compiled segments on, compiled at first use, and off) for the modules that exercise
+the executor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import aioflow as af
+from aioflow.proto import graph_pb2
+
+DATA = Path(__file__).parent / "data"
+
+#: The executor modes a `segments_mode` test runs in: the AIOFLOW_SEGMENTS value of each.
+#: "eager" compiles every segment the first time it runs, so a test's first run already
+#: goes through the generated code; "0" runs every node on its own.
+SEGMENT_MODES = {"segments": "eager", "no_segments": "0"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "segment_modes(*modes): run a segments_mode test only in these modes "
+                   f"(of {', '.join(SEGMENT_MODES)}), e.g. a slow test whose point is one mode")
+
+
+def pytest_generate_tests(metafunc):
+    """Run each test that uses `segments_mode` (a module's `pytestmark = pytest.mark.
+    usefixtures("segments_mode")`) once per mode, or in those its marker names."""
+    if "segments_mode" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("segment_modes")
+    modes = marker.args if marker is not None else tuple(SEGMENT_MODES)
+    unknown = set(modes) - set(SEGMENT_MODES)
+    if unknown:
+        raise ValueError(f"{metafunc.definition.nodeid}: unknown segment modes {unknown}")
+    metafunc.parametrize("segments_mode", modes, indirect=True)
+
+
+@pytest.fixture
+def segments_mode(request, monkeypatch) -> str:
+    """The executor mode of this test ("segments" or "no_segments"), set through
+    AIOFLOW_SEGMENTS: executors read it when they are built, so at a Session's first run
+    of a signature (the variable must be set before that, which a fixture is)."""
+    mode = getattr(request, "param", "segments")
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", SEGMENT_MODES[mode])
+    return mode
+
+
+@pytest.fixture
+def graph():
+    """A fresh graph, the default graph for the test (tests may enter it again)."""
+    g = af.Graph()
+    with g.as_default():
+        yield g
+
+
+def load_graph_def(name: str) -> graph_pb2.GraphDef:
+    """The GraphDef TensorFlow wrote as tests/data/<name>.pb."""
+    graph_def = graph_pb2.GraphDef()
+    graph_def.ParseFromString((DATA / f"{name}.pb").read_bytes())
+    return graph_def
+
+
+@pytest.fixture(name="load_graph_def")
+def load_graph_def_fixture():
+    """`load_graph_def(name)`: a TF-written GraphDef of tests/data."""
+    return load_graph_def
+
+
+async def run_with_partition_graphs(sess, fetches, feed=None, options=None):
+    """Run `fetches` asking for the partition graphs (as the executors ran them, after the
+    optimizer); returns (values, {device: partition GraphDef})."""
+    run_options = af.RunOptions()
+    if options is not None:
+        run_options.CopyFrom(options)
+    run_options.output_partition_graphs = True
+    md = af.RunMetadata()
+    out = await sess.run(fetches, feed, options=run_options, run_metadata=md)
+    return out, {g.node[0].device: g for g in md.partition_graphs}
+
+
+@pytest.fixture(name="run_with_partition_graphs")
+def run_with_partition_graphs_fixture():
+    """`await run_with_partition_graphs(sess, fetches, feed)` -> (values, {device: part})."""
+    return run_with_partition_graphs
