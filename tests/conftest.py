@@ -1,15 +1,19 @@
 """Fixtures shared by the test modules: a fresh default graph, TF-written GraphDefs from
-tests/data, a run that returns its partition graphs, and the executor's two modes
+tests/data, a run that returns its partition graphs, user-registered ops (the public way
+to put a kernel with chosen behaviour in a graph), and the executor's two modes
 (compiled segments on, compiled at first use, and off) for the modules that exercise
 the executor."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 import aioflow as af
+from aioflow.framework import op_def_registry, op_kernel
+from aioflow.framework.op_def_library import apply_op
 from aioflow.proto import graph_pb2
 
 DATA = Path(__file__).parent / "data"
@@ -86,3 +90,37 @@ async def run_with_partition_graphs(sess, fetches, feed=None, options=None):
 def run_with_partition_graphs_fixture():
     """`await run_with_partition_graphs(sess, fetches, feed)` -> (values, {device: part})."""
     return run_with_partition_graphs
+
+
+_user_ops: dict[str, type] = {}
+
+
+def register_user_op(name: str, kernel: type, *, inputs=("x: T",), outputs=("y: T",),
+                     attrs=("T: type",), stateful: bool = True):
+    """Register op `name` with `kernel` as its CPU kernel, as a user's extension would
+    (op_def_registry.register_op + op_kernel.register_kernel), and return its builder:
+    `op(x=tensor, name=...)`. The registries are global to the process, so an op is
+    registered once; registering the same name with another kernel is an error.
+    Stateful by default: neither folded nor merged by the optimizer."""
+    known = _user_ops.get(name)
+    if known is None:
+        builder = op_def_registry.register_op(name)
+        for spec in inputs:
+            builder.input(spec)
+        for spec in outputs:
+            builder.output(spec)
+        for spec in attrs:
+            builder.attr(spec)
+        if stateful:
+            builder.set_is_stateful()
+        op_kernel.register_kernel(name, "CPU")(kernel)
+        _user_ops[name] = kernel
+    elif known is not kernel:
+        raise ValueError(f"user op {name} is registered with {known.__name__} already")
+    return functools.partial(apply_op, name)
+
+
+@pytest.fixture(name="user_op")
+def user_op_fixture():
+    """`user_op(name, kernel_class, inputs=..., outputs=..., attrs=...)` -> op builder."""
+    return register_user_op

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import aioflow as af
-from aioflow.framework import errors
+from aioflow.framework import errors, op_kernel
 from aioflow.framework.rendezvous_key import create_key
 from aioflow.runtime.rendezvous import Rendezvous
 
@@ -367,21 +367,27 @@ async def test_cancelled_step_across_devices_leaves_no_unretrieved_errors():
     assert [m for m in reported if "never retrieved" in m] == []
 
 
-def test_an_async_kernel_failing_to_start_fails_the_step(monkeypatch):
+class _RefusesToStart(op_kernel.AsyncOpKernel):
+    """A task-free async kernel (start_async, as _Recv) whose start raises."""
+
+    def start_async(self, ctx, inputs, done):
+        raise ValueError("cannot start")
+
+    async def compute_async(self, ctx, inputs):  # traced runs
+        raise ValueError("cannot start")
+
+
+def test_an_async_kernel_failing_to_start_fails_the_step(user_op):
     # A task-free async kernel (start_async) that raises never calls back: the step must
-    # fail with its error, not wait for it forever (nor hang a cancellation). Its own
-    # loop, so that a hung step cannot hang the test run.
-    from aioflow.kernels.sendrecv_kernels import RecvOp
-
-    def refuse(self, ctx, inputs, done):
-        raise ValueError("cannot start the receive")
-
-    monkeypatch.setattr(RecvOp, "start_async", refuse)
+    # fail with its error, not wait for it forever (nor hang a cancellation), and the
+    # other device's partition, waiting on its _Recv of the result, is aborted too. Its
+    # own loop, so that a hung step cannot hang the test run.
+    refuse = user_op("TestRefusesToStart", _RefusesToStart)
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [])
         with af.device("/cpu:1"):
-            y = x * 2.0
+            y = refuse(x=x * 2.0, name="refuses")
 
     async def main():
         async with af.Session(graph=g, config=TWO_CPUS) as sess:
@@ -396,7 +402,8 @@ def test_an_async_kernel_failing_to_start_fails_the_step(monkeypatch):
         loop.close()
     assert err is not None, "the step hung"
     assert isinstance(err, errors.InvalidArgumentError)
-    assert "cannot start the receive" in err.message and "_Recv" in err.message
+    assert "cannot start" in err.message
+    assert "{{node refuses}} = TestRefusesToStart" in err.message
 
 
 def test_cpu_devices_share_one_pool_and_one_blas_gate():

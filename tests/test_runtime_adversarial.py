@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import aioflow as af
-from aioflow.framework import errors
+from aioflow.framework import errors, op_kernel
 from aioflow.ops import control_flow_ops as cf
 from aioflow.proto import config_pb2, graph_pb2, types_pb2
 from aioflow.runtime.direct_session import DirectSession
@@ -481,13 +481,18 @@ async def test_a_kernel_raising_a_user_op_error_subclass(graph):
         assert info.value.error_code == errors.ABORTED
 
 
-async def test_a_propagation_failure_fails_its_run_only(graph, monkeypatch):
+class _DropsItsOutput(op_kernel.OpKernel):
+    """An inline kernel that returns no value for its node's one output."""
+
+    def compute(self, ctx, inputs):
+        return ()
+
+
+async def test_a_propagation_failure_fails_its_run_only(graph, user_op):
     """A kernel returning fewer outputs than its node has breaks propagation, not the
     kernel call: the run fails (InternalError) instead of hanging, and other runs on the
     loop go on."""
-    from aioflow.kernels import array_kernels
-
-    monkeypatch.setattr(array_kernels.RankOp, "compute", lambda self, ctx, inputs: ())
+    drops = user_op("TestDropsItsOutput", _DropsItsOutput)
 
     async def slow(v):
         await asyncio.sleep(0.02)
@@ -495,8 +500,8 @@ async def test_a_propagation_failure_fails_its_run_only(graph, monkeypatch):
 
     with graph.as_default():
         x = af.placeholder(af.float32, None)
-        inline = af.rank(x) + 1
-        after_async = af.rank(af.async_py_func(slow, [x], af.float32)) + 1
+        inline = drops(x=x) + 1.0
+        after_async = drops(x=af.async_py_func(slow, [x], af.float32)) + 1.0
         other = af.async_py_func(slow, [af.constant(2.0)], af.float32)
     async with af.Session(graph=graph) as sess:
         pending = asyncio.ensure_future(sess.run(other))
@@ -727,31 +732,36 @@ async def test_a_chain_of_a_hundred_thousand_nodes():
         direct.close()
 
 
-async def test_pool_completions_come_back_on_the_loop_thread(graph, monkeypatch):
-    """Kernels run in pool threads; their results are propagated on the loop thread
-    (executor state is touched only there)."""
-    from aioflow.runtime import executor_state
+class _RecordsItsThread(op_kernel.OpKernel):
+    """An inline kernel (runs where its inputs are propagated) recording its thread."""
 
+    threads: list[int] = []
+
+    def compute(self, ctx, inputs):
+        self.threads.append(threading.get_ident())
+        return (inputs[0],)
+
+
+async def test_pool_completions_come_back_on_the_loop_thread(graph, user_op):
+    """Kernels run in pool threads; their results are propagated on the loop thread
+    (executor state is touched only there): the inline kernel each pool kernel feeds
+    runs on the loop thread."""
+    record = user_op("TestRecordsItsThread", _RecordsItsThread)
+    _RecordsItsThread.threads.clear()
     loop_thread = threading.get_ident()
     seen = []
-    threads = []
-    original = executor_state.ExecutorStateBase.on_pool_done
-
-    def spy(self, token, result, exc):
-        threads.append(threading.get_ident())
-        return original(self, token, result, exc)
-
-    monkeypatch.setattr(executor_state.ExecutorStateBase, "on_pool_done", spy)
 
     def work(v):
         seen.append(threading.get_ident())
         return v + 1
 
     with graph.as_default():
-        out = af.while_loop(lambda i: i < 20,
-                            lambda i: af.reshape(af.py_func(work, [i], af.int32), []),
-                            [af.constant(0)])
+        out = af.while_loop(
+            lambda i: i < 20,
+            lambda i: af.reshape(record(x=af.py_func(work, [i], af.int32)), []),
+            [af.constant(0)])
     async with af.Session(graph=graph) as sess:
-        assert await sess.run(out) == 20
-    assert seen and loop_thread not in seen
-    assert threads and set(threads) == {loop_thread}
+        assert await asyncio.wait_for(sess.run(out), 10) == 20
+    assert len(seen) == 20 and loop_thread not in seen
+    assert len(_RecordsItsThread.threads) == 20
+    assert set(_RecordsItsThread.threads) == {loop_thread}
