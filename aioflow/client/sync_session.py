@@ -24,7 +24,8 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 class SyncSession:
-    """A Session whose run/close block the caller; same arguments as Session."""
+    """A Session whose run/close block the caller; same arguments as Session (including
+    `compile_segments`). Threads may share one: their runs interleave on its loop."""
 
     def __init__(self, target: str = "", graph=None, config=None, **kwargs):
         self._loop = _new_loop()
@@ -57,11 +58,11 @@ class SyncSession:
         return self._call(self._session.run(fetches, feed_dict, options, run_metadata))
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
-        """A blocking callable: `call(*feed_values)`."""
-        async def make():
-            return self._session.make_callable(fetches, feed_list, accept_options)
-
-        async_call = self._call(make())
+        """A blocking callable: `call(*feed_values)`. The step is built here, on the
+        calling thread (it blocks anyway), not on the loop other threads' runs share."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        async_call = self._session.make_callable(fetches, feed_list, accept_options)
 
         def call(*feed_values, options=None, run_metadata=None):
             return self._call(async_call(*feed_values, options=options,

@@ -68,17 +68,21 @@ def is_constant_foldable(node: Node) -> bool:
     return cls is not None and not getattr(cls, "is_async", False)
 
 
-def find_constant_foldable_nodes(graph: Graph) -> tuple[list[Node], dict[int, set[Node]]]:
+def find_constant_foldable_nodes(graph: Graph, order: list[Node] | None = None,
+                                 ) -> tuple[list[Node], dict[int, set[Node]]]:
     """The foldable nodes in topological order, and for each (by id) the non-foldable
     nodes it depends on through control edges, transitively through foldable inputs.
-    Empty when only Consts qualify: then there is nothing to fold (as TF)."""
+    Empty when only Consts qualify: then there is nothing to fold (as TF). `order`: the
+    graph's reverse post-order, when the caller has it."""
     nodes: list[Node] = []
     control_deps: dict[int, set[Node]] = {}
     internal_node_inserted = False
-    for node in reverse_postorder(graph):
-        if not is_constant_foldable(node):
-            continue
+    for node in order if order is not None else reverse_postorder(graph):
+        # The inputs first: a cheap test that rules out most nodes of a graph that is
+        # not constant, before the kernel registry is asked.
         if any(not e.is_control_edge and e.src.id not in control_deps for e in node.in_edges):
+            continue
+        if not is_constant_foldable(node):
             continue
         deps: set[Node] = set()
         for e in node.in_edges:
@@ -168,11 +172,12 @@ def _make_const(graph: Graph, node: Node, slot: int, value, deps: set[Node],
 
 
 def constant_fold(graph: Graph, device_type: str = "CPU",
-                  max_constant_size_in_bytes: int = MAX_CONSTANT_SIZE_IN_BYTES) -> set[int]:
+                  max_constant_size_in_bytes: int = MAX_CONSTANT_SIZE_IN_BYTES,
+                  order: list[Node] | None = None) -> set[int]:
     """Fold in place. Returns the ids of the foldable nodes that may now be dead (those
-    that had consumers other than the sink before), empty when nothing was replaced; pass them to
-    `remove_dead_nodes`."""
-    nodes, control_deps = find_constant_foldable_nodes(graph)
+    that had consumers other than the sink before), empty when nothing was replaced; pass
+    them to `remove_dead_nodes`. `order`: the graph's reverse post-order, if known."""
+    nodes, control_deps = find_constant_foldable_nodes(graph, order)
     if not nodes:
         return set()
     # Tensors that leave the foldable set through data edges (TF's tensors_to_fetch);

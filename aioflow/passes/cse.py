@@ -27,34 +27,43 @@ def _considered(node: Node) -> bool:
         return False
     if node.is_control_flow or node.type_string in _NEVER_MERGED:
         return False
-    if any(t > _REF_OFFSET for t in node.input_types):
+    ins, outs = node.input_types, node.output_types
+    if ins and max(ins) > _REF_OFFSET:
         return False
-    return not any(t > _REF_OFFSET or t == types_pb2.DT_RESOURCE for t in node.output_types)
+    return not (outs and (max(outs) > _REF_OFFSET or types_pb2.DT_RESOURCE in outs))
 
 
 def _key(node: Node) -> tuple:
-    """Everything Equivalent compares, as one hashable value."""
+    """What Equivalent compares, but the attrs, as one hashable value (the attrs, which
+    take serializing, are compared only between nodes that match on all of this)."""
     inputs = [(e.src.id, e.src_output) if e is not None else (-1, -1)
               for e in node.data_inputs()]
     if node.op_def.is_commutative:
         inputs.sort()
     controls = frozenset(e.src.id for e in node.in_edges if e.is_control_edge)
-    attrs = tuple(sorted((name, value.SerializeToString(deterministic=True))
-                         for name, value in node.def_.attr.items()))
-    return (node.type_string, node.assigned_device_name, tuple(inputs), controls, attrs)
+    return (node.type_string, node.assigned_device_name, tuple(inputs), controls)
 
 
-def optimize_cse(graph: Graph) -> bool:
-    """Merge equivalent nodes in place; True when any was removed."""
-    available: dict[tuple, Node] = {}
+def _attrs(node: Node) -> tuple:
+    return tuple(sorted((name, value.SerializeToString(deterministic=True))
+                        for name, value in node.def_.attr.items()))
+
+
+def optimize_cse(graph: Graph, order: list[Node] | None = None) -> bool:
+    """Merge equivalent nodes in place; True when any was removed. `order`: the
+    graph's reverse post-order, when the caller has it."""
+    available: dict[tuple, list[tuple[Node, tuple | None]]] = {}
     changed = False
-    for node in reverse_postorder(graph):
+    for node in order if order is not None else reverse_postorder(graph):
         if not _considered(node):
             continue
         key = _key(node)
-        kept = available.get(key)
+        seen = available.get(key)
+        if seen is None:
+            available[key] = [(node, None)]
+            continue
+        kept = _equal_attrs(seen, node)
         if kept is None:
-            available[key] = node
             continue
         for e in list(node.out_edges):
             if e.is_control_edge:
@@ -64,3 +73,17 @@ def optimize_cse(graph: Graph) -> bool:
         graph.remove_node(node)
         changed = True
     return changed
+
+
+def _equal_attrs(seen: list, node: Node) -> Node | None:
+    """The first node of `seen` whose attrs equal `node`'s; else None, and `node` joins
+    `seen` (its attrs serialized once)."""
+    attrs = _attrs(node)
+    for i, (other, other_attrs) in enumerate(seen):
+        if other_attrs is None:
+            other_attrs = _attrs(other)
+            seen[i] = (other, other_attrs)
+        if other_attrs == attrs:
+            return other
+    seen.append((node, attrs))
+    return None

@@ -6,7 +6,7 @@ is built; the caller runs fixup_source_and_sink_edges afterwards (done here too)
 
 from __future__ import annotations
 
-from aioflow.graph.algorithm import fixup_source_and_sink_edges
+from aioflow.graph.algorithm import fixup_source_and_sink_edges, reverse_postorder
 from aioflow.graph.graph import Graph
 from aioflow.passes.constant_folding import (
     MAX_CONSTANT_SIZE_IN_BYTES,
@@ -42,12 +42,14 @@ def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions 
     changed_any = False
     for _ in range(MAX_ROUNDS):
         changed = False
+        order = reverse_postorder(graph)  # shared by both passes while nothing changes
         if do_folding:
-            candidates = constant_fold(graph, device_type, max_bytes)
+            candidates = constant_fold(graph, device_type, max_bytes, order)
             if candidates:
                 remove_dead_nodes(graph, candidates)
                 changed = True
-        if do_cse and optimize_cse(graph):
+                order = None
+        if do_cse and optimize_cse(graph, order):
             changed = True
         if not changed:
             break
