@@ -3,18 +3,22 @@ reshaping, joining and splitting, slicing, gathering, reversing, padding, Select
 
 Kernels that only re-view their input (Identity, Reshape, Transpose, slices, splits)
 return NumPy views and are cheap; kernels that copy data go to the thread pool when
-their input is large. Errors carry TF's messages.
+their input is large, and kernels whose output is not bounded by their input (Fill,
+Range, Tile, Pad, BroadcastTo, OneHot, gathers) when the output they will produce is
+large, sized from their shape inputs before computing. Errors carry TF's messages.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.common_shapes import canonical_axes, range_size, strided_slice_spec
+from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
-from .cwise_kernels import BIG, incompatible_shapes, shape_str, tf_type_name
+from .cwise_kernels import BIG, incompatible_shapes, number_str, shape_str, tf_type_name
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -36,6 +40,35 @@ def _scalar_int(value, what: str) -> int:
 def _fill_value(dtype) -> object:
     """The zero of a dtype (b"" for strings)."""
     return b"" if dtype == np.object_ else np.zeros((), dtype)[()]
+
+
+#: Kernels that write their output at memset speed (Fill, Tile, Pad, BroadcastTo, ...) go
+#: to the thread pool above this many output elements: 2**18 float32 take 25-45 us to
+#: write, about one pool round trip, so below it running inline is cheaper.
+OUTPUT_POOL_ABOVE = 1 << 18
+
+
+def num_elements(dims) -> int:
+    """The product of a shape vector's entries, cheaply (is_expensive asks it per call);
+    0 when `dims` is not a vector: compute then raises TF's error, inline."""
+    if getattr(dims, "ndim", None) != 1:
+        return 0
+    n = 1
+    for d in dims.tolist():
+        n *= d
+    return n
+
+
+def _padded_size(shape, paddings) -> int:
+    """The number of elements `shape` padded by `paddings` ([[before, after], ...]) has;
+    0 when paddings do not fit (compute raises TF's error, inline)."""
+    try:
+        n = 1
+        for d, (before, after) in zip(shape, paddings.tolist(), strict=True):
+            n *= d + before + after
+        return n
+    except (AttributeError, TypeError, ValueError):
+        return 0
 
 
 class _Copying(OpKernel):
@@ -297,6 +330,11 @@ def _dims_vector(dims) -> list[int]:
 class FillOp(OpKernel):
     """A tensor of shape `dims` filled with the scalar `value`."""
 
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return num_elements(inputs[0]) > OUTPUT_POOL_ABOVE
+
     def compute(self, ctx, inputs):
         dims, value = inputs
         shape = _dims_vector(dims)
@@ -307,17 +345,27 @@ class FillOp(OpKernel):
         return (np.full(shape, value.reshape(()), dtype=value.dtype),)
 
 
+class _LikeInput(OpKernel):
+    """A kernel whose output is its input's size: the executor sends it to the pool by
+    that size, without a call."""
+
+    expensive = None
+    pool_above = OUTPUT_POOL_ABOVE
+
+
 @register_kernel("ZerosLike", "CPU")
-class ZerosLikeOp(OpKernel):
+class ZerosLikeOp(_LikeInput):
     """Zeros (empty strings) shaped like the input."""
 
     def compute(self, ctx, inputs):
         x = np.asarray(inputs[0])
-        return (np.full(x.shape, _fill_value(x.dtype), dtype=x.dtype),)
+        if x.dtype == object:
+            return (np.full(x.shape, b"", dtype=object),)
+        return (np.zeros(x.shape, dtype=x.dtype),)
 
 
 @register_kernel("OnesLike", "CPU")
-class OnesLikeOp(OpKernel):
+class OnesLikeOp(_LikeInput):
     """Ones shaped like the input."""
 
     def compute(self, ctx, inputs):
@@ -326,7 +374,13 @@ class OnesLikeOp(OpKernel):
 
 @register_kernel("BroadcastTo", "CPU")
 class BroadcastToOp(OpKernel):
-    """The input broadcast to `shape` (a read-only broadcast view, as NumPy makes it)."""
+    """The input broadcast to `shape`, materialized as TF's is (a NumPy broadcast view
+    would be copied again, on the loop, by whatever needs a writable array: a fetch)."""
+
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return num_elements(inputs[1]) > OUTPUT_POOL_ABOVE
 
     def compute(self, ctx, inputs):
         x, shape = inputs
@@ -336,11 +390,14 @@ class BroadcastToOp(OpKernel):
                 f"Rank of input ({np.ndim(x)}) must be no greater than rank of output shape "
                 f"({len(target)}).")
         try:
-            return (np.broadcast_to(x, target),)
+            view = np.broadcast_to(x, target)
         except ValueError:
             raise _invalid(
                 f"Incompatible shapes: {shape_str(np.shape(x))} vs. {shape_str(target)}"
             ) from None
+        if view.shape == np.shape(x):
+            return (x,)
+        return (np.array(view, order="C"),)
 
 
 @register_kernel("Range", "CPU",
@@ -355,20 +412,50 @@ class RangeOp(OpKernel):
         self._np_type = dtype.as_numpy_dtype
         self._int = np.dtype(self._np_type).kind in "iu"
 
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        """Whether the output (|limit - start| / |delta| elements) is large; float ranges
+        cost a multiply-add per element, so they go to the pool sooner."""
+        try:
+            start, limit, delta = (v.item() for v in inputs)
+            size = abs((limit - start) / delta)
+        except (AttributeError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return False
+        return (OUTPUT_POOL_ABOVE if self._int else BIG) < size < math.inf
+
     def compute(self, ctx, inputs):
-        names = ("start", "limit", "delta")
-        for name, v in zip(names, inputs, strict=True):
-            if np.size(v) != 1:
+        for name, v in zip(("start", "limit", "delta"), inputs, strict=True):
+            if np.ndim(v) > 1 or np.size(v) != 1:
                 raise _invalid(f"{name} must be a scalar, not shape {shape_str(np.shape(v))}")
         start, limit, delta = (np.ravel(v)[0] for v in inputs)
-        try:
-            size = range_size(start, limit, delta)
-        except ValueError as e:
-            raise _invalid(str(e)) from None
+        size = self._size(start, limit, delta)
         if self._int:
             return (np.arange(start, limit, delta, dtype=self._np_type),)
         # TF computes start + i * delta in T.
         return (np.arange(size).astype(self._np_type) * delta + start,)
+
+    def _size(self, start, limit, delta) -> int:
+        """The output's length, after TF's checks in TF's order (NaN fails the comparisons
+        as it does in C++)."""
+        if delta == 0:
+            raise _invalid(f"Requires delta != 0: {number_str(delta)}")
+        if delta > 0 and not start <= limit:
+            raise _invalid("Requires start <= limit when delta > 0: "
+                           f"{number_str(start)}/{number_str(limit)}")
+        if not delta > 0 and not start >= limit:
+            raise _invalid("Requires start >= limit when delta < 0: "
+                           f"{number_str(start)}/{number_str(limit)}")
+        if self._int:
+            return -(-abs(int(limit) - int(start)) // abs(int(delta)))
+        with np.errstate(all="ignore"):  # computed in T, as TF does
+            size = float(np.ceil(np.abs((limit - start) / delta)))
+        if not size <= float(_INT64_MAX):  # NaN and inf fail it too
+            raise _invalid(f"Requires ((limit - start) / delta) <= {_INT64_MAX}")
+        return int(size)
+
+
+_INT64_MAX = 2**63 - 1
 
 
 # -- joining and splitting -------------------------------------------------------------------
@@ -417,7 +504,7 @@ class ConcatV2Op(_ConcatBase):
     """values joined along `axis` (the last input)."""
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[0].size > BIG
+        return sum(v.size for v in inputs) > BIG
 
 
 @register_kernel("Concat", "CPU")
@@ -427,12 +514,15 @@ class ConcatOp(_ConcatBase):
     axis_first = True
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[1].size > BIG
+        return sum(v.size for v in inputs) > BIG
 
 
 @register_kernel("Pack", "CPU")
 class PackOp(_Copying):
     """The N same-shaped inputs stacked along a new `axis`."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[0].size * len(inputs) > BIG
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -540,6 +630,9 @@ class SplitVOp(OpKernel):
 class TileOp(_Copying):
     """The input repeated `multiples[i]` times along each dimension i."""
 
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[0].size * num_elements(inputs[1]) > OUTPUT_POOL_ABOVE
+
     def compute(self, ctx, inputs):
         x, multiples = inputs
         ndim = np.ndim(x)
@@ -551,10 +644,22 @@ class TileOp(_Copying):
         for i, m in enumerate(reps):
             if m < 0:
                 raise _invalid(f"Expected multiples[{i}] >= 0, but got {m}")
-        return (np.tile(x, reps),)
+        return (_tile(np.asarray(x), reps),)
+
+
+def _tile(x, reps: list[int]):
+    """np.tile by one broadcasting copy: np.tile's repeat holds the GIL for the whole
+    copy (300 ms for 3e8 elements), which stalls the event loop even from the pool."""
+    blocks = [n for pair in zip(reps, x.shape, strict=True) for n in pair]
+    out = np.empty(blocks, dtype=x.dtype)
+    out[...] = x.reshape([n for d in x.shape for n in (1, d)])
+    return out.reshape([m * d for m, d in zip(reps, x.shape, strict=True)])
 
 
 class _PadBase(_Copying):
+    def is_expensive(self, inputs: list) -> bool:
+        return _padded_size(np.shape(inputs[0]), inputs[1]) > OUTPUT_POOL_ABOVE
+
     def pad(self, x, paddings, constant):
         x = np.asarray(x)
         ndim = x.ndim
@@ -608,6 +713,9 @@ class MirrorPadOp(_Copying):
         super().__init__(ctx)
         mode = ctx.get_attr("mode")
         self._symmetric = (mode.decode() if isinstance(mode, bytes) else mode) == "SYMMETRIC"
+
+    def is_expensive(self, inputs: list) -> bool:
+        return _padded_size(np.shape(inputs[0]), inputs[1]) > BIG
 
     def compute(self, ctx, inputs):
         x, paddings = np.asarray(inputs[0]), inputs[1]
@@ -733,6 +841,16 @@ def _check_indices(indices, limit: int) -> None:
             f"indices[{','.join(map(str, where))}] = {value} is not in [0, {limit})")
 
 
+def _gathered_size(params, indices, axis) -> int:
+    """How many elements gathering `indices` along `axis` of params makes (an upper bound
+    under batch_dims); 0 when the axis is not one of params' (compute raises)."""
+    try:
+        dim = params.shape[axis]
+    except (IndexError, TypeError):
+        return 0
+    return indices.size * (params.size // dim) if dim else 0
+
+
 def _gather(params, indices, axis: int, batch_dims: int):
     params = np.asarray(params)
     if batch_dims == 0:
@@ -758,7 +876,11 @@ class GatherV2Op(_Copying):
         self._batch_dims = ctx.get_attr("batch_dims", 0)
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[1].size > BIG
+        try:
+            axis = inputs[2].item()
+        except (AttributeError, ValueError):
+            return False
+        return _gathered_size(inputs[0], inputs[1], axis) > BIG
 
     def compute(self, ctx, inputs):
         params, indices, axis_t = inputs
@@ -786,7 +908,7 @@ class GatherOp(_Copying):
     """Rows of params at `indices` (the old, axis-0 Gather)."""
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[1].size > BIG
+        return _gathered_size(inputs[0], inputs[1], 0) > BIG
 
     def compute(self, ctx, inputs):
         params, indices = inputs
@@ -846,7 +968,16 @@ class SelectV2Op(_Copying):
     """t where condition else e, all three broadcast together."""
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[1].size > BIG
+        """Whether the broadcast output is large (it can be far larger than any input)."""
+        cond, t, e = inputs
+        if t.size > BIG or e.size > BIG or cond.size > BIG:
+            return True
+        if cond.shape == t.shape == e.shape:
+            return False
+        try:
+            return math.prod(np.broadcast_shapes(cond.shape, t.shape, e.shape)) > BIG
+        except ValueError:
+            return False
 
     def compute(self, ctx, inputs):
         cond, t, e = inputs
@@ -867,6 +998,13 @@ class OneHotOp(_Copying):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._axis = ctx.get_attr("axis", -1)
+
+    def is_expensive(self, inputs: list) -> bool:
+        """Whether the output (indices.size * depth elements) is large."""
+        try:
+            return inputs[0].size * inputs[1].item() > BIG
+        except (AttributeError, TypeError, ValueError):
+            return False
 
     def compute(self, ctx, inputs):
         indices, depth_t, on, off = inputs

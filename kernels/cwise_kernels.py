@@ -39,6 +39,26 @@ def shape_str(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+def number_str(value) -> str:
+    """A number as TF's StrCat prints it: integers plainly; floats in the fewest of 6 or 9
+    significant digits (15 or 17 for double) that read back to the same value ("0",
+    "1.23457e+06", "-1e-05"); half types print as float."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(int(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    double = isinstance(value, (float, np.float64))
+    x = float(value)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    short, long_ = (15, 17) if double else (6, 9)
+    text = f"{x:.{short}g}"
+    same = float(text) == x if double else np.float32(text) == np.float32(x)
+    return text if same else f"{x:.{long_}g}"
+
+
 def tf_type_name(dtype: dtypes.DType) -> str:
     """TF's DataTypeString name (float, double, half, int32, ...)."""
     return {"float32": "float", "float64": "double", "float16": "half"}.get(

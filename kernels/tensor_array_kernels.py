@@ -2,19 +2,23 @@
 
 A TensorArray is a Python object living for one step: TensorArrayV3 creates it, records
 it in the step context's `step_resources` (so it goes away with the step), and outputs a
-0-d object array holding it as the resource handle, plus a float32 flow scalar. Every
-kernel here is cheap and runs on the event-loop thread, so the mutable TensorArray needs
-no lock.
+0-d object array holding it as the resource handle, plus a float32 flow scalar. Creating
+one costs the same at any size; one-element reads and writes run inline; scatters,
+splits, gathers and concats of many elements are vectorized and go to the thread pool,
+so a TensorArray takes a lock around each operation.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
 from aioflow.framework import dtypes, errors, tensor_shape
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+from .cwise_kernels import BIG
 
 _counter = itertools.count()
 
@@ -41,22 +45,59 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
-class _Slot:
-    """One index of a TensorArray: its value, shape and read/write state."""
+# Per-index state bits (TensorArray._flags).
+_WRITTEN, _READ, _CLEARED = 1, 2, 4
 
-    __slots__ = ("value", "shape", "written", "read", "cleared")
+# How a block's positions map to elements (_Block.kind).
+_WHOLE = 0   # every position is the value itself (one write; zeros for unwritten reads)
+_ROWS = 1    # position p is value[p] (a scatter or unstack)
+_PIECES = 2  # position p is value[starts[p]:starts[p] + lengths[p]] (a split)
 
-    def __init__(self):
-        self.value = None
-        self.shape: tuple | None = None
-        self.written = False
-        self.read = False
-        self.cleared = False
+# Scatters, splits and gathers of fewer elements than this go element by element (the
+# vectorized bookkeeping costs more than it saves).
+_BULK = 64
+
+
+class _Block:
+    """The value of one write operation, shared by the indices it wrote; `live` counts
+    those not yet cleared (the value is dropped when none is left)."""
+
+    __slots__ = ("value", "kind", "starts", "lengths", "live")
+
+    def __init__(self, value, kind: int, live: int, starts=None, lengths=None):
+        self.value = value
+        self.kind = kind
+        self.live = live
+        self.starts = starts
+        self.lengths = lengths
+
+    def element(self, p: int):
+        if self.kind == _WHOLE:
+            return self.value
+        if self.kind == _ROWS:
+            return self.value[p]
+        start = int(self.starts[p])
+        return self.value[start:start + int(self.lengths[p])]
+
+    def element_shape(self, p: int) -> tuple:
+        if self.kind == _WHOLE:
+            return np.shape(self.value)
+        if self.kind == _ROWS:
+            return self.value.shape[1:]
+        return (int(self.lengths[p]),) + self.value.shape[1:]
 
 
 class TensorArray:
     """The per-step state behind a TensorArray handle (tensorflow/core/kernels/
-    tensor_array.h): write-once slots, optional clear-after-read and dynamic size."""
+    tensor_array.h): write-once elements, optional clear-after-read and dynamic size.
+
+    State is kept in flat arrays indexed by element, grown on demand, so creating an
+    array of any size costs nothing and a scatter, split or gather of n elements is a few
+    vectorized passes, not n Python objects: `_block[i]` is the id (in `_blocks`, 0 for
+    none) of the write that gave element i its value and `_pos[i]` its position in that
+    write; `_flags[i]` holds _WRITTEN, _READ and _CLEARED. Large operations run on the
+    thread pool, so every public method takes the array's lock.
+    """
 
     def __init__(self, name: str, dtype, size: int, element_shape=None,
                  identical_element_shapes: bool = False, dynamic_size: bool = False,
@@ -69,10 +110,15 @@ class TensorArray:
         self.clear_after_read = clear_after_read
         self.closed = False
         self.marked_size = -1
-        self.slots = [_Slot() for _ in range(size)]
+        self._length = size
+        self._block = np.zeros(0, np.int32)
+        self._pos = np.zeros(0, np.int32)
+        self._flags = np.zeros(0, np.uint8)
+        self._blocks: list[_Block | None] = [None]
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
-        return f"<TensorArray {self.name} size={len(self.slots)} dtype={self.dtype.name}>"
+        return f"<TensorArray {self.name} size={self._length} dtype={self.dtype.name}>"
 
     # -- state -------------------------------------------------------------------------------
     def check_open(self) -> None:
@@ -80,38 +126,94 @@ class TensorArray:
             raise _invalid(f"TensorArray {self.name} has already been closed.")
 
     def size(self) -> int:
-        self.check_open()
-        return len(self.slots)
+        with self._lock:
+            self.check_open()
+            return self._length
 
     def close(self) -> None:
-        self.slots = []
-        self.closed = True
+        with self._lock:
+            self._block = self._pos = np.zeros(0, np.int32)
+            self._flags = np.zeros(0, np.uint8)
+            self._blocks = [None]
+            self._length = 0
+            self.closed = True
 
     def set_element_shape(self, shape) -> None:
         """Merge `shape` into the element shape (TF's SetElemShape)."""
-        merged = _merge_shapes(self.element_shape, tensor_shape.as_shape(shape))
-        self.element_shape = merged
+        with self._lock:
+            self.element_shape = _merge_shapes(self.element_shape,
+                                               tensor_shape.as_shape(shape))
+
+    def element_size_hint(self) -> int:
+        """Elements per element, for deciding inline vs pool: from the element shape when
+        it is known, else from the latest write (1 when nothing is written)."""
+        n = self.element_shape.num_elements() if self.element_shape.rank is not None else None
+        if n is not None:
+            return n
+        block = self._blocks[-1]
+        if block is None or block.value is None:
+            return 1
+        return max(1, int(np.prod(block.element_shape(0), dtype=np.int64)))
 
     def _np_dtype(self):
         return self.dtype.as_numpy_dtype
 
+    def _reserve(self, n: int) -> None:
+        """Make the per-index arrays hold at least n elements (doubling, so that growing
+        one write at a time stays linear)."""
+        capacity = self._block.size
+        if n <= capacity:
+            return
+        new = max(n, 2 * capacity if self.dynamic_size else min(2 * capacity, self._length))
+        for name, dtype in (("_block", np.int32), ("_pos", np.int32), ("_flags", np.uint8)):
+            grown = np.zeros(new, dtype)
+            grown[:capacity] = getattr(self, name)
+            setattr(self, name, grown)
+
+    def _add_block(self, block: _Block) -> int:
+        self._blocks.append(block)
+        return len(self._blocks) - 1
+
+    def _release(self, k: int, count: int) -> None:
+        """`count` elements of block k were cleared: drop its value when none is left."""
+        block = self._blocks[k]
+        block.live -= count
+        if block.live <= 0:
+            self._blocks[k] = None
+
     # -- write -------------------------------------------------------------------------------
     def write(self, index: int, value, value_dtype=None) -> None:
         """Write `value` at `index` (TF's LockedWriteOrAggregate without aggregation)."""
+        with self._lock:
+            self._write(int(index), value, value_dtype)
+
+    def _write(self, index: int, value, value_dtype) -> None:
         self.check_open()
-        index = int(index)
-        if index < 0 or (not self.dynamic_size and index >= len(self.slots)):
-            raise _invalid(f"TensorArray {self.name}: Tried to write to index {index} but "
-                           f"array is not resizeable and size is: {len(self.slots)}")
-        if self.dynamic_size and index >= len(self.slots):
-            self.slots.extend(_Slot() for _ in range(index + 1 - len(self.slots)))
-        slot = self.slots[index]
+        self._check_index(index)
         value_dtype = self.dtype if value_dtype is None else dtypes.as_dtype(value_dtype)
+        self._check_value(index, value_dtype, tuple(np.shape(value)))
+        flags = int(self._flags[index])
+        self._check_unused(index, flags)
+        self._block[index] = self._add_block(_Block(value, _WHOLE, 1))
+        self._pos[index] = 0
+        self._flags[index] = _WRITTEN
+
+    def _check_index(self, index: int) -> None:
+        """A write's index is in range (a dynamic array grows to hold it)."""
+        if index < 0 or (not self.dynamic_size and index >= self._length):
+            raise _invalid(f"TensorArray {self.name}: Tried to write to index {index} but "
+                           f"array is not resizeable and size is: {self._length}")
+        if index >= self._length:
+            self._length = index + 1
+        self._reserve(index + 1)
+
+    def _check_value(self, index: int, value_dtype, shape: tuple) -> None:
+        """A written value's dtype and shape fit the array; the first write fixes the
+        element shape under identical_element_shapes."""
         if value_dtype != self.dtype:
             raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
                            f"{index} because the value dtype is {type_string(value_dtype)} "
                            f"but TensorArray dtype is {type_string(self.dtype)}.")
-        shape = tuple(np.shape(value))
         if not self.element_shape.is_compatible_with(tensor_shape.TensorShape(shape)):
             raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
                            f"{index} because the value shape is {shape_string(shape)} which "
@@ -120,52 +222,305 @@ class TensorArray:
                            "infer_shape=False).")
         if self.identical_element_shapes and not self.element_shape.is_fully_defined():
             self.element_shape = tensor_shape.TensorShape(shape)
-        if slot.read:
+
+    def _check_unused(self, index: int, flags: int) -> None:
+        if flags & _READ:
             raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
                            f"{index} because it has already been read.")
-        if slot.written:
+        if flags & _WRITTEN:
             raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
                            f"{index} because it has already been written to.")
-        slot.value = value
-        slot.shape = shape
-        slot.written = True
+
+    def write_rows(self, indices: np.ndarray, value: np.ndarray, value_dtype=None) -> None:
+        """value[j] at indices[j] for every j (a scatter), with the outcome of writing
+        them one by one in order: checked in bulk, element by element only to find which
+        error to raise."""
+        with self._lock:
+            n = indices.size
+            if n < _BULK or not self._bulk_write(indices, value, value_dtype):
+                for j, index in enumerate(indices.tolist()):
+                    self._write(index, value[j], value_dtype)
+
+    def write_pieces(self, value: np.ndarray, lengths: np.ndarray, value_dtype=None) -> None:
+        """value split along its first dimension into pieces of `lengths`, piece i at
+        index i (a split); as write_rows, bulk when nothing fails."""
+        with self._lock:
+            ends = np.cumsum(lengths, dtype=np.int64)
+            starts = ends - lengths
+            n = lengths.size
+            if n < _BULK or not self._bulk_split(value, starts, lengths, value_dtype):
+                for i in range(n):
+                    self._write(i, value[int(starts[i]):int(ends[i])], value_dtype)
+
+    def _bulk_write(self, indices, value, value_dtype) -> bool:
+        """Scatter in bulk; False (nothing changed) when some element would fail."""
+        idx = indices.astype(np.int64, copy=False)
+        return self._bulk(idx, value_dtype, value.shape[1:],
+                          lambda live: _Block(value, _ROWS, live))
+
+    def _bulk_split(self, value, starts, lengths, value_dtype) -> bool:
+        """Split in bulk when every piece has the same shape check outcome as piece 0."""
+        n = lengths.size
+        rest = value.shape[1:]
+        dim0 = self.element_shape.as_list()[0] if self.element_shape.rank else None
+        if (lengths != lengths[0]).any() and (dim0 is not None
+                                              or self.identical_element_shapes):
+            return False
+        return self._bulk(np.arange(n), value_dtype, (int(lengths[0]),) + rest,
+                          lambda live: _Block(value, _PIECES, live, starts, lengths))
+
+    def _bulk(self, idx, value_dtype, shape0: tuple, make_block) -> bool:
+        """Write the elements of one block at `idx`, if none of them fails."""
+        if self.closed:
+            return False
+        value_dtype = self.dtype if value_dtype is None else dtypes.as_dtype(value_dtype)
+        lo, hi = int(idx.min()), int(idx.max())
+        if (lo < 0 or (not self.dynamic_size and hi >= self._length)
+                or value_dtype != self.dtype
+                or not self.element_shape.is_compatible_with(tensor_shape.TensorShape(shape0))):
+            return False
+        self._reserve(hi + 1)
+        if self._flags[idx].any():  # written or read before
+            return False
+        positions = np.arange(idx.size, dtype=np.int32)
+        self._pos[idx] = positions
+        if not (self._pos[idx] == positions).all():  # an index given twice
+            self._pos[idx] = 0
+            return False
+        if hi >= self._length:
+            self._length = hi + 1
+        if self.identical_element_shapes and not self.element_shape.is_fully_defined():
+            self.element_shape = tensor_shape.TensorShape(shape0)
+        self._block[idx] = self._add_block(make_block(idx.size))
+        self._flags[idx] = _WRITTEN
+        return True
 
     # -- read --------------------------------------------------------------------------------
     def read(self, index: int):
         """Read the value at `index` (TF's LockedRead): zeros of the element shape for an
         unwritten index when that shape is fully defined."""
+        with self._lock:
+            return self._read(int(index))
+
+    def _read(self, index: int):
         self.check_open()
-        index = int(index)
-        if index < 0 or index >= len(self.slots):
+        if index < 0 or index >= self._length:
             raise _invalid(f"Tried to read from index {index} but array size is: "
-                           f"{len(self.slots)}")
-        slot = self.slots[index]
-        if not slot.written:
-            if not self.element_shape.is_fully_defined():
-                raise _invalid(
-                    f"TensorArray {self.name}: Could not read from TensorArray index {index}."
-                    "  Furthermore, the element shape is not fully defined: "
-                    f"{shape_string(self.element_shape)}.  It is possible you are working "
-                    "with a resizeable TensorArray and stop_gradients is not allowing the "
-                    "gradients to be written.  If you set the full element_shape property "
-                    "on the forward TensorArray, the proper all-zeros tensor will be "
-                    "returned instead of incurring this error.")
-            slot.shape = tuple(self.element_shape.as_list())
-            slot.written = True
-        if slot.cleared:
+                           f"{self._length}")
+        self._reserve(index + 1)
+        flags = int(self._flags[index])
+        if not flags & _WRITTEN:
+            self._fill_unwritten(np.array([index]))
+            flags = _WRITTEN
+        if flags & _CLEARED:
             raise _invalid(f"TensorArray {self.name}: Could not read index {index} twice "
                            "because it was cleared after a previous read (perhaps try "
                            "setting clear_after_read = false?).")
-        value = slot.value
-        if value is None:
-            value = np.zeros(slot.shape, dtype=self._np_dtype())
+        k = int(self._block[index])
+        block = self._blocks[k]
+        value = block.element(int(self._pos[index]))
+        flags |= _READ
         if self.clear_after_read:
-            slot.value = None
-            slot.cleared = True
-        else:
-            slot.value = value
-        slot.read = True
+            flags |= _CLEARED
+            self._release(k, 1)
+        self._flags[index] = flags
         return value
+
+    def _fill_unwritten(self, idx: np.ndarray) -> None:
+        """Unwritten indices being read become zeros of the element shape, or TF's error
+        (naming the first of them) when that shape is not fully defined."""
+        if not self.element_shape.is_fully_defined():
+            raise _invalid(
+                f"TensorArray {self.name}: Could not read from TensorArray index "
+                f"{int(idx[0])}.  Furthermore, the element shape is not fully defined: "
+                f"{shape_string(self.element_shape)}.  It is possible you are working "
+                "with a resizeable TensorArray and stop_gradients is not allowing the "
+                "gradients to be written.  If you set the full element_shape property "
+                "on the forward TensorArray, the proper all-zeros tensor will be "
+                "returned instead of incurring this error.")
+        zeros = np.zeros(self.element_shape.as_list(), dtype=self._np_dtype())
+        k = self._add_block(_Block(zeros, _WHOLE, idx.size))
+        self._block[idx] = k
+        self._pos[idx] = 0
+        self._flags[idx] = _WRITTEN
+
+    def read_many(self, indices: np.ndarray) -> _Elements:
+        """Read the values at `indices`, with the outcome of reading them one by one in
+        order (TF's ReadMany): in bulk when none fails."""
+        with self._lock:
+            idx = indices.astype(np.int64, copy=False)
+            if idx.size >= _BULK and self._can_read_in_bulk(idx):
+                return self._read_in_bulk(idx)
+            return _Elements.of_values([self._read(i) for i in idx.tolist()])
+
+    def _can_read_in_bulk(self, idx: np.ndarray) -> bool:
+        """No read of `idx` would fail: open, in range, none cleared, none read twice
+        when reads clear, zeros known for the unwritten ones."""
+        if self.closed or int(idx.min()) < 0 or int(idx.max()) >= self._length:
+            return False
+        self._reserve(self._length)
+        flags = self._flags[idx]
+        if (flags & _CLEARED).any():
+            return False
+        if not self.element_shape.is_fully_defined() and not (flags & _WRITTEN).all():
+            return False
+        return not (self.clear_after_read and _has_duplicates(idx, self._length))
+
+    def _read_in_bulk(self, idx: np.ndarray) -> _Elements:
+        unwritten = (self._flags[idx] & _WRITTEN) == 0
+        if unwritten.any():
+            self._fill_unwritten(idx[unwritten])
+        ids, pos = self._block[idx], self._pos[idx]
+        distinct = _unique(ids)
+        elements = _Elements(self._blocks, ids, pos, distinct=distinct)
+        self._flags[idx] |= _READ | (_CLEARED if self.clear_after_read else 0)
+        if self.clear_after_read:
+            if len(distinct) == 1:
+                self._release(distinct[0], ids.size)
+            else:
+                counts = np.bincount(ids)
+                for k in distinct:
+                    self._release(k, int(counts[k]))
+        return elements
+
+
+def _has_duplicates(idx: np.ndarray, limit: int) -> bool:
+    """Whether some index (all in [0, limit)) is given twice: by sorting when there are
+    few, else by marking them (np.bincount would hold the GIL throughout)."""
+    if idx.size * 8 < limit:
+        return np.unique(idx).size != idx.size
+    seen = np.zeros(limit, bool)
+    seen[idx] = True
+    return int(np.count_nonzero(seen)) != idx.size
+
+
+class _Elements:
+    """Values read from a TensorArray. From a few writes they stay (block, position)
+    pairs, so that stacking or concatenating them is a slice or one fancy-index copy per
+    block instead of n arrays; from many (one write per element) they are a list."""
+
+    def __init__(self, blocks: list, ids: np.ndarray | None, pos: np.ndarray | None,
+                 values: list | None = None, distinct: list[int] = ()):
+        self._ids, self._pos, self._values = ids, pos, values
+        self._blocks: dict[int, _Block] = {}
+        if values is None:
+            if len(distinct) > _FEW_BLOCKS:
+                self._values = [blocks[k].element(p)
+                                for k, p in zip(ids.tolist(), pos.tolist(), strict=True)]
+            else:
+                self._blocks = {k: blocks[k] for k in distinct}
+
+    @classmethod
+    def of_values(cls, values: list) -> _Elements:
+        return cls([], None, None, values)
+
+    def __len__(self) -> int:
+        return len(self._values) if self._values is not None else self._ids.size
+
+    def shape(self, j: int) -> tuple:
+        if self._values is not None:
+            return np.shape(self._values[j])
+        return self._blocks[int(self._ids[j])].element_shape(int(self._pos[j]))
+
+    def first_mismatch(self, same) -> int | None:
+        """The first j whose shape fails `same(shape)`, or None."""
+        if self._values is not None:
+            return next((j for j, v in enumerate(self._values) if not same(np.shape(v))),
+                        None)
+        bad = np.zeros(self._ids.size, bool)
+        for k, block in self._blocks.items():
+            mine = np.flatnonzero(self._ids == k)
+            if block.kind != _PIECES:
+                if not same(block.element_shape(0)):
+                    bad[mine] = True
+                continue
+            lengths = block.lengths[self._pos[mine]]
+            for length in np.unique(lengths).tolist():
+                if not same((length,) + block.value.shape[1:]):
+                    bad[mine[lengths == length]] = True
+        hits = np.flatnonzero(bad)
+        return int(hits[0]) if hits.size else None
+
+    def stack(self) -> np.ndarray:
+        """The elements stacked along a new first dimension (all of one shape)."""
+        if self._values is not None:
+            return np.stack([np.asarray(v) for v in self._values])
+        if len(self._blocks) == 1:
+            (block,) = self._blocks.values()
+            return _stack_block(block, self._pos)
+        first = self._blocks[int(self._ids[0])]
+        out = np.empty((self._ids.size,) + self.shape(0), dtype=np.asarray(first.value).dtype)
+        for k, block in self._blocks.items():
+            mine = self._ids == k
+            out[mine] = _stack_block(block, self._pos[mine])
+        return out
+
+    def concat(self) -> tuple[np.ndarray, np.ndarray]:
+        """The elements joined along their first dimension, and their lengths there."""
+        if self._values is None and len(self._blocks) == 1:
+            (block,) = self._blocks.values()
+            joined = _concat_block(block, self._pos)
+            if joined is not None:
+                return joined
+        values = self._values
+        if values is None:
+            values = [self._blocks[k].element(p)
+                      for k, p in zip(self._ids.tolist(), self._pos.tolist(), strict=True)]
+        values = [np.asarray(v) for v in values]
+        lengths = np.array([v.shape[0] for v in values], dtype=np.int64)
+        return np.concatenate(values, axis=0), lengths
+
+
+# Reads from more distinct writes than this are handled element by element.
+_FEW_BLOCKS = 8
+
+
+def _unique(ids: np.ndarray) -> list[int]:
+    """The distinct block ids in `ids`, in O(n) (one min and max when there is one)."""
+    lo = int(ids.min())
+    if lo == int(ids.max()):
+        return [lo]
+    return np.flatnonzero(np.bincount(ids)).tolist()
+
+
+def _run(pos: np.ndarray) -> int | None:
+    """The first position when `pos` is consecutive ascending positions, else None."""
+    first = int(pos[0])
+    if int(pos[-1]) - first != pos.size - 1:
+        return None
+    return first if (pos == np.arange(first, first + pos.size)).all() else None
+
+
+def _stack_block(block: _Block, pos: np.ndarray) -> np.ndarray:
+    """The elements of one block at positions `pos`, stacked (all of one shape)."""
+    n = pos.size
+    value = block.value
+    if block.kind == _WHOLE:
+        out = np.empty((n,) + np.shape(value), dtype=np.asarray(value).dtype)
+        out[...] = value
+        return out
+    if block.kind == _ROWS:
+        first = _run(pos)
+        return value[first:first + n] if first is not None else value[pos]
+    length = int(block.lengths[pos[0]])
+    rows = block.starts[pos][:, None] + np.arange(length)
+    return value[rows]
+
+
+def _concat_block(block: _Block, pos: np.ndarray):
+    """(joined, lengths) for consecutive elements of one scatter or split block (a view of
+    its value); None otherwise."""
+    first = _run(pos)
+    if first is None or block.kind == _WHOLE:
+        return None
+    n = pos.size
+    value = block.value
+    if block.kind == _ROWS:
+        rows = value[first:first + n]
+        return rows.reshape((-1,) + value.shape[2:]), np.full(n, value.shape[1], np.int64)
+    start = int(block.starts[first])
+    lengths = block.lengths[first:first + n].astype(np.int64)
+    return value[start:start + int(lengths.sum())], lengths
 
 
 def _merge_shapes(a: tensor_shape.TensorShape, b: tensor_shape.TensorShape):
@@ -226,6 +581,16 @@ def _check_dtype(ta: TensorArray, dtype, requested: bool) -> None:
 
 def _flow():
     return np.array(0.0, dtype=np.float32)
+
+
+def _element_size(handle) -> int:
+    """Elements per element of the TensorArray behind `handle` (1 when it is not one:
+    compute then raises TF's error, inline)."""
+    try:
+        return get_tensor_array(handle).element_size_hint()
+    except errors.InvalidArgumentError:
+        return 1
+
 
 
 # -- kernels ---------------------------------------------------------------------------------
@@ -300,6 +665,11 @@ class TensorArrayReadOp(OpKernel):
 class TensorArrayGatherOp(OpKernel):
     """Stack the values at `indices` along a new first dimension."""
 
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size * _element_size(inputs[0]) > BIG
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.dtype = ctx.get_attr("dtype", None)
@@ -318,23 +688,28 @@ class TensorArrayGatherOp(OpKernel):
                     f"{shape_string(self.element_shape)} is not fully defined. Currently "
                     "only static shapes are supported when packing zero-size TensorArrays.")
             return (np.zeros([0] + self.element_shape.as_list(), dtype=ta._np_dtype()),)
-        values = [ta.read(i) for i in indices.tolist()]
-        shape0 = np.shape(values[0])
+        elements = ta.read_many(indices)
+        shape0 = elements.shape(0)
         if not self.element_shape.is_compatible_with(tensor_shape.TensorShape(shape0)):
             raise _invalid(f"TensorArray was passed element_shape "
                            f"{shape_string(self.element_shape)} which does not match the "
                            f"Tensor at index 0: {shape_string(shape0)}")
-        for i, v in enumerate(values[1:], 1):
-            if np.shape(v) != shape0:
-                raise _invalid("TensorArray has inconsistent shapes.  Index 0 has shape: "
-                               f"{shape_string(shape0)} but index {i} has shape: "
-                               f"{shape_string(np.shape(v))}")
-        return (np.stack([np.asarray(v) for v in values]),)
+        bad = elements.first_mismatch(lambda shape: shape == shape0)
+        if bad is not None:
+            raise _invalid("TensorArray has inconsistent shapes.  Index 0 has shape: "
+                           f"{shape_string(shape0)} but index {bad} has shape: "
+                           f"{shape_string(elements.shape(bad))}")
+        return (elements.stack(),)
 
 
 @register_kernel("TensorArrayScatterV3", "CPU")
 class TensorArrayScatterOp(OpKernel):
     """Write value[i] at indices[i]; flow_out is flow_in."""
+
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[1].size > BIG
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -359,14 +734,22 @@ class TensorArrayScatterOp(OpKernel):
         if max_index >= array_size:
             raise _invalid(f"Max scatter index must be < array size ({max_index} vs. "
                            f"{array_size})")
-        for i, index in enumerate(indices.tolist()):
-            ta.write(index, value[i], self.dtype)
+        ta.write_rows(indices, value, self.dtype)
         return (flow,)
 
 
 @register_kernel("TensorArrayConcatV3", "CPU")
 class TensorArrayConcatOp(OpKernel):
     """Concatenate all values along their first dimension; also output their lengths."""
+
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        try:
+            size = get_tensor_array(inputs[0])._length
+        except errors.InvalidArgumentError:
+            return False
+        return size * _element_size(inputs[0]) > BIG
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -388,34 +771,40 @@ class TensorArrayConcatOp(OpKernel):
                     "zero-size TensorArrays.")
             shape = [0] + self.element_shape_except0.as_list()
             return (np.zeros(shape, dtype=ta._np_dtype()), np.zeros([0], dtype=np.int64))
-        values = [np.asarray(ta.read(i)) for i in range(size)]
-        lengths = np.empty([size], dtype=np.int64)
-        except0 = None
-        for i, v in enumerate(values):
-            if v.ndim == 0:
-                raise _invalid(f"Concat saw a scalar shape at index {i} but requires at least "
-                               "vectors.  Did you mean to call pack?")
-            lengths[i] = v.shape[0]
-            rest = v.shape[1:]
-            if i == 0:
-                except0 = rest
-                if not self.element_shape_except0.is_compatible_with(
-                        tensor_shape.TensorShape(rest)):
-                    raise _invalid(
-                        "TensorArray was passed element_shape_except0 "
-                        f"{shape_string(self.element_shape_except0)} but index 0 has "
-                        f"(excepting dimension 0) shape: {shape_string(rest)} which does "
-                        "not match.")
-            elif rest != except0:
-                raise _invalid("TensorArray has inconsistent shapes.  Index 0 has (excepting "
-                               f"dimension 0) shape: {shape_string(except0)} but index {i} "
-                               f"has (excepting dimension 0) shape: {shape_string(rest)}")
-        return (np.concatenate(values, axis=0), lengths)
+        elements = ta.read_many(np.arange(size))
+        shape0 = elements.shape(0)
+        if not shape0:
+            raise _scalar_in_concat(0)
+        except0 = shape0[1:]
+        if not self.element_shape_except0.is_compatible_with(tensor_shape.TensorShape(except0)):
+            raise _invalid(
+                "TensorArray was passed element_shape_except0 "
+                f"{shape_string(self.element_shape_except0)} but index 0 has (excepting "
+                f"dimension 0) shape: {shape_string(except0)} which does not match.")
+        bad = elements.first_mismatch(lambda shape: shape[1:] == except0 and len(shape) > 0)
+        if bad is not None:
+            shape = elements.shape(bad)
+            if not shape:
+                raise _scalar_in_concat(bad)
+            raise _invalid("TensorArray has inconsistent shapes.  Index 0 has (excepting "
+                           f"dimension 0) shape: {shape_string(except0)} but index {bad} "
+                           f"has (excepting dimension 0) shape: {shape_string(shape[1:])}")
+        return elements.concat()
+
+
+def _scalar_in_concat(index: int) -> errors.InvalidArgumentError:
+    return _invalid(f"Concat saw a scalar shape at index {index} but requires at least "
+                    "vectors.  Did you mean to call pack?")
 
 
 @register_kernel("TensorArraySplitV3", "CPU")
 class TensorArraySplitOp(OpKernel):
     """Split `value` along its first dimension into pieces of `lengths`, one per index."""
+
+    expensive = None
+
+    def is_expensive(self, inputs: list) -> bool:
+        return inputs[2].size > BIG
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -448,11 +837,7 @@ class TensorArraySplitOp(OpKernel):
                            "dynamically resizeable")
         _check_dtype(ta, self.dtype, requested=False)
         ta.marked_size = array_size
-        start = 0
-        for i in range(num):
-            end = int(cumulative[i])
-            ta.write(i, value[start:end], self.dtype)
-            start = end
+        ta.write_pieces(value, lengths.astype(np.int64), self.dtype)
         return (flow,)
 
 
