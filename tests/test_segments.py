@@ -1,0 +1,607 @@
+"""Compiled segments (runtime/segments.py, loop_segments.py): graphs compute the same
+values, raise the same errors, follow the same deadness, cancel and trace the same with
+segments compiled (AIOFLOW_SEGMENTS=eager: compiled at first use; "1": the default, after
+a few runs) as without them ("0"); and the executor really builds and runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.framework import errors
+from aioflow.runtime.direct_session import DirectSession
+from aioflow.runtime.executor import ExecutorImpl
+from aioflow.runtime.loop_segments import LoopSegment
+from aioflow.runtime.segments import MAX_FALLBACKS, MAX_MEMBERS
+
+#: AIOFLOW_SEGMENTS per mode. "lazy" is the default: interpreted until a segment's third
+#: entry, so runs on either side of its compilation are compared too.
+MODES = {"off": "0", "eager": "eager", "lazy": "1"}
+BIG = 100_000  # elements: over the cwise kernels' pool threshold (65536)
+
+
+async def run_in_modes(monkeypatch, graph, fetches, feeds: list) -> dict[str, list]:
+    """Per mode, a fresh Session on `graph` running `fetches` with each feed dict in turn
+    (executors read AIOFLOW_SEGMENTS when they are built: at a Session's first run)."""
+    out = {}
+    for mode, value in MODES.items():
+        monkeypatch.setenv("AIOFLOW_SEGMENTS", value)
+        async with af.Session(graph=graph) as sess:
+            out[mode] = [await asyncio.wait_for(sess.run(fetches, feed), 30) for feed in feeds]
+    return out
+
+
+def assert_identical(got, want, where="") -> None:
+    """Same structure, dtypes, shapes and values (bit for bit, NaN equal to NaN)."""
+    if isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), where
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_identical(g, w, f"{where}[{k}]")
+        return
+    if want is None:
+        assert got is None, where
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, f"{where}: {got.dtype} != {want.dtype}"
+    assert got.shape == want.shape, f"{where}: {got.shape} != {want.shape}"
+    np.testing.assert_array_equal(got, want, err_msg=where)
+
+
+def assert_all_modes(results: dict[str, list], expected: list) -> None:
+    for mode, runs in results.items():
+        for k, (got, want) in enumerate(zip(runs, expected, strict=True)):
+            assert_identical(got, want, f"{mode} run {k}")
+
+
+def executors_for(graph, feeds, fetches, **session_kw) -> tuple:
+    """The DirectSession and the executors a Session would build to feed `feeds` and
+    fetch `fetches` (tensors; operations are targets); close the session after."""
+    direct = DirectSession(**session_kw)
+    direct.extend(graph.as_graph_def())
+    eak = direct.get_executors(tuple(t.name for t in feeds),
+                               tuple(t.name for t in fetches if isinstance(t, af.Tensor)),
+                               tuple(t.name for t in fetches if not isinstance(t, af.Tensor)))
+    return direct, eak
+
+
+# -- graphs ------------------------------------------------------------------------------------
+
+def chain_of_adds(n=200):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        y = x
+        for i in range(n):
+            y = y + float(i) if i % 3 else y * 1.0001
+    xs = [np.array(v, np.float32) for v in ([1.0, -2.0, 0.5], [3.0, 1e30, -0.0])]
+    want = []
+    for xv in xs:
+        v = xv
+        for i in range(n):
+            v = v + np.float32(i) if i % 3 else v * np.float32(1.0001)
+        want.append([v])
+    return g, [y], [{x: v} for v in xs], want
+
+
+def fan_out_and_join(width=40):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [4], name="x")
+        branches = [x * float(k) + float(k) for k in range(width)]
+        summed = af.add_n(branches, name="summed")
+        level = branches
+        while len(level) > 1:  # a tree of pairwise adds
+            level = [level[i] + level[i + 1] if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        tree = af.identity(level[0], name="tree")
+        grouped = af.group(*[af.identity(b) for b in branches[:10]], name="grouped")
+    xs = [np.arange(4, dtype=np.float32) - 1.5, np.full(4, 7.25, np.float32)]
+    want = []
+    for xv in xs:
+        bs = [xv * np.float32(k) + np.float32(k) for k in range(width)]
+        total = bs[0]
+        for b in bs[1:]:
+            total = total + b
+        level = bs
+        while len(level) > 1:
+            level = [level[i] + level[i + 1] if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        want.append([total, level[0], None])
+    return g, [summed, tree, grouped], [{x: v} for v in xs], want
+
+
+def mixed_dtypes():
+    g = af.Graph()
+    with g.as_default():
+        i8 = af.placeholder(af.int8, [None], name="i8")
+        i32 = af.placeholder(af.int32, [None], name="i32")
+        u8 = af.placeholder(af.uint8, [None], name="u8")
+        wrap8 = i8 * af.constant(3, af.int8) + af.constant(100, af.int8)
+        wrap32 = (i32 + af.constant(2**31 - 1)) * af.constant(2)
+        wrapu = u8 - af.constant(7, af.uint8) * u8
+        half = af.cast(wrap8, af.float16) * af.constant(0.1, af.float16) + af.constant(
+            1.5, af.float16)
+        half = half * half - af.constant(3.0, af.float16)
+        both = af.cast(half, af.float32) + af.cast(wrap32, af.float32)
+        flags = af.logical_and(wrap8 > af.constant(0, af.int8), wrap32 < 0)
+    feeds, want = [], []
+    for a, b, c in (([1, 50, -128, 127], [1, 2, -5, 0], [0, 3, 255, 37]),
+                    ([0, 0, 0, 0], [2**31 - 1, -(2**31), 7, 8], [1, 2, 3, 4])):
+        av, bv, cv = np.int8(a), np.int32(b), np.uint8(c)
+        feeds.append({i8: av, i32: bv, u8: cv})
+        with np.errstate(all="ignore"):
+            w8 = av * np.int8(3) + np.int8(100)
+            w32 = (bv + np.int32(2**31 - 1)) * np.int32(2)
+            wu = cv - np.uint8(7) * cv
+            h = w8.astype(np.float16) * np.float16(0.1) + np.float16(1.5)
+            h = h * h - np.float16(3.0)
+            want.append([w8, w32, wu, h, h.astype(np.float32) + w32.astype(np.float32),
+                         np.logical_and(w8 > 0, w32 < 0)])
+    return g, [wrap8, wrap32, wrapu, half, both, flags], feeds, want
+
+
+def broadcasting():
+    g = af.Graph()
+    with g.as_default():
+        a = af.placeholder(af.float64, [3, 1], name="a")
+        b = af.placeholder(af.float64, [1, 4], name="b")
+        c = af.constant(np.array([1.0, -1.0, 0.5, 2.0]))
+        prod = a + b * c
+        mx = af.maximum(a, b) - c
+        out = af.minimum(prod, mx) / (af.abs(c) + 1.0)
+    av = np.array([[1.0], [-2.0], [3.5]])
+    bv = np.array([[0.25, -4.0, 8.0, 1.0]])
+    cv = np.array([1.0, -1.0, 0.5, 2.0])
+    p, m = av + bv * cv, np.maximum(av, bv) - cv
+    want = [[p, m, np.minimum(p, m) / (np.abs(cv) + 1.0)]]
+    return g, [prod, mx, out], [{a: av, b: bv}], want
+
+
+GRAPHS = {"chain_of_adds": chain_of_adds, "fan_out_and_join": fan_out_and_join,
+          "mixed_dtypes": mixed_dtypes, "broadcasting": broadcasting}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+async def test_values_are_the_same_with_segments_on_and_off(monkeypatch, name):
+    g, fetches, feeds, want = GRAPHS[name]()
+    # Each feed three times: the lazy mode compiles on the third entry.
+    feeds, want = feeds * 3, want * 3
+    assert_all_modes(await run_in_modes(monkeypatch, g, fetches, feeds), want)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+async def test_the_graphs_run_compiled(monkeypatch, name):
+    """With AIOFLOW_SEGMENTS=eager each of these graphs has segments, and a run goes
+    through their generated code (compiled, no fallback): the equality test above
+    compares the compiled path, not a fallback."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    g, fetches, feeds, want = GRAPHS[name]()
+    direct, eak = executors_for(g, list(feeds[0]), fetches)
+    try:
+        values = await direct.run_executors(eak, list(feeds[0].values()))
+        (impl,) = eak.executors
+        assert impl.segments
+        for segment in impl.segments:
+            assert segment.fn is not None and segment.fallbacks == 0, segment.item.name
+    finally:
+        direct.close()
+    assert_identical(values, [w for f, w in zip(fetches, want[0], strict=True)
+                              if isinstance(f, af.Tensor)])
+
+
+async def test_a_large_input_falls_back_to_the_pool_and_later_runs_still_work(monkeypatch):
+    """A segment whose input is too large to stay on the loop runs its members node by
+    node (the big ones on the pool); small runs after big ones run compiled again, and
+    after MAX_FALLBACKS big runs the segment stops trying."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        y = x
+        for k in range(12):
+            y = (y + float(k)) * 0.5
+    small, big = np.arange(10, dtype=np.float32), np.linspace(-1, 1, BIG, dtype=np.float32)
+    order = [small, big, small, big, big, small] + [big] * MAX_FALLBACKS + [small]
+
+    def reference(v):
+        for k in range(12):
+            v = (v + np.float32(k)) * np.float32(0.5)
+        return v
+
+    want = [reference(v) for v in order]
+    results = await run_in_modes(monkeypatch, g, y, [{x: v} for v in order])
+    assert_all_modes(results, want)
+
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    direct, eak = executors_for(g, [x], [y])
+    try:
+        (impl,) = eak.executors
+        (segment,) = impl.segments
+        for v in order[:3]:  # small, big, small
+            assert_identical(await direct.run_executors(eak, [v]), [reference(v)])
+        assert segment.fallbacks == 1 and segment.fn is not None
+        for v in [big] * MAX_FALLBACKS:
+            assert_identical(await direct.run_executors(eak, [v]), [reference(v)])
+        assert segment.fn is None  # gave up compiling: always interpreted now
+        assert_identical(await direct.run_executors(eak, [small]), [reference(small)])
+    finally:
+        direct.close()
+
+
+# -- errors name the original node -------------------------------------------------------------
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_integer_division_by_zero_in_a_segment_names_the_node():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.int32, [None], name="x")
+        d = af.placeholder(af.int32, [None], name="d")
+        q = af.math.floordiv(x * 3 + 1, d - 1, name="bad_div")
+        out = (q + 7) * 2
+    async with af.Session(graph=g) as sess:
+        ok = np.int32([5, 6, -7])
+        for _ in range(2):  # compiled (eager) and run through the generated code first
+            assert_identical(await sess.run(out, {x: ok, d: np.int32([2, 3, 4])}),
+                             ((ok * 3 + 1) // np.int32([1, 2, 3]) + 7) * 2)
+        with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero") as e:
+            await sess.run(out, {x: ok, d: np.int32([2, 1, 4])})
+        assert "bad_div" in e.value.message
+        assert e.value.node_def.name == "bad_div"
+        # The segment still runs afterwards.
+        assert_identical(await sess.run(out, {x: ok, d: np.int32([3, 3, 3])}),
+                         ((ok * 3 + 1) // np.int32([2, 2, 2]) + 7) * 2)
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_shape_mismatch_in_a_segment_names_the_node():
+    g = af.Graph()
+    with g.as_default():
+        a = af.placeholder(af.float32, [None], name="a")
+        b = af.placeholder(af.float32, [None], name="b")
+        s = af.add(a * 2.0, b - 1.0, name="bad_add")
+        out = af.sqrt(af.abs(s)) + 1.0
+    async with af.Session(graph=g) as sess:
+        for _ in range(2):
+            await sess.run(out, {a: np.ones(3, np.float32), b: np.ones(3, np.float32)})
+        with pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes") as e:
+            await sess.run(out, {a: np.ones(3, np.float32), b: np.ones(4, np.float32)})
+        assert "bad_add" in e.value.message and e.value.node_def.name == "bad_add"
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_error_in_a_compiled_loop_names_the_node_frame_and_iteration():
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        out = af.while_loop(
+            lambda i, acc: i < n,
+            lambda i, acc: (i + 1, acc + af.math.floordiv(100, 3 - i, name="div")),
+            [af.constant(0), af.constant(0)])
+    async with af.Session(graph=g) as sess:
+        for _ in range(2):
+            i, acc = await sess.run(out, {n: 3})
+            assert (int(i), int(acc)) == (3, 100 // 3 + 100 // 2 + 100 // 1)
+        with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero") as e:
+            await sess.run(out, {n: 6})
+    assert re.search(r"\{\{node [^}]*div\}\}", e.value.message), e.value.message
+    assert "while-loop frame" in e.value.message and "iteration 3" in e.value.message
+
+
+# -- deadness and frames -----------------------------------------------------------------------
+
+async def test_cond_with_segments_in_both_branches(monkeypatch):
+    """The untaken branch's chain is dead: its segment runs node by node (dead), the
+    Merge takes the live branch; values as without segments."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        p = af.placeholder(af.bool, [], name="p")
+
+        def taken():
+            y = x
+            for k in range(20):
+                y = y * 1.5 - float(k)
+            return y
+
+        def untaken():
+            y = x
+            for k in range(20):
+                y = af.abs(y) + float(k)
+            return y
+
+        out = af.cond(p, taken, untaken)
+        final = out * 2.0 + 1.0
+    xv = np.array([1.0, -2.0, 0.25], np.float32)
+
+    def ref(pv):
+        y = xv
+        for k in range(20):
+            y = y * np.float32(1.5) - np.float32(k) if pv else np.abs(y) + np.float32(k)
+        return [y, y * np.float32(2.0) + np.float32(1.0)]
+
+    preds = [True, False, False, True, True, False, True]
+    results = await run_in_modes(monkeypatch, g, [out, final], [{x: xv, p: v} for v in preds])
+    assert_all_modes(results, [ref(v) for v in preds])
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 300])
+async def test_while_loop_of_cheap_ops(monkeypatch, n):
+    g = af.Graph()
+    with g.as_default():
+        limit = af.placeholder(af.int32, [], name="limit")
+        v = af.placeholder(af.float64, [2], name="v")
+        out = af.while_loop(
+            lambda i, acc, w: i < limit,
+            lambda i, acc, w: (i + 1, (acc * 3 + i) % 1000, w * 0.5 + af.cast(i, af.float64)),
+            [af.constant(0), af.constant(1), v])
+    vv = np.array([2.0, -8.0])
+    i, acc, w = 0, 1, vv
+    while i < n:
+        i, acc, w = i + 1, (acc * 3 + i) % 1000, w * 0.5 + np.float64(i)
+    want = [np.int32(i), np.int32(acc), w]
+    results = await run_in_modes(monkeypatch, g, out, [{limit: n, v: vv}] * 3)
+    assert_all_modes(results, [want] * 3)
+
+
+async def test_cond_inside_a_loop_and_a_loop_inside_an_untaken_cond(monkeypatch):
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        p = af.placeholder(af.bool, [], name="p")
+
+        def body(i, acc):
+            bonus = af.cond(af.equal(i % 3, 0), lambda: i * 10 + 1, lambda: i - 1)
+            return i + 1, acc + bonus
+
+        looped = af.while_loop(lambda i, a: i < n, body, [af.constant(0), af.constant(0)])[1]
+        gated = af.cond(p, lambda: af.while_loop(lambda j: j < n, lambda j: j + 2,
+                                                 [af.constant(0)]) * 3,
+                        lambda: n + 100)
+
+    def ref(nv, pv):
+        acc = sum(i * 10 + 1 if i % 3 == 0 else i - 1 for i in range(nv))
+        j = 0
+        while j < nv:
+            j += 2
+        return [np.int32(acc), np.int32(j * 3 if pv else nv + 100)]
+
+    cases = [(7, True), (7, False), (0, True), (12, False), (12, True), (5, True)]
+    results = await run_in_modes(monkeypatch, g, [looped, gated],
+                                 [{n: a, p: b} for a, b in cases])
+    assert_all_modes(results, [ref(a, b) for a, b in cases])
+
+
+# -- cancellation --------------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_cancelling_a_run_of_segments_and_an_async_kernel_leaves_nothing_behind():
+    started = asyncio.Event()
+    cancelled = []
+
+    async def slow(v):
+        started.set()
+        try:
+            await asyncio.sleep(float(v))
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return v
+
+    g = af.Graph()
+    with g.as_default():
+        delay = af.placeholder(af.float32, [], name="delay")
+        x = af.placeholder(af.float32, [8], name="x")
+        pre = x
+        for k in range(30):
+            pre = pre * 0.5 + float(k)
+        waited = af.async_py_func(slow, [delay], af.float32, name="slow")
+        waited.set_shape([])
+        post = pre + waited
+        for k in range(30):
+            post = post - float(k) * 0.25
+    xv = np.ones(8, np.float32)
+    async with af.Session(graph=g) as sess:
+        first = await sess.run(post, {delay: 0.0, x: xv})  # compiled (eager) before
+        before = set(asyncio.all_tasks())
+        task = asyncio.ensure_future(sess.run(post, {delay: 30.0, x: xv}))
+        await asyncio.wait_for(started.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        assert cancelled == [True]
+        assert set(asyncio.all_tasks()) - before == set()
+        # The session still runs, to the same values.
+        assert_identical(await asyncio.wait_for(sess.run(post, {delay: 0.0, x: xv}), 5), first)
+
+
+# -- step stats --------------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_full_trace_lists_every_node_of_the_partition():
+    """A traced run runs a compiled segment's nodes one by one: the step stats name every
+    node of the partition graph, as without segments, and no segment item."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [5], name="x")
+        y = x
+        for k in range(100):  # more than one segment's worth of members
+            y = y * 0.75 + float(k)
+        z = af.identity(af.sqrt(af.abs(y)), name="z")
+    xv = np.arange(5, dtype=np.float32)
+    trace = af.RunOptions(trace_level=af.RunOptions.FULL_TRACE, output_partition_graphs=True)
+    async with af.Session(graph=g) as sess:
+        plain = [await sess.run(z, {x: xv}) for _ in range(2)]  # compiled, run compiled
+        md = af.RunMetadata()
+        traced = await sess.run(z, {x: xv}, options=trace, run_metadata=md)
+        after = await sess.run(z, {x: xv})
+    assert_identical(traced, plain[0])
+    assert_identical(after, plain[0])
+    assert_identical(plain[1], plain[0])
+    (part,) = md.partition_graphs
+    names = [ns.node_name for dev in md.step_stats.dev_stats for ns in dev.node_stats]
+    assert not [n for n in names if "_segment" in n]
+    assert len(names) == len(set(names))  # each node once
+    assert set(names) - {"_SOURCE"} == {n.name for n in part.node}
+    assert len(part.node) > 200
+
+
+# -- the executor builds segments ----------------------------------------------------------------
+
+def _input_names(node_def) -> list[str]:
+    return [i.lstrip("^").split(":")[0] for i in node_def.input]
+
+
+def _assert_segments_sound(impl) -> None:
+    """Every segment: members in topological order, of one frame, at most MAX_MEMBERS,
+    its generated source compiles, and it is convex (no path leaves it and comes back)."""
+    graph_def = impl.graph.to_graph_def()
+    consumers: dict[str, list[str]] = {n.name: [] for n in graph_def.node}
+    for n in graph_def.node:
+        for src in _input_names(n):
+            consumers[src].append(n.name)
+    for n in graph_def.node:  # no back edges: convex within one iteration
+        if n.op == "NextIteration":
+            consumers[n.name] = []
+    for segment in impl.segments:
+        members = [m.name for m in segment.members]
+        position = {name: k for k, name in enumerate(members)}
+        if isinstance(segment, LoopSegment):  # its Enters, then its frame's nodes
+            frames = [m.frame_name for m in segment.members if not m.is_enter]
+            assert len(set(frames)) == 1 and frames[0] == segment.members[-1].frame_name
+        else:
+            assert 2 <= len(members) <= MAX_MEMBERS
+            assert len({m.frame_name for m in segment.members}) == 1
+        for m in segment.members:
+            for src in _input_names(m.node_def):
+                if src in position and not m.is_merge:
+                    assert position[src] < position[m.name], (segment.item.name, m.name)
+        source, namespace = segment.generate()
+        compile(source, f"<{segment.item.name}>", "exec")
+        # Convex: nothing outside the segment is reachable from it and reaches it.
+        if isinstance(segment, LoopSegment):
+            continue  # a compiled loop spans its frame (its back edges are inside it)
+        outside_reached, stack = set(), [c for m in members for c in consumers[m]
+                                         if c not in position]
+        while stack:
+            name = stack.pop()
+            if name in outside_reached:
+                continue
+            outside_reached.add(name)
+            for c in consumers[name]:
+                assert c not in position, f"{segment.item.name}: {name} -> {c} re-enters"
+                stack.append(c)
+
+
+def test_the_executor_builds_sound_segments_only_when_asked():
+    g, (fetch,), feeds, _ = chain_of_adds(300)
+    (x,) = feeds[0]
+    direct, eak = executors_for(g, [x], [fetch])
+    try:
+        (impl,) = eak.executors
+        assert len(impl.segments) >= 300 // MAX_MEMBERS
+        member_names = {m.name for s in impl.segments for m in s.members}
+        assert {n for n in member_names if n.startswith("add")}, member_names
+        _assert_segments_sound(impl)
+        assert ExecutorImpl(impl.graph, impl.device, segments=False).segments == []
+        assert ExecutorImpl(impl.graph, impl.device, inline_all=True).segments == []
+    finally:
+        direct.close()
+    if "compile_segments" in inspect.signature(DirectSession).parameters:
+        direct, eak = executors_for(g, [x], [fetch], compile_segments=False)
+        try:
+            assert eak.executors[0].segments == []
+        finally:
+            direct.close()
+
+
+def test_segments_form_in_cond_branches_and_loop_bodies_and_stay_convex():
+    """Around non-compilable nodes (py_func, async kernels, control flow) segments form
+    on either side and stay convex."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        p = af.placeholder(af.bool, [], name="p")
+        a = x * 2.0 + 1.0
+        b = af.py_func(lambda v: v, [a], af.float32, name="opaque")
+        c = (a - 3.0) * (b + 1.0)  # a member fed from both sides of the py_func
+        d = af.cond(p, lambda: (c * 2.0 + 1.0) * 3.0, lambda: af.abs(c) - 1.0 + x)
+
+        async def later(v):
+            return v
+
+        def body(i, acc):
+            s = af.async_py_func(later, [i * 2 + 1], af.int32)
+            s.set_shape([])
+            return i + 1, (acc + s) * 1
+
+        loop = af.while_loop(lambda i, acc: i < 5, body, [af.constant(0), af.constant(0)])
+    direct, eak = executors_for(g, [x, p], [d, loop[1]])
+    try:
+        (impl,) = eak.executors
+        _assert_segments_sound(impl)
+        frames = {s.item.frame_name for s in impl.segments}
+        assert any(frames - {""}), "no segment inside the loop frame"
+        branch = [s for s in impl.segments if all(m.name.startswith("cond/") for m in s.members)]
+        assert branch, [[m.name for m in s.members] for s in impl.segments]
+    finally:
+        direct.close()
+
+
+def test_compiled_while_loops_are_segments_too():
+    g = af.Graph()
+    with g.as_default():
+        out = af.while_loop(lambda i, a: i < 10, lambda i, a: (i + 1, a * 2 + i),
+                            [af.constant(0), af.constant(1)])
+    direct, eak = executors_for(g, [], list(out))
+    try:
+        (impl,) = eak.executors
+        loops = [s for s in impl.segments if isinstance(s, LoopSegment)]
+        assert loops
+        (loop,) = loops
+        assert any(m.is_enter for m in loop.members) and any(m.is_merge for m in loop.members)
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+# -- parallelism ---------------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("segments_mode")
+@pytest.mark.parametrize("pi, expected", [(1, 1), (4, 4)])
+async def test_an_async_kernel_fed_by_a_segment_keeps_its_parallelism_in_a_loop(pi, expected):
+    """The async kernel's input comes from a chain of cheap ops (a segment in the loop
+    body) that depends only on the counter: iterations still overlap up to
+    parallel_iterations, as without segments (the segment does not wait for the async
+    kernel's output, which its other chain consumes)."""
+    in_flight = 0
+    peak = 0
+
+    async def slow(v):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return v
+
+    g = af.Graph()
+    with g.as_default():
+        def body(i, acc):
+            fed = (i * 3 + 1) * 2 - 2  # a segment of cheap ops on the counter
+            s = af.async_py_func(slow, [fed], af.int32)
+            s.set_shape([])
+            return i + 1, (acc + s) * 1 + 0
+
+        out = af.while_loop(lambda i, a: i < 12, body, [af.constant(0), af.constant(0)],
+                            parallel_iterations=pi)
+    async with af.Session(graph=g) as sess:
+        for _ in range(2):  # interpreted and compiled alike (lazy would compile later)
+            peak = 0
+            i, acc = await asyncio.wait_for(sess.run(out), 10)
+            assert (int(i), int(acc)) == (12, sum((k * 3 + 1) * 2 - 2 for k in range(12)))
+            assert peak == expected
