@@ -9,6 +9,8 @@ order (bool: logical or; string: concatenation), as TF's CPU kernel does.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework import dtypes, errors
@@ -73,8 +75,15 @@ class GatherNdOp(_NdKernel):
         super().__init__(ctx)
 
     def is_expensive(self, inputs: list) -> bool:
-        """Many indices (the work follows them, not the size of params)."""
-        return inputs[1].size > BIG
+        """Many indices, or a large output: indices.size / depth slices of params."""
+        params, indices = inputs
+        if indices.size > BIG:
+            return True
+        depth = indices.shape[-1] if indices.ndim else 0
+        if not depth or depth > params.ndim:
+            return False
+        rows = indices.size // depth
+        return rows * (params.size // max(1, math.prod(params.shape[:depth]))) > BIG
 
     def compute(self, ctx, inputs):
         params, indices = np.asarray(inputs[0]), np.asarray(inputs[1])

@@ -48,6 +48,8 @@ SMALL_AND_LARGE = [
     ("OneHot", [i32([1, 2]), i32(4), f32(1), f32(0)], [i32([1, 2]), i32(10**6), f32(1), f32(0)]),
     ("GatherV2", [np.ones((10, 1000), f32), i32([1, 2]), i32(0)],
      [np.ones((10, 1000), f32), np.zeros(1000, i32), i32(0)]),
+    ("GatherNd", [np.ones((10, 1000), f32), i32([[1]])],
+     [np.ones((10, 100_000), f32), np.zeros((3, 1), i32)]),
     ("SelectV2", [np.ones((3, 1), bool), f32(1), np.ones((1, 3), f32)],
      [np.ones((3000, 1), bool), f32(1), np.ones((1, 3000), f32)]),
     ("ConcatV2", [np.ones(4, f32), np.ones(4, f32), i32(0)],
@@ -255,3 +257,91 @@ def test_bulk_split_and_concat(ctx):
     with invalid("TensorArray has inconsistent shapes.  Index 0 has shape: [0,2] but index 1 "
                  "has shape: [1,2]"):
         gather(ctx, handle, range(n))
+
+
+# -- 2. py_func results ----------------------------------------------------------------------
+
+# (result, Tout, error class, TF 2.21's message with the token as {}): TF's py_func converts
+# nothing; these were converted silently (None -> nan, 1e300 -> inf, "1.5" -> 1.5, an
+# object array with None -> nan) or failed as UnknownError(OverflowError) (2**40).
+PY_FUNC_ERRORS = [
+    (None, af.float32, errors.InvalidArgumentError,
+     "{} returns 0 values, but expects to see 1 values."),
+    (np.float64(1e300), af.float32, errors.InvalidArgumentError,
+     "0-th value returned by {} is double, but expects float"),
+    (1.5, af.float32, errors.InvalidArgumentError,
+     "0-th value returned by {} is double, but expects float"),
+    ("1.5", af.float32, errors.InvalidArgumentError,
+     "0-th value returned by {} is string, but expects float"),
+    (np.array([1.0, None], dtype=object), af.float32, errors.InternalError,
+     "Unsupported object type float"),
+    (np.array([b"a", None], dtype=object), af.string, errors.InternalError,
+     "Unsupported object type NoneType"),
+    (2**40, af.int32, errors.InvalidArgumentError,
+     "0-th value returned by {} is int64, but expects int32"),
+    (2**70, af.int64, errors.InternalError, "Unsupported object type int"),
+    (np.array([1], np.int32), af.float32, errors.InvalidArgumentError,
+     "0-th value returned by {} is int32, but expects float"),
+    ([1.0, 2.0], af.float32, errors.InvalidArgumentError,
+     "{} returns 2 values, but expects to see 1 values."),
+    (np.float32(1), [af.float32, af.float32], errors.InvalidArgumentError,
+     "{} returns 1 values, but expects to see 2 values."),
+    ((np.float32(1), None), [af.float32, af.float64], errors.InternalError,
+     "Unsupported object type NoneType"),
+    (np.array(["2020-01-01"], dtype="datetime64[D]"), af.float32, errors.InternalError,
+     "Unsupported numpy type: NPY_DATETIME"),
+    (np.zeros(2, dtype=[("a", "f4")]), af.float32, errors.InternalError,
+     "Unsupported numpy data type"),
+]
+
+
+@pytest.mark.parametrize("result, tout, cls, message", PY_FUNC_ERRORS,
+                         ids=[f"{i}-{type(c[0]).__name__}" for i, c in enumerate(PY_FUNC_ERRORS)])
+@pytest.mark.parametrize("kind", ["py_func", "async_py_func"])
+async def test_py_func_results_are_checked_as_tf_checks_them(graph, kind, result, tout, cls,
+                                                             message):
+    def func():
+        return result
+
+    async def coro():
+        return result
+
+    y = af.py_func(func, [], tout) if kind == "py_func" else af.async_py_func(coro, [], tout)
+    token = (y[0] if isinstance(y, list) else y).op.get_attr("token")
+    token = token.decode() if isinstance(token, bytes) else token
+    async with af.Session(graph=graph) as sess:
+        with pytest.raises(cls) as err:
+            await sess.run(y)
+    assert type(err.value) is cls
+    assert err.value.message.split("\n")[0] == message.format(token)
+
+
+@pytest.mark.parametrize("result, tout, expected", [
+    (np.float32(1.5), af.float32, np.float32(1.5)),
+    ("abc", af.string, b"abc"),
+    (b"xy", af.string, b"xy"),
+    (np.array(["a", "b"]), af.string, np.array([b"a", b"b"], dtype=object)),
+    (np.array(["a", b"b"], dtype=object), af.string, np.array([b"a", b"b"], dtype=object)),
+    (2**64 - 1, af.uint64, np.uint64(2**64 - 1)),
+    (5, af.int64, np.int64(5)),
+    ([np.float32(1)], [af.float32], [np.float32(1)]),
+])
+async def test_py_func_results_of_the_declared_types_pass(graph, result, tout, expected):
+    y = af.py_func(lambda: result, [], tout)
+    async with af.Session(graph=graph) as sess:
+        out = await sess.run(y)
+    if isinstance(expected, list):
+        assert [type(v) for v in out] == [type(v) for v in expected] and out == expected
+    else:
+        assert np.asarray(out).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(out, expected)
+
+
+async def test_py_func_with_no_outputs_accepts_none_and_empty_tuple(graph):
+    ops_ = [af.py_func(lambda: None, [], []), af.py_func(lambda: (), [], [])]
+    bad = af.py_func(lambda: 1.0, [], [])
+    async with af.Session(graph=graph) as sess:
+        await sess.run(ops_)
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"returns 1 values, but expects to see 0 values\.\n"):
+            await sess.run(bad)

@@ -24,7 +24,8 @@ def _apply(op_type: str, func: Callable, inp, Tout, stateful: bool, name):
 
 def py_func(func: Callable, inp, Tout, stateful: bool = True, name: str | None = None):
     """Wrap a synchronous Python function as an op (tf.compat.v1.py_func); it runs on the
-    device's thread pool with NumPy inputs and returns values of the `Tout` dtypes."""
+    device's thread pool with NumPy inputs and returns values of exactly the `Tout` dtypes:
+    as in TF, nothing is converted (a Python float is a double), a mismatch is an error."""
     if inspect.iscoroutinefunction(func):
         raise TypeError("py_func takes a synchronous function; use af.async_py_func for "
                         "coroutine functions")
@@ -33,7 +34,8 @@ def py_func(func: Callable, inp, Tout, stateful: bool = True, name: str | None =
 
 def async_py_func(coro_fn: Callable, inp, Tout, name: str | None = None):
     """Wrap a coroutine function as an op: it is awaited on the event loop mid-run (an
-    HTTP call, a database query) without holding a thread."""
+    HTTP call, a database query) without holding a thread. Its results are checked as
+    py_func's are."""
     if not inspect.iscoroutinefunction(coro_fn):
         raise TypeError(f"async_py_func takes a coroutine function (async def), got {coro_fn!r}")
     return _apply("AsyncPyFunc", coro_fn, inp, Tout, True, name)
