@@ -67,8 +67,7 @@ class Session:
         self._time_budget_ms = time_budget_ms
         self._warn_overrun = warn_overrun
         self._plans: dict = {}
-        self._feed_keys: dict = {}  # feed_dict key -> its Tensor
-        self._feed_dims: dict = {}  # Tensor -> (its TensorShape, dims as a tuple or None)
+        self._feed_specs: dict = {}  # feed_dict key -> _FeedSpec of its tensor
         self._gate_loop = None
         self._gate = None
 
@@ -154,7 +153,7 @@ class Session:
         loop = asyncio.get_running_loop()
         gate = self._gate if loop is self._gate_loop else self._gate_of(loop)
         if gate.spent >= gate.budget or gate.waiters:
-            await gate.wait()
+            await gate.enqueue()
             self._check_open()
         started = perf_counter()
         plan = self._plan(fetches)
@@ -165,7 +164,8 @@ class Session:
             names = tuple(name for name in names if name not in feeds)
         version = self._graph.version
         if names or plan.sorted_targets:
-            key = (tuple(sorted(feeds)), names, plan.sorted_targets)
+            feed_names = tuple(feeds) if len(feeds) < 2 else tuple(sorted(feeds))
+            key = (feed_names, names, plan.sorted_targets)
             eak = self._direct.cached_executors(key) if version == self._version else None
             if eak is None:
                 eak = await self._prepare(version, key)
@@ -181,7 +181,9 @@ class Session:
             retvals = [feeds[name] if name in feeds else next(computed)
                        for name in plan.sorted_fetches]
         if plan.single is not None:
-            return (await _fetched_values([retvals[0]]))[0]
+            value = retvals[0]
+            return _fetched(value) if not _copy_is_large(value) else (
+                await _fetched_off_loop([value]))[0]
         return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
     def _gate_of(self, loop):
@@ -211,28 +213,19 @@ class Session:
 
     def _convert_feeds(self, feed_dict) -> dict:
         feeds = {}
-        keys = self._feed_keys
+        specs = self._feed_specs
+        graph = self._graph
         for key, value in feed_dict.items():
-            tensor = keys.get(key) if isinstance(key, (ops.Tensor, str)) else None
-            if tensor is None:
-                tensor = _feed_tensor(self._graph, key)
-                if isinstance(key, (ops.Tensor, str)) and len(keys) < _CACHE_LIMIT:
-                    keys[key] = tensor
-            if not self._graph.is_feedable(tensor):
+            spec = specs.get(key) if isinstance(key, (ops.Tensor, str)) else None
+            if spec is None or spec.shape is not spec.tensor.shape:
+                spec = _FeedSpec(_feed_tensor(graph, key))
+                if isinstance(key, (ops.Tensor, str)) and len(specs) < _CACHE_LIMIT:
+                    specs[key] = spec
+            tensor = spec.tensor
+            if not graph.is_feedable(tensor):
                 raise ValueError(f"Tensor {tensor.name} may not be fed.")
-            feeds[tensor.name] = convert_feed_value(tensor, value, self._dims(tensor))
+            feeds[spec.name] = spec.convert(value)
         return feeds
-
-    def _dims(self, tensor: ops.Tensor):
-        """The tensor's static dims as a tuple (None: unknown rank), cached while its
-        TensorShape object stays the same (set_shape replaces it)."""
-        entry = self._feed_dims.get(tensor)
-        shape = tensor.shape
-        if entry is None or entry[0] is not shape:
-            entry = (shape, None if shape.rank is None else tuple(shape.as_list()))
-            if len(self._feed_dims) < _CACHE_LIMIT:
-                self._feed_dims[tensor] = entry
-        return entry[1]
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
         """An async callable running `fetches` with positional feed values for `feed_list`;
@@ -242,6 +235,7 @@ class Session:
         self._check_open()
         plan = FetchPlan(self._graph, fetches)
         tensors = [_feed_tensor(self._graph, k) for k in (feed_list or [])]
+        specs = [_FeedSpec(t) for t in tensors]
         names = [t.name for t in tensors]
         if len(set(names)) != len(names):
             raise ValueError("Duplicate feeds in feed_list are not allowed.")
@@ -258,15 +252,16 @@ class Session:
             loop = asyncio.get_running_loop()
             gate = self._gate if loop is self._gate_loop else self._gate_of(loop)
             if gate.spent >= gate.budget or gate.waiters:
-                await gate.wait()
+                await gate.enqueue()
                 self._check_open()
             started = perf_counter()
-            values = [convert_feed_value(t, v, self._dims(t))
-                      for t, v in zip(tensors, feed_values, strict=True)]
+            values = [spec.convert(v) for spec, v in zip(specs, feed_values, strict=True)]
             retvals = await self._run(eak, [values[i] for i in order], options, run_metadata,
                                       gate, started)
             if single is not None:
-                return (await _fetched_values([retvals[0]]))[0]
+                value = retvals[0]
+                return _fetched(value) if not _copy_is_large(value) else (
+                    await _fetched_off_loop([value]))[0]
             return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
         return call
@@ -318,16 +313,43 @@ def _fetched(value):
 
 
 def _copy_is_large(value) -> bool:
-    return (type(value) is np.ndarray and not value.flags.writeable
-            and value.nbytes > COPY_OFF_LOOP_BYTES)
+    return (type(value) is np.ndarray and value.nbytes > COPY_OFF_LOOP_BYTES
+            and not value.flags.writeable)
 
 
 async def _fetched_values(values: list) -> list:
     """`_fetched` of each value; a large copy is made on a worker thread, not the loop."""
     for value in values:
         if _copy_is_large(value):
-            return await asyncio.to_thread(lambda: [_fetched(v) for v in values])
+            return await _fetched_off_loop(values)
     return [_fetched(v) for v in values]
+
+
+async def _fetched_off_loop(values: list) -> list:
+    return await asyncio.to_thread(lambda: [_fetched(v) for v in values])
+
+
+class _FeedSpec:
+    """What converting a feed of one tensor needs, looked up once: its name and static
+    dims (valid while the tensor keeps its TensorShape object: set_shape replaces it)."""
+
+    __slots__ = ("tensor", "name", "shape", "dims", "scalar_type")
+
+    def __init__(self, tensor: ops.Tensor):
+        self.tensor = tensor
+        self.name = tensor.name
+        self.shape = shape = tensor.shape
+        self.dims = None if shape.rank is None else tuple(shape.as_list())
+        dtype = tensor.dtype
+        # A Python float fed to a scalar (or unknown) floating tensor: the NumPy scalar
+        # type converts it as np.asarray(value, dtype)[()] would, in one call.
+        scalar = dtype.is_floating and self.dims in (None, ())
+        self.scalar_type = dtype.as_numpy_dtype if scalar else None
+
+    def convert(self, value):
+        if type(value) is float and self.scalar_type is not None:
+            return self.scalar_type(value)
+        return convert_feed_value(self.tensor, value, self.dims)
 
 
 def _feed_tensor(graph: ops.Graph, key) -> ops.Tensor:

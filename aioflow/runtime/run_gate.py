@@ -42,14 +42,15 @@ class RunGate:
         already wait: the line is first come, first served)."""
         return self.spent >= self.budget or bool(self.waiters)
 
-    async def wait(self) -> None:
-        """Wait until the gate admits this run (in a later turn of the loop)."""
+    def enqueue(self) -> asyncio.Future:
+        """A place in line: the future the gate resolves when this run may start (in a
+        later turn of the loop). Awaited by the caller: no coroutine of its own."""
         fut = self.loop.create_future()
         self.waiters.append(fut)
         if not self._pumping:
             self._pumping = True
             self.loop.call_soon(self._pump)
-        await fut
+        return fut
 
     def spend(self, seconds: float) -> None:
         """A run started in this turn and it took `seconds` to start."""
