@@ -50,6 +50,7 @@ def assert_identical(got, want, where="") -> None:
     assert got.dtype == want.dtype, f"{where}: {got.dtype} != {want.dtype}"
     assert got.shape == want.shape, f"{where}: {got.shape} != {want.shape}"
     np.testing.assert_array_equal(got, want, err_msg=where)
+    assert got.tobytes() == want.tobytes(), f"{where}: not bit for bit (signed zeros?)"
 
 
 def assert_all_modes(results: dict[str, list], expected: list) -> None:
