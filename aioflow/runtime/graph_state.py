@@ -120,19 +120,26 @@ class GraphState:
         may move, as TF's re-placement would move them); returns them by key. `moved`
         records the previous device of every existing member that was assigned again."""
         touched: dict[str, list[Node]] = {}
+        groups = self.groups
+        joined = False  # a new node joins a group placed before: order groups by age
         for node in new:
             key = placer._group_of(node)
             members = touched.get(key)
-            if members is None:
-                members = touched[key] = list(self.groups.get(key, ()))
-            members.append(node)
+            if members is not None:
+                members.append(node)
+                continue
+            old = groups.get(key)
+            touched[key] = [*old, node] if old else [node]
+            joined = joined or bool(old)
         allow_soft = self.config.allow_soft_placement
-        for key in sorted(touched, key=lambda k: touched[k][0].id):
+        keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
+        first_new = new[0].id if new else 0
+        for key in keys:
             members = touched[key]
             requested = next((n.requested_device for n in members if n.requested_device), "")
             device = placer._choose(members, requested, self.device_mgr, allow_soft)
             for node in members:
-                if node.id < new[0].id and node not in moved:
+                if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
                 node.assigned_device_name = device.name
         return touched
@@ -206,23 +213,24 @@ def _drop_sink_edge(graph: Graph, node: Node, sink: Node) -> None:
 
 
 def _copy(src: Graph, keep: set[int] | None) -> Graph:
-    """copy_graph of the op nodes whose ids are in `keep` (all when None)."""
+    """copy_graph of the op nodes whose ids are in `keep` (all when None), in time
+    proportional to what is kept."""
     dst = Graph(src.versions)
     for e in list(dst.source_node.out_edges):
         dst.remove_edge(e)
+    if keep is None:
+        nodes = list(src.op_nodes())
+    else:
+        nodes = [src.nodes[i] for i in sorted(keep) if i > 1]
     mapping: dict[int, Node] = {0: dst.source_node, 1: dst.sink_node}
     add_node = dst.add_node
-    for node in src.op_nodes():
-        if keep is not None and node.id not in keep:
-            continue
+    for node in nodes:
         copy = add_node(node.def_, node.op_def, node.input_types, node.output_types)
         copy.assigned_device_name = node.assigned_device_name
         mapping[node.id] = copy
     add_edge = dst.add_edge
-    for node in src.all_nodes():
-        src_copy = mapping.get(node.id)
-        if src_copy is None:
-            continue
+    for node in [src.source_node, src.sink_node] + nodes:
+        src_copy = mapping[node.id]
         for e in node.out_edges:
             dst_copy = mapping.get(e.dst.id)
             if dst_copy is not None:
