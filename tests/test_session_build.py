@@ -298,6 +298,7 @@ async def test_a_failed_build_is_not_cached(graph, monkeypatch):
     def failing_once(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
+            time.sleep(0.2)  # long enough for the second run to join this build
             raise errors.InternalError(None, None, "injected build failure")
         return real(*args, **kwargs)
 
@@ -525,3 +526,46 @@ def test_a_pause_leaves_a_disabled_collector_disabled():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+async def test_a_run_cancelled_while_a_shared_build_runs_does_not_cancel_it(graph, monkeypatch):
+    release = threading.Event()
+    real = ds_mod.optimize_graph
+
+    def slow(*args, **kwargs):
+        release.wait(5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ds_mod, "optimize_graph", slow)
+    x = af.placeholder(af.float32, [], name="x")
+    y = x - 1.0
+    async with af.Session(graph=graph) as sess:
+        first = asyncio.ensure_future(sess.run(y, {x: 1.0}))
+        second = asyncio.ensure_future(sess.run(y, {x: 2.0}))
+        for _ in range(200):  # until both wait for the one build
+            await asyncio.sleep(0.005)
+            if sess._direct._building:
+                break
+        await asyncio.sleep(0.05)
+        first.cancel()
+        release.set()
+        assert await second == 1.0
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await sess.run(y, {x: 3.0}) == 2.0
+        assert not sess._direct._building
+
+
+def test_a_gate_does_not_keep_its_loop_alive():
+    import weakref
+
+    from aioflow.runtime import run_gate
+
+    loop = asyncio.new_event_loop()
+    gate = run_gate.get_gate(loop)
+    assert run_gate.get_gate(loop) is gate
+    ref = weakref.ref(loop)
+    loop.close()
+    del loop
+    gc.collect()
+    assert ref() is None

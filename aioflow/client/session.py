@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from concurrent.futures import Future
 from time import perf_counter
 
 import numpy as np
@@ -132,19 +131,12 @@ class Session:
                 return None
             return await direct.get_executors_async(*key)
         result = await run_in_build_thread(self._prepare_on_thread, version, key)
-        if isinstance(result, Future):  # another thread or run is building it
-            result = await asyncio.wrap_future(result)
-        return result
+        return None if key is None else await direct.wait_for(result)
 
     def _prepare_on_thread(self, version: int, key: tuple | None):
         """On a build thread: extend, then build `key` (or the future of its build)."""
         self._extend_to(version)
-        if key is None:
-            return None
-        eak, fut, owner = self._direct.claim_build(key)
-        if eak is not None:
-            return eak
-        return self._direct.build(key, fut) if owner else fut
+        return None if key is None else self._direct.build_or_join(key)
 
     # -- running ----------------------------------------------------------------------
     async def run(self, fetches, feed_dict=None, options=None, run_metadata=None):

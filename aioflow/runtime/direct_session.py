@@ -157,17 +157,29 @@ class DirectSession:
         return self.build(key, fut)
 
     async def get_executors_async(self, feeds, fetches, targets) -> ExecutorsAndKeys:
-        """`get_executors` awaited: a build runs on a build thread, off the loop."""
+        """`get_executors` awaited: a build runs on a build thread, off the loop (the
+        build is claimed there: a run cancelled before its job starts claims nothing)."""
         key = (feeds, fetches, targets)
         eak = self._executors.get(key)
         if eak is not None:
             return eak
+        return await self.wait_for(await run_in_build_thread(self.build_or_join, key))
+
+    def build_or_join(self, key) -> ExecutorsAndKeys | Future:
+        """On a build thread: the executors of `key`, built here unless another thread is
+        building them (then the future of that build)."""
         eak, fut, owner = self.claim_build(key)
         if eak is not None:
             return eak
-        if owner:
-            return await run_in_build_thread(self.build, key, fut)
-        return await asyncio.wrap_future(fut)
+        return self.build(key, fut) if owner else fut
+
+    @staticmethod
+    async def wait_for(result: ExecutorsAndKeys | Future) -> ExecutorsAndKeys:
+        """`result`, or what the build it is the future of gives (shared: a waiter that
+        is cancelled does not cancel it for the others)."""
+        if isinstance(result, Future):
+            return await asyncio.shield(asyncio.wrap_future(result))
+        return result
 
     def claim_build(self, key) -> tuple[ExecutorsAndKeys | None, Future, bool]:
         """(cached executors, or the future of the build of `key` and whether the caller
@@ -180,6 +192,7 @@ class DirectSession:
             if fut is not None:
                 return None, fut, False
             fut = self._building[key] = Future()
+            fut.set_running_or_notify_cancel()  # nobody can cancel a shared build
             return None, fut, True
 
     def build(self, key, fut: Future) -> ExecutorsAndKeys:

@@ -25,11 +25,13 @@ _gates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class RunGate:
     """The line of runs waiting to start on one loop, and what this turn has spent."""
 
-    __slots__ = ("loop", "budget", "spent", "waiters", "cost", "_reset_pending",
+    __slots__ = ("_loop", "budget", "spent", "waiters", "cost", "_reset_pending",
                  "_pumping", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, budget: float = DEFAULT_TIME_BUDGET_S):
-        self.loop = loop
+        # A weak reference: the gates are values of a dict weakly keyed by their loops,
+        # and a strong one would keep every loop that ever ran a session alive.
+        self._loop = weakref.ref(loop)
         self.budget = budget
         self.spent = 0.0          # starting cost of the runs started in this turn
         self.waiters: deque = deque()
@@ -45,11 +47,12 @@ class RunGate:
     def enqueue(self) -> asyncio.Future:
         """A place in line: the future the gate resolves when this run may start (in a
         later turn of the loop). Awaited by the caller: no coroutine of its own."""
-        fut = self.loop.create_future()
+        loop = self._loop()
+        fut = loop.create_future()
         self.waiters.append(fut)
         if not self._pumping:
             self._pumping = True
-            self.loop.call_soon(self._pump)
+            loop.call_soon(self._pump)
         return fut
 
     def spend(self, seconds: float) -> None:
@@ -58,7 +61,7 @@ class RunGate:
         self.cost += (seconds - self.cost) * 0.125
         if not self._reset_pending:
             self._reset_pending = True
-            self.loop.call_soon(self._new_turn)
+            self._loop().call_soon(self._new_turn)
 
     def _new_turn(self) -> None:
         self.spent = 0.0
@@ -75,7 +78,7 @@ class RunGate:
                 fut.set_result(None)
                 n -= 1
         if waiters:
-            self.loop.call_soon(self._pump)
+            self._loop().call_soon(self._pump)
         else:
             self._pumping = False
 
