@@ -43,6 +43,9 @@ from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
 # After a deadline has aborted a step, how long the run waits for its kernels to stop
 # before it raises anyway (at most a tenth of the timeout).
 DEADLINE_GRACE_S = 0.01
+# A GraphDef given to `extend` is copied this many nodes at a time: one CopyFrom of a big
+# one holds the GIL for milliseconds (every thread, the event loop too, waits).
+_COPY_CHUNK = 1000
 
 
 @dataclass
@@ -80,6 +83,9 @@ class DirectSession:
         self._executors: dict[tuple, ExecutorsAndKeys] = {}
         self._building: dict[tuple, Future] = {}
         self._active_steps: set[StepContext] = set()
+        self._op_timeout_ms = self.config.operation_timeout_in_ms
+        self._runner_loop = None  # the loop of the last run, and its runner
+        self._runner = None
         self.closed = False
 
     # -- the graph ------------------------------------------------------------------------
@@ -87,8 +93,11 @@ class DirectSession:
         """Add the nodes of `graph_def`; a name already in the session is an error, as is
         anything construct.py rejects (the session is then unchanged)."""
         copy = graph_pb2.GraphDef()  # the caller may reuse its message
-        copy.CopyFrom(graph_def)
-        self.extend_nodes(copy.node, copy.versions if graph_def.HasField("versions") else None)
+        nodes = graph_def.node
+        for start in range(0, len(nodes), _COPY_CHUNK):  # no long C call holding the GIL
+            copy.node.extend(nodes[start:start + _COPY_CHUNK])
+        versions = graph_def.versions if graph_def.HasField("versions") else None
+        self.extend_nodes(copy.node, versions)
 
     def extend_nodes(self, node_defs, versions=None, blocking: bool = True) -> bool:
         """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
@@ -269,17 +278,18 @@ class DirectSession:
                           step_stats=collector,
                           resource_mgr=self.device_mgr.default_device.resource_mgr,
                           time_budget_s=time_budget_s, warn_overrun=warn_overrun)
-        runner = get_runner()
+        loop = asyncio.get_running_loop()
+        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
-            timeout_ms = self.config.operation_timeout_in_ms
+            timeout_ms = self._op_timeout_ms
         step = run_states([ex.new_state(ctx, runner) for ex in eak.executors], ctx)
         self._active_steps.add(ctx)
         if gate is not None:
             gate.spend(perf_counter() - started)
         try:
             if timeout_ms > 0:
-                await _with_deadline(step, ctx, timeout_ms, runner.loop)
+                await _with_deadline(step, ctx, timeout_ms, loop)
             else:
                 await step
         finally:
@@ -295,6 +305,11 @@ class DirectSession:
                     None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
+
+    def _runner_of(self, loop):
+        self._runner_loop = loop
+        self._runner = runner = get_runner(loop)
+        return runner
 
     def close(self) -> None:
         """Cancel the steps still running (as TF's Close), then release the devices: a
