@@ -30,6 +30,7 @@ from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
+from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see below)
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
@@ -39,6 +40,10 @@ from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
 from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
+
+# The per-run states are imported by ExecutorImpl.new_state on first use; imported here
+# instead, with the package, so that a process's first run does not import them on the
+# loop (some 3 ms).
 
 # After a deadline has aborted a step, how long the run waits for its kernels to stop
 # before it raises anyway (at most a tenth of the timeout).
