@@ -17,13 +17,19 @@ import asyncio
 import weakref
 from collections import deque
 
-from aioflow.runtime.loop_runner import DEFAULT_TIME_BUDGET_S
+# How long the runs started in one turn may spend starting before later ones wait: the
+# loop runner's default slice budget.
+DEFAULT_TIME_BUDGET_S = 0.002
 
 _gates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class RunGate:
-    """The line of runs waiting to start on one loop, and what this turn has spent."""
+    """The line of runs waiting to start on one loop, and what this turn has spent.
+
+    A run waits in line (`await gate.enqueue()`) when `spent >= budget or waiters`: the
+    turn's budget is spent, or others already wait (first come, first served). Callers
+    test that inline: it is on every run's path."""
 
     __slots__ = ("_loop", "budget", "spent", "waiters", "cost", "_reset_pending",
                  "_pumping", "__weakref__")
@@ -38,11 +44,6 @@ class RunGate:
         self.cost = 20e-6         # a run's starting cost, a moving average
         self._reset_pending = False
         self._pumping = False
-
-    def closed(self) -> bool:
-        """True when a run must wait in line (the turn's budget is spent, or others
-        already wait: the line is first come, first served)."""
-        return self.spent >= self.budget or bool(self.waiters)
 
     def enqueue(self) -> asyncio.Future:
         """A place in line: the future the gate resolves when this run may start (in a
