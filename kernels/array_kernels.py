@@ -25,16 +25,18 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
-def _vector(value, what: str) -> list[int]:
-    if np.ndim(value) != 1:
-        raise _invalid(f"{what} must be 1-D, not {shape_str(np.shape(value))}")
-    return np.asarray(value).tolist()
-
-
 def _scalar_int(value, what: str) -> int:
+    """A one-element tensor's value (TF's kernels take a 1-element vector for a scalar)."""
     if np.size(value) != 1:
         raise _invalid(f"{what} must be a scalar, not {shape_str(np.shape(value))}")
     return int(np.ravel(value)[0])
+
+
+def _rank0_int(value, message: str) -> int:
+    """A 0-d tensor's value; TF's `message` (given the shape) when it has another rank."""
+    if np.ndim(value) != 0:
+        raise _invalid(message.format(shape=shape_str(np.shape(value)), rank=np.ndim(value)))
+    return int(value)
 
 
 def _fill_value(dtype) -> object:
@@ -248,9 +250,9 @@ class ReshapeOp(OpKernel):
 
     def compute(self, ctx, inputs):
         x, sizes = inputs
-        if np.ndim(sizes) != 1:
+        if np.ndim(sizes) > 1:  # a scalar is one size, as in TF
             raise _invalid(f"sizes input must be 1-D, not {shape_str(np.shape(sizes))}")
-        target = reshape_target(sizes.tolist(), np.size(x), np.shape(x))
+        target = reshape_target(np.ravel(sizes).tolist(), np.size(x), np.shape(x))
         return (np.reshape(x, target),)
 
 
@@ -261,7 +263,9 @@ class TransposeOp(OpKernel):
     def compute(self, ctx, inputs):
         x, perm = inputs
         ndim = np.ndim(x)
-        if np.ndim(perm) != 1 or np.size(perm) != ndim:
+        if np.ndim(perm) != 1:
+            raise _invalid(f"perm must be rank 1, got shape {shape_str(np.shape(perm))}")
+        if np.size(perm) != ndim:
             raise _invalid(
                 f"transpose expects a vector of size {ndim}. But input(1) is a vector of size "
                 f"{np.size(perm)}")
@@ -316,10 +320,13 @@ class SqueezeOp(OpKernel):
 
 # -- filling ---------------------------------------------------------------------------------
 
-def _dims_vector(dims) -> list[int]:
-    if np.ndim(dims) != 1:
-        raise _invalid(f"dims must represent a vector, got shape {shape_str(np.shape(dims))}")
-    out = dims.tolist()
+def _dims_vector(dims, message: str = "dims must represent a vector, got shape {}",
+                 scalar_ok: bool = False) -> list[int]:
+    """A shape vector's entries (TF's MakeShape): `message` for another rank (a scalar is
+    one dimension where `scalar_ok`), TF's error for a negative size."""
+    if not (np.ndim(dims) == 1 or scalar_ok and np.ndim(dims) == 0):
+        raise _invalid(message.format(shape_str(np.shape(dims))))
+    out = np.ravel(dims).tolist()
     for d in out:
         if d < 0:
             raise _invalid(f"Dimension {d} must be >= 0")
@@ -333,12 +340,13 @@ class FillOp(OpKernel):
     expensive = None
 
     def is_expensive(self, inputs: list) -> bool:
-        return num_elements(inputs[0]) > OUTPUT_POOL_ABOVE
+        dims = inputs[0]
+        return num_elements(dims.reshape(-1) if dims.ndim == 0 else dims) > OUTPUT_POOL_ABOVE
 
     def compute(self, ctx, inputs):
         dims, value = inputs
-        shape = _dims_vector(dims)
-        if np.size(value) != 1:
+        shape = _dims_vector(dims, scalar_ok=True)
+        if np.ndim(value) > 1 or np.size(value) != 1:
             raise _invalid(
                 f"value must represent a scalar, got shape {shape_str(np.shape(value))}")
         value = np.asarray(value)
@@ -384,20 +392,23 @@ class BroadcastToOp(OpKernel):
 
     def compute(self, ctx, inputs):
         x, shape = inputs
-        target = _dims_vector(shape)
-        if np.ndim(x) > len(target):
+        target = _dims_vector(shape, "shape must be a vector of {{int32,int64}}, got shape {}")
+        in_shape = np.shape(x)
+        if len(in_shape) > len(target):
             raise _invalid(
-                f"Rank of input ({np.ndim(x)}) must be no greater than rank of output shape "
+                f"Rank of input ({len(in_shape)}) must be no greater than rank of output shape "
                 f"({len(target)}).")
         try:
-            view = np.broadcast_to(x, target)
+            out_shape = np.broadcast_shapes(in_shape, tuple(target))
         except ValueError:
             raise _invalid(
-                f"Incompatible shapes: {shape_str(np.shape(x))} vs. {shape_str(target)}"
-            ) from None
-        if view.shape == np.shape(x):
+                f"Incompatible shapes: {shape_str(in_shape)} vs. {shape_str(target)}") from None
+        if list(out_shape) != target:
+            raise _invalid(f"Unable to broadcast tensor of shape {shape_str(in_shape)} to tensor "
+                           f"of shape {shape_str(target)}")
+        if out_shape == in_shape:
             return (x,)
-        return (np.array(view, order="C"),)
+        return (np.array(np.broadcast_to(x, target), order="C"),)
 
 
 @register_kernel("Range", "CPU",
@@ -470,23 +481,27 @@ class _ConcatBase(_Copying):
             axis_t, values = inputs[0], inputs[1:]
         else:
             axis_t, values = inputs[-1], inputs[:-1]
-        axis = _scalar_int(axis_t, "axis")
+        if np.ndim(axis_t) > 1 or np.size(axis_t) != 1:
+            raise _invalid("axis tensor should be a scalar integer, but got shape "
+                           f"{shape_str(np.shape(axis_t))}")
+        axis = int(np.ravel(axis_t)[0])
         first = values[0]
         ndim = np.ndim(first)
-        if ndim == 0:
-            raise _invalid("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
-        if not -ndim <= axis < ndim:
+        if not (-ndim <= axis < ndim or axis == 0):  # axis 0 of scalars: the error below
             raise _invalid(
                 f"ConcatOp : Expected concatenating dimensions in the range [{-ndim}, {ndim}), "
                 f"but got {axis}")
-        try:
-            return (np.concatenate(values, axis=axis),)
-        except ValueError:
-            pass
+        if ndim and all(np.ndim(v) == ndim for v in values):
+            try:
+                return (np.concatenate(values, axis=axis),)
+            except ValueError:
+                pass
         a = axis + ndim if axis < 0 else axis
         shape0 = np.shape(first)
-        for i, v in enumerate(values[1:], 1):
+        for i, v in enumerate(values):
             shape = np.shape(v)
+            if not shape:
+                raise _invalid("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
             if len(shape) != ndim:
                 raise _invalid(
                     f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
@@ -576,7 +591,8 @@ class SplitOp(OpKernel):
 
     def compute(self, ctx, inputs):
         axis_t, x = inputs
-        axis, ndim = _scalar_int(axis_t, "split_dim"), np.ndim(x)
+        axis = _rank0_int(axis_t, "split_dim must be a scalar but has rank {rank}")
+        ndim = np.ndim(x)
         if not -ndim <= axis < ndim:
             raise _invalid(
                 f"-input rank(-{ndim}) <= split_dim < input rank ({ndim}), but got {axis}")
@@ -599,7 +615,9 @@ class SplitVOp(OpKernel):
 
     def compute(self, ctx, inputs):
         x, sizes_t, axis_t = inputs
-        axis, ndim = _scalar_int(axis_t, "split_dim"), np.ndim(x)
+        if np.size(axis_t) != 1:
+            raise _invalid("split_dim_tensor must have exactly one element.")
+        axis, ndim = int(np.ravel(axis_t)[0]), np.ndim(x)
         if np.ndim(sizes_t) != 1 or np.size(sizes_t) != self._num:
             raise _invalid(
                 "size of the split_tensor must be 1-D and have the same elements as outputs got "
@@ -610,6 +628,11 @@ class SplitVOp(OpKernel):
         a = axis + ndim if axis < 0 else axis
         sizes = sizes_t.tolist()
         dim = np.shape(x)[a]
+        if self._num == 1:
+            if sizes[0] != dim:
+                raise _invalid("If there is only one output, it must have the same size as the "
+                               f"input. Input size: {dim} output size: {sizes[0]}")
+            return [x]
         if sizes.count(-1) > 1:
             raise _invalid("There can only be one -1 in the input.")
         known = sum(s for s in sizes if s != -1)
@@ -620,9 +643,9 @@ class SplitVOp(OpKernel):
                 "Determined shape must either match input shape along split_dim exactly if "
                 "fully specified, or be less than the size of the input along split_dim if not "
                 f"fully specified.  Got: {known}")
-        for s in sizes:
-            if s < 0:
-                raise _invalid(f"Split size at index {sizes.index(s)} must be >= 0. Got: {s}")
+        for i, size in enumerate(sizes):
+            if size < 0:
+                raise _invalid(f"Split size at index {i} must be >= 0. Got: {size}")
         return np.split(x, np.cumsum(sizes[:-1]).tolist(), axis=a)
 
 
@@ -636,7 +659,10 @@ class TileOp(_Copying):
     def compute(self, ctx, inputs):
         x, multiples = inputs
         ndim = np.ndim(x)
-        if np.ndim(multiples) != 1 or np.size(multiples) != ndim:
+        if np.ndim(multiples) != 1:
+            raise _invalid("Expected multiples to be 1-D, but got shape "
+                           f"{shape_str(np.shape(multiples))}")
+        if np.size(multiples) != ndim:
             raise _invalid(
                 f"Expected multiples argument to be a vector of length {ndim} but got length "
                 f"{np.size(multiples)}")
@@ -795,13 +821,32 @@ class StridedSliceOp(OpKernel):
 
     def compute(self, ctx, inputs):
         x, begin, end, strides = inputs
+        masks = self._checked_masks(x, begin, end, strides)
         try:
             index, final = strided_slice_spec(
-                np.shape(x), np.ravel(begin).tolist(), np.ravel(end).tolist(),
-                np.ravel(strides).tolist(), **self._masks)
+                np.shape(x), begin.tolist(), end.tolist(), strides.tolist(), **masks)
         except ValueError as e:
             raise _invalid(str(e)) from None
         return (np.reshape(x[index], final),)
+
+    def _checked_masks(self, x, begin, end, strides) -> dict:
+        """TF's first checks of a slice spec, and the masks without the bits past its
+        length (TF ignores them: an ellipsis bit there leaves the implicit one at the end)."""
+        n = np.size(strides)
+        if (np.ndim(begin) != 1 or np.ndim(end) != 1 or np.ndim(strides) != 1
+                or np.size(begin) != n or np.size(end) != n or n >= 32):
+            raise _invalid(
+                "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                f"{shape_str(np.shape(begin))}, {shape_str(np.shape(end))}, and "
+                f"{shape_str(np.shape(strides))} instead.")
+        ellipsis = self._masks["ellipsis_mask"]
+        if ellipsis & (ellipsis - 1):
+            raise _invalid("Multiple ellipses in slice spec not allowed")
+        masks = {k: v & ((1 << n) - 1) for k, v in self._masks.items()}
+        kept = masks["ellipsis_mask"] | masks["new_axis_mask"]
+        if np.ndim(x) == 0 and kept != (1 << n) - 1:
+            raise _invalid("Attempting to slice scalar input.")
+        return masks
 
 
 @register_kernel("Slice", "CPU")
@@ -885,22 +930,36 @@ class GatherV2Op(_Copying):
     def compute(self, ctx, inputs):
         params, indices, axis_t = inputs
         ndim = np.ndim(params)
-        axis = _scalar_int(axis_t, "axis")
-        if not -ndim <= axis < ndim:
-            raise _invalid(f"Expected axis in the range [{-ndim}, {ndim}), but got {axis}")
+        if ndim < 1:
+            raise _invalid("params must be at least 1 dimensional")
+        axis = _rank0_int(axis_t, "axis must be scalar")
+        least = -axis if axis < 0 else axis + 1
+        if ndim < least:
+            raise _invalid(f"Shape must be at least rank {least} but is rank {ndim}")
         axis = axis + ndim if axis < 0 else axis
-        batch_dims = self._batch_dims
-        if batch_dims < 0:
-            batch_dims += np.ndim(indices)
-        if batch_dims > axis:
-            raise _invalid(
-                f"batch_dims ({self._batch_dims}) must be less than or equal to axis ({axis}).")
-        if batch_dims > np.ndim(indices):
-            raise _invalid(
-                f"batch_dims ({self._batch_dims}) must be less than or equal to rank(indices) "
-                f"({np.ndim(indices)}).")
+        batch_dims = self._batch_dims and self._check_batch_dims(params, indices, axis)
         _check_indices(indices, np.shape(params)[axis])
         return (_gather(params, indices, axis, batch_dims),)
+
+    def _check_batch_dims(self, params, indices, axis: int) -> int:
+        """batch_dims made non-negative, after TF's checks in TF's order."""
+        batch_dims, rank = self._batch_dims, np.ndim(indices)
+        if not -rank <= batch_dims <= rank:
+            raise _invalid(f"Expected batch_dims in the range [{-rank}, {rank}], but got "
+                           f"{batch_dims}")
+        if batch_dims < 0:
+            batch_dims += rank
+        if batch_dims >= np.ndim(params):
+            raise _invalid(f"batch_dims ({batch_dims}) must be less than rank(params) "
+                           f"({np.ndim(params)}).")
+        if batch_dims > axis:
+            raise _invalid(
+                f"batch_dims ({batch_dims}) must be less than or equal to axis ({axis}).")
+        for i in range(batch_dims):
+            if params.shape[i] != indices.shape[i]:
+                raise _invalid(f"params.shape[{i}]: {params.shape[i]} should be equal to "
+                               f"indices.shape[{i}]: {indices.shape[i]}")
+        return batch_dims
 
 
 @register_kernel("Gather", "CPU")
@@ -944,23 +1003,30 @@ class SelectOp(_Copying):
     def compute(self, ctx, inputs):
         cond, t, e = inputs
         t_shape, e_shape, c_shape = np.shape(t), np.shape(e), np.shape(cond)
-        if t_shape != e_shape:
-            raise _invalid(
-                "'then' and 'else' must have the same size.  but received: "
-                f"{shape_str(t_shape)} vs. {shape_str(e_shape)}")
-        if c_shape != t_shape and c_shape != ():
-            if len(c_shape) == 1 and len(t_shape) > 1:
-                if c_shape[0] != t_shape[0]:
+        if c_shape == ():
+            self._check_same_size(t_shape, e_shape)
+        elif len(c_shape) == 1 and len(t_shape) != 1:  # cond picks rows of t and e
+            if not t_shape:
+                raise _invalid("'then' must be at least a vector, but saw shape: []")
+            if c_shape[0] != t_shape[0]:
+                raise _invalid("Number of batches of 'then' must match size of 'cond', but "
+                               f"saw: {t_shape[0]} vs. {c_shape[0]}")
+            self._check_same_size(t_shape, e_shape)
+            cond = np.reshape(cond, c_shape + (1,) * (len(t_shape) - 1))
+        else:
+            for i, shape in ((1, t_shape), (2, e_shape)):
+                if shape != c_shape:
                     raise _invalid(
-                        "Number of batches of 'then' must match size of 'cond', but saw: "
-                        f"{t_shape[0]} vs. {c_shape[0]}")
-                cond = np.reshape(cond, c_shape + (1,) * (len(t_shape) - 1))
-            else:
-                raise _invalid(
-                    f"Inputs to operation {self.name} of type Select must have the same size "
-                    f"and shape.  Input 0: {shape_str(c_shape)} != input 1: "
-                    f"{shape_str(t_shape)}")
+                        f"Inputs to operation {self.name} of type Select must have the same "
+                        f"size and shape.  Input 0: {shape_str(c_shape)} != input {i}: "
+                        f"{shape_str(shape)}")
         return (np.where(cond, t, e),)
+
+    @staticmethod
+    def _check_same_size(t_shape, e_shape) -> None:
+        if t_shape != e_shape:
+            raise _invalid("'then' and 'else' must have the same size.  but received: "
+                           f"{shape_str(t_shape)} vs. {shape_str(e_shape)}")
 
 
 @register_kernel("SelectV2", "CPU")
@@ -1013,7 +1079,7 @@ class OneHotOp(_Copying):
         if not (axis == -1 or 0 <= axis <= ndim):
             raise _invalid(
                 f"Expected axis to be -1 or between [0, {ndim + 1}).  But received: {axis}")
-        depth = _scalar_int(depth_t, "depth")
+        depth = _rank0_int(depth_t, "depth must be a scalar, but got: {shape}")
         if depth < 0:
             raise _invalid(f"depth must be non-negative, got: {depth}")
         for name, v in (("on_value", on), ("off_value", off)):

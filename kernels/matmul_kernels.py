@@ -38,7 +38,7 @@ class _MatMulBase(OpKernel):
 
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs
-        return a.size * b.shape[-1] > POOL_FLOPS
+        return b.ndim > 0 and a.size * b.shape[-1] > POOL_FLOPS
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -92,6 +92,11 @@ class _BatchMatMul(_MatMulBase):
 
     def compute(self, ctx, inputs):
         a, b = inputs
+        if not self.broadcast and a.ndim != b.ndim:
+            raise errors.InvalidArgumentError(
+                None, None,
+                f"In[0] and In[1] has different ndims: {shape_str(a.shape)} vs. "
+                f"{shape_str(b.shape)}")
         for i, m in enumerate((a, b)):
             if m.ndim < 2:
                 raise errors.InvalidArgumentError(
@@ -107,11 +112,6 @@ class _BatchMatMul(_MatMulBase):
                     f"In[0] and In[1] must have compatible batch dimensions: "
                     f"{shape_str(a.shape)} vs. {shape_str(b.shape)}") from None
         else:
-            if a.ndim != b.ndim:
-                raise errors.InvalidArgumentError(
-                    None, None,
-                    f"In[0] and In[1] has different ndims: {shape_str(a.shape)} vs. "
-                    f"{shape_str(b.shape)}")
             for d in range(a.ndim - 2):
                 if a.shape[d] != b.shape[d]:
                     raise errors.InvalidArgumentError(

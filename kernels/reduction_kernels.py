@@ -250,7 +250,9 @@ class _ScanKernel(OpKernel):
             raise errors.InvalidArgumentError(
                 None, None, f"ScanOp: axis must be a scalar, not {shape_str(np.shape(axis))}")
         axis = int(axis)
-        if not -ndim <= axis < ndim:
+        if axis < 0:
+            axis += ndim  # TF reports the axis so made non-negative
+        if not 0 <= axis < ndim:
             raise errors.InvalidArgumentError(
                 None, None,
                 f"ScanOp: Expected scan axis in the range [{-ndim}, {ndim}), but got {axis}")
@@ -259,7 +261,7 @@ class _ScanKernel(OpKernel):
             x = np.flip(x, axis)
         with np.errstate(all="ignore"):
             out = self.ufunc(x, axis=axis, dtype=self._np_type)
-        if self._exclusive:
+        if self._exclusive and x.shape[axis]:
             out = np.roll(out, 1, axis=axis)
             index = [slice(None)] * ndim
             index[axis] = 0

@@ -345,3 +345,139 @@ async def test_py_func_with_no_outputs_accepts_none_and_empty_tuple(graph):
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"returns 1 values, but expects to see 0 values\.\n"):
             await sess.run(bad)
+
+
+# -- 3. kernel edge cases, side by side with TF 2.21 ------------------------------------------
+
+def execute(op, inputs, **attrs):
+    """The kernel's outputs as the executor gets them: the per-call pool question first."""
+    kernel = create(op, inputs, **attrs)
+    if kernel.expensive is None:
+        kernel.is_expensive(list(inputs))
+    return list(kernel.compute(None, list(inputs)))
+
+
+Z23 = np.zeros((2, 3), f32)
+
+# (op, inputs, attrs, TF 2.21's message): each was a wrapped Python exception, another
+# class, or another message.
+TF_ERRORS = [
+    ("Range", [f32(0), f32(np.inf), f32(1)], {},
+     "Requires ((limit - start) / delta) <= 9223372036854775807"),
+    ("Range", [f32(np.nan), f32(1), f32(1)], {}, "Requires start <= limit when delta > 0: nan/1"),
+    ("Range", [f32(0), f32(1), f32(np.nan)], {}, "Requires start >= limit when delta < 0: 0/1"),
+    ("Range", [f32(1234567.0), f32(-1.5), f32(1)], {},
+     "Requires start <= limit when delta > 0: 1.23457e+06/-1.5"),
+    ("Range", [np.float64(0.1), np.float64(-1e20), np.float64(1)], {},
+     "Requires start <= limit when delta > 0: 0.1/-1e+20"),
+    ("Range", [np.zeros((1, 1), f32), f32(1), f32(1)], {},
+     "start must be a scalar, not shape [1,1]"),
+    ("BatchMatMulV2", [Z23, f32(1)], {}, "In[1] ndims must be >= 2: 0"),
+    ("BatchMatMulV2", [f32(1), Z23], {}, "In[0] ndims must be >= 2: 0"),
+    ("BatchMatMul", [f32(1), np.zeros((2, 2), f32)], {},
+     "In[0] and In[1] has different ndims: [] vs. [2,2]"),
+    ("MatMul", [np.zeros(2, f32), f32(1)], {}, "In[0] and In[1] has different ndims: [2] vs. []"),
+    ("Cumsum", [Z23, i32(-3)], {}, "ScanOp: Expected scan axis in the range [-2, 2), but got -1"),
+    ("Split", [i32([1]), Z23], {"num_split": 1}, "split_dim must be a scalar but has rank 1"),
+    ("Split", [i32(5), Z23], {"num_split": 1},
+     "-input rank(-2) <= split_dim < input rank (2), but got 5"),
+    ("SplitV", [Z23, i32([7]), i32(1)], {"num_split": 1},
+     "If there is only one output, it must have the same size as the input. Input size: 3 "
+     "output size: 7"),
+    ("SplitV", [Z23, i32([3]), i32([1, 2])], {"num_split": 1},
+     "split_dim_tensor must have exactly one element."),
+    ("StridedSlice", [np.zeros((4, 1), f32), i32([[0]]), i32([[1]]), i32([[1]])], {},
+     "Expected begin, end, and strides to be 1D equal size tensors, but got shapes [1,1], "
+     "[1,1], and [1,1] instead."),
+    ("StridedSlice", [f32(1), i32([0]), i32([1]), i32([1])], {},
+     "Attempting to slice scalar input."),
+    ("StridedSlice", [np.zeros((4, 1), f32), i32([0]), i32([1]), i32([1])],
+     {"ellipsis_mask": 5}, "Multiple ellipses in slice spec not allowed"),
+    ("GatherV2", [Z23, i32([0]), i32(2)], {}, "Shape must be at least rank 3 but is rank 2"),
+    ("GatherV2", [Z23, i32([0]), i32(-5)], {}, "Shape must be at least rank 5 but is rank 2"),
+    ("GatherV2", [f32(1), i32([0]), i32(0)], {}, "params must be at least 1 dimensional"),
+    ("GatherV2", [Z23, i32([0]), i32([0])], {}, "axis must be scalar"),
+    ("GatherV2", [Z23, i32([[0], [1]]), i32(1)], {"batch_dims": -3},
+     "Expected batch_dims in the range [-2, 2], but got -3"),
+    ("GatherV2", [Z23, i32([[0], [1]]), i32(1)], {"batch_dims": 2},
+     "batch_dims (2) must be less than rank(params) (2)."),
+    ("GatherV2", [np.zeros((3, 3), f32), i32([[0], [1]]), i32(1)], {"batch_dims": 1},
+     "params.shape[0]: 3 should be equal to indices.shape[0]: 2"),
+    ("Fill", [i32([2]), np.ones((1, 1), f32)], {},
+     "value must represent a scalar, got shape [1,1]"),
+    ("BroadcastTo", [np.zeros(2, f32), i32([[3, 2]])], {},
+     "shape must be a vector of {int32,int64}, got shape [1,2]"),
+    ("BroadcastTo", [np.zeros(3, f32), i32([1])], {},
+     "Unable to broadcast tensor of shape [3] to tensor of shape [1]"),
+    ("ConcatV2", [f32([1]), f32(2), i32(0)], {},
+     "ConcatOp : Can't concatenate scalars (use tf.stack instead)"),
+    ("ConcatV2", [f32([1]), f32([2]), i32([0, 1])], {},
+     "axis tensor should be a scalar integer, but got shape [2]"),
+    ("Tile", [Z23, i32([[2, 1]])], {}, "Expected multiples to be 1-D, but got shape [1,2]"),
+    ("Select", [np.array([True, False]), f32(1), f32(2)], {},
+     "'then' must be at least a vector, but saw shape: []"),
+    ("Select", [np.array([True, False]), np.zeros(2, f32), np.zeros(3, f32)], {},
+     "Inputs to operation Select of type Select must have the same size and shape.  "
+     "Input 0: [2] != input 2: [3]"),
+    ("Select", [np.array([True, False]), Z23, np.zeros((3, 3), f32)], {},
+     "'then' and 'else' must have the same size.  but received: [2,3] vs. [3,3]"),
+    ("OneHot", [i32([0, 1]), i32([3]), f32(1), f32(0)], {}, "depth must be a scalar, but got: [1]"),
+    ("Transpose", [Z23, i32([[1, 0]])], {}, "perm must be rank 1, got shape [1,2]"),
+    ("Reshape", [Z23, i32([[6]])], {}, "sizes input must be 1-D, not [1,1]"),
+]
+
+
+@pytest.mark.parametrize("op, inputs, attrs, message", TF_ERRORS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(TF_ERRORS)])
+def test_kernel_errors_are_tfs(op, inputs, attrs, message):
+    with invalid(message):
+        execute(op, inputs, **attrs)
+
+
+@pytest.mark.parametrize("op", ["TruncateDiv", "TruncateMod"])
+def test_truncate_div_and_mod_by_zero_are_tfs_internal_error(op):
+    with pytest.raises(errors.InternalError, match=re.escape(
+            "Unexpected error in binary operator (only integer div and mod should have errors)")):
+        execute(op, [i32([1, 2]), i32([1, 0])])
+
+
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+@pytest.mark.parametrize("exclusive, reverse", [(True, False), (True, True), (False, True)])
+def test_scans_over_an_empty_axis_are_empty(op, exclusive, reverse):
+    for x, axis in ((np.zeros(0, f32), 0), (np.zeros((2, 0), f32), 1), (np.zeros((0, 2), f32), 0)):
+        out = run1(op, [x, i32(axis)], exclusive=exclusive, reverse=reverse)
+        assert out.shape == x.shape and out.dtype == x.dtype
+
+
+@pytest.mark.parametrize("begin, end, strides, masks, expected", [
+    # ellipsis, new-axis and shrink bits past the spec's length: TF ignores them (an ellipsis
+    # bit there leaves the implicit ellipsis at the end)
+    ([0], [1], [1], dict(ellipsis_mask=4), [[0.0]]),
+    ([-1], [-1], [2], dict(begin_mask=4, end_mask=2, ellipsis_mask=4, new_axis_mask=4,
+                           shrink_axis_mask=7), [3.0]),
+    ([0, 0, 0], [1, 1, 1], [1, 1, 1], dict(ellipsis_mask=1, new_axis_mask=2,
+                                            shrink_axis_mask=4), [[0.0], [1.0], [2.0], [3.0]]),
+    ([0, 0], [1, 1], [1, 1], dict(ellipsis_mask=8, new_axis_mask=8, shrink_axis_mask=6),
+     [0.0]),
+    ([1, 0], [2, 1], [1, 1], dict(ellipsis_mask=4, new_axis_mask=4, shrink_axis_mask=1), [1.0]),
+])
+def test_strided_slice_mask_bits_past_the_spec(begin, end, strides, masks, expected):
+    x = np.arange(4, dtype=f32).reshape(4, 1)
+    out = run1("StridedSlice", [x, i32(begin), i32(end), i32(strides)], **masks)
+    np.testing.assert_array_equal(out, np.asarray(expected, f32))
+    assert np.shape(out) == np.shape(expected)
+
+
+@pytest.mark.parametrize("op, inputs, attrs, expected", [
+    ("Fill", [i32(3), f32(1)], {}, np.ones(3, f32)),  # a scalar dims is one dimension
+    ("Fill", [i32([2]), f32([7])], {}, np.full(2, 7, f32)),
+    ("Reshape", [Z23, i32(6)], {}, np.zeros(6, f32)),
+    ("ConcatV2", [f32([1]), f32([2]), i32([0])], {}, f32([1, 2])),
+    ("SplitV", [Z23, i32([3]), i32(1)], {"num_split": 1}, Z23),
+    ("Split", [i32(1), Z23], {"num_split": 1}, Z23),
+    ("GatherV2", [Z23, i32([[0], [1]]), i32(-1)], {"batch_dims": -1}, np.zeros((2, 1), f32)),
+])
+def test_tf_accepts_these_and_so_do_we(op, inputs, attrs, expected):
+    outs = execute(op, inputs, **attrs)
+    np.testing.assert_array_equal(outs[0], expected)
+    assert np.shape(outs[0]) == expected.shape
