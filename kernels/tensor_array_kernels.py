@@ -115,7 +115,8 @@ class TensorArray:
         self._pos = np.zeros(0, np.int32)
         self._flags = np.zeros(0, np.uint8)
         self._blocks: list[_Block | None] = [None]
-        self._lock = threading.RLock()
+        self._fits = None  # (element_shape, value shape) last found compatible
+        self._lock = threading.Lock()  # public methods take it; `_` methods run under it
 
     def __repr__(self) -> str:
         return f"<TensorArray {self.name} size={self._length} dtype={self.dtype.name}>"
@@ -189,9 +190,11 @@ class TensorArray:
 
     def _write(self, index: int, value, value_dtype) -> None:
         self.check_open()
-        self._check_index(index)
-        value_dtype = self.dtype if value_dtype is None else dtypes.as_dtype(value_dtype)
-        self._check_value(index, value_dtype, tuple(np.shape(value)))
+        if index < 0 or index >= self._block.size:
+            self._check_index(index)
+        elif index >= self._length:  # within capacity, past the size: dynamic arrays grow
+            self._check_index(index)
+        self._check_value(index, value_dtype, np.shape(value))
         flags = int(self._flags[index])
         self._check_unused(index, flags)
         self._block[index] = self._add_block(_Block(value, _WHOLE, 1))
@@ -210,10 +213,16 @@ class TensorArray:
     def _check_value(self, index: int, value_dtype, shape: tuple) -> None:
         """A written value's dtype and shape fit the array; the first write fixes the
         element shape under identical_element_shapes."""
-        if value_dtype != self.dtype:
-            raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
-                           f"{index} because the value dtype is {type_string(value_dtype)} "
-                           f"but TensorArray dtype is {type_string(self.dtype)}.")
+        if value_dtype is not None and value_dtype is not self.dtype:
+            value_dtype = dtypes.as_dtype(value_dtype)
+            if value_dtype != self.dtype:
+                raise _invalid(
+                    f"TensorArray {self.name}: Could not write to TensorArray index {index} "
+                    f"because the value dtype is {type_string(value_dtype)} but TensorArray "
+                    f"dtype is {type_string(self.dtype)}.")
+        fits = self._fits
+        if fits is not None and fits[0] is self.element_shape and fits[1] == shape:
+            return  # as the previous write (the element shape has not changed since)
         if not self.element_shape.is_compatible_with(tensor_shape.TensorShape(shape)):
             raise _invalid(f"TensorArray {self.name}: Could not write to TensorArray index "
                            f"{index} because the value shape is {shape_string(shape)} which "
@@ -222,6 +231,7 @@ class TensorArray:
                            "infer_shape=False).")
         if self.identical_element_shapes and not self.element_shape.is_fully_defined():
             self.element_shape = tensor_shape.TensorShape(shape)
+        self._fits = (self.element_shape, shape)
 
     def _check_unused(self, index: int, flags: int) -> None:
         if flags & _READ:
@@ -307,7 +317,8 @@ class TensorArray:
         if index < 0 or index >= self._length:
             raise _invalid(f"Tried to read from index {index} but array size is: "
                            f"{self._length}")
-        self._reserve(index + 1)
+        if index >= self._block.size:
+            self._reserve(index + 1)
         flags = int(self._flags[index])
         if not flags & _WRITTEN:
             self._fill_unwritten(np.array([index]))
@@ -318,12 +329,12 @@ class TensorArray:
                            "setting clear_after_read = false?).")
         k = int(self._block[index])
         block = self._blocks[k]
-        value = block.element(int(self._pos[index]))
-        flags |= _READ
+        value = block.value if block.kind == _WHOLE else block.element(int(self._pos[index]))
         if self.clear_after_read:
-            flags |= _CLEARED
+            self._flags[index] = flags | _READ | _CLEARED
             self._release(k, 1)
-        self._flags[index] = flags
+        elif not flags & _READ:
+            self._flags[index] = flags | _READ
         return value
 
     def _fill_unwritten(self, idx: np.ndarray) -> None:
