@@ -273,8 +273,8 @@ class TensorArray:
         n = lengths.size
         rest = value.shape[1:]
         dim0 = self.element_shape.as_list()[0] if self.element_shape.rank else None
-        if (lengths != lengths[0]).any() and (dim0 is not None
-                                              or self.identical_element_shapes):
+        if (lengths < 0).any() or (lengths != lengths[0]).any() and (
+                dim0 is not None or self.identical_element_shapes):
             return False
         return self._bulk(np.arange(n), value_dtype, (int(lengths[0]),) + rest,
                           lambda live: _Block(value, _PIECES, live, starts, lengths))

@@ -481,3 +481,57 @@ def test_tf_accepts_these_and_so_do_we(op, inputs, attrs, expected):
     outs = execute(op, inputs, **attrs)
     np.testing.assert_array_equal(outs[0], expected)
     assert np.shape(outs[0]) == expected.shape
+
+
+def _random_session(seed: int):
+    """A seeded random sequence of TensorArray operations (scatters, splits, gathers,
+    concats, one-element reads and writes, some failing), as (outcome, ...) records."""
+    rng = np.random.default_rng(seed)
+    ctx = types.SimpleNamespace(step_resources={})
+    n = int(rng.integers(64, 200))
+    dynamic, clear = bool(rng.integers(2)), bool(rng.integers(2))
+    shape = [None, [2], []][int(rng.integers(3))]
+    attrs = {} if shape is None else {"element_shape": tensor_shape.TensorShape(shape)}
+    handle, ta = new_ta(ctx, 0 if dynamic and rng.integers(2) else n, dynamic_size=dynamic,
+                        clear_after_read=clear, **attrs)
+    records = []
+    for _ in range(6):
+        kind = int(rng.integers(5))
+        count = int(rng.integers(60, 140))
+        indices = rng.integers(-1 if rng.random() < 0.1 else 0, n + 5, count)
+        if rng.random() < 0.5:
+            indices = rng.permutation(n)[:count] if count <= n else indices
+        try:
+            if kind == 0:
+                value = rng.random((len(indices), 2)).astype(f32)
+                scatter(ctx, handle, indices, value if shape != [] else value[:, 0])
+                out = None
+            elif kind == 1:
+                out = gather(ctx, handle, indices)
+            elif kind == 2:
+                lengths = rng.integers(0, 3, ta.size()).astype(i64)
+                value = rng.random((int(lengths.sum()), 2)).astype(f32)
+                call(ctx, "TensorArraySplitV3", [handle, value, lengths, f32(0)])
+                out = None
+            elif kind == 3:
+                out = call(ctx, "TensorArrayConcatV3", [handle, f32(0)], dtype=dtypes.float32)
+            else:
+                i = int(indices[0])
+                out = call(ctx, "TensorArrayReadV3", [handle, i32(i), f32(0)],
+                           dtype=dtypes.float32)[0]
+            outs = out if isinstance(out, list) else [out]
+            records.append(("ok", kind, [(np.shape(o), np.asarray(o).tolist()) for o in outs],
+                            ta.size()))
+        except errors.OpError as e:
+            records.append(("error", kind, type(e).__name__,
+                            e.message.replace(ta.name, "TA"), ta.size()))
+    return records
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_bulk_operations_match_element_by_element(seed, monkeypatch):
+    """Scatter/split/gather/concat in bulk end as TF's element-by-element loops do: the
+    same values, the same first error, the same size."""
+    bulk = _random_session(seed)
+    monkeypatch.setattr(tensor_array_kernels, "_BULK", 1 << 30)  # the reference: one by one
+    assert bulk == _random_session(seed)
