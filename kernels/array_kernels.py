@@ -428,9 +428,11 @@ class RangeOp(OpKernel):
     def is_expensive(self, inputs: list) -> bool:
         """Whether the output (|limit - start| / |delta| elements) is large; float ranges
         cost a multiply-add per element, so they go to the pool sooner."""
+        start, limit, delta = inputs
         try:
-            start, limit, delta = (v.item() for v in inputs)
-            size = abs((limit - start) / delta)
+            if start.ndim or limit.ndim or delta.ndim:  # legacy 1-element vectors: inline
+                return False
+            size = abs((float(limit) - float(start)) / float(delta))
         except (AttributeError, TypeError, ValueError, ZeroDivisionError, OverflowError):
             return False
         return (OUTPUT_POOL_ABOVE if self._int else BIG) < size < math.inf
@@ -921,11 +923,10 @@ class GatherV2Op(_Copying):
         self._batch_dims = ctx.get_attr("batch_dims", 0)
 
     def is_expensive(self, inputs: list) -> bool:
-        try:
-            axis = inputs[2].item()
-        except (AttributeError, ValueError):
-            return False
-        return _gathered_size(inputs[0], inputs[1], axis) > BIG
+        axis = inputs[2]
+        if getattr(axis, "ndim", None) != 0:
+            return False  # compute reports TF's error
+        return _gathered_size(inputs[0], inputs[1], int(axis)) > BIG
 
     def compute(self, ctx, inputs):
         params, indices, axis_t = inputs
@@ -1067,10 +1068,10 @@ class OneHotOp(_Copying):
 
     def is_expensive(self, inputs: list) -> bool:
         """Whether the output (indices.size * depth elements) is large."""
-        try:
-            return inputs[0].size * inputs[1].item() > BIG
-        except (AttributeError, TypeError, ValueError):
-            return False
+        depth = inputs[1]
+        if getattr(depth, "ndim", None) != 0:
+            return False  # compute reports TF's error
+        return inputs[0].size * int(depth) > BIG
 
     def compute(self, ctx, inputs):
         indices, depth_t, on, off = inputs
