@@ -609,7 +609,11 @@ class SplitOp(OpKernel):
 
 @register_kernel("SplitV", "CPU")
 class SplitVOp(OpKernel):
-    """`value` split into views of the given sizes (one may be -1) along `split_dim`."""
+    """`value` split into views of the given sizes (one may be -1) along `split_dim`.
+
+    With num_split=1 the checks are TF's kernel's: TF's default graph rewriting (grappler)
+    replaces such a node by an Identity, so a TF session returns the input even for an
+    out-of-range split_dim or a wrong size; aioflow keeps the kernel's errors."""
 
     def __init__(self, ctx):
         super().__init__(ctx)
