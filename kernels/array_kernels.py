@@ -93,7 +93,7 @@ class ConstOp(OpKernel):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        value = np.asarray(ctx.get_attr("value"))
+        value = np.asarray(self._make_value(ctx))
         dtype = ctx.get_attr("dtype", None)
         if dtype is not None and value.dtype != np.dtype(dtype.as_numpy_dtype):
             raise _invalid(
@@ -103,6 +103,21 @@ class ConstOp(OpKernel):
         if value.ndim == 0 and value.dtype != object:
             value = value[()]
         self._value = (value,)
+
+    @staticmethod
+    def _make_value(ctx):
+        """The `value` attr as an array; as TF's kernel, InvalidArgumentError "Cannot parse
+        tensor from proto" when it cannot be built (a bad encoding, an unknown dtype, more
+        than memory holds), never a raw MemoryError."""
+        try:
+            return ctx.get_attr("value")
+        except (ValueError, TypeError, MemoryError, errors.ResourceExhaustedError):
+            from google.protobuf import text_format
+
+            proto = ctx.node_def.attr["value"].tensor
+            head = type(proto)(dtype=proto.dtype, tensor_shape=proto.tensor_shape)
+            text = text_format.MessageToString(head, as_one_line=True)
+            raise _invalid(f"Cannot parse tensor from proto: {text}") from None
 
     def compute(self, ctx, inputs):
         return self._value

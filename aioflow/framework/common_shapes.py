@@ -7,6 +7,8 @@ construction does.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework.constant_value import constant_value, constant_value_as_shape
@@ -14,6 +16,11 @@ from aioflow.framework.tensor_shape import TensorShape, unknown_shape
 
 UNKNOWN = TensorShape(None)
 SCALAR = TensorShape([])
+# TensorShape::MaxDimensions(): no tensor has a higher rank, so a rank read off a tensor's
+# size beyond it is not built as a list of unknown dims (a shape input of 2**30 elements
+# would otherwise make a 2**30-long list at import); the shape is then just unknown.
+MAX_RANK = 254
+_MAX_ELEMENTS = 2**63 - 1
 
 
 def _dims(shape: TensorShape) -> list | None:
@@ -25,6 +32,11 @@ def _axis(axis: int, rank: int, op) -> int:
         raise ValueError(
             f"Dimension {axis} must be >= {-rank} and < {rank} for '{op.name}' ({op.type})")
     return axis + rank if axis < 0 else axis
+
+
+def _of_rank(rank: int | None) -> TensorShape:
+    """A shape of `rank` unknown dims; of unknown rank when `rank` is unknown or too high."""
+    return UNKNOWN if rank is None or rank > MAX_RANK else unknown_shape(rank)
 
 
 def _const_ints(tensor) -> list[int] | None:
@@ -184,8 +196,19 @@ def batch_matmul(op) -> list[TensorShape]:
 # -- array ops -------------------------------------------------------------------------------
 
 def const(op) -> list[TensorShape]:
-    """The shape of the `value` attr."""
-    return [TensorShape(list(np.shape(op.get_attr("value"))))]
+    """The shape written in the `value` TensorProto, read without building the value (a
+    Const of shape [2**33] with one float_val imports at once, as in TF)."""
+    proto = op._get_attr_proto("value").tensor.tensor_shape
+    if proto.unknown_rank:
+        return [UNKNOWN]
+    dims = [d.size for d in proto.dim]
+    text = "[" + ",".join(str(d) for d in dims) + "]"
+    if any(d < 0 for d in dims):
+        raise ValueError(f"Shape {text} is not fully defined for '{op.name}' (op: 'Const')")
+    if math.prod(dims) > _MAX_ELEMENTS:
+        raise ValueError(f"Shape {text} is too large (more than 2**63 - 1 entries) for "
+                         f"'{op.name}' (op: 'Const')")
+    return [TensorShape(dims)]
 
 
 def shape_attr(op) -> list[TensorShape]:
@@ -229,14 +252,17 @@ def transpose(op) -> list[TensorShape]:
     perm = _const_ints(op.inputs[1])
     if perm is None:
         if dims is None:
-            rank = op.inputs[1].shape.num_elements()
-            return [unknown_shape(rank)]
+            return [_of_rank(op.inputs[1].shape.num_elements())]
         return [unknown_shape(len(dims))]
     if dims is None:
-        return [unknown_shape(len(perm))]
+        return [_of_rank(len(perm))]
     if len(perm) != len(dims):
         raise ValueError(
             f"Dimension must be {len(dims)} but is {len(perm)} for '{op.name}' (op: 'Transpose')")
+    for p in perm:
+        if not -len(dims) <= p < len(dims):
+            raise ValueError(f"perm dim {p} is out of range of input rank {len(dims)} for "
+                             f"'{op.name}' (op: 'Transpose')")
     return [TensorShape([dims[p] for p in perm])]
 
 
@@ -291,6 +317,10 @@ def expand_dims(op) -> list[TensorShape]:
         return [UNKNOWN]
     if dim is None:
         return [unknown_shape(len(dims) + 1)]
+    if np.size(dim) != 1:
+        raise ValueError(f"'dim' input must be a tensor with a single value for '{op.name}' "
+                         f"(op: 'ExpandDims') with input shapes: "
+                         f"{shape_debug(op.inputs[0].shape)}, {shape_debug(op.inputs[1].shape)}.")
     axis = int(np.ravel(dim)[0])
     if not -len(dims) - 1 <= axis <= len(dims):
         raise ValueError(
@@ -376,7 +406,7 @@ def _strided_slice_rank(op, dims) -> TensorShape:
     """The shape when begin/end are computed: the rank follows from the masks; sliced dims
     are unknown, shrunk dims vanish, new axes are 1, dims under the ellipsis are kept."""
     n = op.inputs[1].shape.num_elements() if op.inputs[1].shape.rank == 1 else None
-    if n is None:
+    if n is None or n > MAX_RANK:
         return UNKNOWN
     ellipsis, new_axis, shrink = (op.get_attr(k) for k in
                                   ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
@@ -503,7 +533,7 @@ def tile(op) -> list[TensorShape]:
     if mult is None:
         return [UNKNOWN if dims is None else unknown_shape(len(dims))]
     if dims is None:
-        return [unknown_shape(len(mult))]
+        return [_of_rank(len(mult))]
     return [TensorShape([None if d is None else d * m for d, m in zip(dims, mult, strict=True)])]
 
 
@@ -514,6 +544,9 @@ def slice_shape(op) -> list[TensorShape]:
         return [unknown_shape(op.inputs[0].shape.rank)]
     begin = _const_ints(op.inputs[1])
     dims = _dims(op.inputs[0].shape)
+    if dims is not None and len(dims) != len(size) or begin is not None and len(begin) != len(
+            size):
+        return [_of_rank(len(size))]  # the kernel refuses it; TF's import accepts it
     out = []
     for i, s in enumerate(size):
         if s != -1:
@@ -534,8 +567,14 @@ def gather(op) -> list[TensorShape]:
     """Gather/GatherV2: params[:axis] + indices[batch_dims:] + params[axis + 1:]."""
     params, indices = _dims(op.inputs[0].shape), _dims(op.inputs[1].shape)
     batch_dims = 0 if op.type == "Gather" else op.get_attr("batch_dims")
+    if not -2**31 <= batch_dims < 2**31:
+        raise ValueError(f"Attr batch_dims has value {batch_dims} out of range for an int32 "
+                         f"for '{op.name}' (op: '{op.type}')")
     if params is None or indices is None:
         return [UNKNOWN]
+    if len(indices) < abs(batch_dims):
+        raise ValueError(f"Shape must be at least rank {abs(batch_dims)} but is rank "
+                         f"{len(indices)} for '{op.name}' (op: '{op.type}')")
     if batch_dims < 0:
         batch_dims += len(indices)
     if op.type == "Gather":
@@ -605,7 +644,7 @@ def pad(op) -> list[TensorShape]:
         rank = None if dims is None else len(dims)
         if rank is None and op.inputs[1].shape.rank == 2:
             rank = op.inputs[1].shape.as_list()[0]
-        return [unknown_shape(rank)]
+        return [_of_rank(rank)]
     paddings = np.asarray(paddings).reshape(-1, 2)
     if dims is None:
         dims = [None] * len(paddings)

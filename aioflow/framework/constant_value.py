@@ -4,15 +4,25 @@
 (a Const, or Shape/Size/Rank of an input whose shape is known, and a few ops over those);
 otherwise None. `constant_value_as_shape(t)` reads a 1-D shape tensor as a partial
 TensorShape, so `reshape(x, [shape(x)[0], -1])`-style graphs still get static shapes.
+
+Values are for shape inference, which only needs small ones: a value of more than
+MAX_ELEMENTS elements is never built here (it is None: unknown), so a GraphDef holding a
+Const of shape [2**30] with one float_val, or a Fill or Range of that size, costs nothing
+to import, as in TF.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from aioflow.framework import tensor_shape
+
+MAX_ELEMENTS = 1 << 20
+# TensorShape::MaxDimensions(): a shape vector longer than this is no shape.
+_MAX_RANK = 254
 
 
 def _np_type(dtype) -> Any:
@@ -25,7 +35,7 @@ def constant_value(tensor) -> np.ndarray | None:
     kind = op.type
     try:
         if kind == "Const":
-            return op.get_attr("value")
+            return _const_value(op)
         if kind in ("Identity", "StopGradient", "Snapshot", "PreventGradient"):
             return constant_value(op.inputs[0])
         if kind in ("Shape", "ShapeN"):
@@ -62,15 +72,35 @@ def constant_value(tensor) -> np.ndarray | None:
             dims, value = constant_value(op.inputs[0]), constant_value(op.inputs[1])
             if dims is None or value is None:
                 return None
-            return np.full([int(d) for d in dims], value, dtype=value.dtype)
+            dims = [int(d) for d in np.ravel(dims)]
+            if min(dims, default=0) < 0 or math.prod(dims) > MAX_ELEMENTS:
+                return None
+            return np.full(dims, value, dtype=value.dtype)
         if kind == "Range":
             start, limit, delta = (constant_value(t) for t in op.inputs)
             if start is None or limit is None or delta is None:
                 return None
+            from aioflow.framework.common_shapes import range_size
+
+            if range_size(start, limit, delta) > MAX_ELEMENTS:
+                return None
             return np.arange(start, limit, delta, dtype=_np_type(op.get_attr("Tidx")))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return None
     return None
+
+
+def _const_value(op) -> np.ndarray | None:
+    """A Const's value, when it is small and its TensorProto agrees with its dtype attr (a
+    Const that TF's kernel would refuse has no known value)."""
+    proto = op._get_attr_proto("value").tensor
+    dtype = op._get_attr_proto("dtype")
+    if dtype is not None and dtype.type != proto.dtype:
+        return None
+    dims = [d.size for d in proto.tensor_shape.dim]
+    if min(dims, default=0) < 0 or math.prod(dims) > MAX_ELEMENTS:
+        return None
+    return op.get_attr("value")
 
 
 def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
@@ -96,4 +126,6 @@ def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
         return tensor_shape.TensorShape([None if d < 0 else int(d) for d in value.tolist()])
     shape = tensor.shape
     length = shape.dims[0].value if shape.rank == 1 else None
+    if length is not None and length > _MAX_RANK:
+        return tensor_shape.unknown_shape()
     return tensor_shape.unknown_shape(rank=length)

@@ -3,6 +3,7 @@ how nested device scopes merge."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 
@@ -18,30 +19,11 @@ class DeviceSpec:
 
     @classmethod
     def from_string(cls, spec: str | None) -> DeviceSpec:
-        """Parse TF's device-name syntax; ValueError for a malformed name."""
+        """Parse TF's device-name syntax; ValueError in TF's words for a malformed name
+        (an unknown attribute, or more than one device type)."""
         if not spec:
             return cls()
-        fields: dict = {}
-        for part in spec.split("/"):
-            if not part:
-                continue
-            bits = part.split(":")
-            key = bits[0].lower()
-            if key == "job" and len(bits) == 2 and bits[1]:
-                fields["job"] = bits[1]
-            elif key in ("replica", "task") and len(bits) == 2 and bits[1].isdigit():
-                fields[key] = int(bits[1])
-            elif key == "device" and len(bits) in (2, 3):
-                fields["device_type"] = _type_name(bits[1])
-                if len(bits) == 3 and bits[2] != "*":
-                    fields["device_index"] = _index(bits[2], spec)
-            elif len(bits) in (1, 2) and key in ("cpu", "gpu", "tpu", "xla_cpu", "xla_gpu"):
-                fields["device_type"] = _type_name(bits[0])
-                if len(bits) == 2 and bits[1] != "*":
-                    fields["device_index"] = _index(bits[1], spec)
-            else:
-                raise ValueError(f"Unknown attribute: '{part}' in '{spec}'")
-        return cls(**fields)
+        return _parse(spec) if cls is DeviceSpec else cls(**_parse(spec).__dict__)
 
     def to_string(self) -> str:
         """The canonical form TF writes in NodeDef.device."""
@@ -73,6 +55,42 @@ class DeviceSpec:
 
     def __str__(self) -> str:
         return self.to_string()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(spec: str) -> DeviceSpec:
+    """The parsed spec, cached as TF caches it: a graph names few distinct devices."""
+    fields: dict = {}
+    for part in spec.split("/"):
+        if part:
+            _parse_part(part, spec, fields)
+    return DeviceSpec(**fields)
+
+
+def _parse_part(part: str, spec: str, fields: dict) -> None:
+    """One "/"-separated part of `spec` into `fields` (job, replica, task, device)."""
+    bits = part.split(":")
+    key = bits[0].lower()
+    if key == "job" and len(bits) == 2 and bits[1]:
+        fields["job"] = bits[1]
+    elif key in ("replica", "task") and len(bits) == 2 and bits[1].isdigit():
+        fields[key] = int(bits[1])
+    elif key == "device" and len(bits) in (2, 3):
+        _set_device(fields, spec, bits[1], bits[2] if len(bits) == 3 else "*")
+    elif len(bits) in (1, 2) and key in ("cpu", "gpu", "tpu", "xla_cpu", "xla_gpu"):
+        _set_device(fields, spec, bits[0], bits[1] if len(bits) == 2 else "*")
+    else:
+        raise ValueError(f"Unknown attribute '{bits[0]}' is encountered while parsing the "
+                         f"device spec: '{spec}'.")
+
+
+def _set_device(fields: dict, spec: str, device_type: str, index: str) -> None:
+    if "device_type" in fields:
+        raise ValueError(f"Multiple device types are not allowed while parsing the device "
+                         f"spec: {spec}.")
+    fields["device_type"] = _type_name(device_type)
+    if index != "*":
+        fields["device_index"] = _index(index, spec)
 
 
 def _type_name(name: str) -> str:

@@ -3,7 +3,15 @@ and input_map rules. Nodes may come in any order (TF writes loop graphs out of o
 
 from __future__ import annotations
 
-from aioflow.framework import device_spec, dtypes, errors, node_def_util, op_def_registry, ops
+from aioflow.framework import (
+    device_spec,
+    dtypes,
+    errors,
+    graph_def_checks,
+    node_def_util,
+    op_def_registry,
+    ops,
+)
 from aioflow.framework.gc_util import paused_gc
 from aioflow.proto import graph_pb2
 
@@ -24,12 +32,10 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         raise TypeError(f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}.")
     input_map = {_canonical(k): _check_mapped(k, v) for k, v in (input_map or {}).items()}
     graph = ops.get_default_graph()
-    names = {node.name for node in graph_def.node}
-    missing = sorted(k for k in input_map if not k.startswith("^") and
-                     node_def_util.parse_input(k)[0] not in names)
-    if missing:
-        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
-                         f"[{', '.join(missing)}]")
+    try:
+        _check_graph_def(graph_def, input_map)
+    except errors.InvalidArgumentError as e:
+        raise ValueError(str(e)) from e
     with ops.name_scope(name, "import", list(input_map.values())) as scope:
         prefix = scope
         try:
@@ -37,6 +43,9 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 new_ops = _import_nodes(graph, graph_def, input_map, prefix)
         except errors.InvalidArgumentError as e:
             raise ValueError(str(e)) from e
+        except MemoryError:
+            raise errors.ResourceExhaustedError(
+                None, None, f"OOM importing a GraphDef of {len(graph_def.node)} nodes") from None
     if return_elements is None:
         return None
     result = []
@@ -50,6 +59,36 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 from e
     del new_ops
     return result
+
+
+def _check_graph_def(graph_def, input_map: dict) -> None:
+    """What TF checks before it builds a node: versions, names, input lists, edges and
+    cycles, and input_map keys that name no output of the GraphDef."""
+    graph_def_checks.check_versions(graph_def.versions)
+    by_name = graph_def_checks.index_nodes(graph_def.node, allow_internal_ops=False)
+    mapped = {node_def_util.parse_input(k) for k in input_map}
+    graph_def_checks.check_edges(graph_def.node, mapped)
+    used = {node_def_util.parse_input(text) for node in graph_def.node for text in node.input}
+    missing = sorted(key for key in mapped - used if not _names_output(by_name, *key))
+    if missing:
+        listed = ", ".join(f"^{n}" if i < 0 else f"{n}:{i}" for n, i in missing)
+        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
+                         f"[{listed}]")
+
+
+def _names_output(by_name: dict, name: str, index: int) -> bool:
+    """Whether node `name` of the GraphDef exists and has output `index` (as TF, a node
+    whose op is unknown is taken to have it: the import fails on the op instead)."""
+    node = by_name.get(name)
+    if node is None:
+        return False
+    reg = op_def_registry.get_registration(node.op)
+    if index < 0 or reg is None:
+        return True
+    try:
+        return index < node_def_util.num_outputs(node, reg.op_def)
+    except errors.InvalidArgumentError:
+        return True
 
 
 def parse_graph_def(data: bytes) -> graph_pb2.GraphDef:
@@ -87,9 +126,6 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     created: dict[str, ops.Operation] = {}
     node_defs = []
     for node in graph_def.node:
-        if node.name in created:
-            raise errors.InvalidArgumentError(node, None,
-                                              f"Node '{node.name}' is not unique")
         op_def = op_def_registry.get_registration(node.op)
         if op_def is None:
             raise errors.InvalidArgumentError(
@@ -97,7 +133,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                             f"(node {node.name})")
         op_def = op_def.op_def
         node = _copy_with_defaults(node, op_def)
-        node_def_util.validate_node_def(node, op_def)
+        node_def_util.validate_node_def(node, op_def, allow_internal_ops=False)
         out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]
         new_name = prefix + node.name
         if graph._get_operation_or_none(new_name) is not None:

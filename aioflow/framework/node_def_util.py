@@ -6,12 +6,32 @@ InvalidArgumentError naming the node, as TensorFlow's node_def_util reports them
 
 from __future__ import annotations
 
-from aioflow.framework import dtypes, errors
+import re
+
+from aioflow.framework import device_spec, dtypes, errors
 from aioflow.framework.attr_value import attr_value_kind
 from aioflow.proto import attr_value_pb2
 
 # Enum values of reference types are the value types plus 100.
 _REF_OFFSET = 100
+_INT32_MAX = 2**31 - 1
+# A deliberate limit TF does not have: a node may have at most this many outputs more
+# than it has inputs. TF accepts any count that fits in an int32 and then spends minutes
+# and tens of GiB building a node such as Unpack(num=2**28); outputs that inputs match
+# (ShapeN, IdentityN) are as many as the GraphDef spells out.
+MAX_UNMATCHED_OUTPUTS = 1 << 20
+# DataTypes TF 2.21 knows that aioflow has no type for (TF's DataType_IsValid holds them).
+_TF_ONLY_TYPES = {24: "float8_e5m2", 25: "float8_e4m3fn", 26: "float8_e4m3fnuz",
+                  27: "float8_e4m3b11fnuz", 28: "float8_e5m2fnuz", 29: "int4", 30: "uint4",
+                  31: "int2", 32: "uint2", 33: "float4_e2m1fn"}
+# TF's error message lists every expected input type; past this many we abbreviate.
+_MAX_LISTED_TYPES = 64
+
+# TF's IsValidNodeName (graph_constructor.cc): a letter, digit or dot (or an underscore
+# for internal ops), then letters, digits and "-./_"; ">" starts another such part.
+_NAME_PART = r"[A-Za-z0-9_./-]*(?:>[A-Za-z0-9.][A-Za-z0-9_./-]*)*"
+_VALID_NAME = re.compile(r"[A-Za-z0-9.]" + _NAME_PART)
+_VALID_INTERNAL_NAME = re.compile(r"[A-Za-z0-9._]" + _NAME_PART)
 
 
 def _error(node_def, message: str) -> errors.InvalidArgumentError:
@@ -29,8 +49,40 @@ def add_default_attrs(node_def, op_def) -> None:
             node_def.attr[attr.name].CopyFrom(attr.default_value)
 
 
-def validate_node_def(node_def, op_def) -> None:
-    """Every OpDef attr present and of the right type and allowed value; no unknown attrs."""
+def check_node_name(node_def, allow_internal_ops: bool = True) -> None:
+    """TF's node-name rule; internal ops (a leading underscore) only where the runtime
+    builds graphs (Session extend), never through import_graph_def, as in TF."""
+    pattern = _VALID_INTERNAL_NAME if allow_internal_ops else _VALID_NAME
+    if pattern.fullmatch(node_def.name) is None:
+        raise _error(node_def, f"Node '{node_def.name}': Node name contains invalid characters")
+
+
+def check_input_order(node_def) -> None:
+    """Control inputs ("^x") come after every data input, as TF's graph constructor wants."""
+    seen_control = False
+    for text in node_def.input:
+        if text.startswith("^"):
+            seen_control = True
+        elif seen_control:
+            raise _error(node_def, f"Node '{node_def.name}': Control dependencies must come "
+                                   f"after regular dependencies")
+
+
+def validate_node_def(node_def, op_def, allow_internal_ops: bool = True) -> None:
+    """The node's name and input order; every OpDef attr present, of the right type and an
+    allowed value, and no unknown attrs; its arity (number attrs against its inputs, before
+    anything is built from them); its device string and the op's own attr rules."""
+    check_node_name(node_def, allow_internal_ops)
+    check_input_order(node_def)
+    _validate_attrs(node_def, op_def)
+    check_arity(node_def, op_def)
+    _check_device(node_def)
+    rule = _OP_ATTR_RULES.get(node_def.op)
+    if rule is not None:
+        rule(node_def)
+
+
+def _validate_attrs(node_def, op_def) -> None:
     known = {a.name: a for a in op_def.attr}
     for name, value in node_def.attr.items():
         if name.startswith("_"):
@@ -53,6 +105,12 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
         raise _error(node_def, f"AttrValue had value with type '{kind}' when '{wanted}' expected"
                                f"\n\t for attr '{attr_def.name}'\n\t; NodeDef: "
                                f"{summarize(node_def)}")
+    if wanted in ("type", "list(type)"):
+        for v in [value.type] if wanted == "type" else value.list.type:
+            problem = _data_type_problem(v)
+            if problem:
+                raise _error(node_def, f"{problem}\n\t for attr '{attr_def.name}'\n\t; "
+                                       f"NodeDef: {summarize(node_def)}")
     if attr_def.HasField("allowed_values"):
         allowed = attr_def.allowed_values.list
         if wanted in ("type", "list(type)"):
@@ -79,6 +137,34 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
                                    f"{summarize(node_def)}")
 
 
+def _data_type_problem(enum: int) -> str | None:
+    """What TF's ValidateAttrValue says of a DataType an attr may not hold, or None. Types
+    TF knows and aioflow does not (float8, int4, ...) are refused too, by choice: nothing
+    here could run them."""
+    if enum == 0:
+        return "AttrValue has invalid DataType"
+    if not dtypes._is_valid_enum(enum):
+        tf_only = _TF_ONLY_TYPES.get(enum % _REF_OFFSET if enum > _REF_OFFSET else enum)
+        if tf_only is not None:
+            return f"AttrValue has DataType {tf_only} (enum {enum}), which aioflow does not support"
+        return f"AttrValue has invalid DataType enum: {enum}"
+    if enum > _REF_OFFSET:
+        return (f"AttrValue must not have reference type value of "
+                f"{tf_type_name(enum)}")
+    return None
+
+
+def tf_type_name(enum: int) -> str:
+    """TF's DataTypeString: float, double, half, int32, float_ref, ..."""
+    ref = enum > _REF_OFFSET
+    try:
+        name = dtypes.as_dtype(enum - _REF_OFFSET if ref else enum).name
+    except TypeError:
+        return f"unknown dtype enum ({enum})"
+    name = {"float32": "float", "float64": "double", "float16": "half"}.get(name, name)
+    return name + "_ref" if ref else name
+
+
 def _list_len(value) -> int:
     fields = value.list.ListFields()
     return len(fields[0][1]) if fields else 0
@@ -91,22 +177,123 @@ def _type_name(enum: int) -> str:
         return f"<unknown type {enum}>"
 
 
+def _attr(node_def, op_def, name: str):
+    """The node's attr `name`, or the OpDef's default; KeyError when neither exists."""
+    if name in node_def.attr:
+        return node_def.attr[name]
+    for attr in op_def.attr:
+        if attr.name == name and attr.HasField("default_value"):
+            return attr.default_value
+    raise KeyError(name)
+
+
+def _missing(node_def, op_def, e: KeyError) -> errors.InvalidArgumentError:
+    return _error(node_def, f"NodeDef missing attr {e} from Op<name={op_def.name}>; "
+                            f"NodeDef: {summarize(node_def)}")
+
+
+def _repeats(node_def, op_def, arg) -> int:
+    """How many tensors the arg stands for; TF's range checks on number attrs."""
+    try:
+        if arg.type_list_attr:
+            return len(_attr(node_def, op_def, arg.type_list_attr).list.type)
+        if not arg.number_attr:
+            return 1
+        n = _attr(node_def, op_def, arg.number_attr).i
+    except KeyError as e:
+        raise _missing(node_def, op_def, e) from None
+    if n > _INT32_MAX:
+        raise _error(node_def, f"Number of outputs is too big: {n}")
+    if n < 0:
+        raise _error(node_def, f"Value for number_attr() {n} < 0")
+    return n
+
+
 def _arg_types(node_def, op_def, args) -> list[int]:
     out: list[int] = []
     for arg in args:
+        n = _repeats(node_def, op_def, arg)
         try:
             if arg.type_list_attr:
-                out.extend(node_def.attr[arg.type_list_attr].list.type)
+                out.extend(_attr(node_def, op_def, arg.type_list_attr).list.type)
                 continue
-            t = arg.type if arg.type else node_def.attr[arg.type_attr].type
-            n = node_def.attr[arg.number_attr].i if arg.number_attr else 1
+            t = arg.type if arg.type else _attr(node_def, op_def, arg.type_attr).type
         except KeyError as e:
-            raise _error(node_def, f"NodeDef missing attr {e} from Op<name={op_def.name}>; "
-                                   f"NodeDef: {summarize(node_def)}") from None
+            raise _missing(node_def, op_def, e) from None
         if arg.is_ref:
             t += _REF_OFFSET
         out.extend([t] * n)
     return out
+
+
+def _type_names(node_def, op_def, args, limit: int):
+    """TF's names of the arg types, in order, at most `limit` of them (nothing built per
+    repeat beyond that)."""
+    out: list[str] = []
+    for arg in args:
+        if arg.type_list_attr:
+            types = list(_attr(node_def, op_def, arg.type_list_attr).list.type)[:limit]
+        else:
+            t = arg.type if arg.type else _attr(node_def, op_def, arg.type_attr).type
+            t += _REF_OFFSET if arg.is_ref else 0
+            types = [t] * min(_repeats(node_def, op_def, arg), limit)
+        out.extend(tf_type_name(t) for t in types)
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def num_inputs(node_def, op_def) -> int:
+    """How many data inputs the OpDef wants given the node's attrs (no list is built)."""
+    return sum(_repeats(node_def, op_def, arg) for arg in op_def.input_arg)
+
+
+def num_outputs(node_def, op_def) -> int:
+    """How many outputs the node has given its attrs (no list is built)."""
+    return sum(_repeats(node_def, op_def, arg) for arg in op_def.output_arg)
+
+
+def num_data_inputs(node_def) -> int:
+    """The NodeDef's inputs that are not control inputs."""
+    return sum(1 for text in node_def.input if not text.startswith("^"))
+
+
+def _has_lists(op_def) -> bool:
+    """Whether any arg of the OpDef stands for a number or a list of tensors (remembered
+    per OpDef object: this is on the path of every imported node)."""
+    known = _HAS_LISTS.get(id(op_def))
+    if known is not None and known[0] is op_def:
+        return known[1]
+    answer = any(arg.number_attr or arg.type_list_attr
+                 for args in (op_def.input_arg, op_def.output_arg) for arg in args)
+    _HAS_LISTS[id(op_def)] = (op_def, answer)
+    return answer
+
+
+_HAS_LISTS: dict[int, tuple] = {}
+
+
+def check_arity(node_def, op_def) -> None:
+    """Number attrs (N, num_split, ...) against the inputs the NodeDef lists, before any
+    per-input or per-output list is built: TF's "NodeDef expected inputs ... do not
+    match", and aioflow's limit on outputs no input accounts for."""
+    given = num_data_inputs(node_def)
+    if not _has_lists(op_def):
+        expected, outputs = len(op_def.input_arg), len(op_def.output_arg)
+    else:
+        expected, outputs = num_inputs(node_def, op_def), num_outputs(node_def, op_def)
+    if expected != given:
+        names = _type_names(node_def, op_def, op_def.input_arg, _MAX_LISTED_TYPES)
+        listed = ", ".join(names)
+        if expected > len(names):
+            listed += f", ... ({expected} in all)"
+        raise _error(node_def, f"NodeDef expected inputs '{listed}' do not match {given} "
+                               f"inputs specified; Op<name={op_def.name}>; NodeDef: "
+                               f"{summarize(node_def)}")
+    if outputs > max(given, MAX_UNMATCHED_OUTPUTS):
+        raise _error(node_def, f"Number of outputs is too big: {outputs} (aioflow allows a "
+                               f"node at most {MAX_UNMATCHED_OUTPUTS} outputs more than its "
+                               f"inputs)")
 
 
 def input_types(node_def, op_def) -> list[int]:
@@ -119,12 +306,42 @@ def output_types(node_def, op_def) -> list[int]:
     return _arg_types(node_def, op_def, op_def.output_arg)
 
 
+def _check_device(node_def) -> None:
+    """The device string parses (TF's DeviceSpec messages: one device type, known keys)."""
+    if node_def.device:
+        try:
+            device_spec.DeviceSpec.from_string(node_def.device)
+        except ValueError as e:
+            raise _error(node_def, str(e)) from None
+
+
+def _check_parallel_iterations(node_def) -> None:
+    """Enter's parallel_iterations: a positive int32. TF 2.21 has no such check (0 or
+    less divides by zero in its executor; more than an int32 fails at run); by choice
+    aioflow refuses them when the graph is built."""
+    n = node_def.attr["parallel_iterations"].i
+    if n > _INT32_MAX:
+        raise _error(node_def, f"Attr parallel_iterations has value {n} out of range for an "
+                               f"int32\n\t; NodeDef: {summarize(node_def)}")
+    if n < 1:
+        raise _error(node_def, f"Value for attr 'parallel_iterations' of {n} must be at least "
+                               f"minimum 1\n\t; NodeDef: {summarize(node_def)}")
+
+
+# Attr rules of single ops that their OpDefs cannot say.
+_OP_ATTR_RULES = {"Enter": _check_parallel_iterations, "RefEnter": _check_parallel_iterations}
+
+
 def parse_input(name: str) -> tuple[str, int]:
-    """Split a NodeDef input: "x" -> ("x", 0), "x:2" -> ("x", 2), "^x" -> ("x", -1)."""
+    """Split a NodeDef input: "x" -> ("x", 0), "x:2" -> ("x", 2), "^x" -> ("x", -1).
+
+    As TF's ParseTensorName only ASCII digits make an output index: "x:١" or "x:²" is a
+    node name (which then does not exist). An index of more than 10 significant digits is
+    a name too (TF wraps it modulo 2**32, by accident)."""
     if name.startswith("^"):
         return name[1:], -1
     node, sep, index = name.rpartition(":")
-    if sep and index.isdigit():
+    if sep and node and index.isascii() and index.isdigit() and len(index.lstrip("0")) <= 10:
         return node, int(index)
     return name, 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aioflow.framework import dtypes, ops
+from aioflow.framework import dtypes, node_def_util, ops
 from aioflow.framework.attr_value import python_to_attr_value
 from aioflow.framework.op_def_registry import get, get_registration
 
@@ -81,7 +81,7 @@ def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.
         if keywords:
             raise TypeError(f"{op_type} got unexpected keyword arguments: "
                             f"{', '.join(sorted(keywords))}")
-        output_types = _output_types(op_def, attr_protos)
+        output_types = _output_types(op_def, attr_protos, len(inputs))
         return graph.create_op(op_type, inputs, output_types, input_types=input_types,
                                name=scope, attrs=attr_protos, op_def=op_def,
                                compute_shapes=reg.shape_fn is not None)
@@ -231,13 +231,25 @@ def _check_attr(op_type: str, attr_def, proto) -> None:
                              f"minimum {attr_def.minimum}.")
 
 
-def _output_types(op_def, attr_protos) -> list[dtypes.DType]:
+def _output_types(op_def, attr_protos, num_inputs: int) -> list[dtypes.DType]:
+    """The output dtypes; ValueError, as TF's, for a count that does not fit an int32 or
+    that passes node_def_util's limit on outputs no input accounts for (checked before
+    any list is built)."""
+    counts = [len(attr_protos[arg.type_list_attr].list.type) if arg.type_list_attr else
+              attr_protos[arg.number_attr].i if arg.number_attr else 1
+              for arg in op_def.output_arg]
+    for count in counts:
+        if count > 2**31 - 1:
+            raise ValueError(f"Number of outputs is too big: {count}")
+    if sum(counts) > max(num_inputs, node_def_util.MAX_UNMATCHED_OUTPUTS):
+        raise ValueError(f"Number of outputs is too big: {sum(counts)} (aioflow allows a node "
+                         f"at most {node_def_util.MAX_UNMATCHED_OUTPUTS} outputs more than its "
+                         f"inputs)")
     out: list[dtypes.DType] = []
-    for arg in op_def.output_arg:
+    for arg, count in zip(op_def.output_arg, counts, strict=True):
         if arg.type_list_attr:
             out.extend(dtypes.as_dtype(t) for t in attr_protos[arg.type_list_attr].list.type)
             continue
         dtype = dtypes.as_dtype(arg.type if arg.type else attr_protos[arg.type_attr].type)
-        count = attr_protos[arg.number_attr].i if arg.number_attr else 1
         out.extend([dtype] * count)
     return out

@@ -7,13 +7,14 @@ so Const values in a TF-written GraphDef come back as the same arrays.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from aioflow.framework import dtypes, tensor_shape
+from aioflow.framework import dtypes, errors, tensor_shape
 
 __all__ = ["make_tensor_proto", "make_ndarray", "MakeNdarray"]
 
@@ -35,6 +36,8 @@ _INT_VAL_ENUMS = frozenset(
 )
 
 _MAX_CONTENT_BYTES = 1 << 31
+# The largest array NumPy can allocate (its sizes are signed 64-bit).
+_MAX_ARRAY_BYTES = 2**63 - 1
 
 
 def _tensor_pb2():
@@ -371,13 +374,31 @@ def make_ndarray(tensor) -> np.ndarray:
     """The NumPy array a TensorProto holds, whichever encoding it uses: tensor_content
     (raw little-endian bytes, or TF's varint-framed strings) or the typed repeated field
     (with one value or too few values repeated to fill the shape, none meaning zeros).
-    Strings come back as an object array of bytes."""
+    Strings come back as an object array of bytes. A value that memory cannot hold is
+    a ResourceExhaustedError (TF's OOM), never a raw MemoryError."""
     if tensor.tensor_shape.unknown_rank:
         raise ValueError("Cannot make an ndarray from a TensorProto of unknown rank.")
     shape = [d.size for d in tensor.tensor_shape.dim]
     if any(s < 0 for s in shape):
         raise ValueError(f"Cannot make an ndarray from a TensorProto with shape {shape}.")
-    num_elements = int(np.prod(shape, dtype=np.int64))
+    try:
+        return _make_ndarray(tensor, shape)
+    except MemoryError:
+        raise _oom(tensor, shape) from None
+
+
+def _oom(tensor, shape: list[int]) -> errors.ResourceExhaustedError:
+    """TF's words for a tensor its allocator cannot hold."""
+    from aioflow.framework.node_def_util import tf_type_name
+
+    name = tf_type_name(tensor.dtype)
+    return errors.ResourceExhaustedError(
+        None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] and "
+                    f"type {name}")
+
+
+def _make_ndarray(tensor, shape: list[int]) -> np.ndarray:
+    num_elements = math.prod(shape)
     try:
         dtype = dtypes.as_dtype(tensor.dtype).base_dtype
     except TypeError:
@@ -386,6 +407,8 @@ def make_ndarray(tensor) -> np.ndarray:
         raise TypeError(f"Unsupported tensor type: {tensor.dtype}")
     np_type = dtype.as_numpy_dtype
     enum = dtype.as_datatype_enum
+    if num_elements * np.dtype(np_type).itemsize > _MAX_ARRAY_BYTES:
+        raise _oom(tensor, shape)  # more than NumPy can address
 
     if num_elements == 0:
         return np.zeros(shape, dtype=np_type)

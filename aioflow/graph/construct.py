@@ -2,12 +2,15 @@
 
 Every problem is an InvalidArgumentError naming the node: unknown op, an input naming
 a missing node or output, a missing/mistyped/disallowed attr, an input dtype that
-does not match the OpDef, a duplicate name, a cycle not through NextIteration.
+does not match the OpDef, a duplicate or invalid name, a cycle not through NextIteration,
+GraphDef versions this runtime may not read. The per-node checks are node_def_util's
+and the version check framework/graph_def_checks.py's, shared with import_graph_def;
+the order and words here are also runtime/graph_state.py's (incremental extend).
 """
 
 from __future__ import annotations
 
-from aioflow.framework import dtypes, errors, node_def_util, op_def_registry
+from aioflow.framework import dtypes, errors, graph_def_checks, node_def_util, op_def_registry
 from aioflow.graph.algorithm import find_cycle_node, fixup_source_and_sink_edges
 from aioflow.graph.graph import CONTROL_SLOT, Graph
 from aioflow.proto import graph_pb2, node_def_pb2
@@ -19,6 +22,7 @@ def _error(node_def, message: str) -> errors.InvalidArgumentError:
 
 def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef) -> Graph:
     """Build and validate a Graph from `graph_def` (nodes may come in any order)."""
+    graph_def_checks.check_versions(graph_def.versions)
     graph = Graph(graph_def.versions)
     by_name = {}
     for node_def in graph_def.node:
@@ -72,7 +76,7 @@ def _add_input_edges(graph: Graph, node, by_name) -> None:
             continue
         if seen_control:
             raise _error(node_def, f"Node '{node.name}': Control dependencies must come after "
-                                   f"regular dependencies: input '{text}'")
+                                   f"regular dependencies")
         if index >= src.num_outputs:
             raise _error(node_def, f"Node '{node.name}': Connecting to invalid output {index} of "
                                    f"source node {src_name} which has {src.num_outputs} outputs.")
