@@ -273,6 +273,16 @@ def test_gather_batch_dims_out_of_range_is_a_value_error(batch_dims, fragment):
     refused(text, fragment)
 
 
+def test_a_const_whose_value_disagrees_with_its_dtype_has_no_known_value():
+    # Was: OverflowError (an int32 Const holding a float inf read as reduction axes). TF:
+    # imports it, and its Const kernel refuses it at run ("Type mismatch").
+    axis = const("axis", [1], "float_val: inf").replace(
+        'key: "dtype" value { type: DT_FLOAT }', 'key: "dtype" value { type: DT_INT32 }')
+    text = placeholder("x", shape=[2, 3]) + axis + node(
+        "s", "Sum", ["x", "axis"], T="type: DT_FLOAT", Tidx="type: DT_INT32")
+    assert import_text(text).get_tensor_by_name("s:0").shape.rank is None
+
+
 def test_slice_begin_longer_than_the_rank_imports():
     # Was: IndexError. TF: imports it (the kernel refuses it at run).
     text = placeholder("x", shape=[]) + const("b", [2], "int_val: 0 int_val: 0", "DT_INT32") \
