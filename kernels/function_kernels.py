@@ -1,5 +1,6 @@
 """Kernels of the call-frame ops: `_Arg` reads a fed value, `_Retval` stores a fetched one."""
 
+from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 
@@ -14,7 +15,12 @@ class ArgOp(OpKernel):
         self.index = ctx.get_attr("index")
 
     def compute(self, ctx, inputs):
-        return (ctx.args[self.index],)
+        args = ctx.args
+        if 0 <= self.index < len(args):
+            return (args[self.index],)
+        # TF's FunctionCallFrame::GetArg (an _Arg written into a user graph by hand)
+        raise errors.InvalidArgumentError(
+            None, None, f"GetArg {self.index} is not within [0, {len(args)})")
 
 
 @register_kernel("_Retval", "CPU")
@@ -28,5 +34,9 @@ class RetvalOp(OpKernel):
         self.index = ctx.get_attr("index")
 
     def compute(self, ctx, inputs):
-        ctx.retvals[self.index] = inputs[0]
-        return ()
+        retvals = ctx.retvals
+        if 0 <= self.index < len(retvals):
+            retvals[self.index] = inputs[0]
+            return ()
+        raise errors.InvalidArgumentError(
+            None, None, f"SetRetval {self.index} is not within [0, {len(retvals)})")

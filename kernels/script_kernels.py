@@ -116,7 +116,7 @@ def _call_error(name: str, exc: BaseException) -> errors.OpError:
 
 class _PyFuncBase:
     def _setup(self, ctx):
-        self.token = ctx.get_attr("token").decode()
+        self.token = ctx.get_attr("token").decode(errors="backslashreplace")
         self.tout = ctx.get_attr("Tout")
         self.func = lookup(self.token)
 

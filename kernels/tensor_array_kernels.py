@@ -618,7 +618,7 @@ class TensorArrayOp(OpKernel):
         self.clear_after_read = bool(ctx.get_attr("clear_after_read", True))
         self.identical_element_shapes = bool(ctx.get_attr("identical_element_shapes", False))
         name = ctx.get_attr("tensor_array_name", b"")
-        name = name.decode() if isinstance(name, bytes) else name
+        name = name.decode(errors="backslashreplace") if isinstance(name, bytes) else name
         self.tensor_array_name = name or ctx.name
 
     def compute(self, ctx, inputs):

@@ -765,3 +765,65 @@ async def test_pool_completions_come_back_on_the_loop_thread(graph, user_op):
     assert len(seen) == 20 and loop_thread not in seen
     assert len(_RecordsItsThread.threads) == 20
     assert set(_RecordsItsThread.threads) == {loop_thread}
+
+
+# -- call-frame and transfer ops written into a user graph by hand (fuzz findings) --------
+
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _user_graph(text: str) -> af.Graph:
+    from google.protobuf import text_format
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(text, graph_pb2.GraphDef()), name="")
+    return g
+
+
+def _transfer(name: str, op: str, tensor_name: str, extra: str) -> str:
+    return (f'node {{ name: "{name}" op: "{op}" {extra} '
+            f'attr {{ key: "tensor_name" value {{ s: "{tensor_name}" }} }} '
+            f'attr {{ key: "send_device" value {{ s: "{_CPU0}" }} }} '
+            f'attr {{ key: "recv_device" value {{ s: "{_CPU0}" }} }} '
+            f'attr {{ key: "send_device_incarnation" value {{ i: 1 }} }} }}')
+
+
+_FLOAT_CONST = ('node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+                'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} '
+                'float_val: 3 } } } }')
+
+
+async def test_arg_and_retval_out_of_range_are_tfs_errors():
+    # As TF 2.21 (checked): "GetArg 3 is not within [0, 0)" / "SetRetval 5 is not within
+    # [0, 0)", InvalidArgumentError naming the node (was IndexError wrapped).
+    g = _user_graph(
+        'node { name: "a" op: "_Arg" attr { key: "T" value { type: DT_FLOAT } } '
+        'attr { key: "index" value { i: 3 } } } '
+        'node { name: "y" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } } } '
+        + _FLOAT_CONST +
+        'node { name: "r" op: "_Retval" input: "c" attr { key: "T" value { type: DT_FLOAT } } '
+        'attr { key: "index" value { i: 5 } } }')
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match=r"GetArg 3 is not within \[0, 0\)"):
+            await sess.run("y:0")
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"SetRetval 5 is not within \[0, 0\)") as info:
+            await sess.run("r")
+        assert info.value.node_def.name == "r"
+
+
+async def test_send_and_recv_in_a_one_device_user_graph_meet_in_the_step_rendezvous():
+    # TF gives every step a rendezvous; a hand-written _Send/_Recv pair on one device
+    # meets there, and a _Recv whose _Send is not run waits for the deadline (was an
+    # AttributeError: no rendezvous in a one-partition step).
+    g = _user_graph(
+        _FLOAT_CONST
+        + _transfer("s", "_Send", "t", 'input: "c" attr { key: "T" value { type: DT_FLOAT } }')
+        + _transfer("r", "_Recv", "t", 'attr { key: "tensor_type" value { type: DT_FLOAT } }')
+        + _transfer("r2", "_Recv", "t2", 'attr { key: "tensor_type" value { type: DT_FLOAT } }'))
+    options = config_pb2.RunOptions(timeout_in_ms=200)
+    async with af.Session(graph=g) as sess:
+        value, _ = await sess.run(["r:0", "s"], options=options)
+        assert value == np.float32(3)
+        with pytest.raises(errors.DeadlineExceededError):
+            await sess.run("r2:0", options=options)

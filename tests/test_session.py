@@ -286,7 +286,7 @@ async def test_long_run_yields_to_the_loop(graph):
 
         hb = asyncio.ensure_future(heartbeat())
         await asyncio.sleep(0)
-        outs = await asyncio.gather(*(sess.run(y, {x: 0.0}) for _ in range(4)))
+        outs = await asyncio.gather(*(sess.run(y, {x: 0.0}) for _ in range(16)))
         done = True
         await hb
     assert all(float(o) == 20000.0 for o in outs)

@@ -26,6 +26,12 @@ class ControlFlowInfo:
     frame_parents: dict[str, str]
 
 
+def enter_frame_name(node_def) -> str:
+    """An Enter's `frame_name` as text; bytes that are not UTF-8 are kept (TF compares
+    frame names as byte strings), so two different names never become one frame."""
+    return node_def.attr["frame_name"].s.decode("utf-8", "surrogateescape")
+
+
 def build_control_flow_info(graph: Graph) -> ControlFlowInfo:
     n = graph.num_node_ids
     frame_names: list[str | None] = [None] * n
@@ -41,7 +47,7 @@ def build_control_flow_info(graph: Graph) -> ControlFlowInfo:
         frame = frame_names[node.id]
         parent = parents[node.id]
         if node.is_enter:
-            child = node.def_.attr["frame_name"].s.decode()
+            child = enter_frame_name(node.def_)
             if not child:
                 raise errors.InvalidArgumentError(
                     node.def_, None, f"Enter node {node.name} has an empty frame_name")

@@ -63,6 +63,7 @@ class ExecutorsAndKeys:
     executors: list[ExecutorImpl] = field(default_factory=list)
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
+    needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -254,6 +255,8 @@ class DirectSession:
             eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all,
                                               deadness=deadness, segments=segments))
             eak.partition_graphs.append(part)
+        eak.needs_rendezvous = (len(eak.executors) > 1
+                                or any(ex.has_transfers for ex in eak.executors))
         return eak
 
     def _partition(self, graph) -> dict:
@@ -279,7 +282,7 @@ class DirectSession:
         if run_metadata is not None and wants_trace(options):
             collector = StepStatsCollector()
         ctx = StepContext(args, len(eak.fetches),
-                          rendezvous=Rendezvous() if len(eak.executors) > 1 else None,
+                          rendezvous=Rendezvous() if eak.needs_rendezvous else None,
                           step_stats=collector,
                           resource_mgr=self.device_mgr.default_device.resource_mgr,
                           time_budget_s=time_budget_s, warn_overrun=warn_overrun)

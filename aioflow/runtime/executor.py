@@ -25,7 +25,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from aioflow.framework import errors, op_kernel
-from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
+from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import Graph
 from aioflow.runtime.loop_segments import LoopSegment, find_loops
 from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
@@ -82,6 +82,10 @@ class ExecutorImpl:
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
         self.has_control_flow = deadness or any(n.is_control_flow for n in nodes)
+        # _Send/_Recv need the step's rendezvous, also when a user graph on one device
+        # holds them (the session makes one per step only where some executor does).
+        self.has_transfers = any(n.type_string in ("_Send", "_Recv")
+                                 for n in nodes)
         if self.has_control_flow:
             _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
@@ -131,8 +135,7 @@ class ExecutorImpl:
         item.is_enter_exit_or_next_iter = node.is_enter or node.is_exit or node.is_next_iteration
         item.is_send = getattr(kernel, "is_transfer", False) and not kernel.is_async
         item.is_constant_enter = bool(node.is_enter and node.def_.attr["is_constant"].b)
-        item.enter_frame_name = (node.def_.attr["frame_name"].s.decode() if node.is_enter
-                                 else None)
+        item.enter_frame_name = enter_frame_name(node.def_) if node.is_enter else None
         item.parallel_iterations = (max(1, node.def_.attr["parallel_iterations"].i)
                                     if node.is_enter else 1)
         item.segment = None
@@ -339,8 +342,8 @@ async def run_states(states: list, ctx) -> None:
 def _label(node_def) -> str:
     if node_def.op in ("_Send", "_Recv"):
         peer = "recv_device" if node_def.op == "_Send" else "send_device"
-        detail = (f"{node_def.attr['tensor_name'].s.decode()} "
-                  f"@{node_def.attr[peer].s.decode()}")
+        detail = (f"{node_def.attr['tensor_name'].s.decode(errors='backslashreplace')} "
+                  f"@{node_def.attr[peer].s.decode(errors='backslashreplace')}")
     else:
         detail = ", ".join(node_def.input)
     return f"{node_def.name} = {node_def.op}({detail})"

@@ -1,7 +1,8 @@
-"""Known-open fuzz findings: for each, a few-line reproducer and the failure fingerprint
-it produces (FINDINGS.md describes them). test_fuzz_findings.py runs each reproducer as
-an xfail named after the finding; the generic fuzz tests tolerate a failure only when
-its fingerprint is one listed here. Remove an entry when its fix lands."""
+"""Fuzz findings: for each, a few-line reproducer and the failure fingerprint it produced
+(FINDINGS.md describes them). test_fuzz_findings.py runs every reproducer: a fixed
+finding is a regression test, an open one an xfail; the generic fuzz tests tolerate a
+failure only when its fingerprint is an open finding's. When a fix lands, mark the
+finding fixed (its test must then pass)."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def placeholder(name: str, dtype: int = DT_FLOAT, shape=None) -> node_def_pb2.No
 
 @dataclasses.dataclass
 class Finding:
-    """A known-open failure: its id (FINDINGS.md heading), the fingerprint pattern
-    (fnmatch over Outcome.fingerprint), and a reproducer."""
+    """A failure the fuzzer found: its id (FINDINGS.md heading), the fingerprint pattern
+    (fnmatch over Outcome.fingerprint), a reproducer, and whether it is fixed."""
 
     id: str
     fingerprint: str
@@ -75,6 +76,7 @@ class Finding:
     # Run the reproducer in a subprocess with short limits (timeout s, guard s): for
     # findings that hold the loop, whose abandoned thread must not stay in pytest.
     isolate: tuple[float, float] | None = None
+    fixed: bool = True  # False: still open (xfail; the generic fuzz tests tolerate it)
 
     def matches(self, outcome_or_fingerprint) -> bool:
         fp = outcome_or_fingerprint.fingerprint if isinstance(outcome_or_fingerprint, Outcome) \
@@ -171,7 +173,7 @@ FINDINGS = [
             _const_huge_shape_without_content),
     Finding("enter-frame-name-not-utf8",
             "FAIL:UnicodeDecodeError@run@graph/control_flow_info.py:*",
-            _enter_frame_name_not_utf8),
+            _enter_frame_name_not_utf8),  # frame names kept as bytes (surrogateescape)
     Finding("input-index-superscript-digit",
             "FAIL:ValueError@import@framework/node_def_util.py:parse_input",
             _input_index_superscript_digit),
@@ -195,6 +197,8 @@ FINDINGS = [
     Finding("gather-batch-dims-min-int64",
             "FAIL:OverflowError@import@framework/tensor_shape.py:unknown_shape",
             _gather_batch_dims_min_int64),
+    # TF 2.21's client raises the same OverflowError with the same words: the runner
+    # classifies it as client:OverflowError (fuzz_runner._SAME_AS_TF).
     Finding("feed-python-int-out-of-range",
             "FAIL:OverflowError@run@client/session.py:convert_feed_value",
             _feed_python_int_out_of_range),
@@ -203,4 +207,5 @@ FINDINGS = [
 
 def known(outcome_or_fingerprint) -> Finding | None:
     """The known-open finding an unacceptable outcome (or fingerprint) matches, if any."""
-    return next((f for f in FINDINGS if f.matches(outcome_or_fingerprint)), None)
+    return next((f for f in FINDINGS if not f.fixed and f.matches(outcome_or_fingerprint)),
+                None)

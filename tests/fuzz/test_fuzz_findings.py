@@ -1,6 +1,6 @@
-"""Known-open fuzz findings (FINDINGS.md), one xfail test each, named after the finding:
-the reproducer must end in a result or a TF error class. A fix makes its test XPASS;
-then delete the entry from known_findings.py and FINDINGS.md."""
+"""Fuzz findings (FINDINGS.md), one test each, named after the finding: the reproducer
+must end in a result or a TF error class. Fixed findings are regression tests; open ones
+are xfail (a fix makes the test XPASS: then mark the finding fixed)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ RUNNER = pathlib.Path(__file__).resolve().parent / "fuzz_runner.py"
 
 
 @pytest.mark.parametrize("finding", [
-    pytest.param(f, id=f.id, marks=pytest.mark.xfail(strict=False, reason=f"known open: {f.id}"))
+    pytest.param(f, id=f.id, marks=() if f.fixed else pytest.mark.xfail(
+        strict=False, reason=f"known open: {f.id}"))
     for f in FINDINGS
 ])
-def test_known_open_finding(finding, fuzz_runner, tmp_path):
+def test_finding(finding, fuzz_runner, tmp_path):
     case = finding.repro()
     if finding.isolate is not None:  # it holds the loop: not in this process
         timeout, guard = finding.isolate
