@@ -17,11 +17,6 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
-try:  # SciPy is optional: it only makes Erf/Erfc vectorised.
-    from scipy import special as _special
-except ImportError:  # pragma: no cover - depends on the environment
-    _special = None
-
 #: Inputs with more elements than this go to the thread pool.
 BIG = 65536
 
@@ -170,13 +165,20 @@ def _sigmoid(x):
     return np.reciprocal(1 + np.exp(-x))
 
 
-def _erf_fn(name: str):
-    if _special is not None:
-        ufunc = getattr(_special, name)
-    else:  # pragma: no cover
-        ufunc = np.frompyfunc(getattr(math, name), 1, 1)
+def _special_ufunc(name: str):
+    """scipy.special's ufunc `name`, imported when a kernel first needs it (importing
+    SciPy costs ~300 ms, too much for every process's first run); SciPy is optional:
+    without it, math's scalar function element by element."""
+    try:
+        from scipy import special
+    except ImportError:  # pragma: no cover - depends on the environment
+        return np.frompyfunc(getattr(math, name), 1, 1)
+    return getattr(special, name)
 
+
+def _erf_fn(name: str):
     def factory(dtype):
+        ufunc = _special_ufunc(name)
         np_type = dtype.as_numpy_dtype
         compute = np.float32 if dtype in _HALF_TYPES else np_type
 
