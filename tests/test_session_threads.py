@@ -209,3 +209,30 @@ def test_runs_of_cached_signatures_from_many_loops(threads):
 
     assert _run_threads(worker, threads) == []
     asyncio.run(sess.close())
+
+
+def test_a_finished_event_loop_is_freed_with_its_runner():
+    """Runners are per loop and held weakly: once a loop's runs are done and the loop is
+    dropped (asyncio.run in a thread, say), neither the loop nor its runner stays alive
+    (the runner held its loop strongly, keeping every loop a process ever ran on)."""
+    import gc
+    import weakref
+
+    from aioflow.runtime import loop_runner
+
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [])
+        y = x + 1.0
+    refs = []
+
+    async def run_once():
+        async with af.Session(graph=g) as sess:
+            assert await sess.run(y, {x: 1.0}) == 2.0
+        refs.append(weakref.ref(asyncio.get_running_loop()))
+        refs.append(weakref.ref(loop_runner.get_runner()))
+
+    for _ in range(3):
+        asyncio.run(run_once())
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)

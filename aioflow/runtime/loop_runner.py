@@ -4,8 +4,8 @@ All runs on one loop share one runner: a run with ready work joins its queue; a
 drain takes states round-robin and runs their inline nodes until the slice budget
 (default 2 ms) is spent, then reschedules itself with `call_soon`, so timers and
 other coroutines of the loop run between slices however many runs are in flight.
-Between two slices the loop turns twice, so a timer that fell due during a slice fires
-and wakes its task before the next slice. When the runner is idle a new run drains at
+Between two slices the loop turns three times, so a timer that fell due during a slice
+fires, and its task runs, before the next slice. When the runner is idle a new run drains at
 once in the caller's stack (no loop hop).
 Kernel completions coming back from threads are batched into one loop wake-up.
 """
@@ -31,7 +31,9 @@ class LoopRunner:
     """Fair, budgeted draining of the executor states of one event loop."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
+        # A proxy: the runners map holds its loops weakly, and a runner that held its
+        # loop would keep every finished loop (and its runner) alive.
+        self.loop = weakref.proxy(loop)
         self.queue: deque = deque()
         self.draining = False
         self.scheduled = False
@@ -88,10 +90,12 @@ class LoopRunner:
         finally:
             self.draining = False
         if self.queue and not self.scheduled:
-            # Let the loop go round twice before the next slice: a timer that fell due
-            # during this slice needs one turn to fire and one to wake its task.
+            # Let the loop go round before the next slice until what fell due during
+            # this slice has run: a timer (or I/O event) fires on the first turn and
+            # queues its task's wake-up behind our hop; the task runs on the second
+            # turn; the slice comes on the third.
             self.scheduled = True
-            self.loop.call_soon(self._second_turn)
+            self.loop.call_soon(self._hop, 1)
 
     def _slice(self) -> None:
         """Run queued states round-robin until none has ready work or time is up. The
@@ -126,8 +130,12 @@ class LoopRunner:
             if ended >= deadline:
                 break
 
-    def _second_turn(self) -> None:
-        self.loop.call_soon(self._scheduled_drain)
+    def _hop(self, hops_left: int) -> None:
+        """One turn of the loop between two slices; the last hop queues the slice."""
+        if hops_left:
+            self.loop.call_soon(self._hop, hops_left - 1)
+        else:
+            self.loop.call_soon(self._scheduled_drain)
 
     # -- completions from kernel threads ------------------------------------------------
     def post_completion(self, state, token, result, exc) -> None:
@@ -139,7 +147,7 @@ class LoopRunner:
         if wake:
             try:
                 self.loop.call_soon_threadsafe(self._on_completions)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
+            except (RuntimeError, ReferenceError):  # the loop is closed or gone
                 pass
 
     def _on_completions(self) -> None:
