@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     data_flow_ops,
     function_ops,
     math_ops,
+    nn_conv_ops,
     nn_ops,
     no_op,
     script_ops,

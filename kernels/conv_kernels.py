@@ -1,0 +1,566 @@
+"""CPU kernels (NumPy) for convolutions: Conv2D, Conv3D, Conv2DBackpropInput (the
+transposed convolution) and DepthwiseConv2dNative, with TF 2.21's checks and messages.
+
+Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/conv_ops.py):
+
+* 1x1 convolutions (any stride) are one GEMM on the (strided) input viewed as a matrix.
+* Other convolutions are im2col + GEMM: a strided view of the padded input is copied,
+  a block of output rows at a time (about 2 MiB of patches, so the copy stays in cache
+  and no batch-8 patch matrix is ever whole), and multiplied by the filter matrix with
+  np.matmul (OpenBLAS) straight into the output.
+* Depthwise convolutions are kh*kw multiply-adds of shifted views over a block of output
+  rows, each tap a fused ``out += view * w`` through a small scratch buffer.
+* The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
+  strided adds into the padded result (col2im), then the padding is cropped.
+
+NCHW/NCDHW inputs run as TF's CPU graphs do (its layout pass runs them in NHWC): transposed
+to channels-last, computed, transposed back. half/bfloat16 compute in float32 and round
+once. Kernels go to the thread pool when their multiply-adds exceed POOL_FLOPS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+from .cwise_kernels import shape_str
+
+_HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+_CONV_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32]
+_CONV3D_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+
+#: Multiply-adds above which a convolution goes to the thread pool (as MatMul's).
+POOL_FLOPS = 1 << 21
+#: Bytes of im2col patches copied per GEMM block.
+_BLOCK_BYTES = 1 << 21
+
+
+def invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def unimplemented(message: str) -> errors.UnimplementedError:
+    return errors.UnimplementedError(None, None, message)
+
+
+def attr_str(ctx, name: str, default: str) -> str:
+    value = ctx.get_attr(name, default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def compute_type(dtype: dtypes.DType):
+    """The NumPy type a kernel computes in (float32 for half/bfloat16)."""
+    return np.float32 if dtype in _HALF_TYPES else dtype.as_numpy_dtype
+
+
+# -- window arithmetic (TF's GetWindowedOutputSizeVerbose) -------------------------------------
+
+def windowed_output_size(size: int, ksize: int, dilation: int, stride: int, padding: str,
+                         before: int = 0, after: int = 0) -> tuple[int, int, int]:
+    """(output size, padding before, padding after) of one spatial dimension, with TF's
+    checks and messages."""
+    if stride <= 0:
+        raise invalid(f"Stride must be > 0, but got {stride}")
+    if dilation < 1:
+        raise invalid(f"Dilation rate must be >= 1, but got {dilation}")
+    eff = (ksize - 1) * dilation + 1
+    if padding == "VALID":
+        out = (size - eff + stride) // stride
+        before = after = 0
+    elif padding == "SAME":
+        out = (size + stride - 1) // stride
+        needed = max(0, (out - 1) * stride + eff - size)
+        before = needed // 2
+        after = needed - before
+    else:
+        out = (size + before + after - eff + stride) // stride
+    if out < 0:
+        raise invalid(f"Computed output size would be negative: {out} [input_size: {size}, "
+                      f"effective_filter_size: {eff}, stride: {stride}]")
+    return out, before, after
+
+
+def pad_spatial(x: np.ndarray, pads, value=0) -> np.ndarray:
+    """x (N, *spatial, C) padded by [(before, after), ...] per spatial dimension; x itself
+    when there is nothing to pad. A preallocated copy (faster than np.pad)."""
+    if not any(b or a for b, a in pads):
+        return x
+    shape = (x.shape[0],) + tuple(d + b + a for d, (b, a) in zip(x.shape[1:-1], pads)) + (
+        x.shape[-1],)
+    out = np.full(shape, value, x.dtype) if value != 0 else np.zeros(shape, x.dtype)
+    inner = (slice(None),) + tuple(slice(b, b + d) for d, (b, _) in zip(x.shape[1:-1], pads))
+    out[inner] = x
+    return out
+
+
+def crop_spatial(x: np.ndarray, pads, sizes) -> np.ndarray:
+    """x (N, *spatial, C) without the padding `pads` (spatial sizes become `sizes`)."""
+    if any(b < 0 for b, _ in pads):  # negative "padding": the result lies past x's edge
+        grow = [(max(0, -b), 0) for b, _ in pads]
+        x = pad_spatial(x, grow)
+        pads = [(max(0, b), a) for b, a in pads]
+    return x[(slice(None),) + tuple(slice(b, b + s) for (b, _), s in zip(pads, sizes))]
+
+
+def to_channels_last(x: np.ndarray) -> np.ndarray:
+    return np.moveaxis(x, 1, -1)
+
+
+def to_channels_first(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.moveaxis(x, -1, 1))
+
+
+# -- the convolution itself ----------------------------------------------------------------------
+
+def _window_view(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: int = 0,
+                 rows: int | None = None, batch0: int = 0, batches: int | None = None):
+    """The (N, *out, *k, C) patch view of a padded channels-last input, restricted to
+    output rows [row0, row0 + rows) of the first spatial dimension and a batch range."""
+    nd = len(out_sizes)
+    s = xp.strides
+    rows = out_sizes[0] if rows is None else rows
+    batches = xp.shape[0] if batches is None else batches
+    offset = batch0 * s[0] + row0 * strides[0] * s[1]
+    shape = (batches, rows) + tuple(out_sizes[1:]) + tuple(ksizes) + (xp.shape[-1],)
+    st = ((s[0],) + tuple(s[1 + i] * strides[i] for i in range(nd))
+          + tuple(s[1 + i] * dilations[i] for i in range(nd)) + (s[-1],))
+    base = xp.reshape(-1)
+    return as_strided(base[offset // xp.itemsize:], shape=shape, strides=st, writeable=False)
+
+
+def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
+                       out_sizes) -> np.ndarray:
+    """Convolution of x (N, *spatial, C) with w (*k, C, O): output (N, *out_sizes, O)."""
+    nd = len(out_sizes)
+    n = x.shape[0]
+    ksizes = w.shape[:nd]
+    c, o = w.shape[-2], w.shape[-1]
+    out = np.empty((n,) + tuple(out_sizes) + (o,), np.result_type(x, w))
+    if out.size == 0:
+        return out
+    if x.size == 0 or w.size == 0:
+        out.fill(0)
+        return out
+    wmat = w.reshape(-1, o)
+    if all(k == 1 for k in ksizes):
+        # A 1x1 window: the (strided, cropped) input is the patch matrix itself.
+        xs = crop_spatial(x, pads, [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides)])
+        if any(st != 1 for st in strides):
+            xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
+        np.matmul(xs.reshape(-1, c), wmat, out=out.reshape(-1, o))
+        return out
+    xp = pad_spatial(x, pads)
+    # The patch view needs the padded input contiguous (a view in x's own strides).
+    xp = np.ascontiguousarray(xp)
+    row_elems = int(np.prod(out_sizes[1:], dtype=np.int64)) * wmat.shape[0]
+    rows_per_block = max(1, _BLOCK_BYTES // max(1, row_elems * xp.itemsize))
+    oh = out_sizes[0]
+    flat_out = out.reshape(n, oh, -1, o)
+    for b in range(n):
+        for r0 in range(0, oh, rows_per_block):
+            r = min(rows_per_block, oh - r0)
+            view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
+            cols = view.reshape(-1, wmat.shape[0])
+            np.matmul(cols, wmat, out=flat_out[b, r0:r0 + r].reshape(-1, o))
+    return out
+
+
+def grouped_conv(x, w, strides, dilations, pads, out_sizes) -> np.ndarray:
+    """A convolution whose filter depth divides the input depth (groups of channels)."""
+    c, fc, o = x.shape[-1], w.shape[-2], w.shape[-1]
+    groups = c // fc
+    if groups == 1:
+        return conv_channels_last(x, w, strides, dilations, pads, out_sizes)
+    og = o // groups
+    parts = [conv_channels_last(x[..., g * fc:(g + 1) * fc], w[..., g * og:(g + 1) * og],
+                                strides, dilations, pads, out_sizes) for g in range(groups)]
+    return np.concatenate(parts, axis=-1)
+
+
+def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
+                            out_sizes) -> np.ndarray:
+    """Depthwise convolution of x (N, H, W, C) with w (kh, kw, C, M): (N, oh, ow, C*M)."""
+    n, c = x.shape[0], x.shape[-1]
+    kh, kw, _, m = w.shape
+    oh, ow = out_sizes
+    out = np.zeros((n, oh, ow, c * m), np.result_type(x, w))
+    if out.size == 0 or x.size == 0 or w.size == 0:
+        return out
+    xp = pad_spatial(x, pads)
+    sh, sw = strides
+    dh, dw = dilations
+    wk = w.reshape(kh, kw, c * m)
+    if m > 1:
+        xp = np.repeat(xp, m, axis=-1)  # channel c*M+m reads input channel c
+    row_bytes = ow * c * m * out.itemsize
+    rows_per_block = max(1, (1 << 17) // max(1, row_bytes))
+    for b in range(n):
+        for r0 in range(0, oh, rows_per_block):
+            r = min(rows_per_block, oh - r0)
+            acc = out[b, r0:r0 + r]
+            tmp = np.empty_like(acc)
+            for i in range(kh):
+                top = r0 * sh + i * dh
+                rows = xp[b, top:top + (r - 1) * sh + 1:sh]
+                for j in range(kw):
+                    left = j * dw
+                    view = rows[:, left:left + (ow - 1) * sw + 1:sw]
+                    np.multiply(view, wk[i, j], out=tmp)
+                    acc += tmp
+    return out
+
+
+def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilations,
+                        pads) -> np.ndarray:
+    """The gradient of a channels-last convolution with respect to its input: dy
+    (N, *out, O) and w (*k, C, O) give (N, *in_sizes, C)."""
+    nd = len(in_sizes)
+    n = dy.shape[0]
+    ksizes = w.shape[:nd]
+    c, o = w.shape[-2], w.shape[-1]
+    out_sizes = dy.shape[1:-1]
+    dtype = np.result_type(dy, w)
+    if n == 0 or c == 0 or any(s == 0 for s in in_sizes):
+        return np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
+    padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
+              for s, (b, a), os, st, k, d in zip(in_sizes, pads, out_sizes, strides, ksizes,
+                                                 dilations)]
+    dxp = np.zeros((n,) + tuple(padded) + (c,), dtype)
+    if dy.size and w.size and all(os > 0 for os in out_sizes):
+        wt = w.reshape(-1, c, o)
+        if all(k == 1 for k in ksizes):
+            cols = np.matmul(dy.reshape(-1, o), wt[0].T).reshape(dy.shape[:-1] + (c,))
+            idx = (slice(None),) + tuple(slice(0, (os - 1) * st + 1, st)
+                                         for os, st in zip(out_sizes, strides))
+            dxp[idx] = cols
+        else:
+            wmat = wt.transpose(2, 0, 1).reshape(o, -1)
+            cols = np.matmul(dy.reshape(-1, o), wmat).reshape(
+                dy.shape[:-1] + tuple(ksizes) + (c,))
+            for tap in np.ndindex(*ksizes):
+                idx = (slice(None),) + tuple(
+                    slice(t * d, t * d + (os - 1) * st + 1, st)
+                    for t, d, os, st in zip(tap, dilations, out_sizes, strides))
+                dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
+    return crop_spatial(dxp, pads, in_sizes)
+
+
+# -- attribute checks ----------------------------------------------------------------------------
+
+class _ConvBase(OpKernel):
+    """What Conv2D, Conv3D, DepthwiseConv2dNative and Conv2DBackpropInput share: attrs
+    read and checked at construction, as TF's kernels do."""
+
+    expensive = None
+    uses_blas = True
+    compilable = True
+    num_spatial = 2
+    formats = ("NHWC", "NCHW")
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        dtype = ctx.get_attr("T")
+        self._np_type = dtype.as_numpy_dtype
+        self._compute_type = compute_type(dtype)
+        fmt = attr_str(ctx, "data_format", self.formats[0])
+        if fmt not in self.formats:
+            raise invalid("Invalid data format")
+        self._channels_first = fmt == self.formats[1]
+        self._padding = attr_str(ctx, "padding", "VALID")
+        nd = self.num_spatial
+        rank = nd + 2
+        strides = list(ctx.get_attr("strides"))
+        dilations = list(ctx.get_attr("dilations", [1] * rank))
+        self._explicit = list(ctx.get_attr("explicit_paddings", []))
+        self.check_attrs(strides, dilations)
+        # Reorder to channels-last: (N, *spatial, C).
+        if self._channels_first:
+            strides = [strides[0]] + strides[2:] + [strides[1]]
+            dilations = [dilations[0]] + dilations[2:] + [dilations[1]]
+        self._strides = tuple(strides[1:-1])
+        self._dilations = tuple(dilations[1:-1])
+        if self._padding == "EXPLICIT":
+            pairs = [self._explicit[2 * i:2 * i + 2] for i in range(rank)]
+            if self._channels_first:
+                pairs = [pairs[0]] + pairs[2:] + [pairs[1]]
+            self._explicit_pairs = [tuple(p) for p in pairs[1:-1]]
+        else:
+            self._explicit_pairs = [(0, 0)] * nd
+
+    def check_attrs(self, strides, dilations) -> None:
+        raise NotImplementedError
+
+    def check_explicit_paddings(self) -> None:
+        """TF's CheckValidPadding for 4-D ops."""
+        nd = self.num_spatial + 2
+        p = self._explicit
+        if self._padding == "EXPLICIT":
+            if len(p) != 2 * nd:
+                raise invalid(f"explicit_paddings attribute must contain {2 * nd} values, "
+                              f"but got: {len(p)}")
+            if any(v < 0 for v in p):
+                raise invalid("All elements of explicit_paddings must be nonnegative")
+            c = 1 if self._channels_first else nd - 1
+            if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
+                raise invalid("Nonzero explicit padding in the batch or depth dimensions is "
+                              "not supported")
+        elif p:
+            raise invalid("explicit_paddings should be empty if padding is not EXPLICIT")
+
+    def is_expensive(self, inputs: list) -> bool:
+        x, w = inputs[-2], inputs[-1]
+        return np.size(x) * (np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) \
+            > POOL_FLOPS
+
+    def _out_geometry(self, in_sizes, ksizes):
+        outs, pads = [], []
+        for size, k, d, st, (b, a) in zip(in_sizes, ksizes, self._dilations, self._strides,
+                                          self._explicit_pairs):
+            out, before, after = windowed_output_size(size, k, d, st, self._padding, b, a)
+            outs.append(out)
+            pads.append((before, after))
+        return outs, pads
+
+    def _cast_in(self, *arrays):
+        ct = self._compute_type
+        return [a if a.dtype == ct else a.astype(ct) for a in arrays]
+
+    def _cast_out(self, y):
+        return y if y.dtype == self._np_type else y.astype(self._np_type)
+
+
+def _check_conv_strides_dilations(strides, dilations, fmt_first: bool, rank: int,
+                                  kind: str = "") -> None:
+    """Conv2D/Conv3D-style stride and dilation checks (TF's InitConv2DParameters)."""
+    c = 1 if fmt_first else rank - 1
+    if rank == 4:
+        if len(strides) != 4:
+            raise invalid("Sliding window strides field must specify 4 dimensions")
+        if len(dilations) != 4:
+            raise invalid("Sliding window dilations field must specify 4 dimensions")
+        if strides[0] != 1 or strides[c] != 1:
+            raise unimplemented("Current implementation does not yet support strides in the "
+                                "batch and depth dimensions.")
+        if dilations[0] != 1 or dilations[c] != 1:
+            raise unimplemented("Current implementation does not yet support dilations in "
+                                "the batch and depth dimensions.")
+        sp = [d for i, d in enumerate(strides) if i not in (0, c)]
+        dl = [d for i, d in enumerate(dilations) if i not in (0, c)]
+        if any(s <= 0 for s in sp):
+            raise invalid("Row and column strides should be larger than 0.")
+        if any(d <= 0 for d in dl):
+            raise invalid("Row and column dilations must be >= 1")
+    else:
+        if len(strides) != 5:
+            raise invalid("Sliding window strides field must specify 5 dimensions")
+        if strides[0] != 1 or strides[c] != 1:
+            raise invalid("Current implementation does not yet support strides in the batch "
+                          "and depth dimensions.")
+        if any(s <= 0 for i, s in enumerate(strides) if i not in (0, c)):
+            raise invalid("Spatial strides should be larger than 0.")
+        if len(dilations) != 5:
+            raise invalid("Dilation rates field must specify 5 dimensions")
+        if dilations[0] != 1 or dilations[c] != 1:
+            raise invalid("Current implementation does not yet support dilation rates in "
+                          "the batch and depth dimensions.")
+        if any(d <= 0 for i, d in enumerate(dilations) if i not in (0, c)):
+            raise invalid("Dilated rates should be larger than 0.")
+
+
+@register_kernel("Conv2D", "CPU", T=_CONV_TYPES)
+class Conv2DOp(_ConvBase):
+    """output = conv(input, filter), filter (kh, kw, in/groups, out)."""
+
+    def check_attrs(self, strides, dilations):
+        _check_conv_strides_dilations(strides, dilations, self._channels_first, 4)
+        self.check_explicit_paddings()
+
+    def compute(self, ctx, inputs):
+        x, w = inputs
+        if x.ndim != 4:
+            raise invalid(f"convolution input must be 4-dimensional: {shape_str(x.shape)}")
+        if w.ndim != 4:
+            raise invalid(f"convolution filter must be 4-dimensional: {shape_str(w.shape)}")
+        for i in range(3):
+            if w.shape[i] > 2**31 - 1:
+                raise invalid("filter too large")
+        if self._channels_first:
+            x = to_channels_last(x)
+        c = x.shape[-1]
+        fc = w.shape[2]
+        if fc == 0 or c % fc:
+            if fc == 0:
+                raise invalid(f"filter depth must be stricly positive, got {fc}")
+            raise invalid(f"input depth must be evenly divisible by filter depth: {c} vs {fc}")
+        groups = c // fc
+        if w.shape[3] % groups:
+            raise invalid(f"output depth must be evenly divisible by number of groups: "
+                          f"{w.shape[3]} vs {groups}")
+        outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
+        xc, wc = self._cast_in(x, w)
+        y = grouped_conv(xc, wc, self._strides, self._dilations, pads, outs)
+        y = self._cast_out(y)
+        return (to_channels_first(y) if self._channels_first else y,)
+
+
+@register_kernel("Conv3D", "CPU", T=_CONV3D_TYPES)
+class Conv3DOp(_ConvBase):
+    """output = conv3d(input, filter), filter (kd, kh, kw, in, out)."""
+
+    num_spatial = 3
+    formats = ("NDHWC", "NCDHW")
+
+    def check_attrs(self, strides, dilations):
+        _check_conv_strides_dilations(strides, dilations, self._channels_first, 5)
+
+    def compute(self, ctx, inputs):
+        x, w = inputs
+        if x.ndim != 5:
+            raise invalid(f"input must be 5-dimensional{shape_str(x.shape)}")
+        if w.ndim != 5:
+            raise invalid(f"filter must be 5-dimensional: {shape_str(w.shape)}")
+        if self._channels_first:
+            x = to_channels_last(x)
+        c, fc = x.shape[-1], w.shape[3]
+        if fc == 0:
+            raise invalid(f"filter_depth must be non-zero, got {fc}")
+        if c % fc:
+            raise invalid(f"Input depth must be evenly divisible by filter depth: {c} vs {fc}")
+        if c != fc:
+            raise unimplemented("Grouped convolutions are not supported on CPU.")
+        outs, pads = self._out_geometry(x.shape[1:4], w.shape[:3])
+        xc, wc = self._cast_in(x, w)
+        y = self._cast_out(conv_channels_last(xc, wc, self._strides, self._dilations, pads,
+                                              outs))
+        return (to_channels_first(y) if self._channels_first else y,)
+
+
+@register_kernel("DepthwiseConv2dNative", "CPU", T=_CONV3D_TYPES)
+class DepthwiseConv2dNativeOp(_ConvBase):
+    """Each input channel convolved with its own channel_multiplier filters."""
+
+    compilable = True
+    uses_blas = False
+
+    def check_attrs(self, strides, dilations):
+        if len(strides) != 4:
+            raise invalid("Sliding window strides field must specify 4 dimensions")
+        c = 1 if self._channels_first else 3
+        if strides[0] != 1 or strides[c] != 1:
+            raise invalid("Current implementation does not yet support strides in the batch "
+                          "and depth dimensions.")
+        sp = [strides[i] for i in range(4) if i not in (0, c)]
+        if sp[0] != sp[1]:
+            raise invalid("Current implementation only supports equal length strides in the "
+                          "row and column dimensions.")
+        if len(dilations) != 4:
+            raise invalid("Sliding window dilations field must specify 4 dimensions")
+        if dilations[0] != 1 or dilations[c] != 1:
+            raise invalid("Current implementation does not yet support dilations in the "
+                          "batch and depth dimensions.")
+        self.check_explicit_paddings()
+
+    def is_expensive(self, inputs: list) -> bool:
+        x, w = inputs
+        return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
+                                                      else 1)) > POOL_FLOPS
+
+    def compute(self, ctx, inputs):
+        x, w = inputs
+        if x.ndim != 4:
+            raise invalid(f"input must be 4-dimensional{shape_str(x.shape)}")
+        if w.ndim != 4:
+            raise invalid(f"filter must be 4-dimensional: {shape_str(w.shape)}")
+        if self._channels_first:
+            x = to_channels_last(x)
+        c = x.shape[-1]
+        if c != w.shape[2]:
+            raise invalid(f"input and filter must have the same depth: {c} vs {w.shape[2]}")
+        outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
+        xc, wc = self._cast_in(x, w)
+        y = self._cast_out(depthwise_channels_last(xc, wc, self._strides, self._dilations,
+                                                   pads, outs))
+        return (to_channels_first(y) if self._channels_first else y,)
+
+
+@register_kernel("Conv2DBackpropInput", "CPU", T=_CONV_TYPES, host_memory=("input_sizes",))
+class Conv2DBackpropInputOp(_ConvBase):
+    """The gradient of Conv2D with respect to its input (a transposed convolution)."""
+
+    def check_attrs(self, strides, dilations):
+        if len(strides) != 4:
+            raise invalid("Sliding window strides field must specify 4 dimensions")
+        c = 1 if self._channels_first else 3
+        if strides[0] != 1 or strides[c] != 1:
+            raise invalid("Current implementation does not yet support strides in the batch "
+                          "and depth dimensions.")
+        if len(dilations) != 4:
+            raise invalid("Sliding window dilations field must specify 4 dimensions")
+        if dilations[0] != 1 or dilations[c] != 1:
+            raise invalid("Current implementation does not yet support dilations in the "
+                          "batch and depth dimensions.")
+        h = 2 if self._channels_first else 1
+        if strides[h] <= 0 or strides[h + 1] <= 0:
+            raise invalid("Row and column strides should be larger than 0.")
+        if dilations[h] <= 0 or dilations[h + 1] <= 0:
+            raise invalid("Row and column dilations must be >= 1")
+        self.check_explicit_paddings()
+
+    def is_expensive(self, inputs: list) -> bool:
+        _, w, dy = inputs
+        return np.size(dy) * (np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) \
+            > POOL_FLOPS
+
+    def compute(self, ctx, inputs):
+        sizes, w, dy = inputs
+        if np.ndim(sizes) != 1:
+            raise invalid("Conv2DBackpropInput: input_sizes input must be 1-dim, not "
+                          f"{np.ndim(sizes)}")
+        sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+        if len(sizes) == 2:  # [height, width]: batch and depth come from the other inputs
+            if self._channels_first:
+                sizes = [dy.shape[0] if dy.ndim else 0, w.shape[2] if w.ndim > 2 else 0] + sizes
+            else:
+                sizes = [dy.shape[0] if dy.ndim else 0] + sizes + [
+                    w.shape[2] if w.ndim > 2 else 0]
+        elif len(sizes) != 4:
+            raise invalid(f"Conv2DBackpropInput: input_sizes must be 4-dimensional, got: "
+                          f"{len(sizes)}")
+        if any(s < 0 for s in sizes):
+            raise invalid("Dimension -1 must be >= 0" if -1 in sizes else
+                          f"Dimension {min(sizes)} must be >= 0")
+        if w.ndim != 4:
+            raise invalid(f"Conv2DBackpropInput: filter must be 4-dimensional")
+        if dy.ndim != 4:
+            raise invalid(f"Conv2DBackpropInput: out_backprop must be 4-dimensional")
+        if self._channels_first:
+            sizes = [sizes[0]] + sizes[2:] + [sizes[1]]
+            dy = to_channels_last(dy)
+        n, ih, iw, c = sizes
+        if dy.shape[0] != n:
+            raise invalid(f"Conv2DBackpropInput: input and out_backprop must have the same "
+                          f"batch size, input batch: {n}outbackprop batch: {dy.shape[0]} "
+                          f"batch_dim: 0")
+        if c % max(1, w.shape[2]) or w.shape[2] == 0:
+            raise invalid(f"Conv2DBackpropInput: input depth must be evenly divisible by "
+                          f"filter depth: {c} vs {w.shape[2]}")
+        if c != w.shape[2]:
+            raise unimplemented("Grouped convolutions are not supported on CPU.")
+        if dy.shape[-1] != w.shape[3]:
+            raise invalid(f"Conv2DBackpropInput: filter and out_backprop must have the same "
+                          f"out_depth")
+        outs, pads = self._out_geometry((ih, iw), w.shape[:2])
+        for i, (want, got) in enumerate(zip(outs, dy.shape[1:3])):
+            if want != got:
+                raise invalid(f"Conv2DBackpropInput: Size of out_backprop doesn't match "
+                              f"computed: actual = {got}, computed = {want} spatial_dim: "
+                              f"{i + 1} input: {(ih, iw)[i]} filter: {w.shape[i]} output: "
+                              f"{got} stride: {self._strides[i]} dilation: "
+                              f"{self._dilations[i]}")
+        dyc, wc = self._cast_in(dy, w)
+        y = self._cast_out(conv_backprop_input(dyc, wc, (ih, iw), self._strides,
+                                               self._dilations, pads))
+        return (to_channels_first(y) if self._channels_first else np.ascontiguousarray(y),)

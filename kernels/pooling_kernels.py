@@ -1,0 +1,283 @@
+"""CPU kernels (NumPy) for pooling: MaxPool, MaxPoolV2, AvgPool, MaxPool3D, AvgPool3D, with
+TF 2.21's checks and messages.
+
+A pooled output is reduced over the window's taps as strided views of the (padded)
+input, one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
+time so that the block stays in cache. Max pooling pads with -inf (the smallest value for
+integers), so padding never wins; average pooling divides by the number of taps inside
+the input (TF's SAME padding excludes the padding from the count). MaxPool's depthwise
+pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
+channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+
+from .conv_kernels import (
+    attr_str,
+    invalid,
+    pad_spatial,
+    to_channels_first,
+    to_channels_last,
+    unimplemented,
+    windowed_output_size,
+)
+
+_HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+_MAX_POOL_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
+                   dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.int16, dtypes.int8,
+                   dtypes.uint16]
+_FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+#: Window taps times output elements above which a pooling goes to the thread pool.
+POOL_WORK = 1 << 20
+_BLOCK_BYTES = 1 << 17
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return dtype.type(-np.inf)
+    return np.iinfo(dtype).min
+
+
+def _tap_slices(out_sizes, ksizes, strides, r0, r):
+    """For each window tap, the slices (over spatial dims) of the padded input it reads
+    for output rows [r0, r0 + r)."""
+    taps = []
+    for tap in np.ndindex(*ksizes):
+        sl = [slice(r0 * strides[0] + tap[0], r0 * strides[0] + tap[0] + (r - 1) * strides[0]
+                    + 1, strides[0])]
+        for t, o, s in zip(tap[1:], out_sizes[1:], strides[1:]):
+            sl.append(slice(t, t + (o - 1) * s + 1, s))
+        taps.append(tuple(sl))
+    return taps
+
+
+def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str) -> np.ndarray:
+    """Max ("max") or sum ("sum") of x (N, *spatial, C) over each window: (N, *out, C)."""
+    n, c = x.shape[0], x.shape[-1]
+    out = np.empty((n,) + tuple(out_sizes) + (c,), x.dtype)
+    if out.size == 0:
+        return out
+    fill = _lowest(x.dtype) if op == "max" else 0
+    xp = pad_spatial(x, pads, fill)
+    reduce = np.maximum if op == "max" else np.add
+    row_bytes = max(1, out[0, 0].nbytes)
+    rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
+    oh = out_sizes[0]
+    for b in range(n):
+        for r0 in range(0, oh, rows_per_block):
+            r = min(rows_per_block, oh - r0)
+            acc = out[b, r0:r0 + r]
+            taps = _tap_slices(out_sizes, ksizes, strides, r0, r)
+            xb = xp[b]
+            np.copyto(acc, xb[taps[0]])
+            for sl in taps[1:]:
+                reduce(acc, xb[sl], out=acc)
+    return out
+
+
+def _valid_counts(in_sizes, ksizes, strides, pads, out_sizes) -> np.ndarray:
+    """The number of window taps inside the input, per output position (*out, 1)."""
+    counts = None
+    for size, k, s, (before, _), o in zip(in_sizes, ksizes, strides, pads, out_sizes):
+        start = np.arange(o) * s - before
+        c = np.minimum(start + k, size) - np.maximum(start, 0)
+        counts = c if counts is None else np.multiply.outer(counts, c)
+    return counts[..., None]
+
+
+class _PoolBase(OpKernel):
+    """Attrs (or, for MaxPoolV2, inputs) checked as TF's pooling kernels check them."""
+
+    expensive = None
+    compilable = True
+    num_spatial = 2
+    formats = ("NHWC", "NCHW")
+    op = "max"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        dtype = ctx.get_attr("T")
+        self._np_type = dtype.as_numpy_dtype
+        self._half = dtype in _HALF_TYPES
+        fmt = attr_str(ctx, "data_format", self.formats[0])
+        if fmt not in self.formats:
+            raise invalid("Invalid data format")
+        self._channels_first = fmt == self.formats[1]
+        self._padding = attr_str(ctx, "padding", "VALID")
+        self._explicit = list(ctx.get_attr("explicit_paddings", []))
+        self._window = None
+        if ctx.has_attr("ksize"):
+            self._window = self.check_window(list(ctx.get_attr("ksize")),
+                                             list(ctx.get_attr("strides")))
+        if self._padding == "EXPLICIT":
+            self._check_explicit()
+
+    def _check_explicit(self):
+        p = self._explicit
+        if len(p) != 8:
+            raise invalid(f"explicit_paddings attribute must contain 8 values, but got: "
+                          f"{len(p)}")
+        if any(v < 0 for v in p):
+            raise invalid("All elements of explicit_paddings must be nonnegative")
+        c = 1 if self._channels_first else 3
+        if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
+            raise invalid("Nonzero explicit padding in the batch or depth dimensions is not "
+                          "supported")
+
+    def check_window(self, ksize, strides):
+        rank = self.num_spatial + 2
+        if len(ksize) != rank:
+            raise invalid(f"Sliding window ksize field must specify {rank} dimensions")
+        if len(strides) != rank:
+            raise invalid(f"Sliding window stride field must specify {rank} dimensions")
+        if ksize[0] != 1 or strides[0] != 1:
+            raise unimplemented("Pooling is not yet supported on the batch dimension.")
+        for i, k in enumerate(ksize):
+            if k <= 0:
+                raise invalid(f"Sliding window ksize for dimension {i} was zero.")
+        return self._reorder(ksize), self._reorder(strides)
+
+    def _reorder(self, values):
+        """[N, *spatial, C] order of a per-dimension list in the op's data format."""
+        if self._channels_first:
+            return [values[0]] + list(values[2:]) + [values[1]]
+        return list(values)
+
+    def is_expensive(self, inputs: list) -> bool:
+        x = inputs[0]
+        window = self._window
+        taps = int(np.prod(window[0])) if window is not None else 9
+        return np.size(x) * taps > POOL_WORK * max(1, int(np.prod(
+            window[1])) if window is not None else 1)
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        rank = self.num_spatial + 2
+        window = self._window if self._window is not None else self.window_inputs(inputs)
+        if x.ndim != rank:
+            raise invalid(f"tensor_in must be {rank}-dimensional")
+        ksize, strides = window
+        if self._channels_first:
+            x = to_channels_last(x)
+        if ksize[-1] != 1 or strides[-1] != 1:
+            y = self._depthwise(x, ksize, strides)
+        else:
+            y = self._spatial(x, ksize[1:-1], strides[1:-1])
+        return (to_channels_first(y) if self._channels_first else y,)
+
+    def window_inputs(self, inputs):
+        raise NotImplementedError
+
+    def _geometry(self, x, ksizes, strides):
+        pairs = [(0, 0)] * self.num_spatial
+        if self._padding == "EXPLICIT":
+            p = self._reorder([self._explicit[2 * i:2 * i + 2] for i in range(4)])
+            pairs = [tuple(v) for v in p[1:-1]]
+        outs, pads = [], []
+        for size, k, s, (b, a) in zip(x.shape[1:-1], ksizes, strides, pairs):
+            if self._padding == "EXPLICIT" and (b >= k or a >= k):
+                raise invalid("Explicit padding must be smaller than the window size")
+            o, before, after = windowed_output_size(size, k, 1, s, self._padding, b, a)
+            outs.append(o)
+            pads.append((before, after))
+        return outs, pads
+
+    def _spatial(self, x, ksizes, strides):
+        outs, pads = self._geometry(x, ksizes, strides)
+        if self.op == "max":
+            return pool_channels_last(x, ksizes, strides, pads, outs, "max")
+        xc = x.astype(np.float32) if self._half else x
+        total = pool_channels_last(xc, ksizes, strides, pads, outs, "sum")
+        if self._padding == "VALID":
+            total *= total.dtype.type(1.0 / int(np.prod(ksizes)))
+        elif total.size:
+            total /= _valid_counts(x.shape[1:-1], ksizes, strides, pads, outs).astype(
+                total.dtype)
+        return total.astype(self._np_type) if self._half else total
+
+    def _depthwise(self, x, ksize, strides):
+        raise unimplemented("Non-spatial pooling is not yet supported. Volunteers? :)")
+
+
+class _MaxPool2D(_PoolBase):
+    def _depthwise(self, x, ksize, strides):
+        """A window over channels only (TF's depthwise max pooling)."""
+        depth_window, depth_stride = ksize[-1], strides[-1]
+        if any(k != 1 for k in ksize[1:-1]) or any(s != 1 for s in strides[1:-1]):
+            raise unimplemented("MaxPooling supports exactly one of pooling across depth or "
+                                "pooling across width/height.")
+        if depth_window != depth_stride:
+            raise unimplemented("Depthwise max pooling requires the depth window to equal "
+                                "the depth stride.")
+        if x.shape[-1] % depth_window:
+            raise unimplemented("Depthwise max pooling requires the depth window to evenly "
+                                "divide the input depth.")
+        if self._padding != "VALID":
+            pass  # TF pools depth windows the same way whatever the spatial padding
+        return x.reshape(x.shape[:-1] + (x.shape[-1] // depth_window, depth_window)).max(-1)
+
+
+@register_kernel("MaxPool", "CPU", T=_MAX_POOL_TYPES)
+class MaxPoolOp(_MaxPool2D):
+    """The maximum of each ksize window, moved by strides."""
+
+
+@register_kernel("MaxPoolV2", "CPU", T=_MAX_POOL_TYPES, host_memory=("ksize", "strides"))
+class MaxPoolV2Op(_MaxPool2D):
+    """MaxPool with ksize and strides given as inputs."""
+
+    def window_inputs(self, inputs):
+        ksize, strides = inputs[1], inputs[2]
+        if np.size(ksize) != 4:
+            raise invalid("Sliding window ksize field must specify 4 dimensions")
+        if np.size(strides) != 4:
+            raise invalid("Sliding window stride field must specify 4 dimensions")
+        return self.check_window([int(v) for v in np.ravel(ksize)],
+                                 [int(v) for v in np.ravel(strides)])
+
+
+@register_kernel("AvgPool", "CPU", T=_FLOATS)
+class AvgPoolOp(_PoolBase):
+    """The mean of each ksize window (taps in the padding not counted)."""
+
+    op = "avg"
+
+
+class _Pool3DBase(_PoolBase):
+    num_spatial = 3
+    formats = ("NDHWC", "NCDHW")
+
+    def check_window(self, ksize, strides):
+        if len(ksize) != 5:
+            raise invalid("Sliding window ksize field must specify 5 dimensions")
+        if len(strides) != 5:
+            raise invalid("Sliding window stride field must specify 5 dimensions")
+        c = 1 if self._channels_first else 4
+        if ksize[0] != 1 or strides[0] != 1:
+            raise unimplemented("Pooling is not yet supported on the batch dimension.")
+        if ksize[c] != 1 or strides[c] != 1:
+            raise unimplemented("MaxPooling3d is not yet supported on the depth dimension."
+                                if self.op == "max" else
+                                "AvgPooling3d is not yet supported on the depth dimension.")
+        for i, k in enumerate(ksize):
+            if k <= 0:
+                raise invalid(f"Sliding window ksize for dimension {i} was zero.")
+        return self._reorder(ksize), self._reorder(strides)
+
+
+@register_kernel("MaxPool3D", "CPU", T=[dtypes.float16, dtypes.bfloat16, dtypes.float32])
+class MaxPool3DOp(_Pool3DBase):
+    """3-D max pooling."""
+
+
+@register_kernel("AvgPool3D", "CPU", T=_FLOATS)
+class AvgPool3DOp(_Pool3DBase):
+    """3-D average pooling (taps in the padding not counted)."""
+
+    op = "avg"
