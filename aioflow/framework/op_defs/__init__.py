@@ -6,10 +6,12 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     control_flow_ops,
     data_flow_ops,
     function_ops,
+    io_ops,
     math_ops,
     nn_conv_ops,
     nn_ops,
     no_op,
     script_ops,
     sendrecv_ops,
+    string_ops,
 )
