@@ -145,6 +145,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,
                            node.device, op_def, [])
         op._traceback = None  # an imported node was not created by Python code here
+        op._checked = True  # validate_node_def passed above
         graph._add_op(op)
         if graph._device_stack or node.device:
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.

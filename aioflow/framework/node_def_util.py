@@ -82,24 +82,63 @@ def validate_node_def(node_def, op_def, allow_internal_ops: bool = True) -> None
         rule(node_def)
 
 
+class _AttrSpec:
+    """What validation needs of one OpDef attr, read from the proto once per OpDef: the
+    OpDef's repeated fields are slow to walk for every node of a 10k-node import."""
+
+    __slots__ = ("attr_def", "wanted", "allowed_types", "allowed_strings", "has_minimum")
+
+    def __init__(self, attr_def):
+        self.attr_def = attr_def
+        self.wanted = attr_def.type
+        allowed = attr_def.allowed_values.list if attr_def.HasField("allowed_values") else None
+        self.allowed_types = frozenset(allowed.type) if allowed is not None and \
+            self.wanted in ("type", "list(type)") else None
+        self.allowed_strings = frozenset(allowed.s) if allowed is not None and \
+            self.wanted in ("string", "list(string)") else None
+        self.has_minimum = attr_def.has_minimum
+
+
+_ATTR_SPECS: dict[int, tuple] = {}
+
+
+def _attr_specs(op_def) -> dict[str, _AttrSpec]:
+    """The OpDef's attrs by name as _AttrSpecs (remembered per OpDef object)."""
+    known = _ATTR_SPECS.get(id(op_def))
+    if known is not None and known[0] is op_def:
+        return known[1]
+    specs = {a.name: _AttrSpec(a) for a in op_def.attr}
+    _ATTR_SPECS[id(op_def)] = (op_def, specs)
+    return specs
+
+
 def _validate_attrs(node_def, op_def) -> None:
-    known = {a.name: a for a in op_def.attr}
-    for name, value in node_def.attr.items():
+    specs = _attr_specs(op_def)
+    attrs = node_def.attr
+    for name, value in attrs.items():
         if name.startswith("_"):
             continue
-        if name not in known:
+        spec = specs.get(name)
+        if spec is None:
             raise _error(node_def, f"NodeDef mentions attr '{name}' not in Op<name={op_def.name}>;"
                                    f" NodeDef: {summarize(node_def)}")
-        _check_attr_value(node_def, known[name], value)
-    for attr in op_def.attr:
-        if attr.name not in node_def.attr:
-            raise _error(node_def, f"NodeDef missing attr '{attr.name}' from Op<name="
+        _check_attr_value(node_def, spec, value)
+    for name in specs:
+        if name not in attrs:
+            raise _error(node_def, f"NodeDef missing attr '{name}' from Op<name="
                                    f"{op_def.name}>; NodeDef: {summarize(node_def)}")
 
 
-def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> None:
+def _check_attr_value(node_def, spec: _AttrSpec, value: attr_value_pb2.AttrValue) -> None:
+    attr_def = spec.attr_def
+    wanted = spec.wanted
+    if wanted == "type" and value.WhichOneof("value") == "type":  # the common case
+        v = value.type
+        if spec.allowed_types is not None and v in spec.allowed_types:
+            return
+        if spec.allowed_types is None and _data_type_problem(v) is None:
+            return
     kind = attr_value_kind(value)
-    wanted = attr_def.type
     fits = kind == wanted or (kind == "list" and wanted.startswith("list("))
     if not fits:
         raise _error(node_def, f"AttrValue had value with type '{kind}' when '{wanted}' expected"
@@ -111,12 +150,12 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
             if problem:
                 raise _error(node_def, f"{problem}\n\t for attr '{attr_def.name}'\n\t; "
                                        f"NodeDef: {summarize(node_def)}")
-    if attr_def.HasField("allowed_values"):
+    if spec.allowed_types is not None or spec.allowed_strings is not None:
         allowed = attr_def.allowed_values.list
         if wanted in ("type", "list(type)"):
             values = [value.type] if wanted == "type" else list(value.list.type)
             for v in values:
-                if v not in allowed.type:
+                if v not in spec.allowed_types:
                     names = ", ".join(_type_name(t) for t in allowed.type)
                     raise _error(node_def, f"Value for attr '{attr_def.name}' of "
                                            f"{_type_name(v)} is not in the list of allowed "
@@ -124,11 +163,11 @@ def _check_attr_value(node_def, attr_def, value: attr_value_pb2.AttrValue) -> No
         elif wanted in ("string", "list(string)"):
             values = [value.s] if wanted == "string" else list(value.list.s)
             for v in values:
-                if v not in allowed.s:
+                if v not in spec.allowed_strings:
                     raise _error(node_def, f"Value for attr '{attr_def.name}' of "
                                            f"\"{v.decode(errors='replace')}\" is not in the list "
                                            f"of allowed values\n\t; NodeDef: {summarize(node_def)}")
-    if attr_def.has_minimum:
+    if spec.has_minimum:
         n = value.i if wanted == "int" else _list_len(value)
         if n < attr_def.minimum:
             what = "Value" if wanted == "int" else "Length"
@@ -207,6 +246,40 @@ def _repeats(node_def, op_def, arg) -> int:
     if n < 0:
         raise _error(node_def, f"Value for number_attr() {n} < 0")
     return n
+
+
+_SIMPLE_ARGS: dict[tuple, tuple] = {}
+
+
+def _simple_args(op_def, outputs: bool):
+    """For an OpDef without list args: per input (or output) arg its fixed type or 0,
+    its type attr and its ref offset, read from the proto once per OpDef (this is on the
+    per-node path of every import and extend)."""
+    key = (id(op_def), outputs)
+    known = _SIMPLE_ARGS.get(key)
+    if known is not None and known[0] is op_def:
+        return known[1]
+    args = op_def.output_arg if outputs else op_def.input_arg
+    spec = tuple((arg.type, arg.type_attr, _REF_OFFSET if arg.is_ref else 0) for arg in args)
+    _SIMPLE_ARGS[key] = (op_def, spec)
+    return spec
+
+
+def _simple_arg_types(node_def, op_def, outputs: bool) -> list[int]:
+    """_arg_types for an OpDef without list args, from its _simple_args."""
+    attrs = node_def.attr
+    out = []
+    try:
+        for fixed, type_attr, ref in _simple_args(op_def, outputs):
+            if fixed:
+                out.append(fixed + ref)
+            elif type_attr in attrs:
+                out.append(attrs[type_attr].type + ref)
+            else:
+                out.append(_attr(node_def, op_def, type_attr).type + ref)
+    except KeyError as e:
+        raise _missing(node_def, op_def, e) from None
+    return out
 
 
 def _arg_types(node_def, op_def, args) -> list[int]:
@@ -298,11 +371,15 @@ def check_arity(node_def, op_def) -> None:
 
 def input_types(node_def, op_def) -> list[int]:
     """The DataType enums of the node's data inputs, in order."""
+    if not _has_lists(op_def):
+        return _simple_arg_types(node_def, op_def, outputs=False)
     return _arg_types(node_def, op_def, op_def.input_arg)
 
 
 def output_types(node_def, op_def) -> list[int]:
     """The DataType enums of the node's outputs, in order."""
+    if not _has_lists(op_def):
+        return _simple_arg_types(node_def, op_def, outputs=True)
     return _arg_types(node_def, op_def, op_def.output_arg)
 
 

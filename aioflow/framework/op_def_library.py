@@ -84,7 +84,7 @@ def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.
         output_types = _output_types(op_def, attr_protos, len(inputs))
         return graph.create_op(op_type, inputs, output_types, input_types=input_types,
                                name=scope, attrs=attr_protos, op_def=op_def,
-                               compute_shapes=reg.shape_fn is not None)
+                               compute_shapes=reg.shape_fn is not None, checked=True)
 
 
 def _graph_for(keywords: dict, op_def) -> ops.Graph:

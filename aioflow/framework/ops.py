@@ -164,6 +164,9 @@ class Operation:
         self._traceback = _user_frame()
         self._control_flow_context = None
         self._control_outputs: list[Operation] = []
+        # Its NodeDef passed validate_node_def's checks (built from the OpDef by a
+        # builder, or validated on import): the session need not check it again.
+        self._checked = False
         for t in self._inputs:
             t._consumers.append(self)
         self._add_control_inputs(control_inputs)
@@ -601,8 +604,11 @@ class Graph:
     # -- creating ops ----------------------------------------------------------------
     def create_op(self, op_type: str, inputs: list[Tensor], dtypes_=None, input_types=None,
                   name: str | None = None, attrs: dict | None = None, op_def=None,
-                  compute_shapes: bool = True, compute_device: bool = True) -> Operation:
-        """Add an op. `name` ending in "/" is a scope name already made unique."""
+                  compute_shapes: bool = True, compute_device: bool = True,
+                  checked: bool = False) -> Operation:
+        """Add an op. `name` ending in "/" is a scope name already made unique.
+        `checked`: the caller built the attrs from the OpDef (a builder); else the
+        session validates the NodeDef when it receives it."""
         self._check_not_finalized()
         for t in inputs:
             if not isinstance(t, Tensor):
@@ -624,6 +630,7 @@ class Graph:
         control_inputs = self._control_dependencies_for_inputs(input_ops)
         op = Operation(self, self._next_id, name, op_type, inputs, list(dtypes_ or []),
                        attrs or {}, "", op_def, control_inputs)
+        op._checked = checked
         self._add_op(op)
         if compute_device:
             self._apply_device_and_colocation(op)

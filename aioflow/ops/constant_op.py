@@ -15,7 +15,7 @@ def constant(value, dtype=None, shape=None, name: str = "Const") -> ops.Tensor:
     tensor_value.tensor.CopyFrom(proto)
     op = graph.create_op("Const", [], [dtypes.as_dtype(proto.dtype)], name=name,
                          attrs={"value": tensor_value, "dtype": dtype_value},
-                         compute_shapes=False)
+                         compute_shapes=False, checked=True)
     op.outputs[0]._shape = tensor_shape.TensorShape(proto.tensor_shape)
     return op.outputs[0]
 

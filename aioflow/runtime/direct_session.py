@@ -105,10 +105,12 @@ class DirectSession:
         versions = graph_def.versions if graph_def.HasField("versions") else None
         self.extend_nodes(copy.node, versions)
 
-    def extend_nodes(self, node_defs, versions=None, blocking: bool = True) -> bool:
+    def extend_nodes(self, node_defs, versions=None, blocking: bool = True,
+                     validated: bool = False) -> bool:
         """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
         it returns False at once, having done nothing, when another thread holds the
-        graph (the caller is a loop that must not wait)."""
+        graph (the caller is a loop that must not wait). `validated`: the NodeDefs come
+        from a Python Graph, which validated each op when it was created or imported."""
         if not self._lock.acquire(blocking):
             return False
         try:
@@ -116,7 +118,7 @@ class DirectSession:
             self._check_new_names(node_defs)
             if node_defs:
                 with paused_gc():
-                    self._state.extend(node_defs, versions)
+                    self._state.extend(node_defs, versions, validated)
             elif versions is not None:
                 self._state.graph.versions.CopyFrom(versions)
         finally:

@@ -39,14 +39,15 @@ class GraphState:
 
     # -- extending ----------------------------------------------------------------------
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
-               versions: versions_pb2.VersionDef | None) -> None:
+               versions: versions_pb2.VersionDef | None, validated: bool = False) -> None:
         """Add `node_defs` (their names are new to the session); on any error nothing
-        changes."""
+        changes. `validated`: each NodeDef already passed validate_node_def (they come
+        from a Python Graph, which checks every op it creates or imports)."""
         registry = global_registry()
         if registry.passes(Grouping.PRE_PLACEMENT) or registry.passes(Grouping.POST_PLACEMENT):
             self._extend_full(node_defs, versions)
         else:
-            self._extend_incremental(node_defs, versions)
+            self._extend_incremental(node_defs, versions, validated)
         self.node_defs.extend(node_defs)
 
     def _extend_full(self, node_defs, versions) -> None:
@@ -66,13 +67,13 @@ class GraphState:
         for node in self.graph.op_nodes():
             self.groups.setdefault(placer._group_of(node), []).append(node)
 
-    def _extend_incremental(self, node_defs, versions) -> None:
+    def _extend_incremental(self, node_defs, versions, validated: bool) -> None:
         graph = self.graph
         mark = len(graph.nodes)
         new: list[Node] = []
         moved: dict[Node, str] = {}
         try:
-            self._add_nodes(node_defs, new)
+            self._add_nodes(node_defs, new, validated)
             for node in new:
                 construct._add_input_edges(graph, node, self.by_name)
             cycle = _find_cycle_node(new, mark)
@@ -91,7 +92,7 @@ class GraphState:
         if versions is not None:
             graph.versions.CopyFrom(versions)
 
-    def _add_nodes(self, node_defs, new: list[Node]) -> None:
+    def _add_nodes(self, node_defs, new: list[Node], validated: bool) -> None:
         """construct.convert_graph_def_to_graph's per-node checks; each node that passes
         is added (with its name) at once, so later nodes may name it."""
         graph, by_name = self.graph, self.by_name
@@ -108,7 +109,8 @@ class GraphState:
                                                  f"{node_def.name})")
             op_def = reg.op_def
             node_def = construct._with_defaults(node_def, op_def)
-            node_def_util.validate_node_def(node_def, op_def)
+            if not validated:
+                node_def_util.validate_node_def(node_def, op_def)
             in_types = node_def_util.input_types(node_def, op_def)
             out_types = node_def_util.output_types(node_def, op_def)
             node = graph.add_node(node_def, op_def, in_types, out_types)
