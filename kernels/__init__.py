@@ -15,5 +15,6 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     reduction_kernels,
     script_kernels,
     sendrecv_kernels,
+    sparse_kernels,
     tensor_array_kernels,
 )
