@@ -20,7 +20,7 @@ from aioflow.framework import errors
 from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.passes.registry import Grouping, global_registry
-from aioflow.proto import graph_pb2
+from aioflow.proto import attr_value_pb2, graph_pb2
 from aioflow.runtime import direct_session as ds_mod
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.placer import place
@@ -569,3 +569,23 @@ def test_a_gate_does_not_keep_its_loop_alive():
     del loop
     gc.collect()
     assert ref() is None
+
+
+async def test_every_op_of_a_graph_is_checked_once_where_it_is_made(graph):
+    """Builders, import_graph_def and Graph.create_op validate each op when it is made
+    (Operation._checked), so the session does not validate it again on extend; raw attrs
+    that do not fit the OpDef are TF's ValueError from create_op, and the graph is left
+    as it was (it was a run-time error of every later run before)."""
+    with graph.as_default():
+        a = af.constant(1.0)
+        b = af.placeholder(af.float32, [])
+        c = af.add(a, b)
+        with pytest.raises(ValueError, match=r"NodeDef missing attr 'T' from Op<name=Add>"):
+            graph.create_op("Add", [a, b], [af.float32], attrs={}, compute_shapes=False)
+        t_float = attr_value_pb2.AttrValue(type=af.float32.as_datatype_enum)
+        raw = graph.create_op("Add", [a, b], [af.float32], compute_shapes=False,
+                              attrs={"T": t_float})
+    assert all(op._checked for op in graph.get_operations())
+    assert [t.op.name for t in raw.inputs] == [a.op.name, b.op.name]
+    async with af.Session(graph=graph) as sess:
+        assert await sess.run([c, raw.outputs[0]], {b: 2.0}) == [3.0, 3.0]

@@ -15,7 +15,14 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aioflow.framework import device_spec, dtypes, errors, op_def_registry, tensor_shape
+from aioflow.framework import (
+    device_spec,
+    dtypes,
+    errors,
+    node_def_util,
+    op_def_registry,
+    tensor_shape,
+)
 from aioflow.framework.attr_value import attr_value_to_python
 from aioflow.proto import attr_value_pb2, graph_pb2, node_def_pb2, versions_pb2
 
@@ -142,6 +149,20 @@ class Tensor:
     def _override_operator(cls, operator: str, func: Callable) -> None:
         """Install an operator overload (used by aioflow.ops.math_ops)."""
         setattr(cls, operator, func)
+
+
+def _checked_attrs(name: str, op_type: str, inputs, attrs: dict, op_def) -> dict:
+    """`attrs` with the OpDef's defaults added, validated as the NodeDef they make (raw
+    attrs given to Graph.create_op); ValueError with TF's words when they do not fit."""
+    node_def = node_def_pb2.NodeDef(name=name, op=op_type, input=[t.name for t in inputs])
+    for key, value in attrs.items():
+        node_def.attr[key].CopyFrom(value)
+    node_def_util.add_default_attrs(node_def, op_def)
+    try:
+        node_def_util.validate_node_def(node_def, op_def)
+    except errors.InvalidArgumentError as e:
+        raise ValueError(e.message) from None
+    return dict(node_def.attr.items())
 
 
 class Operation:
@@ -607,8 +628,8 @@ class Graph:
                   compute_shapes: bool = True, compute_device: bool = True,
                   checked: bool = False) -> Operation:
         """Add an op. `name` ending in "/" is a scope name already made unique.
-        `checked`: the caller built the attrs from the OpDef (a builder); else the
-        session validates the NodeDef when it receives it."""
+        `checked`: the caller built the attrs from the OpDef (a builder); else they get
+        the OpDef's defaults and are validated here (TF's ValueError from create_op)."""
         self._check_not_finalized()
         for t in inputs:
             if not isinstance(t, Tensor):
@@ -626,11 +647,13 @@ class Graph:
             raise ValueError(f"'{name}' is not a valid node name")
         if op_def is None:
             op_def = op_def_registry.get(op_type)
+        if not checked:
+            attrs = _checked_attrs(name, op_type, inputs, attrs or {}, op_def)
         input_ops = [t.op for t in inputs]
         control_inputs = self._control_dependencies_for_inputs(input_ops)
         op = Operation(self, self._next_id, name, op_type, inputs, list(dtypes_ or []),
                        attrs or {}, "", op_def, control_inputs)
-        op._checked = checked
+        op._checked = True
         self._add_op(op)
         if compute_device:
             self._apply_device_and_colocation(op)
