@@ -51,8 +51,9 @@ from aioflow.framework.ops import (
     register_tensor_conversion_function,
     reset_default_graph,
 )
+from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, math, nn
+from aioflow.ops import bitwise, math, nn, sparse
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_to,
@@ -184,6 +185,7 @@ from aioflow.ops.math_ops import (
     truncatediv,
     truncatemod,
 )
+from aioflow.ops.sparse_ops import sparse_placeholder, sparse_to_dense
 from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
@@ -220,4 +222,5 @@ __all__ = [
     "logical_or", "logical_not", "logical_xor", "add_n", "scalar_mul", "matmul", "range",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
     "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
+    "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
 ]

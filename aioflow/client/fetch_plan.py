@@ -1,5 +1,6 @@
 """FetchPlan: flatten a nested fetch structure (tensors, ops, names; lists, tuples,
-namedtuples, dicts) into unique graph elements, and rebuild the results in its shape."""
+namedtuples, dicts; a SparseTensor as its three tensors, fetched as a SparseTensorValue)
+into unique graph elements, and rebuild the results in its shape."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import functools
 from collections.abc import Mapping
 
 from aioflow.framework import errors, ops
+from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 
 _OP = -1  # marks a fetched Operation: its result is None
 _MAP = object()  # marks a mapping in a template: (_MAP, constructor, [(key, child)])
@@ -65,6 +67,8 @@ class FetchPlan:
                 self.tensor_names.append(name)
                 self.tensors.append(element)
             return index
+        if isinstance(fetch, SparseTensor):  # its three tensors, built back as TF's value
+            return (SparseTensorValue, [self._flatten(t) for t in fetch._components()])
         if isinstance(fetch, Mapping):
             ctor = type(fetch)
             if isinstance(fetch, collections.defaultdict):  # keeps its default_factory

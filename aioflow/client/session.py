@@ -23,6 +23,7 @@ import numpy as np
 
 from aioflow.client.fetch_plan import FetchPlan
 from aioflow.framework import dtypes, errors, ops
+from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.proto import config_pb2, graph_pb2
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.direct_session import DirectSession
@@ -209,6 +210,10 @@ class Session:
         graph = self._graph
         for key, value in feed_dict.items():
             spec = specs.get(key) if isinstance(key, (ops.Tensor, str)) else None
+            if spec is None and isinstance(key, SparseTensor):  # a value per component, as TF
+                parts = zip(key._components(), value, strict=False)  # TF zips them too
+                feeds.update(self._convert_feeds(dict(parts)))
+                continue
             if spec is None or spec.shape is not spec.tensor.shape:
                 spec = _FeedSpec(_feed_tensor(graph, key))
                 if isinstance(key, (ops.Tensor, str)) and len(specs) < _CACHE_LIMIT:
