@@ -11,15 +11,19 @@ import os
 
 import numpy as np
 import pytest
+from google.protobuf import text_format
 from kernel_testutil import create, run_kernel
 
 import aioflow as af
 from aioflow.client.sync_session import SyncSession
-from aioflow.framework import errors
+from aioflow.framework import errors, op_def_registry
+from aioflow.proto import op_def_pb2
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 with open(os.path.join(DATA, "sparse_cases.json")) as _f:
-    CASES = json.load(_f)["cases"]
+    _FIXTURES = json.load(_f)
+CASES = _FIXTURES["cases"]
+OPDEFS = _FIXTURES["op_defs"]
 ARRAYS = np.load(os.path.join(DATA, "sparse_cases.npz"), allow_pickle=False)
 
 
@@ -59,6 +63,16 @@ def test_as_tensorflow(c):
     assert len(outputs) == len(c["outputs"])
     for got, key in zip(outputs, c["outputs"], strict=True):
         _assert_same(got, ARRAYS[key], key)
+
+
+@pytest.mark.parametrize("name", sorted(OPDEFS))
+def test_op_def_equals_tensorflows(name):
+    expected = text_format.Parse(OPDEFS[name], op_def_pb2.OpDef())
+    ours = op_def_pb2.OpDef()
+    ours.CopyFrom(op_def_registry.get(name))
+    ours.ClearField("summary")
+    ours.ClearField("description")
+    assert ours == expected, text_format.MessageToString(ours)
 
 
 # -- index checks before use: random bad indices give TF's errors, never NumPy's -------------

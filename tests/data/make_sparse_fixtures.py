@@ -5,6 +5,8 @@ Run from the project root with a TensorFlow 2.21.0 environment (see README.md he
 
     TF_CPP_MIN_LOG_LEVEL=3 /tmp/tfenv/bin/python tests/data/make_sparse_fixtures.py
 
+The JSON also holds TF's OpDefs of these ops (text format, without docs).
+
 Each case names an op, its inputs (in the op's input order) and attrs; the JSON holds, per
 case, the input keys in the .npz and either the output keys or the error's class and
 message (the kernel's own words: eager's "{{function_node ...}}" prefix and " [Op:...]"
@@ -99,7 +101,7 @@ s2d("values_wrong_size", ix([[1], [2]]), i64([3]), f32([1, 2, 3]), f32(0))
 s2d("values_matrix", ix([[1], [2]]), i64([3]), f32([[1, 2]]), f32(0))
 s2d("default_not_scalar", ix([[1]]), i64([3]), f32([1]), f32([0]))
 s2d("negative_dim", ix([[0]]), i64([-2]), f32([1]), f32(0))
-_bi, _bv, _bs = _random_sparse((300, 400), 20000)
+_bi, _bv, _bs = _random_sparse((300, 400), 3000)
 s2d("large", _bi, _bs, _bv, f32(0.5))
 
 # -- SparseTensorDenseMatMul -------------------------------------------------------------------
@@ -138,7 +140,7 @@ mm("values_not_vector", ix([[0, 1]]), f32([[1]]), i64([2, 3]), B)
 mm("indices_not_matrix", i64([0, 1]), f32([1, 2]), i64([2, 3]), B)
 mm("nnz_mismatch", ix([[0, 1]]), f32([1, 2]), i64([2, 3]), B)
 mm("indices_cols", ix([[0, 1, 1]]), f32([1]), i64([2, 3]), B)
-_mi, _mv, _ms = _random_sparse((500, 300), 6000)
+_mi, _mv, _ms = _random_sparse((500, 300), 3000)
 mm("large", _mi, _mv, _ms, RNG.randn(300, 40).astype(f32))
 _mi, _mv, _ms = _random_sparse((64, 300), 900, sort=False)
 mm("unsorted_wide", _mi, _mv, _ms, RNG.randn(300, 3).astype(f32))
@@ -169,7 +171,7 @@ rs("new_not_vector", ix([[0, 1]]), i64([2, 3]), i64([[6]]))
 rs("negative_input_dim", ix([[0, 1]]), i64([-2, 3]), i64([6]))
 rs("rank_mismatch", ix([[0, 1, 0]]), i64([2, 3]), i64([6]))
 rs("out_of_bounds", ix([[0, 9]]), i64([2, 3]), i64([3, 2]))
-_ri, _rv, _rsh = _random_sparse((40, 30, 20), 5000)
+_ri, _rv, _rsh = _random_sparse((40, 30, 20), 3000)
 rs("large", _ri, _rsh, i64([-1, 600]))
 
 
@@ -194,7 +196,7 @@ ro("indices_not_matrix", i64([0, 1]), f32([1, 2]), i64([3]))
 ro("values_not_vector", ix([[0]]), f32([[1]]), i64([3]))
 ro("shape_not_vector", ix([[0]]), f32([1]), i64([[3]]))
 ro("nnz_mismatch", ix([[0], [1]]), f32([1]), i64([3]))
-_oi, _ov, _os = _random_sparse((50, 40, 30), 20000, sort=False)
+_oi, _ov, _os = _random_sparse((50, 40, 30), 3000, sort=False)
 ro("large", _oi, _ov, _os)
 
 
@@ -236,7 +238,7 @@ red("rank_mismatch", ix([[0, 1]]), f32([1]), i64([3]), i32(0))
 red("oob_write", ix([[0, 5]]), f32([1]), i64([2, 3]), i32(0))
 red("oob_wraps_in", ix([[1, 5]]), f32([1]), i64([2, 3]), i32(1))
 red("oob_first_dim", ix([[5, 1]]), f32([1]), i64([2, 3]), i32(1))
-_di, _dv, _ds = _random_sparse((60, 50, 40), 30000, sort=False)
+_di, _dv, _ds = _random_sparse((60, 50, 40), 3000, sort=False)
 red("large", _di, _dv, _ds, i32([1]))
 
 
@@ -267,7 +269,7 @@ fill("values_not_vector", ix([[0, 0]]), f32([[1]]), i64([3, 2]), f32(0))
 fill("nnz_mismatch", ix([[0, 0]]), f32([1, 2]), i64([3, 2]), f32(0))
 fill("default_not_scalar", ix([[0, 0]]), f32([1]), i64([3, 2]), f32([0]))
 fill("empty_shape", none(0), f32([]), np.zeros(0, i64), f32(0))
-_fi, _fv, _fs = _random_sparse((30000, 8), 20000, sort=False)
+_fi, _fv, _fs = _random_sparse((3000, 8), 2000, sort=False)
 fill("large", _fi, _fv, _fs, f32(0))
 
 
@@ -312,8 +314,8 @@ add("shape_not_vector", (ix([[0, 0]]), f32([1]), i64([[3, 3]])), (ix([[0, 0]]), 
     f32(0))
 add("thresh_not_scalar", (ix([[0, 0]]), f32([1]), SH), (ix([[0, 0]]), f32([1]), SH), f32([0]))
 add("index_cols_mismatch", (ix([[0, 0, 0]]), f32([1]), SH), (ix([[0, 0]]), f32([1]), SH), f32(0))
-_a = _random_sparse((200, 300), 15000)
-_b = _random_sparse((200, 300), 15000)
+_a = _random_sparse((200, 300), 3000)
+_b = _random_sparse((200, 300), 3000)
 add("large", _a, _b, f32(0.5))
 
 
@@ -395,6 +397,27 @@ def _raw(op, inputs, attrs):
     return fn(**{k: tf.constant(v) for k, v in inputs}, **attrs)
 
 
+OPS = ["SparseToDense", "SparseTensorDenseMatMul", "SparseReshape", "SparseReorder",
+       "SparseReduceSum", "SparseReduceSumSparse", "SparseFillEmptyRows", "SparseAdd",
+       "SparseSlice", "SparseConcat"]
+
+
+def _op_defs() -> dict:
+    """TF's OpDefs of these ops in text format, without their docs."""
+    from google.protobuf import text_format
+    from tensorflow.python.framework import op_def_registry
+
+    out = {}
+    for name in OPS:
+        op_def = op_def_registry.get(name)
+        op_def.ClearField("summary")
+        op_def.ClearField("description")
+        for a in list(op_def.input_arg) + list(op_def.output_arg) + list(op_def.attr):
+            a.ClearField("description")
+        out[name] = text_format.MessageToString(op_def)
+    return out
+
+
 def main():
     arrays, meta = {}, []
     for name, op, inputs, attrs in CASES:
@@ -417,7 +440,8 @@ def main():
         meta.append(entry)
     np.savez_compressed(os.path.join(HERE, "sparse_cases.npz"), **arrays)
     with open(os.path.join(HERE, "sparse_cases.json"), "w") as f:
-        json.dump({"tensorflow": tf.__version__, "cases": meta}, f, indent=1, sort_keys=True)
+        out = {"tensorflow": tf.__version__, "cases": meta, "op_defs": _op_defs()}
+        json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
     print(f"{len(meta)} cases")
 
