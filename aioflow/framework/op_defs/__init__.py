@@ -7,6 +7,8 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     data_flow_ops,
     function_ops,
     io_ops,
+    linalg_ops,
+    math_extra_ops,
     math_ops,
     nn_conv_ops,
     nn_ops,

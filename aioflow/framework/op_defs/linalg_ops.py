@@ -1,0 +1,84 @@
+"""OpDefs of TF's linalg ops a transformer needs: Einsum, BatchMatMulV3, MatrixBandPart and
+the MatrixDiag/MatrixDiagPart/MatrixSetDiag families (v1, V2, V3)."""
+
+from __future__ import annotations
+
+from aioflow.framework import common_shapes as cs
+from aioflow.framework import einsum_spec
+from aioflow.framework.op_def_registry import register_op
+from aioflow.framework.tensor_shape import TensorShape
+
+_ALIGN = "align: {'LEFT_RIGHT', 'RIGHT_LEFT', 'LEFT_LEFT', 'RIGHT_RIGHT'} = 'RIGHT_LEFT'"
+
+
+def _einsum_shape(op) -> list[TensorShape]:
+    """The output shape from the equation and the inputs' shapes (TF's messages when they
+    do not fit)."""
+    equation = op.get_attr("equation")
+    equation = equation.decode() if isinstance(equation, bytes) else equation
+    try:
+        spec = einsum_spec.parse(equation)
+        if len(spec.inputs) != len(op.inputs):
+            return [cs.UNKNOWN]
+        shapes = [cs._dims(t.shape) for t in op.inputs]
+        dims = einsum_spec.output_dims(spec, shapes)
+    except einsum_spec.EquationError as e:
+        raise ValueError(f"{e} for '{op.name}' (Einsum)") from None
+    return [cs.UNKNOWN if dims is None else TensorShape(dims)]
+
+
+def _matrix_diag_v1(op) -> list[TensorShape]:
+    """[..., n] -> [..., n, n]."""
+    d = op.inputs[0].shape
+    if d.rank is None or d.rank == 0:
+        return [cs.UNKNOWN]
+    dims = d.as_list()
+    return [TensorShape(dims + dims[-1:])]
+
+
+def _matrix_diag_part_v1(op) -> list[TensorShape]:
+    """[..., m, n] -> [..., min(m, n)]."""
+    x = op.inputs[0].shape
+    if x.rank is None or x.rank < 2:
+        return [cs.UNKNOWN]
+    dims = x.as_list()
+    m, n = dims[-2:]
+    return [TensorShape(dims[:-2] + [None if m is None or n is None else min(m, n)])]
+
+
+(register_op("Einsum").input("inputs: N * T").output("output: T").attr("equation: string")
+    .attr("N: int >= 1").attr("T: type").set_shape_fn(_einsum_shape))
+(register_op("BatchMatMulV3").input("x: Ta").input("y: Tb").output("output: Tout")
+    .attr("Ta: {bfloat16, half, float, double, uint8, int8, int16, int32, int64, complex64, "
+          "complex128}")
+    .attr("Tb: {bfloat16, half, float, double, uint8, int8, int16, int32, int64, complex64, "
+          "complex128}")
+    .attr("Tout: {bfloat16, half, float, double, int16, int32, int64, complex64, complex128}")
+    .attr("adj_x: bool = false").attr("adj_y: bool = false")
+    .attr("grad_x: bool = false").attr("grad_y: bool = false")
+    .set_shape_fn(cs.batch_matmul))
+(register_op("MatrixBandPart").input("input: T").input("num_lower: Tindex")
+    .input("num_upper: Tindex").output("band: T").attr("T: type")
+    .attr("Tindex: {int32, int64} = DT_INT64").set_shape_fn(cs.unchanged_shape))
+register_op("MatrixDiag").input("diagonal: T").output("output: T").attr("T: type") \
+    .set_shape_fn(_matrix_diag_v1)
+register_op("MatrixDiagPart").input("input: T").output("diagonal: T").attr("T: type") \
+    .set_shape_fn(_matrix_diag_part_v1)
+(register_op("MatrixSetDiag").input("input: T").input("diagonal: T").output("output: T")
+    .attr("T: type").set_shape_fn(cs.unchanged_shape))
+for _name, _align in (("V2", False), ("V3", True)):
+    b = (register_op("MatrixDiag" + _name).input("diagonal: T").input("k: int32")
+         .input("num_rows: int32").input("num_cols: int32").input("padding_value: T")
+         .output("output: T").attr("T: type").set_shape_fn(cs.unknown))
+    if _align:
+        b.attr(_ALIGN)
+    b = (register_op("MatrixDiagPart" + _name).input("input: T").input("k: int32")
+         .input("padding_value: T").output("diagonal: T").attr("T: type")
+         .set_shape_fn(cs.unknown))
+    if _align:
+        b.attr(_ALIGN)
+    b = (register_op("MatrixSetDiag" + _name).input("input: T").input("diagonal: T")
+         .input("k: int32").output("output: T").attr("T: type")
+         .set_shape_fn(cs.unchanged_shape))
+    if _align:
+        b.attr(_ALIGN)
