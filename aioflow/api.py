@@ -53,7 +53,7 @@ from aioflow.framework.ops import (
 )
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, math, nn, sparse
+from aioflow.ops import bitwise, math, nn, sparse, strings
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_to,
@@ -223,4 +223,5 @@ __all__ = [
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
     "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
     "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
+    "strings",
 ]
