@@ -72,11 +72,30 @@ def _create_checks(indices, values, shape_size: int) -> None:
         raise _invalid("Order length must be SparseTensor rank.")
 
 
-def _lex_order(ix: np.ndarray, dims=None) -> np.ndarray:
-    """The stable permutation sorting the rows of `ix` by the columns `dims` (all, in order,
-    by default), lexicographically."""
-    cols = range(ix.shape[1]) if dims is None else dims
-    keys = [ix[:, d] for d in reversed(list(cols))]
+def _flat_key(ix: np.ndarray, cols, shape) -> np.ndarray | None:
+    """One int64 per row ordering the rows as their columns `cols` do lexicographically (the
+    row-major offset in `shape` of those columns), when every index is within `shape` and
+    the offsets fit in an int64; else None."""
+    if shape is None or not len(cols) or not ix.shape[0]:
+        return None
+    dims = [int(shape[c]) for c in cols]
+    if min(dims) <= 0 or float(np.prod(dims, dtype=np.float64)) >= 2.0**62:
+        return None
+    sub = ix[:, cols]
+    if sub.min() < 0 or (sub >= np.asarray(dims, dtype=np.int64)).any():
+        return None
+    return sub @ _strides(dims) if len(cols) > 1 else sub[:, 0]
+
+
+def _lex_order(ix: np.ndarray, cols=None, shape=None) -> np.ndarray:
+    """The stable permutation sorting the rows of `ix` by the columns `cols` (all, in order,
+    by default), lexicographically: one argsort of a flat key when the indices lie within
+    `shape`, else np.lexsort on the columns."""
+    cols = list(range(ix.shape[1])) if cols is None else list(cols)
+    key = _flat_key(ix, cols, shape)
+    if key is not None:
+        return np.argsort(key, kind="stable")
+    keys = [ix[:, d] for d in reversed(cols)]
     if not keys:
         return np.arange(ix.shape[0])
     return np.lexsort(keys)
@@ -109,6 +128,9 @@ def _indices_valid(ix: np.ndarray, dims) -> errors.InvalidArgumentError | None:
     n = ix.shape[0]
     if n == 0:
         return None
+    key = _flat_key(ix, list(range(ix.shape[1])), dims)
+    if key is not None and (n == 1 or bool((key[1:] > key[:-1]).all())):
+        return None  # in bounds, strictly increasing: the common case, in one pass
     oob = ((ix < 0) | (ix >= np.asarray(dims, dtype=np.int64))).any(axis=1)
     bad = oob.copy()
     if n > 1:
@@ -147,7 +169,7 @@ class _SparseKernel(OpKernel):
 
 # -- SparseToDense -----------------------------------------------------------------------------
 
-@register_kernel("SparseToDense", "CPU", T=_REAL + [dtypes.bool, dtypes.string],
+@register_kernel("SparseToDense", "CPU", T=_NUMBER + [dtypes.bool, dtypes.string],
                  Tindices=_INDEX)
 class SparseToDenseOp(OpKernel):
     """A dense tensor of `output_shape` holding `default_value` but at `sparse_indices`."""
@@ -207,8 +229,8 @@ class SparseToDenseOp(OpKernel):
 # -- SparseTensorDenseMatMul -------------------------------------------------------------------
 
 @register_kernel("SparseTensorDenseMatMul", "CPU", host_memory=("a_shape",),
-                 T=[dtypes.float32, dtypes.float64, dtypes.int32, dtypes.complex64,
-                    dtypes.complex128],
+                 T=[dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
+                    dtypes.int32, dtypes.complex64, dtypes.complex128],
                  Tindices=_INDEX)
 class SparseTensorDenseMatMulOp(OpKernel):
     """product = op(A) @ op(B), A sparse [M, K] (op: adjoint when asked), B dense."""
@@ -378,7 +400,7 @@ class SparseReorderOp(_SparseKernel):
         ix = indices.astype(np.int64, copy=False)
         if _indices_valid(ix, shape.tolist()) is None:
             return indices, values
-        order = _lex_order(ix)
+        order = _lex_order(ix, shape=shape.tolist())
         return indices[order], values[order]
 
 
@@ -418,7 +440,7 @@ class _SparseReduceBase(_SparseKernel):
         if ix.shape[0] == 0:
             return (dims, group_dims, reduced_shape, np.zeros((0, len(group_dims)), np.int64),
                     values[:0])
-        order = _lex_order(ix, group_dims + reduced)
+        order = _lex_order(ix, group_dims + reduced, dims)
         keys = ix[order][:, group_dims]
         starts = _row_starts(keys)
         sums = np.add.reduceat(values[order], starts, dtype=values.dtype)
@@ -572,7 +594,7 @@ class SparseAddOp(OpKernel):
         a = a_ix.astype(np.int64, copy=False)
         b = b_ix.astype(np.int64, copy=False)
         if _is_sorted(a, strict=False) and _is_sorted(b, strict=False):
-            out_ix, out_val = _merge_sorted(a, a_val, b, b_val, thresh[()])
+            out_ix, out_val = _merge_sorted(a, a_val, b, b_val, thresh[()], a_shape.tolist())
         else:
             out_ix, out_val = _merge_loop(a, a_val, b, b_val, thresh[()])
         return out_ix, out_val, a_shape
@@ -584,7 +606,7 @@ def _summarize(v: np.ndarray) -> str:
     return " ".join(items) + ("..." if v.size > 10 else "")
 
 
-def _merge_sorted(a, a_val, b, b_val, thresh):
+def _merge_sorted(a, a_val, b, b_val, thresh, shape):
     """TF's merge of two lexicographically sorted index lists, vectorised: within a run of
     equal indices the k-th entry of a meets the k-th of b; their sum is kept when
     thresh <= |sum|, the entries left over follow."""
@@ -595,7 +617,9 @@ def _merge_sorted(a, a_val, b, b_val, thresh):
         return keys, values
     side = np.repeat(np.array([0, 1], dtype=np.int8), [na, nb])
     rank = np.concatenate([_rank_in_run(a), _rank_in_run(b)])
-    cols = [keys[:, d] for d in range(keys.shape[1] - 1, -1, -1)]
+    flat = _flat_key(keys, list(range(keys.shape[1])), shape)
+    cols = [flat] if flat is not None else [keys[:, d] for d in
+                                            range(keys.shape[1] - 1, -1, -1)]
     order = np.lexsort([side, rank] + cols)
     keys, values, rank, side = keys[order], values[order], rank[order], side[order]
     pair = np.zeros(len(keys), dtype=bool)  # an entry of a met by the next one (of b)
@@ -740,7 +764,7 @@ class SparseConcatOp(OpKernel):
             parts.append(ix)
         out_ix = np.concatenate(parts)
         out_val = np.concatenate(vals)
-        order = _lex_order(out_ix)
         out_shape = shapes[0].astype(np.int64, copy=True)
         out_shape[dim] = offsets[-1]
+        order = _lex_order(out_ix, shape=out_shape.tolist())
         return out_ix[order], out_val[order], out_shape
