@@ -313,9 +313,10 @@ class _Translator:
             if self.i < len(p) and p[self.i] == "{":
                 end = p.find("}", self.i)
                 digits = p[self.i + 1:end] if end >= 0 else ""
-                if end < 0 or not re.fullmatch(r"[0-9A-Fa-f]+", digits) \
-                        or int(digits, 16) > 0x10FFFF:
+                if end < 0 or not re.fullmatch(r"[0-9A-Fa-f]+", digits):
                     self.fail(f"invalid escape sequence: {p[start:end + 1 if end >= 0 else None]}")
+                if int(digits, 16) > 0x10FFFF:
+                    self.fail(f"invalid escape sequence: {p[start:end]}")
                 self.i = end + 1
                 return "char", chr(int(digits, 16))
             digits = p[self.i:self.i + 2]
@@ -412,18 +413,16 @@ class _Translator:
                     (negs if neg else pos).append(body)
                     continue
             lo_start = self.i
-            lo = self.class_char()
-            if lo is None:
-                continue
-            kind, value = lo
+            kind, value = self.class_char()
             if kind in ("class", "nclass"):
                 (negs if kind == "nclass" else pos).append(value)
                 continue
             if p.startswith("-", self.i) and self.i + 1 < len(p) and p[self.i + 1] != "]":
                 self.i += 1
+                hi_start = self.i
                 hi = self.class_char()
-                if hi is None or hi[0] != "char":
-                    self.fail(f"invalid character class range: {p[lo_start:self.i]}")
+                if hi[0] != "char":
+                    self.fail(f"invalid escape sequence: {p[hi_start:self.i]}")
                 if ord(hi[1]) < ord(value):
                     self.fail(f"invalid character class range: {p[lo_start:self.i]}")
                 pos.append(f"{_class_escape(value)}-{_class_escape(hi[1])}")
