@@ -9,8 +9,10 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     cwise_kernels,
     function_kernels,
     gather_scatter_nd_kernels,
+    image_kernels,
     linalg_kernels,
     matmul_kernels,
+    nms_kernels,
     nn_kernels,
     normalization_kernels,
     pooling_kernels,
@@ -21,4 +23,5 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     sparse_kernels,
     special_math_kernels,
     tensor_array_kernels,
+    topk_kernels,
 )
