@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     sendrecv_kernels,
     sparse_kernels,
     special_math_kernels,
+    string_kernels,
     tensor_array_kernels,
     topk_kernels,
 )
