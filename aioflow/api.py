@@ -53,7 +53,22 @@ from aioflow.framework.ops import (
 )
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, math, nn, sparse, strings
+from aioflow.ops import bitwise, linalg, math, nn, sparse, strings
+from aioflow.ops.array_extra_ops import (
+    broadcast_dynamic_shape,
+    clip_by_value,
+    reverse_sequence,
+    tensor_scatter_add,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_max,
+    tensor_scatter_nd_min,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+    tensor_scatter_sub,
+    tensor_scatter_update,
+    unique,
+    unique_with_counts,
+)
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_to,
@@ -100,6 +115,13 @@ from aioflow.ops.array_ops import (
 )
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
+from aioflow.ops.linalg_ops import (
+    einsum,
+    matrix_band_part,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_set_diag,
+)
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -191,7 +213,13 @@ from aioflow.ops.tensor_array_ops import TensorArray
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray",
     # modules / namespaces
-    "dtypes", "errors", "nn", "math", "bitwise",
+    "dtypes", "errors", "nn", "math", "bitwise", "linalg",
+    # linalg and extra array ops
+    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
+    "broadcast_dynamic_shape", "clip_by_value", "reverse_sequence", "unique",
+    "unique_with_counts", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
+    "tensor_scatter_nd_sub", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
+    "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub",
     # dtypes and shapes
     "DType", "as_dtype", "bfloat16", "bool", "complex64", "complex128", "double", "float16",
     "float32", "float64", "half", "int8", "int16", "int32", "int64", "qint8", "qint16",

@@ -66,3 +66,69 @@ def test_matrix_set_diag_v3_round_trip():
         built = run1("MatrixDiagV3", [part, k, np.int32(4), np.int32(5), np.float32(0)],
                      align=align)
         np.testing.assert_array_equal(built, band)
+
+
+def test_builders_build_tf_nodes_and_run():
+    """The builders make the nodes TF 2.21's tf.compat.v1 makes (names, ops) and run."""
+    import aioflow as af
+
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [2, 3], name="x")
+        y = af.placeholder(af.float32, [3, 4], name="y")
+        d = af.placeholder(af.float32, [3], name="d")
+        outs = {
+            "diag": af.linalg.diag(d),
+            "diag_part": af.linalg.diag_part(x),
+            "band": af.linalg.band_part(x, 1, -1),
+            "clip": af.clip_by_value(x, 0.0, 1.0),
+            "einsum": af.einsum("ij,jk", x, y),
+            "einsum3": af.linalg.einsum("ij,jk,kl->il", x, y, af.ones([4, 5])),
+            "seg": af.math.segment_sum(x, [0, 0]),
+            "useg": af.math.unsorted_segment_max(x, [0, 1], 3),
+            "sseg": af.math.sparse_segment_mean(x, [0, 1], [0, 0], num_segments=3),
+            "rseq": af.reverse_sequence(x, [1, 2], seq_axis=1, batch_axis=0),
+            "bargs": af.broadcast_dynamic_shape([2, 1], [3]),
+            "ts": af.tensor_scatter_nd_update(x, [[0]], [[1.0, 2.0, 3.0]]),
+            "bucket": af.math.bucketize(x, [0.0, 0.5]),
+        }
+        uy, uidx = af.unique(af.constant([3, 1, 3], af.int32))
+    ops_by_name = {op.name: op.type for op in g.get_operations()}
+    for name, op_type in [("diag", "MatrixDiagV3"), ("diag/k", "Const"),
+                          ("diag_part", "MatrixDiagPartV3"), ("MatrixBandPart", "MatrixBandPart"),
+                          ("clip_by_value/Minimum", "Minimum"), ("clip_by_value", "Maximum"),
+                          ("einsum/Einsum", "Einsum"), ("SegmentSum", "SegmentSum"),
+                          ("UnsortedSegmentMax", "UnsortedSegmentMax"),
+                          ("SparseSegmentMeanWithNumSegments",
+                           "SparseSegmentMeanWithNumSegments"),
+                          ("ReverseSequence", "ReverseSequence"),
+                          ("BroadcastArgs", "BroadcastArgs"),
+                          ("TensorScatterUpdate", "TensorScatterUpdate"), ("Unique", "Unique")]:
+        assert ops_by_name.get(name) == op_type, (name, ops_by_name.get(name))
+    assert outs["einsum"].op.get_attr("equation") in (b"ij,jk->ik", "ij,jk->ik")
+    assert outs["einsum"].shape.as_list() == [2, 4]
+    xv = np.array([[0.25, -1, 2], [0.75, 0.5, 3]], np.float32)
+    yv = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with af.SyncSession(graph=g) as sess:
+        got = sess.run(outs, {x: xv, y: yv, d: np.array([1, 2, 3], np.float32)})
+        assert sess.run(uy).tolist() == [3, 1]
+    np.testing.assert_array_equal(got["diag"], np.diag([1, 2, 3]).astype(np.float32))
+    np.testing.assert_array_equal(got["clip"], np.clip(xv, 0, 1))
+    np.testing.assert_allclose(got["einsum"], xv @ yv, rtol=1e-6)
+    np.testing.assert_allclose(got["einsum3"], xv @ yv @ np.ones((4, 5)), rtol=1e-5)
+    np.testing.assert_array_equal(got["seg"], xv.sum(0, keepdims=True))
+    np.testing.assert_array_equal(got["bargs"], [2, 3])
+    np.testing.assert_array_equal(got["bucket"], [[1, 0, 2], [2, 2, 2]])
+
+
+def test_kernel_errors_name_the_node_in_a_session():
+    import aioflow as af
+
+    g = af.Graph()
+    with g.as_default():
+        ids = af.placeholder(af.int32, [None], name="ids")
+        out = af.math.segment_sum(af.constant([1.0, 2.0, 3.0]), ids, name="segsum")
+    with af.SyncSession(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"segment ids are not increasing\n\t \[\[\{\{node segsum\}\}"):
+            sess.run(out, {ids: np.array([1, 0, 2], np.int32)})

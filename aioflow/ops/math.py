@@ -1,5 +1,6 @@
 """The `af.math` namespace: TF's `tf.math` names for the core math builders."""
 
+from aioflow.ops.array_extra_ops import bucketize
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -80,6 +81,20 @@ from aioflow.ops.math_ops import (
     xlogy,
 )
 from aioflow.ops.nn_ops import log_softmax, softmax, softsign
+from aioflow.ops.segment_ops import (
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+    unsorted_segment_max,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+    unsorted_segment_sum,
+)
 
 __all__ = [
     "abs", "acos", "add", "add_n", "argmax", "argmin", "asin", "atan", "atan2", "ceil",
@@ -93,4 +108,8 @@ __all__ = [
     "scalar_mul", "sigmoid", "sign", "sin", "sinh", "softplus", "sqrt", "square",
     "squared_difference", "subtract", "tan", "tanh", "truediv", "truncatediv",
     "truncatemod", "xdivy", "xlogy", "softmax", "log_softmax", "softsign",
+    "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
+    "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
+    "unsorted_segment_prod", "sparse_segment_sum", "sparse_segment_mean",
+    "sparse_segment_sqrt_n", "bucketize",
 ]
