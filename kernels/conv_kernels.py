@@ -127,6 +127,11 @@ def _window_view(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: in
     shape = (batches, rows) + tuple(out_sizes[1:]) + tuple(ksizes) + (xp.shape[-1],)
     st = ((s[0],) + tuple(s[1 + i] * strides[i] for i in range(nd))
           + tuple(s[1 + i] * dilations[i] for i in range(nd)) + (s[-1],))
+    if dilations[-1] == 1:
+        # The last window dimension's taps and the channels are one contiguous run of
+        # kw*C elements: one longer inner loop for the copy.
+        shape = shape[:-2] + (ksizes[-1] * xp.shape[-1],)
+        st = st[:-2] + (s[-1],)
     base = xp.reshape(-1)
     return as_strided(base[offset // xp.itemsize:], shape=shape, strides=st, writeable=False)
 
@@ -189,14 +194,19 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
     out = np.zeros((n, oh, ow, c * m), np.result_type(x, w))
     if out.size == 0 or x.size == 0 or w.size == 0:
         return out
-    xp = pad_spatial(x, pads)
+    xp = np.ascontiguousarray(pad_spatial(x, pads))
     sh, sw = strides
     dh, dw = dilations
-    wk = w.reshape(kh, kw, c * m)
+    cm = c * m
+    wk = w.reshape(kh, kw, cm)
     if m > 1:
-        xp = np.repeat(xp, m, axis=-1)  # channel c*M+m reads input channel c
-    row_bytes = ow * c * m * out.itemsize
+        xp = np.repeat(xp, m, axis=-1)  # output channel c*M+m reads input channel c
+    # Each tap's weights tiled along a whole output row, so that a row of the product is
+    # one contiguous (stride 1) or C-strided run instead of ow runs of C.
+    wrow = np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :], (kh, kw, ow, cm)))
+    row_bytes = ow * cm * out.itemsize
     rows_per_block = max(1, (1 << 17) // max(1, row_bytes))
+    xrows = xp.reshape(n, xp.shape[1], xp.shape[2], cm)
     for b in range(n):
         for r0 in range(0, oh, rows_per_block):
             r = min(rows_per_block, oh - r0)
@@ -204,11 +214,11 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
             tmp = np.empty_like(acc)
             for i in range(kh):
                 top = r0 * sh + i * dh
-                rows = xp[b, top:top + (r - 1) * sh + 1:sh]
+                rows = xrows[b, top:top + (r - 1) * sh + 1:sh]
                 for j in range(kw):
                     left = j * dw
                     view = rows[:, left:left + (ow - 1) * sw + 1:sw]
-                    np.multiply(view, wk[i, j], out=tmp)
+                    np.multiply(view, wrow[i, j], out=tmp)
                     acc += tmp
     return out
 
@@ -308,7 +318,8 @@ class _ConvBase(OpKernel):
                 raise invalid("Nonzero explicit padding in the batch or depth dimensions is "
                               "not supported")
         elif p:
-            raise invalid("explicit_paddings should be empty if padding is not EXPLICIT")
+            raise invalid("explicit_paddings attribute must be empty if the padding attribute "
+                          "is not EXPLICIT")
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[-2], inputs[-1]
@@ -352,7 +363,7 @@ def _check_conv_strides_dilations(strides, dilations, fmt_first: bool, rank: int
         if any(s <= 0 for s in sp):
             raise invalid("Row and column strides should be larger than 0.")
         if any(d <= 0 for d in dl):
-            raise invalid("Row and column dilations must be >= 1")
+            raise invalid("Dilated rates should be larger than 0.")
     else:
         if len(strides) != 5:
             raise invalid("Sliding window strides field must specify 5 dimensions")
@@ -419,7 +430,7 @@ class Conv3DOp(_ConvBase):
     def compute(self, ctx, inputs):
         x, w = inputs
         if x.ndim != 5:
-            raise invalid(f"input must be 5-dimensional{shape_str(x.shape)}")
+            raise invalid("input must be 5-dimensional")
         if w.ndim != 5:
             raise invalid(f"filter must be 5-dimensional: {shape_str(w.shape)}")
         if self._channels_first:
@@ -516,46 +527,39 @@ class Conv2DBackpropInputOp(_ConvBase):
 
     def compute(self, ctx, inputs):
         sizes, w, dy = inputs
-        if np.ndim(sizes) != 1:
-            raise invalid("Conv2DBackpropInput: input_sizes input must be 1-dim, not "
-                          f"{np.ndim(sizes)}")
-        sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+        pre = "Conv2DCustomBackpropInput: "
+        sizes = [int(v) for v in np.ravel(sizes)]
         if len(sizes) == 2:  # [height, width]: batch and depth come from the other inputs
-            if self._channels_first:
-                sizes = [dy.shape[0] if dy.ndim else 0, w.shape[2] if w.ndim > 2 else 0] + sizes
-            else:
-                sizes = [dy.shape[0] if dy.ndim else 0] + sizes + [
-                    w.shape[2] if w.ndim > 2 else 0]
+            n = dy.shape[0] if dy.ndim else 0
+            c = w.shape[2] if w.ndim > 2 else 0
+            sizes = [n, c] + sizes if self._channels_first else [n] + sizes + [c]
         elif len(sizes) != 4:
-            raise invalid(f"Conv2DBackpropInput: input_sizes must be 4-dimensional, got: "
-                          f"{len(sizes)}")
-        if any(s < 0 for s in sizes):
-            raise invalid("Dimension -1 must be >= 0" if -1 in sizes else
-                          f"Dimension {min(sizes)} must be >= 0")
+            raise invalid(f"Conv2DBackpropInput requires input_sizes to contain 4 values or 2 "
+                          f"values, but got: {len(sizes)}")
+        for s in sizes:
+            if s < 0:
+                raise invalid(f"Dimension {s} must be >= 0")
         if w.ndim != 4:
-            raise invalid(f"Conv2DBackpropInput: filter must be 4-dimensional")
+            raise invalid(pre + "filter must be 4-dimensional")
         if dy.ndim != 4:
-            raise invalid(f"Conv2DBackpropInput: out_backprop must be 4-dimensional")
+            raise invalid(pre + "out_backprop must be 4-dimensional")
         if self._channels_first:
             sizes = [sizes[0]] + sizes[2:] + [sizes[1]]
             dy = to_channels_last(dy)
         n, ih, iw, c = sizes
         if dy.shape[0] != n:
-            raise invalid(f"Conv2DBackpropInput: input and out_backprop must have the same "
-                          f"batch size, input batch: {n}outbackprop batch: {dy.shape[0]} "
-                          f"batch_dim: 0")
-        if c % max(1, w.shape[2]) or w.shape[2] == 0:
-            raise invalid(f"Conv2DBackpropInput: input depth must be evenly divisible by "
-                          f"filter depth: {c} vs {w.shape[2]}")
+            raise invalid(pre + f"input and out_backprop must have the same batch size. "
+                          f"Input batch: {n}, outbackprop batch: {dy.shape[0]}, batch_dim: 0")
+        if w.shape[2] == 0 or c % w.shape[2]:
+            raise invalid(pre + "input depth must be evenly divisible by filter depth")
         if c != w.shape[2]:
             raise unimplemented("Grouped convolutions are not supported on CPU.")
         if dy.shape[-1] != w.shape[3]:
-            raise invalid(f"Conv2DBackpropInput: filter and out_backprop must have the same "
-                          f"out_depth")
+            raise invalid(pre + "filter and out_backprop must have the same out_depth")
         outs, pads = self._out_geometry((ih, iw), w.shape[:2])
         for i, (want, got) in enumerate(zip(outs, dy.shape[1:3])):
             if want != got:
-                raise invalid(f"Conv2DBackpropInput: Size of out_backprop doesn't match "
+                raise invalid(f"Conv2DCustomBackpropInput: Size of out_backprop doesn't match "
                               f"computed: actual = {got}, computed = {want} spatial_dim: "
                               f"{i + 1} input: {(ih, iw)[i]} filter: {w.shape[i]} output: "
                               f"{got} stride: {self._strides[i]} dilation: "

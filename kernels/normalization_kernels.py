@@ -47,13 +47,12 @@ class _FusedBatchNormBase(OpKernel):
         if fmt not in formats:
             raise invalid("Invalid data format")
         self._channels_first = fmt.startswith("NC")
-        self._rank = 5 if "D" in fmt else 4
 
     def compute(self, ctx, inputs):
         x, scale, offset, mean, var = inputs
-        rank = self._rank
-        if x.ndim != rank:
-            raise invalid(f"input must be {rank}-dimensional{_debug(x.shape)}")
+        if x.ndim not in (4, 5):
+            raise invalid(f"input must be 4 or 5-dimensional{_debug(x.shape)}")
+        rank = x.ndim
         for name, t in (("scale", scale), ("offset", offset), ("mean", mean),
                         ("variance", var)):
             if t.ndim != 1:
@@ -65,7 +64,8 @@ class _FusedBatchNormBase(OpKernel):
                 raise invalid(f"{name} must have the same number of elements as the channels "
                               f"of x, got {t.shape[0]} and {channels}")
         if not self._training or self._factor != 1.0:
-            prefix = "When is_training=false, " if not self._training else ""
+            prefix = ("When is_training=false, " if not self._training else
+                      "When exponential_avg_factor != 1, ")
             for name, t in (("mean", mean), ("variance", var)):
                 if t.shape[0] != channels:
                     raise invalid(f"{prefix}{name} must have the same number of elements as "
@@ -80,7 +80,9 @@ class _FusedBatchNormBase(OpKernel):
             shift = offset.astype(np.float32) - mean.astype(np.float32) * scale_f
             y = xf * scale_f.reshape(shape)
             y += shift.reshape(shape)
-            outs = [y.astype(self._np_type, copy=False), mean, var, mean, var]
+            # reserve_space_1/2 are not read after inference: TF leaves them unset.
+            zeros = np.zeros(channels, u)
+            outs = [y.astype(self._np_type, copy=False), mean, var, zeros, zeros]
         else:
             axes = tuple(i for i in range(rank) if i != axis)
             count = x.size // max(1, channels)
@@ -107,7 +109,7 @@ class _FusedBatchNormBase(OpKernel):
             outs = [y.astype(self._np_type, copy=False), out_mean.astype(u),
                     out_var.astype(u), bmean.astype(u), bvar.astype(u)]
         if self.version == 3:
-            outs.append(np.zeros(0, u))
+            outs.append(np.zeros((), u))
         return outs
 
 

@@ -138,10 +138,16 @@ class _PoolBase(OpKernel):
             raise invalid(f"Sliding window stride field must specify {rank} dimensions")
         if ksize[0] != 1 or strides[0] != 1:
             raise unimplemented("Pooling is not yet supported on the batch dimension.")
-        for i, k in enumerate(ksize):
-            if k <= 0:
-                raise invalid(f"Sliding window ksize for dimension {i} was zero.")
+        if any(k <= 0 for k in ksize):
+            raise invalid(self.ksize_message(ksize))
         return self._reorder(ksize), self._reorder(strides)
+
+    def ksize_message(self, ksize) -> str:
+        bad = next(k for k in ksize if k <= 0)
+        if self.op == "max":
+            return ("Sliding window ksize must be positive. The specified or inferred ksize "
+                    f"is: {','.join(str(k) for k in ksize)}")
+        return f"ksize must be a positive int32 value, got:{bad}"
 
     def _reorder(self, values):
         """[N, *spatial, C] order of a per-dimension list in the op's data format."""
@@ -161,6 +167,8 @@ class _PoolBase(OpKernel):
         rank = self.num_spatial + 2
         window = self._window if self._window is not None else self.window_inputs(inputs)
         if x.ndim != rank:
+            if self.num_spatial == 2:
+                raise invalid(f"tensor_in_shape must have 2 spatial dimensions. {x.ndim} 0")
             raise invalid(f"tensor_in must be {rank}-dimensional")
         ksize, strides = window
         if self._channels_first:
@@ -179,10 +187,16 @@ class _PoolBase(OpKernel):
         if self._padding == "EXPLICIT":
             p = self._reorder([self._explicit[2 * i:2 * i + 2] for i in range(4)])
             pairs = [tuple(v) for v in p[1:-1]]
+        if self._padding == "EXPLICIT":
+            for side, pad, k in (("Top", pairs[0][0], ksizes[0]),
+                                 ("Bottom", pairs[0][1], ksizes[0]),
+                                 ("Left", pairs[1][0], ksizes[1]),
+                                 ("Right", pairs[1][1], ksizes[1])):
+                if pad >= k:
+                    raise invalid(f"{side} padding {pad} needs to be smaller than the window "
+                                  f"size {k}")
         outs, pads = [], []
         for size, k, s, (b, a) in zip(x.shape[1:-1], ksizes, strides, pairs):
-            if self._padding == "EXPLICIT" and (b >= k or a >= k):
-                raise invalid("Explicit padding must be smaller than the window size")
             o, before, after = windowed_output_size(size, k, 1, s, self._padding, b, a)
             outs.append(o)
             pads.append((before, after))
@@ -202,25 +216,24 @@ class _PoolBase(OpKernel):
         return total.astype(self._np_type) if self._half else total
 
     def _depthwise(self, x, ksize, strides):
-        raise unimplemented("Non-spatial pooling is not yet supported. Volunteers? :)")
-
-
-class _MaxPool2D(_PoolBase):
-    def _depthwise(self, x, ksize, strides):
-        """A window over channels only (TF's depthwise max pooling)."""
+        """A window over channels only (TF's PoolParameters checks, then the op's)."""
         depth_window, depth_stride = ksize[-1], strides[-1]
         if any(k != 1 for k in ksize[1:-1]) or any(s != 1 for s in strides[1:-1]):
             raise unimplemented("MaxPooling supports exactly one of pooling across depth or "
                                 "pooling across width/height.")
         if depth_window != depth_stride:
             raise unimplemented("Depthwise max pooling requires the depth window to equal "
-                                "the depth stride.")
+                                "the depth stride")
         if x.shape[-1] % depth_window:
             raise unimplemented("Depthwise max pooling requires the depth window to evenly "
-                                "divide the input depth.")
-        if self._padding != "VALID":
-            pass  # TF pools depth windows the same way whatever the spatial padding
+                                "divide the input depth")
+        if self.op != "max":
+            raise unimplemented("Non-spatial pooling is not yet supported. Volunteers? :)")
         return x.reshape(x.shape[:-1] + (x.shape[-1] // depth_window, depth_window)).max(-1)
+
+
+class _MaxPool2D(_PoolBase):
+    """MaxPool and MaxPoolV2."""
 
 
 @register_kernel("MaxPool", "CPU", T=_MAX_POOL_TYPES)
@@ -262,12 +275,9 @@ class _Pool3DBase(_PoolBase):
         if ksize[0] != 1 or strides[0] != 1:
             raise unimplemented("Pooling is not yet supported on the batch dimension.")
         if ksize[c] != 1 or strides[c] != 1:
-            raise unimplemented("MaxPooling3d is not yet supported on the depth dimension."
-                                if self.op == "max" else
-                                "AvgPooling3d is not yet supported on the depth dimension.")
-        for i, k in enumerate(ksize):
-            if k <= 0:
-                raise invalid(f"Sliding window ksize for dimension {i} was zero.")
+            raise unimplemented("Pooling is not yet supported on the depth dimension.")
+        if any(k <= 0 for k in ksize):
+            raise invalid(self.ksize_message(ksize))
         return self._reorder(ksize), self._reorder(strides)
 
 

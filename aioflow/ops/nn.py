@@ -1,5 +1,22 @@
 """The `af.nn` namespace: TF's `tf.nn` names for the core activations and helpers."""
 
+from aioflow.ops.nn_conv_ops import (
+    avg_pool,
+    avg_pool3d,
+    conv2d,
+    conv2d_transpose,
+    conv3d,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    fused_batch_norm,
+    l2_loss,
+    local_response_normalization,
+    lrn,
+    max_pool,
+    max_pool2d,
+    max_pool3d,
+    max_pool_v2,
+)
 from aioflow.ops.nn_ops import (
     bias_add,
     elu,
@@ -18,4 +35,7 @@ from aioflow.ops.nn_ops import (
 __all__ = [
     "relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "softmax",
     "log_softmax", "bias_add", "sigmoid", "tanh",
+    "conv2d", "conv2d_transpose", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native",
+    "max_pool", "max_pool2d", "max_pool_v2", "avg_pool", "max_pool3d", "avg_pool3d",
+    "fused_batch_norm", "lrn", "local_response_normalization", "l2_loss",
 ]

@@ -1,0 +1,243 @@
+#!/usr/bin/env python
+"""Convolution, pooling and batch-norm kernels against TensorFlow's, at MobileNetV2 1.0
+(224x224) and ResNet50 shapes, batch 1 and 8; prints one JSON object.
+
+For each case: the median time of aioflow's kernel (its `compute`, called directly, in
+this process) and of TF's same op (a `tf.compat.v1.Session` running only that op, its
+inputs read from ref variables so nothing is fed or fetched, in a separate worker process
+run with TF's Python), and the ratio aioflow / TF. The two sides are interleaved A B A B
+per case, so both see the same machine state. TF runs with its defaults (oneDNN on, every
+core); `--tf-eigen` turns oneDNN off (TF's plain Eigen kernels).
+
+Usage: python benchmarks/conv_ops.py [--quick] [--only substring] [--batches 1,8]
+           [--tf-python /work/peers-venv/bin/python] [--tf-eigen]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# (name, op, input shapes, attrs); shapes use B for the batch.
+M = "mobilenetv2"
+R = "resnet50"
+CASES = [
+    (f"{M}/conv3x3s2_224x3_32", "Conv2D", [("B", 224, 224, 3), (3, 3, 3, 32)],
+     dict(strides=[1, 2, 2, 1], padding="SAME")),
+    (f"{M}/conv1x1_112x32_16", "Conv2D", [("B", 112, 112, 32), (1, 1, 32, 16)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{M}/conv1x1_112x16_96", "Conv2D", [("B", 112, 112, 16), (1, 1, 16, 96)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{M}/conv1x1_56x144_24", "Conv2D", [("B", 56, 56, 144), (1, 1, 144, 24)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{M}/conv1x1_14x64_384", "Conv2D", [("B", 14, 14, 64), (1, 1, 64, 384)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{M}/conv1x1_7x320_1280", "Conv2D", [("B", 7, 7, 320), (1, 1, 320, 1280)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{M}/dw3x3s1_112x32", "DepthwiseConv2dNative", [("B", 112, 112, 32), (3, 3, 32, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{M}/dw3x3s2_112x96", "DepthwiseConv2dNative", [("B", 112, 112, 96), (3, 3, 96, 1)],
+     dict(strides=[1, 2, 2, 1], padding="SAME")),
+    (f"{M}/dw3x3s1_56x144", "DepthwiseConv2dNative", [("B", 56, 56, 144), (3, 3, 144, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{M}/dw3x3s1_28x192", "DepthwiseConv2dNative", [("B", 28, 28, 192), (3, 3, 192, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{M}/dw3x3s1_14x384", "DepthwiseConv2dNative", [("B", 14, 14, 384), (3, 3, 384, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{M}/dw3x3s1_7x960", "DepthwiseConv2dNative", [("B", 7, 7, 960), (3, 3, 960, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{M}/fbn_112x32", "FusedBatchNormV3", [("B", 112, 112, 32), (32,), (32,), (32,), (32,)],
+     dict(is_training=False, epsilon=0.001)),
+    (f"{M}/fbn_7x1280", "FusedBatchNormV3", [("B", 7, 7, 1280), (1280,), (1280,), (1280,),
+                                             (1280,)],
+     dict(is_training=False, epsilon=0.001)),
+    (f"{M}/avgpool7x7_7x1280", "AvgPool", [("B", 7, 7, 1280)],
+     dict(ksize=[1, 7, 7, 1], strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{R}/conv7x7s2_224x3_64", "Conv2D", [("B", 224, 224, 3), (7, 7, 3, 64)],
+     dict(strides=[1, 2, 2, 1], padding="SAME")),
+    (f"{R}/maxpool3x3s2_112x64", "MaxPool", [("B", 112, 112, 64)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")),
+    (f"{R}/conv1x1_56x64_256", "Conv2D", [("B", 56, 56, 64), (1, 1, 64, 256)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{R}/conv1x1s2_56x256_512", "Conv2D", [("B", 56, 56, 256), (1, 1, 256, 512)],
+     dict(strides=[1, 2, 2, 1], padding="VALID")),
+    (f"{R}/conv3x3_56x64_64", "Conv2D", [("B", 56, 56, 64), (3, 3, 64, 64)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{R}/conv3x3_28x128_128", "Conv2D", [("B", 28, 28, 128), (3, 3, 128, 128)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{R}/conv3x3_14x256_256", "Conv2D", [("B", 14, 14, 256), (3, 3, 256, 256)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{R}/conv3x3_7x512_512", "Conv2D", [("B", 7, 7, 512), (3, 3, 512, 512)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    (f"{R}/conv1x1_7x2048_512", "Conv2D", [("B", 7, 7, 2048), (1, 1, 2048, 512)],
+     dict(strides=[1, 1, 1, 1], padding="VALID")),
+    (f"{R}/fbn_56x256", "FusedBatchNormV3", [("B", 56, 56, 256), (256,), (256,), (256,),
+                                             (256,)],
+     dict(is_training=False, epsilon=1.001e-5)),
+    (f"{R}/avgpool7x7_7x2048", "AvgPool", [("B", 7, 7, 2048)],
+     dict(ksize=[1, 7, 7, 1], strides=[1, 1, 1, 1], padding="VALID")),
+    ("decoder/convT3x3s2_14x256_28x128", "Conv2DBackpropInput",
+     [("shape", "B", 28, 28, 128), (3, 3, 128, 256), ("B", 14, 14, 256)],
+     dict(strides=[1, 2, 2, 1], padding="SAME")),
+    ("video/conv3d3x3x3_8x56x3_64", "Conv3D", [("B", 8, 56, 56, 3), (3, 3, 3, 3, 64)],
+     dict(strides=[1, 1, 1, 1, 1], padding="SAME")),
+    ("video/maxpool3d2x2x2_8x28x64", "MaxPool3D", [("B", 8, 28, 28, 64)],
+     dict(ksize=[1, 2, 2, 2, 1], strides=[1, 2, 2, 2, 1], padding="VALID")),
+    ("video/avgpool3d2x2x2_8x28x64", "AvgPool3D", [("B", 8, 28, 28, 64)],
+     dict(ksize=[1, 2, 2, 2, 1], strides=[1, 2, 2, 2, 1], padding="VALID")),
+    ("alexnet/lrn_27x96", "LRN", [("B", 27, 27, 96)],
+     dict(depth_radius=2, alpha=2e-5, beta=0.75, bias=1.0)),
+]
+
+
+def make_inputs(shapes, batch: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape in shapes:
+        if shape[0] == "shape":
+            out.append(np.array([batch if d == "B" else d for d in shape[1:]], np.int32))
+            continue
+        dims = [batch if d == "B" else d for d in shape]
+        value = rng.standard_normal(dims).astype(np.float32)
+        if len(dims) == 1:
+            value = np.abs(value) + 0.5
+        out.append(value)
+    return out
+
+
+def time_fn(fn, min_time: float, min_reps: int = 3) -> float:
+    """Median seconds of fn() after one warm-up call."""
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_reps or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 200:
+            break
+    return statistics.median(times)
+
+
+# -- the TF worker (runs under TF's Python; reads one JSON case a line) ----------------------
+
+def tf_worker() -> None:
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    tf1.disable_eager_execution()
+    sessions = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        key = (req["name"], req["batch"])
+        if key not in sessions:
+            g = tf.Graph()
+            with g.as_default():
+                values = make_inputs([tuple(s) for s in req["shapes"]], req["batch"])
+                args = []
+                for i, v in enumerate(values):
+                    if v.dtype == np.int32:
+                        args.append(tf.constant(v))
+                    else:
+                        var = tf1.Variable(v, use_resource=False, name=f"in{i}")
+                        args.append(var)
+                op = getattr(tf.raw_ops, req["op"])
+                names = _arg_names(req["op"])
+                out = op(**dict(zip(names, args)), **req["attrs"])
+                target = out[0].op if isinstance(out, (list, tuple)) else out.op
+                sess = tf1.Session(graph=g)
+                sess.run(tf1.global_variables_initializer())
+            sessions[key] = (sess, target)
+        sess, target = sessions[key]
+        t = time_fn(lambda: sess.run(target), req["min_time"])
+        print(json.dumps({"seconds": t}), flush=True)
+
+
+def _arg_names(op: str) -> list[str]:
+    return {
+        "Conv2D": ["input", "filter"], "Conv3D": ["input", "filter"],
+        "DepthwiseConv2dNative": ["input", "filter"],
+        "Conv2DBackpropInput": ["input_sizes", "filter", "out_backprop"],
+        "MaxPool": ["input"], "AvgPool": ["value"], "MaxPool3D": ["input"],
+        "AvgPool3D": ["input"], "LRN": ["input"],
+        "FusedBatchNormV3": ["x", "scale", "offset", "mean", "variance"],
+    }[op]
+
+
+# -- aioflow's side ------------------------------------------------------------------------
+
+def af_kernel(op: str, values, attrs):
+    import aioflow as af
+    from aioflow.framework.op_def_library import apply_op
+    from aioflow.framework.op_kernel import create_kernel
+    from aioflow.runtime.kernel_library import load_builtin_kernels
+
+    load_builtin_kernels()
+    g = af.Graph()
+    with g.as_default():
+        args = [af.placeholder(af.as_dtype(v.dtype), shape=v.shape) for v in values]
+        out = apply_op(op, **dict(zip(_arg_names(op), args)), **attrs)
+        node = (out[0] if isinstance(out, (list, tuple)) else out).op.node_def
+    return create_kernel(node, device_type="CPU")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--tf-python", default=os.environ.get(
+        "TF_PYTHON", "/work/peers-venv/bin/python"))
+    parser.add_argument("--tf-eigen", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        tf_worker()
+        return
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    if args.tf_eigen:
+        env["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    worker = subprocess.Popen([args.tf_python, os.path.abspath(__file__), "--worker"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    min_time = 0.2 if args.quick else 0.6
+    results = []
+    for name, op, shapes, attrs in CASES:
+        if args.only and args.only not in name:
+            continue
+        for batch in [int(b) for b in args.batches.split(",")]:
+            values = make_inputs(shapes, batch)
+            kernel = af_kernel(op, values, attrs)
+            req = dict(name=name, op=op, shapes=[list(s) for s in shapes], attrs=attrs,
+                       batch=batch, min_time=min_time)
+            af_times, tf_times = [], []
+            for _ in range(1 if args.quick else 2):  # A B A B
+                worker.stdin.write(json.dumps(req) + "\n")
+                worker.stdin.flush()
+                tf_times.append(json.loads(worker.stdout.readline())["seconds"])
+                af_times.append(time_fn(lambda: kernel.compute(None, values), min_time))
+            a, t = min(af_times), min(tf_times)
+            results.append({"case": name, "op": op, "batch": batch,
+                            "aioflow_ms": round(a * 1e3, 3), "tf_ms": round(t * 1e3, 3),
+                            "ratio": round(a / t, 2),
+                            "aioflow_pool": bool(kernel.is_expensive(values))})
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    worker.stdin.close()
+    worker.wait()
+    ratios = [r["ratio"] for r in results]
+    print(json.dumps({
+        "benchmark": "conv_ops", "tf": "oneDNN off (Eigen)" if args.tf_eigen else "default",
+        "cpus": os.cpu_count(), "results": results,
+        "worst_ratio": max(ratios) if ratios else None,
+        "geomean_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 2) if ratios else None,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Convolution, pooling and normalisation kernels against TF 2.21 (tests/data/nn_conv_cases,
+made by tests/data/make_nn_conv_fixtures.py): the same outputs, or the same error class
+and message; plus checks against NumPy references at shapes the fixtures do not cover,
+the pool/inline decision, and errors naming the node in a session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kernel_testutil import create, run1, run_kernel
+
+import aioflow as af
+from aioflow.framework import errors
+
+DATA = Path(__file__).resolve().parent / "data"
+_MANIFEST = json.loads((DATA / "nn_conv_cases.json").read_text())
+_ARRAYS = np.load(DATA / "nn_conv_cases.npz", allow_pickle=False)
+# Errors TF reports while validating the NodeDef against the OpDef (before any kernel).
+CASES = [c for c in _MANIFEST["cases"] if "NodeDef:" not in c.get("message", "")]
+
+
+def _tolerance(dtype) -> dict:
+    if dtype in (np.float16,) or dtype.name == "bfloat16":
+        return dict(rtol=1e-2, atol=1e-2)
+    if dtype == np.float64:
+        return dict(rtol=1e-10, atol=1e-10)
+    return dict(rtol=2e-5, atol=2e-5)
+
+
+def _run(case):
+    inputs = [_ARRAYS[key] for _, key in case["inputs"]]
+    inputs = [v[()] if v.ndim == 0 else v for v in inputs]
+    kernel = create(case["op"], inputs, **case["attrs"])
+    return list(kernel.compute(None, inputs))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_matches_tensorflow(case):
+    if case["outcome"] == "error":
+        cls = getattr(errors, case["error"])
+        with pytest.raises(cls) as info:
+            _run(case)
+        assert type(info.value) is cls
+        assert info.value.message == case["message"]
+        return
+    outputs = _run(case)
+    expected = [_ARRAYS[key] for key in case["outputs"]]
+    assert len(outputs) == len(expected)
+    if case["op"].startswith("FusedBatchNorm") and not case["attrs"].get("is_training", True):
+        # reserve_space_1/2 after inference are uninitialised memory in TF.
+        outputs, expected = outputs[:3], expected[:3]
+    for got, want in zip(outputs, expected):
+        got = np.asarray(got)
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        assert got.shape == want.shape, (got.shape, want.shape)
+        if want.size and np.issubdtype(want.dtype, np.floating):
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                       **_tolerance(want.dtype))
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_fixture_covers_every_op():
+    ops = {c["op"] for c in CASES}
+    assert ops >= {"Conv2D", "Conv2DBackpropInput", "Conv3D", "DepthwiseConv2dNative",
+                   "MaxPool", "MaxPoolV2", "AvgPool", "MaxPool3D", "AvgPool3D",
+                   "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "BiasAddV1",
+                   "LRN", "L2Loss"}
+
+
+# -- NumPy references at model shapes ----------------------------------------------------------
+
+def _ref_conv(x, w, s, d, pads):
+    xp = np.pad(x.astype(np.float64), [(0, 0), pads[0], pads[1], (0, 0)])
+    kh, kw, _, o = w.shape
+    oh = (xp.shape[1] - (kh - 1) * d - 1) // s + 1
+    ow = (xp.shape[2] - (kw - 1) * d - 1) // s + 1
+    out = np.zeros((x.shape[0], oh, ow, o))
+    for i in range(kh):
+        for j in range(kw):
+            v = xp[:, i * d:i * d + (oh - 1) * s + 1:s, j * d:j * d + (ow - 1) * s + 1:s]
+            out += v @ w[i, j].astype(np.float64)
+    return out
+
+
+def _same(size, k, s, d=1):
+    out = -(-size // s)
+    need = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+    return need // 2, need - need // 2
+
+
+@pytest.mark.parametrize("n, h, c, k, o, s", [
+    (2, 17, 3, 3, 8, 2), (1, 30, 16, 1, 24, 1), (3, 12, 8, 7, 4, 2), (1, 9, 32, 3, 32, 1),
+    (9, 8, 4, 3, 5, 1),  # more batches than fit one block
+])
+def test_conv2d_same_matches_reference(n, h, c, k, o, s):
+    rng = np.random.default_rng(h * k)
+    x = rng.standard_normal((n, h, h + 1, c)).astype(np.float32)
+    w = rng.standard_normal((k, k, c, o)).astype(np.float32)
+    got = run1("Conv2D", [x, w], strides=[1, s, s, 1], padding="SAME")
+    want = _ref_conv(x, w, s, 1, [_same(h, k, s), _same(h + 1, k, s)])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_large_batch_is_blocked(monkeypatch):
+    """Blocks of output rows smaller than an image give the same result."""
+    from aioflow.kernels import conv_kernels
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 20, 20, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
+    whole = run1("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    monkeypatch.setattr(conv_kernels, "_BLOCK_BYTES", 256)
+    blocked = run1("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    np.testing.assert_allclose(blocked, whole, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("s, m, d", [(1, 1, 1), (2, 1, 1), (1, 3, 1), (2, 2, 1), (1, 1, 2)])
+def test_depthwise_matches_reference(s, m, d):
+    rng = np.random.default_rng(s * 10 + m)
+    x = rng.standard_normal((2, 15, 14, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 6, m)).astype(np.float32)
+    got = run1("DepthwiseConv2dNative", [x, w], strides=[1, s, s, 1], padding="SAME",
+               dilations=[1, d, d, 1])
+    pads = [_same(15, 3, s, d), _same(14, 3, s, d)]
+    want = np.stack([_ref_conv(x[..., ci:ci + 1], w[:, :, ci:ci + 1, :], s, d, pads)
+                     for ci in range(6)], axis=3).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad, s, k", [("SAME", 2, 3), ("VALID", 1, 3), ("SAME", 2, 1),
+                                       ("VALID", 3, 2)])
+def test_backprop_input_is_the_adjoint_of_conv2d(pad, s, k):
+    """<conv(x), dy> == <x, conv_backprop_input(dy)> for every x and dy."""
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2, 11, 10, 3))
+    w = rng.standard_normal((k, k, 3, 4))
+    y = run1("Conv2D", [x, w], strides=[1, s, s, 1], padding=pad)
+    dy = rng.standard_normal(y.shape)
+    dx = run1("Conv2DBackpropInput", [np.array(x.shape, np.int32), w, dy],
+              strides=[1, s, s, 1], padding=pad)
+    assert dx.shape == x.shape
+    np.testing.assert_allclose((y * dy).sum(), (x * dx).sum(), rtol=1e-10)
+
+
+def test_max_pool_ignores_padding_for_negative_inputs():
+    x = -np.ones((1, 3, 3, 1), np.float32) - np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
+    y = run1("MaxPool", [x], ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")
+    assert y[0, 0, 0, 0] == -1 and y.max() < 0
+
+
+def test_avg_pool_same_counts_only_inside_taps():
+    x = np.ones((1, 4, 4, 2), np.float32)
+    y = run1("AvgPool", [x], ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
+    np.testing.assert_array_equal(y, np.ones_like(y))
+
+
+# -- pool or inline ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, small, big, attrs", [
+    ("Conv2D", [(1, 8, 8, 3), (3, 3, 3, 4)], [(1, 56, 56, 64), (3, 3, 64, 64)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("DepthwiseConv2dNative", [(1, 8, 8, 3), (3, 3, 3, 1)], [(1, 112, 112, 32), (3, 3, 32, 1)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("MaxPool", [(1, 8, 8, 3)], [(1, 112, 112, 64)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")),
+    ("AvgPool", [(1, 8, 8, 3)], [(8, 7, 7, 2048)],
+     dict(ksize=[1, 7, 7, 1], strides=[1, 1, 1, 1], padding="VALID")),
+    ("FusedBatchNormV3", [(1, 4, 4, 3), (3,), (3,), (3,), (3,)],
+     [(1, 112, 112, 32), (32,), (32,), (32,), (32,)], dict(is_training=False)),
+])
+def test_expensive_by_size_of_work(op, small, big, attrs):
+    small_in = [np.ones(s, np.float32) for s in small]
+    big_in = [np.ones(s, np.float32) for s in big]
+    kernel = create(op, small_in, **attrs)
+    assert kernel.expensive is None
+    assert not kernel.is_expensive(small_in)
+    assert kernel.is_expensive(big_in)
+
+
+# -- errors name the node in a session ---------------------------------------------------------
+
+def test_kernel_error_names_the_node():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, name="x")
+        y = af.nn.conv2d(x, np.ones((3, 3, 2, 4), np.float32), strides=1, padding="VALID",
+                         name="my_conv")
+    with af.SyncSession(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=re.escape("input depth must be evenly divisible by filter "
+                                           "depth: 3 vs 2") + r"[\s\S]*\{\{node my_conv\}\}"):
+            sess.run(y, {x: np.ones((1, 5, 5, 3), np.float32)})
+
+
+def test_construction_error_names_the_node():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, name="x")
+        y = af.nn.max_pool2d(x, ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="SAME",
+                             name="pool")
+    op_def_node = y.op.node_def
+    assert op_def_node.name == "pool"
+    with af.SyncSession(graph=g) as sess:
+        out = sess.run(y, {x: np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)})
+    assert out.shape == (1, 4, 4, 1) and out[0, 0, 0, 0] == 5
+
+
+def test_training_batch_norm_statistics():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    ones, zeros = np.ones(2, np.float32), np.zeros(2, np.float32)
+    y, mean, var, r1, r2, r3 = run_kernel("FusedBatchNormV3", [x, ones, zeros, zeros, ones],
+                                          is_training=True, epsilon=0.0)
+    np.testing.assert_allclose(mean, x.mean(axis=(0, 1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(var, x.var(axis=(0, 1, 2), ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(r2, x.var(axis=(0, 1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(y.mean(axis=(0, 1, 2)), 0, atol=1e-5)
