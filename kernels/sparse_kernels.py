@@ -593,8 +593,11 @@ class SparseAddOp(OpKernel):
                            f"{shape_str(thresh.shape)}")
         a = a_ix.astype(np.int64, copy=False)
         b = b_ix.astype(np.int64, copy=False)
+        merged = _merge_flat(a, a_val, b, b_val, thresh[()], a_shape.tolist())
+        if merged is not None:
+            return merged[0], merged[1], a_shape
         if _is_sorted(a, strict=False) and _is_sorted(b, strict=False):
-            out_ix, out_val = _merge_sorted(a, a_val, b, b_val, thresh[()], a_shape.tolist())
+            out_ix, out_val = _merge_sorted(a, a_val, b, b_val, thresh[()])
         else:
             out_ix, out_val = _merge_loop(a, a_val, b, b_val, thresh[()])
         return out_ix, out_val, a_shape
@@ -606,7 +609,7 @@ def _summarize(v: np.ndarray) -> str:
     return " ".join(items) + ("..." if v.size > 10 else "")
 
 
-def _merge_sorted(a, a_val, b, b_val, thresh, shape):
+def _merge_sorted(a, a_val, b, b_val, thresh):
     """TF's merge of two lexicographically sorted index lists, vectorised: within a run of
     equal indices the k-th entry of a meets the k-th of b; their sum is kept when
     thresh <= |sum|, the entries left over follow."""
@@ -617,15 +620,39 @@ def _merge_sorted(a, a_val, b, b_val, thresh, shape):
         return keys, values
     side = np.repeat(np.array([0, 1], dtype=np.int8), [na, nb])
     rank = np.concatenate([_rank_in_run(a), _rank_in_run(b)])
-    flat = _flat_key(keys, list(range(keys.shape[1])), shape)
-    cols = [flat] if flat is not None else [keys[:, d] for d in
-                                            range(keys.shape[1] - 1, -1, -1)]
+    cols = [keys[:, d] for d in range(keys.shape[1] - 1, -1, -1)]
     order = np.lexsort([side, rank] + cols)
     keys, values, rank, side = keys[order], values[order], rank[order], side[order]
     pair = np.zeros(len(keys), dtype=bool)  # an entry of a met by the next one (of b)
     if len(keys) > 1:
         pair[:-1] = ((keys[1:] == keys[:-1]).all(axis=1) & (rank[1:] == rank[:-1])
                      & (side[:-1] == 0) & (side[1:] == 1))
+    return _sum_pairs(keys, values, pair, thresh)
+
+
+def _merge_flat(a, a_val, b, b_val, thresh, shape):
+    """_merge_sorted on one int64 key per entry, when the indices lie within `shape` and both
+    sides are sorted (the common case); None otherwise."""
+    cols = list(range(a.shape[1]))
+    fa, fb = _flat_key(a, cols, shape), _flat_key(b, cols, shape)
+    if fa is None or fb is None or (fa[1:] < fa[:-1]).any() or (fb[1:] < fb[:-1]).any():
+        return None
+    flat = np.concatenate([fa, fb])
+    rank = np.concatenate([_rank_in_flat_run(fa), _rank_in_flat_run(fb)])
+    order = _merge_order(flat, rank, len(fa))
+    if order is None:
+        return None
+    keys = np.concatenate([a, b])[order]
+    values = np.concatenate([a_val, b_val])[order]
+    comp = (flat * (int(rank.max()) + 1) + rank)[order]
+    pair = np.zeros(len(comp), dtype=bool)  # an entry of a met by the next one, of b
+    pair[:-1] = comp[1:] == comp[:-1]
+    return _sum_pairs(keys, values, pair, thresh)
+
+
+def _sum_pairs(keys, values, pair, thresh):
+    """Entries flagged in `pair` take the next entry's value added and drop it; a sum is kept
+    when thresh <= |sum|."""
     keep = np.ones(len(keys), dtype=bool)
     where = np.flatnonzero(pair)
     if len(where):
@@ -634,6 +661,30 @@ def _merge_sorted(a, a_val, b, b_val, thresh, shape):
         keep[where + 1] = False
         keep[where] = thresh <= np.abs(values[where])
     return keys[keep], values[keep]
+
+
+def _rank_in_flat_run(flat: np.ndarray) -> np.ndarray:
+    """For a sorted key: each entry's position within its run of equal keys."""
+    n = len(flat)
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = flat[1:] != flat[:-1]
+    return np.arange(n) - np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+
+
+def _merge_order(flat: np.ndarray, rank: np.ndarray, na: int) -> np.ndarray | None:
+    """The merged order of a's entries (the first `na`) and b's, both sorted, by (flat key,
+    rank in run, a before b), by binary search: a key (flat, rank) is strictly increasing
+    within each side. None when the combined key would not fit in an int64."""
+    width = int(rank.max()) + 1
+    if float(flat.max()) * width >= 2.0**62:
+        return None
+    comp = flat * width + rank
+    ca, cb = comp[:na], comp[na:]
+    order = np.empty(len(comp), dtype=np.intp)
+    order[np.arange(na) + np.searchsorted(cb, ca, side="left")] = np.arange(na)
+    order[np.arange(len(cb)) + np.searchsorted(ca, cb, side="right")] = \
+        np.arange(na, len(comp))
+    return order
 
 
 def _rank_in_run(ix: np.ndarray) -> np.ndarray:
