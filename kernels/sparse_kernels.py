@@ -76,11 +76,13 @@ def _flat_key(ix: np.ndarray, cols, shape) -> np.ndarray | None:
     """One int64 per row ordering the rows as their columns `cols` do lexicographically (the
     row-major offset in `shape` of those columns), when every index is within `shape` and
     the offsets fit in an int64; else None."""
-    if shape is None or not len(cols) or not ix.shape[0]:
+    if shape is None or not len(cols):
         return None
     dims = [int(shape[c]) for c in cols]
     if min(dims) <= 0 or float(np.prod(dims, dtype=np.float64)) >= 2.0**62:
         return None
+    if not ix.shape[0]:
+        return np.zeros(0, dtype=np.int64)
     sub = ix[:, cols]
     if sub.min() < 0 or (sub >= np.asarray(dims, dtype=np.int64)).any():
         return None
@@ -638,6 +640,8 @@ def _merge_flat(a, a_val, b, b_val, thresh, shape):
     if fa is None or fb is None or (fa[1:] < fa[:-1]).any() or (fb[1:] < fb[:-1]).any():
         return None
     flat = np.concatenate([fa, fb])
+    if not len(flat):
+        return np.concatenate([a, b]), np.concatenate([a_val, b_val])
     rank = np.concatenate([_rank_in_flat_run(fa), _rank_in_flat_run(fb)])
     order = _merge_order(flat, rank, len(fa))
     if order is None:
