@@ -233,6 +233,36 @@ async def test_a_large_input_falls_back_to_the_pool_and_later_runs_still_work(mo
         direct.close()
 
 
+async def test_inputs_broadcasting_to_a_large_output_leave_the_segment(monkeypatch):
+    """Two small inputs of other shapes ((n, 1) and (1, n)) may broadcast to a large
+    output: the compiled segment falls back, and node by node the executor sends the
+    member to the pool by its output size; values identical in every mode."""
+    g = af.Graph()
+    with g.as_default():
+        a = af.placeholder(af.float32, [None, None], name="a")
+        b = af.placeholder(af.float32, [None, None], name="b")
+        y = (a + b) * 2.0 - 1.0
+    small = {a: np.ones((3, 1), np.float32), b: np.full((1, 3), 2.0, np.float32)}
+    large = {a: np.ones((300, 1), np.float32), b: np.full((1, 300), 2.0, np.float32)}
+    order = [small, small, large, small]
+    want = [(v[a] + v[b]) * np.float32(2) - np.float32(1) for v in order]
+    assert_all_modes(await run_in_modes(monkeypatch, g, y, order), want)
+
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    direct, eak = executors_for(g, [a, b], [y])
+    try:
+        (impl,) = eak.executors
+        (segment,) = impl.segments
+        for v, expected in zip(order, want, strict=True):
+            assert_identical(await direct.run_executors(eak, [v[a], v[b]]), [expected])
+        assert segment.fallbacks == 1 and segment.fn is not None
+        # The fed values (read by _Arg members) decide whether the members must test
+        # their broadcasts: the large run left before computing a + b, not after it.
+        assert "uniform = uniform_shapes((ctx.args[0], ctx.args[1],)" in segment.source
+    finally:
+        direct.close()
+
+
 # -- errors name the original node -------------------------------------------------------------
 
 @pytest.mark.usefixtures("segments_mode")

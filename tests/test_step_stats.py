@@ -148,3 +148,25 @@ async def test_timeline_is_a_chrome_trace_of_the_step():
     no_flow = json.loads(af.Timeline(md.step_stats).generate_chrome_trace_format(
         show_dataflow=False))
     assert not [e for e in no_flow["traceEvents"] if e["ph"] in ("s", "t")]
+
+
+async def test_small_inputs_broadcasting_to_a_large_output_run_on_the_pool():
+    """(n, 1) + (1, n) has two small inputs and n * n outputs: the executor decides by the
+    broadcast output's size (it held the loop 110 ms at n = 15000), equal shapes and
+    small products stay inline."""
+    g = af.Graph()
+    with g.as_default():
+        a = af.placeholder(af.float32, [None, None], name="a")
+        b = af.placeholder(af.float32, [None, None], name="b")
+        out = af.add(a, b, name="bcast")
+    loop_tid = threading.get_native_id()
+    cases = [((300, 1), (1, 300), True), ((200, 200), (200, 200), False),
+             ((1, 300), (300, 1), True), ((30, 1), (1, 30), False)]
+    async with af.Session(graph=g) as sess:
+        for sa, sb, on_pool in cases:
+            md = af.RunMetadata()
+            value = await sess.run(out, {a: np.ones(sa, np.float32), b: np.ones(sb, np.float32)},
+                                   run_metadata=md,
+                                   options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE))
+            assert value.shape == np.broadcast_shapes(sa, sb)
+            assert (_by_name(md)["bcast"][1].thread_id != loop_tid) == on_pool, (sa, sb)

@@ -17,6 +17,7 @@ flight; `done` then holds None or the first error.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from functools import partial
 from time import perf_counter
@@ -27,6 +28,15 @@ from aioflow.framework import errors
 from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
+
+
+def broadcast_size(a, b) -> int:
+    """The element count of `a` and `b` broadcast together (0 when they do not broadcast:
+    the kernel then raises its error inline, cheaply)."""
+    try:
+        return math.prod(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        return 0
 
 
 def wrap_error(exc: BaseException, item, where: str = "") -> errors.OpError:
@@ -146,7 +156,10 @@ class ExecutorStateBase:
         mode = item.mode
         if mode == BY_SIZE:
             limit = item.pool_above
-            if args[0].size <= limit and args[-1].size <= limit:
+            a, b = args[0], args[-1]
+            if a.size <= limit and b.size <= limit and (
+                    a.size * b.size <= limit or a.shape == b.shape
+                    or broadcast_size(a, b) <= limit):  # (n, 1) + (1, n) is n * n
                 return False
         elif mode == MAYBE and not item.is_expensive(args):
             return False

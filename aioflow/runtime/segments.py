@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 from collections import defaultdict, deque
 
+import numpy as np
+
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
 
 #: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
@@ -142,6 +144,18 @@ def topological_order(nodes, dense: dict, outs: list | None = None) -> list[int]
     return order
 
 
+def _uniform_shapes(values: tuple, shape) -> bool:
+    """Whether all of `values` that hold more than one element have one shape (that of
+    the segment's constants, when one of them has more than one element)."""
+    for value in values:
+        if value.size != 1:
+            if shape is None:
+                shape = value.shape
+            elif value.shape != shape:
+                return False
+    return True
+
+
 class Segment:
     """One compiled segment: its members, the outputs the outside consumes, its code."""
 
@@ -233,18 +247,42 @@ class Segment:
                 namespace[f"k{src}_{slot}"] = value
                 namespace[f"k{src}_{slot}_size"] = getattr(value, "size", 1)  # no test
                 names[(src, slot)] = f"k{src}_{slot}"
+        # Values from outside the segment, once per producer output: every member input
+        # slot it feeds holds the same value (read the first one).
+        inside = {(m.id, slot) for m in self.members for slot in range(m.num_outputs)}
+        outside: list[str] = []
         for member in self.members:
-            args = []
-            for k, (src, slot) in enumerate(self.sources[member.id]):
-                name = names.get((src, slot))
-                if name is None:  # fed from outside the segment: read its input slot
-                    name = f"a{member.id}_{k}"
+            for k, source in enumerate(self.sources[member.id]):
+                if source not in names and source not in inside:
+                    name = names[source] = f"x{source[0]}_{source[1]}"
+                    outside.append(name)
                     lines.append(f"    {name} = inputs[{member.input_start + k}]")
-                args.append(name)
+        # _Arg members bring in fed values too (read here from the run's arguments)
+        fed = [f"ctx.args[{m.kernel.index}]" for m in self.members if m.op == "_Arg"]
+        self._uniform_test(lines, namespace, outside + fed)
+        for member in self.members:
+            args = [names[source] for source in self.sources[member.id]]
             lines.extend(self._member_lines(member, args, names, namespace, checked))
         outs = [names[(m.id, slot)] for m, slot in self.outputs]
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         return "\n".join(lines) + "\n", namespace
+
+    def _uniform_test(self, lines: list[str], namespace: dict, outside: list[str]) -> None:
+        """Whether every value entering the segment (inputs, fed arguments, constants) has
+        one shape or one element: then no member's broadcast can exceed its inputs' size, and the
+        members skip that test (`uniform`, computed once per entry)."""
+        values = [v for kernel in self.constants.values() for v in kernel.compute(None, [])]
+        values += [v for m in self.members if m.kernel.is_constant
+                   for v in m.kernel.compute(None, [])]
+        shapes = {np.shape(v) for v in values if np.size(v) != 1}
+        if len(shapes) > 1:
+            return  # no `uniform`: every member tests its broadcast
+        namespace["uniform_shapes"] = _uniform_shapes
+        namespace["const_shape"] = shapes.pop() if shapes else None
+        if outside:
+            lines.append(f"    uniform = uniform_shapes(({', '.join(outside)},), const_shape)")
+        else:
+            lines.append("    uniform = True")
 
     @staticmethod
     def _member_lines(member: NodeItem, args: list[str], names: dict, namespace: dict,
@@ -271,6 +309,13 @@ class Segment:
             if test:
                 lines.append("    if " + " or ".join(f"{a}.size > {limit}" for a in test)
                              + ": return None")
+            a, b = args[0], args[-1]
+            if a != b and 1 not in (namespace.get(f"{a}_size"), namespace.get(f"{b}_size")):
+                # two small inputs of other shapes may broadcast to a large output:
+                # node by node, where the executor decides by that output's size
+                guard = "not uniform and " if "uniform_shapes" in namespace else ""
+                lines.append(f"    if {guard}{a}.size * {b}.size > {limit} "
+                             f"and {a}.shape != {b}.shape: return None")
         elif member.mode == MAYBE:
             namespace[f"e{i}"] = member.is_expensive
             lines.append(f"    if e{i}([{', '.join(args)}]): return None")
