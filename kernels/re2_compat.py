@@ -80,7 +80,7 @@ def _class_escape(ch: str) -> str:
     return ch
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _category_ranges(name: str) -> str | None:
     """A Python class body of the code points of Unicode general category `name` (one
     letter for the major class, two for a subcategory, or "Any"); None if unknown."""

@@ -119,8 +119,8 @@ class StringJoinOp(_StringKernel):
         n = math.prod(shape)
         flats = [a.ravel().tolist() if a.ndim else [a.item()] * n for a in arrays]
         sep = self.sep
-        return [_object_array([sep.join(t) for t in zip(*flats)] if flats else [b""] * n,
-                              shape)]
+        joined = [sep.join(t) for t in zip(*flats, strict=True)] if flats else [b""] * n
+        return [_object_array(joined, shape)]
 
 
 @register_kernel("ReduceJoin", "CPU")

@@ -14,6 +14,9 @@ It writes (deterministically):
 * ``string_hash_buckets.json`` -- strings of every length 0..200 (ASCII, random bytes,
   unicode) with TF's ``Fingerprint64`` (``tf.fingerprint``, little-endian) and the
   buckets of ``StringToHashBucketFast`` / ``StringToHashBucketStrong``.
+* ``string_saver_graph.pb`` / ``.json`` -- a GraphDef with the checkpoint nodes TF's
+  sharded Saver writes (StringJoin, ShardedFilename, ShardedFilespec, SaveV2, RestoreV2,
+  MergeV2Checkpoints) over constants, and the values TF fetched from its string nodes.
 * ``string_opdefs.json`` -- TF's OpDefs (text format, without docs) of the string and
   checkpoint ops aioflow registers.
 
@@ -387,7 +390,7 @@ def run_case(tf, op, inputs, attrs):
 
     op_def = op_def_registry.get(op)
     kwargs = {}
-    for arg, spec in zip(op_def.input_arg, inputs):
+    for arg, spec in zip(op_def.input_arg, inputs, strict=True):
         if isinstance(spec, list):
             kwargs[arg.name] = [make_tf_tensor(tf, t) for t in spec]
         else:
@@ -461,6 +464,36 @@ def make_opdefs() -> dict:
     return out
 
 
+def make_saver_graph(tf):
+    """The checkpoint nodes of a sharded Saver, over constants (no variables)."""
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        prefix = v1.placeholder_with_default("/tmp/model.ckpt", [], name="save/Const")
+        tmp = tf.strings.join([prefix, "_temp/part"], name="save/StringJoin")
+        num = tf.constant(2, name="save/num_shards")
+        shard = tf.constant(0, name="save/ShardedFilename/shard")
+        fname = tf.raw_ops.ShardedFilename(basename=tmp, shard=shard, num_shards=num,
+                                           name="save/ShardedFilename")
+        w = tf.constant([1.0, 2.0], name="w")
+        save = tf.raw_ops.SaveV2(prefix=fname, tensor_names=["w"], shape_and_slices=[""],
+                                 tensors=[w], name="save/SaveV2")
+        with tf.control_dependencies([save]):
+            pack = tf.stack([fname], name="save/MergeV2Checkpoints/checkpoint_prefixes")
+        tf.raw_ops.MergeV2Checkpoints(checkpoint_prefixes=pack, destination_prefix=prefix,
+                                      name="save/MergeV2Checkpoints")
+        spec = tf.raw_ops.ShardedFilespec(basename=prefix, num_shards=num,
+                                          name="save/ShardedFilespec")
+        tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=["w"], shape_and_slices=[""],
+                             dtypes=[tf.float32], name="save/RestoreV2")
+        with v1.Session(graph=g) as sess:
+            values = sess.run({"save/StringJoin:0": tmp, "save/ShardedFilename:0": fname,
+                               "save/ShardedFilespec:0": spec})
+    (HERE / "string_saver_graph.pb").write_bytes(
+        g.as_graph_def().SerializeToString(deterministic=True))
+    return {k: v.decode() for k, v in values.items()}
+
+
 def main() -> None:
     import tensorflow as tf
 
@@ -469,6 +502,8 @@ def main() -> None:
 
     dump("string_kernels.json", {"tensorflow": tf.__version__, "cases": make_kernel_cases(tf)})
     dump("string_hash_buckets.json", {"tensorflow": tf.__version__, **make_hash_fixture(tf)})
+    dump("string_saver_graph.json", {"tensorflow": tf.__version__,
+                                     "fetches": make_saver_graph(tf)})
     dump("string_opdefs.json", {"tensorflow": tf.__version__, "opdefs": make_opdefs()})
 
 
