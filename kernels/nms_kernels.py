@@ -21,6 +21,8 @@ selected boxes.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import heapq
 
 import numpy as np
@@ -33,6 +35,38 @@ from .cwise_kernels import shape_str
 #: NMS calls with more boxes than this go to the thread pool.
 POOL_ABOVE = 1024
 _F32 = np.float32
+_EXPF = None  # libm's expf through ctypes (False: none), loaded at first use
+
+
+def _libm_expf():
+    global _EXPF
+    if _EXPF is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+            fn = lib.expf
+            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+            _EXPF = fn
+        except (OSError, AttributeError):  # no C math library: correctly rounded instead
+            _EXPF = False
+    return _EXPF
+
+
+def expf(x: np.ndarray) -> np.ndarray:
+    """exp of float32 values as C's expf (TF's weight), vectorised: exp in double,
+    rounded to float32, which is expf's result except where the exact value lies within
+    1/100 ULP of a rounding midpoint; those few are asked of the C library itself."""
+    x = np.asarray(x, _F32)
+    wide = np.exp(x.astype(np.float64))
+    out = wide.astype(_F32)
+    with np.errstate(invalid="ignore"):
+        frac = (wide - out.astype(np.float64)) / np.spacing(out).astype(np.float64)
+        near = np.abs(np.abs(frac) - 0.5) < 0.01
+    if near.any() and _libm_expf():
+        fn = _libm_expf()
+        out = out.copy()
+        for i in np.flatnonzero(near.ravel()):
+            out.flat[i] = fn(float(x.flat[i]))
+    return out
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -129,23 +163,23 @@ def _queued_nms(c, scores, order, max_out: int, iou_threshold, score_threshold,
     heapq.heapify(heap)
     selected: list[int] = []
     selected_scores: list[float] = []
-    score_thr = _F32(score_threshold)
+    score_thr = dtype.type(score_threshold)
     while len(selected) < max_out and heap:
         neg, box, begin = heapq.heappop(heap)
-        original = _F32(-neg)
+        original = dtype.type(-neg)
         score = original
         hard = False
         if begin < len(selected):
             js = np.asarray(selected[begin:][::-1])
             sim = iou_with(c, box, js).astype(dtype)
             with np.errstate(invalid="ignore", over="ignore"):
-                weight = np.exp(scale * sim * sim).astype(dtype)
+                weight = expf(scale * sim * sim).astype(dtype)
                 keep = sim <= iou_threshold
             if not soft:
                 weight = np.where(keep, weight, dtype.type(0))
             with np.errstate(invalid="ignore", over="ignore"):
                 running = np.multiply.accumulate(
-                    np.concatenate([[original], weight.astype(_F32)]).astype(_F32))[1:]
+                    np.concatenate([[original], weight]).astype(dtype))[1:]
             stop = len(js)
             if not soft:
                 over = np.flatnonzero(sim > iou_threshold)
