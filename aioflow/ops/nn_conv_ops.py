@@ -17,6 +17,8 @@ def _get_sequence(value, n: int, channel_index: int, name: str) -> list[int]:
     """TF's _get_sequence: an int or an n- or (n+2)-list as a full per-dimension list."""
     if value is None:
         return [1] * (n + 2)
+    if isinstance(value, tuple):
+        value = list(value)
     if isinstance(value, (int, np.integer)):
         current_n = 1
         value = [int(value)]
@@ -74,8 +76,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
         data_format = "NHWC"
     channel_index = _channel_index(data_format, 4)
     strides = _get_sequence(strides, 2, channel_index, "strides")
-    dilations = _get_sequence(list(dilations) if dilations is not None else None, 2,
-                              channel_index, "dilations")
+    dilations = _get_sequence(dilations, 2, channel_index, "dilations")
     return apply_op("Conv2D", name=name, input=input, filter=filter, strides=strides,
                     padding=padding, use_cudnn_on_gpu=use_cudnn_on_gpu,
                     explicit_paddings=explicit_paddings, data_format=data_format,
@@ -237,8 +238,7 @@ def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None): 
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
                      data_format="NHWC", is_training=True, name=None,
                      exponential_avg_factor=1.0):
-    """FusedBatchNormV3; returns (y, running_mean, running_var) as tf.compat.v1's does
-    (epsilon raised to cuDNN's minimum 1.001e-5, as TF's builder does)."""
+    """FusedBatchNormV3; returns (y, running_mean, running_var) as tf.compat.v1's does."""
     if (not is_training or exponential_avg_factor != 1.0) and (mean is None or variance is None):
         raise ValueError("Both `mean` and `variance` must be a 1D tensor when `is_training` "
                          "is False or `exponential_avg_factor` != 1.0. Received: `mean` "
@@ -250,8 +250,6 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
         mean = constant([])
     if variance is None:
         variance = constant([])
-    min_epsilon = 1.001e-5
-    epsilon = epsilon if epsilon > min_epsilon else min_epsilon
     outs = apply_op("FusedBatchNormV3", name=name, x=x, scale=scale, offset=offset, mean=mean,
                     variance=variance, epsilon=epsilon,
                     exponential_avg_factor=exponential_avg_factor, data_format=data_format,

@@ -372,6 +372,92 @@ def _cases():
     return cases
 
 
+# -- builder programs: ``tf`` is tf.compat.v1 here and aioflow in the tests --------------------
+
+def builder_conv(tf):
+    """conv2d (int/list strides, explicit padding, dilations), conv2d_transpose,
+    depthwise_conv2d (TF's composition) and depthwise_conv2d_native, conv3d."""
+    x = tf.placeholder(tf.float32, shape=[None, 8, 8, 3], name="x")
+    w = tf.constant(_x((3, 3, 3, 4), 30), name="w")
+    wd = tf.constant(_x((3, 3, 3, 2), 31), name="wd")
+    y1 = tf.nn.conv2d(x, w, strides=2, padding="SAME")
+    y2 = tf.nn.conv2d(x, filters=w, strides=[1, 1], padding=[[0, 0], [1, 1], [2, 0], [0, 0]],
+                      dilations=2, name="explicit")
+    y3 = tf.nn.conv2d_transpose(y1, w, output_shape=[2, 8, 8, 3], strides=2, padding="SAME")
+    y4 = tf.nn.depthwise_conv2d(x, wd, strides=[1, 1, 1, 1], padding="SAME")
+    y5 = tf.nn.depthwise_conv2d_native(x, wd, strides=[1, 2, 2, 1], padding="VALID",
+                                       name="dwn")
+    x5 = tf.placeholder(tf.float32, shape=[None, 4, 6, 6, 2], name="x5")
+    w5 = tf.constant(_x((2, 3, 3, 2, 3), 32), name="w5")
+    y6 = tf.nn.conv3d(x5, w5, strides=[1, 1, 2, 2, 1], padding="SAME")
+    return [y1, y2, y3, y4, y5, y6]
+
+
+def builder_pool(tf):
+    """max_pool / max_pool2d / max_pool_v2 / avg_pool / max_pool3d / avg_pool3d."""
+    x = tf.placeholder(tf.float32, shape=[None, 8, 8, 3], name="x")
+    x5 = tf.placeholder(tf.float32, shape=[None, 4, 6, 6, 2], name="x5")
+    return [
+        tf.nn.max_pool(x, ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+        tf.nn.max_pool(x, ksize=2, strides=2, padding="VALID", name="mp_int"),
+        tf.nn.max_pool2d(x, ksize=3, strides=1, padding="SAME"),
+        tf.nn.max_pool_v2(x, ksize=[2, 2], strides=[2, 2], padding="VALID"),
+        tf.nn.max_pool(x, ksize=3, strides=2, padding=[[0, 0], [1, 1], [1, 1], [0, 0]],
+                       name="mp_explicit"),
+        tf.nn.avg_pool(x, ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+        tf.nn.max_pool3d(x5, ksize=2, strides=2, padding="VALID"),
+        tf.nn.avg_pool3d(x5, ksize=[1, 2, 2, 2, 1], strides=[1, 1, 1, 1, 1], padding="SAME"),
+    ]
+
+
+def builder_norm(tf):
+    """fused_batch_norm (inference and training), lrn / local_response_normalization,
+    l2_loss."""
+    x = tf.placeholder(tf.float32, shape=[None, 4, 4, 3], name="x")
+    scale = tf.constant([1.0, 2.0, 0.5], name="scale")
+    offset = tf.constant([0.0, 0.1, -0.2], name="offset")
+    mean = tf.constant([0.1, -0.3, 0.2], name="mean")
+    var = tf.constant([1.0, 0.5, 2.0], name="var")
+    # (TF's session cannot fetch an inference batch norm's other outputs: grappler's
+    # remapper turns the node into a multiply-add.)
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, mean, var, is_training=False)
+    yt, mt, vt = tf.nn.fused_batch_norm(x, scale, offset, epsilon=1e-7, name="train")
+    return [y, yt, mt, vt,
+            tf.nn.lrn(x, depth_radius=1, alpha=0.5, beta=0.75),
+            tf.nn.local_response_normalization(x, name="lrn2"),
+            tf.nn.l2_loss(x)]
+
+
+BUILDERS = ["builder_conv", "builder_pool", "builder_norm"]
+
+
+def make_builder_fixtures(tf1) -> dict:
+    """Each builder's GraphDef (nn_conv_<name>.pb) and fed/fetched values (in the npz)."""
+    import tensorflow as tf
+
+    arrays, meta = {}, {}
+    for name in BUILDERS:
+        g = tf.Graph()
+        with g.as_default():
+            fetches = globals()[name](tf1)
+            feeds = {}
+            for op in g.get_operations():
+                if op.type == "Placeholder":
+                    shape = [2 if d is None else d for d in op.outputs[0].shape.as_list()]
+                    feeds[op.outputs[0]] = _x(shape, len(feeds) + 40)
+            with tf1.Session(graph=g) as sess:
+                values = sess.run(fetches, feeds)
+        (HERE / f"nn_conv_{name}.pb").write_bytes(
+            g.as_graph_def().SerializeToString(deterministic=True))
+        for t, v in feeds.items():
+            arrays[f"{name}:feed:{t.name}"] = v
+        for t, v in zip(fetches, values):
+            arrays[f"{name}:fetch:{t.name}"] = np.asarray(v)
+        meta[name] = {"feeds": [t.name for t in feeds], "fetches": [t.name for t in fetches]}
+    np.savez_compressed(HERE / "nn_conv_builders.npz", **arrays)
+    return meta
+
+
 def _message(text: str) -> str:
     """The kernel's own message out of TF's session or eager error text."""
     text = text.split("\n\t [[")[0]
@@ -449,6 +535,7 @@ def main() -> None:
                                          env=env, check=True, capture_output=True).stdout)
     import tensorflow as tf
 
+    builders = make_builder_fixtures(tf.compat.v1)
     arrays = {}
     manifest = []
     for cid, op, inputs, attrs in _cases():
@@ -477,7 +564,7 @@ def main() -> None:
               entry.get("error", ""), entry.get("message", ""), file=sys.stderr)
     np.savez_compressed(HERE / "nn_conv_cases.npz", **arrays)
     (HERE / "nn_conv_cases.json").write_text(json.dumps(
-        {"tf_version": tf.__version__, "cases": manifest}, indent=1, sort_keys=True) + "\n")
+        {"tf_version": tf.__version__, "cases": manifest, "builders": builders}, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
