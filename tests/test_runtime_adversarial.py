@@ -19,6 +19,7 @@ import aioflow as af
 from aioflow.framework import errors, op_kernel
 from aioflow.ops import control_flow_ops as cf
 from aioflow.proto import config_pb2, graph_pb2, types_pb2
+from aioflow.runtime import loop_runner
 from aioflow.runtime.direct_session import DirectSession
 
 pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
@@ -827,3 +828,69 @@ async def test_send_and_recv_in_a_one_device_user_graph_meet_in_the_step_rendezv
         assert value == np.float32(3)
         with pytest.raises(errors.DeadlineExceededError):
             await sess.run("r2:0", options=options)
+
+
+async def test_thousands_of_concurrent_runs_mixing_faults_each_get_their_own_outcome(graph):
+    """2,000 runs gathered on one loop: results, kernel errors (inline and on the pool),
+    deadlines of awaited kernels, and cancellations, interleaved. Each run ends with its
+    own outcome, and nothing is left behind: no task, no pool job, no queued state."""
+    def pool_work(v):
+        if v < 0:
+            raise ValueError("negative")
+        return v * 2.0
+
+    async def slow(v):
+        await asyncio.sleep(1.0)
+        return v
+
+    with graph.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        doubled = af.py_func(pool_work, [x], af.float32, name="pool_work")
+        checked = af.check_numerics(x, "bad x")
+        inline_sum = checked + 1.0
+        slept = af.async_py_func(slow, [x], af.float32, name="slow")
+    timeout = af.RunOptions(timeout_in_ms=50)
+    kinds = ["ok_pool", "ok_inline", "pool_error", "inline_error", "deadline", "cancel"]
+    async with af.Session(graph=graph) as sess:
+        async def one(i):
+            kind = kinds[i % len(kinds)]
+            v = float(i)
+            if kind == "ok_pool":
+                return kind, await sess.run(doubled, {x: v})
+            if kind == "ok_inline":
+                return kind, await sess.run(inline_sum, {x: v})
+            if kind == "pool_error":
+                return kind, await sess.run(doubled, {x: -1.0 - v})
+            if kind == "inline_error":
+                return kind, await sess.run(inline_sum, {x: float("nan")})
+            if kind == "deadline":
+                return kind, await sess.run(slept, {x: v}, options=timeout)
+            task = asyncio.ensure_future(sess.run(slept, {x: v}))
+            await asyncio.sleep(0.01)
+            task.cancel()
+            return kind, await task
+
+        before = set(asyncio.all_tasks())
+        outcomes = await asyncio.gather(*(one(i) for i in range(2000)), return_exceptions=True)
+        for i, outcome in enumerate(outcomes):
+            kind = kinds[i % len(kinds)]
+            if kind == "ok_pool":
+                assert outcome == (kind, 2.0 * i)
+            elif kind == "ok_inline":
+                assert outcome == (kind, i + 1.0)
+            elif kind == "pool_error":
+                assert isinstance(outcome, errors.InvalidArgumentError), outcome
+                assert "pool_work" in str(outcome) and "negative" in str(outcome)
+            elif kind == "inline_error":
+                assert isinstance(outcome, errors.InvalidArgumentError), outcome
+                assert "bad x" in str(outcome)
+            elif kind == "deadline":
+                assert isinstance(outcome, errors.DeadlineExceededError), outcome
+            else:
+                assert isinstance(outcome, asyncio.CancelledError), outcome
+        await asyncio.sleep(0.05)  # cancelled async kernels finish unwinding
+        assert set(asyncio.all_tasks()) - before == set()
+        runner = loop_runner.get_runner()
+        assert not runner.queue and not runner.draining
+        # the session still works after all that
+        assert await sess.run(doubled, {x: 4.0}) == 8.0

@@ -248,8 +248,9 @@ def synth_feed(tensor, max_elements: int):
     dtype = tensor.dtype
     shape = tensor.shape
     dims = [2 if d is None else d for d in shape.as_list()] if shape.rank is not None else [2]
-    if any(d < 0 for d in dims) or int(np.prod(dims, dtype=object)) > max_elements:
-        dims = [1]
+    if any(d < 0 or d > max_elements for d in dims) or \
+            int(np.prod(dims, dtype=object)) > max_elements:
+        dims = [1]  # also [0, 2**62]: no elements, yet too big a shape for NumPy
     if dtype == af.string:
         return np.full(dims, b"a", dtype=object)
     np_dtype = dtype.as_numpy_dtype
