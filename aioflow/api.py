@@ -53,7 +53,7 @@ from aioflow.framework.ops import (
 )
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, linalg, math, nn, sparse, strings
+from aioflow.ops import bitwise, image, linalg, math, nn, sparse, strings
 from aioflow.ops.array_extra_ops import (
     broadcast_dynamic_shape,
     clip_by_value,
@@ -213,7 +213,7 @@ from aioflow.ops.tensor_array_ops import TensorArray
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray",
     # modules / namespaces
-    "dtypes", "errors", "nn", "math", "bitwise", "linalg",
+    "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image",
     # linalg and extra array ops
     "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
     "broadcast_dynamic_shape", "clip_by_value", "reverse_sequence", "unique",

@@ -1,5 +1,6 @@
 """The `af.nn` namespace: TF's `tf.nn` names for the core activations and helpers."""
 
+from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.nn_conv_ops import (
     avg_pool,
     avg_pool3d,
@@ -38,4 +39,5 @@ __all__ = [
     "conv2d", "conv2d_transpose", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native",
     "max_pool", "max_pool2d", "max_pool_v2", "avg_pool", "max_pool3d", "avg_pool3d",
     "fused_batch_norm", "lrn", "local_response_normalization", "l2_loss",
+    "top_k", "in_top_k",
 ]
