@@ -13,8 +13,8 @@ box first); when the score has changed it goes back into the queue (if still abo
 score_threshold) and later meets only the boxes selected since.
 
 Hard NMS is vectorised: when a box is selected, the IoU of it with every later candidate
-is computed at once and those above the threshold are struck out (the same decisions:
-IoU is symmetric). Soft NMS and boxes with NaN (where TF's arithmetic re-queues
+still alive is computed at once and those above the threshold are struck out (the same
+decisions: IoU is symmetric). Soft NMS and boxes with NaN (where TF's arithmetic re-queues
 candidates) follow TF's priority queue literally, each comparison step vectorised over the
 selected boxes.
 """
@@ -132,24 +132,21 @@ def _candidates(scores: np.ndarray, score_threshold) -> np.ndarray:
 
 
 def _hard_nms(c, order, max_out: int, iou_threshold, dtype) -> list[int]:
-    """Greedy hard NMS over candidates `order`: the selected box indices."""
-    n = len(order)
-    removed = np.zeros(n, bool)
+    """Greedy hard NMS over candidates `order`: the selected box indices. The candidates
+    still alive shrink as boxes are struck out, so each selection costs one vectorised
+    IoU against the survivors only."""
+    alive = np.asarray(order)
     selected: list[int] = []
-    pos = 0
-    while pos < n and len(selected) < max_out:
-        if removed[pos]:
-            pos += 1
-            continue
-        box = int(order[pos])
+    while len(alive) and len(selected) < max_out:
+        box = int(alive[0])
         selected.append(box)
-        pos += 1
-        if pos < n and len(selected) < max_out:
-            rest = order[pos:]
-            iou = iou_with(c, box, rest)
-            if dtype != _F32:
-                iou = iou.astype(dtype)
-            removed[pos:] |= iou > iou_threshold
+        alive = alive[1:]
+        if not len(alive) or len(selected) == max_out:
+            break
+        iou = iou_with(c, box, alive)
+        if dtype != _F32:
+            iou = iou.astype(dtype)
+        alive = alive[~(iou > iou_threshold)]
     return selected
 
 

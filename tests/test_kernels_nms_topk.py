@@ -142,3 +142,50 @@ def test_top_k_large_rows():
 def test_top_k_errors_name_nothing_but_tf_text():
     with pytest.raises(errors.InvalidArgumentError, match=r"^Need k >= 0, got -2$"):
         run_kernel("TopKV2", [np.float32([1, 2]), np.int32(-2)])
+
+
+def test_builder_shapes_and_graph_checks(graph):
+    import aioflow as af
+
+    x = af.placeholder(af.float32, [3, 10])
+    values, indices = af.nn.top_k(x, 4)
+    assert values.shape.as_list() == [3, 4] and indices.dtype == af.int32
+    assert af.math.top_k(x, 2, index_type=af.int64).indices.dtype == af.int64
+    with pytest.raises(ValueError, match=r"input must have last dimension >= k = 11 but is 10"):
+        af.nn.top_k(x, 11)
+    with pytest.raises(ValueError, match=r"Shape must be rank 0 but is rank 1"):
+        af.nn.top_k(x, [1])
+    targets = af.placeholder(af.int32, [3])
+    assert af.nn.in_top_k(targets, x, 2).shape.as_list() == [3]
+    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 4"):
+        af.nn.in_top_k(af.placeholder(af.int32, [4]), x, 2)
+    boxes = af.placeholder(af.float32, [None, 4])
+    scores = af.placeholder(af.float32, [None])
+    assert af.image.non_max_suppression(boxes, scores, 5).shape.as_list() == [None]
+    idx, sc = af.image.non_max_suppression_with_scores(boxes, scores, 5, soft_nms_sigma=0.5)
+    assert sc.dtype == af.float32
+    with pytest.raises(ValueError, match=r"Dimension must be 4 but is 3"):
+        af.image.non_max_suppression(af.placeholder(af.float32, [None, 3]), scores, 5)
+
+
+def test_detection_pipeline_runs_in_a_session(graph):
+    import asyncio
+
+    import aioflow as af
+
+    boxes = af.placeholder(af.float32, [None, 4], name="boxes")
+    scores = af.placeholder(af.float32, [None], name="scores")
+    keep, kept_scores = af.image.non_max_suppression_with_scores(boxes, scores, 10,
+                                                                 iou_threshold=0.5)
+    best = af.nn.top_k(kept_scores, 2)
+    feed = {boxes: np.float32([[0, 0, 1, 1], [0, 0.05, 1, 1.05], [3, 3, 4, 4]]),
+            scores: np.float32([0.9, 0.95, 0.3])}
+
+    async def main():
+        async with af.Session(graph=graph) as sess:
+            return await sess.run([keep, best.values, best.indices], feed)
+
+    k, v, i = asyncio.run(main())
+    assert k.tolist() == [1, 2]
+    np.testing.assert_array_equal(v, np.float32([0.95, 0.3]))
+    assert i.tolist() == [0, 1]
