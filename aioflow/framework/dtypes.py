@@ -396,6 +396,10 @@ def as_dtype(type_value: Any) -> DType:
     """The DType for `type_value`: a DType, a DataType enum int, a type name ("float32",
     "float", "half", "double", ...), a NumPy dtype or scalar type, a Python type, or an
     object with a `.dtype`. Raises TypeError for anything else."""
+    if type(type_value) is int:  # a DataType enum, the common case: no ABC test
+        found = _INTERN_TABLE.get(type_value)
+        if found is not None:
+            return found
     if isinstance(type_value, DType):
         return _INTERN_TABLE[type_value.as_datatype_enum]
     if isinstance(type_value, np.dtype):
