@@ -198,3 +198,30 @@ def test_resize_builder_shapes_and_dtypes(graph):
     crops = af.image.crop_and_resize(img, af.placeholder(af.float32, [5, 4]),
                                      af.placeholder(af.int32, [5]), [3, 4])
     assert crops.shape.as_list() == [5, 3, 4, 3]
+
+
+def test_op_defs_equal_tf():
+    """Our OpDefs are TF 2.21's field for field (TF lists ResizeBilinear's bfloat16 twice;
+    the registry keeps each allowed type once)."""
+    from aioflow.framework import op_def_registry
+    from aioflow.proto import op_def_pb2
+
+    tf_ops = op_def_pb2.OpList()
+    tf_ops.ParseFromString((DATA / "image_op_defs.pb").read_bytes())
+    assert len(tf_ops.op) == 9
+    for want in tf_ops.op:
+        got = op_def_pb2.OpDef()
+        got.CopyFrom(op_def_registry.get(want.name))
+        want = op_def_pb2.OpDef.FromString(want.SerializeToString())
+        for op_def in (got, want):
+            for attr in op_def.attr:
+                types = list(dict.fromkeys(attr.allowed_values.list.type))
+                del attr.allowed_values.list.type[:]
+                attr.allowed_values.list.type.extend(types)
+            op_def.ClearField("summary")
+            op_def.ClearField("description")
+            for arg in list(op_def.input_arg) + list(op_def.output_arg):
+                arg.ClearField("description")
+            for attr in op_def.attr:
+                attr.ClearField("description")
+        assert got == want, (want.name, got, want)

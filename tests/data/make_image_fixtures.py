@@ -15,6 +15,7 @@ tests/data/README.md):
 - `image_cases.json`: [{id, op, attrs, inputs, outcome: "ok" | "error", error_class,
   message, n_outputs}]; a dtype attr is written {"dtype": name}; `inputs` are keys of
   the .npz.
+- `image_op_defs.pb`: TF's OpDefs of these ops (an OpList).
 - `image_cases.npz`: inputs `in:<digest>` (each distinct array once; cases share them)
   and outputs `out:<id>:<i>`.
 
@@ -88,6 +89,9 @@ def builder_top_k(tf):
     tf.math.in_top_k(targets, x, 2, name="itk")
 
 
+OP_NAMES = ["ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic", "CropAndResize",
+            "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5", "TopKV2",
+            "InTopKV2"]
 BUILDERS = [builder_resize, builder_resize_v1, builder_crop_and_resize, builder_nms,
             builder_top_k]
 
@@ -397,6 +401,11 @@ def main():
         json.dump(records, f, indent=1, sort_keys=True)
         f.write("\n")
     np.savez_compressed(os.path.join(HERE, "image_cases.npz"), **arrays)
+    from tensorflow.core.framework import op_def_pb2
+
+    op_list = op_def_pb2.OpList(op=[op_def_registry.get(name) for name in OP_NAMES])
+    with open(os.path.join(HERE, "image_op_defs.pb"), "wb") as f:
+        f.write(op_list.SerializeToString(deterministic=True))
     graph_defs = _make_builders(tf)
     np.savez(os.path.join(HERE, "image_builders.npz"),
              **{name: np.frombuffer(gd.SerializeToString(deterministic=True), np.uint8)
