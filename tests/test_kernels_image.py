@@ -62,7 +62,7 @@ def check_case(case_id, compare=None):
         return
     assert not isinstance(outs, Exception), outs
     assert len(outs) == len(expected)
-    for got, want in zip(outs, expected):
+    for got, want in zip(outs, expected, strict=True):
         got = np.asarray(got)
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         assert got.shape == want.shape, (got.shape, want.shape)

@@ -42,7 +42,7 @@ def _image_dimensions(image, rank: int) -> list:
         return image.shape.as_list()
     static = image.shape.with_rank(rank).as_list()
     dynamic = array_ops.unstack(array_ops.shape(image), rank)
-    return [s if s is not None else d for s, d in zip(static, dynamic)]
+    return [s if s is not None else d for s, d in zip(static, dynamic, strict=True)]
 
 
 def _dim_at(shape, index: int):

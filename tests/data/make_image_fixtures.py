@@ -259,8 +259,12 @@ def _cases():
         op = f"NonMaxSuppressionV{ver}"
         extra = [f32(0.5)] if ver == 5 else []
 
-        def err(tag, b=B, s=S, m=i32(5), iou=f32(0.5), st=f32(0), ex=None, _op=op, _v=ver):
-            add(f"nms{_v}_err_{tag}", _op, [b, s, m, iou, st] + (extra if ex is None else ex))
+        def err(tag, b=B, s=S, m=None, iou=None, st=None, ex=None, _op=op, _v=ver,
+                _extra=extra):
+            m = i32(5) if m is None else m
+            iou = f32(0.5) if iou is None else iou
+            st = f32(0) if st is None else st
+            add(f"nms{_v}_err_{tag}", _op, [b, s, m, iou, st] + (_extra if ex is None else ex))
 
         err("boxes_rank", b=B[0])
         err("boxes_cols", b=B[:, :3])
@@ -384,7 +388,7 @@ def main():
         tf_attrs = {k: tf.as_dtype(v["dtype"]) if isinstance(v, dict) else v
                     for k, v in attrs.items()}
         op_def = op_def_registry.get(op)
-        kwargs = {arg.name: tf.constant(v) for arg, v in zip(op_def.input_arg, inputs)}
+        kwargs = {arg.name: tf.constant(v) for arg, v in zip(op_def.input_arg, inputs, strict=True)}
         try:
             out = getattr(tf.raw_ops, op)(**kwargs, **tf_attrs)
         except Exception as e:  # noqa: BLE001
