@@ -108,8 +108,8 @@ class GraphState:
                                                  f"binary running aioflow. (node "
                                                  f"{node_def.name})")
             op_def = reg.op_def
-            node_def = construct._with_defaults(node_def, op_def)
-            if not validated:
+            if not validated:  # (a validated NodeDef carries its defaults already)
+                node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
             in_types = node_def_util.input_types(node_def, op_def)
             out_types = node_def_util.output_types(node_def, op_def)
