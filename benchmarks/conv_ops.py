@@ -150,13 +150,13 @@ def tf_worker() -> None:
                         args.append(var)
                 op = getattr(tf.raw_ops, req["op"])
                 names = _arg_names(req["op"])
-                out = op(**dict(zip(names, args)), **req["attrs"])
+                out = op(**dict(zip(names, args, strict=True)), **req["attrs"])
                 target = out[0].op if isinstance(out, (list, tuple)) else out.op
                 sess = tf1.Session(graph=g)
                 sess.run(tf1.global_variables_initializer())
             sessions[key] = (sess, target)
         sess, target = sessions[key]
-        t = time_fn(lambda: sess.run(target), req["min_time"])
+        t = time_fn(lambda sess=sess, target=target: sess.run(target), req["min_time"])
         print(json.dumps({"seconds": t}), flush=True)
 
 
@@ -183,7 +183,7 @@ def af_kernel(op: str, values, attrs):
     g = af.Graph()
     with g.as_default():
         args = [af.placeholder(af.as_dtype(v.dtype), shape=v.shape) for v in values]
-        out = apply_op(op, **dict(zip(_arg_names(op), args)), **attrs)
+        out = apply_op(op, **dict(zip(_arg_names(op), args, strict=True)), **attrs)
         node = (out[0] if isinstance(out, (list, tuple)) else out).op.node_def
     return create_kernel(node, device_type="CPU")
 
@@ -221,7 +221,7 @@ def main() -> None:
                 worker.stdin.write(json.dumps(req) + "\n")
                 worker.stdin.flush()
                 tf_times.append(json.loads(worker.stdout.readline())["seconds"])
-                af_times.append(time_fn(lambda: kernel.compute(None, values), min_time))
+                af_times.append(time_fn(lambda k=kernel, v=values: k.compute(None, v), min_time))
             a, t = min(af_times), min(tf_times)
             results.append({"case": name, "op": op, "batch": batch,
                             "aioflow_ms": round(a * 1e3, 3), "tf_ms": round(t * 1e3, 3),

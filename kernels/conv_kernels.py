@@ -20,6 +20,11 @@ once. Kernels go to the thread pool when their multiply-adds exceed POOL_FLOPS.
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -36,6 +41,45 @@ _CONV3D_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 POOL_FLOPS = 1 << 21
 #: Bytes of im2col patches copied per GEMM block.
 _BLOCK_BYTES = 1 << 21
+#: Bytes of depthwise output accumulated per block of rows (kept in cache).
+_DW_BLOCK_BYTES = 1 << 18
+#: Output elements times taps above which depthwise/pooling loops over a batch of several
+#: images are shared with helper threads (measured on 16 cores: batch 8 1.4x faster; one
+#: image's few row blocks are not worth it, so a batch of 1 stays on one thread).
+PARALLEL_WORK = 1 << 21
+_CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else (os.cpu_count() or 1))
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+
+
+def parallel_blocks(blocks: list, fn, work: int) -> None:
+    """fn(block) for every block; shared with helper threads (NumPy releases the GIL in
+    its loops) when the work is worth a hand-off, else all in this thread. Blocks are
+    handed out one at a time, so a helper that gets no core costs at most one block."""
+    global _helpers
+    parts = min(_CORES, len(blocks)) if work > PARALLEL_WORK else 1
+    if parts <= 1:
+        for block in blocks:
+            fn(block)
+        return
+    if _helpers is None:
+        with _helpers_lock:
+            if _helpers is None:
+                _helpers = ThreadPoolExecutor(max_workers=_CORES - 1,
+                                              thread_name_prefix="aioflow-conv")
+
+    counter = itertools.count()  # next() is atomic: blocks are taken as threads get to them
+    total = len(blocks)
+
+    def run():
+        while (i := next(counter)) < total:
+            fn(blocks[i])
+
+    futures = [_helpers.submit(run) for _ in range(parts - 1)]
+    run()
+    for f in futures:
+        f.result()
 
 
 def invalid(message: str) -> errors.InvalidArgumentError:
@@ -88,10 +132,12 @@ def pad_spatial(x: np.ndarray, pads, value=0) -> np.ndarray:
     when there is nothing to pad. A preallocated copy (faster than np.pad)."""
     if not any(b or a for b, a in pads):
         return x
-    shape = (x.shape[0],) + tuple(d + b + a for d, (b, a) in zip(x.shape[1:-1], pads)) + (
-        x.shape[-1],)
+    spatial = x.shape[1:-1]
+    shape = ((x.shape[0],) + tuple(d + b + a for d, (b, a) in zip(spatial, pads, strict=True))
+             + (x.shape[-1],))
     out = np.full(shape, value, x.dtype) if value != 0 else np.zeros(shape, x.dtype)
-    inner = (slice(None),) + tuple(slice(b, b + d) for d, (b, _) in zip(x.shape[1:-1], pads))
+    inner = (slice(None),) + tuple(slice(b, b + d)
+                                   for d, (b, _) in zip(spatial, pads, strict=True))
     out[inner] = x
     return out
 
@@ -102,7 +148,7 @@ def crop_spatial(x: np.ndarray, pads, sizes) -> np.ndarray:
         grow = [(max(0, -b), 0) for b, _ in pads]
         x = pad_spatial(x, grow)
         pads = [(max(0, b), a) for b, a in pads]
-    return x[(slice(None),) + tuple(slice(b, b + s) for (b, _), s in zip(pads, sizes))]
+    return x[(slice(None),) + tuple(slice(b, b + s) for (b, _), s in zip(pads, sizes, strict=True))]
 
 
 def to_channels_last(x: np.ndarray) -> np.ndarray:
@@ -152,7 +198,8 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     wmat = w.reshape(-1, o)
     if all(k == 1 for k in ksizes):
         # A 1x1 window: the (strided, cropped) input is the patch matrix itself.
-        xs = crop_spatial(x, pads, [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides)])
+        used = [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides, strict=True)]
+        xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
         np.matmul(xs.reshape(-1, c), wmat, out=out.reshape(-1, o))
@@ -185,6 +232,42 @@ def grouped_conv(x, w, strides, dilations, pads, out_sizes) -> np.ndarray:
     return np.concatenate(parts, axis=-1)
 
 
+class TapViews:
+    """Views of a padded channels-last input (N, *spatial, C) for each window tap.
+
+    With strides above 1 the input is first split into its stride phases (every s-th row
+    and column, one contiguous array per phase, made when first needed), so that a tap's
+    view of a row of outputs is one contiguous run of ow*C elements rather than ow runs
+    of C: the per-tap multiply-adds and maxima then run at memory speed.
+    """
+
+    def __init__(self, xp: np.ndarray, strides):
+        self.xp = xp
+        self.strides = tuple(strides)
+        self.split = any(s > 1 for s in strides)
+        self._phases: dict = {}
+
+    def prepare(self, offsets) -> None:
+        """Make the phases these tap offsets read (before threads share the views)."""
+        for offset in offsets:
+            self.view(0, (0,) * len(offset), (0,) * len(offset), offset)
+
+    def view(self, b: int, start, sizes, offset):
+        """Input under outputs [start, start + sizes) of batch b, for the tap at spatial
+        `offset` (dilation already applied)."""
+        if not self.split:
+            return self.xp[(b,) + tuple(slice(st + o, st + o + sz)
+                                        for st, sz, o in zip(start, sizes, offset, strict=True))]
+        phase = tuple(o % s for o, s in zip(offset, self.strides, strict=True))
+        arr = self._phases.get(phase)
+        if arr is None:
+            arr = np.ascontiguousarray(self.xp[(slice(None),) + tuple(
+                slice(p, None, s) for p, s in zip(phase, self.strides, strict=True))])
+            self._phases[phase] = arr
+        return arr[(b,) + tuple(slice(st + o // s, st + o // s + sz) for st, sz, o, s in
+                                zip(start, sizes, offset, self.strides, strict=True))]
+
+
 def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
                             out_sizes) -> np.ndarray:
     """Depthwise convolution of x (N, H, W, C) with w (kh, kw, C, M): (N, oh, ow, C*M)."""
@@ -205,21 +288,24 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
     # one contiguous (stride 1) or C-strided run instead of ow runs of C.
     wrow = np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :], (kh, kw, ow, cm)))
     row_bytes = ow * cm * out.itemsize
-    rows_per_block = max(1, (1 << 17) // max(1, row_bytes))
-    xrows = xp.reshape(n, xp.shape[1], xp.shape[2], cm)
-    for b in range(n):
-        for r0 in range(0, oh, rows_per_block):
-            r = min(rows_per_block, oh - r0)
-            acc = out[b, r0:r0 + r]
-            tmp = np.empty_like(acc)
-            for i in range(kh):
-                top = r0 * sh + i * dh
-                rows = xrows[b, top:top + (r - 1) * sh + 1:sh]
-                for j in range(kw):
-                    left = j * dw
-                    view = rows[:, left:left + (ow - 1) * sw + 1:sw]
-                    np.multiply(view, wrow[i, j], out=tmp)
-                    acc += tmp
+    rows_per_block = max(1, _DW_BLOCK_BYTES // max(1, row_bytes))
+    taps = TapViews(xp, strides)
+    if taps.split:
+        taps.prepare([(i * dh, j * dw) for i in range(kh) for j in range(kw)])
+
+    def block(item):
+        b, r0 = item
+        r = min(rows_per_block, oh - r0)
+        acc = out[b, r0:r0 + r]
+        tmp = np.empty_like(acc)
+        for i in range(kh):
+            for j in range(kw):
+                view = taps.view(b, (r0, 0), (r, ow), (i * dh, j * dw))
+                np.multiply(view, wrow[i, j], out=tmp)
+                acc += tmp
+
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
+                    0 if n == 1 else out.size * kh * kw)
     return out
 
 
@@ -237,14 +323,14 @@ def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilati
         return np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
     padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
               for s, (b, a), os, st, k, d in zip(in_sizes, pads, out_sizes, strides, ksizes,
-                                                 dilations)]
+                                                 dilations, strict=True)]
     dxp = np.zeros((n,) + tuple(padded) + (c,), dtype)
     if dy.size and w.size and all(os > 0 for os in out_sizes):
         wt = w.reshape(-1, c, o)
         if all(k == 1 for k in ksizes):
             cols = np.matmul(dy.reshape(-1, o), wt[0].T).reshape(dy.shape[:-1] + (c,))
             idx = (slice(None),) + tuple(slice(0, (os - 1) * st + 1, st)
-                                         for os, st in zip(out_sizes, strides))
+                                         for os, st in zip(out_sizes, strides, strict=True))
             dxp[idx] = cols
         else:
             wmat = wt.transpose(2, 0, 1).reshape(o, -1)
@@ -253,7 +339,7 @@ def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilati
             for tap in np.ndindex(*ksizes):
                 idx = (slice(None),) + tuple(
                     slice(t * d, t * d + (os - 1) * st + 1, st)
-                    for t, d, os, st in zip(tap, dilations, out_sizes, strides))
+                    for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
                 dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
     return crop_spatial(dxp, pads, in_sizes)
 
@@ -329,7 +415,7 @@ class _ConvBase(OpKernel):
     def _out_geometry(self, in_sizes, ksizes):
         outs, pads = [], []
         for size, k, d, st, (b, a) in zip(in_sizes, ksizes, self._dilations, self._strides,
-                                          self._explicit_pairs):
+                                          self._explicit_pairs, strict=True):
             out, before, after = windowed_output_size(size, k, d, st, self._padding, b, a)
             outs.append(out)
             pads.append((before, after))
@@ -557,7 +643,7 @@ class Conv2DBackpropInputOp(_ConvBase):
         if dy.shape[-1] != w.shape[3]:
             raise invalid(pre + "filter and out_backprop must have the same out_depth")
         outs, pads = self._out_geometry((ih, iw), w.shape[:2])
-        for i, (want, got) in enumerate(zip(outs, dy.shape[1:3])):
+        for i, (want, got) in enumerate(zip(outs, dy.shape[1:3], strict=True)):
             if want != got:
                 raise invalid(f"Conv2DCustomBackpropInput: Size of out_backprop doesn't match "
                               f"computed: actual = {got}, computed = {want} spatial_dim: "

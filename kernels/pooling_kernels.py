@@ -1,8 +1,9 @@
 """CPU kernels (NumPy) for pooling: MaxPool, MaxPoolV2, AvgPool, MaxPool3D, AvgPool3D, with
 TF 2.21's checks and messages.
 
-A pooled output is reduced over the window's taps as strided views of the (padded)
-input, one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
+A pooled output is reduced over the window's taps as views of the (padded) input (split
+into stride phases first when strided, so each view is contiguous; conv_kernels.TapViews),
+one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
 time so that the block stays in cache. Max pooling pads with -inf (the smallest value for
 integers), so padding never wins; average pooling divides by the number of taps inside
 the input (TF's SAME padding excludes the padding from the count). MaxPool's depthwise
@@ -18,9 +19,11 @@ from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 from .conv_kernels import (
+    TapViews,
     attr_str,
     invalid,
     pad_spatial,
+    parallel_blocks,
     to_channels_first,
     to_channels_last,
     unimplemented,
@@ -34,7 +37,7 @@ _MAX_POOL_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float
 _FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
 #: Window taps times output elements above which a pooling goes to the thread pool.
 POOL_WORK = 1 << 20
-_BLOCK_BYTES = 1 << 17
+_BLOCK_BYTES = 1 << 19
 
 
 def _lowest(dtype):
@@ -42,19 +45,6 @@ def _lowest(dtype):
     if dtype.kind == "f" or dtype.name == "bfloat16":
         return dtype.type(-np.inf)
     return np.iinfo(dtype).min
-
-
-def _tap_slices(out_sizes, ksizes, strides, r0, r):
-    """For each window tap, the slices (over spatial dims) of the padded input it reads
-    for output rows [r0, r0 + r)."""
-    taps = []
-    for tap in np.ndindex(*ksizes):
-        sl = [slice(r0 * strides[0] + tap[0], r0 * strides[0] + tap[0] + (r - 1) * strides[0]
-                    + 1, strides[0])]
-        for t, o, s in zip(tap[1:], out_sizes[1:], strides[1:]):
-            sl.append(slice(t, t + (o - 1) * s + 1, s))
-        taps.append(tuple(sl))
-    return taps
 
 
 def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str) -> np.ndarray:
@@ -69,22 +59,32 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     row_bytes = max(1, out[0, 0].nbytes)
     rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
     oh = out_sizes[0]
-    for b in range(n):
-        for r0 in range(0, oh, rows_per_block):
-            r = min(rows_per_block, oh - r0)
-            acc = out[b, r0:r0 + r]
-            taps = _tap_slices(out_sizes, ksizes, strides, r0, r)
-            xb = xp[b]
-            np.copyto(acc, xb[taps[0]])
-            for sl in taps[1:]:
-                reduce(acc, xb[sl], out=acc)
+    views = TapViews(xp, strides)
+    taps = list(np.ndindex(*ksizes))
+    if views.split:
+        views.prepare(taps)
+    sizes_rest = tuple(out_sizes[1:])
+    zeros = (0,) * (len(out_sizes) - 1)
+
+    def block(item):
+        b, r0 = item
+        r = min(rows_per_block, oh - r0)
+        acc = out[b, r0:r0 + r]
+        start = (r0,) + zeros
+        sizes = (r,) + sizes_rest
+        np.copyto(acc, views.view(b, start, sizes, taps[0]))
+        for tap in taps[1:]:
+            reduce(acc, views.view(b, start, sizes, tap), out=acc)
+
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
+                    0 if n == 1 else out.size * len(taps))
     return out
 
 
 def _valid_counts(in_sizes, ksizes, strides, pads, out_sizes) -> np.ndarray:
     """The number of window taps inside the input, per output position (*out, 1)."""
     counts = None
-    for size, k, s, (before, _), o in zip(in_sizes, ksizes, strides, pads, out_sizes):
+    for size, k, s, (before, _), o in zip(in_sizes, ksizes, strides, pads, out_sizes, strict=True):
         start = np.arange(o) * s - before
         c = np.minimum(start + k, size) - np.maximum(start, 0)
         counts = c if counts is None else np.multiply.outer(counts, c)
@@ -196,7 +196,7 @@ class _PoolBase(OpKernel):
                     raise invalid(f"{side} padding {pad} needs to be smaller than the window "
                                   f"size {k}")
         outs, pads = [], []
-        for size, k, s, (b, a) in zip(x.shape[1:-1], ksizes, strides, pairs):
+        for size, k, s, (b, a) in zip(x.shape[1:-1], ksizes, strides, pairs, strict=True):
             o, before, after = windowed_output_size(size, k, 1, s, self._padding, b, a)
             outs.append(o)
             pads.append((before, after))

@@ -54,7 +54,7 @@ def test_matches_tensorflow(case):
     if case["op"].startswith("FusedBatchNorm") and not case["attrs"].get("is_training", True):
         # reserve_space_1/2 after inference are uninitialised memory in TF.
         outputs, expected = outputs[:3], expected[:3]
-    for got, want in zip(outputs, expected):
+    for got, want in zip(outputs, expected, strict=True):
         got = np.asarray(got)
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         assert got.shape == want.shape, (got.shape, want.shape)

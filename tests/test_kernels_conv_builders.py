@@ -32,7 +32,7 @@ def test_builder_writes_tensorflows_graph(name, load_graph_def):
 
 
 def _check(name, values):
-    for tname, got in zip(META[name]["fetches"], values):
+    for tname, got in zip(META[name]["fetches"], values, strict=True):
         want = VALUES[f"{name}:fetch:{tname}"]
         assert got.shape == want.shape, tname
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=tname)

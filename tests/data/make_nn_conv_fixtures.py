@@ -451,7 +451,7 @@ def make_builder_fixtures(tf1) -> dict:
             g.as_graph_def().SerializeToString(deterministic=True))
         for t, v in feeds.items():
             arrays[f"{name}:feed:{t.name}"] = v
-        for t, v in zip(fetches, values):
+        for t, v in zip(fetches, values, strict=True):
             arrays[f"{name}:fetch:{t.name}"] = np.asarray(v)
         meta[name] = {"feeds": [t.name for t in feeds], "fetches": [t.name for t in fetches]}
     np.savez_compressed(HERE / "nn_conv_builders.npz", **arrays)
@@ -481,7 +481,8 @@ def _run_case(tf, op, inputs, attrs):
         try:
             phs = [tf1.placeholder(tf.as_dtype(np.asarray(v).dtype), name=f"in{i}")
                    for i, (_, v) in enumerate(inputs)]
-            out = getattr(tf.raw_ops, op)(**{n: p for (n, _), p in zip(inputs, phs)}, **attrs)
+            args = {n: p for (n, _), p in zip(inputs, phs, strict=True)}
+            out = getattr(tf.raw_ops, op)(**args, **attrs)
             built = True
         except (ValueError, TypeError, tf.errors.OpError):
             built = False
@@ -489,7 +490,8 @@ def _run_case(tf, op, inputs, attrs):
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
             with tf1.Session(graph=g) as sess:
                 try:
-                    return ("ok", sess.run(outs, {p: v for p, (_, v) in zip(phs, inputs)}))
+                    feed = {p: v for p, (_, v) in zip(phs, inputs, strict=True)}
+                    return ("ok", sess.run(outs, feed))
                 except tf.errors.OpError as e:
                     return ("error", type(e).__name__, _message(e.message), "session")
     with tf.device("/cpu:0"):
@@ -564,7 +566,8 @@ def main() -> None:
               entry.get("error", ""), entry.get("message", ""), file=sys.stderr)
     np.savez_compressed(HERE / "nn_conv_cases.npz", **arrays)
     (HERE / "nn_conv_cases.json").write_text(json.dumps(
-        {"tf_version": tf.__version__, "cases": manifest, "builders": builders}, indent=1, sort_keys=True) + "\n")
+        {"tf_version": tf.__version__, "cases": manifest, "builders": builders},
+        indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
