@@ -10,7 +10,7 @@ per case, so both see the same machine state. TF runs with its defaults (oneDNN 
 core); `--tf-eigen` turns oneDNN off (TF's plain Eigen kernels).
 
 Usage: python benchmarks/conv_ops.py [--quick] [--only substring] [--batches 1,8]
-           [--tf-python /work/peers-venv/bin/python] [--tf-eigen]
+           [--tf-python /work/peers-venv/bin/python] [--tf-eigen] [--mallopt]
 """
 
 from __future__ import annotations
@@ -196,11 +196,20 @@ def main() -> None:
     parser.add_argument("--tf-python", default=os.environ.get(
         "TF_PYTHON", "/work/peers-venv/bin/python"))
     parser.add_argument("--tf-eigen", action="store_true")
+    parser.add_argument("--mallopt", action="store_true",
+                        help="keep freed large blocks in glibc's heap in aioflow's process "
+                             "(no page faults on each large output; TF's allocator caches too)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         tf_worker()
         return
+    if args.mallopt:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD: large arrays from the heap
+        libc.mallopt(-1, 1 << 31)  # M_TRIM_THRESHOLD: freed memory kept for reuse
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if args.tf_eigen:
         env["TF_ENABLE_ONEDNN_OPTS"] = "0"
@@ -233,6 +242,7 @@ def main() -> None:
     ratios = [r["ratio"] for r in results]
     print(json.dumps({
         "benchmark": "conv_ops", "tf": "oneDNN off (Eigen)" if args.tf_eigen else "default",
+        "mallopt": args.mallopt,
         "cpus": os.cpu_count(), "results": results,
         "worst_ratio": max(ratios) if ratios else None,
         "geomean_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 2) if ratios else None,
