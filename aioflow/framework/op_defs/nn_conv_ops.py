@@ -124,6 +124,10 @@ def _batch_norm_shape(op):
     channels = None
     if x.rank is not None:
         fmt = _s(_attr(op, "data_format", "NHWC"))
+        rank = 5 if fmt in ("NDHWC", "NCDHW") else 4  # TF's FusedBatchNorm shape function
+        if x.rank != rank:
+            raise ValueError(f"Shape must be rank {rank} but is rank {x.rank} for "
+                             f"'{op.name}' (op: '{op.type}')")
         channels = x.as_list()[1 if fmt.startswith("NC") else -1]
     for t in op.inputs[1:]:
         if t.shape.rank is not None and t.shape.rank != 1:
