@@ -45,11 +45,18 @@ def _unique_rows(x, axis: int | None):
     """(unique values in first-occurrence order, idx, counts) along `axis` (None: 1-D)."""
     if axis is None:
         flat = x
-    else:
-        flat = np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+    else:  # the other dims' size spelled out: reshape(0, -1) is ambiguous
+        rest = int(np.prod(x.shape, dtype=np.int64)) // max(1, x.shape[axis])
+        flat = np.moveaxis(x, axis, 0).reshape(x.shape[axis], rest)
     n = flat.shape[0]
     if n == 0:
         return np.arange(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if flat.ndim == 2 and flat.dtype == object:  # strings: np.unique has no axis for them
+        first_of: dict = {}
+        inverse = np.array([first_of.setdefault(tuple(row), len(first_of)) for row in flat],
+                           np.int64)
+        first = np.unique(inverse, return_index=True)[1]  # ids are in first-seen order
+        return first, inverse, np.bincount(inverse, minlength=len(first_of))
     if flat.ndim == 1:
         kw = {"equal_nan": False} if flat.dtype.kind in "fc" else {}
         _, first, inverse = np.unique(flat, return_index=True, return_inverse=True, **kw)

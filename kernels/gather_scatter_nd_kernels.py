@@ -26,7 +26,7 @@ _ND_CASES = range(1, 8)  # index depths TF's kernels are compiled for
 def _policy(ctx) -> str:
     """The bad_indices_policy attr as a str ("" when absent)."""
     value = ctx.get_attr("bad_indices_policy", b"")
-    return value.decode() if isinstance(value, bytes) else value
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
 def _slice_debug(batch_shape: tuple, flat: int) -> str:
@@ -224,8 +224,12 @@ def _check_scatter_output(indices, updates, dims) -> None:
     if not _valid_empty(int(np.prod(dims, dtype=np.int64)), indices.size, updates.size):
         raise _invalid("Indices and updates specified for empty output.  indices shape: "
                        f"{shape_str(indices.shape)}")
-    if updates.shape[0] != indices.shape[0]:
+    # A scalar has no dimension 0: TF reads an undefined size there (its message prints a
+    # garbage number); by choice aioflow says "none".
+    first_indices = indices.shape[0] if indices.ndim else "none"
+    first_updates = updates.shape[0] if updates.ndim else "none"
+    if not indices.ndim or not updates.ndim or first_updates != first_indices:
         raise _invalid(
             f"Dimensions [0,1) of indices[shape={shape_str(indices.shape)}] = "
-            f"{indices.shape[0]} must match dimensions [0,1) of updates[shape="
-            f"{shape_str(updates.shape)}] = {updates.shape[0]}")
+            f"{first_indices} must match dimensions [0,1) of updates[shape="
+            f"{shape_str(updates.shape)}] = {first_updates}")

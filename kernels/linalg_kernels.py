@@ -52,7 +52,8 @@ class EinsumOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         equation = ctx.get_attr("equation")
-        equation = equation.decode() if isinstance(equation, bytes) else equation
+        equation = equation.decode("latin-1") if isinstance(equation, bytes) \
+            else equation
         try:
             self._spec = einsum_spec.parse(equation)
         except einsum_spec.EquationError as e:
@@ -285,7 +286,10 @@ class _MatrixDiag(_DiagBase):
             diagonal, k, rows_t, cols_t, pad_t = (np.asarray(v) for v in inputs)
             lo, hi = _diag_range(k)
             _check_order(lo, hi)
-            num_rows, num_cols = int(np.ravel(rows_t)[0]), int(np.ravel(cols_t)[0])
+            for what, value in (("num_rows", rows_t), ("num_cols", cols_t)):
+                if value.ndim != 0:  # TF 2.21's words (checked)
+                    raise _invalid(f"{what} must be a scalar")
+            num_rows, num_cols = int(rows_t), int(cols_t)
             if pad_t.ndim != 0:
                 raise _invalid("padding_value must be a scalar")
             pad = pad_t[()]

@@ -19,6 +19,7 @@ and without num_segments), as TF 2.21's CPU kernels compute them.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from aioflow.framework import dtypes, errors
@@ -36,12 +37,19 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
+def _limits(dtype: np.dtype):
+    """finfo or iinfo of `dtype`; ml_dtypes' finfo knows bfloat16 (NumPy's does not)."""
+    if dtype.kind in "fc" or dtype in _HALF:
+        return ml_dtypes.finfo(dtype)
+    return np.iinfo(dtype)
+
+
 def _lowest(dtype: np.dtype):
-    return np.finfo(dtype).min if dtype.kind in "fc" or dtype in _HALF else np.iinfo(dtype).min
+    return _limits(dtype).min
 
 
 def _highest(dtype: np.dtype):
-    return np.finfo(dtype).max if dtype.kind in "fc" or dtype in _HALF else np.iinfo(dtype).max
+    return _limits(dtype).max
 
 
 def _scalar_num_segments(value) -> int:
@@ -285,7 +293,9 @@ class _SparseSegmentBase(_SegmentBase):
     with_num_segments = False
 
     def is_expensive(self, inputs: list) -> bool:
-        return inputs[1].size * max(1, inputs[0].size // max(1, len(inputs[0]))) > BIG
+        data = inputs[0]
+        rows = data.shape[0] if getattr(data, "ndim", 0) else 1  # a scalar: compute says why
+        return inputs[1].size * max(1, data.size // max(1, rows)) > BIG
 
     def compute(self, ctx, inputs):
         data, indices, ids = (np.asarray(v) for v in inputs[:3])

@@ -514,3 +514,45 @@ def test_a_valid_graph_still_imports_and_keeps_its_values():
     value = graph.get_operation_by_name("c").get_attr("value")
     np.testing.assert_array_equal(value, [[1, 2], [3, 3]])
     assert graph.get_tensor_by_name("i:0").shape.as_list() == [2, 2]
+
+
+# -- shape functions given constants of the wrong rank (fuzz: wrapped raw TypeErrors) -------
+
+I32 = "type: DT_INT32"
+F32 = "type: DT_FLOAT"
+_VEC = 'int_val: 0 int_val: 0'
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (placeholder("x", shape=[3]) + const("a", [1], "int_val: 0", "DT_INT32")
+     + node("m", "ArgMax", ["x", "a"], T=F32, Tidx=I32, output_type="type: DT_INT64"),
+     "Shape must be rank 0 but is rank 1 for 'm' (op: 'ArgMax')"),
+    (placeholder("x", shape=[3]) + const("a", [1], "int_val: 0", "DT_INT32")
+     + node("c", "ConcatV2", ["x", "x", "a"], T=F32, N="i: 2", Tidx=I32),
+     "Shape must be rank 0 but is rank 1 for 'c' (op: 'ConcatV2')"),
+    (placeholder("x", shape=[4]) + const("a", [2], _VEC, "DT_INT32")
+     + node("s", "Split", ["a", "x"], T=F32, num_split="i: 2"),
+     "Shape must be rank 0 but is rank 1 for 's' (op: 'Split')"),
+    (placeholder("i", "DT_INT32", shape=[3]) + const("d", [2], _VEC, "DT_INT32")
+     + const("on", values="float_val: 1") + const("off", values="float_val: 0")
+     + node("o", "OneHot", ["i", "d", "on", "off"], T=F32, TI=I32, axis="i: -1"),
+     "Shape must be rank 0 but is rank 1 for 'o' (op: 'OneHot')"),
+    (const("s", [2], _VEC, "DT_INT32") + const("l", [], "int_val: 3", "DT_INT32")
+     + const("d", [], "int_val: 1", "DT_INT32") + node("r", "Range", ["s", "l", "d"], Tidx=I32),
+     "Shape must be rank 0 but is rank 1 for 'r' (op: 'Range')"),
+    (placeholder("x", shape=[2, 3]) + const("m", [3], "int_val: 1", "DT_INT32")
+     + node("t", "Tile", ["x", "m"], T=F32, Tmultiples=I32),
+     "Shape must be rank 2 but is rank 3 for 't' (op: 'Tile')"),
+    (placeholder("x", shape=[2]) + const("p", [1, 3], "int_val: 0", "DT_INT32")
+     + node("p2", "Pad", ["x", "p"], T=F32, Tpaddings=I32),
+     "Dimension must be 2 but is 3 for 'p2' (op: 'Pad')"),
+    (placeholder("x", shape=[2]) + const("p", [2, 2], "int_val: 0", "DT_INT32")
+     + node("p2", "Pad", ["x", "p"], T=F32, Tpaddings=I32),
+     "Shape must be rank 2 but is rank 1 for 'p2' (op: 'Pad')"),
+    (const("s", [2, 1], "int_val: 2", "DT_INT32") + const("v", values="float_val: 1")
+     + node("f", "Fill", ["s", "v"], T=F32, index_type=I32),
+     "Shape must be rank 1 but is rank 2"),
+])
+def test_shape_functions_refuse_constants_of_the_wrong_rank_in_tfs_words(text, fragment):
+    message = refused(text, fragment)
+    assert "only 0-dimensional" not in message and "zip()" not in message

@@ -16,10 +16,11 @@ import threading
 import tracemalloc
 import types
 
+import ml_dtypes
 import numpy as np
 import pytest
 from aioflow.kernels import array_kernels, tensor_array_kernels
-from kernel_testutil import create, run1
+from kernel_testutil import create, run1, run_kernel
 
 import aioflow as af
 from aioflow.framework import dtypes, errors, tensor_shape
@@ -535,3 +536,54 @@ def test_bulk_operations_match_element_by_element(seed, monkeypatch):
     bulk = _random_session(seed)
     monkeypatch.setattr(tensor_array_kernels, "_BULK", 1 << 30)  # the reference: one by one
     assert bulk == _random_session(seed)
+
+
+# -- kernels of the new families: long-profile fuzz findings (wrapped raw exceptions) ---------
+
+def test_sparse_segment_cost_estimate_takes_a_scalar_data_input():
+    # is_expensive called len() of a NumPy scalar (TypeError); compute then says why
+    kernel = create("SparseSegmentSum", [np.uint32(3), i32([0]), i32([0])])
+    assert kernel.is_expensive([np.uint32(3), i32([0]), i32([0])]) is False
+
+
+@pytest.mark.parametrize("indices, updates, message", [
+    (i32([[0]]), f32(1), "Dimensions [0,1) of indices[shape=[1,1]] = 1 must match dimensions "
+                         "[0,1) of updates[shape=[]] = none"),
+    (i32(0), f32([1]), "Dimensions [0,1) of indices[shape=[]] = none must match dimensions "
+                       "[0,1) of updates[shape=[1]] = 1"),
+])
+def test_scatter_with_a_scalar_has_no_dimension_zero(indices, updates, message):
+    # TF reads an undefined size there (its message prints garbage); aioflow says "none"
+    with invalid(message):
+        run1("ScatterNdNonAliasingAdd", [np.zeros(3, f32), indices, updates])
+
+
+@pytest.mark.parametrize("rows, cols, message", [
+    (i32([3, 4]), i32(-1), "num_rows must be a scalar"),
+    (i32(-1), np.zeros(0, i32), "num_cols must be a scalar"),
+])
+def test_matrix_diag_v3_row_and_column_counts_are_scalars(rows, cols, message):
+    with invalid(message):  # TF 2.21's words (checked)
+        run1("MatrixDiagV3", [np.ones(3, f32), i32(0), rows, cols, f32(0)])
+
+
+def test_unique_v2_of_strings_along_an_axis_and_of_an_empty_axis():
+    x = np.array([[b"a", b"b"], [b"c", b"d"], [b"a", b"b"]], dtype=object)
+    values, idx = run_kernel("UniqueV2", [x, i64([0])])
+    assert values.tolist() == [[b"a", b"b"], [b"c", b"d"]] and idx.tolist() == [0, 1, 0]
+    values, idx = run_kernel("UniqueV2", [np.zeros((3, 0), f32), i64([1])])
+    assert values.shape == (3, 0) and idx.shape == (0,)
+
+
+def test_unsorted_segment_max_of_bfloat16_fills_empty_segments_with_the_lowest_value():
+    bf16 = dtypes.bfloat16.as_numpy_dtype
+    out = run1("UnsortedSegmentMax", [np.array([1, 2], bf16), i32([0, 0]), i32(2)])
+    assert out.dtype == bf16 and float(out[0]) == 2.0
+    assert float(out[1]) == float(ml_dtypes.finfo(bf16).min)
+
+
+def test_einsum_labels_are_bytes_as_in_tf():
+    # TF 2.21 takes any byte as a label: b"\xff,i->" sums the outer product (4.0, checked);
+    # decoding the equation as UTF-8 raised UnicodeDecodeError
+    out = run1("Einsum", [np.ones(2, f32), np.ones(2, f32)], equation=b"\xff,i->")
+    assert out == f32(4.0)

@@ -39,6 +39,16 @@ def _of_rank(rank: int | None) -> TensorShape:
     return UNKNOWN if rank is None or rank > MAX_RANK else unknown_shape(rank)
 
 
+def _scalar_const(op, index: int):
+    """The constant value of scalar input `index`, or None when it is not known; a
+    constant that is not a scalar is TF's shape-function error."""
+    value = constant_value(op.inputs[index])
+    if value is not None and np.ndim(value) != 0:
+        raise ValueError(f"Shape must be rank 0 but is rank {np.ndim(value)} for "
+                         f"'{op.name}' (op: '{op.type}')")
+    return value
+
+
 def _const_ints(tensor) -> list[int] | None:
     value = constant_value(tensor)
     return None if value is None else [int(v) for v in np.ravel(value)]
@@ -144,7 +154,7 @@ def reduction(op) -> list[TensorShape]:
 def arg_min_max(op) -> list[TensorShape]:
     """ArgMax/ArgMin: the input shape without the (constant) dimension."""
     dims = _dims(op.inputs[0].shape)
-    axis = constant_value(op.inputs[1])
+    axis = _scalar_const(op, 1)
     if dims is None:
         return [UNKNOWN]
     if axis is None:
@@ -270,7 +280,7 @@ def concat(op) -> list[TensorShape]:
     """ConcatV2 (axis last) / Concat (axis first): dims equal except along the axis."""
     inputs = list(op.inputs)
     axis_t, parts = (inputs[0], inputs[1:]) if op.type == "Concat" else (inputs[-1], inputs[:-1])
-    axis = constant_value(axis_t)
+    axis = _scalar_const(op, 0 if op.type == "Concat" else len(inputs) - 1)
     rank = next((t.shape.rank for t in parts if t.shape.rank is not None), None)
     if rank is None:
         return [UNKNOWN]
@@ -356,7 +366,7 @@ def fill(op) -> list[TensorShape]:
 
 def range_shape(op) -> list[TensorShape]:
     """Range: a vector, of known length when start/limit/delta are constant."""
-    start, limit, delta = (constant_value(t) for t in op.inputs)
+    start, limit, delta = (_scalar_const(op, i) for i in range(3))
     if start is None or limit is None or delta is None or delta == 0:
         return [TensorShape([None])]
     return [TensorShape([range_size(start, limit, delta)])]
@@ -534,6 +544,9 @@ def tile(op) -> list[TensorShape]:
         return [UNKNOWN if dims is None else unknown_shape(len(dims))]
     if dims is None:
         return [_of_rank(len(mult))]
+    if len(mult) != len(dims):  # TF's Tile shape function
+        raise ValueError(f"Shape must be rank {len(dims)} but is rank {len(mult)} for "
+                         f"'{op.name}' (op: '{op.type}')")
     return [TensorShape([None if d is None else d * m for d, m in zip(dims, mult, strict=True)])]
 
 
@@ -580,7 +593,7 @@ def gather(op) -> list[TensorShape]:
     if op.type == "Gather":
         axis = 0
     else:
-        a = constant_value(op.inputs[2])
+        a = _scalar_const(op, 2)
         if a is None:
             return [unknown_shape(len(params) + len(indices) - 1 - batch_dims)]
         axis = int(a)
@@ -593,7 +606,7 @@ def one_hot(op) -> list[TensorShape]:
     dims = _dims(op.inputs[0].shape)
     if dims is None:
         return [UNKNOWN]
-    depth = constant_value(op.inputs[1])
+    depth = _scalar_const(op, 1)
     depth = None if depth is None else int(depth)
     axis = op.get_attr("axis")
     axis = len(dims) if axis == -1 else axis
@@ -604,7 +617,7 @@ def split(op) -> list[TensorShape]:
     """Split: the value shape with the (constant) split dim divided by num_split."""
     num = op.get_attr("num_split")
     dims = _dims(op.inputs[1].shape)
-    axis = constant_value(op.inputs[0])
+    axis = _scalar_const(op, 0)
     if dims is None:
         return [UNKNOWN] * num
     if axis is None:
@@ -624,7 +637,7 @@ def split_v(op) -> list[TensorShape]:
     num = op.get_attr("num_split")
     dims = _dims(op.inputs[0].shape)
     sizes = _const_ints(op.inputs[1])
-    axis = constant_value(op.inputs[2])
+    axis = _scalar_const(op, 2)
     if dims is None:
         return [UNKNOWN] * num
     if axis is None or sizes is None:
@@ -645,7 +658,16 @@ def pad(op) -> list[TensorShape]:
         if rank is None and op.inputs[1].shape.rank == 2:
             rank = op.inputs[1].shape.as_list()[0]
         return [_of_rank(rank)]
-    paddings = np.asarray(paddings).reshape(-1, 2)
+    paddings = np.asarray(paddings)
+    where = f"for '{op.name}' (op: '{op.type}')"
+    # TF's PadShapeFn: paddings is a [rank, 2] matrix, rank the input's
+    if paddings.ndim != 2:
+        raise ValueError(f"Shape must be rank 2 but is rank {paddings.ndim} {where}")
+    if paddings.shape[1] != 2:
+        raise ValueError(f"Dimension must be 2 but is {paddings.shape[1]} {where}")
+    if dims is not None and paddings.shape[0] != len(dims):
+        raise ValueError(f"Shape must be rank {paddings.shape[0]} but is rank {len(dims)} "
+                         f"{where}")
     if dims is None:
         dims = [None] * len(paddings)
     return [TensorShape([None if d is None else d + int(p[0]) + int(p[1])

@@ -121,8 +121,8 @@ def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
         return out
     value = constant_value(tensor)
     if value is not None:
-        if value.ndim == 0:
-            raise ValueError(f"Shape must be rank 1 but is rank 0 for '{op.name}'")
+        if value.ndim != 1:
+            raise ValueError(f"Shape must be rank 1 but is rank {value.ndim} for '{op.name}'")
         return tensor_shape.TensorShape([None if d < 0 else int(d) for d in value.tolist()])
     shape = tensor.shape
     length = shape.dims[0].value if shape.rank == 1 else None

@@ -15,7 +15,8 @@ def _einsum_shape(op) -> list[TensorShape]:
     """The output shape from the equation and the inputs' shapes (TF's messages when they
     do not fit)."""
     equation = op.get_attr("equation")
-    equation = equation.decode() if isinstance(equation, bytes) else equation
+    equation = equation.decode("latin-1") if isinstance(equation, bytes) \
+        else equation
     try:
         spec = einsum_spec.parse(equation)
         if len(spec.inputs) != len(op.inputs):
