@@ -29,6 +29,25 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 _WORKER_EXIT_ABANDONED = 3  # the worker left a blocked loop thread behind: restart it
+_WORKER_EXIT_RECYCLE = 4  # the worker used up its address-space cap (or its case quota)
+_CASES_PER_WORKER = 4000  # a fresh process now and then: the cap is on address space, and
+# kernels abandoned at a deadline (a huge Pad still filling) keep theirs until they end
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether drawing or running a case failed for want of address space (the worker's
+    cap), not because of a bug: MemoryError, protobuf's "Arena alloc failed", and the
+    hypothesis errors such a failure turns into."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, MemoryError) or "Arena alloc failed" in str(e):
+            return True
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return False
 _MAX_SAVED_PER_FINGERPRINT = 3
 
 
@@ -53,11 +72,13 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
     log = open(out / f"outcomes-{pid}.jsonl", "a", buffering=1)  # noqa: SIM115
     saved: collections.Counter = collections.Counter()
     runner = CaseRunner(Limits(run_timeout_ms=5000, case_timeout_s=10.0, guard_s=5.0))
-    state = {"abandoned": False}
+    state = {"abandoned": False, "cases": 0}
 
     def body(case):
-        if time.monotonic() > deadline or state["abandoned"]:
+        if time.monotonic() > deadline or state["abandoned"] or state["cases"] >= \
+                _CASES_PER_WORKER:
             return
+        state["cases"] += 1
         case.save(inflight)
         outcome = runner.run(case)
         record = {"cls": outcome.cls, "stage": outcome.stage, "where": outcome.where,
@@ -82,16 +103,24 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
     cases = st.one_of(graphdef_cases(), graphdef_cases(), single_op_cases())
     with address_space_limit(mem_mb << 20):
         n = 0
-        while time.monotonic() < deadline and not state["abandoned"]:
+        while time.monotonic() < deadline and not state["abandoned"] and \
+                state["cases"] < _CASES_PER_WORKER:
             run = settings(max_examples=batch, phases=[Phase.generate], database=None,
                            deadline=None, suppress_health_check=list(HealthCheck))(
                 hseed(seed * 100_003 + n)(given(cases)(body)))
-            run()
+            try:
+                run()
+            except Exception as e:
+                if not _out_of_memory(e):
+                    raise
+                state["cases"] = _CASES_PER_WORKER  # recycle: a fresh process goes on
             n += 1
     log.close()
     shutil.rmtree(inflight, ignore_errors=True)
     if state["abandoned"]:
         os._exit(_WORKER_EXIT_ABANDONED)  # a blocked loop thread is still running
+    if state["cases"] >= _CASES_PER_WORKER:
+        os._exit(_WORKER_EXIT_RECYCLE)  # pool threads of abandoned kernels may still run
     return 0
 
 
@@ -151,7 +180,7 @@ def drive(seconds: float, out: str | os.PathLike, workers: int = 1, mem_mb: int 
                     continue
             elif rc < 0:
                 _blame(out, proc, "FAIL:crash", f"worker died: signal {signal.Signals(-rc).name}")
-            elif rc not in (0, _WORKER_EXIT_ABANDONED):  # a Python error of the harness
+            elif rc not in (0, _WORKER_EXIT_ABANDONED, _WORKER_EXIT_RECYCLE):  # harness error
                 err = (out / f"worker-{proc.args[proc.args.index('--seed') + 1]}.err")
                 _blame(out, proc, "HARNESS:worker-error", err.read_text()[-2000:])
             procs.remove(proc)
