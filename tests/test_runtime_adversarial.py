@@ -534,35 +534,31 @@ def _pool_loop(graph, started, n=200, delay=0.05):
 POOL4 = config_pb2.ConfigProto(inter_op_parallelism_threads=4)
 
 
-async def test_cancelling_a_loop_with_pool_work_in_flight_leaves_nothing_behind(
-        graph, monkeypatch):
-    from aioflow.runtime.frame_state import ControlFlowExecutorState
+async def test_cancelling_a_loop_with_pool_work_in_flight_leaves_nothing_behind(graph):
+    from aioflow.runtime.executor import observe_steps
 
     states = []
-    start = ControlFlowExecutorState.start
-
-    def recording_start(self):
-        states.append(self)
-        start(self)
-
-    monkeypatch.setattr(ControlFlowExecutorState, "start", recording_start)
     started = []
     out = _pool_loop(graph, started)
-    async with af.Session(graph=graph, config=POOL4) as sess:
-        before = set(asyncio.all_tasks())
-        task = asyncio.ensure_future(sess.run(out))
-        await asyncio.sleep(0.08)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        count = len(started)
-        await asyncio.sleep(0.2)
-        assert len(started) == count  # no queued job started after the cancellation
-        assert count < 50
-        assert set(asyncio.all_tasks()) - before == set()
-        assert len(states) == 1
-        for state in states:
-            assert state.in_flight == 0 and not state.jobs and not state.tasks
+    with observe_steps(states.extend):
+        sess = af.Session(graph=graph, config=POOL4)
+        try:
+            before = set(asyncio.all_tasks())
+            task = asyncio.ensure_future(sess.run(out))
+            await asyncio.sleep(0.08)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            count = len(started)
+            await asyncio.sleep(0.2)
+            assert len(started) == count  # no queued job started after the cancellation
+            assert count < 50
+            assert set(asyncio.all_tasks()) - before == set()
+        finally:
+            await sess.close()
+    assert len(states) == 1
+    for state in states:
+        assert state.in_flight == 0 and not state.jobs and not state.tasks
 
 
 async def test_deadline_during_pool_work_in_a_loop(graph):

@@ -22,6 +22,7 @@ Layout invariants (what every propagator relies on):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 from aioflow.framework import errors, op_kernel
@@ -309,12 +310,29 @@ def _mode_of(kernel, num_inputs: int, inline_all: bool) -> int:
     return POOL
 
 
+_STEP_OBSERVERS: list = []
+
+
+@contextlib.contextmanager
+def observe_steps(observer):
+    """For debugging and tests: `observer(states)` is called with the executor states of
+    every step that starts (one per partition; their `in_flight`, `jobs` and `tasks` show
+    what a step still has running) while the block runs."""
+    _STEP_OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        _STEP_OBSERVERS.remove(observer)
+
+
 async def run_states(states: list, ctx) -> None:
     """Run the states of one step (one per partition) to the end, without a task per
     partition; raise the step's first error once every partition has stopped (as TF's
     DirectSession waits for all of its executors). A deadline, close() or a failing
     sibling aborts them through `ctx.states`."""
     ctx.states.extend(states)
+    for observer in _STEP_OBSERVERS:
+        observer(states)
     try:
         for state in states:
             if state.error is None:  # not aborted by a sibling that failed as it started
