@@ -5,7 +5,8 @@ Workloads (the hardening issue's case; --scale shrinks them):
   create         TensorArrayV3 of 3e7 float32 elements, its size read back
   unstack_stack  reduce_sum(TensorArray(3e7).unstack(cast(range(3e7))).stack())
 Each measurement runs in a fresh subprocess (so peak RSS belongs to it): build the graph,
-then time one `run` and take the peak-RSS growth over the process's size before it.
+run it once with one element (the runtime warm), then time one `run` at full size and take
+the peak-RSS growth over the process's size before it.
 The peers alternate (ABAB), `--reps` rounds. TensorFlow runs with `--tf-python`, a Python
 that has tensorflow-cpu (a throwaway environment; TensorFlow is never a dependency).
 
@@ -58,12 +59,13 @@ def child(peer: str, workload: str, size: int) -> dict:
             out = ta.size()
         else:
             out = lib.reduce_sum(ta.unstack(lib.cast(lib.range(n), lib.float32)).stack())
-    before = _rss_mb()
     if peer == "tf":
         config = lib.ConfigProto()
         config.graph_options.optimizer_options.opt_level = lib.OptimizerOptions.L0
         config.graph_options.rewrite_options.disable_meta_optimizer = True
         session = lib.Session(graph=graph, config=config)
+        session.run(out, {n: 1})  # the runtime warm: what grows next is the array's
+        before = _rss_mb()
         start = time.perf_counter()
         value = session.run(out, {n: size})
         seconds = time.perf_counter() - start
@@ -73,11 +75,13 @@ def child(peer: str, workload: str, size: int) -> dict:
 
         async def run():
             async with lib.Session(graph=graph) as sess:
+                await sess.run(out, {n: 1})  # the runtime warm (kernels loaded, built)
+                rss = _rss_mb()
                 start = time.perf_counter()
                 result = await sess.run(out, {n: size})
-                return result, time.perf_counter() - start
+                return result, time.perf_counter() - start, rss
 
-        value, seconds = asyncio.run(run())
+        value, seconds, before = asyncio.run(run())
     return {"seconds": seconds, "peak_growth_mb": _peak_mb() - before, "value": float(value)}
 
 
