@@ -556,3 +556,15 @@ _VEC = 'int_val: 0 int_val: 0'
 def test_shape_functions_refuse_constants_of_the_wrong_rank_in_tfs_words(text, fragment):
     message = refused(text, fragment)
     assert "only 0-dimensional" not in message and "zip()" not in message
+
+
+@pytest.mark.parametrize("start, limit, delta, fragment", [
+    ("0.0", "inf", "1.0", "Requires ((limit - start) / delta) <= 9223372036854775807"),
+    ("0.0", "1e30", "1e-30", "Requires ((limit - start) / delta) <= 9223372036854775807"),
+    ("nan", "1.0", "1.0", "Dimension -9223372036854775808 must be >= 0"),
+])
+def test_range_of_constants_too_long_or_nan_is_tfs_error(start, limit, delta, fragment):
+    # TF 2.21's words (checked); was OverflowError from int(inf) in the shape function
+    refused(const("s", values=f"float_val: {start}") + const("l", values=f"float_val: {limit}")
+            + const("d", values=f"float_val: {delta}")
+            + node("r", "Range", ["s", "l", "d"], Tidx="type: DT_FLOAT"), fragment)
