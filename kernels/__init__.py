@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     function_kernels,
     gather_scatter_nd_kernels,
     image_kernels,
+    io_kernels,
     linalg_kernels,
     matmul_kernels,
     nms_kernels,

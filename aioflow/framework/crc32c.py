@@ -1,0 +1,222 @@
+"""CRC-32C (Castagnoli), as TensorFlow's crc32c::Value / Extend / Mask / Unmask, in NumPy.
+
+TensorFlow checksums every checkpoint tensor and every table block with CRC-32C
+(tensorflow/core/lib/hash/crc32c.h, LevelDB's crc32c). There is no CRC-32C in the
+standard library and aioflow takes no compiled dependency for it, so this module
+computes it with NumPy, fast enough for checkpoints of hundreds of megabytes:
+
+- A CRC without its pre- and post-inversion is linear over GF(2): the CRC of A || B is
+  ``shift_{len B}(crc A) ^ crc B``, where ``shift_m`` (feeding m zero bytes) is a
+  32x32 bit matrix (``_ZeroOperator``).
+- So a long buffer is cut into N equal lanes that are checksummed side by side, eight
+  bytes a step, with the step's linear map split into four 65,536-entry tables indexed
+  by 16 bits each (``_LaneTables``): one NumPy gather per table per step over all lanes.
+- The lanes' CRCs are then folded pairwise (a tree of ``shift`` applications, each four
+  256-entry table look-ups), and the tail that does not fill the lanes is done the same
+  way with fewer lanes, down to a plain byte loop for the last few bytes.
+
+NumPy releases the GIL in these array operations, so a checksum running on a pool
+thread leaves the event loop free.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+_POLY = 0x82F63B78  # CRC-32C, reflected
+_MASK_DELTA = 0xA282EAD8
+_U32 = 0xFFFFFFFF
+
+#: Below this many bytes a buffer is checksummed with the byte-at-a-time loop.
+_SMALL = 64
+#: Lane counts tried for a buffer, largest first (each lane at least _MIN_LANE bytes).
+_LANES = (1 << 14, 1 << 10, 1 << 6, 1 << 2)
+_MIN_LANE = 256
+#: Columns (8-byte words per lane) moved into a contiguous block at a time.
+_BLOCK = 32
+
+
+def _byte_table() -> list[int]:
+    """The classic 256-entry table: the CRC step of one byte."""
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _byte_table()
+_TABLE_NP = np.array(_TABLE, dtype=np.uint32)
+
+
+def _raw_bytes(crc: int, data) -> int:
+    """The uninverted CRC register after feeding `data` byte by byte (small inputs)."""
+    table = _TABLE
+    for b in bytes(data):
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+# -- linear operators: the effect of feeding zero bytes -----------------------------------
+
+def _apply(op: tuple[int, ...], v: int) -> int:
+    """op(v) for a 32x32 GF(2) matrix given as the images of the 32 unit vectors."""
+    out = 0
+    i = 0
+    while v:
+        if v & 1:
+            out ^= op[i]
+        v >>= 1
+        i += 1
+    return out
+
+
+def _compose(outer: tuple[int, ...], inner: tuple[int, ...]) -> tuple[int, ...]:
+    """outer ∘ inner."""
+    return tuple(_apply(outer, c) for c in inner)
+
+
+_ONE_ZERO_BYTE = tuple(_raw_bytes(1 << i, b"\0") for i in range(32))
+_IDENTITY = tuple(1 << i for i in range(32))
+
+
+@functools.lru_cache(maxsize=256)
+def _zero_operator(nbytes: int) -> tuple[int, ...]:
+    """The matrix of feeding `nbytes` zero bytes to the register (binary powers)."""
+    if nbytes == 0:
+        return _IDENTITY
+    if nbytes == 1:
+        return _ONE_ZERO_BYTE
+    half = _zero_operator(nbytes // 2)
+    op = _compose(half, half)
+    return _compose(_ONE_ZERO_BYTE, op) if nbytes & 1 else op
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_tables(nbytes: int) -> np.ndarray:
+    """(4, 256) uint32: the zero-byte operator split by the register's four bytes."""
+    op = _zero_operator(nbytes)
+    out = np.zeros((4, 256), dtype=np.uint32)
+    for j in range(4):
+        for b in range(256):
+            out[j, b] = _apply(op, b << (8 * j))
+    return out
+
+
+def _shift_np(crcs: np.ndarray, nbytes: int) -> np.ndarray:
+    """shift_nbytes applied to every register of `crcs` (uint32 array)."""
+    t = _shift_tables(nbytes)
+    return (t[0][crcs & 0xFF] ^ t[1][(crcs >> 8) & 0xFF]
+            ^ t[2][(crcs >> 16) & 0xFF] ^ t[3][crcs >> 24])
+
+
+def _shift(crc: int, nbytes: int) -> int:
+    return _apply(_zero_operator(nbytes), crc)
+
+
+# -- lanes --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _lane_tables() -> tuple[np.ndarray, ...]:
+    """Four 65,536-entry uint32 tables: one 8-byte step of the register, split by 16 bits.
+
+    For v = register ^ word (little-endian u64), the next register is
+    Z8(v_lo) ^ Z4(v_hi), and each of Z8, Z4 splits into two 16-bit look-ups."""
+    idx = np.arange(1 << 16, dtype=np.uint64)
+    tables = []
+    for nbytes, shift in ((8, 0), (8, 16), (4, 0), (4, 16)):
+        t = _shift_tables(nbytes)
+        v = (idx << np.uint64(shift)).astype(np.uint32)
+        tables.append(t[0][v & 0xFF] ^ t[1][(v >> 8) & 0xFF]
+                      ^ t[2][(v >> 16) & 0xFF] ^ t[3][v >> 24])
+    return tuple(tables)
+
+
+def _lanes_raw(words: np.ndarray) -> np.ndarray:
+    """The uninverted CRCs (from a zero register) of each row of a (lanes, n) u64 array."""
+    t0, t1, t2, t3 = _lane_tables()
+    lanes, n = words.shape
+    crc = np.zeros(lanes, dtype=np.uint64)
+    m16 = np.uint64(0xFFFF)
+    s16, s32, s48 = np.uint64(16), np.uint64(32), np.uint64(48)
+    v = np.empty(lanes, dtype=np.uint64)
+    k = np.empty(lanes, dtype=np.uint64)
+    acc = np.empty(lanes, dtype=np.uint32)
+    tmp = np.empty(lanes, dtype=np.uint32)
+    for start in range(0, n, _BLOCK):
+        block = np.ascontiguousarray(words[:, start:start + _BLOCK].T)
+        for col in block:
+            np.bitwise_xor(crc, col, out=v)
+            np.bitwise_and(v, m16, out=k)
+            np.take(t0, k, out=acc)
+            np.right_shift(v, s16, out=k)
+            np.bitwise_and(k, m16, out=k)
+            np.take(t1, k, out=tmp)
+            acc ^= tmp
+            np.right_shift(v, s32, out=k)
+            np.bitwise_and(k, m16, out=k)
+            np.take(t2, k, out=tmp)
+            acc ^= tmp
+            np.right_shift(v, s48, out=k)
+            np.take(t3, k, out=tmp)
+            acc ^= tmp
+            crc[:] = acc
+    return crc.astype(np.uint32)
+
+
+def _fold(crcs: np.ndarray, lane_bytes: int) -> int:
+    """Combine equal-length lanes' CRCs (count a power of two) into the whole's CRC."""
+    while crcs.size > 1:
+        crcs = _shift_np(crcs[0::2], lane_bytes) ^ crcs[1::2]
+        lane_bytes *= 2
+    return int(crcs[0])
+
+
+def _raw(crc: int, buf: np.ndarray) -> int:
+    """The uninverted register after feeding the uint8 array `buf` to register `crc`."""
+    n = buf.size
+    if n < _SMALL:
+        return _raw_bytes(crc, buf.tobytes())
+    for lanes in _LANES:
+        lane_words = n // (lanes * 8)
+        if lane_words * 8 >= _MIN_LANE or lanes == _LANES[-1] and lane_words:
+            break
+    else:
+        return _raw_bytes(crc, buf.tobytes())
+    main = lanes * lane_words * 8
+    words = buf[:main].view(np.dtype("<u8")).reshape(lanes, lane_words)
+    body = _fold(_lanes_raw(words), lane_words * 8)
+    crc = _shift(crc, main) ^ body
+    return _raw(crc, buf[main:]) if main < n else crc
+
+
+def _as_u8(data) -> np.ndarray:
+    """A flat uint8 view of bytes, bytearray, memoryview or a contiguous ndarray."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def extend(crc: int, data) -> int:
+    """crc32c::Extend: the CRC-32C of (the data `crc` covers) followed by `data`."""
+    return _raw(crc ^ _U32, _as_u8(data)) ^ _U32
+
+
+def value(data) -> int:
+    """crc32c::Value: the CRC-32C of `data`."""
+    return extend(0, data)
+
+
+def mask(crc: int) -> int:
+    """crc32c::Mask: the stored form of a CRC (rotated right 15 bits, plus a constant)."""
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32
+
+
+def unmask(masked: int) -> int:
+    """crc32c::Unmask: the inverse of mask."""
+    rot = (masked - _MASK_DELTA) & _U32
+    return ((rot >> 17) | (rot << 15)) & _U32
