@@ -4,6 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
+from aioflow import train  # af.train: checkpoints
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -252,4 +253,5 @@ __all__ = [
     "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
     "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
     "strings",
+    "train",
 ]
