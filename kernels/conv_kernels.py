@@ -41,6 +41,8 @@ _CONV3D_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 POOL_FLOPS = 1 << 21
 #: Bytes of im2col patches copied per GEMM block.
 _BLOCK_BYTES = 1 << 21
+#: Bytes of GEMM output finished by a fused epilogue per block of rows (kept in cache).
+_EPILOGUE_BLOCK_BYTES = 1 << 19
 #: Bytes of depthwise output accumulated per block of rows (kept in cache).
 _DW_BLOCK_BYTES = 1 << 18
 #: Output elements times taps above which depthwise/pooling loops over a batch of several
@@ -183,8 +185,10 @@ def _window_view(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: in
 
 
 def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
-                       out_sizes) -> np.ndarray:
-    """Convolution of x (N, *spatial, C) with w (*k, C, O): output (N, *out_sizes, O)."""
+                       out_sizes, epilogue=None) -> np.ndarray:
+    """Convolution of x (N, *spatial, C) with w (*k, C, O): output (N, *out_sizes, O).
+    `epilogue(block)`, when given, finishes each block of output rows in place (a fused
+    bias and activation) while the block is still in cache."""
     nd = len(out_sizes)
     n = x.shape[0]
     ksizes = w.shape[:nd]
@@ -194,6 +198,8 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
         return out
     if x.size == 0 or w.size == 0:
         out.fill(0)
+        if epilogue is not None:
+            epilogue(out)
         return out
     wmat = w.reshape(-1, o)
     if all(k == 1 for k in ksizes):
@@ -202,7 +208,7 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
-        np.matmul(xs.reshape(-1, c), wmat, out=out.reshape(-1, o))
+        gemm_rows(xs.reshape(-1, c), wmat, out.reshape(-1, o), epilogue)
         return out
     xp = pad_spatial(x, pads)
     # The patch view needs the padded input contiguous (a view in x's own strides).
@@ -216,20 +222,39 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
             r = min(rows_per_block, oh - r0)
             view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
             cols = view.reshape(-1, wmat.shape[0])
-            np.matmul(cols, wmat, out=flat_out[b, r0:r0 + r].reshape(-1, o))
+            block = flat_out[b, r0:r0 + r].reshape(-1, o)
+            np.matmul(cols, wmat, out=block)
+            if epilogue is not None:
+                epilogue(block)
     return out
 
 
-def grouped_conv(x, w, strides, dilations, pads, out_sizes) -> np.ndarray:
+def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue=None) -> None:
+    """out = a @ b; with an epilogue, a block of rows at a time (each block finished
+    while in cache), else as one GEMM."""
+    if epilogue is None:
+        np.matmul(a, b, out=out)
+        return
+    rows = max(1, _EPILOGUE_BLOCK_BYTES // max(1, out.shape[1] * out.itemsize))
+    for r0 in range(0, a.shape[0], rows):
+        block = out[r0:r0 + rows]
+        np.matmul(a[r0:r0 + rows], b, out=block)
+        epilogue(block)
+
+
+def grouped_conv(x, w, strides, dilations, pads, out_sizes, epilogue=None) -> np.ndarray:
     """A convolution whose filter depth divides the input depth (groups of channels)."""
     c, fc, o = x.shape[-1], w.shape[-2], w.shape[-1]
     groups = c // fc
     if groups == 1:
-        return conv_channels_last(x, w, strides, dilations, pads, out_sizes)
+        return conv_channels_last(x, w, strides, dilations, pads, out_sizes, epilogue)
     og = o // groups
     parts = [conv_channels_last(x[..., g * fc:(g + 1) * fc], w[..., g * og:(g + 1) * og],
                                 strides, dilations, pads, out_sizes) for g in range(groups)]
-    return np.concatenate(parts, axis=-1)
+    out = np.concatenate(parts, axis=-1)
+    if epilogue is not None:
+        epilogue(out)
+    return out
 
 
 class TapViews:
@@ -269,13 +294,16 @@ class TapViews:
 
 
 def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
-                            out_sizes) -> np.ndarray:
-    """Depthwise convolution of x (N, H, W, C) with w (kh, kw, C, M): (N, oh, ow, C*M)."""
+                            out_sizes, epilogue=None) -> np.ndarray:
+    """Depthwise convolution of x (N, H, W, C) with w (kh, kw, C, M): (N, oh, ow, C*M);
+    `epilogue(block)` finishes each block of output rows in place, as conv's."""
     n, c = x.shape[0], x.shape[-1]
     kh, kw, _, m = w.shape
     oh, ow = out_sizes
     out = np.zeros((n, oh, ow, c * m), np.result_type(x, w))
     if out.size == 0 or x.size == 0 or w.size == 0:
+        if epilogue is not None:
+            epilogue(out)
         return out
     xp = np.ascontiguousarray(pad_spatial(x, pads))
     sh, sw = strides
@@ -303,6 +331,8 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
                 view = taps.view(b, (r0, 0), (r, ow), (i * dh, j * dw))
                 np.multiply(view, wrow[i, j], out=tmp)
                 acc += tmp
+        if epilogue is not None:
+            epilogue(acc)
 
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
                     0 if n == 1 else out.size * kh * kw)
@@ -476,7 +506,7 @@ class Conv2DOp(_ConvBase):
         self.check_explicit_paddings()
 
     def compute(self, ctx, inputs):
-        x, w = inputs
+        x, w = inputs[0], inputs[1]
         if x.ndim != 4:
             raise invalid(f"convolution input must be 4-dimensional: {shape_str(x.shape)}")
         if w.ndim != 4:
@@ -498,9 +528,14 @@ class Conv2DOp(_ConvBase):
                           f"{w.shape[3]} vs {groups}")
         outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
         xc, wc = self._cast_in(x, w)
-        y = grouped_conv(xc, wc, self._strides, self._dilations, pads, outs)
+        y = grouped_conv(xc, wc, self._strides, self._dilations, pads, outs,
+                         self.epilogue(inputs, w.shape[3]))
         y = self._cast_out(y)
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def epilogue(self, inputs, channels: int):
+        """What finishes each block of output in place (None: nothing; fused kernels)."""
+        return None
 
 
 @register_kernel("Conv3D", "CPU", T=_CONV3D_TYPES)
@@ -561,12 +596,12 @@ class DepthwiseConv2dNativeOp(_ConvBase):
         self.check_explicit_paddings()
 
     def is_expensive(self, inputs: list) -> bool:
-        x, w = inputs
+        x, w = inputs[0], inputs[1]
         return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
                                                       else 1)) > POOL_FLOPS
 
     def compute(self, ctx, inputs):
-        x, w = inputs
+        x, w = inputs[0], inputs[1]
         if x.ndim != 4:
             raise invalid(f"input must be 4-dimensional{shape_str(x.shape)}")
         if w.ndim != 4:
@@ -579,8 +614,13 @@ class DepthwiseConv2dNativeOp(_ConvBase):
         outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
         xc, wc = self._cast_in(x, w)
         y = self._cast_out(depthwise_channels_last(xc, wc, self._strides, self._dilations,
-                                                   pads, outs))
+                                                   pads, outs,
+                                                   self.epilogue(inputs, c * w.shape[3])))
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def epilogue(self, inputs, channels: int):
+        """What finishes each block of output in place (None: nothing; fused kernels)."""
+        return None
 
 
 @register_kernel("Conv2DBackpropInput", "CPU", T=_CONV_TYPES, host_memory=("input_sizes",))

@@ -14,7 +14,6 @@ from aioflow.framework.op_def_registry import register_op
 
 from .nn_conv_ops import _conv_shape
 
-
 _FUSION_ATTRS = ('fused_ops: list(string) = []', "epsilon: float = 0.0001",
                  "leakyrelu_alpha: float = 0.2")
 

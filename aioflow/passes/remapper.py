@@ -1,0 +1,161 @@
+"""The remapper, as TF's grappler remapper does on CPU: a contraction, its bias (or
+inference batch norm) and an activation become one fused node whose kernel computes the
+chain in one call (kernels/fused_kernels.py).
+
+Patterns, each intermediate the sole consumer of the node before it (no other consumer,
+no control edge leaving it), all on one device:
+
+* Conv2D (NHWC) + BiasAdd [+ Relu|Relu6|Elu|LeakyRelu]             -> _FusedConv2D
+* DepthwiseConv2dNative (NHWC) + BiasAdd [+ activation]           -> _FusedDepthwiseConv2dNative
+* MatMul + BiasAdd [+ activation]                                 -> _FusedMatMul
+* Conv2D / DepthwiseConv2dNative + FusedBatchNorm* (inference, outputs other than y
+  unused) [+ activation] -> fused_ops ["FusedBatchNorm", ...] with its four arguments
+  (when fold_batch_norm.py could not fold it: a filter or statistics that are not Consts)
+
+The fused node takes the name of the chain's last node (as TF's remapper does).
+
+Part of the graph optimizer (graph_optimizer.optimize_graph runs it on each partition,
+after constant folding, so that frozen weights read through Identity are Consts by then):
+on at OptimizerOptions L1 (the default) and off at L0, and RewriterConfig.remapping (the
+session's graph_options.rewrite_options) turns it OFF or ON whatever the level. Batch
+norms are folded first (fold_batch_norm.py), then the chains are fused.
+"""
+
+from __future__ import annotations
+
+from aioflow.framework import dtypes, op_def_registry
+from aioflow.graph.graph import Graph, Node
+from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
+from aioflow.passes.pattern_util import (
+    FLOAT_TYPES,
+    attr_b,
+    attr_f,
+    attr_s,
+    input_node,
+    make_node,
+    sole_consumer,
+    take_over,
+    unique_name,
+)
+from aioflow.proto import config_pb2, rewriter_config_pb2
+
+FUSED_OPS = {"Conv2D": "_FusedConv2D", "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative",
+             "MatMul": "_FusedMatMul"}
+ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu"})
+#: Element types each fused op's kernel takes (its OpDef's T, less what the CPU lacks).
+_TYPES = {"Conv2D": FLOAT_TYPES, "DepthwiseConv2dNative": FLOAT_TYPES,
+          "MatMul": frozenset({dtypes.float16.as_datatype_enum,
+                               dtypes.float32.as_datatype_enum})}
+
+
+def remapping_enabled(optimizer_options: config_pb2.OptimizerOptions | None,
+                      rewrite_options: rewriter_config_pb2.RewriterConfig | None) -> bool:
+    """RewriterConfig.remapping ON/OFF decides; DEFAULT follows the optimizer level."""
+    toggle = rewrite_options.remapping if rewrite_options is not None else 0
+    if toggle == rewriter_config_pb2.RewriterConfig.OFF:
+        return False
+    if toggle == rewriter_config_pb2.RewriterConfig.ON:
+        return True
+    level = optimizer_options.opt_level if optimizer_options is not None else 0
+    return level >= config_pb2.OptimizerOptions.L1
+
+
+def _base_step(contraction: Node, nxt: Node):
+    """('BiasAdd' or 'FusedBatchNorm', argument inputs, epsilon) when `nxt` can be fused
+    after `contraction`, else None."""
+    if input_node(nxt, 0) != (contraction, 0):
+        return None
+    op = nxt.type_string
+    if op == "BiasAdd" and attr_s(nxt, "data_format", "NHWC") == "NHWC":
+        return "BiasAdd", [input_node(nxt, 1)], 0.0001
+    if op in BATCH_NORMS and contraction.type_string != "MatMul":
+        if attr_b(nxt, "is_training", True) or attr_s(nxt, "data_format", "NHWC") != "NHWC":
+            return None
+        if nxt.attr("T").type != dtypes.float32.as_datatype_enum:
+            return None
+        if any(e.src_output != 0 and not e.dst.is_sink for e in nxt.out_edges):
+            return None
+        args = [input_node(nxt, i) for i in range(1, 5)]
+        if any(a is None or a[0].output_types[a[1]] != nxt.attr("T").type for a in args):
+            return None  # V2/V3 statistics of another type than x
+        return "FusedBatchNorm", args, attr_f(nxt, "epsilon", 0.0001)
+    return None
+
+
+def _fusable(node: Node) -> bool:
+    op = node.type_string
+    if op not in FUSED_OPS:
+        return False
+    t = node.attr("T")
+    if t is None or t.type not in _TYPES[op]:
+        return False
+    if op == "MatMul":
+        return True
+    if attr_s(node, "data_format", "NHWC") != "NHWC":
+        return False
+    return op == "Conv2D" or attr_s(node, "padding") != "EXPLICIT"
+
+
+def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
+    """Fuse the chain that starts at `node`, if there is one."""
+    device = node.assigned_device_name
+    nxt = sole_consumer(node)
+    if nxt is None or nxt.assigned_device_name != device:
+        return False
+    base = _base_step(node, nxt)
+    if base is None:
+        return False
+    kind, args, epsilon = base
+    chain = [nxt]
+    fused_ops = [kind]
+    alpha = 0.2
+    act = sole_consumer(nxt)
+    if act is not None and act.type_string in ACTIVATIONS and \
+            act.assigned_device_name == device and input_node(act, 0) == (nxt, 0):
+        chain.append(act)
+        fused_ops.append(act.type_string)
+        if act.type_string == "LeakyRelu":
+            alpha = attr_f(act, "alpha", 0.2)
+    fused_op = FUSED_OPS[node.type_string]
+    op_def = op_def_registry.get(fused_op)
+    wanted = {a.name for a in op_def.attr}
+    attrs = {k: v for k, v in node.def_.attr.items() if k in wanted}
+    t = node.attr("T").type
+    attrs.update({
+        "num_args": lambda a: setattr(a, "i", len(args)),
+        "fused_ops": lambda a: a.list.s.extend(o.encode() for o in fused_ops),
+        "epsilon": lambda a: setattr(a, "f", epsilon),
+        "leakyrelu_alpha": lambda a: setattr(a, "f", alpha),
+    })
+    if "TArgs" in wanted:
+        attrs["TArgs"] = lambda a: a.list.type.extend([t] * len(args))
+    inputs = [input_node(node, 0), input_node(node, 1)] + args
+    last = chain[-1]
+    fused = make_node(graph, last, unique_name(names, last.name + "/fused"), fused_op, inputs,
+                      attrs)
+    take_over(graph, last, fused, [node] + chain)
+    for n in [node] + chain:
+        graph.remove_node(n)
+    names.discard(fused.name)
+    fused.def_.name = last.name
+    return True
+
+
+def fuse_contractions(graph: Graph) -> bool:
+    """Fuse every contraction + bias/batch norm (+ activation) chain; True on a change."""
+    names = {n.name for n in graph.op_nodes()}
+    changed = False
+    for node in list(graph.op_nodes()):
+        if graph.nodes[node.id] is not None and _fusable(node) and _fuse(graph, node, names):
+            changed = True
+    return changed
+
+
+def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
+          rewrite_options: rewriter_config_pb2.RewriterConfig | None = None,
+          device_type: str = "CPU") -> bool:
+    """Fold batch norms, then fuse, on a CPU partition when the config asks for it."""
+    if device_type != "CPU" or not remapping_enabled(optimizer_options, rewrite_options):
+        return False
+    changed = fold_batch_norms(graph)
+    return fuse_contractions(graph) or changed

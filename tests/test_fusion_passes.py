@@ -1,0 +1,359 @@
+"""The remapper's passes (aioflow/passes/fold_batch_norm.py, remapper.py) and the fused
+kernels (kernels/fused_kernels.py): graphs run with and without the fusions give the same
+values (and NumPy's), the passes rewrite exactly the patterns they should, the session's
+config switches them, and the partition graphs show the fused ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+import aioflow as af
+from aioflow.framework import errors, op_def_registry
+from aioflow.proto import config_pb2, graph_pb2, op_def_pb2, rewriter_config_pb2
+
+TF_OPDEFS = [
+    (
+        'name: "_FusedConv2D" input_arg { name: "input" type_attr: "T" } input_arg { name: '
+        '"filter" type_attr: "T" } input_arg { name: "args" type_list_attr: "TArgs" } input_arg'
+        ' { name: "host_args" type: DT_FLOAT number_attr: "num_host_args" } output_arg { name: '
+        '"output" type_attr: "T" } attr { name: "T" type: "type" allowed_values { list { type: '
+        'DT_HALF type: DT_FLOAT type: DT_DOUBLE type: DT_INT8 type: DT_QINT8 } } } attr { name:'
+        ' "TArgs" type: "list(type)" has_minimum: true minimum: 1 } attr { name: "num_args" '
+        'type: "int" has_minimum: true } attr { name: "num_host_args" type: "int" default_value'
+        ' { i: 0 } has_minimum: true } attr { name: "strides" type: "list(int)" } attr { name: '
+        '"padding" type: "string" allowed_values { list { s: "SAME" s: "VALID" s: "EXPLICIT" } '
+        '} } attr { name: "explicit_paddings" type: "list(int)" default_value { list { } } } '
+        'attr { name: "data_format" type: "string" default_value { s: "NHWC" } allowed_values {'
+        ' list { s: "NHWC" s: "NCHW" s: "NCHW_VECT_C" } } } attr { name: "filter_format" type: '
+        '"string" default_value { s: "HWIO" } allowed_values { list { s: "HWIO" s: "OIHW" s: '
+        '"OIHW_VECT_I" } } } attr { name: "dilations" type: "list(int)" default_value { list { '
+        'i: 1 i: 1 i: 1 i: 1 } } } attr { name: "use_cudnn_on_gpu" type: "bool" default_value {'
+        ' b: true } } attr { name: "fused_ops" type: "list(string)" default_value { list { } } '
+        '} attr { name: "epsilon" type: "float" default_value { f: 0.0001 } } attr { name: '
+        '"leakyrelu_alpha" type: "float" default_value { f: 0.2 } }'
+    ),
+    (
+        'name: "_FusedDepthwiseConv2dNative" input_arg { name: "input" type_attr: "T" } '
+        'input_arg { name: "filter" type_attr: "T" } input_arg { name: "args" type_attr: "T" '
+        'number_attr: "num_args" } output_arg { name: "output" type_attr: "T" } attr { name: '
+        '"T" type: "type" allowed_values { list { type: DT_HALF type: DT_BFLOAT16 type: '
+        'DT_FLOAT type: DT_DOUBLE } } } attr { name: "num_args" type: "int" has_minimum: true }'
+        ' attr { name: "strides" type: "list(int)" } attr { name: "padding" type: "string" '
+        'allowed_values { list { s: "SAME" s: "VALID" } } } attr { name: "data_format" type: '
+        '"string" default_value { s: "NHWC" } allowed_values { list { s: "NHWC" s: "NCHW" } } }'
+        ' attr { name: "dilations" type: "list(int)" default_value { list { i: 1 i: 1 i: 1 i: 1'
+        ' } } } attr { name: "fused_ops" type: "list(string)" default_value { list { } } } attr'
+        ' { name: "epsilon" type: "float" default_value { f: 0.0001 } } attr { name: '
+        '"leakyrelu_alpha" type: "float" default_value { f: 0.2 } }'
+    ),
+    (
+        'name: "_FusedMatMul" input_arg { name: "a" type_attr: "T" } input_arg { name: "b" '
+        'type_attr: "T" } input_arg { name: "args" type_attr: "T" number_attr: "num_args" } '
+        'output_arg { name: "product" type_attr: "T" } attr { name: "transpose_a" type: "bool" '
+        'default_value { b: false } } attr { name: "transpose_b" type: "bool" default_value { '
+        'b: false } } attr { name: "T" type: "type" allowed_values { list { type: DT_BFLOAT16 '
+        'type: DT_HALF type: DT_FLOAT } } } attr { name: "num_args" type: "int" has_minimum: '
+        'true } attr { name: "fused_ops" type: "list(string)" default_value { list { } } } attr'
+        ' { name: "epsilon" type: "float" default_value { f: 0.0001 } } attr { name: '
+        '"leakyrelu_alpha" type: "float" default_value { f: 0.2 } }'
+    ),
+]
+
+RNG = np.random.default_rng(7)
+OFF = rewriter_config_pb2.RewriterConfig.OFF
+ON = rewriter_config_pb2.RewriterConfig.ON
+
+
+def _f32(*shape, low=-1.0, high=1.0):
+    return RNG.uniform(low, high, shape).astype(np.float32)
+
+
+def _config(level=None, remapping=None) -> config_pb2.ConfigProto:
+    config = config_pb2.ConfigProto()
+    if level is not None:
+        config.graph_options.optimizer_options.opt_level = level
+    if remapping is not None:
+        config.graph_options.rewrite_options.remapping = remapping
+    return config
+
+
+async def _run(graph, fetches, feeds, config=None):
+    """(values, the partition graphs' nodes as (name, op, fused_ops) by name)."""
+    md = af.RunMetadata()
+    async with af.Session(graph=graph, config=config) as sess:
+        values = await sess.run(fetches, feeds, run_metadata=md,
+                                options=af.RunOptions(output_partition_graphs=True))
+    nodes = {}
+    for part in md.partition_graphs:
+        for n in part.node:
+            ops = [s.decode() for s in n.attr["fused_ops"].list.s] if "fused_ops" in n.attr \
+                else None
+            nodes[n.name] = (n.op, ops, n)
+    return values, nodes
+
+
+def _ops(nodes) -> list[str]:
+    return sorted(op for op, _, _ in nodes.values())
+
+
+async def _fused_and_plain(graph, fetches, feeds):
+    fused = await _run(graph, fetches, feeds)
+    plain = await _run(graph, fetches, feeds, _config(remapping=OFF))
+    return fused, plain
+
+
+# -- OpDefs ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", TF_OPDEFS)
+def test_fused_op_defs_equal_tensorflows(text):
+    want = text_format.Parse(text, op_def_pb2.OpDef())
+    assert op_def_registry.get(want.name) == want
+
+
+# -- batch norm folding and conv fusion -----------------------------------------------------------
+
+def _conv_bn_graph(activation=af.nn.relu, is_training=False, filter_const=True,
+                   depthwise=False):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 9, 9, 4], name="x")
+        shape = (3, 3, 4, 2) if depthwise else (3, 3, 4, 6)
+        w = af.constant(_f32(*shape), name="w") if filter_const else \
+            af.placeholder(af.float32, shape, name="w")
+        c = shape[2] * shape[3] if depthwise else shape[3]
+        if depthwise:
+            y = af.nn.depthwise_conv2d_native(x, w, [1, 2, 2, 1], "SAME", name="conv")
+        else:
+            y = af.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="conv")
+        scale, offset = af.constant(_f32(c, low=0.5, high=2)), af.constant(_f32(c))
+        mean, var = af.constant(_f32(c)), af.constant(_f32(c, low=0.1, high=2))
+        if is_training:
+            bn = af.nn.fused_batch_norm(y, scale, offset, epsilon=0.01, is_training=True,
+                                        name="bn")
+        else:
+            bn = af.nn.fused_batch_norm(y, scale, offset, mean, var, epsilon=0.01,
+                                        is_training=False, name="bn")
+        out = activation(bn[0], name="act") if activation else bn[0]
+    feeds = {x: _f32(2, 9, 9, 4)}
+    if not filter_const:
+        feeds[w] = _f32(*shape)
+    return g, out, feeds
+
+
+async def test_batch_norm_folds_into_the_conv_and_the_chain_is_fused():
+    g, out, feeds = _conv_bn_graph()
+    (fused, nodes), (plain, plain_nodes) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert nodes["act"][:2] == ("_FusedConv2D", ["BiasAdd", "Relu"])
+    assert nodes["act"][2].attr["num_args"].i == 1
+    assert "FusedBatchNormV3" not in _ops(nodes) and "Conv2D" not in _ops(nodes)
+    assert "FusedBatchNormV3" in _ops(plain_nodes) and "Conv2D" in _ops(plain_nodes)
+
+
+async def test_depthwise_batch_norm_folds_and_fuses():
+    g, out, feeds = _conv_bn_graph(activation=af.nn.relu6, depthwise=True)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert nodes["act"][:2] == ("_FusedDepthwiseConv2dNative", ["BiasAdd", "Relu6"])
+
+
+async def test_training_batch_norm_is_left_alone():
+    g, out, feeds = _conv_bn_graph(is_training=True)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+    assert {"Conv2D", "FusedBatchNormV3", "Relu"} <= set(_ops(nodes))
+    assert not any(op.startswith("_Fused") for op in _ops(nodes))
+
+
+async def test_a_filter_that_is_no_const_is_not_folded_but_the_batch_norm_is_fused():
+    # TF's remapper: Conv2D + FusedBatchNorm (inference) + activation as one _FusedConv2D
+    # with the batch norm's four arguments.
+    g, out, feeds = _conv_bn_graph(activation=af.nn.elu, filter_const=False)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    op, fused_ops, node = nodes["act"]
+    assert (op, fused_ops) == ("_FusedConv2D", ["FusedBatchNorm", "Elu"])
+    assert node.attr["num_args"].i == 4
+    assert node.attr["epsilon"].f == pytest.approx(0.01)
+
+
+async def test_an_intermediate_with_another_consumer_is_not_fused():
+    g, out, feeds = _conv_bn_graph()
+    conv = g.get_tensor_by_name("conv:0")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, [out, conv], feeds)
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert {"Conv2D", "FusedBatchNormV3", "Relu"} <= set(_ops(nodes))
+
+
+async def test_level_l0_leaves_the_graph_and_remapping_on_overrides_it():
+    g, out, feeds = _conv_bn_graph()
+    _, nodes = await _run(g, out, feeds, _config(level=config_pb2.OptimizerOptions.L0))
+    assert "Conv2D" in _ops(nodes) and "_FusedConv2D" not in _ops(nodes)
+    _, nodes = await _run(g, out, feeds, _config(level=config_pb2.OptimizerOptions.L0,
+                                                  remapping=ON))
+    assert nodes["act"][0] == "_FusedConv2D"
+
+
+async def test_keras_style_batch_norm_mul_and_add_fold():
+    # Keras 3 writes an inference batch norm as x * m + (beta - mean * m).
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 6, 6, 3], name="x")
+        y = af.nn.conv2d(x, af.constant(_f32(1, 1, 3, 5)), [1, 1, 1, 1], "VALID", name="conv")
+        y = af.nn.bias_add(y, af.constant(_f32(5)), name="bias")
+        y = af.multiply(y, af.constant(_f32(5, low=0.5, high=2)), name="mul")
+        y = af.add(y, af.constant(_f32(1, 1, 1, 5)), name="add")
+        out = af.nn.relu6(y, name="act")
+    feeds = {x: _f32(2, 6, 6, 3, low=-4, high=4)}
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    assert nodes["act"][:2] == ("_FusedConv2D", ["BiasAdd", "Relu6"])
+    assert not {"Mul", "AddV2", "BiasAdd"} & set(_ops(nodes))
+
+
+async def test_a_mul_that_is_not_per_channel_is_not_folded():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 6, 6, 3], name="x")
+        y = af.nn.conv2d(x, af.constant(_f32(1, 1, 3, 5)), [1, 1, 1, 1], "VALID", name="conv")
+        out = af.multiply(y, af.constant(_f32(6, 1, 5)), name="mul")  # varies along W
+    feeds = {x: _f32(1, 6, 6, 3)}
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+    assert {"Conv2D", "Mul"} <= set(_ops(nodes))
+
+
+@pytest.mark.parametrize("act,fused_name", [
+    (lambda t, name: af.nn.relu(t, name=name), "Relu"),
+    (lambda t, name: af.nn.relu6(t, name=name), "Relu6"),
+    (lambda t, name: af.nn.elu(t, name=name), "Elu"),
+    (lambda t, name: af.nn.leaky_relu(t, alpha=0.3, name=name), "LeakyRelu"),
+    (None, None),
+])
+async def test_conv_bias_activation_fuse_to_numpys_values(act, fused_name):
+    g = af.Graph()
+    xv, wv, bv = _f32(2, 7, 7, 3, low=-3, high=3), _f32(3, 3, 3, 4), _f32(4)
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 7, 7, 3], name="x")
+        w = af.placeholder(af.float32, [3, 3, 3, 4], name="w")  # any filter: no folding
+        y = af.nn.conv2d(x, w, [1, 2, 2, 1], "VALID", name="conv")
+        y = af.nn.bias_add(y, af.constant(bv), name="bias")
+        out = act(y, "act") if act else y
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, {x: xv, w: wv})
+    last = "act" if act else "bias"
+    assert nodes[last][:2] == ("_FusedConv2D", ["BiasAdd"] + ([fused_name] if act else []))
+    if fused_name == "LeakyRelu":
+        assert nodes[last][2].attr["leakyrelu_alpha"].f == pytest.approx(0.3)
+    # NumPy: the 3x3 stride-2 VALID convolution, the bias, the activation.
+    patches = np.stack([xv[:, i:i + 5:2, j:j + 5:2, :] for i in range(3) for j in range(3)], 3)
+    want = np.einsum("nhwkc,kco->nhwo", patches, wv.reshape(9, 3, 4)) + bv
+    want = {"Relu": lambda v: np.maximum(v, 0), "Relu6": lambda v: np.clip(v, 0, 6),
+            "Elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))),
+            "LeakyRelu": lambda v: np.where(v > 0, v, 0.3 * v),
+            None: lambda v: v}[fused_name](want)
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-6)
+
+
+async def test_matmul_bias_activation_fuse():
+    g = af.Graph()
+    xv, wv, bv = _f32(5, 8), _f32(8, 3), _f32(3)
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 8], name="x")
+        y = af.matmul(x, af.constant(wv), name="mm")
+        y = af.nn.bias_add(y, af.constant(bv), name="bias")
+        out = af.nn.leaky_relu(y, alpha=0.1, name="act")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, {x: xv})
+    assert nodes["act"][:2] == ("_FusedMatMul", ["BiasAdd", "LeakyRelu"])
+    want = xv @ wv + bv
+    np.testing.assert_allclose(fused, np.where(want > 0, want, 0.1 * want), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+
+
+async def test_a_fetched_fused_node_keeps_its_name_and_control_edges():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        gate = af.identity(af.constant(1.0), name="gate")
+        w = af.constant(_f32(4, 2), name="w")
+        with af.control_dependencies([gate.op]):
+            y = af.matmul(x, w, name="mm")
+        out = af.nn.relu(af.nn.bias_add(y, af.constant(_f32(2)), name="bias"), name="act")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, {x: _f32(3, 4)})
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+    op, _, node = nodes["act"]
+    assert op == "_FusedMatMul"
+    assert any(i.lstrip("^").startswith("gate") for i in node.input if i.startswith("^"))
+
+
+# -- the fused kernels on TF-written nodes ---------------------------------------------------------
+
+def _fused_conv_graph(fused_ops, num_args, args):
+    """A GraphDef with one _FusedConv2D, as TF's grappler would write it."""
+    g = af.Graph()
+    with g.as_default():
+        af.placeholder(af.float32, [1, 5, 5, 2], name="x")
+        af.constant(_f32(3, 3, 2, 3), name="w")
+        for i, a in enumerate(args):
+            af.constant(a, name=f"arg{i}")
+    gd = g.as_graph_def()
+    node = gd.node.add(name="fused", op="_FusedConv2D")
+    node.input.extend(["x", "w"] + [f"arg{i}" for i in range(len(args))])
+    node.attr["T"].type = af.float32.as_datatype_enum
+    node.attr["TArgs"].list.type.extend([af.float32.as_datatype_enum] * len(args))
+    node.attr["num_args"].i = num_args
+    node.attr["strides"].list.i.extend([1, 1, 1, 1])
+    node.attr["padding"].s = b"SAME"
+    node.attr["fused_ops"].list.s.extend(o.encode() for o in fused_ops)
+    node.attr["epsilon"].f = 0.001
+    return gd
+
+
+async def _run_graph_def(gd, xv):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(gd, name="")
+    async with af.Session(graph=g) as sess:
+        return await sess.run("fused:0", {"x:0": xv})
+
+
+async def test_a_tf_written_fused_conv_with_batch_norm_runs_to_numpys_values():
+    scale, offset, mean, var = _f32(3), _f32(3), _f32(3), _f32(3, low=0.5, high=1)
+    gd = _fused_conv_graph(["FusedBatchNorm", "Relu"], 4, [scale, offset, mean, var])
+    xv = _f32(1, 5, 5, 2)
+    got = await _run_graph_def(gd, xv)
+    w = tensor_of(gd, "w")
+    xp = np.pad(xv, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    conv = np.einsum("nhwijc,ijco->nhwo", np.stack(
+        [np.stack([xp[:, i:i + 5, j:j + 5] for j in range(3)], 3) for i in range(3)], 3), w)
+    want = np.maximum((conv - mean) / np.sqrt(var + np.float32(0.001)) * scale + offset, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def tensor_of(gd: graph_pb2.GraphDef, name: str) -> np.ndarray:
+    from aioflow.framework import tensor_util
+
+    node = next(n for n in gd.node if n.name == name)
+    return tensor_util.make_ndarray(node.attr["value"].tensor)
+
+
+@pytest.mark.parametrize("fused_ops,num_args,err,message", [
+    (["BiasAdd", "Tanh"], 1, errors.UnimplementedError,
+     "Fusion is not implemented: [BiasAdd,Tanh]"),
+    (["Relu"], 1, errors.UnimplementedError, "Fusion is not implemented: [Relu]"),
+    (["BiasAdd"], 2, errors.InvalidArgumentError, "Fused Conv2D must have one extra argument"),
+])
+async def test_fused_conv_refuses_what_tf_refuses(fused_ops, num_args, err, message):
+    gd = _fused_conv_graph(fused_ops, num_args, [_f32(3)] * num_args)
+    with pytest.raises(err, match=message.replace("[", r"\[").replace("]", r"\]")):
+        await _run_graph_def(gd, _f32(1, 5, 5, 2))
+
+
+async def test_fused_conv_bias_of_the_wrong_size_is_invalid_argument():
+    gd = _fused_conv_graph(["BiasAdd"], 1, [_f32(4)])
+    with pytest.raises(errors.InvalidArgumentError, match="fused"):
+        await _run_graph_def(gd, _f32(1, 5, 5, 2))
