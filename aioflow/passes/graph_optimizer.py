@@ -14,6 +14,7 @@ from aioflow.passes.constant_folding import (
     remove_dead_nodes,
 )
 from aioflow.passes.cse import optimize_cse
+from aioflow.passes.remapper import remap
 from aioflow.proto import config_pb2
 
 MAX_ROUNDS = 10
@@ -30,9 +31,19 @@ def optimizer_settings(options: config_pb2.OptimizerOptions | None) -> tuple[boo
 
 
 def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
-                   device_type: str = "CPU") -> bool:
+                   device_type: str = "CPU", rewrite_options=None) -> bool:
     """Optimize `graph` (one partition, on a device of `device_type`) in place; True when
-    anything changed."""
+    anything changed. After folding and CSE, the remapper (TF's grappler remapper: batch
+    norms folded into constant weights, contraction + bias + activation fused) as
+    `rewrite_options` (RewriterConfig) and the level ask."""
+    changed = _fold_and_cse(graph, optimizer_options, device_type)
+    if remap(graph, optimizer_options, rewrite_options, device_type):
+        fixup_source_and_sink_edges(graph)
+        changed = True
+    return changed
+
+
+def _fold_and_cse(graph: Graph, optimizer_options, device_type: str) -> bool:
     do_folding, do_cse = optimizer_settings(optimizer_options)
     if not (do_folding or do_cse):
         return False

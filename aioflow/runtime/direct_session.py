@@ -253,7 +253,8 @@ class DirectSession:
             device = self.device_mgr.lookup(device_name)
             # The GraphOptimizer per partition: constant folding and CSE, as TF's
             # OptimizerOptions ask (on at the default L1, off at L0).
-            optimize_graph(part, optimizer_options, device.device_type)
+            optimize_graph(part, optimizer_options, device.device_type,
+                           self.config.graph_options.rewrite_options)
             eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all,
                                               deadness=deadness, segments=segments))
             eak.partition_graphs.append(part)
