@@ -268,6 +268,8 @@ def read_table(data: bytes, filename: str) -> list[tuple[bytes, bytes]]:
         _, pos = _get_varint(footer, pos, 40)
         _, end = _get_varint(footer, pos, 40)
         _, end = _get_varint(footer, end, 40)
+        # TF never reads the (empty) metaindex block; checking it costs nothing.
+        _block_entries(_read_block(data, footer[:pos]))
         index = _block_entries(_read_block(data, footer[pos:end]))
     except _Corrupt as e:
         raise errors.DataLossError(None, None, str(e)) from None
@@ -344,9 +346,7 @@ class BundleWriter:
         self.prefix = _as_str(prefix)
         self.entries: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
         self.size = 0
-        dirname = os.path.dirname(self.prefix)
-        if dirname:
-            os.makedirs(dirname, exist_ok=True)
+        _create_dir(os.path.dirname(self.prefix))
         self._data_path = data_filename(self.prefix, 0, 1)
         self._tmp_data = f"{self._data_path}.tempstate{random.getrandbits(64)}"
         self._tmp_meta = f"{meta_filename(self.prefix)}.tempstate{random.getrandbits(64)}"
@@ -416,6 +416,19 @@ class BundleWriter:
                 os.remove(path)
             except OSError:
                 pass
+
+
+def _create_dir(dirname: str) -> None:
+    """Env::CreateDir of the prefix's directory (not its parents), as TF's writers."""
+    if not dirname:
+        return
+    try:
+        os.mkdir(dirname)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"{dirname}; No such file or directory") \
+            from None
 
 
 def header_proto(num_shards: int) -> tensor_bundle_pb2.BundleHeaderProto:
@@ -658,9 +671,7 @@ def merge_bundles(prefixes, merged_prefix, allow_missing_files: bool = False) ->
     ``<merged>.data-<i>-of-<n>``, numbered in the order they are first referenced); the
     source index files are deleted. InvalidArgumentError for a tensor in two bundles."""
     merged_prefix = _as_str(merged_prefix)
-    dirname = os.path.dirname(merged_prefix)
-    if dirname:
-        os.makedirs(dirname, exist_ok=True)
+    _create_dir(os.path.dirname(merged_prefix))
     state = _MergeState()
     merged_any = False
     for prefix in prefixes:
