@@ -293,42 +293,69 @@ class TapViews:
                                 zip(start, sizes, offset, self.strides, strict=True))]
 
 
+def padded_rows(x: np.ndarray, b: int, top: int, rows: int, left: int, width: int,
+                fill=0) -> np.ndarray:
+    """Rows [top, top + rows) and columns [left, left + width) of image b of x (N, H, W, C),
+    as a new contiguous (rows, width, C) array; what lies outside x is `fill`. A block's
+    own padded copy: small enough to stay in cache, unlike a padded copy of all of x."""
+    h, w = x.shape[1], x.shape[2]
+    y0, y1 = max(top, 0), min(top + rows, h)
+    x0, x1 = max(left, 0), min(left + width, w)
+    inside = y0 == top and y1 == top + rows and x0 == left and x1 == left + width
+    buf = np.empty((rows, width, x.shape[3]), x.dtype)
+    if not inside:
+        buf.fill(fill)
+    if y1 > y0 and x1 > x0:
+        buf[y0 - top:y1 - top, x0 - left:x1 - left] = x[b, y0:y1, x0:x1]
+    return buf
+
+
 def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
                             out_sizes, epilogue=None) -> np.ndarray:
     """Depthwise convolution of x (N, H, W, C) with w (kh, kw, C, M): (N, oh, ow, C*M);
-    `epilogue(block)` finishes each block of output rows in place, as conv's."""
+    `epilogue(block)` finishes each block of output rows in place, as conv's.
+
+    A block of output rows at a time: its input rows are copied (padded, and split into
+    stride phases when strided) into a buffer that stays in cache, then each tap is one
+    multiply of a contiguous view by the tap's weights tiled along the row, added up."""
     n, c = x.shape[0], x.shape[-1]
     kh, kw, _, m = w.shape
     oh, ow = out_sizes
-    out = np.zeros((n, oh, ow, c * m), np.result_type(x, w))
+    out = np.empty((n, oh, ow, c * m), np.result_type(x, w))
     if out.size == 0 or x.size == 0 or w.size == 0:
+        out.fill(0)
         if epilogue is not None:
             epilogue(out)
         return out
-    xp = np.ascontiguousarray(pad_spatial(x, pads))
     sh, sw = strides
     dh, dw = dilations
     cm = c * m
     wk = w.reshape(kh, kw, cm)
     if m > 1:
-        xp = np.repeat(xp, m, axis=-1)  # output channel c*M+m reads input channel c
+        x = np.repeat(x, m, axis=-1)  # output channel c*M+m reads input channel c
     # Each tap's weights tiled along a whole output row, so that a row of the product is
-    # one contiguous (stride 1) or C-strided run instead of ow runs of C.
+    # one contiguous run.
     wrow = np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :], (kh, kw, ow, cm)))
     row_bytes = ow * cm * out.itemsize
     rows_per_block = max(1, _DW_BLOCK_BYTES // max(1, row_bytes))
-    taps = TapViews(xp, strides)
-    if taps.split:
-        taps.prepare([(i * dh, j * dw) for i in range(kh) for j in range(kw)])
+    width = (ow - 1) * sw + (kw - 1) * dw + 1
+    (top, _), (left, _) = pads
+    offsets = [(i * dh, j * dw) for i in range(kh) for j in range(kw)]
 
     def block(item):
         b, r0 = item
         r = min(rows_per_block, oh - r0)
+        rows = (r - 1) * sh + (kh - 1) * dh + 1
+        src = padded_rows(x, b, r0 * sh - top, rows, -left, width)
+        taps = TapViews(src[None], strides)
         acc = out[b, r0:r0 + r]
         tmp = np.empty_like(acc)
-        for i in range(kh):
-            for j in range(kw):
-                view = taps.view(b, (r0, 0), (r, ow), (i * dh, j * dw))
+        for k, offset in enumerate(offsets):
+            view = taps.view(0, (0, 0), (r, ow), offset)
+            i, j = divmod(k, kw)
+            if k == 0:
+                np.multiply(view, wrow[i, j], out=acc)
+            else:
                 np.multiply(view, wrow[i, j], out=tmp)
                 acc += tmp
         if epilogue is not None:
