@@ -4,7 +4,9 @@ TF 2.21's checks and messages.
 A pooled output is reduced over the window's taps as views of the (padded) input (split
 into stride phases first when strided, so each view is contiguous; conv_kernels.TapViews),
 one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
-time so that the block stays in cache. Max pooling pads with -inf (the smallest value for
+time so that the block stays in cache; 2-D poolings pad and split each block's own input
+rows (conv_kernels.padded_rows), never a copy of the whole input. A window covering the
+whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest value for
 integers), so padding never wins; average pooling divides by the number of taps inside
 the input (TF's SAME padding excludes the padding from the count). MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
@@ -23,6 +25,7 @@ from .conv_kernels import (
     attr_str,
     invalid,
     pad_spatial,
+    padded_rows,
     parallel_blocks,
     to_channels_first,
     to_channels_last,
@@ -54,13 +57,52 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     if out.size == 0:
         return out
     fill = _lowest(x.dtype) if op == "max" else 0
-    xp = pad_spatial(x, pads, fill)
+    if all(o == 1 for o in out_sizes) and tuple(ksizes) == x.shape[1:-1] and \
+            not any(b or a for b, a in pads):
+        # A global pooling (the window is the whole input): one reduction.
+        axes = tuple(range(1, x.ndim - 1))
+        (np.max if op == "max" else np.sum)(x, axis=axes, keepdims=True, out=out)
+        return out
     reduce = np.maximum if op == "max" else np.add
     row_bytes = max(1, out[0, 0].nbytes)
     rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
     oh = out_sizes[0]
-    views = TapViews(xp, strides)
     taps = list(np.ndindex(*ksizes))
+    if len(out_sizes) == 2:
+        block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
+    else:
+        block = _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce)
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
+                    0 if n == 1 else out.size * len(taps))
+    return out
+
+
+def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce):
+    """fn((b, r0)) pooling a block of output rows of a 2-D pooling: the block's input rows
+    padded (and stride-split) in a buffer of its own that stays in cache."""
+    (kh, kw), (sh, sw) = ksizes, strides
+    oh, ow = out.shape[1:3]
+    (top, _), (left, _) = pads
+    width = (ow - 1) * sw + kw
+
+    def block(item):
+        b, r0 = item
+        r = min(rows_per_block, oh - r0)
+        src = padded_rows(x, b, r0 * sh - top, (r - 1) * sh + kh, -left, width, fill)
+        views = TapViews(src[None], strides)
+        acc = out[b, r0:r0 + r]
+        np.copyto(acc, views.view(0, (0, 0), (r, ow), taps[0]))
+        for tap in taps[1:]:
+            reduce(acc, views.view(0, (0, 0), (r, ow), tap), out=acc)
+
+    return block
+
+
+def _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce):
+    """fn((b, r0)) pooling a block of output rows, over views of the padded input."""
+    out_sizes = out.shape[1:-1]
+    oh = out_sizes[0]
+    views = TapViews(pad_spatial(x, pads, fill), strides)
     if views.split:
         views.prepare(taps)
     sizes_rest = tuple(out_sizes[1:])
@@ -76,9 +118,7 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
         for tap in taps[1:]:
             reduce(acc, views.view(b, start, sizes, tap), out=acc)
 
-    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    0 if n == 1 else out.size * len(taps))
-    return out
+    return block
 
 
 def _valid_counts(in_sizes, ksizes, strides, pads, out_sizes) -> np.ndarray:
