@@ -52,9 +52,10 @@ from aioflow.framework.ops import (
     register_tensor_conversion_function,
     reset_default_graph,
 )
+from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, image, linalg, math, nn, sparse, strings
+from aioflow.ops import bitwise, image, linalg, math, nn, random, sparse, strings
 from aioflow.ops.array_extra_ops import (
     broadcast_dynamic_shape,
     clip_by_value,
@@ -208,13 +209,24 @@ from aioflow.ops.math_ops import (
     truncatediv,
     truncatemod,
 )
+from aioflow.ops.random_ops import (
+    multinomial,
+    random_gamma,
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    truncated_normal,
+)
 from aioflow.ops.sparse_ops import sparse_placeholder, sparse_to_dense
 from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray",
     # modules / namespaces
-    "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image",
+    "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image", "random",
+    # random ops and seeds
+    "set_random_seed", "get_seed", "random_uniform", "random_normal", "truncated_normal",
+    "random_shuffle", "multinomial", "random_gamma",
     # linalg and extra array ops
     "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
     "broadcast_dynamic_shape", "clip_by_value", "reverse_sequence", "unique",

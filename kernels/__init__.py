@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     nn_kernels,
     normalization_kernels,
     pooling_kernels,
+    random_kernels,
     reduction_kernels,
     script_kernels,
     segment_kernels,

@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     nn_conv_ops,
     nn_ops,
     no_op,
+    random_ops,
     script_ops,
     segment_ops,
     sendrecv_ops,
