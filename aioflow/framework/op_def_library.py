@@ -4,6 +4,7 @@ the OpDef, defaults filled in."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from aioflow.framework import dtypes, node_def_util, ops
@@ -54,7 +55,13 @@ def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.
             tensors = _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
                                    inferred_from)
             inputs.extend(tensors)
-            input_types.extend(t.dtype for t in tensors)
+            if arg.is_ref:  # as TF's: a ref arg takes l-values, kept as ref types
+                if not all(t.dtype.is_ref_dtype for t in tensors):
+                    raise TypeError(f"'{op_type}' Op requires that input '{arg.name}' be a "
+                                    f"mutable tensor (e.g.: a tf.Variable)")
+                input_types.extend(t.dtype for t in tensors)
+            else:  # a ref given to a value input is read: its base type
+                input_types.extend(t.dtype.base_dtype for t in tensors)
         attr_protos = {}
         for attr_def in op_def.attr:
             key = attr_def.name
@@ -82,9 +89,19 @@ def apply_op_raw(op_type: str, name: str | None = None, **keywords: Any) -> ops.
             raise TypeError(f"{op_type} got unexpected keyword arguments: "
                             f"{', '.join(sorted(keywords))}")
         output_types = _output_types(op_def, attr_protos, len(inputs))
-        return graph.create_op(op_type, inputs, output_types, input_types=input_types,
-                               name=scope, attrs=attr_protos, op_def=op_def,
-                               compute_shapes=reg.shape_fn is not None, checked=True)
+        with contextlib.ExitStack() as colocation:  # as TF's: with the refs it takes
+            for ref in _ref_inputs(op_def, inputs):
+                colocation.enter_context(graph.colocate_with(ref.op))
+            return graph.create_op(op_type, inputs, output_types, input_types=input_types,
+                                   name=scope, attrs=attr_protos, op_def=op_def,
+                                   compute_shapes=reg.shape_fn is not None, checked=True)
+
+
+def _ref_inputs(op_def, inputs: list) -> list:
+    """The inputs given to ref args (an op is colocated with the variables it updates)."""
+    if not any(arg.is_ref for arg in op_def.input_arg):
+        return []
+    return [t for t in inputs if t.dtype.is_ref_dtype]
 
 
 def _graph_for(keywords: dict, op_def) -> ops.Graph:
@@ -180,8 +197,8 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
                             f"does not match type {dtype.name} of argument "
                             f"'{inferred_from.get(arg.type_attr, arg.name)}'.") from e
         if dtype is None:
-            dtype = t.dtype
-        elif t.dtype != dtype:
+            dtype = t.dtype.base_dtype
+        elif t.dtype.base_dtype != dtype:
             if is_list:
                 raise TypeError(f"All tensors passed to '{arg.name}' of '{op_type}' Op must "
                                 "have the same type.")
@@ -251,5 +268,7 @@ def _output_types(op_def, attr_protos, num_inputs: int) -> list[dtypes.DType]:
             out.extend(dtypes.as_dtype(t) for t in attr_protos[arg.type_list_attr].list.type)
             continue
         dtype = dtypes.as_dtype(arg.type if arg.type else attr_protos[arg.type_attr].type)
+        if arg.is_ref:
+            dtype = dtype._as_ref
         out.extend([dtype] * count)
     return out
