@@ -32,6 +32,9 @@ def _canonical(name: str) -> str:
     return f"{node_name}:{index}"
 
 
+_REF_OFFSET = 100  # a ref type's enum is its base type's plus this
+
+
 def _special_node(graph: Graph, name: str, op: str, dtype: int, index: int,
                   input_types, output_types, device: str) -> Node:
     node_def = node_def_pb2.NodeDef(name=name, op=op, device=device)
@@ -68,7 +71,7 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
     keep: list[Node] = []
     for index, name in enumerate(feeds):
         node, slot = _find(by_name, name, "Feed input")
-        dtype = node.output_types[slot]
+        dtype = node.output_types[slot] % _REF_OFFSET  # TF's BaseType
         arg_name = f"_arg_{_canonical(name).replace(':', '_')}_{index}"
         arg = _special_node(graph, _unique(by_name, arg_name),
                             "_Arg", dtype, index, [], [dtype], device)
@@ -88,7 +91,7 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
         graph.add_control_edge(graph.source_node, arg)
     for index, name in enumerate(fetches):
         node, slot = _find(by_name, name, "FetchOutputs")
-        dtype = node.output_types[slot]
+        dtype = node.output_types[slot] % _REF_OFFSET  # TF's BaseType: a ref is read
         ret_name = f"_retval_{_canonical(name).replace(':', '_')}_{index}"
         ret = _special_node(graph, _unique(by_name, ret_name),
                             "_Retval", dtype, index, [dtype], [], device)
