@@ -246,7 +246,8 @@ def _enter(data, frame_name, is_constant=False, parallel_iterations=10,
            use_input_shape=True, name=None):
     """Make `data` available to the child frame `frame_name`."""
     data = ops.convert_to_tensor(data)
-    result = apply_op("Enter", name=name, data=data, frame_name=frame_name,
+    op_type = "RefEnter" if data.dtype.is_ref_dtype else "Enter"  # a variable stays a ref
+    result = apply_op(op_type, name=name, data=data, frame_name=frame_name,
                       is_constant=is_constant, parallel_iterations=parallel_iterations)
     if use_input_shape:
         result.set_shape(data.shape)
