@@ -10,6 +10,7 @@ from aioflow.framework import device_spec, errors
 from aioflow.framework.resource_mgr import ResourceMgr
 from aioflow.runtime.blas_gate import BlasGate, BlasThreads
 from aioflow.runtime.kernel_library import load_builtin_kernels
+from aioflow.runtime.ref_inputs import OpSegment
 
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
 
@@ -36,6 +37,7 @@ class Device:
         self._blas_gate: BlasGate | None = None
         self._pool_owner = shares_pool_of
         self.resource_mgr = ResourceMgr()
+        self.op_segment = OpSegment()  # the session's stateful kernels, shared by executors
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -134,3 +136,4 @@ class DeviceMgr:
         for d in self.devices:
             d.shutdown(wait=False)
             d.resource_mgr.clear()
+            d.op_segment.clear()

@@ -39,6 +39,7 @@ from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of th
     SEGMENT,
     NodeItem,
 )
+from aioflow.runtime.ref_inputs import kernel_for
 from aioflow.runtime.segments import Segment, find_segments, segments_default
 
 
@@ -117,8 +118,7 @@ class ExecutorImpl:
         item.name = node.name
         item.op = node.type_string
         item.node_def = node.def_
-        kernel = op_kernel.create_kernel(node.def_, node.op_def, self.device.device_type,
-                                         node.input_types, node.output_types)
+        kernel = kernel_for(node, self.device)  # shared when stateful; reads refs
         item.kernel = kernel
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive
