@@ -84,6 +84,16 @@ class Session:
         return ""
 
     # -- lifetime ---------------------------------------------------------------------
+    @staticmethod
+    def reset(target: str = "", containers=None, config=None) -> None:
+        """TF's `Session.reset(target, containers=None, config=None)`: drop the named
+        resource containers (default: the default container, "localhost") in every open
+        session of this process; their variables must be initialized again."""
+        if target:
+            raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
+                                                        f"{target!r}")
+        DirectSession.reset_all(list(containers) if containers else None)
+
     async def __aenter__(self) -> Session:
         return self
 

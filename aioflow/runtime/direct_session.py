@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -45,6 +46,8 @@ from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
 # instead, with the package, so that a process's first run does not import them on the
 # loop (some 3 ms).
 
+# The open DirectSessions (weakly): Session.reset clears containers in all of them.
+_LIVE_SESSIONS: weakref.WeakSet = weakref.WeakSet()
 # After a deadline has aborted a step, how long the run waits for its kernels to stop
 # before it raises anyway (at most a tenth of the timeout).
 DEADLINE_GRACE_S = 0.01
@@ -93,6 +96,7 @@ class DirectSession:
         self._runner_loop = None  # the loop of the last run, and its runner
         self._runner = None
         self.closed = False
+        _LIVE_SESSIONS.add(self)  # Session.reset reaches every open session
 
     # -- the graph ------------------------------------------------------------------------
     def extend(self, graph_def: graph_pb2.GraphDef) -> None:
@@ -321,6 +325,22 @@ class DirectSession:
         self._runner_loop = loop
         self._runner = runner = get_runner(loop)
         return runner
+
+    def reset(self, containers=None) -> None:
+        """Drop the named resource containers (none given: the default one) on every
+        device: their variables are gone (TF's DirectSession::Reset)."""
+        for device in self.device_mgr.devices:
+            mgr = device.resource_mgr
+            for container in containers or [mgr.default_container]:
+                mgr.cleanup(container)
+
+    @staticmethod
+    def reset_all(containers=None) -> None:
+        """`reset` of every open session of this process (TF's Session.reset on the
+        local target)."""
+        for session in list(_LIVE_SESSIONS):
+            if not session.closed:
+                session.reset(containers)
 
     def close(self) -> None:
         """Cancel the steps still running (as TF's Close), then release the devices: a
