@@ -267,3 +267,57 @@ __all__ = [
     "strings",
     "train",
 ]
+
+# Variables (issue #11): TF 1.x's variable API.
+from aioflow.ops import initializers  # noqa: E402
+from aioflow.ops.state_ops import (  # noqa: E402
+    assign,
+    assign_add,
+    assign_sub,
+    count_up_to,
+    is_variable_initialized,
+    scatter_add,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    scatter_sub,
+    scatter_update,
+)
+from aioflow.ops.variable_scope import (  # noqa: E402
+    AUTO_REUSE,
+    VariableScope,
+    constant_initializer,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    ones_initializer,
+    variable_scope,
+    zeros_initializer,
+)
+from aioflow.ops.variables import (  # noqa: E402
+    GraphKeys,
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    local_variables,
+    local_variables_initializer,
+    report_uninitialized_variables,
+    trainable_variables,
+    variables_initializer,
+)
+
+__all__ += [
+    "Variable", "GraphKeys", "get_variable", "get_local_variable", "variable_scope",
+    "VariableScope", "get_variable_scope", "AUTO_REUSE", "global_variables",
+    "local_variables", "trainable_variables", "global_variables_initializer",
+    "local_variables_initializer", "variables_initializer",
+    "report_uninitialized_variables", "is_variable_initialized", "initializers",
+    "zeros_initializer", "ones_initializer", "constant_initializer", "assign",
+    "assign_add", "assign_sub", "count_up_to", "scatter_update", "scatter_add",
+    "scatter_sub", "scatter_mul", "scatter_div", "scatter_min", "scatter_max",
+    "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub",
+]

@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     pooling_kernels,
     random_kernels,
     reduction_kernels,
+    resource_variable_kernels,
     script_kernels,
     segment_kernels,
     sendrecv_kernels,
@@ -28,4 +29,5 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     string_kernels,
     tensor_array_kernels,
     topk_kernels,
+    variable_kernels,
 )

@@ -20,5 +20,6 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     segment_ops,
     sendrecv_ops,
     sparse_ops,
+    state_ops,
     string_ops,
 )

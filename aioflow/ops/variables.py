@@ -1,0 +1,400 @@
+"""af.Variable with TF 1.x semantics: a ref variable (VariableV2 + Assign + `read`
+Identity) or, with `use_resource=True`, a resource variable (VarHandleOp +
+AssignVariableOp + ReadVariableOp), built node for node as tf.compat.v1 builds them; the
+variable collections and the initializer ops."""
+
+from __future__ import annotations
+
+from aioflow.framework import dtypes, tensor_shape
+from aioflow.framework import ops as ops_mod
+from aioflow.ops import state_ops
+from aioflow.proto import attr_value_pb2
+
+
+class GraphKeys:
+    """The standard collection names (TF's tf.compat.v1.GraphKeys)."""
+
+    GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    GLOBAL_STEP = "global_step"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    UPDATE_OPS = "update_ops"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    VARIABLES = GLOBAL_VARIABLES
+
+
+def _class_attr(name: str) -> attr_value_pb2.AttrValue:
+    value = attr_value_pb2.AttrValue()
+    value.list.s.append(f"loc:@{name}".encode())
+    return value
+
+
+def _scope_ops(graph: ops_mod.Graph, since: int) -> list:
+    """The ops created in `graph` after op id `since`."""
+    return [graph._ops_by_id[i] for i in range(since + 1, graph.version + 1)
+            if i in graph._ops_by_id]
+
+
+def _last_id(graph: ops_mod.Graph) -> int:
+    return graph.version
+
+
+class Variable:
+    """A TF 1.x variable. `Variable(initial_value, trainable=None, collections=None,
+    validate_shape=True, name=None, dtype=None, use_resource=None, ...)`: a ref variable
+    unless `use_resource`; `initial_value` may be a callable (then its ops go under
+    `<name>/Initializer/`, colocated with the variable, as get_variable's)."""
+
+    def __new__(cls, *args, use_resource=None, **kwargs):
+        if cls is Variable and use_resource:
+            cls = ResourceVariable
+        return super().__new__(cls)
+
+    _is_resource = False
+
+    def __init__(self, initial_value=None, trainable=None, collections=None,
+                 validate_shape: bool = True, caching_device=None, name=None,
+                 variable_def=None, dtype=None, expected_shape=None, import_scope=None,
+                 constraint=None, use_resource=None, synchronization=None,
+                 aggregation=None, shape=None):
+        if variable_def is not None:
+            raise NotImplementedError("Variable(variable_def=...) arrives with the meta graph "
+                                      "import of issue #11")
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        if trainable is None:
+            trainable = True
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES]
+        collections = list(collections)
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        self._trainable = trainable
+        self._constraint = constraint
+        graph = ops_mod.get_default_graph()
+        self._graph = graph
+        init_from_fn = callable(initial_value)
+        with ops_mod.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) \
+                as scope:
+            self._build(graph, scope, initial_value, init_from_fn, dtype, shape,
+                        validate_shape)
+        for key in collections:
+            graph.add_to_collection(key, self)
+
+    # -- building (ref variables; ResourceVariable overrides) ------------------------------
+    def _initial(self, graph, true_name, initial_value, init_from_fn, dtype, since):
+        if init_from_fn:
+            with graph.name_scope("Initializer"), graph.device(None):
+                value = initial_value()
+                value = ops_mod.convert_to_tensor(value, name="initial_value", dtype=dtype)
+            for op in _scope_ops(graph, since):
+                op._set_attr("_class", _class_attr(true_name))
+            return value
+        return ops_mod.convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
+
+    def _build(self, graph, scope, initial_value, init_from_fn, dtype, shape,
+               validate_shape) -> None:
+        true_name = scope[:-1]
+        since = _last_id(graph)
+        self._initial_value = self._initial(graph, true_name, initial_value, init_from_fn,
+                                            dtype, since)
+        value_shape = (tensor_shape.as_shape(shape) if shape is not None
+                       else self._initial_value.shape)
+        if not validate_shape:
+            value_shape = tensor_shape.unknown_shape()
+        self._variable = state_ops.variable_op_v2(
+            value_shape, self._initial_value.dtype.base_dtype, name=scope)
+        if init_from_fn:
+            self._variable.op._set_attr("_class", _class_attr(true_name))
+        with graph.colocate_with(self._variable.op):
+            self._initializer_op = state_ops.assign(
+                self._variable, self._initial_value, validate_shape=validate_shape).op
+        with graph.device(self._variable.op.device), \
+                graph.colocate_with(self._variable.op):
+            from aioflow.ops.array_ops import identity
+
+            self._snapshot = identity(self._variable, name="read")
+
+    # -- TF's Variable API ---------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._variable.name
+
+    @property
+    def op(self) -> ops_mod.Operation:
+        return self._variable.op
+
+    @property
+    def graph(self) -> ops_mod.Graph:
+        return self._graph
+
+    @property
+    def device(self) -> str:
+        return self._variable.device if hasattr(self._variable, "device") else ""
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._variable.dtype
+
+    @property
+    def shape(self) -> tensor_shape.TensorShape:
+        return self._variable.shape
+
+    def get_shape(self) -> tensor_shape.TensorShape:
+        return self.shape
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def constraint(self):
+        return self._constraint
+
+    @property
+    def initializer(self) -> ops_mod.Operation:
+        return self._initializer_op
+
+    @property
+    def initial_value(self) -> ops_mod.Tensor:
+        return self._initial_value
+
+    def value(self) -> ops_mod.Tensor:
+        """The variable's value as a tensor (the `read` snapshot)."""
+        return self._snapshot
+
+    def read_value(self) -> ops_mod.Tensor:
+        """A fresh read of the variable (an Identity named `read`)."""
+        from aioflow.ops.array_ops import identity
+
+        return identity(self._variable, name="read")
+
+    def _ref(self) -> ops_mod.Tensor:
+        return self._variable
+
+    def _as_graph_element(self):
+        return self._variable
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        assign = state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+        return assign if read_value else assign.op
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        assign = state_ops.assign_add(self._variable, delta, use_locking=use_locking,
+                                      name=name)
+        return assign if read_value else assign.op
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        assign = state_ops.assign_sub(self._variable, delta, use_locking=use_locking,
+                                      name=name)
+        return assign if read_value else assign.op
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return state_ops.scatter_update(self, sparse_delta.indices, sparse_delta.values,
+                                        use_locking=use_locking, name=name)
+
+    def count_up_to(self, limit: int):
+        return state_ops.count_up_to(self._variable, limit)
+
+    def is_initialized(self, name=None) -> ops_mod.Tensor:
+        return state_ops.is_variable_initialized(self, name=name)
+
+    def initialized_value(self) -> ops_mod.Tensor:
+        """The value, initialized first when it is not (TF's cond on is_initialized)."""
+        from aioflow.ops.control_flow_ops import cond
+
+        return cond(self.is_initialized(), self.read_value,
+                    lambda: self.initial_value)
+
+    def __repr__(self) -> str:
+        return (f"<af.Variable '{self.name}' shape={self.shape} "
+                f"dtype={self.dtype.base_dtype.name}>")
+
+
+class ResourceVariable(Variable):
+    """A resource variable as tf.compat.v1 builds one in a graph (use_resource=True)."""
+
+    _is_resource = True
+
+    def _build(self, graph, scope, initial_value, init_from_fn, dtype, shape,
+               validate_shape) -> None:
+        true_name = scope[:-1]
+        since = _last_id(graph)
+        with graph.name_scope("Initializer"), graph.device(None):
+            value = initial_value() if init_from_fn else initial_value
+            value = ops_mod.convert_to_tensor(value, name="initial_value", dtype=dtype)
+        for op in _scope_ops(graph, since):
+            op._set_attr("_class", _class_attr(true_name))
+        self._initial_value = value
+        var_shape = (tensor_shape.as_shape(shape) if shape is not None else value.shape)
+        if not validate_shape:
+            var_shape = tensor_shape.unknown_shape()
+        self._dtype = value.dtype.base_dtype
+        self._shape = var_shape
+        self._handle = state_ops.var_handle_op(self._dtype, var_shape, shared_name=true_name,
+                                               debug_name=scope, name=scope)
+        self._handle.op._set_attr("_class", _class_attr(true_name))
+        self._variable = self._handle
+        with graph.name_scope("IsInitialized"):
+            self._is_initialized_op = state_ops.var_is_initialized_op(self._handle)
+        with graph.name_scope("Assign") as n, graph.colocate_with(None, True):
+            self._initializer_op = state_ops.assign_variable_op(self._handle, value, name=n)
+        with graph.name_scope("Read"):
+            self._graph_element = self._read("ReadVariableOp")
+
+    def _read(self, name: str = "ReadVariableOp") -> ops_mod.Tensor:
+        value = state_ops.read_variable_op(self._handle, self._dtype, name=name)
+        value.set_shape(self._shape)
+        return value
+
+    @property
+    def handle(self) -> ops_mod.Tensor:
+        return self._handle
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._dtype
+
+    @property
+    def shape(self) -> tensor_shape.TensorShape:
+        return self._shape
+
+    def value(self) -> ops_mod.Tensor:
+        """A read of the variable in the current name scope (TF's _read_variable_op)."""
+        return self._read()
+
+    def read_value(self) -> ops_mod.Tensor:
+        with ops_mod.name_scope("Read"):
+            return self._read()
+
+    def _ref(self):
+        return self
+
+    def _as_graph_element(self):
+        return self._graph_element
+
+    def _lazy_read(self, op) -> ops_mod.Tensor:
+        with ops_mod.control_dependencies([op]):
+            return self._read()
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        value = ops_mod.convert_to_tensor(value, dtype=self._dtype)
+        op = state_ops.assign_variable_op(self._handle, value, name=name)
+        return self._lazy_read(op) if read_value else op
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        from aioflow.framework.op_def_library import apply_op
+
+        op = apply_op("AssignAddVariableOp", name=name, resource=self._handle,
+                      value=ops_mod.convert_to_tensor(delta, dtype=self._dtype))
+        return self._lazy_read(op) if read_value else op
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        from aioflow.framework.op_def_library import apply_op
+
+        op = apply_op("AssignSubVariableOp", name=name, resource=self._handle,
+                      value=ops_mod.convert_to_tensor(delta, dtype=self._dtype))
+        return self._lazy_read(op) if read_value else op
+
+    def count_up_to(self, limit: int):
+        raise NotImplementedError("count_up_to of a resource variable (ResourceCountUpTo) "
+                                  "is not supported by aioflow")
+
+    def is_initialized(self, name=None) -> ops_mod.Tensor:
+        return state_ops.var_is_initialized_op(self._handle, name=name)
+
+    def sparse_read(self, indices, name=None) -> ops_mod.Tensor:
+        with ops_mod.name_scope("Gather" if name is None else name) as scope:
+            return state_ops.resource_gather(self._handle, indices, self._dtype, name=scope)
+
+
+def _to_tensor(value, dtype=None, name=None):
+    """Variables convert to their value (a ref variable's snapshot, a resource read)."""
+    if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
+        raise ValueError(f"Incompatible type conversion requested to type "
+                         f"'{dtypes.as_dtype(dtype).name}' for variable of type "
+                         f"'{value.dtype.base_dtype.name}'")
+    return value.value()
+
+
+def _delegate(op_name: str):
+    def method(self, *args):
+        return getattr(self.value(), op_name)(*args)
+
+    method.__name__ = op_name
+    return method
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+            "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+            "__rmod__", "__pow__", "__rpow__", "__and__", "__rand__", "__or__", "__ror__",
+            "__xor__", "__rxor__", "__matmul__", "__rmatmul__", "__neg__", "__abs__",
+            "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__getitem__"):
+    setattr(Variable, _op, _delegate(_op))
+Variable.__array_priority__ = 100
+ops_mod.register_tensor_conversion_function(Variable, _to_tensor)
+
+
+# -- collections and initializers ----------------------------------------------------------
+def global_variables(scope: str | None = None) -> list:
+    return ops_mod.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def local_variables(scope: str | None = None) -> list:
+    return ops_mod.get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def trainable_variables(scope: str | None = None) -> list:
+    return ops_mod.get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def model_variables(scope: str | None = None) -> list:
+    return ops_mod.get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name: str = "init") -> ops_mod.Operation:
+    """One op running every variable's initializer (a NoOp when there is none)."""
+    from aioflow.ops.array_ops import group, no_op
+
+    if var_list:
+        return group(*[v.initializer for v in var_list], name=name)
+    return no_op(name=name)
+
+
+def global_variables_initializer() -> ops_mod.Operation:
+    return variables_initializer(global_variables())
+
+
+def local_variables_initializer() -> ops_mod.Operation:
+    return variables_initializer(local_variables(), name="init")
+
+
+def is_variable_initialized(variable) -> ops_mod.Tensor:
+    return state_ops.is_variable_initialized(variable)
+
+
+def report_uninitialized_variables(var_list=None,
+                                   name: str = "report_uninitialized_variables"):
+    """The names (1-D strings) of the variables of `var_list` (default: global and local)
+    not initialized yet, as TF's."""
+    from aioflow.ops.array_ops import boolean_mask, stack
+    from aioflow.ops.constant_op import constant
+    from aioflow.ops.math_ops import logical_not
+
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    with ops_mod.name_scope(name), ops_mod.device("/cpu:0"):
+        if not var_list:
+            return constant([], dtype=dtypes.string)
+        mask = logical_not(stack([state_ops.is_variable_initialized(v) for v in var_list]))
+        names = constant([v.op.name for v in var_list])
+        return boolean_mask(names, mask)
+
+
+def assert_variables_initialized(var_list=None):
+    raise NotImplementedError("assert_variables_initialized is not supported by aioflow; "
+                              "use report_uninitialized_variables")
