@@ -340,6 +340,20 @@ def test_flipped_byte_in_any_tensor_is_data_loss(tmp_path):
     assert checked > 30
 
 
+def test_parallel_restore_of_large_tensors_reports_the_corrupt_one(tmp_path):
+    # Tensors over PARALLEL_READ_BYTES are read on the restore pool, several at once.
+    prefix = str(tmp_path / "m")
+    values = {f"t{i}": (np.full(400_000, i, np.float32), "float32") for i in range(4)}
+    _write(prefix, values)
+    got = _run(lambda: _restore_op(prefix, ["t3", "t0", "t2"], [af.float32] * 3))
+    assert [v[0] for v in got] == [3.0, 0.0, 2.0]
+    with tensor_bundle.BundleReader(prefix) as reader:
+        entry = reader.entry("t2")
+    _flip(prefix + ".data-00000-of-00001", entry.offset + 1_000_000)
+    with pytest.raises(errors.DataLossError, match=r"\(1600000 bytes\): Checksum does not"):
+        _run(lambda: _restore_op(prefix, ["t3", "t2", "t1"], [af.float32] * 3))
+
+
 def test_data_loss_message_is_tfs(tmp_path):
     directory = _copy_fixture("ckpt_basic", tmp_path)
     prefix = os.path.join(directory, "model")

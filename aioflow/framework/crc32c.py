@@ -6,14 +6,16 @@ standard library and aioflow takes no compiled dependency for it, so this module
 computes it with NumPy, fast enough for checkpoints of hundreds of megabytes:
 
 - A CRC without its pre- and post-inversion is linear over GF(2): the CRC of A || B is
-  ``shift_{len B}(crc A) ^ crc B``, where ``shift_m`` (feeding m zero bytes) is a
-  32x32 bit matrix (``_ZeroOperator``).
-- So a long buffer is cut into N equal lanes that are checksummed side by side, eight
-  bytes a step, with the step's linear map split into four 65,536-entry tables indexed
-  by 16 bits each (``_LaneTables``): one NumPy gather per table per step over all lanes.
-- The lanes' CRCs are then folded pairwise (a tree of ``shift`` applications, each four
-  256-entry table look-ups), and the tail that does not fill the lanes is done the same
-  way with fewer lanes, down to a plain byte loop for the last few bytes.
+  ``shift_{len B}(crc A) ^ crc B``, where ``shift_m`` (feeding m zero bytes) is a 32x32
+  bit matrix, applied as four 256-entry tables and built from the matrices of 2**k zero
+  bytes (``_pow2_tables``).
+- So a long buffer is cut into up to 65,536 equal lanes (of at least 64 bytes) that are
+  checksummed side by side, eight bytes a step, with the step's linear map split into
+  four 65,536-entry tables indexed by 16 bits each (``_lane_tables``): one NumPy gather
+  per table per step over all lanes.
+- The lanes' CRCs are then folded pairwise (a tree of ``shift`` applications), and the
+  tail that does not fill the lanes is done the same way with fewer lanes, down to a
+  plain byte loop for the last few bytes.
 
 NumPy releases the GIL in these array operations, so a checksum running on a pool
 thread leaves the event loop free.
@@ -22,6 +24,7 @@ thread leaves the event loop free.
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
@@ -31,9 +34,10 @@ _U32 = 0xFFFFFFFF
 
 #: Below this many bytes a buffer is checksummed with the byte-at-a-time loop.
 _SMALL = 64
-#: Lane counts tried for a buffer, largest first (each lane at least _MIN_LANE bytes).
-_LANES = (1 << 14, 1 << 10, 1 << 6, 1 << 2)
-_MIN_LANE = 256
+#: At most 2**16 lanes, each at least _MIN_LANE bytes (fewer, larger NumPy calls: faster,
+#: and the GIL is held less of the time).
+_MAX_LANES_LOG2 = 16
+_MIN_LANE = 64
 #: Columns (8-byte words per lane) moved into a contiguous block at a time.
 _BLOCK = 32
 
@@ -81,41 +85,55 @@ def _compose(outer: tuple[int, ...], inner: tuple[int, ...]) -> tuple[int, ...]:
 
 
 _ONE_ZERO_BYTE = tuple(_raw_bytes(1 << i, b"\0") for i in range(32))
-_IDENTITY = tuple(1 << i for i in range(32))
 
 
-@functools.lru_cache(maxsize=256)
-def _zero_operator(nbytes: int) -> tuple[int, ...]:
-    """The matrix of feeding `nbytes` zero bytes to the register (binary powers)."""
-    if nbytes == 0:
-        return _IDENTITY
-    if nbytes == 1:
+@functools.cache
+def _pow2_operator(k: int) -> tuple[int, ...]:
+    """The matrix of feeding 2**k zero bytes (squaring the one below)."""
+    if k == 0:
         return _ONE_ZERO_BYTE
-    half = _zero_operator(nbytes // 2)
-    op = _compose(half, half)
-    return _compose(_ONE_ZERO_BYTE, op) if nbytes & 1 else op
+    half = _pow2_operator(k - 1)
+    return _compose(half, half)
 
 
-@functools.lru_cache(maxsize=256)
-def _shift_tables(nbytes: int) -> np.ndarray:
-    """(4, 256) uint32: the zero-byte operator split by the register's four bytes."""
-    op = _zero_operator(nbytes)
+@functools.cache
+def _pow2_tables(k: int) -> np.ndarray:
+    """(4, 256) uint32: feeding 2**k zero bytes, split by the register's four bytes."""
+    op = np.array(_pow2_operator(k), dtype=np.uint32)
     out = np.zeros((4, 256), dtype=np.uint32)
+    b = np.arange(256)
     for j in range(4):
-        for b in range(256):
-            out[j, b] = _apply(op, b << (8 * j))
+        for bit in range(8):
+            out[j, (b >> bit) & 1 == 1] ^= op[8 * j + bit]
     return out
 
 
-def _shift_np(crcs: np.ndarray, nbytes: int) -> np.ndarray:
-    """shift_nbytes applied to every register of `crcs` (uint32 array)."""
-    t = _shift_tables(nbytes)
+def _set_bits(n: int):
+    k = 0
+    while n:
+        if n & 1:
+            yield k
+        n >>= 1
+        k += 1
+
+
+def _apply_tables(t: np.ndarray, crcs):
     return (t[0][crcs & 0xFF] ^ t[1][(crcs >> 8) & 0xFF]
             ^ t[2][(crcs >> 16) & 0xFF] ^ t[3][crcs >> 24])
 
 
+def _shift_np(crcs: np.ndarray, nbytes: int) -> np.ndarray:
+    """Feeding `nbytes` zero bytes to every register of `crcs` (uint32 array)."""
+    for k in _set_bits(nbytes):
+        crcs = _apply_tables(_pow2_tables(k), crcs)
+    return crcs
+
+
 def _shift(crc: int, nbytes: int) -> int:
-    return _apply(_zero_operator(nbytes), crc)
+    """Feeding `nbytes` zero bytes to one register."""
+    for k in _set_bits(nbytes):
+        crc = int(_apply_tables(_pow2_tables(k), np.uint32(crc)))
+    return crc
 
 
 # -- lanes --------------------------------------------------------------------------------
@@ -126,13 +144,10 @@ def _lane_tables() -> tuple[np.ndarray, ...]:
 
     For v = register ^ word (little-endian u64), the next register is
     Z8(v_lo) ^ Z4(v_hi), and each of Z8, Z4 splits into two 16-bit look-ups."""
-    idx = np.arange(1 << 16, dtype=np.uint64)
+    idx = np.arange(1 << 16, dtype=np.uint32)
     tables = []
-    for nbytes, shift in ((8, 0), (8, 16), (4, 0), (4, 16)):
-        t = _shift_tables(nbytes)
-        v = (idx << np.uint64(shift)).astype(np.uint32)
-        tables.append(t[0][v & 0xFF] ^ t[1][(v >> 8) & 0xFF]
-                      ^ t[2][(v >> 16) & 0xFF] ^ t[3][v >> 24])
+    for k, shift in ((3, 0), (3, 16), (2, 0), (2, 16)):
+        tables.append(_apply_tables(_pow2_tables(k), idx << np.uint32(shift)))
     return tuple(tables)
 
 
@@ -148,6 +163,8 @@ def _lanes_raw(words: np.ndarray) -> np.ndarray:
     acc = np.empty(lanes, dtype=np.uint32)
     tmp = np.empty(lanes, dtype=np.uint32)
     for start in range(0, n, _BLOCK):
+        if start:
+            time.sleep(0)  # a moment without the GIL: a thread waiting for it gets it now
         block = np.ascontiguousarray(words[:, start:start + _BLOCK].T)
         for col in block:
             np.bitwise_xor(crc, col, out=v)
@@ -181,12 +198,8 @@ def _raw(crc: int, buf: np.ndarray) -> int:
     n = buf.size
     if n < _SMALL:
         return _raw_bytes(crc, buf.tobytes())
-    for lanes in _LANES:
-        lane_words = n // (lanes * 8)
-        if lane_words * 8 >= _MIN_LANE or lanes == _LANES[-1] and lane_words:
-            break
-    else:
-        return _raw_bytes(crc, buf.tobytes())
+    lanes = 1 << min(_MAX_LANES_LOG2, (n // _MIN_LANE).bit_length() - 1)
+    lane_words = n // (lanes * 8)
     main = lanes * lane_words * 8
     words = buf[:main].view(np.dtype("<u8")).reshape(lanes, lane_words)
     body = _fold(_lanes_raw(words), lane_words * 8)

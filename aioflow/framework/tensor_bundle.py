@@ -640,9 +640,9 @@ class BundleReader:
                 None, None, f"TensorBundle at {self.prefix}: string data of {_show(key)} runs "
                 f"past its entry's {entry.size} bytes")
         crc = crc32c.extend(crc, memoryview(raw)[pos:pos + sum(lengths)])
-        view = bytes(raw)
+        view = memoryview(raw)
         for i, length in enumerate(lengths):
-            out[i] = view[pos:pos + length]
+            out[i] = bytes(view[pos:pos + length])
             pos += length
         return out.reshape(shape), crc
 
