@@ -68,6 +68,17 @@ def test_crc32c_lanes_match_bytewise(n):
     assert crc32c.extend(crc32c.value(data[:cut]), data[cut:]) == crc32c.value(data)
 
 
+def test_crc32c_lane_kernel_over_many_blocks():
+    # Each lane's raw CRC, over more 8-byte steps than one transposed block holds.
+    data = np.random.default_rng(5).integers(0, 256, 4 * 8 * 100, dtype=np.uint8)
+    words = data.view("<u8").reshape(4, 100)
+    got = crc32c._lanes_raw(words)
+    for lane in range(4):
+        assert int(got[lane]) == crc32c._raw_bytes(0, data[lane * 800:(lane + 1) * 800])
+    big = np.random.default_rng(6).integers(0, 256, (40 << 20) + 3, dtype=np.uint8)
+    assert crc32c.value(big) == crc32c.extend(crc32c.value(big[:12345677]), big[12345677:])
+
+
 def test_crc32c_mask_round_trip():
     for v in (0, 1, 0xE3069283, 0xFFFFFFFF, 0x12345678):
         assert crc32c.unmask(crc32c.mask(v)) == v

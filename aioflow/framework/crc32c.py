@@ -152,37 +152,31 @@ def _lane_tables() -> tuple[np.ndarray, ...]:
 
 
 def _lanes_raw(words: np.ndarray) -> np.ndarray:
-    """The uninverted CRCs (from a zero register) of each row of a (lanes, n) u64 array."""
+    """The uninverted CRCs (from a zero register) of each row of a (lanes, n) u64 array.
+
+    Indices are kept as int64 (NumPy's intp): `take` then gathers without converting
+    them first, and masking after each shift undoes the sign extension."""
     t0, t1, t2, t3 = _lane_tables()
+    words = words.view(np.int64)
     lanes, n = words.shape
-    crc = np.zeros(lanes, dtype=np.uint64)
-    m16 = np.uint64(0xFFFF)
-    s16, s32, s48 = np.uint64(16), np.uint64(32), np.uint64(48)
-    v = np.empty(lanes, dtype=np.uint64)
-    k = np.empty(lanes, dtype=np.uint64)
-    acc = np.empty(lanes, dtype=np.uint32)
+    crc = np.zeros(lanes, dtype=np.uint32)
+    v = np.empty(lanes, dtype=np.int64)
+    k = np.empty(lanes, dtype=np.int64)
     tmp = np.empty(lanes, dtype=np.uint32)
     for start in range(0, n, _BLOCK):
         if start:
             time.sleep(0)  # a moment without the GIL: a thread waiting for it gets it now
         block = np.ascontiguousarray(words[:, start:start + _BLOCK].T)
         for col in block:
-            np.bitwise_xor(crc, col, out=v)
-            np.bitwise_and(v, m16, out=k)
-            np.take(t0, k, out=acc)
-            np.right_shift(v, s16, out=k)
-            np.bitwise_and(k, m16, out=k)
-            np.take(t1, k, out=tmp)
-            acc ^= tmp
-            np.right_shift(v, s32, out=k)
-            np.bitwise_and(k, m16, out=k)
-            np.take(t2, k, out=tmp)
-            acc ^= tmp
-            np.right_shift(v, s48, out=k)
-            np.take(t3, k, out=tmp)
-            acc ^= tmp
-            crc[:] = acc
-    return crc.astype(np.uint32)
+            np.bitwise_xor(col, crc, out=v)
+            np.bitwise_and(v, 0xFFFF, out=k)
+            np.take(t0, k, out=crc)
+            for table, shift in ((t1, 16), (t2, 32), (t3, 48)):
+                np.right_shift(v, shift, out=k)
+                np.bitwise_and(k, 0xFFFF, out=k)
+                np.take(table, k, out=tmp)
+                crc ^= tmp
+    return crc
 
 
 def _fold(crcs: np.ndarray, lane_bytes: int) -> int:
