@@ -39,27 +39,38 @@ def _rounded(fn, x: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def _table() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per function: the sorted k that need a correction and the step in magnitude
-    (+1: glibc's is one ulp further from zero, -1: nearer)."""
+    """Per function, two bitmaps over k (bit k & 7 of byte k >> 3): whether k needs a
+    correction, and whether glibc's value is then one ulp further from zero (else nearer).
+    Bitmaps make the lookup one gather per value (1 MiB each, built once)."""
     out = {}
     with np.load(_PATH) as data:
         for name in ("log", "sin", "cos"):
             keys = np.cumsum(data[name + "_gaps"].astype(np.int64))
-            signs = np.unpackbits(data[name + "_signs"], count=keys.size).astype(np.int32)
-            out[name] = (keys, signs * 2 - 1)
+            up = np.unpackbits(data[name + "_signs"], count=keys.size).astype(bool)
+            out[name] = (_bitmap(keys), _bitmap(keys[up]))
     return out
+
+
+def _bitmap(keys: np.ndarray) -> np.ndarray:
+    flags = np.zeros(_DOMAIN, dtype=bool)
+    flags[keys] = True
+    return np.packbits(flags, bitorder="little")
+
+
+def _bits(bitmap: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return (bitmap[k >> 3] >> (k & 7).astype(np.uint8)) & np.uint8(1)
 
 
 def _corrected(name: str, k: np.ndarray, value: np.ndarray) -> np.ndarray:
     """`value` (the double result rounded) stepped one ulp where glibc's differs."""
-    keys, steps = _table()[name]
-    if keys.size == 0 or k.size == 0:
+    if k.size == 0:
         return value
-    pos = np.minimum(np.searchsorted(keys, k), keys.size - 1)
-    hit = keys[pos] == k
+    hits, ups = _table()[name]
+    hit = _bits(hits, k).astype(bool)
     if hit.any():
+        step = _bits(ups, k[hit]).astype(np.int32) * 2 - 1
         # Floats are sign and magnitude: +1 on the bits is one ulp away from zero.
-        value.view(np.int32)[hit] += steps[pos[hit]]
+        value.view(np.int32)[hit] += step
     return value
 
 

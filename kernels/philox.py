@@ -75,17 +75,25 @@ def _counters(counter, offsets: np.ndarray) -> list[np.ndarray]:
 
 
 def philox_blocks(key, counter, offsets) -> np.ndarray:
-    """Philox-4x32-10 of the counters `counter + offsets` under `key`: uint32 [n, 4]."""
+    """Philox-4x32-10 of the counters `counter + offsets` under `key`: uint32 [n, 4].
+    A round: (c0, c1, c2, c3) -> (hi(B*c2) ^ c1 ^ k0, lo(B*c2), hi(A*c0) ^ c3 ^ k1, lo(A*c0)),
+    then the key steps by the Weyl constants; in place, to spare allocations."""
     c0, c1, c2, c3 = _counters(counter, offsets)
     k0, k1 = int(key[0]), int(key[1])
-    for r in range(_ROUNDS):
-        p0 = _MUL_A * c0
-        p1 = _MUL_B * c2
-        c0, c1, c2, c3 = ((p1 >> _SHIFT32) ^ c1 ^ np.uint64(k0), p1 & _LOW32,
-                          (p0 >> _SHIFT32) ^ c3 ^ np.uint64(k1), p0 & _LOW32)
-        if r < _ROUNDS - 1:
-            k0 = (k0 + _WEYL_A) & 0xFFFFFFFF
-            k1 = (k1 + _WEYL_B) & 0xFFFFFFFF
+    p0, p1 = np.empty_like(c0), np.empty_like(c0)
+    for _ in range(_ROUNDS):
+        np.multiply(c0, _MUL_A, out=p0)
+        np.multiply(c2, _MUL_B, out=p1)
+        np.right_shift(p1, _SHIFT32, out=c0)
+        c0 ^= c1
+        c0 ^= np.uint64(k0)
+        np.right_shift(p0, _SHIFT32, out=c2)
+        c2 ^= c3
+        c2 ^= np.uint64(k1)
+        np.bitwise_and(p1, _LOW32, out=c1)
+        np.bitwise_and(p0, _LOW32, out=c3)
+        k0 = (k0 + _WEYL_A) & 0xFFFFFFFF
+        k1 = (k1 + _WEYL_B) & 0xFFFFFFFF
     out = np.empty((c0.size, 4), dtype=np.uint32)
     for i, c in enumerate((c0, c1, c2, c3)):
         out[:, i] = c

@@ -11,6 +11,7 @@ as TF's GenerateKey does. Large outputs go to the thread pool, judged by output 
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -22,8 +23,9 @@ from aioflow.framework.op_kernel import OpKernel, register_kernel
 from . import philox
 from .cwise_kernels import shape_str
 
-#: Outputs above this many elements are generated on the thread pool (Philox costs ~10 ns
-#: an element here, so 4096 elements are about one pool round trip).
+#: Outputs above this many elements are generated on the thread pool: a call costs ~50 us
+#: plus 10 ns (uniform) to 70 ns (truncated normal, doubles) an element, so 4096 elements
+#: hold the loop at most ~0.5 ms.
 POOL_ABOVE = 4096
 
 #: Blocks TF reserves per output element of a distribution (ReserveRandomOutputs(n, 256)).
@@ -243,9 +245,14 @@ class MultinomialOp(_Stateful):
         return (multinomial(gen, np.asarray(logits), num, self._out),)
 
 
-def multinomial(gen: philox.Philox, logits: np.ndarray, num: int, out_dtype) -> np.ndarray:
-    """TF's CPU sampling, all rows from one stream of words (TF's single shard): row b's
-    samples take words 2 * num * b onward, two per uniform double."""
+def multinomial(gen: philox.Philox, logits: np.ndarray, num: int, out_dtype,
+                threads: int | None = None) -> np.ndarray:
+    """TF's CPU sampling. TF splits the rows into blocks across its intra-op threads; a block
+    starting at row r takes its words from the generator skipped by r * (num + 3) // 4
+    blocks, rows one after another, two words per uniform double. The split is TF's (Eigen's
+    parallelFor over TF's cost estimate), for `threads` intra-op threads (default: the CPUs
+    this process may use, TF's default), so the values are TF's on a machine like this one;
+    a small op is one block whatever the thread count."""
     batch, classes = logits.shape
     if batch * num == 0:
         return np.zeros((batch, num), out_dtype)
@@ -256,13 +263,64 @@ def multinomial(gen: philox.Philox, logits: np.ndarray, num: int, out_dtype) -> 
     weights = np.exp(logits.astype(np.float64) - top.astype(logits.dtype)[:, None]
                      .astype(np.float64))
     cdf = np.cumsum(np.where(finite, weights, 0.0), axis=1)
-    total = cdf[:, -1:]
-    words = gen.words(2 * batch * num).reshape(batch, num, 2)
-    find = philox.uint64_to_double(words[..., 0], words[..., 1]) * total
-    out = np.empty((batch, num), dtype=out_dtype)
-    for b in range(batch):
-        out[b] = np.searchsorted(cdf[b], find[b], side="right")
-    return out
+    words = np.empty((batch, num, 2), dtype=np.uint32)
+    cost = int(50 * (num * math.log(classes) / math.log(2) + classes))
+    for first, last in parallel_for_blocks(batch, cost, threads or intra_op_threads()):
+        stream = gen.skipped(first * (num + 3) // 4).words(2 * num * (last - first))
+        words[first:last] = stream.reshape(last - first, num, 2)
+    find = philox.uint64_to_double(words[..., 0], words[..., 1]) * cdf[:, -1:]
+    return upper_bound(cdf, find).astype(out_dtype)
+
+
+def intra_op_threads() -> int:
+    """TF's default intra-op thread count: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def parallel_for_blocks(n: int, cost: int, threads: int) -> list[tuple[int, int]]:
+    """The [first, last) row blocks Eigen's ThreadPoolDevice::parallelFor makes of n units
+    of `cost` cycles each on `threads` threads (as TF's Shard calls it): one block when the
+    whole is under about 1e5 cycles a thread, else blocks of at least n / (4 * threads)
+    units, coarsened while that keeps the threads as evenly loaded."""
+    wanted = min(threads, max(1, int((n * cost - 100000) / 100000 + 0.9)))
+    if n <= 1 or threads <= 1 or wanted == 1:
+        return [(0, n)]
+    size = min(n, max(-(-n // (4 * threads)), int(40000 / cost)))
+    largest = min(n, 2 * size)
+    count = -(-n // size)
+    best = count / (-(-count // threads) * threads)
+    previous = count
+    while best < 1.0 and previous > 1:
+        coarser = -(-n // (previous - 1))
+        if coarser > largest:
+            break
+        coarser_count = -(-n // coarser)
+        previous = coarser_count
+        efficiency = coarser_count / (-(-coarser_count // threads) * threads)
+        if efficiency + 0.01 >= best:
+            size, count = coarser, coarser_count
+            best = max(best, efficiency)
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def upper_bound(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row b, the index of the first element of the sorted `rows[b]` greater than each
+    of `values[b]` (std::upper_bound), as one bisection over all rows at once."""
+    batch, width = rows.shape
+    lo = np.zeros(values.shape, dtype=np.int64)
+    hi = np.full(values.shape, width, dtype=np.int64)
+    row = np.arange(batch)[:, None]
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        right = open_ & (rows[row, np.minimum(mid, width - 1)] <= values)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
 
 
 @register_kernel("RandomGamma", "CPU")

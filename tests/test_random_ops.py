@@ -197,6 +197,48 @@ async def test_state_advances_within_one_executor_and_restarts_with_a_new_sessio
     assert np.array_equal(first, again)
 
 
+def test_multinomial_split_across_threads_as_tensorflows():
+    """Rows in TF's blocks for TF's thread count, each block from its own offset, and the
+    second run from where the first left the generator."""
+    with np.load(DATA / "random_multinomial.npz") as z:
+        logits, threads = z["logits"], int(z["threads"])
+        runs = [z["run0"], z["run1"]]
+    batch, num = runs[0].shape
+    gen = philox.Philox.from_seeds(12, 34)
+    for want in runs:
+        got = random_kernels.multinomial(gen, logits, num, np.int32, threads=threads)
+        assert np.array_equal(got, want)
+        gen = gen.skipped(batch * ((num + 3) // 4 * 4 * 2) * random_kernels.RESERVE_PER_OUTPUT)
+
+
+def test_parallel_for_blocks_are_eigens():
+    """Block splits TF's Multinomial gets from Eigen (checked against TF's values on 2
+    threads: rows 38, 250 and 625 start new blocks)."""
+    assert random_kernels.parallel_for_blocks(40, 2160, 2) == [(0, 40)]
+    assert random_kernels.parallel_for_blocks(300, 8143, 2)[:2] == [(0, 38), (38, 76)]
+    assert random_kernels.parallel_for_blocks(2000, 8143, 2)[1] == (250, 500)
+    assert random_kernels.parallel_for_blocks(5000, 17219, 2)[1] == (625, 1250)
+    assert random_kernels.parallel_for_blocks(5000, 17219, 1) == [(0, 5000)]
+    blocks = random_kernels.parallel_for_blocks(1000, 9000, 6)
+    assert blocks[0][0] == 0 and blocks[-1][1] == 1000
+    assert all(a[1] == b[0] for a, b in zip(blocks[:-1], blocks[1:], strict=True))
+
+
+async def test_state_is_the_sessions_whatever_the_fetches():
+    """As TF's OpSegment: another fetch signature (another executor) runs the same kernel,
+    so the stream goes on instead of starting again."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.random_uniform([6], seed=9)
+        other = af.constant(1.0)
+    async with af.Session(graph=g) as sess:
+        want = [await sess.run(x) for _ in range(3)]
+    async with af.Session(graph=g) as sess:
+        got = [await sess.run(x), (await sess.run([x, other]))[0], await sess.run(x)]
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)
+
+
 # -- kernels -----------------------------------------------------------------------------------
 
 def test_large_outputs_go_to_the_pool():

@@ -13,6 +13,8 @@ environment (see tests/data/README.md):
 - `random_cases.npz`: outputs `out:<id>:<run>:<i>`; bfloat16 values as float32 (exact),
   strings as bytes.
 - `random_op_defs.pb`: TF's OpDefs of the random ops (an OpList).
+- `random_multinomial.npz`: a Multinomial TF splits across its threads: `logits`, `run0`,
+  `run1` and `threads` (TF's intra-op thread count here, which the split depends on).
 - `random_builders.npz`: per program of `BUILDERS`, `graph:<name>` (the GraphDef, serialized,
   uint8) and `fetch:<name>:<run>:<i>` (its fetches' values on runs 0 and 1).
 
@@ -236,7 +238,12 @@ def _run_case(tf, case) -> tuple[list, dict]:
 def _kernel_message(text: str) -> str:
     """The kernel's own message inside a v1 Session's error text."""
     match = re.search(r"\nNode: '[^']*'\n(.*?)(\n\t \[\[|$)", text, re.S)
-    return (match.group(1) if match else text).split("\n")[0]
+    line = (match.group(1) if match else text).split("\n")[0]
+    # TF lists a missing kernel's attrs in no fixed order: kept sorted, for stable files.
+    head, sep, attrs = line.partition(" with these attrs: [")
+    if sep:
+        line = head + sep + ", ".join(sorted(attrs.rstrip("]").split(", "))) + "]"
+    return line
 
 
 def _input_names(op):
@@ -295,6 +302,21 @@ def write_builders(tf):
     np.savez_compressed(os.path.join(HERE, "random_builders.npz"), **arrays)
 
 
+def write_sharded_multinomial(tf):
+    """A Multinomial large enough for TF to split its rows across its intra-op threads (the
+    values depend on their number, recorded as `threads`)."""
+    logits = np.random.default_rng(7).normal(size=(100, 8)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        out = tf.raw_ops.Multinomial(logits=logits, num_samples=30, seed=12, seed2=34,
+                                     output_dtype=tf.int32)
+        with tf.compat.v1.Session(graph=g) as sess:
+            runs = [sess.run(out) for _ in range(2)]
+    np.savez_compressed(os.path.join(HERE, "random_multinomial.npz"), logits=logits,
+                        run0=runs[0], run1=runs[1],
+                        threads=np.int32(len(os.sched_getaffinity(0))))
+
+
 def main():
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     import tensorflow as tf
@@ -302,6 +324,7 @@ def main():
     tf.compat.v1.disable_eager_execution()
     write_cases(tf)
     write_builders(tf)
+    write_sharded_multinomial(tf)
 
 
 if __name__ == "__main__":
