@@ -444,6 +444,12 @@ def test_truncated_index_is_data_loss(tmp_path):
             tensor_bundle.BundleReader(_copy)
 
 
+def test_os_errors_are_tfs_classes(tmp_path):
+    os.mkdir(tmp_path / "m.index")
+    with pytest.raises(errors.FailedPreconditionError, match=r"m.index; Is a directory"):
+        tensor_bundle.BundleReader(str(tmp_path / "m"))
+
+
 def test_missing_data_shard_is_not_found(tmp_path):
     directory = _copy_fixture("ckpt_sharded", tmp_path)
     os.remove(os.path.join(directory, "model.data-00001-of-00002"))

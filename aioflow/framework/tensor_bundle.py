@@ -28,6 +28,8 @@ checksummed.
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import random
 import struct
@@ -68,6 +70,33 @@ def _as_str(value) -> str:
 
 def _as_key(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
+
+
+_ERRNO_ERRORS = {
+    errno.ENOENT: errors.NotFoundError, errno.EACCES: errors.PermissionDeniedError,
+    errno.EPERM: errors.PermissionDeniedError, errno.ENOSPC: errors.ResourceExhaustedError,
+    errno.EDQUOT: errors.ResourceExhaustedError, errno.EEXIST: errors.AlreadyExistsError,
+    errno.EISDIR: errors.FailedPreconditionError, errno.ENOTDIR: errors.FailedPreconditionError,
+    errno.EROFS: errors.PermissionDeniedError,
+}
+
+
+def os_error(e: OSError) -> errors.OpError:
+    """An OSError as TF's Env reports it: "<path>; <strerror>", the class by errno."""
+    cls = _ERRNO_ERRORS.get(e.errno, errors.UnknownError)
+    where = e.filename if e.filename is not None else "file operation"
+    return cls(None, None, f"{where}; {e.strerror or e}")
+
+
+def _tf_io_errors(fn):
+    """Raise OSErrors from `fn` as os_error does."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OSError as e:
+            raise os_error(e) from e
+    return wrapper
 
 
 # -- varints ------------------------------------------------------------------------------
@@ -342,6 +371,7 @@ class BundleWriter:
     finish, so a failed save leaves no half-written checkpoint under the prefix; `abort()`
     removes them. InvalidArgumentError for a duplicate name, as TF's."""
 
+    @_tf_io_errors
     def __init__(self, prefix: str):
         self.prefix = _as_str(prefix)
         self.entries: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
@@ -352,6 +382,7 @@ class BundleWriter:
         self._tmp_meta = f"{meta_filename(self.prefix)}.tempstate{random.getrandbits(64)}"
         self._out = open(self._tmp_data, "wb")  # noqa: SIM115  (closed by finish/abort)
 
+    @_tf_io_errors
     def add(self, key, value) -> None:
         """Append one tensor (an ndarray, NumPy scalar, bytes or string array)."""
         key = _as_key(key)
@@ -394,6 +425,7 @@ class BundleWriter:
         self._out.write(body)
         return len(varints) + 4 + len(body), crc
 
+    @_tf_io_errors
     def finish(self) -> None:
         """Close the data file and write the index (header first, then names in order)."""
         try:
@@ -482,6 +514,7 @@ class BundleReader:
     DataLossError for a corrupt or truncated index or data file. Safe to use from several
     threads at once (reads are positioned, `os.preadv`). Close it (or use `with`)."""
 
+    @_tf_io_errors
     def __init__(self, prefix):
         self.prefix = _as_str(prefix)
         filename = meta_filename(self.prefix)
@@ -545,6 +578,7 @@ class BundleReader:
                 "variable); reading partitioned tensors is not supported")
         return self.read_entry(key, entry)
 
+    @_tf_io_errors
     def read_entry(self, key: bytes, entry) -> np.ndarray:
         """GetValue: the tensor an entry describes, checksum verified."""
         dtype = dtypes.as_dtype(entry.dtype)
@@ -666,6 +700,7 @@ def _parse(cls, key: bytes, value: bytes, filename: str | None):
 
 # -- merging ------------------------------------------------------------------------------
 
+@_tf_io_errors
 def merge_bundles(prefixes, merged_prefix, allow_missing_files: bool = False) -> None:
     """MergeBundles: one index over the data files of several bundles (renamed to
     ``<merged>.data-<i>-of-<n>``, numbered in the order they are first referenced); the
