@@ -222,6 +222,8 @@ def _switch_ref_or_tensor(data, pred, name="Switch"):
     """A Switch colocated with `data` (ignoring outer colocation, as TF)."""
     data = ops.convert_to_tensor(data, name="data")
     with ops.colocate_with(data, ignore_existing=True):
+        if data.dtype.is_ref_dtype:  # a variable stays a ref in the branches
+            return builtins_tuple(apply_op("RefSwitch", name=name, data=data, pred=pred))
         return switch(data, pred, name=name)
 
 
@@ -231,7 +233,8 @@ def merge(inputs, name=None):
         raise ValueError(f"At least one of the merge inputs is None: {inputs}")
     with ops.name_scope(name, "Merge", inputs) as name:
         inputs = [ops.convert_to_tensor(inp) for inp in inputs]
-        return builtins_tuple(apply_op("Merge", name=name, inputs=inputs))
+        op_type = "RefMerge" if all(t.dtype.is_ref_dtype for t in inputs) else "Merge"
+        return builtins_tuple(apply_op(op_type, name=name, inputs=inputs))
 
 
 def _identity(data, name=None):
