@@ -156,7 +156,8 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
             allowed = _allowed(attr_def)
     if is_list and dtype is None:
         # A list's dtype comes from its first Tensor (as TF does).
-        dtype = next((v.dtype for v in values if isinstance(v, ops.Tensor)), None)
+        dtype = next((v.dtype.base_dtype for v in values if isinstance(v, ops.Tensor)),
+                     None)
     tensors = []
     for i, v in enumerate(values):
         name = f"{arg.name}_{i}" if is_list else arg.name
