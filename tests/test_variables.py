@@ -48,7 +48,7 @@ def test_op_defs_equal_tf():
 
 
 # -- TF-written GraphDefs ----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["ref", "resource", "while"])
+@pytest.mark.parametrize("name", ["ref", "resource", "while", "cond"])
 async def test_tf_graph_defs_import_and_run(name):
     """GraphDefs TF wrote (tf.compat.v1.Variable, get_variable, resource variables, a
     variable updated in a while loop) run here to TF's values."""
@@ -98,6 +98,24 @@ def test_builders_write_tf_nodes(use_resource):
     for name, (op, inputs, attrs) in want.items():
         assert got[name][:2] == (op, inputs), name
         assert got[name][2] == attrs, name
+
+
+def test_cond_builder_writes_tf_nodes():
+    """A ref variable updated in a cond's branches: RefSwitch into each branch, RefMerge
+    of the two refs, as TF's cond writes them (Const values aside)."""
+    g = af.Graph()
+    with g.as_default():
+        v = af.Variable(1.0, name="v")
+        p = af.placeholder_with_default(True, [], name="p")
+        out = af.cond(p, lambda: af.assign_add(v, 10.0), lambda: af.assign_sub(v, 1.0))
+        af.identity(out, name="out")
+        af.global_variables_initializer()
+    for want, got in zip(_graph_def("cond").node, g.as_graph_def().node, strict=True):
+        assert (got.name, got.op, list(got.input)) == (want.name, want.op, list(want.input))
+        assert sorted(got.attr) == sorted(want.attr), want.name
+        for key in want.attr:
+            if key != "value":
+                assert got.attr[key] == want.attr[key], (want.name, key)
 
 
 # -- ref variable semantics ------------------------------------------------------------------

@@ -62,16 +62,26 @@ def while_program():
     return {"fetch": ["out:0"], "targets": [], "after": ["acc:0"]}
 
 
+def cond_program():
+    """A ref variable updated in the branches of a cond (RefSwitch, RefMerge)."""
+    v = v1.Variable(1.0, name="v")
+    p = v1.placeholder_with_default(True, [], name="p")
+    out = v1.cond(p, lambda: v1.assign_add(v, 10.0), lambda: v1.assign_sub(v, 1.0))
+    tf.identity(out, name="out")
+    v1.global_variables_initializer()
+    return {"fetch": ["out:0"], "targets": [], "after": ["v:0"]}
+
+
 def main() -> None:
     results = {}
     for name, program in (("ref", ref_program), ("resource", resource_program),
-                          ("while", while_program)):
+                          ("while", while_program), ("cond", cond_program)):
         g = tf.Graph()
         with g.as_default():
             spec = program()
             init = [op.name for op in g.get_operations() if op.name == "init"][0]
             graph_def = g.as_graph_def()
-            (OUT / f"variables_{name}.pb").write_bytes(graph_def.SerializeToString())
+            (OUT / f"variables_{name}.pb").write_bytes(graph_def.SerializeToString(deterministic=True))
             with v1.Session(graph=g) as sess:
                 sess.run(init)
                 fetched = sess.run(spec["fetch"])
@@ -85,7 +95,7 @@ def main() -> None:
     op_list = op_def_pb2.OpList()
     for name in OP_NAMES:
         op_list.op.add().CopyFrom(op_def_registry.get(name))
-    (OUT / "variables_op_defs.pb").write_bytes(op_list.SerializeToString())
+    (OUT / "variables_op_defs.pb").write_bytes(op_list.SerializeToString(deterministic=True))
 
 
 OP_NAMES = ["VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub",
