@@ -6,8 +6,8 @@ classes and words, sharing across signatures and sessions, concurrency."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -324,6 +324,22 @@ async def test_variable_in_while_loop():
         await sess.run(acc.initializer)
         assert await sess.run(out) == 10
         assert await sess.run(acc) == 45.0
+
+
+async def test_stateful_kernel_shared_across_signatures():
+    """A seeded random op fetched from two signatures continues one sequence, as in TF
+    (one kernel per session: TF's OpSegment); a second session starts it again."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(7)
+        r = af.random_uniform([3], seed=1, name="r")
+        other = af.identity(r, name="other")
+    want = VALUES["shared_kernel"]
+    async with af.Session(graph=g) as sess:
+        got = [await sess.run(r), (await sess.run([r, other]))[0], await sess.run(other)]
+    np.testing.assert_array_equal(np.float32(got), np.float32(want))
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(await sess.run(other), np.float32(want[0]))
 
 
 @pytest.mark.parametrize("on_pool", [False, True])

@@ -72,6 +72,21 @@ def cond_program():
     return {"fetch": ["out:0"], "targets": [], "after": ["v:0"]}
 
 
+def shared_kernel_values() -> list:
+    """A seeded random op's values fetched from two fetch signatures in turn: one kernel
+    (TF's OpSegment), so the second run continues the first's sequence."""
+    g = tf.Graph()
+    with g.as_default():
+        v1.set_random_seed(7)
+        r = v1.random_uniform([3], seed=1, name="r")
+        other = tf.identity(r, name="other")
+        with v1.Session(graph=g) as sess:
+            first = sess.run(r)
+            second = sess.run([r, other])[0]
+            third = sess.run(other)
+    return [first.tolist(), second.tolist(), third.tolist()]
+
+
 def main() -> None:
     results = {}
     for name, program in (("ref", ref_program), ("resource", resource_program),
@@ -81,7 +96,8 @@ def main() -> None:
             spec = program()
             init = [op.name for op in g.get_operations() if op.name == "init"][0]
             graph_def = g.as_graph_def()
-            (OUT / f"variables_{name}.pb").write_bytes(graph_def.SerializeToString(deterministic=True))
+            (OUT / f"variables_{name}.pb").write_bytes(
+                graph_def.SerializeToString(deterministic=True))
             with v1.Session(graph=g) as sess:
                 sess.run(init)
                 fetched = sess.run(spec["fetch"])
@@ -91,6 +107,7 @@ def main() -> None:
             spec["values"] = [np.asarray(x).tolist() for x in fetched]
             spec["after_values"] = [np.asarray(x).tolist() for x in after]
             results[name] = spec
+    results["shared_kernel"] = shared_kernel_values()
     (OUT / "variables_values.json").write_text(json.dumps(results, indent=1, sort_keys=True))
     op_list = op_def_pb2.OpList()
     for name in OP_NAMES:
