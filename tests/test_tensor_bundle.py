@@ -79,6 +79,28 @@ def test_crc32c_lane_kernel_over_many_blocks():
     assert crc32c.value(big) == crc32c.extend(crc32c.value(big[:12345677]), big[12345677:])
 
 
+def test_crc32c_native_path_chunks_large_buffers(monkeypatch):
+    # The optional compiled extend (google-crc32c) gets bytes in chunks; here a stand-in
+    # built on the NumPy code checks the plumbing (the real one when it is installed).
+    calls = []
+
+    def fake(crc, chunk):
+        assert isinstance(chunk, bytes)
+        calls.append(len(chunk))
+        return crc32c._raw(crc ^ 0xFFFFFFFF, np.frombuffer(chunk, np.uint8)) ^ 0xFFFFFFFF
+
+    data = np.random.default_rng(9).integers(0, 256, (9 << 20) + 7, dtype=np.uint8)
+    monkeypatch.setattr(crc32c, "_native", None)
+    want = crc32c.value(data)
+    monkeypatch.setattr(crc32c, "_native", fake)
+    assert crc32c.value(data) == want
+    assert calls == [1 << 20] * 9 + [7]
+    assert crc32c.value(b"123456789") == 0xE3069283
+    google_crc32c = pytest.importorskip("google_crc32c")
+    monkeypatch.setattr(crc32c, "_native", google_crc32c.extend)
+    assert crc32c.value(data) == want
+
+
 def test_crc32c_mask_round_trip():
     for v in (0, 1, 0xE3069283, 0xFFFFFFFF, 0x12345678):
         assert crc32c.unmask(crc32c.mask(v)) == v

@@ -19,11 +19,15 @@ computes it with NumPy, fast enough for checkpoints of hundreds of megabytes:
 
 NumPy releases the GIL in these array operations, so a checksum running on a pool
 thread leaves the event loop free.
+
+When the optional package google-crc32c (compiled, hardware CRC-32C) is installed, it is
+used instead (about 20x faster); aioflow never requires it.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import numpy as np
@@ -208,8 +212,39 @@ def _as_u8(data) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
+def _load_native():
+    """google_crc32c's compiled `extend` (hardware CRC-32C) when that optional package is
+    installed, else None; AIOFLOW_CRC32C=numpy forces the NumPy code. aioflow does not
+    depend on it: with it, restoring a checkpoint runs at TF's speed."""
+    if os.environ.get("AIOFLOW_CRC32C", "").lower() == "numpy":
+        return None
+    try:
+        import google_crc32c
+    except ImportError:
+        return None
+    return google_crc32c.extend if google_crc32c.implementation == "c" else None
+
+
+_native = _load_native()
+#: The native extend takes bytes: large buffers go to it in copies of this size (no
+#: second copy of a whole tensor; the GIL is held only while copying 1 MiB, since
+#: google-crc32c releases it for bytes of 1 MiB and more).
+_NATIVE_CHUNK = 1 << 20
+
+
+def _native_extend(crc: int, data) -> int:
+    if isinstance(data, bytes):
+        return _native(crc, data)
+    buf = _as_u8(data)
+    for start in range(0, buf.size, _NATIVE_CHUNK):
+        crc = _native(crc, buf[start:start + _NATIVE_CHUNK].tobytes())
+    return crc
+
+
 def extend(crc: int, data) -> int:
     """crc32c::Extend: the CRC-32C of (the data `crc` covers) followed by `data`."""
+    if _native is not None:
+        return _native_extend(crc, data)
     return _raw(crc ^ _U32, _as_u8(data)) ^ _U32
 
 
