@@ -16,7 +16,9 @@ timed restores and reports the largest gap among the beats inside each restore's
 runs on the pool, so the loop must stay free.
 
 Prints one JSON object: MB, per peer the median seconds and MB/s over the rounds, the
-ratio aioflow/TF of MB/s, and aioflow's heartbeat max gap (ms, the worst round) and p99.
+ratio aioflow/TF of MB/s, aioflow's heartbeat max gap (ms, the worst round) and p99, and
+which CRC-32C aioflow used ("numpy", or "google-crc32c" when that optional package is
+installed; AIOFLOW_CRC32C=numpy forces NumPy).
 Usage: python benchmarks/checkpoint_restore.py --tf-python /work/peers-venv/bin/python
 """
 
@@ -109,7 +111,9 @@ def child_aioflow(prefix: str, mb: int, runs: int) -> dict:
         return times, gaps
 
     times, gaps = asyncio.run(main())
-    return {"seconds": statistics.median(times), "max_gap_ms": max(gaps) * 1e3,
+    from aioflow.framework import crc32c
+    return {"crc32c": "google-crc32c" if crc32c._native else "numpy",
+            "seconds": statistics.median(times), "max_gap_ms": max(gaps) * 1e3,
             "p99_gap_ms": float(np.percentile(gaps, 99)) * 1e3, "beats": len(gaps)}
 
 
@@ -177,6 +181,7 @@ def main() -> int:
         result[peer] = {"seconds": round(seconds, 4), "mb_per_s": round(mb / seconds, 1),
                         "rounds_s": [round(r["seconds"], 4) for r in runs]}
     aio = rounds["aioflow"]
+    result["aioflow"]["crc32c"] = aio[0]["crc32c"]
     result["aioflow"]["heartbeat_max_gap_ms"] = round(max(r["max_gap_ms"] for r in aio), 2)
     result["aioflow"]["heartbeat_p99_gap_ms"] = round(max(r["p99_gap_ms"] for r in aio), 2)
     if rounds["tf"]:
