@@ -576,7 +576,10 @@ class Graph:
         return self._ops_by_name.get(name)
 
     def as_graph_element(self, obj, allow_tensor: bool = True, allow_operation: bool = True):
-        """Resolve a Tensor, Operation or name ("op", "op:0") to an element of this graph."""
+        """Resolve a Tensor, Operation or name ("op", "op:0") to an element of this graph;
+        an object with `_as_graph_element` (a Variable) resolves to what it gives (TF)."""
+        if not isinstance(obj, (Tensor, Operation, str)) and hasattr(obj, "_as_graph_element"):
+            obj = obj._as_graph_element()
         if isinstance(obj, Tensor) and allow_tensor:
             self._check_same_graph(obj.op)
             return obj
