@@ -191,6 +191,20 @@ async def test_fetched_value_is_a_copy():
         np.testing.assert_array_equal(await sess.run(v), [2.0, 3.0])
 
 
+async def test_feed_a_variable():
+    """A variable may be fed (its uses read the fed value; nothing needs initializing),
+    as in TF 1.x."""
+    g = af.Graph()
+    with g.as_default():
+        v = af.Variable([1.0, 2.0], name="v")
+        y = v * 2
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(await sess.run(y, {v: [5.0, 6.0]}), [10.0, 12.0])
+        np.testing.assert_array_equal(await sess.run(y, {v.value(): [7.0, 6.0]}),
+                                      [14.0, 12.0])
+        np.testing.assert_array_equal(await sess.run(v, {v: [5.0, 6.0]}), [5.0, 6.0])
+
+
 async def test_count_up_to():
     g = af.Graph()
     with g.as_default():
