@@ -466,6 +466,12 @@ def test_truncated_index_is_data_loss(tmp_path):
             tensor_bundle.BundleReader(_copy)
 
 
+def test_v1_checkpoint_file_is_refused_clearly(tmp_path):
+    (tmp_path / "model.ckpt").write_bytes(b"v1 tensor slices")
+    with pytest.raises(errors.UnimplementedError, match="is a V1 checkpoint"):
+        af.train.NewCheckpointReader(str(tmp_path / "model.ckpt"))
+
+
 def test_os_errors_are_tfs_classes(tmp_path):
     os.mkdir(tmp_path / "m.index")
     with pytest.raises(errors.FailedPreconditionError, match=r"m.index; Is a directory"):

@@ -484,7 +484,14 @@ def write_index(path: str, header, entries) -> None:
 
 # -- reader -------------------------------------------------------------------------------
 
-def _not_found_files(prefix: str) -> errors.NotFoundError:
+def _not_found_files(prefix: str) -> errors.OpError:
+    """TF's error for a prefix without an index; UnimplementedError when the prefix is a
+    V1 checkpoint file (TensorSliceReader's format, which TF would read and aioflow does
+    not)."""
+    if os.path.isfile(prefix):
+        return errors.UnimplementedError(
+            None, None, f"{prefix} is a V1 checkpoint (TensorSliceReader format); only V2 "
+            "checkpoints (.index and .data files) can be read")
     return errors.NotFoundError(
         None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
         f"matching files for {prefix}")
