@@ -232,6 +232,11 @@ _native = _load_native()
 _NATIVE_CHUNK = 1 << 20
 
 
+def native_available() -> bool:
+    """Whether the compiled CRC-32C (google-crc32c) is in use."""
+    return _native is not None
+
+
 def _native_extend(crc: int, data) -> int:
     if isinstance(data, bytes):
         return _native(crc, data)
