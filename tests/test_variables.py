@@ -205,6 +205,31 @@ async def test_feed_a_variable():
         np.testing.assert_array_equal(await sess.run(v, {v: [5.0, 6.0]}), [5.0, 6.0])
 
 
+async def test_variable_on_another_device():
+    """Ops that take a variable's ref are colocated with it (TF's _class); reads from
+    another device go through _Send/_Recv of its value."""
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/cpu:1"):
+            v = af.Variable([1.0, 2.0], name="v")
+            r = af.Variable([1.0, 2.0], name="r", use_resource=True)
+        inc = af.assign_add(v, [1.0, 1.0])
+        y = v * 2
+        r_inc = r.assign_add([1.0, 1.0])
+        init = af.global_variables_initializer()
+    assert inc.op.get_attr("_class") == [b"loc:@v"]
+    config = af.ConfigProto(device_count={"CPU": 2})
+    async with af.Session(graph=g, config=config) as sess:
+        await sess.run(init)
+        np.testing.assert_array_equal(await sess.run(inc), [2.0, 3.0])
+        np.testing.assert_array_equal(await sess.run(y), [4.0, 6.0])
+        np.testing.assert_array_equal(await sess.run(r_inc), [2.0, 3.0])
+        options, metadata = af.RunOptions(output_partition_graphs=True), af.RunMetadata()
+        await sess.run(inc, options=options, run_metadata=metadata)
+    placed = {n.name: n.device for part in metadata.partition_graphs for n in part.node}
+    assert placed["AssignAdd"].endswith("CPU:1") and placed["v"].endswith("CPU:1")
+
+
 async def test_count_up_to():
     g = af.Graph()
     with g.as_default():
