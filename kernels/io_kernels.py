@@ -86,30 +86,36 @@ class SaveV2Op(OpKernel):
 
     expensive = True
 
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.dtypes = [dtypes.as_dtype(t) for t in ctx.get_attr("dtypes")]
+
     def compute(self, ctx, inputs):
         prefix, names, specs = (_strings(v) for v in inputs[:3])
         tensors = inputs[3:]
         _validate(prefix, names, specs, len(tensors))
         save_tensors(_text(prefix.reshape(-1)[0]), [_text(n) for n in names],
-                     [_text(s) for s in specs], tensors)
+                     [_text(s) for s in specs], tensors, self.dtypes)
         return []
 
 
-def save_tensors(prefix: str, names, specs, tensors) -> None:
-    """SaveTensors for V2: one bundle written through BundleWriter (removed on error)."""
+def save_tensors(prefix: str, names, specs, tensors, types=None) -> None:
+    """SaveTensors for V2: one bundle written through BundleWriter (removed on error);
+    `types` are the tensors' TF dtypes (inferred from the values when None)."""
+    types = types or [None] * len(tensors)
     checked = []
-    for name, spec, value in zip(names, specs, tensors, strict=True):
+    for name, spec, value, dtype in zip(names, specs, tensors, types, strict=True):
         shape = parse_shape_and_slice(spec, name)
         value = np.asarray(value)
         if shape is not None and tuple(shape) != value.shape:
             raise _invalid(f"tensor_name = {name}; shape in shape_and_slice spec "
                            f"{shape_str(shape)} does not match the shape of the tensor: "
                            f"{shape_str(value.shape)}")
-        checked.append((name, value))
+        checked.append((name, value, dtype))
     writer = tensor_bundle.BundleWriter(prefix)
     try:
-        for name, value in checked:
-            writer.add(name, value)
+        for name, value, dtype in checked:
+            writer.add(name, value, dtype)
     except BaseException:
         writer.abort()
         raise

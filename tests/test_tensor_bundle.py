@@ -248,6 +248,22 @@ def test_savev2_restorev2_round_trip_in_a_session(tmp_path):
     assert _all_tensors(prefix)["w"]["values"] == w.reshape(-1).tolist()
 
 
+def test_savev2_stores_the_graphs_dtype(tmp_path):
+    # A qint8 tensor's NumPy value is int8: the dtypes attr, not NumPy, names its type.
+    prefix = str(tmp_path / "q")
+
+    def build():
+        q = af.constant(np.int8([1, -2]), dtype=af.qint8)
+        return apply_op_raw("SaveV2", prefix=af.constant(prefix),
+                            tensor_names=af.constant(["q"]),
+                            shape_and_slices=af.constant([""]), tensors=[q])
+
+    _run(build)
+    with af.train.load_checkpoint(prefix) as reader:
+        assert reader.get_variable_to_dtype_map() == {"q": af.qint8}
+        assert reader.get_tensor("q").tolist() == [1, -2]
+
+
 def test_restorev2_reads_tf_fixture_in_a_session():
     prefix = os.path.join(DATA, "ckpt_basic", "model")
     got = _run(lambda: _restore_op(prefix, ["bf16", "words", "global_step"],

@@ -383,8 +383,10 @@ class BundleWriter:
         self._out = open(self._tmp_data, "wb")  # noqa: SIM115  (closed by finish/abort)
 
     @_tf_io_errors
-    def add(self, key, value) -> None:
-        """Append one tensor (an ndarray, NumPy scalar, bytes or string array)."""
+    def add(self, key, value, dtype=None) -> None:
+        """Append one tensor (an ndarray, NumPy scalar, bytes or string array); `dtype`
+        (a DType or enum) is the tensor's TF type when its NumPy type is ambiguous
+        (quantized types are stored as their integer twins), else it is inferred."""
         key = _as_key(key)
         if key == HEADER_KEY:
             raise errors.InvalidArgumentError(None, None, "Adding the reserved empty key")
@@ -392,7 +394,10 @@ class BundleWriter:
             raise errors.InvalidArgumentError(
                 None, None, f"Adding duplicate key: {key.decode('utf-8', 'replace')}")
         value = np.asarray(value)
-        dtype = _dtype_of(value)
+        dtype = _dtype_of(value) if dtype is None else dtypes.as_dtype(dtype).base_dtype
+        if not dtype.is_numpy_compatible:
+            raise errors.InvalidArgumentError(
+                None, None, f"Cannot save {dtype.name} tensor {_show(key)} in a checkpoint")
         entry = tensor_bundle_pb2.BundleEntryProto(dtype=dtype.as_datatype_enum,
                                                    offset=self.size)
         entry.shape.CopyFrom(shape_proto(value.shape))
