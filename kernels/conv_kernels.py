@@ -41,6 +41,9 @@ _CONV3D_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 POOL_FLOPS = 1 << 21
 #: Bytes of im2col patches copied per GEMM block.
 _BLOCK_BYTES = 1 << 21
+#: Multiply-adds of GEMM counted as one unit of PARALLEL_WORK (a GEMM block is worth
+#: handing to a helper thread above about 2**21 * 8 multiply-adds).
+_GEMM_WORK_DIVISOR = 8
 #: Bytes of GEMM output finished by a fused epilogue per block of rows (kept in cache).
 _EPILOGUE_BLOCK_BYTES = 1 << 19
 #: Bytes of depthwise output accumulated per block of rows (kept in cache).
@@ -217,29 +220,67 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     rows_per_block = max(1, _BLOCK_BYTES // max(1, row_elems * xp.itemsize))
     oh = out_sizes[0]
     flat_out = out.reshape(n, oh, -1, o)
-    for b in range(n):
-        for r0 in range(0, oh, rows_per_block):
-            r = min(rows_per_block, oh - r0)
-            view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
-            cols = view.reshape(-1, wmat.shape[0])
-            block = flat_out[b, r0:r0 + r].reshape(-1, o)
-            np.matmul(cols, wmat, out=block)
-            if epilogue is not None:
-                epilogue(block)
+
+    def gemm_block(item):
+        b, r0 = item
+        r = min(rows_per_block, oh - r0)
+        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
+        cols = view.reshape(-1, wmat.shape[0])
+        block = flat_out[b, r0:r0 + r].reshape(-1, o)
+        np.matmul(cols, wmat, out=block)
+        if epilogue is not None:
+            epilogue(block)
+
+    blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
+    if blas_single_threaded():
+        # BLAS runs each call on one thread (intra_op_parallelism_threads=1): the blocks
+        # (patch copy, GEMM, epilogue) are shared among helper threads instead.
+        parallel_blocks(blocks, gemm_block, out.size * wmat.shape[0] // _GEMM_WORK_DIVISOR)
+    else:
+        for item in blocks:
+            gemm_block(item)
     return out
 
 
 def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue=None) -> None:
     """out = a @ b; with an epilogue, a block of rows at a time (each block finished
-    while in cache), else as one GEMM."""
-    if epilogue is None:
+    while in cache), else as one GEMM. When BLAS is single-threaded, the row blocks are
+    shared among helper threads."""
+    single = blas_single_threaded()
+    if epilogue is None and not single:
         np.matmul(a, b, out=out)
         return
     rows = max(1, _EPILOGUE_BLOCK_BYTES // max(1, out.shape[1] * out.itemsize))
-    for r0 in range(0, a.shape[0], rows):
-        block = out[r0:r0 + rows]
-        np.matmul(a[r0:r0 + rows], b, out=block)
-        epilogue(block)
+
+    def block(r0):
+        part = out[r0:r0 + rows]
+        np.matmul(a[r0:r0 + rows], b, out=part)
+        if epilogue is not None:
+            epilogue(part)
+
+    starts = range(0, a.shape[0], rows)
+    if single:
+        parallel_blocks(list(starts), block, out.size * a.shape[1] // _GEMM_WORK_DIVISOR)
+    else:
+        for r0 in starts:
+            block(r0)
+
+
+_blas_threads = None
+
+
+def blas_single_threaded() -> bool:
+    """Whether each BLAS call runs on one thread (the session asked for
+    intra_op_parallelism_threads=1, or the machine has one core). Read from OpenBLAS on
+    every call (a C call; the session may change it)."""
+    global _blas_threads
+    if _CORES <= 1:
+        return False  # nothing to share
+    if _blas_threads is None:
+        from aioflow.runtime.blas_gate import BlasThreads
+
+        _blas_threads = BlasThreads.find() or False
+    return bool(_blas_threads) and _blas_threads.get() == 1
 
 
 def grouped_conv(x, w, strides, dilations, pads, out_sizes, epilogue=None) -> np.ndarray:

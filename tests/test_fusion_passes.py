@@ -357,3 +357,26 @@ async def test_fused_conv_bias_of_the_wrong_size_is_invalid_argument():
     gd = _fused_conv_graph(["BiasAdd"], 1, [_f32(4)])
     with pytest.raises(errors.InvalidArgumentError, match="fused"):
         await _run_graph_def(gd, _f32(1, 5, 5, 2))
+
+
+# -- the conv kernels' own block parallelism (single-threaded BLAS) --------------------------------
+
+@pytest.mark.parametrize("ksize,stride", [(1, 1), (3, 1), (3, 2)])
+def test_gemm_blocks_shared_among_threads_give_the_same_values(monkeypatch, ksize, stride):
+    # With intra_op_parallelism_threads=1 each BLAS call is single-threaded and the conv
+    # kernels hand their GEMM blocks (patch copy, GEMM, fused epilogue) to helper threads.
+    from kernels import conv_kernels, fused_kernels
+
+    x, w, bias = _f32(4, 40, 40, 16), _f32(ksize, ksize, 16, 24), _f32(24)
+    out, before, after = conv_kernels.windowed_output_size(40, ksize, 1, stride, "SAME")
+    pads = [(before, after)] * 2
+    epilogue = fused_kernels.make_epilogue("BiasAdd", fused_kernels._relu6, 0.0, 0.2, [bias],
+                                           24, np.float32)
+    want = conv_kernels.conv_channels_last(x, w, (stride, stride), (1, 1), pads, (out, out),
+                                           epilogue)
+    monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
+    monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)
+    got = conv_kernels.conv_channels_last(x, w, (stride, stride), (1, 1), pads, (out, out),
+                                          epilogue)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert got.min() >= 0 and got.max() <= 6

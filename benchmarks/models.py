@@ -1,0 +1,361 @@
+#!/usr/bin/env python
+"""Whole models against TensorFlow 2.21: MobileNetV2 (alpha 1.0, 224x224) and ResNet50,
+latency at batch 1 and throughput at batch 8; prints one JSON object.
+
+Both peers run the SAME frozen GraphDef: the benchmark builds each model with tf.keras
+(`weights=None`, fixed seeds: no download), freezes it (variables to Consts, batch
+dimension left unknown) with TF's Python into a cache directory (`--models-dir`, default
+~/.cache/aioflow-bench; never committed) and reuses it afterwards. aioflow runs it in an
+`af.Session` (its graph optimizer on, so the batch-norm folding and the conv/bias/
+activation fusions of aioflow/passes/remapper.py apply, as TF's grappler remapper does on
+TF's side); TF runs it in a `tf.compat.v1.Session` with its defaults (grappler, oneDNN,
+every core) in a worker process started with TF's Python. The two sides take turns,
+A B A B, a few runs each, and the medians are reported with the ratio aioflow / TF.
+
+Then each model's top ten ops by time at each batch, from one traced run per side
+(aioflow: RunOptions FULL_TRACE step stats; TF: its RunMetadata step_stats), summed by op
+type; TF's names are its fused ops (_FusedConv2D, ...), as its grappler rewrote them.
+
+Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
+           [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
+           [--no-trace] [--settle 0.3]
+Worker roles (run with TF's Python, used by the benchmark itself): --role freeze|tf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+MODELS = ("mobilenetv2", "resnet50")
+TF_PYTHON = "/work/peers-venv/bin/python"
+DEFAULT_DIR = os.path.expanduser("~/.cache/aioflow-bench")
+INPUT_SHAPE = (224, 224, 3)
+
+
+# -- the TF side (run with TF's Python) ----------------------------------------------------------
+
+def _freeze(name: str, path: str) -> None:
+    """Build `name` with tf.keras (random weights, fixed seeds), freeze it to `path`, and
+    write its input and output tensor names next to it (path + '.json')."""
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    tf.keras.utils.set_random_seed(0)
+    if name == "mobilenetv2":
+        model = tf.keras.applications.MobileNetV2(alpha=1.0, weights=None,
+                                                  input_shape=INPUT_SHAPE)
+    else:
+        model = tf.keras.applications.ResNet50(weights=None, input_shape=INPUT_SHAPE)
+    # Non-trivial batch-norm statistics, so that folding them is tested by the values.
+    rng = np.random.default_rng(0)
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            mean, var = layer.moving_mean, layer.moving_variance
+            mean.assign(rng.normal(0, 0.1, mean.shape).astype(np.float32))
+            var.assign(rng.uniform(0.5, 1.5, var.shape).astype(np.float32))
+    spec = tf.TensorSpec((None,) + INPUT_SHAPE, tf.float32, name="input")
+    fn = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
+    frozen = convert_variables_to_constants_v2(fn)
+    graph_def = frozen.graph.as_graph_def()
+    with open(path + ".tmp", "wb") as f:
+        f.write(graph_def.SerializeToString())
+    os.replace(path + ".tmp", path)
+    meta = {"input": frozen.inputs[0].name, "output": frozen.outputs[0].name}
+    with open(path + ".json", "w") as f:
+        json.dump(meta, f)
+
+
+def _tf_worker(path: str) -> None:
+    """Serve timing requests on stdin for the frozen graph at `path`: lines
+    'run <batch> <count>' answer the seconds of each run; 'trace <batch>' answers the
+    step's op times by op type; 'out <batch>' the output's checksum."""
+    import tensorflow as tf
+
+    with open(path + ".json") as f:
+        meta = json.load(f)
+    graph_def = tf.compat.v1.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    sess = tf.compat.v1.Session(graph=graph)
+    x = graph.get_tensor_by_name(meta["input"])
+    y = graph.get_tensor_by_name(meta["output"])
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd, batch, *rest = line.split()
+        feed = {x: _input(int(batch))}
+        if cmd == "run":
+            times = []
+            for _ in range(int(rest[0])):
+                t0 = time.perf_counter()
+                sess.run(y, feed)
+                times.append(time.perf_counter() - t0)
+            print(json.dumps(times), flush=True)
+        elif cmd == "trace":
+            md = tf.compat.v1.RunMetadata()
+            sess.run(y, feed, options=tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE), run_metadata=md)
+            print(json.dumps(_op_times(md.step_stats, _tf_op_type)), flush=True)
+        elif cmd == "out":
+            out = sess.run(y, feed)
+            print(json.dumps(np.asarray(out, np.float64).ravel().tolist()), flush=True)
+
+
+def _tf_op_type(node_stats) -> str:
+    """The op type of a TF NodeExecStats: its timeline label reads 'name = Op(...)'."""
+    label = node_stats.timeline_label
+    if " = " in label:
+        return label.split(" = ", 1)[1].split("(", 1)[0]
+    return node_stats.node_name.split(":")[-1]
+
+
+# -- shared --------------------------------------------------------------------------------------
+
+def _input(batch: int) -> np.ndarray:
+    """The same input on both sides."""
+    return np.random.default_rng(batch).uniform(-1, 1, (batch,) + INPUT_SHAPE).astype(
+        np.float32)
+
+
+def _op_times(step_stats, op_type) -> dict:
+    """Milliseconds by op type (op time: all_end_rel_micros), summed over the step."""
+    out: dict = {}
+    for dev in step_stats.dev_stats:
+        for ns in dev.node_stats:
+            if ns.node_name == "_SOURCE":
+                continue
+            kind = op_type(ns)
+            out[kind] = out.get(kind, 0.0) + ns.all_end_rel_micros / 1000.0
+    return out
+
+
+# -- the aioflow side ----------------------------------------------------------------------------
+
+def _ensure_frozen(name: str, models_dir: str, tf_python: str) -> str:
+    path = os.path.join(models_dir, f"{name}_224.pb")
+    if not (os.path.exists(path) and os.path.exists(path + ".json")):
+        os.makedirs(models_dir, exist_ok=True)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        subprocess.run([tf_python, os.path.abspath(__file__), "--role", "freeze",
+                        "--model", name, "--path", path], check=True, env=env)
+    return path
+
+
+class TFPeer:
+    """The TF worker process for one frozen graph."""
+
+    def __init__(self, tf_python: str, path: str):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        self.proc = subprocess.Popen(
+            [tf_python, os.path.abspath(__file__), "--role", "tf", "--path", path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        json.loads(self.proc.stdout.readline())
+
+    def ask(self, line: str):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+class AioflowPeer:
+    """An aioflow session over the same frozen graph, run on a private event loop."""
+
+    def __init__(self, path: str, fusion: bool = True, intra_op: int = 0):
+        import asyncio
+
+        import aioflow as af
+        from aioflow.proto import graph_pb2, rewriter_config_pb2
+
+        self.af = af
+        with open(path + ".json") as f:
+            meta = json.load(f)
+        graph_def = graph_pb2.GraphDef()
+        with open(path, "rb") as f:
+            graph_def.ParseFromString(f.read())
+        self.graph = af.Graph()
+        with self.graph.as_default():
+            af.import_graph_def(graph_def, name="")
+        self.x = self.graph.get_tensor_by_name(meta["input"])
+        self.y = self.graph.get_tensor_by_name(meta["output"])
+        config = af.ConfigProto(intra_op_parallelism_threads=intra_op)
+        if not fusion:
+            config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
+        self.loop = asyncio.new_event_loop()
+        self.sess = af.Session(graph=self.graph, config=config)
+
+    def _run(self, batch: int, **kw):
+        return self.loop.run_until_complete(self.sess.run(self.y, {self.x: _input(batch)}, **kw))
+
+    def times(self, batch: int, count: int) -> list:
+        out = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            self._run(batch)
+            out.append(time.perf_counter() - t0)
+        return out
+
+    def trace(self, batch: int) -> dict:
+        af = self.af
+        md = af.RunMetadata()
+        self._run(batch, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE,
+                                               output_partition_graphs=True),
+                  run_metadata=md)
+        types = {op.name: op.type for op in self.graph.get_operations()}
+        fused = {}
+        for part in md.partition_graphs:  # the fused nodes are the partition's own
+            fused.update({n.name: n.op for n in part.node})
+
+        def op_type(ns):
+            return fused.get(ns.node_name) or types.get(ns.node_name, ns.node_name)
+
+        return _op_times(md.step_stats, op_type)
+
+    def partition_op_types(self, batch: int) -> dict:
+        af = self.af
+        md = af.RunMetadata()
+        self._run(batch, options=af.RunOptions(output_partition_graphs=True), run_metadata=md)
+        counts: dict = {}
+        for part in md.partition_graphs:
+            for n in part.node:
+                counts[n.op] = counts.get(n.op, 0) + 1
+        return counts
+
+    def output(self, batch: int) -> np.ndarray:
+        return np.asarray(self._run(batch))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.sess.close())
+        self.loop.close()
+
+
+#: Op families, so that TF's oneDNN ops (_MklNativeFusedConv2D, ...) and aioflow's fused
+#: ops line up; a fused op's time includes the bias/batch norm/activation it absorbed.
+_FAMILIES = {"Conv2D": "Conv2D (+fused)", "FusedConv2D": "Conv2D (+fused)",
+             "PadWithFusedConv2D": "Conv2D (+fused)", "PadWithConv2D": "Conv2D (+fused)",
+             "DepthwiseConv2dNative": "DepthwiseConv2dNative (+fused)",
+             "FusedDepthwiseConv2dNative": "DepthwiseConv2dNative (+fused)",
+             "MatMul": "MatMul (+fused)", "FusedMatMul": "MatMul (+fused)"}
+
+
+def _family(op: str) -> str:
+    """TF's and aioflow's names of the same op, as one (oneDNN's _Mkl prefixes dropped)."""
+    for prefix in ("_MklNative", "_Mkl", "_"):
+        if op.startswith(prefix):
+            op = op[len(prefix):]
+            break
+    return _FAMILIES.get(op, op)
+
+
+def _top_ops(af_ms: dict, tf_ms: dict, n: int = 10) -> list:
+    """The n op families that take the most time on either side, with both times."""
+    fam_af: dict = {}
+    fam_tf: dict = {}
+    for src, dst in ((af_ms, fam_af), (tf_ms, fam_tf)):
+        for op, ms in src.items():
+            dst[_family(op)] = dst.get(_family(op), 0.0) + ms
+    keys = sorted(set(fam_af) | set(fam_tf),
+                  key=lambda k: -max(fam_af.get(k, 0.0), fam_tf.get(k, 0.0)))[:n]
+    rows = []
+    for k in keys:
+        a, t = fam_af.get(k, 0.0), fam_tf.get(k, 0.0)
+        rows.append({"op": k, "aioflow_ms": round(a, 2), "tf_ms": round(t, 2),
+                     "ratio": round(a / t, 2) if t > 0 else None})
+    return rows
+
+
+def bench_model(name: str, args) -> dict:
+    path = _ensure_frozen(name, args.models_dir, args.tf_python)
+    ours = AioflowPeer(path, fusion=not args.no_fusion, intra_op=args.intra_op)
+    tf = TFPeer(args.tf_python, path)
+    result: dict = {"model": name}
+    try:
+        for batch in args.batches:
+            a_out, t_out = ours.output(batch), np.asarray(tf.ask(f"out {batch}"))
+            ours.times(batch, 1)
+            tf.ask(f"run {batch} 1")  # warm both
+            a_times, t_times = [], []
+            for _ in range(args.rounds):
+                a_times += ours.times(batch, args.runs)
+                time.sleep(args.settle)  # OpenBLAS's spinning threads go idle
+                t_times += tf.ask(f"run {batch} {args.runs}")
+                time.sleep(args.settle)  # and TF's
+            a_med, t_med = statistics.median(a_times), statistics.median(t_times)
+            a_min, t_min = min(a_times), min(t_times)
+            entry = {
+                "aioflow_ms": round(a_med * 1e3, 2), "tf_ms": round(t_med * 1e3, 2),
+                "ratio": round(a_med / t_med, 2),
+                # The fastest run of each side: what a quiet machine gives (the medians
+                # carry the shared machine's load).
+                "aioflow_min_ms": round(a_min * 1e3, 2), "tf_min_ms": round(t_min * 1e3, 2),
+                "ratio_of_mins": round(a_min / t_min, 2),
+                "aioflow_images_per_s": round(batch / a_med, 1),
+                "tf_images_per_s": round(batch / t_med, 1),
+                "max_abs_diff": float(np.max(np.abs(a_out.ravel() - t_out))),
+            }
+            if not args.no_trace:
+                a_ops = ours.trace(batch)
+                time.sleep(args.settle)
+                t_ops = tf.ask(f"trace {batch}")
+                entry["aioflow_traced_ms"] = round(sum(a_ops.values()), 1)
+                entry["tf_traced_ms"] = round(sum(t_ops.values()), 1)
+                entry["top_ops"] = _top_ops(a_ops, t_ops)
+            result[f"batch{batch}"] = entry
+        result["aioflow_partition_ops"] = ours.partition_op_types(1)
+    finally:
+        ours.close()
+        tf.close()
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--role", default="bench", choices=["bench", "freeze", "tf"])
+    p.add_argument("--model")
+    p.add_argument("--path")
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--batches", default="1,8")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--models-dir", default=DEFAULT_DIR)
+    p.add_argument("--tf-python", default=TF_PYTHON)
+    p.add_argument("--settle", type=float, default=0.3,
+                   help="seconds between turns, so neither side's idle threads spin into "
+                        "the other's")
+    p.add_argument("--intra-op", type=int, default=0,
+                   help="aioflow's intra_op_parallelism_threads (1: single-threaded BLAS "
+                        "calls, the conv kernels share their GEMM blocks among threads)")
+    p.add_argument("--no-fusion", action="store_true")
+    p.add_argument("--no-trace", action="store_true")
+    args = p.parse_args()
+    if args.role == "freeze":
+        _freeze(args.model, args.path)
+        return
+    if args.role == "tf":
+        _tf_worker(args.path)
+        return
+    args.batches = [int(b) for b in args.batches.split(",")]
+    out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
+           "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,
+           "runs": args.runs,
+           "results": [bench_model(m, args) for m in args.models.split(",")]}
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
