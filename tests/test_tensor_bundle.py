@@ -192,6 +192,22 @@ def test_writer_multi_block_index_is_byte_identical_to_tf(tmp_path):
     reader.close()
 
 
+def test_string_lengths_decode_every_varint_size(tmp_path):
+    rng = np.random.default_rng(3)
+    lengths = [0, 1, 127, 128, 300, 2**32 - 1, 2**32, 2**63 - 1]
+    lengths += rng.integers(0, 2**40, 500).tolist()
+    raw = tensor_bundle._varint_lengths(lengths)
+    assert tensor_bundle._decode_varints(bytearray(raw + b"\xff\x01"), len(lengths)) == (
+        lengths, len(raw))
+    with pytest.raises(tensor_bundle._Corrupt):
+        tensor_bundle._decode_varints(bytearray(b"\x80" * 30), 2)
+    # A large string tensor round-trips (lengths of 1 and 2 bytes).
+    words = np.array([b"w" * int(k) for k in rng.integers(0, 200, 20_000)], dtype=object)
+    _write(tmp_path / "s", {"words": (words, "string")})
+    with tensor_bundle.BundleReader(str(tmp_path / "s")) as reader:
+        assert reader.lookup("words").tolist() == words.tolist()
+
+
 def test_writer_duplicate_key_and_failed_write_leaves_nothing(tmp_path):
     writer = tensor_bundle.BundleWriter(str(tmp_path / "m"))
     writer.add("a", np.float32(1))

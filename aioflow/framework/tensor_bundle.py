@@ -661,11 +661,8 @@ class BundleReader:
             return out.reshape(shape), 0
         raw = bytearray(entry.size)
         self._pread_into(entry, memoryview(raw))
-        lengths, pos = [], 0
         try:
-            for _ in range(n):
-                length, pos = _get_varint(raw, pos, len(raw))
-                lengths.append(length)
+            lengths, pos = _decode_varints(raw, n)
         except _Corrupt:
             raise errors.DataLossError(
                 None, None, f"String lengths longer than expected offset "
@@ -691,6 +688,26 @@ class BundleReader:
             out[i] = bytes(view[pos:pos + length])
             pos += length
         return out.reshape(shape), crc
+
+
+def _decode_varints(raw, n: int) -> tuple[list[int], int]:
+    """The first n varint64s of `raw` (vectorised) and the position after them."""
+    if n == 0:
+        return [], 0
+    head = np.frombuffer(raw, dtype=np.uint8, count=min(len(raw), 10 * n))
+    ends = np.flatnonzero(head < 0x80)[:n]
+    if ends.size < n:
+        raise _Corrupt("bad varint")
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    sizes = ends - starts + 1
+    if sizes.max() > 10:
+        raise _Corrupt("bad varint")
+    used = head[:ends[-1] + 1]
+    group = np.repeat(np.arange(n), sizes)
+    shift = (np.arange(used.size) - starts[group]) * 7
+    parts = (used & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
+    values = np.bitwise_or.reduceat(parts, starts)
+    return values.tolist(), int(ends[-1]) + 1
 
 
 def _show(key: bytes) -> str:
