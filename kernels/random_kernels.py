@@ -204,14 +204,40 @@ class RandomShuffleOp(_Stateful):
 
 
 def shuffle_permutation(gen: philox.Philox, n: int) -> np.ndarray:
-    """TF's RandomShuffle of range(n). The swap targets are computed together; applying
-    them is inherently sequential (each swap sees the previous ones), done on a list."""
+    """TF's RandomShuffle of range(n): step i (0 <= i < n - 1) swaps positions i and
+    j_i = i + word_i % (n - i). Position i is final after step i, and before it a position
+    is only ever a swap target, so the swaps resolve without running them in order: the
+    value at position p before step p is W(p) = W(L(p)), L(p) the last earlier step that
+    targeted p (p itself when none), and step i takes the value W(P(i)) left at j_i by
+    P(i), the last earlier step with the same target (j_i itself when none)."""
     words = gen.words(n - 1).astype(np.int64)
-    targets = (np.arange(n - 1) + words % np.arange(n, 1, -1)).tolist()
-    perm = list(range(n))
-    for i, j in enumerate(targets):
-        perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, dtype=np.int64)
+    targets = np.arange(n - 1) + words % np.arange(n, 1, -1)
+    return resolve_swaps(targets, n)
+
+
+def resolve_swaps(targets: np.ndarray, n: int) -> np.ndarray:
+    """range(n) after swapping positions i and targets[i] (>= i) for i = 0, 1, ..., n - 2."""
+    steps = len(targets)
+    order = np.argsort(targets, kind="stable")  # by target, then step
+    by_target = targets[order]
+    same = by_target[1:] == by_target[:-1]
+    previous = np.full(steps, -1)  # P(i)
+    previous[order[1:][same]] = order[:-1][same]
+    earlier = order[by_target > order]  # steps aimed past themselves, still by target
+    aimed = targets[earlier]
+    final = np.ones(aimed.size, dtype=bool)
+    final[:-1] = aimed[1:] != aimed[:-1]
+    chain = np.arange(n)  # L(p), or p
+    chain[aimed[final]] = earlier[final]
+    while True:  # W: follow each chain to its start by pointer doubling
+        jumped = chain[chain]
+        if np.array_equal(jumped, chain):
+            break
+        chain = jumped
+    out = np.empty(n, dtype=np.int64)
+    out[:steps] = np.where(previous >= 0, chain[np.maximum(previous, 0)], targets)
+    out[steps] = chain[steps]
+    return out
 
 
 @register_kernel("Multinomial", "CPU")

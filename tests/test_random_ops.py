@@ -258,6 +258,17 @@ def test_philox_counter_carries_across_words():
     assert gen.skipped(1).counter == (0, 0, 0, 1)
 
 
+def test_shuffle_swaps_resolve_as_run_in_order():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 4, 7, 50, 999):
+        for _ in range(50):
+            targets = np.arange(n - 1) + rng.integers(0, np.arange(n, 1, -1))
+            perm = list(range(n))
+            for i, j in enumerate(targets.tolist()):
+                perm[i], perm[j] = perm[j], perm[i]
+            assert random_kernels.resolve_swaps(targets, n).tolist() == perm
+
+
 def test_libm_table_gives_the_c_librarys_floats():
     """A sample of the inputs TF's Box-Muller can give logf/sinf/cosf, against this
     machine's C library (where it is glibc, as the table was made from)."""
