@@ -251,8 +251,11 @@ class MultinomialOp(_Stateful):
         self._out = _numpy_dtype(ctx.get_attr("output_dtype", dtypes.int64))
 
     def is_expensive(self, inputs):
-        return np.size(inputs[0]) * max(int(np.size(inputs[1]) == 1 and inputs[1]), 1) \
-            > POOL_ABOVE
+        """By the output's size: rows times samples (bad inputs stay inline to fail)."""
+        logits, num = inputs
+        if np.ndim(logits) != 2 or np.size(num) != 1:
+            return False
+        return np.shape(logits)[0] * max(int(np.ravel(num)[0]), 0) > POOL_ABOVE
 
     def compute(self, ctx, inputs):
         logits, num_samples = inputs

@@ -157,6 +157,17 @@ async def test_tensorflows_graph_runs_to_its_values(builders):
                     assert _same(value, builders[f"fetch:{name}:{run}:{i}"]), (name, run, i)
 
 
+def test_static_shapes_are_tensorflows():
+    with af.Graph().as_default():
+        assert af.random_uniform([2, 3]).shape.as_list() == [2, 3]
+        assert af.random.stateless_normal([4], seed=[1, 2]).shape.as_list() == [4]
+        assert af.multinomial(af.constant([[0.0, 1.0]]), 5).shape.as_list() == [1, 5]
+        assert af.random_gamma([3], [1.0, 2.0]).shape.as_list() == [3, 2]
+        assert af.random_gamma([3], 1.5).shape.as_list() == [3]
+        shape = af.placeholder(af.int32, [2])
+        assert af.random_normal(shape).shape.as_list() == [None, None]
+
+
 # -- seeds -------------------------------------------------------------------------------------
 
 def test_seed_rules_are_tensorflows():
@@ -248,6 +259,11 @@ def test_large_outputs_go_to_the_pool():
     assert not kernel.is_expensive([small])
     assert kernel.is_expensive([large])
     assert not kernel.is_expensive([np.array([[5]], np.int32)])
+    multinomial = random_kernels.MultinomialOp.__new__(random_kernels.MultinomialOp)
+    logits = np.zeros((100, 3), np.float32)
+    assert multinomial.is_expensive([logits, np.int32(41)])
+    assert not multinomial.is_expensive([logits, np.int32(40)])
+    assert not multinomial.is_expensive([logits, np.array([50, 50], np.int32)])
 
 
 def test_philox_counter_carries_across_words():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aioflow.framework import dtypes, ops
+from aioflow.framework import common_shapes, dtypes, ops
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.random_seed import get_seed, seed_attrs
 from aioflow.ops import array_extra_ops, array_ops, bitwise_ops, math_ops
@@ -141,6 +141,8 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None,
         broadcast_shape = array_extra_ops.broadcast_dynamic_shape(
             array_ops.shape(alpha), array_ops.shape(beta))
         alpha_broadcast = array_ops.broadcast_to(alpha, broadcast_shape)
+        # TF's shape inference evaluates the BroadcastArgs of two known shapes.
+        alpha_broadcast.set_shape(common_shapes.broadcast_shapes(alpha.shape, beta.shape))
         gamma = apply_op("RandomGamma", shape=shape, alpha=alpha_broadcast,
                          **seed_attrs(seed))
         tiny = np.finfo(alpha.dtype.as_numpy_dtype).tiny
