@@ -92,6 +92,13 @@ def cosf(k: np.ndarray) -> np.ndarray:
     return _corrected("cos", k, _rounded(np.cos, trig_arg(k)))
 
 
+def sincosf(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """glibc's sincosf(trig_arg(k)): sinf and cosf from one argument."""
+    angle = (TWO_PI * (k.astype(np.float64) * 2.0**-23)).astype(np.float32).astype(np.float64)
+    return (_corrected("sin", k, np.sin(angle).astype(np.float32)),
+            _corrected("cos", k, np.cos(angle).astype(np.float32)))
+
+
 def _glibc_values(fn_name: str, x: np.ndarray) -> np.ndarray:
     """The C library's float function on every element (slow: one ctypes call each)."""
     import ctypes

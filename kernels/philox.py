@@ -167,7 +167,8 @@ def box_muller_float(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.nda
     k0 = (x0 & np.uint32(0x7FFFFF)).astype(np.int64)
     k1 = (x1 & np.uint32(0x7FFFFF)).astype(np.int64)
     radius = np.sqrt(np.float32(-2.0) * libm_f32.logf(k0))
-    return libm_f32.sinf(k1) * radius, libm_f32.cosf(k1) * radius
+    sin, cos = libm_f32.sincosf(k1)
+    return sin * radius, cos * radius
 
 
 def box_muller_double(x0, x1, x2, x3) -> tuple[np.ndarray, np.ndarray]:
