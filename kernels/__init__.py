@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     image_kernels,
     io_kernels,
     linalg_kernels,
+    list_kernels,
     matmul_kernels,
     nms_kernels,
     nn_kernels,

@@ -105,6 +105,13 @@ class OpDefBuilder:
         self._reg.op_def.allows_uninitialized_input = True
         return self
 
+    def set_type_constructor(self, full_type) -> OpDefBuilder:
+        """TF's SetTypeConstructor: `full_type` (a FullTypeDef) becomes the
+        experimental_full_type of each output declared so far."""
+        for arg in self._reg.op_def.output_arg:
+            arg.experimental_full_type.CopyFrom(full_type)
+        return self
+
     def set_shape_fn(self, fn: ShapeFn) -> OpDefBuilder:
         self._reg.shape_fn = fn
         return self
