@@ -427,12 +427,11 @@ def test_variable_api():
             af.get_variable("w", [2])
         with pytest.raises(TypeError, match="be a mutable tensor"):
             af.assign_add(af.constant(1.0), 1.0)
-        with pytest.raises(NotImplementedError, match="issue #11"):
-            af.get_variable("f", [2])  # the default float initializer is glorot_uniform
-    assert af.global_variables() == [] or True
+        f = af.get_variable("f", [2])  # the default float initializer: glorot_uniform
+        assert f.initial_value.op.type == "AddV2"  # RandomUniform * (max - min) + min
     with g.as_default():
-        assert af.global_variables() == [v, t, w]
-        assert af.trainable_variables() == [v, w]
+        assert af.global_variables() == [v, t, w, f]
+        assert af.trainable_variables() == [v, w, f]
         assert af.local_variables() == [loc]
         assert v.initial_value.op.name == "v/initial_value"
         assert w.name == "s/w:0" and w.op.name == "s/w"

@@ -1,5 +1,4 @@
-"""af.initializers: TF 1.x's tf.compat.v1.initializers names (the random ones raise until
-the seeded random ops of issue #11 back them)."""
+"""af.initializers: TF 1.x's tf.compat.v1.initializers names (defined in init_ops.py)."""
 
 from __future__ import annotations
 

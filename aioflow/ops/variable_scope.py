@@ -1,6 +1,6 @@
 """af.get_variable and af.variable_scope (TF 1.x's variable_scope.py): variables named by
 their variable scope, shared when the scope reuses them; and the initializers zeros,
-ones and constant (the random ones arrive with the random ops of issue #11)."""
+ones, constant and the random ones come from init_ops.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,19 @@ import numpy as np
 
 from aioflow.framework import dtypes, tensor_shape
 from aioflow.framework import ops as ops_mod
+from aioflow.ops.init_ops import (  # noqa: F401  (TF's variable_scope has these names)
+    Initializer,
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    orthogonal_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from aioflow.ops.variables import GraphKeys, ResourceVariable, Variable
 
 
@@ -20,72 +33,6 @@ class _ReuseMode(enum.Enum):
 
 
 AUTO_REUSE = _ReuseMode.AUTO_REUSE
-
-
-# -- initializers -------------------------------------------------------------------------
-class Initializer:
-    """An initializer: `init(shape, dtype=None, partition_info=None)` builds the value."""
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        raise NotImplementedError
-
-    def get_config(self) -> dict:
-        return {}
-
-
-class zeros_initializer(Initializer):  # noqa: N801 - TF's name
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from aioflow.ops.array_ops import zeros
-
-        return zeros(shape, dtypes.as_dtype(dtype or self.dtype))
-
-    def get_config(self) -> dict:
-        return {"dtype": self.dtype.name}
-
-
-class ones_initializer(zeros_initializer):  # noqa: N801 - TF's name
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from aioflow.ops.array_ops import ones
-
-        return ones(shape, dtypes.as_dtype(dtype or self.dtype))
-
-
-class constant_initializer(Initializer):  # noqa: N801 - TF's name
-    def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
-        self.value = value
-        self.dtype = dtypes.as_dtype(dtype)
-        self._verify_shape = verify_shape
-
-    def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
-        from aioflow.ops.constant_op import constant
-
-        return constant(self.value, dtype=dtypes.as_dtype(dtype or self.dtype), shape=shape)
-
-    def get_config(self) -> dict:
-        return {"value": self.value, "dtype": self.dtype.name}
-
-
-def _random_initializer(name: str):
-    class RandomInitializer(Initializer):
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError(
-                f"{name} needs the seeded random ops (RandomUniform, ...), which arrive with "
-                f"point 6 of issue #11; use zeros, ones or constant initializers meanwhile")
-
-    RandomInitializer.__name__ = RandomInitializer.__qualname__ = name
-    return RandomInitializer
-
-
-random_uniform_initializer = _random_initializer("random_uniform_initializer")
-random_normal_initializer = _random_initializer("random_normal_initializer")
-truncated_normal_initializer = _random_initializer("truncated_normal_initializer")
-glorot_uniform_initializer = _random_initializer("glorot_uniform_initializer")
-glorot_normal_initializer = _random_initializer("glorot_normal_initializer")
-variance_scaling_initializer = _random_initializer("variance_scaling_initializer")
-orthogonal_initializer = _random_initializer("orthogonal_initializer")
 
 
 # -- the variable store and scopes ---------------------------------------------------------
