@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from aioflow.kernels import libm_f32, philox, random_kernels
+from op_def_compare import assert_equal_to_tf
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry, random_seed
@@ -90,21 +91,7 @@ def test_op_defs_are_tensorflows():
     tf_ops = op_def_pb2.OpList()
     tf_ops.ParseFromString((DATA / "random_op_defs.pb").read_bytes())
     assert len(tf_ops.op) == len(make_random_fixtures.OPS)
-    for want in tf_ops.op:
-        got = op_def_pb2.OpDef()
-        got.CopyFrom(op_def_registry.get(want.name))
-        want = op_def_pb2.OpDef.FromString(want.SerializeToString())
-        for op_def in (got, want):
-            op_def.ClearField("summary")
-            op_def.ClearField("description")
-            for arg in list(op_def.input_arg) + list(op_def.output_arg):
-                arg.ClearField("description")
-            for attr in op_def.attr:
-                attr.ClearField("description")
-                types = sorted(set(attr.allowed_values.list.type))
-                del attr.allowed_values.list.type[:]
-                attr.allowed_values.list.type.extend(types)
-        assert got == want, want.name
+    assert_equal_to_tf(tf_ops)
 
 
 # -- builders ----------------------------------------------------------------------------------
