@@ -384,7 +384,8 @@ def range_size(start, limit, delta) -> int:
     if isinstance(start + limit + delta, (int, np.integer)):
         return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
     # Computed in the values' own type, as TF does (it matters for half types).
-    size = np.ceil(np.abs((limit - start) / delta))
+    with np.errstate(all="ignore"):  # an overflow is the check below, not a warning
+        size = np.ceil(np.abs((limit - start) / delta))
     if np.isnan(size):  # TF casts NaN to int64's minimum and then refuses it as a dim
         raise ValueError("Dimension -9223372036854775808 must be >= 0")
     if size > np.iinfo(np.int64).max:  # an infinite limit, or a tiny delta
