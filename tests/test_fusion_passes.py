@@ -380,3 +380,41 @@ def test_gemm_blocks_shared_among_threads_give_the_same_values(monkeypatch, ksiz
                                           epilogue)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     assert got.min() >= 0 and got.max() <= 6
+
+
+async def test_a_batch_norm_whose_batch_mean_is_used_is_not_folded():
+    g, out, feeds = _conv_bn_graph()
+    batch_mean = g.get_tensor_by_name("bn:1")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, [out, batch_mean], feeds)
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert "FusedBatchNormV3" in _ops(nodes)
+
+
+async def test_scalar_mul_and_sub_of_a_matmul_fold_into_its_weights_and_bias():
+    g = af.Graph()
+    xv, wv = _f32(4, 6), _f32(6, 3)
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 6], name="x")
+        y = af.matmul(x, af.constant(wv), transpose_b=False, name="mm")
+        y = af.multiply(af.constant(np.float32(2.5)), y, name="scale")
+        y = af.subtract(y, af.constant(_f32(3)), name="shift")
+        out = af.nn.relu(y, name="act")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, {x: xv})
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    assert nodes["act"][:2] == ("_FusedMatMul", ["BiasAdd", "Relu"])
+    assert not {"Mul", "Sub"} & set(_ops(nodes))
+
+
+async def test_a_shared_filter_is_kept_for_its_other_conv():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 5, 5, 2], name="x")
+        w = af.constant(_f32(1, 1, 2, 3), name="w")
+        a = af.multiply(af.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), af.constant(_f32(3)),
+                        name="a")
+        b = af.nn.conv2d(af.nn.relu(x), w, [1, 1, 1, 1], "VALID", name="b")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, [a, b], {x: _f32(2, 5, 5, 2)})
+    for got, want in zip(fused, plain, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert nodes["b"][0] == "Conv2D" and nodes["a"][0] == "_FusedConv2D"
