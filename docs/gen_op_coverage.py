@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 from aioflow.framework import op_def_registry, op_kernel
@@ -35,10 +36,33 @@ def main() -> None:
             "or awaited).", "",
             f"{len(ops)} ops.", "",
             "| op | inputs | outputs | attrs | kernels | runs |",
-            "|---|---|---|---|---|---|", *rows, ""]
+            "|---|---|---|---|---|---|", *rows, "", *_models_section()]
     out = pathlib.Path(__file__).with_name("op_coverage.md")
     out.write_text("\n".join(text))
     print(f"wrote {out} ({len(ops)} ops)")
+
+
+_DATA = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data"
+# Frozen by tests/data/make_model_fixtures.py --large into tests/data/models/ (not
+# committed: too large); tests/test_models.py runs them when they are there.
+_LARGE_MODELS = ["MobileNetV2 1.0 224x224", "ResNet50", "EfficientNetB0", "InceptionV3",
+                 "DenseNet121"]
+
+
+def _models_section() -> list[str]:
+    """The whole models that run to TensorFlow's values (tests/test_models.py)."""
+    lines = ["## Whole models", "",
+             "Frozen by TensorFlow 2.21 (tests/data/make_model_fixtures.py) and run by "
+             "tests/test_models.py to TF's outputs within float32 tolerance:", "",
+             "| model | nodes | ops |", "|---|---|---|"]
+    manifest = _DATA / "models_manifest.jsonl"
+    for line in manifest.read_text().splitlines() if manifest.exists() else ():
+        entry = json.loads(line)
+        lines.append(f"| {entry['description']} | {entry['num_nodes']} | "
+                     f"{', '.join(sorted(entry['ops']))} |")
+    lines += ["", "Generated with `--large` (not committed; the same tests run them when "
+              "present): " + ", ".join(_LARGE_MODELS) + ".", ""]
+    return lines
 
 
 if __name__ == "__main__":
