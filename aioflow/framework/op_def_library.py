@@ -134,7 +134,7 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
         tensors = [ops.convert_to_tensor(v, dtype=None if wanted is None else wanted[i],
                                          name=f"{arg.name}_{i}")
                    for i, v in enumerate(values)]
-        attrs[arg.type_list_attr] = [t.dtype for t in tensors]
+        attrs[arg.type_list_attr] = [t.dtype.base_dtype for t in tensors]
         inferred_from.setdefault(arg.type_list_attr, arg.name)
         return tensors
     if arg.number_attr:
