@@ -90,6 +90,8 @@ def merge_all_inputs(op) -> list[TensorShape]:
 
 def broadcast_shapes(x: TensorShape, y: TensorShape) -> TensorShape:
     """NumPy broadcasting of two partial shapes (TF's BroadcastBinaryOpShapeFn)."""
+    if x._dims is not None and x._dims == y._dims:  # the common case: one shape
+        return x
     dx, dy = _dims(x), _dims(y)
     if dx is None or dy is None:
         return UNKNOWN
