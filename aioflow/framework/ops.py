@@ -723,7 +723,7 @@ class Graph:
                 controls = sorted(node.input[n_data:])
                 del node.input[n_data:]
                 node.input.extend(controls)
-            if add_shapes:
+            if add_shapes and op._outputs:
                 shapes = node.attr["_output_shapes"].list.shape
                 shapes.extend(t.shape.as_proto() for t in op._outputs)
         return graph_def
