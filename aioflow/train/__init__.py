@@ -1,8 +1,6 @@
-"""af.train: checkpoints in TensorFlow's V2 format (reading, the `checkpoint` state file).
-
-The Saver lives beside these; it writes and reads bundles through
-aioflow.framework.tensor_bundle (BundleWriter / BundleReader) or the SaveV2 / RestoreV2
-ops, and keeps the state file with update_checkpoint_state_internal.
+"""af.train: checkpoints in TensorFlow's V2 format (reading, the `checkpoint` state file),
+the Saver (saver.py: its graph runs SaveV2 / RestoreV2; it keeps the state file with
+update_checkpoint_state_internal) and meta graphs (meta_graph.py).
 """
 
 from aioflow.train.checkpoint_management import (
@@ -22,9 +20,12 @@ from aioflow.train.checkpoint_utils import (
     load_checkpoint,
     load_variable,
 )
+from aioflow.train.meta_graph import export_meta_graph, import_meta_graph
+from aioflow.train.saver import Saver, SaverDef
 
 __all__ = [
-    "CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists",
+    "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
+    "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",
     "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
     "update_checkpoint_state", "update_checkpoint_state_internal",
