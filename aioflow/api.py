@@ -209,6 +209,7 @@ from aioflow.ops.math_ops import (
     truncatediv,
     truncatemod,
 )
+from aioflow.ops.parallel_stack_op import parallel_stack
 from aioflow.ops.random_ops import (
     multinomial,
     random_gamma,
@@ -247,7 +248,7 @@ __all__ = [
     "constant", "placeholder", "placeholder_with_default", "identity", "identity_n",
     "stop_gradient", "check_numerics", "no_op", "group", "tuple", "with_dependencies",
     "reshape", "shape", "shape_n", "size", "rank", "expand_dims", "squeeze", "transpose",
-    "matrix_transpose", "concat", "stack", "unstack", "split", "fill",
+    "matrix_transpose", "concat", "stack", "parallel_stack", "unstack", "split", "fill",
     "zeros", "ones", "zeros_like", "ones_like", "tile", "slice", "strided_slice", "gather",
     "gather_nd", "scatter_nd", "one_hot", "pad", "broadcast_to", "reverse", "where",
     "where_v2", "boolean_mask", "newaxis",

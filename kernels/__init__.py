@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     nms_kernels,
     nn_kernels,
     normalization_kernels,
+    parallel_concat_kernels,
     pooling_kernels,
     random_kernels,
     reduction_kernels,
@@ -30,5 +31,6 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     string_kernels,
     tensor_array_kernels,
     topk_kernels,
+    unsafe_read_kernels,
     variable_kernels,
 )

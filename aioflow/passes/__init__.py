@@ -1,1 +1,6 @@
 """Graph optimization passes and their registry."""
+
+from aioflow.passes import (  # noqa: F401  (importing a pass registers it)
+    parallel_concat_remove,
+    resource_variable_read,
+)

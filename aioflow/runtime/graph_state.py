@@ -43,8 +43,7 @@ class GraphState:
         """Add `node_defs` (their names are new to the session); on any error nothing
         changes. `validated`: each NodeDef already passed validate_node_def (they come
         from a Python Graph, which checks every op it creates or imports)."""
-        registry = global_registry()
-        if registry.passes(Grouping.PRE_PLACEMENT) or registry.passes(Grouping.POST_PLACEMENT):
+        if global_registry().needs_whole_graph(node_defs):
             self._extend_full(node_defs, versions)
         else:
             self._extend_incremental(node_defs, versions, validated)

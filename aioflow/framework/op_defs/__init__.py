@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     nn_conv_ops,
     nn_ops,
     no_op,
+    parallel_concat_ops,
     random_ops,
     script_ops,
     segment_ops,
@@ -23,4 +24,5 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     sparse_ops,
     state_ops,
     string_ops,
+    unsafe_read_ops,
 )
