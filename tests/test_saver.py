@@ -66,6 +66,39 @@ def test_saver_graph_is_tfs():
     assert str(dict_saver.as_saver_def()) == FIXTURES["dict_saver_def"]
 
 
+def test_sharded_saver_graph_is_tfs():
+    g = af.Graph()
+    with g.as_default():
+        build_graph(af)
+        saver = af.train.Saver(sharded=True)
+    assert saver_nodes(g.as_graph_def(), "save") == FIXTURES["sharded_saver_nodes"]
+    assert str(saver.as_saver_def()) == FIXTURES["sharded_saver_def"]
+
+
+def test_sharded_round_trip(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        vs, assign = build_graph(af)
+        saver = af.train.Saver(sharded=True)
+        other = _assign_other(vs)
+        init = af.global_variables_initializer()
+
+    async def main():
+        async with af.Session(graph=g) as sess:
+            await sess.run(init)
+            await sess.run(assign)
+            prefix = await saver.save(sess, str(tmp_path / "model"), write_meta_graph=False)
+            await sess.run(other)
+            await saver.restore(sess, prefix)
+            return prefix, await sess.run([vs[k] for k in ORDER])
+
+    prefix, values = run(main())
+    assert prefix == str(tmp_path / "model")
+    _check_values(values, VALUES)
+    assert sorted(os.listdir(tmp_path)) == [
+        "checkpoint", "model.data-00000-of-00001", "model.index"]
+
+
 def test_saver_refusals():
     g = af.Graph()
     with g.as_default():
@@ -75,8 +108,6 @@ def test_saver_refusals():
         v = af.Variable([1.0], name="v")
         with pytest.raises(ValueError, match="At least two variables have the same name: v"):
             af.train.Saver([v, v])
-        with pytest.raises(NotImplementedError, match="sharded"):
-            af.train.Saver(sharded=True)
         with pytest.raises(NotImplementedError, match="V2"):
             af.train.Saver(write_version=af.train.SaverDef.V1)
 
@@ -318,9 +349,10 @@ def write_for_tf(tmp_path) -> dict:
     g, vs, _, saver, dict_saver = _graph_with_savers()
     with g.as_default():
         other = _assign_other(vs)
+        sharded = af.train.Saver(sharded=True, name="sharded")
         init = af.global_variables_initializer()
-    os.mkdir(tmp_path / "all")
-    os.mkdir(tmp_path / "dict")
+    for d in ("all", "dict", "sharded"):
+        os.mkdir(tmp_path / d)
 
     async def main():
         async with af.Session(graph=g) as sess:
@@ -328,16 +360,19 @@ def write_for_tf(tmp_path) -> dict:
             await sess.run(other)
             prefix = await saver.save(sess, str(tmp_path / "all" / "model"), global_step=3)
             dict_prefix = await dict_saver.save(sess, str(tmp_path / "dict" / "model"))
-            return prefix, dict_prefix
+            sharded_prefix = await sharded.save(sess, str(tmp_path / "sharded" / "model"))
+            return prefix, dict_prefix, sharded_prefix
 
-    prefix, dict_prefix = run(main())
+    prefix, dict_prefix, sharded_prefix = run(main())
     return {"checks": [
         {"prefix": prefix, "meta": prefix + ".meta", "expected": OTHER},
         {"prefix": prefix, "meta": None, "var_list": None, "expected": OTHER},
         {"prefix": dict_prefix, "meta": None,
          "var_list": {"other/a": "a", "renamed_b": "sc/b"},
          "expected": {"a": OTHER["a"], "sc/b": OTHER["sc/b"]}},
-    ], "latest": {str(tmp_path / "all"): prefix, str(tmp_path / "dict"): dict_prefix}}
+        {"prefix": sharded_prefix, "meta": sharded_prefix + ".meta", "expected": OTHER},
+    ], "latest": {str(tmp_path / "all"): prefix, str(tmp_path / "dict"): dict_prefix,
+                  str(tmp_path / "sharded"): sharded_prefix}}
 
 
 def test_tensorflow_restores_aioflow_checkpoints(tmp_path):
@@ -352,7 +387,7 @@ def test_tensorflow_restores_aioflow_checkpoints(tmp_path):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0 and report["ok"], report
-    assert report["values_checked"] == 10
+    assert report["values_checked"] == 14
 
 
 def test_restore_error_class():

@@ -1,12 +1,13 @@
 """af.train.Saver: tf.compat.v1.train.Saver over V2 checkpoints.
 
-The constructor builds TensorFlow's save/restore subgraph node for node (BulkSaverBuilder,
-non-sharded): `save/filename` and `save/Const` (PlaceholderWithDefault), `save/SaveV2`
-with its `tensor_names` / `shape_and_slices` constants, `save/control_dependency`, one
+The constructor builds TensorFlow's save/restore subgraph node for node (BulkSaverBuilder):
+`save/filename` and `save/Const` (PlaceholderWithDefault), `save/SaveV2` with its
+`tensor_names` / `shape_and_slices` constants, `save/control_dependency`, one
 `save/RestoreV2` on CPU:0, an `Assign` per ref variable (`save/Assign`, `save/Assign_1`,
 ...) and an `Identity` + `AssignVariableOp` per resource variable, grouped by
-`save/restore_all`. Variables are saved under their op names (a list) or under the keys of
-a dict, in the keys' sorted order, as TF's.
+`save/restore_all`. Sharded: a SaveV2 per device into `<prefix>_temp/part-*` merged by
+MergeV2Checkpoints, a `restore_shard` group per device. Variables are saved under their
+op names (a list) or under the keys of a dict, in the keys' sorted order, as TF's.
 
 `await saver.save(sess, prefix)` runs the save tensor, then (on a thread) updates the
 `checkpoint` state file, deletes checkpoints beyond max_to_keep and writes the meta graph;
@@ -14,17 +15,21 @@ a dict, in the keys' sorted order, as TF's.
 NotFoundError, a shape or dtype mismatch InvalidArgumentError, both wrapped in TF's
 "Restoring from checkpoint failed..." message; a prefix that is no checkpoint ValueError.
 
-Not supported (refused): sharded=True, write_version=V1, reshape=True, partitioned
+Not supported (refused): write_version=V1, reshape=True, partitioned
 variables.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 
+import numpy as np
+
 from aioflow.framework import ops as ops_mod
+from aioflow.framework.device_spec import DeviceSpec
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, state_ops
 from aioflow.ops import variables as variables_mod
@@ -93,9 +98,84 @@ def _restore_one(var, restored) -> ops_mod.Operation:
                             validate_shape=var.shape.is_fully_defined()).op
 
 
-def build_saver_graph(names_to_vars: dict, name=None, filename=None) -> SaverDef:
-    """TF's BulkSaverBuilder._build_internal for V2, not sharded: the save and restore
-    ops; returns the SaverDef naming them (policy fields left to the caller)."""
+def _add_save_ops(filename_tensor, keys, variables) -> ops_mod.Tensor:
+    """SaveV2 of the variables, and the filename through an Identity after it."""
+    save = apply_op("SaveV2", prefix=filename_tensor, tensor_names=keys,
+                    shape_and_slices=[""] * len(keys),
+                    tensors=[_save_tensor(v) for v in variables],
+                    dtypes=[v.dtype.base_dtype for v in variables])
+    return array_ops.with_dependencies([save], filename_tensor)
+
+
+def _add_restore_ops(filename_tensor, keys, variables, name) -> ops_mod.Operation:
+    """One RestoreV2 on CPU:0 and an assign per variable, grouped as `name`."""
+    with ops_mod.device("cpu:0"):
+        restored = apply_op("RestoreV2", prefix=filename_tensor, tensor_names=keys,
+                            shape_and_slices=[""] * len(keys),
+                            dtypes=[v.dtype.base_dtype for v in variables])
+    if not isinstance(restored, list):
+        restored = [restored]
+    assigns = [_restore_one(v, t) for v, t in zip(variables, restored, strict=True)]
+    return array_ops.group(*assigns, name=name)
+
+
+def _set_cpu0(device: str) -> str:
+    """The device with its type and index replaced by CPU:0 (TF's set_cpu0)."""
+    spec = DeviceSpec.from_string(device)
+    return dataclasses.replace(spec, device_type="CPU", device_index=0).to_string()
+
+
+def _group_by_devices(items) -> list[tuple[str, list]]:
+    """The (key, variable) pairs per canonical device, devices sorted."""
+    per_device: dict[str, list] = {}
+    for key, var in items:
+        device = DeviceSpec.from_string(var.device).to_string()
+        per_device.setdefault(device, []).append((key, var))
+    return sorted(per_device.items(), key=lambda t: t[0])
+
+
+def _add_sharded_save_ops(filename_tensor, per_device) -> ops_mod.Tensor:
+    """TF's _AddShardedSaveOpsForV2: a SaveV2 per device into a temporary prefix, then
+    MergeV2Checkpoints into the real one."""
+    from aioflow.ops import string_ops
+
+    with ops_mod.device("CPU"):
+        suffix = array_ops.where(
+            string_ops.regex_full_match(filename_tensor, "^s3://.*"),
+            ops_mod.convert_to_tensor(".part"), ops_mod.convert_to_tensor("_temp/part"))
+        tmp_prefix = string_ops.join([filename_tensor, suffix])
+    num_shards = ops_mod.convert_to_tensor(np.int32(len(per_device)), name="num_shards")
+    saves, prefixes, last_device = [], [], None
+    for shard, (device, items) in enumerate(per_device):
+        last_device = device
+        with ops_mod.device(_set_cpu0(device)):
+            sharded = apply_op("ShardedFilename", basename=tmp_prefix,
+                               shard=np.int32(shard), num_shards=num_shards)
+            prefixes.append(sharded)
+            saves.append(_add_save_ops(sharded, [k for k, _ in items],
+                                       [v for _, v in items]))
+    with ops_mod.control_dependencies([x.op for x in saves]), \
+            ops_mod.device(_set_cpu0(last_device)):
+        merge = apply_op("MergeV2Checkpoints", checkpoint_prefixes=prefixes,
+                         destination_prefix=filename_tensor, delete_old_dirs=True)
+        with ops_mod.control_dependencies([merge]):
+            return array_ops.identity(filename_tensor)
+
+
+def _add_sharded_restore_ops(filename_tensor, per_device) -> ops_mod.Operation:
+    """A restore_shard group per device, grouped by restore_all."""
+    shards = []
+    for device, items in per_device:
+        with ops_mod.device(device):
+            shards.append(_add_restore_ops(filename_tensor, [k for k, _ in items],
+                                           [v for _, v in items], "restore_shard"))
+    return array_ops.group(*shards, name="restore_all")
+
+
+def build_saver_graph(names_to_vars: dict, name=None, filename=None,
+                      sharded=False) -> SaverDef:
+    """TF's BulkSaverBuilder._build_internal for V2: the save and restore ops; returns
+    the SaverDef naming them (policy fields left to the caller)."""
     items = sorted(names_to_vars.items(), key=lambda kv: kv[0])
     keys = [k for k, _ in items]
     variables = [v for _, v in items]
@@ -104,19 +184,13 @@ def build_saver_graph(names_to_vars: dict, name=None, filename=None) -> SaverDef
             filename or "model", shape=(), name="filename")
         filename_tensor = array_ops.placeholder_with_default(
             filename_tensor, shape=(), name="Const")
-        save = apply_op("SaveV2", prefix=filename_tensor, tensor_names=keys,
-                        shape_and_slices=[""] * len(keys),
-                        tensors=[_save_tensor(v) for v in variables],
-                        dtypes=[v.dtype.base_dtype for v in variables])
-        save_tensor = array_ops.with_dependencies([save], filename_tensor)
-        with ops_mod.device("cpu:0"):
-            restored = apply_op("RestoreV2", prefix=filename_tensor, tensor_names=keys,
-                                shape_and_slices=[""] * len(keys),
-                                dtypes=[v.dtype.base_dtype for v in variables])
-        if not isinstance(restored, list):
-            restored = [restored]
-        assigns = [_restore_one(v, t) for v, t in zip(variables, restored, strict=True)]
-        restore_op = array_ops.group(*assigns, name="restore_all")
+        if sharded:
+            per_device = _group_by_devices(items)
+            save_tensor = _add_sharded_save_ops(filename_tensor, per_device)
+            restore_op = _add_sharded_restore_ops(filename_tensor, per_device)
+        else:
+            save_tensor = _add_save_ops(filename_tensor, keys, variables)
+            restore_op = _add_restore_ops(filename_tensor, keys, variables, "restore_all")
     return SaverDef(filename_tensor_name=filename_tensor.name,
                     save_tensor_name=save_tensor.name, restore_op_name=restore_op.name)
 
@@ -138,7 +212,7 @@ class Saver:
                  restore_sequentially=False, saver_def=None, builder=None,
                  defer_build=False, allow_empty=False, write_version=SaverDef.V2,
                  pad_step_number=False, save_relative_paths=False, filename=None):
-        _refuse_unsupported(reshape, sharded, builder, defer_build, write_version)
+        _refuse_unsupported(reshape, builder, defer_build, write_version)
         self._var_list = var_list
         self._name = name
         self._filename = filename
@@ -170,7 +244,8 @@ class Saver:
                                 keep_checkpoint_every_n_hours=every_n_hours,
                                 sharded=sharded, version=version)
             raise ValueError("No variables to save")
-        saver_def = build_saver_graph(op_list_to_dict(var_list), self._name, self._filename)
+        saver_def = build_saver_graph(op_list_to_dict(var_list), self._name, self._filename,
+                                      sharded)
         saver_def.max_to_keep = max_to_keep
         saver_def.keep_checkpoint_every_n_hours = every_n_hours
         saver_def.sharded = sharded
@@ -321,12 +396,10 @@ class Saver:
                                  strip_default_attrs=strip_default_attrs)
 
 
-def _refuse_unsupported(reshape, sharded, builder, defer_build, write_version) -> None:
+def _refuse_unsupported(reshape, builder, defer_build, write_version) -> None:
     if write_version != SaverDef.V2:
         raise NotImplementedError("only V2 checkpoints (write_version=SaverDef.V2) are "
                                   "supported by aioflow")
-    if sharded:
-        raise NotImplementedError("Saver(sharded=True) is not supported by aioflow yet")
     if reshape:
         raise NotImplementedError("Saver(reshape=True) is not supported by aioflow")
     if builder is not None or defer_build:

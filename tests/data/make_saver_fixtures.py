@@ -9,7 +9,8 @@ Writes under tests/data/:
   string `s` (the values of VALUES, assigned after initialization);
 - saver_dict/: `model` saved by a Saver with var_list {"other/a": a, "renamed_b": b};
 - saver_fixtures.json: the values, each graph's Saver nodes (name, op, inputs, device,
-  attrs) and SaverDef, and TF's errors restoring with a missing key and a shape mismatch.
+  attrs) and SaverDef (also of a sharded Saver over the same variables), and TF's errors
+  restoring with a missing key, a shape or dtype mismatch, or no checkpoint.
 
 tests/test_saver.py builds the same graphs in aioflow (build_graph below, with `af` for
 `tf1`) and compares.
@@ -115,6 +116,12 @@ def main() -> None:
         report["saver_def"] = str(saver.as_saver_def())
         report["dict_saver_def"] = str(dict_saver.as_saver_def())
         report["prefix"] = os.path.relpath(prefix, HERE)
+    g = tf.Graph()
+    with g.as_default():
+        build_graph(tf1)
+        sharded = tf1.train.Saver(sharded=True)
+        report["sharded_saver_nodes"] = saver_nodes(g.as_graph_def(), "save")
+        report["sharded_saver_def"] = str(sharded.as_saver_def())
     report["errors"] = record_errors(tf, tf1, tf_dir)
     with open(os.path.join(HERE, "saver_fixtures.json"), "w") as f:
         json.dump(report, f, indent=1, sort_keys=True)
