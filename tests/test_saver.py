@@ -393,3 +393,54 @@ def test_tensorflow_restores_aioflow_checkpoints(tmp_path):
 def test_restore_error_class():
     err = _restore_error(lambda: af.Variable(af.zeros([2]), name="missing"))
     assert isinstance(err, errors.NotFoundError)
+
+
+def test_import_meta_graph_with_scope_and_stripped_attrs(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        saver = af.train.import_meta_graph(TF_PREFIX + ".meta", import_scope="imported")
+        variables = af.global_variables()
+        assert [v.name for v in variables] == [
+            "imported/a:0", "imported/sc/b:0", "imported/step:0", "imported/s:0"]
+        assert saver.as_saver_def().restore_op_name == "imported/save/restore_all"
+        path = str(tmp_path / "stripped.meta")
+        meta = af.train.export_meta_graph(path, strip_default_attrs=True)
+    assert meta.meta_info_def.stripped_default_attrs
+    nodes = {n.name: n for n in meta.graph_def.node}
+    assert "use_locking" not in nodes["imported/save/Assign"].attr  # default true
+    assert "validate_shape" not in nodes["imported/save/Assign"].attr
+
+    async def main(graph, saver, variables):
+        async with af.Session(graph=graph) as sess:
+            await saver.restore(sess, TF_PREFIX)
+            return await sess.run(variables)
+
+    _check_values(run(main(g, saver, variables)), VALUES)
+    g2 = af.Graph()
+    with g2.as_default():
+        af.train.import_meta_graph(path)
+        saver2 = af.train.Saver(
+            {v.op.name[len("imported/"):]: v for v in af.global_variables()})
+        variables2 = af.global_variables()
+    _check_values(run(main(g2, saver2, variables2)), VALUES)
+
+
+def test_relative_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("run")
+    g = af.Graph()
+    with g.as_default():
+        v = af.Variable(1.5, name="v")
+        saver = af.train.Saver(save_relative_paths=True)
+        init = af.global_variables_initializer()
+
+    async def main():
+        async with af.Session(graph=g) as sess:
+            await sess.run(init)
+            return await saver.save(sess, os.path.join("run", "m"), global_step=1)
+
+    assert run(main()) == os.path.join("run", "m-1")
+    with open(os.path.join("run", "checkpoint")) as f:
+        assert f.read() == 'model_checkpoint_path: "m-1"\nall_model_checkpoint_paths: "m-1"\n'
+    assert af.train.latest_checkpoint("run") == os.path.join("run", "m-1")
+    assert v.name == "v:0"
