@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pytest
+from aioflow.kernels.parallel_concat_kernels import check_update
 from aioflow.kernels.unsafe_read_kernels import VariableBuffer
 from google.protobuf import text_format
 
@@ -167,12 +168,35 @@ async def test_a_session_extended_with_parallel_concat_rewrites_it(graph):
                                       [[1.0, 2.0], [3.0, 6.0]])
 
 
-async def test_an_input_of_the_wrong_shape_is_invalid_argument(graph):
-    x = af.placeholder(af.float32, [2])
-    out = apply_op("ParallelConcat", values=[x, x], shape=[2, 2])
-    async with af.Session(graph=graph) as sess:
-        with pytest.raises(errors.InvalidArgumentError, match="update shape doesn't match"):
-            await sess.run(out, {x: [1.0, 2.0]})
+@pytest.mark.parametrize("inputs,shape,message", [
+    ([[1.0, 2.0]], [1, 2], "Size of first dimension must be 1."),
+    ([[[1.0, 2.0]]], [1, 3], "Dimension 1 in both shapes must be equal, but are 2 and 3. "
+                             "Shapes are [1,2] and [1,3].\n\tFrom merging shape 0"),
+    ([[[1.0, 2.0]]], [None, 2], "shape attr must be fully defined."),
+    ([1.0], [1], "The rank of all input shapes must be greater than 0, but input 0 had "
+                 "rank 0."),
+])
+def test_parallel_concat_shape_errors_are_tfs(graph, inputs, shape, message):
+    with pytest.raises(ValueError) as e:
+        apply_op("ParallelConcat", values=[af.constant(v) for v in inputs], shape=shape)
+    assert str(e.value).startswith(message)
+
+
+def test_inputs_of_unknown_shape_are_refused_as_tf(graph):
+    with pytest.raises(ValueError, match="All input shapes must be fully defined."):
+        apply_op("ParallelConcat", values=[af.placeholder(af.float32)] * 2, shape=[2, 2])
+    with pytest.raises(ValueError, match="shape attr must be fully defined."):
+        af.parallel_stack([af.placeholder(af.float32), af.placeholder(af.float32)])
+
+
+@pytest.mark.parametrize("value,update,message", [
+    ((2, 2), (2,), "value and update shape doesn't match: [2,2] vs. [2]"),
+    ((2, 2), (1, 3), "value and update shape doesn't match [2,2] vs. [1,3]"),
+    ((2, 2), (2, 2), "update shape doesn't match: [2,2] vs. [2,2]")])
+def test_the_update_kernel_checks_shapes_as_tf(value, update, message):
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        check_update(np.zeros(value), np.zeros(update))
+    assert e.value.message == message
 
 
 # -- ResourceVariableReadPass -------------------------------------------------------------------
