@@ -118,7 +118,8 @@ class ReadVariableOp(OpKernel):
             raise _invalid(f"Trying to read variable {handle.name} from Container: "
                            f"{handle.container} with wrong dtype. Expected "
                            f"{_type_name(self.dtype)} got {_type_name(var.dtype)}")
-        view = value.view()
+        with var.lock:  # an update under way finishes first; a later one sees this view
+            view = var.value.view()
         view.flags.writeable = False
         return (view,)
 

@@ -60,8 +60,10 @@ class Var:
         but this Var still holds it (a reader's view: copy-on-write, as TF's resource
         variables)."""
         value = self.value
-        # References: self.value, `value` here, getrefcount's argument.
-        if sys.getrefcount(value) > 3 or not value.flags.writeable:
+        # References: self.value, `value` here, getrefcount's argument. A buffer that is
+        # a view of another array is copied too: a reader's view of it has that array as
+        # its base, so the count here would not see the reader.
+        if sys.getrefcount(value) > 3 or not value.flags.writeable or value.base is not None:
             value = self.value = np.array(value, copy=True)
         return value
 
