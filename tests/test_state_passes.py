@@ -5,6 +5,7 @@ and graph dumps after each grouping (AIOFLOW_DUMP_GRAPH_PREFIX)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import numpy as np
@@ -16,6 +17,7 @@ from google.protobuf import text_format
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
 from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.var import Var
 from aioflow.passes import graph_dump, resource_variable_read
 from aioflow.passes.registry import Grouping, global_registry
 from aioflow.proto import graph_pb2, op_def_pb2
@@ -145,14 +147,13 @@ async def test_the_rewritten_graph_is_start_updates_and_identity(graph, tmp_path
     assert list(identity.input) == [start.name, "^pc/Internal/_1", "^pc/Internal/_2"]
 
 
-async def test_each_run_fills_a_fresh_buffer(graph):
+async def test_each_run_fills_a_fresh_buffer(graph, segments_mode):
     x = af.placeholder(af.float32, [3])
-    out = af.parallel_stack([x, x + 1.0])
-    async with af.Session(graph=graph) as sess:
-        first = await sess.run(out, {x: [1.0, 2.0, 3.0]})
-        second = await sess.run(out, {x: [0.0, 0.0, 0.0]})
-    np.testing.assert_array_equal(first, [[1, 2, 3], [2, 3, 4]])
-    np.testing.assert_array_equal(second, [[0, 0, 0], [1, 1, 1]])
+    out = af.parallel_stack([x, x + 1.0, x * 2.0])
+    async with af.Session(graph=graph) as sess:  # compiled segments from the third run
+        got = [await sess.run(out, {x: np.full(3, i, np.float32)}) for i in range(6)]
+    for i, value in enumerate(got):
+        np.testing.assert_array_equal(value, [[i] * 3, [i + 1] * 3, [2 * i] * 3])
 
 
 async def test_a_session_extended_with_parallel_concat_rewrites_it(graph):
@@ -291,6 +292,49 @@ async def test_an_unsafe_read_of_a_missing_variable_fails_as_read_variable_op(
     async with af.Session(graph=graph) as sess:
         with pytest.raises(errors.FailedPreconditionError, match="Could not find variable v"):
             await sess.run(v)
+
+
+# -- copy-on-write of resource variables, as the read pass relies on -------------------------
+
+def test_an_update_copies_a_buffer_that_is_a_view_before_writing():
+    """A reader's view of a view has the base array as its base: the reference count
+    alone would not see it, so Var.writable copies such a buffer first."""
+    var = Var("v", af.float32)
+    var.value = np.zeros((2, 4), np.float32).reshape(8)  # a writable view
+    reader = var.value.view()
+    reader.flags.writeable = False
+    buf = var.writable()
+    buf += 1.0
+    np.testing.assert_array_equal(reader, np.zeros(8))
+    assert var.value is buf and buf.base is None
+
+
+@pytest.mark.parametrize("unsafe", ["0", "1"])
+async def test_reads_concurrent_with_updates_are_never_torn(graph, monkeypatch, unsafe):
+    """Reads take the variable's lock: an update on a pool thread finishes before a read
+    views the buffer, and one starting after it sees the reader and copies."""
+    monkeypatch.setenv(resource_variable_read.ENV, unsafe)
+    size = 2_000_000
+    v = af.get_variable("v", [size], initializer=af.zeros_initializer(), use_resource=True)
+    add = v.assign_add(af.ones([size]), read_value=False)
+    read = v.read_value()
+    torn = []
+    async with af.Session(graph=graph) as sess:
+        await sess.run(af.global_variables_initializer())
+
+        async def reader():
+            for _ in range(25):
+                value = await sess.run(read)
+                if value.min() != value.max():
+                    torn.append(value)
+
+        async def writer():
+            for _ in range(25):
+                await sess.run(add)
+
+        await asyncio.gather(reader(), writer(), writer(), reader())
+        assert (await sess.run(read))[:1] == [50.0]
+    assert not torn
 
 
 # -- graph dumps --------------------------------------------------------------------------------
