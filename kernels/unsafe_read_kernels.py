@@ -27,13 +27,9 @@ class VariableBuffer(np.ndarray):
 
 
 def lend(var) -> np.ndarray:
-    """The variable's buffer as a read-only VariableBuffer (call under var.lock). A
-    buffer that is a view of another array is first copied into one of its own: readers
-    then hold the variable's own array, which is what copy-on-write counts."""
-    value = var.value
-    if value.base is not None:
-        value = var.value = np.array(value, copy=True)
-    out = value.view(VariableBuffer)
+    """The variable's buffer as a read-only VariableBuffer (call under var.lock; an
+    update then copies before writing, Var.writable, a view-valued buffer included)."""
+    out = var.value.view(VariableBuffer)
     out.flags.writeable = False
     return out
 

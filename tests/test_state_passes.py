@@ -273,7 +273,7 @@ async def test_later_updates_never_change_a_fetched_value(graph, unsafe_reads):
     np.testing.assert_array_equal(after_assign, [5, 5, 5, 5])
 
 
-async def test_a_variable_holding_a_view_is_copied_once_before_lending(graph, unsafe_reads):
+async def test_a_variable_holding_a_view_is_lent_safely(graph, unsafe_reads):
     v = af.get_variable("v", [4], initializer=af.zeros_initializer(), use_resource=True)
     x = af.placeholder(af.float32, [2, 2])
     assign = v.assign(af.reshape(x + 0.0, [4]), read_value=False)  # a view of x + 0
