@@ -17,6 +17,7 @@ EXPECTED = {
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
     "sync_session.py": "hypotenuse(5, 12) = 13.0",
     "trace_two_devices.py": "wrote trace.json",
+    "variables_and_checkpoints.py": "restored total: 100.0",
 }
 
 
