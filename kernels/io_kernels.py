@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from aioflow.framework import crc32c, dtypes, errors, tensor_bundle
+from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 from .cwise_kernels import shape_str, tf_type_name
@@ -138,8 +139,9 @@ class RestoreV2Op(OpKernel):
         if names.size != len(self.dtypes):
             raise _invalid(f"Got {names.size} tensor names, but {len(self.dtypes)} expected "
                            "dtypes.")
-        return restore_tensors(_text(prefix.reshape(-1)[0]), [_text(n) for n in names],
-                               [_text(s) for s in specs], self.dtypes)
+        with loop_keeps_gil():  # reading threads must not keep the loop from the GIL
+            return restore_tensors(_text(prefix.reshape(-1)[0]), [_text(n) for n in names],
+                                   [_text(s) for s in specs], self.dtypes)
 
 
 def restore_tensors(prefix: str, names, specs, expected) -> list[np.ndarray]:
