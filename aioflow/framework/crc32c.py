@@ -20,8 +20,9 @@ computes it with NumPy, fast enough for checkpoints of hundreds of megabytes:
 NumPy releases the GIL in these array operations, so a checksum running on a pool
 thread leaves the event loop free.
 
-When the optional package google-crc32c (compiled, hardware CRC-32C) is installed, it is
-used instead (about 20x faster); aioflow never requires it.
+google-crc32c (compiled, hardware CRC-32C; a dependency of aioflow) is used instead when
+it imports with its C implementation (about 20x faster); the NumPy code is the fallback
+(a platform without its wheel, or AIOFLOW_CRC32C=numpy).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def _as_u8(data) -> np.ndarray:
 
 
 def _load_native():
-    """google_crc32c's compiled `extend` (hardware CRC-32C) when that optional package is
+    """google_crc32c's compiled `extend` (hardware CRC-32C) when that package is
     installed, else None; AIOFLOW_CRC32C=numpy forces the NumPy code. aioflow does not
     depend on it: with it, restoring a checkpoint runs at TF's speed."""
     if os.environ.get("AIOFLOW_CRC32C", "").lower() == "numpy":
