@@ -215,8 +215,8 @@ def _as_u8(data) -> np.ndarray:
 
 def _load_native():
     """google_crc32c's compiled `extend` (hardware CRC-32C) when that package is
-    installed, else None; AIOFLOW_CRC32C=numpy forces the NumPy code. aioflow does not
-    depend on it: with it, restoring a checkpoint runs at TF's speed."""
+    installed with its C implementation, else None; AIOFLOW_CRC32C=numpy forces the NumPy
+    code. With it, restoring a checkpoint runs at TF's speed."""
     if os.environ.get("AIOFLOW_CRC32C", "").lower() == "numpy":
         return None
     try:
