@@ -1,4 +1,5 @@
-"""The `aioflow` command: run a GraphDef file, or a built-in concurrent demo."""
+"""The `aioflow` command: run a GraphDef file, print a SavedModel's signatures, or run a
+built-in concurrent demo."""
 
 from __future__ import annotations
 
@@ -99,6 +100,57 @@ async def _demo(runs: int) -> int:
     return 0
 
 
+def _tensor_info_lines(info) -> list[str]:
+    """A TensorInfo as saved_model_cli prints it (dtype, shape, name)."""
+    from aioflow.proto import types_pb2
+
+    shape = info.tensor_shape
+    dims = "unknown_rank" if shape.unknown_rank else (
+        "(" + ", ".join(str(d.size) for d in shape.dim) + ")")
+    return [f"        dtype: {types_pb2.DataType.Name(info.dtype)}",
+            f"        shape: {dims}", f"        name: {info.name}"]
+
+
+def _signature_lines(key: str, sig) -> list[str]:
+    """One SignatureDef as `saved_model_cli show --all` prints it."""
+    lines = [f"\nsignature_def['{key}']:",
+             "  The given SavedModel SignatureDef contains the following input(s):"]
+    for name in sorted(sig.inputs):
+        lines += [f"    inputs['{name}'] tensor_info:", *_tensor_info_lines(sig.inputs[name])]
+    lines.append("  The given SavedModel SignatureDef contains the following output(s):")
+    for name in sorted(sig.outputs):
+        lines += [f"    outputs['{name}'] tensor_info:",
+                  *_tensor_info_lines(sig.outputs[name])]
+    lines.append(f"  Method name is: {sig.method_name}")
+    return lines
+
+
+def _ops_used(graph_def) -> set[str]:
+    """The op types a GraphDef's nodes and functions use (function names left out)."""
+    functions = {f.signature.name for f in graph_def.library.function}
+    used = {n.op for n in graph_def.node}
+    used |= {n.op for f in graph_def.library.function for n in f.node_def}
+    return used - functions
+
+
+def _inspect(export_dir: str) -> int:
+    """Print every MetaGraphDef's signatures and ops as `saved_model_cli show --all`."""
+    from aioflow.saved_model import loader
+
+    saved_model = loader.parse_saved_model(export_dir)
+    lines = []
+    for meta in saved_model.meta_graphs:
+        tags = list(meta.meta_info_def.tags)
+        lines.append(f"\nMetaGraphDef with tag-set: '{', '.join(tags)}' contains the "
+                     "following SignatureDefs:")
+        for key in sorted(meta.signature_def):
+            lines += _signature_lines(key, meta.signature_def[key])
+        ops = "{" + ", ".join(repr(op) for op in sorted(_ops_used(meta.graph_def))) + "}"
+        lines.append(f"The MetaGraph with tag set {tags} contains the following ops: {ops}")
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import aioflow
 
@@ -111,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="NAME=FILE.npy or NAME=LITERAL (repeatable)")
     run.add_argument("--fetch", action="append", help="tensor or op name (repeatable)")
     run.add_argument("--output", help="save the fetched values to this .npz")
+    inspect = sub.add_parser("inspect", help="print a v1 SavedModel's signatures "
+                             "(as saved_model_cli show --all)")
+    inspect.add_argument("dir")
     demo = sub.add_parser("demo", help="run a built-in graph several times concurrently")
     demo.add_argument("--runs", type=int, default=8)
     args = parser.parse_args(argv)
@@ -120,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return asyncio.run(_run_graph(args))
         except (errors.OpError, ValueError, TypeError, OSError) as e:
+            print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+    if args.command == "inspect":
+        try:
+            return _inspect(args.dir)
+        except OSError as e:
             print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
     if args.command == "demo":

@@ -1,0 +1,21 @@
+"""SavedModel file, directory and collection names (tf.saved_model.constants)."""
+
+ASSETS_DIRECTORY = "assets"
+EXTRA_ASSETS_DIRECTORY = "assets.extra"
+ASSETS_KEY = "saved_model_assets"
+DEBUG_DIRECTORY = "debug"
+DEBUG_INFO_FILENAME_PB = "saved_model_debug_info.pb"
+INIT_OP_SIGNATURE_KEY = "__saved_model_init_op"
+LEGACY_INIT_OP_KEY = "legacy_init_op"
+MAIN_OP_KEY = "saved_model_main_op"
+TRAIN_OP_KEY = "saved_model_train_op"
+TRAIN_OP_SIGNATURE_KEY = "__saved_model_train_op"
+SAVED_MODEL_SCHEMA_VERSION = 1
+SAVED_MODEL_FILENAME_PREFIX = "saved_model"
+SAVED_MODEL_FILENAME_PB = "saved_model.pb"
+SAVED_MODEL_FILENAME_CPB = "saved_model.cpb"
+SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
+VARIABLES_DIRECTORY = "variables"
+VARIABLES_FILENAME = "variables"
+#: The graph collection of asset file path tensors (tf.GraphKeys.ASSET_FILEPATHS).
+ASSET_FILEPATHS = "asset_filepaths"
