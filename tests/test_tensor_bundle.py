@@ -578,6 +578,7 @@ def test_restore_keeps_the_event_loop_responsive(tmp_path):
                     last = now
 
             beat = asyncio.ensure_future(heartbeat())
+            await asyncio.sleep(0)  # the heartbeat has started: a held loop shows as a gap
             got = await sess.run(outs)
             beat.cancel()
         return got, gaps
@@ -585,7 +586,7 @@ def test_restore_keeps_the_event_loop_responsive(tmp_path):
     got, gaps = asyncio.run(main())
     for (name, (value, _)), out in zip(values.items(), got, strict=True):
         np.testing.assert_array_equal(out, value, err_msg=name)
-    assert len(gaps) > 5
+    assert gaps  # few on a fast disk: the restore may take only a few milliseconds
     # The loop is never held by the restore (5 ms in the benchmark on a quiet machine;
     # generous here, where the suite shares two cores).
     assert max(gaps) < 0.25
