@@ -187,3 +187,13 @@ def test_cli_inspect_missing_dir(tmp_path, capsys):
 
     assert cli.main(["inspect", str(tmp_path)]) == 1
     assert "SavedModel file does not exist at:" in capsys.readouterr().err
+
+
+async def test_tf2_saved_model_is_refused_saying_why():
+    sess = af.Session(graph=af.Graph())
+    async with sess:
+        with pytest.raises(NotImplementedError, match=r"calls graph functions \("
+                           r"StatefulPartitionedCall\), as those written by TF 2's "
+                           r"tf.saved_model.save do"):
+            await af.saved_model.loader.load(sess, ["serve"], os.path.join(DATA, "tf2"))
+        assert not sess.graph.get_operations()  # nothing imported

@@ -11,6 +11,8 @@ Writes under tests/data/saved_model_v1/:
 - legacy/: the same graph under tags {"serve", "gpu"} saved with strip_default_attrs=True
   and the local variables initialized by a legacy_init_op instead of a main_op; a second
   meta graph with tags {"train"} (no signature);
+- tf2/: a SavedModel written by TF 2's tf.saved_model.save (a function multiplying its
+  input by a variable), which aioflow refuses;
 - expected.json: X, the signature's y for X, what TF's loader leaves in the local
   variables (`asset_copy` with the fixture directory as <OUT>) and TF's loader errors
   (wrong tags, missing export dir), and `saved_model_cli show --all` of each model.
@@ -96,6 +98,17 @@ def loaded_locals(tf, export_dir, tags):
                 "asset_copy": path.decode().replace(OUT, "<OUT>")}
 
 
+def save_tf2(tf, export_dir):
+    """A TF 2 SavedModel: the signature calls a function (StatefulPartitionedCall)."""
+    module = tf.Module()
+    module.v = tf.Variable([1.0, 2.0])
+    fn = tf.function(lambda x: {"y": x * module.v},
+                     input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    module.f = fn
+    tf.saved_model.save(module, export_dir,
+                        signatures={"serving_default": fn.get_concrete_function()})
+
+
 def show_all(export_dir) -> str:
     """TF's `saved_model_cli show --all --dir export_dir` output."""
     cmd = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--all",
@@ -107,8 +120,9 @@ def main():
     """Write the fixtures."""
     import tensorflow as tf
 
-    tf.compat.v1.disable_eager_execution()
     shutil.rmtree(OUT, ignore_errors=True)
+    save_tf2(tf, os.path.join(OUT, "tf2"))
+    tf.compat.v1.disable_eager_execution()
     os.makedirs(os.path.join(OUT, "original"))
     with open(os.path.join(OUT, "original", "vocab.txt"), "w") as f:
         f.write("a\nb\nc\n")
