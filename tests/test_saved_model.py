@@ -197,3 +197,13 @@ async def test_tf2_saved_model_is_refused_saying_why():
                            r"tf.saved_model.save do"):
             await af.saved_model.loader.load(sess, ["serve"], os.path.join(DATA, "tf2"))
         assert not sess.graph.get_operations()  # nothing imported
+
+
+async def test_assets_collection_is_imported_as_tf_does(caplog):
+    sess, _ = await _load(MAIN_OP, ["serve"])
+    async with sess:
+        (asset,) = sess.graph.get_collection(constants.ASSETS_KEY)  # the Any proto, as TF
+        assert asset.type_url == "type.googleapis.com/tensorflow.AssetFileDef"
+        exported = af.train.export_meta_graph(graph=sess.graph)
+        assert exported.collection_def[constants.ASSETS_KEY].any_list.value[0] == asset
+    assert "Cannot identify data type" not in caplog.text

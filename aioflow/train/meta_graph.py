@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 
-from google.protobuf import message, text_format
+from google.protobuf import any_pb2, message, text_format
 
 from aioflow.framework import importer, op_def_registry, tensor_shape
 from aioflow.framework import ops as ops_mod
@@ -122,6 +122,8 @@ def _collection_def(graph, key: str) -> CollectionDef | None:
 def _add_item(col: CollectionDef, item) -> None:
     if isinstance(item, (ops_mod.Tensor, ops_mod.Operation)):
         col.node_list.value.append(item.name)
+    elif isinstance(item, any_pb2.Any):
+        col.any_list.value.add().CopyFrom(item)
     elif isinstance(item, bool) or not isinstance(item, (int, float, str, bytes)):
         raise TypeError(f"{type(item).__name__} items are not stored in a meta graph")
     elif isinstance(item, int):
@@ -255,7 +257,7 @@ def _restore_collection(graph, key: str, col: CollectionDef, import_scope, share
         for name in col.node_list.value:
             graph.add_to_collection(key, graph.as_graph_element(
                 _prefixed(name, import_scope)))
-    elif kind in ("bytes_list", "int64_list", "float_list"):
+    elif kind in ("bytes_list", "int64_list", "float_list", "any_list"):  # Any kept, as TF
         for value in getattr(col, kind).value:
             graph.add_to_collection(key, value)
     elif kind is not None:
