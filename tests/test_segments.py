@@ -25,6 +25,13 @@ MODES = {"off": "0", "eager": "eager", "lazy": "1"}
 BIG = 100_000  # elements: over the cwise kernels' pool threshold (65536)
 
 
+@pytest.fixture(autouse=True)
+def _segments_default(monkeypatch):
+    """These tests are about the segments themselves: they start from the default mode
+    whatever AIOFLOW_SEGMENTS the whole run uses (a test or fixture may then set it)."""
+    monkeypatch.delenv("AIOFLOW_SEGMENTS", raising=False)
+
+
 async def run_in_modes(monkeypatch, graph, fetches, feeds: list) -> dict[str, list]:
     """Per mode, a fresh Session on `graph` running `fetches` with each feed dict in turn
     (executors read AIOFLOW_SEGMENTS when they are built: at a Session's first run)."""
