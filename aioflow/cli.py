@@ -40,9 +40,49 @@ def _load_graph_def(path: str):
     return parse_graph_def(data)
 
 
+async def _run_saved_model(args) -> int:
+    """`aioflow run DIR`: load a v1 SavedModel, feed its signature's inputs by key
+    (--input KEY=VALUE), print or save every output of the signature."""
+    import aioflow as af
+
+    tags = args.tag or [af.saved_model.tag_constants.SERVING]
+    async with af.Session(graph=af.Graph()) as sess:
+        meta = await af.saved_model.loader.load(sess, tags, args.model)
+        if args.signature not in meta.signature_def:
+            raise ValueError(f"no signature {args.signature!r} in the SavedModel; it has "
+                             f"{sorted(meta.signature_def)}")
+        sig = meta.signature_def[args.signature]
+        given = dict(args.input or [])
+        unknown = sorted(set(given) - set(sig.inputs))
+        if unknown:
+            raise ValueError(f"signature {args.signature!r} has no input(s) {unknown}; its "
+                             f"inputs are {sorted(sig.inputs)}")
+        feeds = {sig.inputs[key].name: value for key, value in given.items()}
+        keys = sorted(sig.outputs)
+        start = time.perf_counter()
+        values = await sess.run([sig.outputs[k].name for k in keys], feed_dict=feeds)
+        elapsed = time.perf_counter() - start
+    return _report(keys, values, elapsed, args.output)
+
+
+def _report(names, values, elapsed: float, output: str | None) -> int:
+    """Print the fetched values, or save them to an .npz."""
+    if output:
+        np.savez(output, **{name: np.asarray(v) for name, v in zip(names, values,
+                                                                   strict=True)})
+        print(f"wrote {len(names)} fetches to {output} ({elapsed * 1e3:.2f} ms)")
+    else:
+        for name, value in zip(names, values, strict=True):
+            print(f"{name} = {np.array2string(np.asarray(value), threshold=20)}")
+        print(f"# ran in {elapsed * 1e3:.2f} ms")
+    return 0
+
+
 async def _run_graph(args) -> int:
     import aioflow as af
 
+    if os.path.isdir(args.model):
+        return await _run_saved_model(args)
     graph_def = _load_graph_def(args.model)
     graph = af.Graph()
     with graph.as_default():
@@ -56,15 +96,7 @@ async def _run_graph(args) -> int:
         start = time.perf_counter()
         values = await sess.run(fetches, feed_dict=feeds)
         elapsed = time.perf_counter() - start
-    if args.output:
-        np.savez(args.output, **{name: np.asarray(v) for name, v in zip(fetches, values,
-                                                                        strict=True)})
-        print(f"wrote {len(fetches)} fetches to {args.output} ({elapsed * 1e3:.2f} ms)")
-    else:
-        for name, value in zip(fetches, values, strict=True):
-            print(f"{name} = {np.array2string(np.asarray(value), threshold=20)}")
-        print(f"# ran in {elapsed * 1e3:.2f} ms")
-    return 0
+    return _report(fetches, values, elapsed, args.output)
 
 
 async def _demo(runs: int) -> int:
@@ -157,12 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aioflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"aioflow {aioflow.__version__}")
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="run a GraphDef (.pb or .pbtxt) and print or save fetches")
-    run.add_argument("model")
+    run = sub.add_parser("run", help="run a GraphDef (.pb or .pbtxt), or a v1 SavedModel "
+                         "directory's signature, and print or save what it fetches")
+    run.add_argument("model", help="a GraphDef file, or a SavedModel directory")
     run.add_argument("--feed", action="append", type=_parse_feed,
                      help="NAME=FILE.npy or NAME=LITERAL (repeatable)")
     run.add_argument("--fetch", action="append", help="tensor or op name (repeatable)")
     run.add_argument("--output", help="save the fetched values to this .npz")
+    run.add_argument("--signature", default="serving_default",
+                     help="SavedModel: the signature to run (default serving_default)")
+    run.add_argument("--tag", action="append", help="SavedModel: a tag of the MetaGraphDef "
+                     "to load (repeatable; default serve)")
+    run.add_argument("--input", action="append", type=_parse_feed,
+                     help="SavedModel: KEY=FILE.npy or KEY=LITERAL, by signature input key")
     inspect = sub.add_parser("inspect", help="print a v1 SavedModel's signatures "
                              "(as saved_model_cli show --all)")
     inspect.add_argument("dir")
@@ -174,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return asyncio.run(_run_graph(args))
-        except (errors.OpError, ValueError, TypeError, OSError) as e:
+        except (errors.OpError, ValueError, TypeError, OSError, RuntimeError) as e:
             print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
     if args.command == "inspect":

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import aioflow
 from aioflow.cli import main
@@ -57,3 +59,29 @@ def test_run_error_names_the_node_and_no_bogus_origin(capsys):
     assert "You must feed a value for placeholder tensor 'a'" in err
     assert "{{node a}}" in err
     assert "was created at" not in err  # imported nodes have no Python creation site
+
+
+SAVED_MODEL = DATA / "saved_model_v1" / "main_op"
+
+
+def test_run_a_saved_model_signature_by_input_key(tmp_path, capsys):
+    # The signature's input key feeds its tensor; every output is printed by key, with
+    # the value TF computed for the same SavedModel (tests/data/saved_model_v1).
+    expected = json.loads((DATA / "saved_model_v1" / "expected.json").read_text())
+    np.save(tmp_path / "x.npy", np.asarray(expected["X"], np.float32))
+    out = tmp_path / "out.npz"
+    assert main(["run", str(SAVED_MODEL), "--input", f"x={tmp_path / 'x.npy'}",
+                 "--output", str(out)]) == 0
+    with np.load(out) as z:
+        assert z.files == ["y"]
+        np.testing.assert_allclose(z["y"], np.asarray(expected["y"], np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input", "z=[[1.0, 2.0]]"], "has no input(s) ['z']; its inputs are ['x']"),
+    (["--signature", "other"], "no signature 'other' in the SavedModel"),
+    (["--tag", "nope"], "MetaGraphDef associated with tags 'nope' could not be found"),
+])
+def test_run_a_saved_model_reports_bad_arguments(args, message, capsys):
+    assert main(["run", str(SAVED_MODEL), *args]) == 1
+    assert message in capsys.readouterr().err
