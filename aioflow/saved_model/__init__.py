@@ -1,7 +1,9 @@
-"""af.saved_model: v1 SavedModels (tf.compat.v1.saved_model): the loader, the tag,
-signature and file-name constants, and signature helpers (signature_def_utils, utils)."""
+"""af.saved_model: v1 SavedModels (tf.compat.v1.saved_model): the loader and the Builder,
+the tag, signature and file-name constants, and signature helpers (signature_def_utils,
+utils)."""
 
 from aioflow.saved_model import (
+    builder,
     constants,
     loader,
     signature_constants,
@@ -9,6 +11,7 @@ from aioflow.saved_model import (
     tag_constants,
     utils,
 )
+from aioflow.saved_model.builder import Builder
 from aioflow.saved_model.constants import (
     ASSETS_DIRECTORY,
     ASSETS_KEY,
@@ -22,8 +25,11 @@ from aioflow.saved_model.constants import (
 )
 from aioflow.saved_model.loader import load, maybe_saved_model_directory
 
+SavedModelBuilder = Builder  # builder_impl's name
+
 __all__ = [
-    "ASSETS_DIRECTORY", "ASSETS_KEY", "LEGACY_INIT_OP_KEY", "MAIN_OP_KEY",
+    "ASSETS_DIRECTORY", "ASSETS_KEY", "Builder", "SavedModelBuilder", "builder",
+    "LEGACY_INIT_OP_KEY", "MAIN_OP_KEY",
     "SAVED_MODEL_FILENAME_PB", "SAVED_MODEL_FILENAME_PBTXT", "SAVED_MODEL_SCHEMA_VERSION",
     "VARIABLES_DIRECTORY", "VARIABLES_FILENAME", "constants", "load", "loader",
     "maybe_saved_model_directory", "signature_constants", "signature_def_utils",
