@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aioflow.ops.variable_scope import (
+from aioflow.ops.init_ops import (
     constant_initializer,
     glorot_normal_initializer,
     glorot_uniform_initializer,

@@ -157,8 +157,9 @@ class ExecutorStateBase:
         if mode == BY_SIZE:
             limit = item.pool_above
             a, b = args[0], args[-1]
-            if a.size <= limit and b.size <= limit and (
-                    a.size * b.size <= limit or a.shape == b.shape
+            na, nb = a.size, b.size
+            if na <= limit and nb <= limit and (
+                    na * nb <= limit or a.shape == b.shape
                     or broadcast_size(a, b) <= limit):  # (n, 1) + (1, n) is n * n
                 return False
         elif mode == MAYBE and not item.is_expensive(args):
