@@ -123,6 +123,7 @@ from aioflow.ops.linalg_ops import (
     matrix_diag,
     matrix_diag_part,
     matrix_set_diag,
+    qr,
 )
 from aioflow.ops.math_ops import (
     abs,
@@ -229,7 +230,7 @@ __all__ = [
     "set_random_seed", "get_seed", "random_uniform", "random_normal", "truncated_normal",
     "random_shuffle", "multinomial", "random_gamma",
     # linalg and extra array ops
-    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
+    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "qr",
     "broadcast_dynamic_shape", "clip_by_value", "reverse_sequence", "unique",
     "unique_with_counts", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
     "tensor_scatter_nd_sub", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
@@ -271,6 +272,15 @@ __all__ = [
 
 # Variables (issue #11): TF 1.x's variable API.
 from aioflow.ops import initializers  # noqa: E402
+from aioflow.ops.init_ops import (  # noqa: E402
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    orthogonal_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+)
 from aioflow.ops.state_ops import (  # noqa: E402
     assign,
     assign_add,
@@ -320,5 +330,8 @@ __all__ += [
     "zeros_initializer", "ones_initializer", "constant_initializer", "assign",
     "assign_add", "assign_sub", "count_up_to", "scatter_update", "scatter_add",
     "scatter_sub", "scatter_mul", "scatter_div", "scatter_min", "scatter_max",
-    "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub",
+    "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub", "glorot_normal_initializer",
+    "glorot_uniform_initializer", "orthogonal_initializer", "random_normal_initializer",
+    "random_uniform_initializer", "truncated_normal_initializer",
+    "variance_scaling_initializer",
 ]

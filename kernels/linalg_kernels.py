@@ -12,6 +12,8 @@ MatrixDiagPart and MatrixSetDiag families (v1, V2, V3), with TF 2.21's checks an
 - Diagonals (V2 and V3): k is one diagonal or a band [lo, hi]; a band's rows run from the
   highest diagonal down; diagonals shorter than the longest are padded, on the left or the
   right as `align` says for super- (d >= 0) and subdiagonals (V2: LEFT_LEFT).
+- Qr: LAPACK's Householder QR through NumPy (TF's Eigen HouseholderQR has the same sign
+  convention; values agree to a few ulps); half computes in float32 and rounds once.
 """
 
 from __future__ import annotations
@@ -403,3 +405,32 @@ for _version, _suffix in ((1, ""), (2, "V2"), (3, "V3")):
                          (_MatrixSetDiag, "MatrixSetDiag")):
         register_kernel(_name + _suffix, "CPU")(type(_name + _suffix + "Op", (_base,), {
             "version": _version, "__doc__": f"CPU kernel for {_name}{_suffix}."}))
+
+
+# -- Qr ------------------------------------------------------------------------------------
+
+@register_kernel("Qr", "CPU")
+class QrOp(OpKernel):
+    """q, r of each innermost [M, N] matrix: q [M, P] and r [P, N] with P = min(M, N), or
+    q [M, M] and r [M, N] with full_matrices."""
+
+    expensive = None
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._mode = "complete" if ctx.get_attr("full_matrices", False) else "reduced"
+
+    def is_expensive(self, inputs: list) -> bool:
+        x = inputs[0]
+        if x.ndim < 2:
+            return False
+        m, n = x.shape[-2:]
+        return x.size * min(m, n) > POOL_FLOPS
+
+    def compute(self, ctx, inputs):
+        x = np.asarray(inputs[0])
+        if x.ndim < 2:
+            raise _invalid(f"Input tensor 0 must have rank >= 2, got {x.ndim}")
+        work = x.astype(np.float32) if x.dtype in _HALF else x
+        q, r = np.linalg.qr(work, mode=self._mode)
+        return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)

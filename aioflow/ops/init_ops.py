@@ -180,8 +180,31 @@ class glorot_normal_initializer(variance_scaling_initializer):  # noqa: N801 - T
 
 
 class orthogonal_initializer(Initializer):  # noqa: N801 - TF's name
-    """An orthogonal matrix (TF takes the QR decomposition of a normal one): not built."""
+    """An orthogonal matrix, as TF computes it: the Q of the QR decomposition of a seeded
+    normal matrix, its columns' signs fixed by R's diagonal, times `gain`; a shape of more
+    than two dims is flattened to [prod(shape[:-1]), shape[-1]] (conv kernels)."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("orthogonal_initializer needs the Qr op, which aioflow "
-                                  "does not have yet")
+    def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = _float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        from aioflow.ops import array_ops, linalg_ops, math_ops
+
+        dtype = _float_dtype(dtype or self.dtype)
+        shape = list(shape)
+        if len(shape) < 2:
+            raise ValueError("The tensor to initialize, specified by argument `shape` must be "
+                             f"at least two-dimensional. Received shape={shape}")
+        num_rows = int(math.prod(shape[:-1]))
+        num_cols = int(shape[-1])
+        flat_shape = (num_cols, num_rows) if num_rows < num_cols else (num_rows, num_cols)
+        a = random_ops.random_normal(flat_shape, dtype=dtype, seed=self.seed)
+        q, r = linalg_ops.qr(a, full_matrices=False)
+        q *= math_ops.sign(linalg_ops.diag_part(r))
+        if num_rows < num_cols:
+            q = array_ops.matrix_transpose(q)
+        return self.gain * array_ops.reshape(q, shape)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}

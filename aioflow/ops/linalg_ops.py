@@ -53,6 +53,16 @@ def einsum(equation: str, *inputs, **kwargs) -> ops.Tensor:
         return acc
 
 
+Qr = collections.namedtuple("Qr", ["q", "r"])
+
+
+def qr(input, full_matrices: bool = False, name: str | None = None) -> Qr:  # noqa: A002
+    """The QR decomposition of each innermost matrix, `input = q @ r` (a `Qr` op), as
+    `tf.linalg.qr`: returns (q, r)."""
+    q, r = apply_op("Qr", name=name, input=input, full_matrices=full_matrices)
+    return Qr(q, r)
+
+
 def band_part(input, num_lower, num_upper, name: str | None = None) -> ops.Tensor:  # noqa: A002
     """Keeps a band around the diagonal of each innermost matrix (a `MatrixBandPart` op)."""
     return apply_op("MatrixBandPart", name=name, input=input, num_lower=num_lower,

@@ -83,3 +83,25 @@ for _name, _align in (("V2", False), ("V3", True)):
          .set_shape_fn(cs.unchanged_shape))
     if _align:
         b.attr(_ALIGN)
+
+
+def _qr_shape(op) -> list[TensorShape]:
+    """[..., M, N] -> q [..., M, P], r [..., P, N] with P = min(M, N), or q [..., M, M] and
+    r [..., M, N] when full_matrices (TF's QrShapeFn)."""
+    x = op.inputs[0].shape
+    if x.rank is None:
+        return [cs.UNKNOWN, cs.UNKNOWN]
+    if x.rank < 2:
+        raise ValueError(f"Shape must be at least rank 2 but is rank {x.rank} for "
+                         f"'{op.name}' (op: 'Qr')")
+    dims = x.as_list()
+    batch, m, n = dims[:-2], dims[-2], dims[-1]
+    if op.get_attr("full_matrices"):
+        return [TensorShape(batch + [m, m]), TensorShape(batch + [m, n])]
+    p = None if m is None or n is None else min(m, n)
+    return [TensorShape(batch + [m, p]), TensorShape(batch + [p, n])]
+
+
+(register_op("Qr").input("input: T").output("q: T").output("r: T")
+    .attr("full_matrices: bool = false")
+    .attr("T: {double, float, half, complex64, complex128}").set_shape_fn(_qr_shape))
