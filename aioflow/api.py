@@ -55,7 +55,7 @@ from aioflow.framework.ops import (
 from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, image, linalg, math, nn, random, sparse, strings
+from aioflow.ops import bitwise, image, io, linalg, math, nn, random, sparse, strings
 from aioflow.ops.array_extra_ops import (
     broadcast_dynamic_shape,
     clip_by_value,
@@ -117,6 +117,7 @@ from aioflow.ops.array_ops import (
 )
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
+from aioflow.ops.io_ops import read_file
 from aioflow.ops.linalg_ops import (
     einsum,
     matrix_band_part,
@@ -267,6 +268,8 @@ __all__ = [
     "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
     "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
     "strings",
+    "io",
+    "read_file",
     "saved_model", "train",
 ]
 

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     control_flow_kernels,
     conv_kernels,
     cwise_kernels,
+    file_io_kernels,
     function_kernels,
     fused_kernels,
     gather_scatter_nd_kernels,

@@ -195,7 +195,7 @@ def _export_args(saver, saver_def, export_scope, clear_extraneous_savers, kwargs
                                   "clear_extraneous_savers=True) is not supported")
     if kwargs:
         raise TypeError("unexpected arguments: " + ", ".join(sorted(kwargs)))
-    return saver_def if saver is None else saver.saver_def
+    return saver_def if saver is None else saver.as_saver_def()
 
 
 def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None,

@@ -253,14 +253,15 @@ class Saver:
         return saver_def
 
     # -- TF's accessors ---------------------------------------------------------------------
-    def as_saver_def(self) -> SaverDef:
-        """The SaverDef (names of the filename tensor, save tensor and restore op)."""
-        return self.saver_def
+    def as_saver_def(self) -> SaverDef | None:
+        """The SaverDef (names of the filename tensor, save tensor and restore op); None for
+        an empty Saver, which TF builds no SaverDef for (so its meta graphs carry none)."""
+        return None if self._is_empty else self.saver_def
 
-    def to_proto(self, export_scope=None) -> SaverDef:
+    def to_proto(self, export_scope=None) -> SaverDef | None:
         if export_scope is not None:
             raise NotImplementedError("Saver.to_proto(export_scope=...) is not supported")
-        return self.saver_def
+        return self.as_saver_def()
 
     @property
     def last_checkpoints(self) -> list[str]:

@@ -1,7 +1,8 @@
 """OpDefs of the checkpoint ops TF writes into every saved graph (tensorflow/core/ops/
 io_ops.cc): SaveV2, RestoreV2, MergeV2Checkpoints (so such graphs import; their kernels
 belong to the checkpoint package), ShardedFilename and ShardedFilespec (kernels in
-kernels/string_kernels.py)."""
+kernels/string_kernels.py), and ReadFile (kernels/file_io_kernels.py: what reads a
+SavedModel's assets)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,5 @@ def _restore_v2(op) -> list[TensorShape]:
     .input("num_shards: int32").output("filename: string").set_shape_fn(_scalar_inputs))
 (register_op("ShardedFilespec").input("basename: string").input("num_shards: int32")
     .output("filename: string").set_shape_fn(_scalar_inputs))
+register_op("ReadFile").input("filename: string").output("contents: string") \
+    .set_shape_fn(_scalar_inputs)

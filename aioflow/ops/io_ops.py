@@ -1,0 +1,15 @@
+"""Builders of TF's file ops: read_file (a `ReadFile` op)."""
+
+from __future__ import annotations
+
+from aioflow.framework import ops
+from aioflow.framework.op_def_library import apply_op
+
+
+def read_file(filename, name: str | None = None) -> ops.Tensor:
+    """The whole contents of the file `filename` names (a scalar string), as a scalar string;
+    read on the device's thread pool."""
+    return apply_op("ReadFile", name=name, filename=filename)
+
+
+__all__ = ["read_file"]
