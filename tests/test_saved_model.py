@@ -207,3 +207,21 @@ async def test_assets_collection_is_imported_as_tf_does(caplog):
         exported = af.train.export_meta_graph(graph=sess.graph)
         assert exported.collection_def[constants.ASSETS_KEY].any_list.value[0] == asset
     assert "Cannot identify data type" not in caplog.text
+
+
+async def test_a_corrupt_checkpoint_leaves_nothing_in_use(tmp_path, expected):
+    # A flipped byte in the variables: the load is DataLossError, and a session that goes on
+    # using the graph anyway gets TF's uninitialized-value error, not half-restored values.
+    export_dir = tmp_path / "model"
+    shutil.copytree(MAIN_OP, export_dir)
+    data = export_dir / "variables" / "variables.data-00000-of-00001"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    data.write_bytes(bytes(raw))
+    sess = af.Session(graph=af.Graph())
+    async with sess:
+        with pytest.raises(af.errors.DataLossError):
+            await af.saved_model.loader.load(sess, ["serve"], str(export_dir))
+        # the graph was imported; its variables were not set
+        with pytest.raises(af.errors.FailedPreconditionError, match="uninitialized"):
+            await sess.run("y:0", {"x:0": np.array(expected["X"], np.float32)})

@@ -444,3 +444,48 @@ def test_relative_paths(tmp_path, monkeypatch):
         assert f.read() == 'model_checkpoint_path: "m-1"\nall_model_checkpoint_paths: "m-1"\n'
     assert af.train.latest_checkpoint("run") == os.path.join("run", "m-1")
     assert v.name == "v:0"
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_failed_restore_changes_no_variable(tmp_path, sharded):
+    # A checkpoint whose last tensor ("b") is corrupt: the restore is DataLossError and the
+    # variable keeps the value it had. Unsharded, one RestoreV2 feeds every assign, so no
+    # variable changes (nothing restored half-way); sharded, each device's shard restores
+    # on its own, as in TF, so only the corrupt shard's variables are sure to be kept.
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/cpu:0"):
+            a = af.Variable([1.0, 2.0, 3.0], name="a")
+        with af.device("/cpu:1"):
+            b = af.get_variable("b", initializer=af.constant([4, 5], af.int64),
+                                use_resource=True)
+        saver = af.train.Saver(sharded=sharded)
+        init = af.global_variables_initializer()
+        change = af.group(a.assign([9.0, 9.0, 9.0]), b.assign([9, 9]))
+    config = af.ConfigProto(device_count={"CPU": 2})
+
+    async def main():
+        async with af.Session(graph=g, config=config) as sess:
+            await sess.run(init)
+            prefix = await saver.save(sess, str(tmp_path / "model"))
+            await sess.run(change)
+            from aioflow.framework import tensor_bundle
+            with tensor_bundle.BundleReader(prefix) as reader:
+                entries = [reader.entry(k) for k in reader.keys() if k != b""]
+            num_shards = len([p for p in os.listdir(tmp_path) if ".data-" in p])
+            assert num_shards == (2 if sharded else 1)
+            entry = entries[-1]  # b's, its last byte
+            data = f"{prefix}.data-{entry.shard_id:05d}-of-{num_shards:05d}"
+            with open(data, "r+b") as f:
+                f.seek(entry.offset + entry.size - 1)
+                byte = f.read(1)
+                f.seek(entry.offset + entry.size - 1)
+                f.write(bytes([byte[0] ^ 0x10]))
+            with pytest.raises(errors.DataLossError):
+                await saver.restore(sess, prefix)
+            return await sess.run([a, b])
+
+    got_a, got_b = run(main())
+    np.testing.assert_array_equal(got_b, [9, 9])
+    if not sharded:
+        np.testing.assert_array_equal(got_a, [9.0, 9.0, 9.0])
