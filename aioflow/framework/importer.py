@@ -68,6 +68,8 @@ def _check_graph_def(graph_def, input_map: dict) -> None:
     by_name = graph_def_checks.index_nodes(graph_def.node, allow_internal_ops=False)
     mapped = {node_def_util.parse_input(k) for k in input_map}
     graph_def_checks.check_edges(graph_def.node, mapped)
+    if not mapped:
+        return
     used = {node_def_util.parse_input(text) for node in graph_def.node for text in node.input}
     missing = sorted(key for key in mapped - used if not _names_output(by_name, *key))
     if missing:
