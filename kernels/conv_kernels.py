@@ -8,8 +8,10 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
   a block of output rows at a time (about 2 MiB of patches, so the copy stays in cache
   and no batch-8 patch matrix is ever whole), and multiplied by the filter matrix with
   np.matmul (OpenBLAS) straight into the output.
-* Depthwise convolutions are kh*kw multiply-adds of shifted views over a block of output
-  rows, each tap a fused ``out += view * w`` through a small scratch buffer.
+* Depthwise convolutions, with numba installed (the `jit` extra, kernels/jit.py): one
+  compiled pass over each block of output rows (kernels/depthwise_jit.py). Without it,
+  kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
+  ``out += view * w`` through a small scratch buffer.
 * The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
   strided adds into the padded result (col2im), then the padding is cropped.
 
@@ -31,6 +33,7 @@ from numpy.lib.stride_tricks import as_strided
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
+from . import depthwise_jit
 from .cwise_kernels import shape_str
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
@@ -368,6 +371,8 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
         if epilogue is not None:
             epilogue(out)
         return out
+    if _COMPILED_DEPTHWISE and x.dtype == w.dtype and x.dtype in _JIT_TYPES:
+        return _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue)
     sh, sw = strides
     dh, dw = dilations
     cm = c * m
@@ -404,6 +409,31 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
 
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
                     0 if n == 1 else out.size * kh * kw)
+    return out
+
+
+_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPILED_DEPTHWISE = depthwise_jit.available()
+
+
+def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.ndarray:
+    """depthwise_channels_last through the compiled loop: blocks of output rows, shared
+    with helper threads (the loop releases the GIL)."""
+    n, oh, ow, cm = out.shape
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    (sh, sw), (dh, dw) = strides, dilations
+    (top, _), (left, _) = pads
+    rows_per_block = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * out.itemsize))
+
+    def block(item):
+        b, r0 = item
+        r1 = min(r0 + rows_per_block, oh)
+        depthwise_jit.depthwise_rows(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left)
+        if epilogue is not None:
+            epilogue(out[b, r0:r1])
+
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
+                    out.size * w.shape[0] * w.shape[1])
     return out
 
 
@@ -665,6 +695,8 @@ class DepthwiseConv2dNativeOp(_ConvBase):
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
+        if _COMPILED_DEPTHWISE and np.ndim(w) == 4 and not depthwise_jit.ready(w.shape[3]):
+            return True  # a first call compiles: not on the event loop
         return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
                                                       else 1)) > POOL_FLOPS
 

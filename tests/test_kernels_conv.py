@@ -107,6 +107,24 @@ def test_conv2d_same_matches_reference(n, h, c, k, o, s):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_depthwise_explicit_padding_and_big_blocks_agree(depthwise_path, monkeypatch):
+    """EXPLICIT asymmetric padding, a 5x4 window, blocks smaller than an image."""
+    from aioflow.kernels import conv_kernels
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 12, 13, 4)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 4, 2)).astype(np.float32)
+    attrs = dict(strides=[1, 2, 2, 1], padding="EXPLICIT",
+                 explicit_paddings=[0, 0, 3, 1, 0, 2, 0, 0])
+    whole = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    xp = np.pad(x, ((0, 0), (3, 1), (0, 2), (0, 0)))
+    want = np.stack([_ref_conv(xp[..., ci:ci + 1], w[:, :, ci:ci + 1, :], 2, 1,
+                               [(0, 0), (0, 0)]) for ci in range(4)], axis=3)
+    np.testing.assert_allclose(whole, want.reshape(whole.shape), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(conv_kernels, "_DW_BLOCK_BYTES", 64)
+    blocked = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    np.testing.assert_allclose(blocked, whole, rtol=1e-6, atol=1e-6)
+
+
 def test_conv2d_large_batch_is_blocked(monkeypatch):
     """Blocks of output rows smaller than an image give the same result."""
     from aioflow.kernels import conv_kernels
@@ -119,13 +137,26 @@ def test_conv2d_large_batch_is_blocked(monkeypatch):
     np.testing.assert_allclose(blocked, whole, rtol=1e-6, atol=1e-6)
 
 
+@pytest.fixture(params=["numpy", "jit"])
+def depthwise_path(request, monkeypatch):
+    """The depthwise kernel's NumPy path, and its compiled one where numba is installed."""
+    from aioflow.kernels import conv_kernels
+    if request.param == "numpy":
+        monkeypatch.setattr(conv_kernels, "_COMPILED_DEPTHWISE", False)
+    elif not conv_kernels._COMPILED_DEPTHWISE:
+        pytest.skip("numba (the jit extra) is not installed")
+    return request.param
+
+
 @pytest.mark.parametrize("s, m, d", [(1, 1, 1), (2, 1, 1), (1, 3, 1), (2, 2, 1), (1, 1, 2)])
-def test_depthwise_matches_reference(s, m, d):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_matches_reference(s, m, d, dtype, depthwise_path):
     rng = np.random.default_rng(s * 10 + m)
-    x = rng.standard_normal((2, 15, 14, 6)).astype(np.float32)
-    w = rng.standard_normal((3, 3, 6, m)).astype(np.float32)
+    x = rng.standard_normal((2, 15, 14, 6)).astype(dtype)
+    w = rng.standard_normal((3, 3, 6, m)).astype(dtype)
     got = run1("DepthwiseConv2dNative", [x, w], strides=[1, s, s, 1], padding="SAME",
                dilations=[1, d, d, 1])
+    assert got.dtype == dtype
     pads = [_same(15, 3, s, d), _same(14, 3, s, d)]
     want = np.stack([_ref_conv(x[..., ci:ci + 1], w[:, :, ci:ci + 1, :], s, d, pads)
                      for ci in range(6)], axis=3).reshape(got.shape)
