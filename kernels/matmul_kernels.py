@@ -4,7 +4,9 @@ Expensive (thread pool) once the product is worth more than the ~40 µs a pool r
 trip costs: below about 2**21 multiply-adds (a 128x128x128 product) it runs inline.
 half/bfloat16 multiply in float32 and round once, as
 NumPy has no BLAS for them. MatMul's transpose_a/b transpose only; BatchMatMul's adj_x/y
-take the adjoint (conjugate transpose), as TF's do.
+take the adjoint (conjugate transpose), as TF's do. When BLAS runs single-threaded
+(intra_op_parallelism_threads=1), a large float MatMul is cut into blocks of rows shared
+with helper threads, as the convolutions' GEMMs are (conv_kernels.gemm_rows).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
+from .conv_kernels import blas_single_threaded, gemm_rows
 from .cwise_kernels import shape_str
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
@@ -74,6 +77,11 @@ class MatMulOp(_MatMulBase):
         y = b.T if self._tb else b
         if x.shape[1] != y.shape[0]:
             raise _size_error(a, b)
+        if (self._half is None and x.dtype == y.dtype and x.dtype.kind == "f"
+                and x.shape[0] > 1 and blas_single_threaded()):
+            out = np.empty((x.shape[0], y.shape[1]), x.dtype)
+            gemm_rows(x, y, out)
+            return (out,)
         return (self._matmul(x, y),)
 
 

@@ -101,3 +101,21 @@ def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
         assert kernel.is_expensive([big, big])
     with pytest.raises(errors.NotFoundError):
         create("MatMul", [a.astype(np.uint8), a.astype(np.uint8)])
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
+def test_single_threaded_blas_matmul_in_row_blocks(monkeypatch, ta, tb):
+    """With BLAS on one thread, a large MatMul runs as blocks of rows shared with helper
+    threads (conv_kernels.gemm_rows): the same product, in every transpose."""
+    from aioflow.kernels import conv_kernels, matmul_kernels
+    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", lambda: True)
+    monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
+    monkeypatch.setattr(conv_kernels, "_EPILOGUE_BLOCK_BYTES", 4096)  # many blocks
+    monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)  # shared even when small
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 90)).astype(np.float32)
+    got = run1("MatMul", [a.T.copy() if ta else a, b.T.copy() if tb else b],
+               transpose_a=ta, transpose_b=tb)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+    assert got.dtype == np.float32 and got.shape == (300, 90)
