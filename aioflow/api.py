@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import saved_model, train  # af.train: checkpoints; af.saved_model
+from aioflow import saved_model, summary, train  # checkpoints; SavedModels; TensorBoard
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -266,7 +266,7 @@ __all__ = [
     "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
     "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
     "strings",
-    "saved_model", "train",
+    "saved_model", "train", "summary",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.
