@@ -76,3 +76,20 @@ def test_bad_option_is_a_usage_error():
     proc = _pytest("--aioflow-shuffle-schedules=-1")
     assert proc.returncode == 4
     assert "--aioflow-shuffle-schedules must be >= 0" in proc.stderr
+
+
+def _code(text: str) -> str:
+    """Python source without imports and blank lines."""
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip() and not line.startswith(("import ", "from ")))
+
+
+def test_the_docs_examples_are_the_projects_tests():
+    """Each Python block of docs/testing.md is code of tests/plugin_project, which the
+    tests above run: the documented examples run and do what the page says."""
+    docs = (PROJECT.parents[1] / "docs" / "testing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", docs, re.DOTALL)
+    sources = _code("\n".join(p.read_text() for p in sorted(PROJECT.glob("checks_*.py"))))
+    assert len(blocks) == 3
+    for block in blocks:
+        assert _code(block) in sources, block
