@@ -294,3 +294,18 @@ async def test_tensorflow_reads_the_event_files(tmp_path):
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0 and report["ok"], report
     assert report["events"] == 1 + 2 + 3 + 1  # version, graph + meta graph, 3 steps, metadata
+
+
+def test_docs_example_runs(tmp_path):
+    """docs/tensorboard.md's program, as a user would run it."""
+    docs = (Path(__file__).parents[1] / "docs" / "tensorboard.md").read_text()
+    (program,) = re.findall(r"```python\n(.*?)```", docs, re.DOTALL)
+    (tmp_path / "example.py").write_text(program)
+    proc = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote ['file_version', 'graph_def', 'meta_graph_def', 'summary']" in proc.stdout
+    events = _events(tmp_path / "logs" / "run1")
+    assert [e.step for e in events if e.WhichOneof("what") == "summary"] == list(range(10))
+    (tagged,) = [e for e in events if e.WhichOneof("what") == "tagged_run_metadata"]
+    assert tagged.tagged_run_metadata.tag == "step5" and tagged.step == 5
