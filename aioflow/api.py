@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import saved_model, train  # af.train: checkpoints; af.saved_model
+from aioflow import saved_model, summary, train  # checkpoints; SavedModels; TensorBoard
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -270,7 +270,7 @@ __all__ = [
     "strings",
     "io",
     "read_file",
-    "saved_model", "train",
+    "saved_model", "train", "summary",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.

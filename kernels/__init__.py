@@ -30,6 +30,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     sparse_kernels,
     special_math_kernels,
     string_kernels,
+    summary_kernels,
     tensor_array_kernels,
     topk_kernels,
     unsafe_read_kernels,

@@ -28,6 +28,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "segment_modes(*modes): run a segments_mode test only in these modes "
                    f"(of {', '.join(SEGMENT_MODES)}), e.g. a slow test whose point is one mode")
+    config.addinivalue_line(
+        "markers", "executor_types(*names): run an executor_type test only under the default "
+                   "executor and these schedules of EXECUTOR_SCHEDULES (none: the default "
+                   "only, for a test of the default executor's thread pool)")
 
 
 def pytest_generate_tests(metafunc):
@@ -40,7 +44,38 @@ def pytest_generate_tests(metafunc):
     unknown = set(modes) - set(SEGMENT_MODES)
     if unknown:
         raise ValueError(f"{metafunc.definition.nodeid}: unknown segment modes {unknown}")
+    if "executor_type" in metafunc.fixturenames:
+        # The default executor in each segment mode; the single-threaded one (which
+        # compiles no segments) once per schedule.
+        only = metafunc.definition.get_closest_marker("executor_types")
+        names = [n for n in EXECUTOR_SCHEDULES if only is None or n in only.args]
+        combos = [(mode, "DEFAULT") for mode in modes] + [(modes[-1], n) for n in names]
+        metafunc.parametrize(("segments_mode", "executor_type"), combos, indirect=True,
+                             ids=[f"{m}-{t}" for m, t in combos])
+        return
     metafunc.parametrize("segments_mode", modes, indirect=True)
+
+
+#: The executor schedules an `executor_type` test also runs under besides the default
+#: executor: name -> (ConfigProto.experimental.executor_type, seed of the ready order).
+EXECUTOR_SCHEDULES = {"single_threaded": ("SINGLE_THREADED_EXECUTOR", None),
+                      "single_threaded_shuffled": ("SINGLE_THREADED_EXECUTOR", 14)}
+
+
+@pytest.fixture
+def executor_type(request):
+    """The executor every step of this test runs with (a module's `pytestmark =
+    pytest.mark.usefixtures("segments_mode", "executor_type")`): the default one, or a
+    single-threaded schedule of EXECUTOR_SCHEDULES through schedule_override."""
+    name = getattr(request, "param", "DEFAULT")
+    if name == "DEFAULT":
+        yield name
+        return
+    from aioflow.runtime.executor_factory import schedule_override
+
+    executor, seed = EXECUTOR_SCHEDULES[name]
+    with schedule_override(executor, seed):
+        yield name
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from aioflow.framework.importer import import_graph_def
 from aioflow.proto import graph_pb2
 from tests.test_control_flow_builders import NEEDS_DYNAMIC_INDEX_SHAPE, _program_params, af, build
 
-pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")  # segments; executors
 
 DATA = Path(__file__).parent / "data"
 MANIFEST = json.loads((DATA / "fixtures.json").read_text())

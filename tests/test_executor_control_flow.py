@@ -12,7 +12,7 @@ import pytest
 import aioflow as af
 from aioflow.framework import errors
 
-pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")  # segments; executors
 
 
 def counting_loop(parallel_iterations: int = 10):

@@ -15,7 +15,7 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.runtime.direct_session import DirectSession
 
-pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")  # segments; executors
 
 
 async def test_feed_and_fetch_structures(graph):
@@ -173,6 +173,7 @@ async def test_cancellation_leaves_nothing_behind(graph):
         assert set(asyncio.all_tasks()) - before == set()
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 async def test_cancellation_waits_for_thread_work(graph):
     release = threading.Event()
     finished = []
@@ -247,6 +248,7 @@ async def test_async_kernels_overlap_on_one_loop(graph):
         assert time.perf_counter() - start < 0.5
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 async def test_expensive_kernels_run_on_the_device_pool(graph):
     names = []
 
@@ -411,6 +413,7 @@ async def test_budget_and_overrun_warning_belong_to_their_session(graph):
     assert get_runner().budget == DEFAULT_TIME_BUDGET_S
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 async def test_pool_kernels_release_their_inputs_before_the_step_ends(graph):
     import weakref
 

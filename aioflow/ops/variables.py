@@ -24,6 +24,7 @@ class GraphKeys:
     INIT_OP = "init_op"
     LOCAL_INIT_OP = "local_init_op"
     READY_OP = "ready_op"
+    SUMMARIES = "summaries"
     VARIABLES = GLOBAL_VARIABLES
 
 

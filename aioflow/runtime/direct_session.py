@@ -35,6 +35,7 @@ from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see belo
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
+from aioflow.runtime.executor_factory import current_override, get_factory
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.rendezvous import Rendezvous
@@ -67,6 +68,10 @@ class ExecutorsAndKeys:
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
     needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
+    factory: object = None  # the ExecutorFactory that built `executors`
+    deadness: bool = False  # the partitions track deadness (see _create_executors)
+    # Executors of the same partitions by another executor type (schedule_override).
+    by_type: dict = field(default_factory=dict)
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -244,7 +249,8 @@ class DirectSession:
         partitions = self._partition(options.graph)
         options.partition_graphs = partitions
         global_registry().run_grouping(Grouping.POST_PARTITIONING, options)
-        eak = ExecutorsAndKeys(feeds, fetches, targets)
+        factory = get_factory(self.config.experimental.executor_type)
+        eak = ExecutorsAndKeys(feeds, fetches, targets, factory=factory)
         optimizer_options = self.config.graph_options.optimizer_options
         parts = options.partition_graphs
         # A value that is dead on one device (an untaken cond branch) arrives dead on
@@ -259,9 +265,10 @@ class DirectSession:
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
                            self.config.graph_options.rewrite_options)
-            eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all,
-                                              deadness=deadness, segments=segments))
+            eak.executors.append(factory.new_executor(part, device, inline_all=self.inline_all,
+                                                      deadness=deadness, segments=segments))
             eak.partition_graphs.append(part)
+        eak.deadness = deadness
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
@@ -298,7 +305,12 @@ class DirectSession:
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
             timeout_ms = self._op_timeout_ms
-        step = run_states([ex.new_state(ctx, runner) for ex in eak.executors], ctx)
+        override = current_override()
+        if override is None:
+            states = [ex.new_state(ctx, runner) for ex in eak.executors]
+        else:
+            states = self._states_of_override(eak, override, ctx, runner)
+        step = run_states(states, ctx)
         self._active_steps.add(ctx)
         if gate is not None:
             gate.spend(perf_counter() - started)
@@ -320,6 +332,23 @@ class DirectSession:
                     None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
+
+    def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
+        """The step's states by the executor type of a schedule_override: the same
+        partitions, executors of that type built on first use (here, on the loop: an
+        override is a testing and debugging tool)."""
+        factory = get_factory(override.executor_type)
+        if factory is eak.factory:
+            executors = eak.executors
+        else:
+            executors = eak.by_type.get(factory)
+            if executors is None:
+                segments = self.compile_segments and segments_default()
+                executors = eak.by_type[factory] = [
+                    factory.new_executor(part, ex.device, inline_all=self.inline_all,
+                                         deadness=eak.deadness, segments=segments)
+                    for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
+        return factory.new_states(executors, ctx, runner, override.seed)
 
     def _runner_of(self, loop):
         self._runner_loop = loop

@@ -24,5 +24,6 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     sparse_ops,
     state_ops,
     string_ops,
+    summary_ops,
     unsafe_read_ops,
 )
