@@ -276,13 +276,15 @@ async def test_the_loop_keeps_beating_while_a_big_graph_builds():
 
 async def test_two_runs_asking_for_one_new_signature_build_it_once(graph, monkeypatch):
     built = []
-    real = ds_mod.ExecutorImpl
+    from aioflow.runtime import executor_factory
+
+    real = executor_factory.ExecutorImpl
 
     def counting(*args, **kwargs):
         built.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ds_mod, "ExecutorImpl", counting)
+    monkeypatch.setattr(executor_factory, "ExecutorImpl", counting)
     x = af.placeholder(af.float32, [], name="x")
     y = x * 3.0
     async with af.Session(graph=graph) as sess:
