@@ -98,13 +98,15 @@ def test_threads_sharing_a_sync_session():
 
 def test_threads_asking_for_one_new_signature_build_it_once(monkeypatch):
     built = []
-    real = ds_mod.ExecutorImpl
+    from aioflow.runtime import executor_factory
+
+    real = executor_factory.ExecutorImpl
 
     def counting(*args, **kwargs):
         built.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ds_mod, "ExecutorImpl", counting)
+    monkeypatch.setattr(executor_factory, "ExecutorImpl", counting)
     graph = af.Graph()
     with graph.as_default():
         x = af.placeholder(af.float32, [], name="x")
