@@ -106,6 +106,9 @@ def encode_histogram(values: np.ndarray, histo) -> None:
 class HistogramSummaryOp(OpKernel):
     """A Summary holding the histogram of every value; NaN or Infinity is an error."""
 
+    expensive = None  # big tensors go to the pool (a sort-like pass over every value)
+    pool_above = 100_000
+
     def compute(self, ctx, inputs):
         tag, values = np.asarray(inputs[0], dtype=object), np.asarray(inputs[1])
         if tag.ndim != 0:
