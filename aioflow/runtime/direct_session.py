@@ -36,7 +36,7 @@ from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see belo
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
-from aioflow.runtime.executor_factory import current_override, get_factory
+from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
@@ -44,6 +44,7 @@ from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
 from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
+from aioflow.runtime.thread_pools import check_pool_index, session_pools
 
 # The per-run states are imported by ExecutorImpl.new_state on first use; imported here
 # instead, with the package, so that a process's first run does not import them on the
@@ -94,7 +95,9 @@ class DirectSession:
     def __init__(self, config: config_pb2.ConfigProto | None = None, inline_all: bool = False,
                  compile_segments: bool = True):
         self.config = config if config is not None else config_pb2.ConfigProto()
-        self.device_mgr = DeviceMgr.from_config(self.config)
+        # The session's inter-op pools (thread_pools.py); the devices run on the first.
+        self.thread_pools = session_pools(self.config)
+        self.device_mgr = DeviceMgr.from_config(self.config, self.thread_pools[0])
         self.inline_all = inline_all
         self.compile_segments = compile_segments
         self._state = GraphState(self.device_mgr, self.config)
@@ -309,6 +312,9 @@ class DirectSession:
         """Run one step: every partition's executor, gathered; returns the retvals.
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
+        pool_index = options.inter_op_thread_pool if options is not None else 0
+        if pool_index:
+            check_pool_index(pool_index, len(self.thread_pools))
         collector = None
         if run_metadata is not None and wants_trace(options):
             collector = StepStatsCollector()
@@ -322,7 +328,11 @@ class DirectSession:
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
             timeout_ms = self._op_timeout_ms
-        step = run_states(self._step_states(eak, ctx, runner), ctx)
+        if pool_index:
+            states = self._states_on_pool(eak, ctx, runner, pool_index)
+        else:
+            states = self._step_states(eak, ctx, runner)
+        step = run_states(states, ctx)
         self._active_steps.add(ctx)
         if gate is not None:
             gate.spend(perf_counter() - started)
@@ -351,6 +361,15 @@ class DirectSession:
         if override is None:
             return [ex.new_state(ctx, runner) for ex in eak.executors]
         return self._states_of_override(eak, override, ctx, runner)
+
+    def _states_on_pool(self, eak: ExecutorsAndKeys, ctx, runner, index: int) -> list:
+        """The states of a run on inter-op pool `index` (-1: the caller's thread: every
+        kernel inline on the loop, as the single-threaded executor runs them)."""
+        if index == -1:
+            return self._states_of_override(
+                eak, ScheduleOverride("SINGLE_THREADED_EXECUTOR", None), ctx, runner)
+        ctx.inter_op_pool = self.thread_pools[index]
+        return self._step_states(eak, ctx, runner)
 
     def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
         """The step's states by the executor type of a schedule_override: the same
@@ -478,6 +497,9 @@ class DirectSession:
         self._partial_runs.clear()
         self._executors.clear()
         self.device_mgr.shutdown()
+        for pool in self.thread_pools[1:]:  # (the first is the devices')
+            if pool.owned:
+                pool.shutdown(wait=False)
 
 
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
