@@ -17,6 +17,7 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.proto import graph_pb2
 from aioflow.runtime import direct_session as ds_mod
+from aioflow.runtime import executor_factory
 from aioflow.runtime.direct_session import DirectSession
 
 THREADS = 4
@@ -98,13 +99,13 @@ def test_threads_sharing_a_sync_session():
 
 def test_threads_asking_for_one_new_signature_build_it_once(monkeypatch):
     built = []
-    real = ds_mod.ExecutorImpl
+    real = executor_factory.ExecutorImpl  # the executor factories build them
 
     def counting(*args, **kwargs):
         built.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ds_mod, "ExecutorImpl", counting)
+    monkeypatch.setattr(executor_factory, "ExecutorImpl", counting)
     graph = af.Graph()
     with graph.as_default():
         x = af.placeholder(af.float32, [], name="x")
