@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from functools import cache
 
+import ml_dtypes
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -31,6 +32,9 @@ from aioflow.proto import summary_pb2, tensor_pb2
 from .cwise_kernels import shape_str
 
 _DBL_MAX = sys.float_info.max
+# Widened to double through a float (cvtss2sd, which flushes subnormal inputs to zero);
+# half goes through F16C, which does not.
+_THROUGH_FLOAT = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -108,7 +112,8 @@ def encode_histogram(values: np.ndarray, histo, raw: np.ndarray | None = None) -
     histo.max = float(raw[np.argmax(values)]) if values.size else -_DBL_MAX
     histo.num = float(values.size)
     if values.size:  # sequential sums (np.sum is pairwise and rounds differently)
-        histo.sum = float(np.add.accumulate(values)[-1])
+        # (TF's sum starts at 0.0: adding it last gives 0.0, not -0.0, for all -0.0 values)
+        histo.sum = float(np.add.accumulate(values)[-1]) + 0.0
         squares = _flush_subnormals(values * values)
         histo.sum_squares = float(np.add.accumulate(squares)[-1])
     # A bucket is kept when it is non-empty or ends a run of empty ones (that run's last limit).
@@ -135,7 +140,7 @@ class HistogramSummaryOp(OpKernel):
             raw = values.ravel()
         else:  # float (and bfloat16, through float) -> double: subnormals become zeros
             raw = values.astype(np.float64).ravel()
-            if values.dtype.kind == "f" and values.dtype != np.float16:
+            if values.dtype in _THROUGH_FLOAT:
                 raw = np.where(np.abs(raw) < np.finfo(np.float32).tiny,
                                np.copysign(0.0, raw), raw)
         flat = _flush_subnormals(raw)  # compared and summed as zeros (denormals-are-zero)
