@@ -2,11 +2,15 @@
 summary_tensor_op.cc, tsl/lib/histogram/histogram.cc): each outputs a serialized
 `Summary` proto, byte for byte what TensorFlow's kernel writes for the same inputs.
 
-- ScalarSummary: one `simple_value` (the value cast to float32, a subnormal flushed to
-  zero as on TF's threads) per tag.
+- ScalarSummary: one `simple_value` (the value cast to float32) per tag.
 - HistogramSummary: TF's default histogram (buckets at +-1e-12 * 1.1**k up to 1e20, then
   +-DBL_MAX, and 0), runs of empty buckets collapsed into one, as `EncodeToProto(...,
   preserve_zero_buckets=false)`; sums accumulated in input order, as TF's does.
+
+TF's CPU threads flush subnormals to zero (flush-to-zero and denormals-are-zero), which
+shows in these outputs: a float64 value cast to float32, a float32 value widened to
+float64, a float64 compared or summed, a square. Done here for each of those; a running
+sum that itself falls below 2.2e-308 is not flushed (TF's would be).
 - TensorSummaryV2: the tensor as a TensorProto (`tensor_content`; strings as
   `string_val`) with the parsed SummaryMetadata (an unparseable one is left empty, as TF's).
 - MergeSummary: the values of every input Summary, refusing a repeated non-empty tag.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import sys
 from functools import cache
 
+import ml_dtypes
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -27,6 +32,9 @@ from aioflow.proto import summary_pb2, tensor_pb2
 from .cwise_kernels import shape_str
 
 _DBL_MAX = sys.float_info.max
+# Widened to double through a float (cvtss2sd, which flushes subnormal inputs to zero);
+# half goes through F16C, which does not.
+_THROUGH_FLOAT = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -39,6 +47,17 @@ def _text(value) -> str:
 
 def _bytes(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
+
+
+def _flush_subnormals(values: np.ndarray) -> np.ndarray:
+    """`values` with each subnormal replaced by a zero of its sign: TF's CPU threads run
+    with flush-to-zero and denormals-are-zero set (ScopedFlushDenormal)."""
+    tiny = np.abs(values) < np.finfo(values.dtype).tiny
+    if not tiny.any():
+        return values
+    out = values.copy()
+    out[tiny] = np.copysign(np.zeros((), values.dtype), values[tiny])
+    return out
 
 
 def _output(summary: summary_pb2.Summary) -> list:
@@ -57,9 +76,8 @@ class ScalarSummaryOp(OpKernel):
                            f" != {shape_str(values.shape)}{single}")
         with np.errstate(over="ignore"):
             floats = values.astype(np.float32).ravel()
-        # TF's CPU kernels run with denormals flushed to zero: so does the cast to float.
-        tiny = np.abs(floats) < np.finfo(np.float32).tiny
-        floats[tiny] = np.copysign(np.float32(0), floats[tiny])
+        if values.dtype == np.float64:  # the double -> float conversion flushes to zero
+            floats = _flush_subnormals(floats)
         summary = summary_pb2.Summary()
         for tag, v in zip(tags.ravel(), floats.tolist(), strict=True):
             summary.value.add(tag=_text(tag), simple_value=v)
@@ -80,19 +98,24 @@ def _default_bucket_limits() -> np.ndarray:
     return np.array(negative + [0.0] + positive, dtype=np.float64)
 
 
-def encode_histogram(values: np.ndarray, histo) -> None:
+def encode_histogram(values: np.ndarray, histo, raw: np.ndarray | None = None) -> None:
     """Fill the HistogramProto `histo` with TF's default histogram of the finite float64
-    `values` (Histogram::Add for each in order, then EncodeToProto without zero buckets)."""
+    `values` (Histogram::Add for each in order, then EncodeToProto without zero buckets).
+    `raw`: the values min and max report when `values` are their denormals-are-zero view
+    (TF compares and sums the view but stores the winning value as it was)."""
+    raw = values if raw is None else raw
     limits = _default_bucket_limits()
     counts = np.bincount(np.searchsorted(limits, values, side="right"),
                          minlength=limits.size).astype(np.float64)
     # std::min / std::max keep the first of equal values (0.0 before -0.0), as argmin does.
-    histo.min = float(values[np.argmin(values)]) if values.size else _DBL_MAX
-    histo.max = float(values[np.argmax(values)]) if values.size else -_DBL_MAX
+    histo.min = float(raw[np.argmin(values)]) if values.size else _DBL_MAX
+    histo.max = float(raw[np.argmax(values)]) if values.size else -_DBL_MAX
     histo.num = float(values.size)
     if values.size:  # sequential sums (np.sum is pairwise and rounds differently)
-        histo.sum = float(np.add.accumulate(values)[-1])
-        histo.sum_squares = float(np.add.accumulate(values * values)[-1])
+        # (TF's sum starts at 0.0: adding it last gives 0.0, not -0.0, for all -0.0 values)
+        histo.sum = float(np.add.accumulate(values)[-1]) + 0.0
+        squares = _flush_subnormals(values * values)
+        histo.sum_squares = float(np.add.accumulate(squares)[-1])
     # A bucket is kept when it is non-empty or ends a run of empty ones (that run's last limit).
     nonzero = counts > 0.0
     keep = nonzero.copy()
@@ -106,11 +129,21 @@ def encode_histogram(values: np.ndarray, histo) -> None:
 class HistogramSummaryOp(OpKernel):
     """A Summary holding the histogram of every value; NaN or Infinity is an error."""
 
+    expensive = None  # big tensors go to the pool (a sort-like pass over every value)
+    pool_above = 100_000
+
     def compute(self, ctx, inputs):
         tag, values = np.asarray(inputs[0], dtype=object), np.asarray(inputs[1])
         if tag.ndim != 0:
             raise _invalid("tags must be scalar")
-        flat = values.astype(np.float64).ravel()
+        if values.dtype == np.float64:
+            raw = values.ravel()
+        else:  # float (and bfloat16, through float) -> double: subnormals become zeros
+            raw = values.astype(np.float64).ravel()
+            if values.dtype in _THROUGH_FLOAT:
+                raw = np.where(np.abs(raw) < np.finfo(np.float32).tiny,
+                               np.copysign(0.0, raw), raw)
+        flat = _flush_subnormals(raw)  # compared and summed as zeros (denormals-are-zero)
         bad = ~np.isfinite(flat)
         if bad.any():
             first = flat[int(np.argmax(bad))]
@@ -118,7 +151,7 @@ class HistogramSummaryOp(OpKernel):
                            else f"Infinity in Histogram for: {self.name}")
         summary = summary_pb2.Summary()
         value = summary.value.add(tag=_text(tag.item()))
-        encode_histogram(flat, value.histo)
+        encode_histogram(flat, value.histo, raw)
         return _output(summary)
 
 

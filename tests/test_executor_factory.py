@@ -4,6 +4,7 @@ seeded order, to the default executor's values; an unknown type is TF's NotFound
 
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -16,10 +17,10 @@ from aioflow.runtime import executor_factory
 from aioflow.runtime.executor import observe_steps
 from aioflow.runtime.executor_factory import ShuffledReady, schedule_override
 from aioflow.runtime.node_item import ASYNC, FORWARD, INLINE
+from tests.conftest import DATA
 
-# TF 2.21's text (tests/data/partial_run_tf_probe.py prints it).
-_UNKNOWN = ("No executor factory registered for the given executor type: FOO Registered "
-            "factories are {DEFAULT, , SINGLE_THREADED_EXECUTOR}.")
+# TF 2.21's answer (tests/data/make_direct_session_tf.py wrote it).
+_UNKNOWN = json.loads((DATA / "direct_session_tf.json").read_text())["unknown_executor_type"]
 
 _order: list[str] = []
 _threads: set[int] = set()
@@ -56,7 +57,8 @@ async def test_unknown_executor_type_is_tf_not_found(graph):
     async with af.Session(config=_config("FOO")) as sess:
         with pytest.raises(errors.NotFoundError) as e:
             await sess.run(y, {x: 1.0})
-        assert e.value.message == _UNKNOWN
+        assert _UNKNOWN["error"] == "NotFoundError"
+        assert e.value.message == _UNKNOWN["message"]
     with pytest.raises(errors.NotFoundError):
         with schedule_override("FOO", None):
             pass

@@ -17,6 +17,7 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.proto import graph_pb2
 from aioflow.runtime import direct_session as ds_mod
+from aioflow.runtime import executor_factory
 from aioflow.runtime.direct_session import DirectSession
 
 THREADS = 4
@@ -98,9 +99,7 @@ def test_threads_sharing_a_sync_session():
 
 def test_threads_asking_for_one_new_signature_build_it_once(monkeypatch):
     built = []
-    from aioflow.runtime import executor_factory
-
-    real = executor_factory.ExecutorImpl
+    real = executor_factory.ExecutorImpl  # the executor factories build them
 
     def counting(*args, **kwargs):
         built.append(threading.current_thread().name)

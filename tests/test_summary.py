@@ -309,3 +309,40 @@ def test_docs_example_runs(tmp_path):
     assert [e.step for e in events if e.WhichOneof("what") == "summary"] == list(range(10))
     (tagged,) = [e for e in events if e.WhichOneof("what") == "tagged_run_metadata"]
     assert tagged.tagged_run_metadata.tag == "step5" and tagged.step == 5
+
+
+def test_file_writer_takes_a_graph_def_too(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        af.placeholder(af.float32, [2], name="x")
+    graph_def = g.as_graph_def()
+
+    class GraphDef:  # another protobuf library's GraphDef (TensorFlow's), by its bytes
+        def SerializeToString(self):
+            return graph_def.SerializeToString()
+
+    for i, kwargs in enumerate([{"graph_def": graph_def}, {"graph": GraphDef()}]):
+        af.summary.FileWriter(tmp_path / str(i), **kwargs).close()
+        events = _events(tmp_path / str(i))
+        assert [e.WhichOneof("what") for e in events] == [
+            "file_version", "graph_def", "meta_graph_def"]
+        assert graph_pb2.GraphDef.FromString(events[1].graph_def) == graph_def
+        meta = meta_graph_pb2.MetaGraphDef.FromString(events[2].meta_graph_def)
+        assert meta.graph_def == graph_def
+
+
+def test_file_writer_cache_shares_one_writer_per_logdir(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        af.constant(1.0, name="c")
+        writer = af.summary.FileWriterCache.get(str(tmp_path))
+        assert af.summary.FileWriterCache.get(str(tmp_path)) is writer
+    af.summary.FileWriterCache.clear()
+    assert af.summary.FileWriterCache.get(str(tmp_path / "other")) is not writer
+    af.summary.FileWriterCache.clear()
+    events = _events(tmp_path / "other")  # closed by clear(): everything on disk
+    assert [e.WhichOneof("what") for e in events][:2] == ["file_version", "graph_def"]
+    (path,) = [p for p in tmp_path.iterdir() if p.is_file()]
+    graph = graph_pb2.GraphDef.FromString(
+        list(af.summary.summary_iterator(path))[1].graph_def)
+    assert [n.name for n in graph.node] == ["c"]  # the default graph when it was made

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import ml_dtypes  # noqa: F401  (numpy knows "bfloat16" by name)
 import numpy as np
 import pytest
 from kernel_testutil import run_kernel

@@ -273,6 +273,53 @@ class Session:
 
         return call
 
+    # -- partial runs ------------------------------------------------------------------
+    async def partial_run_setup(self, fetches, feeds=None, targets=None):
+        """Set up a partial run (TF's `partial_run_setup`): one step of `fetches` (and
+        the ops among them or in `targets`) that stays alive while `partial_run` feeds
+        `feeds` and fetches `fetches` a part at a time; returns its handle. Dropping
+        the handle (or closing the session) cancels the step."""
+        self._check_open()
+        plan = FetchPlan(self._graph, fetches)
+        feed_names = set()
+        for key in feeds or ():
+            tensor = _feed_tensor(self._graph, key)
+            if not self._graph.is_feedable(tensor):
+                raise ValueError(f"Tensor {tensor.name} may not be fed.")
+            feed_names.add(tensor.name)
+        target_names = set(plan.sorted_targets)
+        if targets:
+            target_names.update(FetchPlan(self._graph, list(targets)).sorted_targets)
+        version = self._graph.version
+        if version != self._version:
+            await self._prepare(version, None)
+        budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
+        try:
+            return await self._direct.partial_run_setup(
+                tuple(sorted(feed_names)), plan.sorted_fetches, tuple(sorted(target_names)),
+                budget)
+        except errors.OpError as e:
+            raise self._with_origin(e) from e.__cause__
+
+    async def partial_run(self, handle, fetches, feed_dict=None):
+        """Continue the partial run `handle`: feed `feed_dict`, return `fetches` (TF's
+        `partial_run`; each feed and fetch of its setup once, a fetch only when what it
+        needs has been fed)."""
+        self._check_open()
+        plan = self._plan(fetches)
+        feeds = self._convert_feeds(feed_dict) if feed_dict else {}
+        names = tuple(name for name in plan.sorted_fetches if name not in feeds)
+        try:
+            values = await self._direct.partial_run(handle, feeds, names)
+        except errors.OpError as e:
+            raise self._with_origin(e) from e.__cause__
+        computed = iter(values)
+        retvals = [feeds[name] if name in feeds else next(computed)
+                   for name in plan.sorted_fetches]
+        if plan.single is not None:
+            return _fetched(retvals[0])
+        return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
+
     def _with_origin(self, err: errors.OpError) -> errors.OpError:
         """The same error, its message extended with where the failing op was created."""
         name = err.node_name

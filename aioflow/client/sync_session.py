@@ -70,6 +70,14 @@ class SyncSession:
 
         return call
 
+    def partial_run_setup(self, fetches, feeds=None, targets=None):
+        """Session.partial_run_setup, blocking; returns the partial run's handle."""
+        return self._call(self._session.partial_run_setup(fetches, feeds, targets))
+
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """Session.partial_run, blocking."""
+        return self._call(self._session.partial_run(handle, fetches, feed_dict))
+
     def close(self) -> None:
         """Close the session and stop the private loop."""
         if self._closed:

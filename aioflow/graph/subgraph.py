@@ -3,12 +3,16 @@
 Each fed tensor becomes an `_Arg` node (its consumers read the argument instead, so the
 producer may be pruned away); each fetched tensor gets a `_Retval` node; only what the
 retvals and the target nodes need is kept (TF's subgraph::RewriteGraphForExecution with
-the call-frame convention).
+the call-frame convention). The second mode (`use_function_convention=False`, for
+partial runs) feeds through client-terminated `_Recv` nodes and fetches through
+client-terminated `_Send` nodes instead: the values travel through the step's
+rendezvous, keyed as `client_rendezvous_key` says, while the step stays alive.
 """
 
 from __future__ import annotations
 
 from aioflow.framework import errors, node_def_util
+from aioflow.framework.rendezvous_key import create_key
 from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.graph.graph import Graph, Node
 from aioflow.proto import attr_value_pb2, node_def_pb2
@@ -47,6 +51,33 @@ def _special_node(graph: Graph, name: str, op: str, dtype: int, index: int,
     return node
 
 
+def _transfer_node(graph: Graph, name: str, op: str, dtype: int, tensor_name: str,
+                   device: str, incarnation: int) -> Node:
+    """A client-terminated _Recv (a feed) or _Send (a fetch) on the client device."""
+    node_def = node_def_pb2.NodeDef(name=name, op=op, device=device)
+    attr = node_def.attr
+    attr["tensor_type" if op == "_Recv" else "T"].type = dtype
+    attr["tensor_name"].s = tensor_name.encode()
+    attr["send_device"].s = device.encode()
+    attr["recv_device"].s = device.encode()
+    attr["send_device_incarnation"].i = incarnation
+    attr["client_terminated"].b = True
+    from aioflow.framework import op_def_registry
+
+    if op == "_Recv":
+        node = graph.add_node(node_def, op_def_registry.get(op), [], [dtype])
+    else:
+        node = graph.add_node(node_def, op_def_registry.get(op), [dtype], [])
+    node.assigned_device_name = device
+    return node
+
+
+def client_rendezvous_key(tensor_name: str, device: str, incarnation: int) -> str:
+    """The rendezvous key of a partial run's feed or fetch `tensor_name` (TF's
+    GetRendezvousKey: from the client device to itself, frame and iteration 0)."""
+    return create_key(device, incarnation, device, tensor_name)
+
+
 def _unique(graph_nodes: dict[str, Node], base: str) -> str:
     name, i = base, 0
     while name in graph_nodes:
@@ -56,11 +87,15 @@ def _unique(graph_nodes: dict[str, Node], base: str) -> str:
 
 
 def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[str],
-                                targets: list[str], device: str) -> None:
+                                targets: list[str], device: str,
+                                use_function_convention: bool = True,
+                                incarnation: int = 0) -> None:
     """Feeds -> `_Arg` (index = position in `feeds`), fetches -> `_Retval` (index =
     position in `fetches`), both on the client `device` as in TF (a partition elsewhere
     gets or sends them through _Send/_Recv), then prune to what fetches and targets
-    reach. In place."""
+    reach. In place. Without `use_function_convention`: feeds -> `_Recv` named
+    `_recv_<node>_<output>`, fetches -> `_Send` named `_send_<node>_<output>`,
+    client-terminated, from the client device (`incarnation`) to itself (TF)."""
     by_name = {n.name: n for n in graph.op_nodes()}
     fed = {_canonical(name) for name in feeds}
     if len(fed) != len(feeds):
@@ -72,9 +107,13 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
     for index, name in enumerate(feeds):
         node, slot = _find(by_name, name, "Feed input")
         dtype = node.output_types[slot] % _REF_OFFSET  # TF's BaseType
-        arg_name = f"_arg_{_canonical(name).replace(':', '_')}_{index}"
-        arg = _special_node(graph, _unique(by_name, arg_name),
-                            "_Arg", dtype, index, [], [dtype], device)
+        if use_function_convention:
+            arg_name = f"_arg_{_canonical(name).replace(':', '_')}_{index}"
+            arg = _special_node(graph, _unique(by_name, arg_name),
+                                "_Arg", dtype, index, [], [dtype], device)
+        else:
+            arg = _transfer_node(graph, _unique(by_name, f"_recv_{node.name}_{slot}"),
+                                 "_Recv", dtype, _canonical(name), device, incarnation)
         by_name[arg.name] = arg
         is_placeholder = node.type_string in ("Placeholder", "PlaceholderV2")
         for e in list(node.out_edges):
@@ -92,9 +131,13 @@ def rewrite_graph_for_execution(graph: Graph, feeds: list[str], fetches: list[st
     for index, name in enumerate(fetches):
         node, slot = _find(by_name, name, "FetchOutputs")
         dtype = node.output_types[slot] % _REF_OFFSET  # TF's BaseType: a ref is read
-        ret_name = f"_retval_{_canonical(name).replace(':', '_')}_{index}"
-        ret = _special_node(graph, _unique(by_name, ret_name),
-                            "_Retval", dtype, index, [dtype], [], device)
+        if use_function_convention:
+            ret_name = f"_retval_{_canonical(name).replace(':', '_')}_{index}"
+            ret = _special_node(graph, _unique(by_name, ret_name),
+                                "_Retval", dtype, index, [dtype], [], device)
+        else:
+            ret = _transfer_node(graph, _unique(by_name, f"_send_{node.name}_{slot}"),
+                                 "_Send", dtype, _canonical(name), device, incarnation)
         by_name[ret.name] = ret
         graph.add_edge(node, slot, ret, 0)
         keep.append(ret)

@@ -1,8 +1,7 @@
-"""Devices and the DeviceMgr: a CPU device owns the thread pool its expensive kernels use."""
+"""Devices and the DeviceMgr: a CPU device runs its expensive kernels on an inter-op pool."""
 
 from __future__ import annotations
 
-import os
 import random
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -11,52 +10,63 @@ from aioflow.framework.resource_mgr import ResourceMgr
 from aioflow.runtime.blas_gate import BlasGate, BlasThreads
 from aioflow.runtime.kernel_library import load_builtin_kernels
 from aioflow.runtime.ref_inputs import OpSegment
+from aioflow.runtime.thread_pools import InterOpPool, num_inter_op_threads
 
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
 
 
 class Device:
     """One device: its full name, type, its resources (variables, ... outliving runs),
-    and a thread pool for expensive synchronous kernels.
+    and the inter-op pool its expensive synchronous kernels run on.
 
-    The CPU devices of one session share the first one's pool and BLAS gate, as TF's
-    partitions share the session's inter-op pool and its CPU devices one intra-op pool:
-    N devices must not run N times as many threads as there are cores."""
+    The CPU devices of one session share one inter-op pool (the session's first:
+    thread_pools.py says which) and one BLAS gate, as TF's partitions share the
+    session's inter-op pool and its CPU devices one intra-op pool: N devices must not
+    run N times as many threads as there are cores."""
 
     def __init__(self, device_type: str, index: int, pool_size: int, intra_op_threads: int = 0,
-                 shares_pool_of: Device | None = None):
+                 shares_pool_of: Device | None = None, inter_op_pool: InterOpPool | None = None):
         self.device_type = device_type
         self.index = index
         self.name = f"{LOCAL_PREFIX}/device:{device_type}:{index}"
-        self.pool_size = pool_size
         self.intra_op_threads = intra_op_threads
         # Tells this device apart from an earlier one of the same name (TF: a random
         # uint64 per device); part of every rendezvous key sent from it.
         self.incarnation = random.getrandbits(63) | 1
-        self._pool: ThreadPoolExecutor | None = None
+        if shares_pool_of is not None:
+            inter_op_pool = shares_pool_of.inter_op_pool
+        elif inter_op_pool is None:  # a device made alone owns its pool
+            inter_op_pool = InterOpPool(f"{device_type}{index}", pool_size, owned=True)
+        self.inter_op_pool = inter_op_pool
+        self.pool_size = inter_op_pool.num_threads
         self._blas_gate: BlasGate | None = None
+        self._blas_limited = intra_op_threads <= 0  # BLAS's count is set on first use
         self._pool_owner = shares_pool_of
         self.resource_mgr = ResourceMgr()
         self.op_segment = OpSegment()  # the session's stateful kernels, shared by executors
 
     @property
     def pool(self) -> ThreadPoolExecutor:
-        """The device's thread pool, created on first use (most graphs never need it)."""
-        if self._pool_owner is not None:
-            return self._pool_owner.pool
-        if self._pool is None:
-            initializer = _limit_blas_threads if self.intra_op_threads > 0 else None
-            self._pool = ThreadPoolExecutor(
-                max_workers=self.pool_size, thread_name_prefix=f"aioflow-{self.device_type}-pool",
-                initializer=initializer,
-                initargs=(self.intra_op_threads,) if initializer else ())
-        return self._pool
+        """The threads of the device's inter-op pool, created on first use."""
+        return self.inter_op_pool.executor
 
-    def submit(self, fn, *args, uses_blas: bool = False) -> Future:
-        """Run `fn(*args)` on the pool; BLAS kernels pass through the device's BLAS gate."""
+    def submit(self, fn, *args, uses_blas: bool = False,
+               pool: InterOpPool | None = None) -> Future:
+        """Run `fn(*args)` on the inter-op pool (`pool`: a run's pool other than the
+        device's); BLAS kernels pass through the device's BLAS gate."""
+        executor = (pool or self.inter_op_pool).executor
+        if not self._blas_limited:
+            self._limit_blas(executor)
         if uses_blas:
-            return self.blas_gate.submit(self.pool, fn, *args)
-        return self.pool.submit(fn, *args)
+            return self.blas_gate.submit(executor, fn, *args)
+        return executor.submit(fn, *args)
+
+    def _limit_blas(self, executor: ThreadPoolExecutor) -> None:
+        """intra_op_parallelism_threads bounds BLAS (process-wide), set by a pool job
+        queued ahead of this device's first kernel (the pool may be shared, its threads
+        made for another session: a thread initializer would not do)."""
+        self._blas_limited = True
+        executor.submit(_limit_blas_threads, self.intra_op_threads)
 
     @property
     def blas_gate(self) -> BlasGate:
@@ -67,10 +77,11 @@ class Device:
         return self._blas_gate
 
     def shutdown(self, wait: bool = True) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
-            self._pool = None
-            self._blas_gate = None
+        """Release the device's pool when it is its session's own (a shared pool lives
+        on: the session's steps were aborted already)."""
+        if self._pool_owner is None and self.inter_op_pool.owned:
+            self.inter_op_pool.shutdown(wait=wait)
+        self._blas_gate = None
 
     def __repr__(self) -> str:
         return f"<Device {self.name}>"
@@ -98,21 +109,20 @@ class DeviceMgr:
         self._by_name = {d.name: d for d in devices}
 
     @classmethod
-    def from_config(cls, config) -> DeviceMgr:
+    def from_config(cls, config, inter_op_pool: InterOpPool | None = None) -> DeviceMgr:
+        """The CPU devices `config` asks for, on `inter_op_pool` (None: a pool of their
+        own, sized by inter_op_parallelism_threads)."""
         from aioflow.runtime.allocator import retain_freed_memory
 
         load_builtin_kernels()
         retain_freed_memory()
-        cores = os.cpu_count() or 1
-        inter = config.inter_op_parallelism_threads if config is not None else 0
         intra = config.intra_op_parallelism_threads if config is not None else 0
-        if inter < 0:
-            inter = 1
         n_cpu = 1
         if config is not None and "CPU" in config.device_count:
             n_cpu = max(1, config.device_count["CPU"])
-        first = Device("CPU", 0, inter or cores, intra)
-        return cls([first] + [Device("CPU", i, inter or cores, intra, shares_pool_of=first)
+        threads = num_inter_op_threads(config)
+        first = Device("CPU", 0, threads, intra, inter_op_pool=inter_op_pool)
+        return cls([first] + [Device("CPU", i, threads, intra, shares_pool_of=first)
                               for i in range(1, n_cpu)])
 
     def lookup(self, name: str) -> Device:

@@ -18,16 +18,17 @@ are plain functions: `get_executors` builds on the calling thread, the awaitable
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from aioflow.framework import errors
+from aioflow.framework import errors, node_def_util
 from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.partition import partition_by_device
-from aioflow.graph.subgraph import rewrite_graph_for_execution
+from aioflow.graph.subgraph import client_rendezvous_key, rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
@@ -35,13 +36,15 @@ from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see belo
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
-from aioflow.runtime.executor_factory import current_override, get_factory
+from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
+from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
 from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
 from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
+from aioflow.runtime.thread_pools import check_pool_index, session_pools
 
 # The per-run states are imported by ExecutorImpl.new_state on first use; imported here
 # instead, with the package, so that a process's first run does not import them on the
@@ -72,6 +75,10 @@ class ExecutorsAndKeys:
     deadness: bool = False  # the partitions track deadness (see _create_executors)
     # Executors of the same partitions by another executor type (schedule_override).
     by_type: dict = field(default_factory=dict)
+    # A partial run's signature: feed / fetch name -> the rendezvous key of its
+    # client-terminated _Recv / _Send.
+    feed_keys: dict = field(default_factory=dict)
+    fetch_keys: dict = field(default_factory=dict)
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -88,7 +95,9 @@ class DirectSession:
     def __init__(self, config: config_pb2.ConfigProto | None = None, inline_all: bool = False,
                  compile_segments: bool = True):
         self.config = config if config is not None else config_pb2.ConfigProto()
-        self.device_mgr = DeviceMgr.from_config(self.config)
+        # The session's inter-op pools (thread_pools.py); the devices run on the first.
+        self.thread_pools = session_pools(self.config)
+        self.device_mgr = DeviceMgr.from_config(self.config, self.thread_pools[0])
         self.inline_all = inline_all
         self.compile_segments = compile_segments
         self._state = GraphState(self.device_mgr, self.config)
@@ -99,6 +108,8 @@ class DirectSession:
         self._active_steps: set[StepContext] = set()
         self._op_timeout_ms = self.config.operation_timeout_in_ms
         self._runner_loop = None  # the loop of the last run, and its runner
+        self._partial_runs: dict[str, PartialRun] = {}  # by handle
+        self._partial_handles = itertools.count()  # TF's handle_name_counter_
         self._runner = None
         self.closed = False
         _LIVE_SESSIONS.add(self)  # Session.reset reaches every open session
@@ -238,12 +249,16 @@ class DirectSession:
         fut.set_result(eak)
         return eak
 
-    def _create_executors(self, feeds, fetches, targets) -> ExecutorsAndKeys:
+    def _create_executors(self, feeds, fetches, targets, partial: bool = False
+                          ) -> ExecutorsAndKeys:
+        """`partial`: for a partial run (feeds and fetches through the rendezvous)."""
         self._check_open()
         with self._lock:
             graph = self._state.snapshot(feeds + fetches + targets)
         device = self.device_mgr.default_device
-        rewrite_graph_for_execution(graph, list(feeds), list(fetches), list(targets), device.name)
+        rewrite_graph_for_execution(graph, list(feeds), list(fetches), list(targets), device.name,
+                                    use_function_convention=not partial,
+                                    incarnation=device.incarnation)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         global_registry().run_grouping(Grouping.POST_REWRITE_FOR_EXEC, options)
         partitions = self._partition(options.graph)
@@ -251,6 +266,11 @@ class DirectSession:
         global_registry().run_grouping(Grouping.POST_PARTITIONING, options)
         factory = get_factory(self.config.experimental.executor_type)
         eak = ExecutorsAndKeys(feeds, fetches, targets, factory=factory)
+        if partial:
+            eak.feed_keys = {name: client_rendezvous_key(
+                _canonical(name), device.name, device.incarnation) for name in feeds}
+            eak.fetch_keys = {name: client_rendezvous_key(
+                _canonical(name), device.name, device.incarnation) for name in fetches}
         optimizer_options = self.config.graph_options.optimizer_options
         parts = options.partition_graphs
         # A value that is dead on one device (an untaken cond branch) arrives dead on
@@ -292,6 +312,9 @@ class DirectSession:
         """Run one step: every partition's executor, gathered; returns the retvals.
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
+        pool_index = options.inter_op_thread_pool if options is not None else 0
+        if pool_index:
+            check_pool_index(pool_index, len(self.thread_pools))
         collector = None
         if run_metadata is not None and wants_trace(options):
             collector = StepStatsCollector()
@@ -305,11 +328,10 @@ class DirectSession:
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
             timeout_ms = self._op_timeout_ms
-        override = current_override()
-        if override is None:
-            states = [ex.new_state(ctx, runner) for ex in eak.executors]
+        if pool_index:
+            states = self._states_on_pool(eak, ctx, runner, pool_index)
         else:
-            states = self._states_of_override(eak, override, ctx, runner)
+            states = self._step_states(eak, ctx, runner)
         step = run_states(states, ctx)
         self._active_steps.add(ctx)
         if gate is not None:
@@ -333,6 +355,22 @@ class DirectSession:
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
 
+    def _step_states(self, eak: ExecutorsAndKeys, ctx, runner) -> list:
+        """One executor state per partition for a step starting now."""
+        override = current_override()
+        if override is None:
+            return [ex.new_state(ctx, runner) for ex in eak.executors]
+        return self._states_of_override(eak, override, ctx, runner)
+
+    def _states_on_pool(self, eak: ExecutorsAndKeys, ctx, runner, index: int) -> list:
+        """The states of a run on inter-op pool `index` (-1: the caller's thread: every
+        kernel inline on the loop, as the single-threaded executor runs them)."""
+        if index == -1:
+            return self._states_of_override(
+                eak, ScheduleOverride("SINGLE_THREADED_EXECUTOR", None), ctx, runner)
+        ctx.inter_op_pool = self.thread_pools[index]
+        return self._step_states(eak, ctx, runner)
+
     def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
         """The step's states by the executor type of a schedule_override: the same
         partitions, executors of that type built on first use (here, on the loop: an
@@ -349,6 +387,84 @@ class DirectSession:
                                          deadness=eak.deadness, segments=segments)
                     for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
         return factory.new_states(executors, ctx, runner, override.seed)
+
+    # -- partial runs (see partial_run.py) -------------------------------------------------
+    async def partial_run_setup(self, feeds: tuple, fetches: tuple, targets: tuple,
+                                time_budget_s: float | None = None) -> PartialRunHandle:
+        """Build the signature's partial-run executors and start its step on the running
+        loop; the handle names it for `partial_run` (TF's PRunSetup)."""
+        self._check_open()
+        if not self._state.by_name:
+            raise errors.InvalidArgumentError(
+                None, None, "Session was not created with a graph before PRunSetup()!")
+        key = (feeds, fetches, targets, True)
+        eak = self._executors.get(key)
+        if eak is None:
+            eak = await self.wait_for(await run_in_build_thread(self.build_or_join, key))
+        self._check_open()
+        handle = PartialRunHandle(f"{','.join(feeds)}->{','.join(fetches)}/{','.join(targets)}"
+                                  f"/1/;{next(self._partial_handles)}")
+        loop = asyncio.get_running_loop()
+        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
+        ctx = StepContext([], 0, rendezvous=Rendezvous(),
+                          resource_mgr=self.device_mgr.default_device.resource_mgr,
+                          time_budget_s=time_budget_s)
+        run = PartialRun(str(handle), eak, ctx, loop)
+        states = self._step_states(eak, ctx, runner)
+        self._partial_runs[run.handle] = run
+        self._active_steps.add(ctx)
+        run.task = loop.create_task(self._partial_step(run, states))
+        run.task.add_done_callback(_retrieve)
+        weakref.finalize(handle, _handle_dropped, weakref.ref(self), run.handle, loop)
+        return handle
+
+    async def _partial_step(self, run: PartialRun, states: list) -> None:
+        try:
+            await run_states(states, run.ctx)
+        finally:
+            self._active_steps.discard(run.ctx)
+
+    async def partial_run(self, handle: str, feeds: dict, fetches: tuple) -> list:
+        """Feed `feeds` (name -> value) into the partial run's step and return the values
+        of `fetches` (TF's PRun: its checks, errors and order)."""
+        self._check_open()
+        run = self._partial_runs.get(str(handle))
+        if run is None:
+            raise errors.InvalidArgumentError(
+                None, None, "Must run 'setup' before performing partial runs!")
+        if run.loop is not asyncio.get_running_loop():
+            raise errors.FailedPreconditionError(
+                None, None, "A partial run continues on the event loop of its setup.")
+        run.check_names(feeds, fetches)
+        with self._lock:
+            run.check_fetch(self._state.by_name, feeds, fetches)
+        try:
+            run.send_inputs(feeds)
+            values = await run.recv_outputs(fetches, self._op_timeout_ms)
+        except asyncio.CancelledError:
+            self._partial_runs.pop(run.handle, None)
+            raise
+        except BaseException as e:
+            self._partial_runs.pop(run.handle, None)
+            run.abort(e if isinstance(e, errors.OpError) else errors.CancelledError(
+                None, None, "Partial run failed"))
+            await run.wait_done()
+            raise
+        if run.mark(feeds, fetches):
+            self._partial_runs.pop(run.handle, None)
+            await run.wait_done()
+        return values
+
+    def _forget_partial_run(self, handle: str) -> None:
+        """The handle was dropped: cancel the step, release its state."""
+        run = self._partial_runs.pop(handle, None)
+        if run is not None:
+            run.abort(errors.CancelledError(None, None, "The partial run's handle was dropped"))
+
+    @property
+    def num_partial_runs(self) -> int:
+        """Partial runs set up and neither finished nor dropped."""
+        return len(self._partial_runs)
 
     def _runner_of(self, loop):
         self._runner_loop = loop
@@ -378,8 +494,12 @@ class DirectSession:
         err = errors.CancelledError(None, None, "Session has been closed.")
         for ctx in list(self._active_steps):
             ctx.on_error(err)
+        self._partial_runs.clear()
         self._executors.clear()
         self.device_mgr.shutdown()
+        for pool in self.thread_pools[1:]:  # (the first is the devices')
+            if pool.owned:
+                pool.shutdown(wait=False)
 
 
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
@@ -411,6 +531,22 @@ async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
         task.add_done_callback(_retrieve)
         raise ctx.first_error or err
     task.result()
+
+
+def _handle_dropped(session_ref, handle: str, loop) -> None:
+    """A partial run's handle was collected (any thread): forget the run on its loop."""
+    session = session_ref()
+    if session is None or session.closed:
+        return
+    try:
+        loop.call_soon_threadsafe(session._forget_partial_run, handle)
+    except RuntimeError:  # the loop is closed: its step cannot run any more
+        session._partial_runs.pop(handle, None)
+
+
+def _canonical(name: str) -> str:
+    node, index = node_def_util.parse_input(name)
+    return f"{node}:{index}"
 
 
 def _retrieve(task: asyncio.Task) -> None:

@@ -84,6 +84,7 @@ class ExecutorStateBase:
         # Step stats of a traced run (None: not traced, one flag test per node).
         step_stats = ctx.step_stats if ctx is not None else None
         self.stats = None if step_stats is None else step_stats.for_executor(impl)
+        self.pool = ctx.inter_op_pool if ctx is not None else None  # None: the device's
 
     # -- driving --------------------------------------------------------------------
     def start(self) -> None:
@@ -178,7 +179,7 @@ class ExecutorStateBase:
             if item.mode != ASYNC:
                 compute = item.compute if self.stats is None else partial(self.stats.call, item)
                 fut = self.impl.device.submit(self._pool_job, compute, token, args,
-                                              uses_blas=item.uses_blas)
+                                              uses_blas=item.uses_blas, pool=self.pool)
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:

@@ -18,7 +18,7 @@ class StepContext:
     """One run: its kernel context, its partitions' states, its first error."""
 
     __slots__ = ("step_id", "kernel_ctx", "rendezvous", "states", "step_stats", "first_error",
-                 "time_budget_s", "warn_overrun")
+                 "time_budget_s", "warn_overrun", "inter_op_pool")
 
     def __init__(self, args: list, num_retvals: int, session_handle: str = "",
                  rendezvous=None, step_stats=None, resource_mgr=None,
@@ -35,6 +35,8 @@ class StepContext:
         # to warn when an inline stretch of it overruns the budget.
         self.time_budget_s = time_budget_s
         self.warn_overrun = warn_overrun
+        # The inter-op pool RunOptions.inter_op_thread_pool chose (None: the device's).
+        self.inter_op_pool = None
 
     @property
     def args(self) -> list:

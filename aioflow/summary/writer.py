@@ -17,6 +17,7 @@ import numpy as np
 from aioflow.framework import ops
 from aioflow.proto import config_pb2, event_pb2, graph_pb2, meta_graph_pb2, summary_pb2
 from aioflow.summary.event_file_writer import EventFileWriter
+from aioflow.train.meta_graph import build_meta_graph_def
 
 
 def _as_message(value, cls, what: str):
@@ -51,8 +52,6 @@ class FileWriter:
         self._seen_summary_tags: set[str] = set()
         if graph is not None or graph_def is not None:
             self.add_graph(graph=graph, graph_def=graph_def)
-            from aioflow.train.meta_graph import build_meta_graph_def
-
             as_def = graph.as_graph_def(add_shapes=True) if isinstance(graph, ops.Graph) \
                 else graph
             self.add_meta_graph(build_meta_graph_def(

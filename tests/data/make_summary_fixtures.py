@@ -54,6 +54,8 @@ CASES = [
      [(["a", "b", "c", "d"], "string"), ([1e-40, -2.5, 1e300, 0.1], "float64")], {}),
     ("scalar_i32_matrix", "ScalarSummary",
      [([["a", "b"], ["c", "d"]], "string"), ([[1, -2], [2**31 - 1, 0]], "int32")], {}),
+    ("scalar_f32_subnormal", "ScalarSummary",
+     [(["s", "t"], "string"), ([1e-40, -1e-45], "float32")], {}),
     ("scalar_f16", "ScalarSummary", [(["h"], "string"), ([0.333], "float16")], {}),
     ("scalar_u8", "ScalarSummary", [(["u"], "string"), ([255], "uint8")], {}),
     ("scalar_i64", "ScalarSummary", [("big", "string"), (2**53 + 1, "int64")], {}),
@@ -70,6 +72,21 @@ CASES = [
      [("ints", "string"), ([-3, -2, -1, 0, 0, 1, 2, 3, 1000000], "int32")], {}),
     ("histogram_edges_f64", "HistogramSummary", [("edges", "string"),
                                                  (_EDGES.tolist(), "float64")], {}),
+    ("histogram_subnormal_f64", "HistogramSummary",
+     [("sub", "string"), ([1e-310, 0.0, -4e-320], "float64")], {}),
+    ("histogram_subnormal_f32", "HistogramSummary",
+     [("sub32", "string"), ([1e-40, 2.0], "float32")], {}),
+    ("histogram_subnormal_f16", "HistogramSummary",
+     [("sub16", "string"), ([6e-8, -3e-5, 1.0], "float16")], {}),
+    ("histogram_bf16", "HistogramSummary",
+     [("bf", "string"), ([1e-39, -2.5, 3.0e38], "bfloat16")], {}),
+    ("histogram_bf16_subnormal", "HistogramSummary", [("bfs", "string"), ([1e-39], "bfloat16")],
+     {}),
+    ("histogram_f16_subnormal", "HistogramSummary", [("hs", "string"), ([6e-8], "float16")],
+     {}),
+    ("histogram_f32_subnormal", "HistogramSummary", [("fs", "string"), ([-1e-40], "float32")],
+     {}),
+    ("scalar_bf16", "ScalarSummary", [(["a", "b"], "string"), ([1e-39, 7.5], "bfloat16")], {}),
     ("histogram_scalar", "HistogramSummary", [("one", "string"), (3.0, "float32")], {}),
     ("histogram_empty", "HistogramSummary", [("none", "string"), ([], "float32")], {}),
     ("histogram_zeros", "HistogramSummary", [("z", "string"), ([0.0, 0.0, -0.0], "float64")],
@@ -144,6 +161,8 @@ BUILDERS = [build_summaries]
 
 
 def _np_value(value, dtype):
+    import ml_dtypes  # noqa: F401  (numpy knows "bfloat16" by name once it is imported)
+
     if dtype == "string":
         return np.array(value, dtype=object) if not isinstance(value, str) else value.encode()
     if dtype == "bytes":
