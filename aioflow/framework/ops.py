@@ -581,10 +581,12 @@ class Graph:
         if not isinstance(obj, (Tensor, Operation, str)) and hasattr(obj, "_as_graph_element"):
             obj = obj._as_graph_element()
         if isinstance(obj, Tensor) and allow_tensor:
-            self._check_same_graph(obj.op)
+            if obj.op.graph is not self:  # TF's text
+                raise ValueError(f"Tensor {obj!r} is not an element of this graph.")
             return obj
         if isinstance(obj, Operation) and allow_operation:
-            self._check_same_graph(obj)
+            if obj.graph is not self:
+                raise ValueError(f"Operation {obj!r} is not an element of this graph.")
             return obj
         if isinstance(obj, str):
             name = obj
@@ -592,8 +594,8 @@ class Graph:
                 if not allow_tensor:
                     raise ValueError(f"Name '{name}' appears to refer to a Tensor, not a "
                                      "Operation.")
-                op_name, _, index = name.rpartition(":")
-                if not index.isdigit():
+                op_name, _, index = name.partition(":")
+                if not index.isdigit():  # as TF: exactly one ":", then digits
                     raise ValueError(f"The name '{name}' looks a like a Tensor name, but is not "
                                      "a valid one. Tensor names must be of the form "
                                      "\"<op_name>:<output_index>\".")
