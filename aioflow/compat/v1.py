@@ -163,8 +163,15 @@ def _from(source, names) -> dict:
 _TOP_LEVEL_FROM = {
     "math": ["segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum",
              "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
-             "unsorted_segment_sum"],
-    "strings": ["as_string", "reduce_join", "regex_replace", "substr"],
+             "unsorted_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n",
+             "sparse_segment_sum"],
+    "strings": ["as_string", "reduce_join", "regex_replace", "substr", "decode_base64",
+                "encode_base64"],
+    "initializers": ["glorot_normal_initializer", "glorot_uniform_initializer",
+                     "orthogonal_initializer", "random_normal_initializer",
+                     "random_uniform_initializer", "truncated_normal_initializer",
+                     "variance_scaling_initializer"],
+    "dtypes": ["QUANTIZED_DTYPES"],
 }
 # TF 1.x modules that gather names aioflow has at the top level (TF's names for them).
 _GATHERED = {
@@ -178,6 +185,7 @@ _GATHERED = {
                   "assert_less", "assert_less_equal", "assert_rank", "assert_type",
                   "check_numerics", "is_finite", "is_inf", "is_nan",
                   "is_non_decreasing", "is_numeric_tensor", "is_strictly_increasing"],
+    "graph_util": ["import_graph_def"],
     "manip": ["batch_to_space_nd", "gather_nd", "reshape", "reverse", "roll", "scatter_nd",
               "space_to_batch_nd", "tile"],
 }
@@ -192,7 +200,8 @@ def _build() -> dict:
     blocking sessions."""
     top = dict(_public(_af))
     for module_name, names in _TOP_LEVEL_FROM.items():
-        top.update(_from(getattr(_af, module_name), names))
+        source = _dtypes if module_name == "dtypes" else getattr(_af, module_name)
+        top.update(_from(source, names))
     for name in ("Session", "SyncSession", "Timeline", "py_func", "async_py_func"):
         top.pop(name, None)
     top.update(py_func=_af.py_func, async_py_func=_af.async_py_func, Session=Session,
@@ -200,14 +209,17 @@ def _build() -> dict:
                disable_eager_execution=disable_eager_execution,
                disable_v2_behavior=disable_v2_behavior, executing_eagerly=executing_eagerly,
                OpError=_errors.OpError)
-    for path in ("nn", "math", "strings", "image", "sparse", "linalg", "random", "bitwise",
+    for path in ("nn", "math", "strings", "image", "sparse", "random", "bitwise",
                  "initializers"):
         top[path] = _namespace(path, _public(getattr(_af, path)))
+    top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
+                                          "matrix_transpose": _af.matrix_transpose})
     top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver})
     dtype_names = dict(_public(_dtypes))
     dtype_names.update({n: v for n, v in vars(_dtypes).items() if isinstance(v, _dtypes.DType)
                         and not n.startswith("_") and not n.endswith("_ref")})
     dtype_names.update(_from(_af, ["cast", "saturate_cast", "complex"]))
+    dtype_names.update(_from(_af.strings, ["as_string"]))
     top["dtypes"] = _namespace("dtypes", dtype_names)
     top["errors"] = _namespace("errors", _public(_errors))
     blocking = {"load": _load, "Builder": SavedModelBuilder,
