@@ -75,3 +75,17 @@ def test_tf_block_runs_unchanged_with_compat_v1(index, tmp_path):
 def test_aioflow_block_prints_what_tf_printed(index, tmp_path):
     _, af_block = PAIRS[index]
     _assert_same_output(_run(af_block, tmp_path), TF_OUTPUTS[index])
+
+
+def test_readme_first_program_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    first = re.findall(r"```python\n(.*?)```", readme, re.S)[0]
+    out = _run(first, tmp_path)
+    np.testing.assert_allclose([float(n) for n in NUMBER.findall(out)], [5.0, 5.0])
+
+
+def test_readme_states_prerequisites_and_scope():
+    readme = (ROOT / "README.md").read_text()
+    assert "Python 3.11 or newer" in readme and "virtual environment" in readme
+    assert "What aioflow does not do (yet)" in readme and "docs/scope.md" in readme
+    assert (ROOT / "docs" / "scope.md").read_text().startswith("# What aioflow does not do")
