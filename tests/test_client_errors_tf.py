@@ -95,3 +95,17 @@ def test_values_quoted_in_messages_are_summarized_as_numpy_does():
     assert summarize(np.arange(10000)) == np.array_repr(np.arange(10000))
     assert len(summarize("x" * 100000)) < 400
     assert len(summarize(10 ** 5000)) < 400
+
+
+@pytest.mark.parametrize("build", [
+    lambda big: af.placeholder(af.float32, shape=big),
+    lambda big: af.nn.conv2d(af.placeholder(af.float32, [1, 4, 4, 1]),
+                             af.placeholder(af.float32, [1, 1, 1, 1]), strides=big,
+                             padding="SAME"),
+    lambda big: af.strings.regex_replace(af.constant("a"), big, "b"),
+], ids=["shape", "strides", "pattern"])
+def test_builder_errors_quoting_a_huge_value_stay_short(build, graph):
+    big = [["a" * 10] * 64] * 1000
+    with pytest.raises((TypeError, ValueError)) as info:
+        build(big)
+    assert len(str(info.value)) < 600
