@@ -229,3 +229,20 @@ def test_keyboard_interrupt_cancels_the_sync_run_before_reraising():
         assert sess.run(quick) == 7.0  # the session is still usable
     finally:
         sess.close()
+
+
+def test_a_real_tensorflow_graph_def_object_imports():
+    """TF's own GraphDef class (not bytes): tests/data/check_tf_graph_def_import.py, in a
+    Python with TensorFlow (AIOFLOW_TF_PYTHON), imports it into this aioflow and runs it to
+    TF's values."""
+    tf_python = os.environ.get("AIOFLOW_TF_PYTHON")
+    if not tf_python:
+        pytest.skip("AIOFLOW_TF_PYTHON (a Python with TensorFlow) not set")
+    import subprocess
+
+    proc = subprocess.run(
+        [tf_python, str(ROOT / "tests" / "data" / "check_tf_graph_def_import.py")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ok: aioflow imported TF's GraphDef object" in proc.stdout
