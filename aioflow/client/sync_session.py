@@ -32,7 +32,8 @@ async def _as_task(coro, tasks: list):
 
 class SyncSession:
     """A Session whose run/close block the caller; same arguments as Session (including
-    `compile_segments`). Threads may share one: their runs interleave on its loop."""
+    `compile_segments`). Threads may share one: their runs interleave on its loop. Ctrl-C
+    (KeyboardInterrupt) in a blocking call cancels its run, then re-raises."""
 
     def __init__(self, target: str = "", graph=None, config=None, **kwargs):
         self._loop = _new_loop()
