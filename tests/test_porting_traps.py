@@ -55,8 +55,8 @@ async def test_async_with_session_still_works(graph):
 
 # -- GraphDef-like objects ------------------------------------------------------------------
 
-class ForeignGraphDef:
-    """Stands for TensorFlow's GraphDef class: another protobuf class, same wire format
+class ForeignProto:
+    """Stands for a TensorFlow protobuf class (GraphDef, MetaGraphDef): same wire format
     (tests/data/check_tf_graph_def_import.py imports a real one)."""
 
     def __init__(self, data: bytes):
@@ -67,7 +67,7 @@ class ForeignGraphDef:
 
 
 def test_import_graph_def_accepts_a_foreign_graph_def_object():
-    foreign = ForeignGraphDef(_small_graph_def().SerializeToString())
+    foreign = ForeignProto(_small_graph_def().SerializeToString())
     np.testing.assert_allclose(_run_imported(foreign), [2.0, 3.0])
 
 
@@ -76,7 +76,17 @@ def test_import_graph_def_still_refuses_what_is_not_a_graph_def():
         with pytest.raises(TypeError, match="graph_def must be a GraphDef proto, not int"):
             af.import_graph_def(3)
         with pytest.raises(ValueError, match="Unable to parse GraphDef"):
-            af.import_graph_def(ForeignGraphDef(b"\x0a\x05garbage"))
+            af.import_graph_def(ForeignProto(b"\x0a\x05garbage"))
+
+
+def test_import_meta_graph_accepts_a_foreign_meta_graph_def_object():
+    """A MetaGraphDef of another protobuf class (TF's tf.compat.v1.MetaGraphDef): the TF-
+    written one of tests/data/saver_tf, passed as such an object, imports with its Saver."""
+    data = (ROOT / "tests" / "data" / "saver_tf" / "model.ckpt-7.meta").read_bytes()
+    with af.Graph().as_default():
+        saver = af.train.import_meta_graph(ForeignProto(data))
+        assert [v.name for v in af.global_variables()] == ["a:0", "sc/b:0", "step:0", "s:0"]
+    assert saver is not None
 
 
 # -- unknown ops, unknown attrs -------------------------------------------------------------
