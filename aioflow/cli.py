@@ -115,7 +115,7 @@ async def _run_graph(args) -> int:
     fetches = args.fetch or []
     if not fetches:
         print("error: give at least one --fetch NAME", file=sys.stderr)
-        return 2
+        return 1
     async with af.Session(graph=graph) as sess:
         start = time.perf_counter()
         values = await sess.run(fetches, feed_dict=feeds)

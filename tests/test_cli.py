@@ -126,3 +126,8 @@ def test_a_closed_stdout_ends_quietly():
     assert err == b""
     assert proc.returncode == 1
 
+
+
+def test_run_without_a_fetch_is_a_one_line_error(capsys):
+    assert main(["run", str(DATA / "core_matmul.pb")]) == 1
+    assert capsys.readouterr().err == "error: give at least one --fetch NAME\n"
