@@ -13,17 +13,41 @@ import time
 import numpy as np
 
 
+class _NpyFile:
+    """A `--feed NAME=FILE.npy` value: read when the run starts, where a bad file is a
+    one-line error (argparse would print a traceback for it)."""
+
+    def __init__(self, name: str, path: str):
+        self.name, self.path = name, path
+
+    def load(self, flag: str):
+        try:
+            return np.load(self.path, allow_pickle=False)
+        except OSError as e:
+            raise ValueError(f"{flag} {self.name}: cannot read {self.path}: "
+                             f"{e.strerror or e}") from None
+        except ValueError as e:
+            raise ValueError(f"{flag} {self.name}: {self.path} is not a .npy file: {e}") \
+                from None
+
+
 def _parse_feed(text: str):
-    """`name=path.npy` or `name=<Python literal>` -> (name, value)."""
+    """`name=path.npy` or `name=<Python literal>` -> (name, value); an .npy is read later."""
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--feed takes NAME=VALUE, got {text!r}")
     name, value = text.split("=", 1)
     if value.endswith(".npy") or os.path.isfile(value):
-        return name, np.load(value, allow_pickle=False)
+        return name, _NpyFile(name, value)
     try:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError):
         return name, value.encode()
+
+
+def _values(pairs, flag: str) -> dict:
+    """The --feed / --input pairs as a dict, .npy files read."""
+    return {name: value.load(flag) if isinstance(value, _NpyFile) else value
+            for name, value in pairs or []}
 
 
 def _load_graph_def(path: str):
@@ -52,7 +76,7 @@ async def _run_saved_model(args) -> int:
             raise ValueError(f"no signature {args.signature!r} in the SavedModel; it has "
                              f"{sorted(meta.signature_def)}")
         sig = meta.signature_def[args.signature]
-        given = dict(args.input or [])
+        given = _values(args.input, "--input")
         unknown = sorted(set(given) - set(sig.inputs))
         if unknown:
             raise ValueError(f"signature {args.signature!r} has no input(s) {unknown}; its "
@@ -87,11 +111,11 @@ async def _run_graph(args) -> int:
     graph = af.Graph()
     with graph.as_default():
         af.import_graph_def(graph_def, name="")
-    feeds = dict(args.feed or [])
+    feeds = _values(args.feed, "--feed")
     fetches = args.fetch or []
     if not fetches:
         print("error: give at least one --fetch NAME", file=sys.stderr)
-        return 2
+        return 1
     async with af.Session(graph=graph) as sess:
         start = time.perf_counter()
         values = await sess.run(fetches, feed_dict=feeds)
@@ -184,6 +208,28 @@ def _inspect(export_dir: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; errors are one line on stderr with exit status 1, and a reader
+    that goes away (`aioflow ... | head`) ends it quietly."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here rather than at exit
+        return code
+    except BrokenPipeError:
+        # Python's recipe: point stdout at devnull so that the exit flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _error(e: BaseException) -> int:
+    """Print `e` as one line on stderr; the exit status."""
+    message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+    print(f"error: {message}" if isinstance(e, ValueError) and message.startswith("--")
+          else f"error: {type(e).__name__}: {message}", file=sys.stderr)
+    return 1
+
+
+def _main(argv: list[str] | None) -> int:
     import aioflow
 
     parser = argparse.ArgumentParser(prog="aioflow", description=__doc__)
@@ -213,15 +259,19 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return asyncio.run(_run_graph(args))
+        except BrokenPipeError:
+            raise
         except (errors.OpError, ValueError, TypeError, OSError, RuntimeError) as e:
-            print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
+            return _error(e)
     if args.command == "inspect":
+        from aioflow.framework import errors
+
         try:
             return _inspect(args.dir)
-        except OSError as e:
-            print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
+        except BrokenPipeError:
+            raise
+        except (errors.OpError, ValueError, OSError) as e:
+            return _error(e)
     if args.command == "demo":
         return asyncio.run(_demo(args.runs))
     parser.print_help()

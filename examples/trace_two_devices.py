@@ -1,8 +1,12 @@
 """Place part of a graph on a second CPU device, trace one run, and write a Chrome trace
-(open trace.json in chrome://tracing or https://ui.perfetto.dev)."""
+(open it in chrome://tracing or https://ui.perfetto.dev): to the path given
+(`python trace_two_devices.py out/trace.json`), else into a new temporary directory,
+never into the working directory unasked."""
 
 import asyncio
+import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -19,7 +23,9 @@ def build():
     return g, x, y
 
 
-async def main(path="trace.json"):
+async def main(path=None):
+    if path is None:
+        path = os.path.join(tempfile.mkdtemp(prefix="aioflow-trace-"), "trace.json")
     g, x, y = build()
     config = af.ConfigProto(device_count={"CPU": 2})
     async with af.Session(graph=g, config=config) as sess:

@@ -301,6 +301,18 @@ def _div_no_nan(dtype):
     return run
 
 
+def _x_times(fn):
+    """TF's xdivy / xlogy / xlog1py: 0 where x == 0 (even for y = 0, inf or nan), else
+    fn(x, y); half and bfloat16 computed in float32."""
+    def factory(dtype):
+        zero = np.zeros((), dtype.as_numpy_dtype)
+
+        def run(x, y):
+            return np.where(x == 0, zero, fn(x, y))
+        return via_float32(run, dtype)
+    return factory
+
+
 def _pow(dtype):
     if is_signed_int(dtype):
         def run(x, y):
@@ -346,6 +358,9 @@ _BINARY = {
     "Div": (_div_factory, {}),
     "RealDiv": (_fixed(np.true_divide, quiet_fp=True), {"T": _FLOAT_COMPLEX}),
     "DivNoNan": (_div_no_nan, {}),
+    "Xdivy": (_x_times(np.true_divide), {}),
+    "Xlogy": (_x_times(lambda x, y: x * np.log(y)), {}),
+    "Xlog1py": (_x_times(lambda x, y: x * np.log1p(y)), {}),
     "FloorDiv": (_int_div_fn(np.floor_divide, _floor_div_float),
                  {"T": [t for t in _NON_QUANTIZED_NUMBERS if not t.is_complex]}),
     "FloorMod": (_int_div_fn(np.mod, np.mod), {}),

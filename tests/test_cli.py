@@ -85,3 +85,49 @@ def test_run_a_saved_model_signature_by_input_key(tmp_path, capsys):
 def test_run_a_saved_model_reports_bad_arguments(args, message, capsys):
     assert main(["run", str(SAVED_MODEL), *args]) == 1
     assert message in capsys.readouterr().err
+
+
+# -- one-line errors, a closed stdout (issue #15) ---------------------------------------------
+
+def _cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "aioflow.cli", *args], capture_output=True,
+                          text=True, timeout=120, **kwargs)
+
+
+def test_a_missing_npy_feed_is_a_one_line_error(tmp_path):
+    proc = _cli("run", str(DATA / "core_matmul.pb"), "--feed", f"a={tmp_path / 'nope.npy'}",
+                "--fetch", "mm:0")
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr  # no traceback
+    assert proc.stderr.startswith("error: --feed a: cannot read ")
+    assert "nope.npy" in proc.stderr and "No such file or directory" in proc.stderr
+
+
+def test_a_bad_npy_feed_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"not an npy file")
+    assert main(["run", str(DATA / "core_matmul.pb"), "--feed", f"a={bad}",
+                 "--fetch", "mm:0"]) == 1
+
+
+def test_runtime_errors_are_printed_on_one_line(capsys):
+    assert main(["run", str(DATA / "core_matmul.pb"), "--fetch", "mm:0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: InvalidArgumentError: ")
+
+
+def test_a_closed_stdout_ends_quietly():
+    """`aioflow demo | head -1`: the reader goes away; no BrokenPipeError message."""
+    proc = subprocess.Popen([sys.executable, "-m", "aioflow.cli", "demo", "--runs", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # as `head` exits before the writer is done
+    _, err = proc.communicate(timeout=120)
+    assert b"BrokenPipe" not in err and b"Traceback" not in err, err.decode()
+    assert err == b""
+    assert proc.returncode == 1
+
+
+
+def test_run_without_a_fetch_is_a_one_line_error(capsys):
+    assert main(["run", str(DATA / "core_matmul.pb")]) == 1
+    assert capsys.readouterr().err == "error: give at least one --fetch NAME\n"

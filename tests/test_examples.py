@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -16,7 +17,7 @@ EXPECTED = {
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
     "sync_session.py": "hypotenuse(5, 12) = 13.0",
-    "trace_two_devices.py": "wrote trace.json",
+    "trace_two_devices.py": "wrote ",
     "variables_and_checkpoints.py": "restored total: 100.0",
 }
 
@@ -32,3 +33,15 @@ def test_example_runs(name, tmp_path):
                           text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert EXPECTED[name] in proc.stdout
+    assert list(tmp_path.iterdir()) == []  # nothing written to the working directory unasked
+
+
+def test_trace_goes_where_the_user_says(tmp_path):
+    out = tmp_path / "traces" / "run.json"
+    out.parent.mkdir()
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "trace_two_devices.py"), str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out}" in proc.stdout
+    assert json.loads(out.read_text())["traceEvents"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]

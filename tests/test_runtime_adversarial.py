@@ -372,10 +372,10 @@ async def test_feeds_of_the_wrong_kind(graph):
         i = af.placeholder(af.int8, [], name="i")
     async with af.Session(graph=graph) as sess:
         assert await sess.run(af.identity(s), {s: "abc"}) == b"abc"
-        with pytest.raises(TypeError, match="string tensor"):
+        with pytest.raises(errors.InternalError, match="Unsupported object type int"):  # TF's
             await sess.run(af.identity(s), {s: 3})
         assert (await sess.run(af.identity(b), {b: [1, 0, 2]})).tolist() == [True, False, True]
-        with pytest.raises(TypeError, match="could not convert"):
+        with pytest.raises(ValueError, match="could not convert"):  # NumPy's, as TF's client
             await sess.run(af.identity(f), {f: "abc"})
         with pytest.raises(TypeError, match="not compatible with Tensor type"):
             await sess.run(af.identity(i), {i: 300})

@@ -23,7 +23,8 @@ sys.path.insert(0, DATA)
 
 from make_saver_fixtures import VALUES, build_graph, saver_nodes  # noqa: E402
 
-FIXTURES = json.load(open(os.path.join(DATA, "saver_fixtures.json")))
+with open(os.path.join(DATA, "saver_fixtures.json")) as _f:
+    FIXTURES = json.load(_f)
 TF_PREFIX = os.path.join(DATA, "saver_tf", "model.ckpt-7")
 DICT_PREFIX = os.path.join(DATA, "saver_dict", "model")
 ORDER = ("a", "sc/b", "step", "s")

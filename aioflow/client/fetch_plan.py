@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from aioflow.framework import errors, ops
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from aioflow.framework.value_repr import summarize
 
 _OP = -1  # marks a fetched Operation: its result is None
 _MAP = object()  # marks a mapping in a template: (_MAP, constructor, [(key, child)])
@@ -34,27 +35,29 @@ class FetchPlan:
             else None
 
     def _element(self, fetch):
+        """The graph element `fetch` names, with TF's client errors for what it cannot be."""
         try:
             element = self.graph.as_graph_element(fetch, allow_tensor=True,
                                                   allow_operation=True)
-        except (KeyError, ValueError) as e:
-            raise errors.NotFoundError(
-                None, None, f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
-                            f"({e.args[0] if e.args else e})") from None
+        except (KeyError, ValueError) as e:  # as TF: str() of a KeyError is its repr
+            raise ValueError(f"Argument `fetch` = {fetch} cannot be interpreted as a Tensor. "
+                             f"({e})") from None
         except TypeError as e:
-            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must "
-                            f"be a string or Tensor. ({e})") from None
+            raise TypeError(f"Argument `fetch` = {summarize(fetch)} has invalid type "
+                            f"\"{type(fetch).__name__}\" must be a string or Tensor. ({e})"
+                            ) from None
         if not self.graph.is_fetchable(element):
             op = element.op if isinstance(element, ops.Tensor) else element
-            raise ValueError(f"Operation {op.name!r} has been marked as not fetchable. "
-                             "Typically this happens when it is defined in another function or "
-                             "code block (a while loop's body). Use return values, explicit "
-                             "Python locals or collections to access it.")
+            raise errors.InaccessibleTensorError(
+                f"Operation {op.name} has been marked as not fetchable. Typically this "
+                "happens when it is defined in another function or code block. Use return "
+                "values, explicit Python locals or TensorFlow collections to access it.")
         return element
 
     def _flatten(self, fetch):
         if fetch is None:
-            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}")
+            raise TypeError("Argument `fetch` = None has invalid type \"NoneType\". Cannot be "
+                            "None")
         if isinstance(fetch, (ops.Tensor, ops.Operation, str)):
             element = self._element(fetch)
             if isinstance(element, ops.Operation):
@@ -80,9 +83,9 @@ class FetchPlan:
             return (type(fetch), [self._flatten(v) for v in fetch])
         if hasattr(fetch, "_as_graph_element"):
             return self._flatten(fetch._as_graph_element())
-        raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must be a "
-                        f"string or Tensor. (Can not convert a {type(fetch).__name__} into a "
-                        f"Tensor or Operation.)")
+        raise TypeError(f"Argument `fetch` = {summarize(fetch)} has invalid type "
+                        f"\"{type(fetch).__name__}\" must be a string or Tensor. (Can not "
+                        f"convert a {type(fetch).__name__} into a Tensor or Operation.)")
 
     def build(self, values: list):
         """The results in the fetch structure; `values` are per unique tensor."""

@@ -24,6 +24,7 @@ import numpy as np
 from aioflow.client.fetch_plan import FetchPlan
 from aioflow.framework import dtypes, errors, ops
 from aioflow.framework.sparse_tensor import SparseTensor
+from aioflow.framework.value_repr import summarize
 from aioflow.proto import config_pb2, graph_pb2
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.direct_session import DirectSession
@@ -97,6 +98,15 @@ class Session:
     async def __aenter__(self) -> Session:
         return self
 
+    def __enter__(self):
+        """A plain `with` (TF 1.x's habit): say what to write instead."""
+        raise TypeError("af.Session is awaitable: write `async with af.Session(...) as sess:` "
+                        "and `await sess.run(...)` inside a coroutine, or use af.SyncSession "
+                        "(tf.Session in aioflow.compat.v1) for blocking code.")
+
+    def __exit__(self, *exc) -> None:  # never reached: __enter__ raises
+        return None
+
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
@@ -159,8 +169,8 @@ class Session:
             await gate.enqueue()
             self._check_open()
         started = perf_counter()
+        feeds = self._convert_feeds(feed_dict) if feed_dict else {}  # first, as TF
         plan = self._plan(fetches)
-        feeds = self._convert_feeds(feed_dict) if feed_dict else {}
         names = plan.sorted_fetches
         fed_fetches = bool(feeds) and not feeds.keys().isdisjoint(names)
         if fed_fetches:  # as TF's client: a fed fetch returns its fed value, not run
@@ -427,33 +437,43 @@ def convert_feed_value(tensor: ops.Tensor, value, dims=_UNKNOWN):
     if isinstance(value, (ops.Tensor, ops.Operation)):
         raise TypeError("The value of a feed cannot be a af.Tensor object. Acceptable feed "
                         "values include Python scalars, strings, lists, numpy ndarrays, or "
-                        "TensorHandles.")
+                        f"TensorHandles. For reference, the tensor object was {value!r} which "
+                        f"was passed to the argument `feed_dict` with key {tensor!r}.")
     dtype = tensor.dtype
     if dtype == dtypes.string:
-        array = _string_array(value)
+        array = _string_array(tensor, value)
     else:
         np_dtype = dtype.as_numpy_dtype
         if isinstance(value, int) and not isinstance(value, bool):
             converted = np.asarray(value).astype(np_dtype) if dtype.is_integer else None
             if converted is not None and int(converted) != value:
-                raise TypeError(f"Type of feed value {value} with type {type(value)} is not "
-                                f"compatible with Tensor type {dtype!r}. Try explicitly setting "
-                                f"the type of the feed tensor to a larger type (e.g. int64).")
+                raise TypeError(f"Type of feed value {summarize(value)} with type {type(value)} "
+                                f"is not compatible with Tensor type {np_dtype}. Try explicitly "
+                                f"setting the type of the feed tensor to a larger type (e.g. "
+                                f"int64).")
         try:
             array = np.asarray(value, dtype=np_dtype)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"Cannot feed value {value!r} for Tensor {tensor.name} of type "
-                            f"{dtype.name}: {e}") from None
+        except (TypeError, ValueError) as e:  # NumPy's error and text, as TF's client
+            raise _conversion_error(tensor, value, e) from None
     if dims is _UNKNOWN:
         shape = tensor.shape
         dims = None if shape.rank is None else tuple(shape.as_list())
     if dims is not None and not _dims_match(dims, array.shape):
-        raise errors.InvalidArgumentError(
-            None, tensor.op, f"Cannot feed value of shape {tuple(array.shape)!r} for Tensor "
-                             f"{tensor.name!r}, which has shape {str(tensor.shape)!r}")
+        raise ValueError(f"Cannot feed value of shape {tuple(array.shape)!r} for Tensor "
+                         f"{tensor.name}, which has shape {tensor.shape}")
     if array.ndim == 0 and array.dtype != object:
         return array[()]  # 0-d values travel as NumPy scalars (cheaper arithmetic)
     return array
+
+
+def _conversion_error(tensor: ops.Tensor, value, error: Exception) -> Exception:
+    """NumPy's error for a value that does not convert to the tensor's dtype, in the words
+    TF's client gives (NumPy's for the value as an array), naming the tensor fed."""
+    try:
+        np.asarray(value).astype(tensor.dtype.as_numpy_dtype)
+    except (TypeError, ValueError) as e:
+        error = e
+    return type(error)(f"{error} (feeding Tensor {tensor.name} of type {tensor.dtype.name})")
 
 
 def _dims_match(dims: tuple, shape: tuple) -> bool:
@@ -465,12 +485,14 @@ def _dims_match(dims: tuple, shape: tuple) -> bool:
     return all(d is None or d == n for d, n in zip(dims, shape, strict=True))
 
 
-def _string_array(value):
+def _string_array(tensor: ops.Tensor, value):
     array = np.asarray(value, dtype=object)
     flat = array.reshape(-1)
     for i, v in enumerate(flat):
         if isinstance(v, str):
             flat[i] = v.encode("utf-8")
-        elif not isinstance(v, bytes):
-            raise TypeError(f"Cannot feed {v!r} to a string tensor")
+        elif not isinstance(v, bytes):  # TF's class and text (raised by its runtime)
+            raise errors.InternalError(
+                None, tensor.op, f"Unsupported object type {type(v).__name__} (feeding "
+                                 f"Tensor {tensor.name} of type string)")
     return array

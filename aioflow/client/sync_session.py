@@ -23,9 +23,17 @@ def _new_loop() -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
 
 
+async def _as_task(coro, tasks: list):
+    """Await `coro` on the session's loop, noting its task in `tasks` (so that an
+    interrupted caller can wait for the cancelled run to end)."""
+    tasks.append(asyncio.current_task())
+    return await coro
+
+
 class SyncSession:
     """A Session whose run/close block the caller; same arguments as Session (including
-    `compile_segments`). Threads may share one: their runs interleave on its loop."""
+    `compile_segments`). Threads may share one: their runs interleave on its loop. Ctrl-C
+    (KeyboardInterrupt) in a blocking call cancels its run, then re-raises."""
 
     def __init__(self, target: str = "", graph=None, config=None, **kwargs):
         self._loop = _new_loop()
@@ -51,7 +59,16 @@ class SyncSession:
             coro.close()
             raise RuntimeError("SyncSession blocks: inside an event loop use "
                                "`await af.Session(...).run(...)` instead.")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        tasks: list = []
+        future = asyncio.run_coroutine_threadsafe(_as_task(coro, tasks), self._loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:  # Ctrl-C in a REPL or notebook: stop the run, then raise
+            future.cancel()
+            if tasks:
+                waited = asyncio.run_coroutine_threadsafe(asyncio.wait(tasks), self._loop)
+                waited.result()
+            raise
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run the graph and block until the results are ready."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aioflow.framework import dtypes, tensor_shape
+from aioflow.framework.value_repr import summarize
 from aioflow.proto import attr_value_pb2
 
 AttrValue = attr_value_pb2.AttrValue
@@ -81,7 +82,8 @@ def python_to_attr_value(value: Any, attr_type: str) -> AttrValue:
     if attr_type.startswith("list("):
         inner = attr_type[5:-1]
         if not isinstance(value, (list, tuple)):
-            raise TypeError(f"Expected list for attr of type '{attr_type}', got {value!r}")
+            raise TypeError(f"Expected list for attr of type '{attr_type}', got "
+                            f"{summarize(value)}")
         lst = out.list
         if inner == "int":
             lst.i.extend(_check_int(v) for v in value)
@@ -111,13 +113,13 @@ def python_to_attr_value(value: Any, attr_type: str) -> AttrValue:
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(
             value, "__float__"
         ):
-            raise TypeError(f"Expected float for attr, got {value!r}")
+            raise TypeError(f"Expected float for attr, got {summarize(value)}")
         out.f = float(value)
     elif attr_type == "bool":
         out.b = _check_bool(value)
     elif attr_type == "string":
         if not isinstance(value, (str, bytes)):
-            raise TypeError(f"Expected string for attr, got {value!r} of type "
+            raise TypeError(f"Expected string for attr, got {summarize(value)} of type "
                             f"{type(value).__name__}")
         out.s = _to_bytes(value)
     elif attr_type == "type":
@@ -135,13 +137,15 @@ def python_to_attr_value(value: Any, attr_type: str) -> AttrValue:
 
 def _check_int(value) -> int:
     if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"Expected int for attr, got {value!r} of type {type(value).__name__}")
+        raise TypeError(f"Expected int for attr, got {summarize(value)} of type "
+                        f"{type(value).__name__}")
     return int(value)
 
 
 def _check_bool(value) -> bool:
     if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
-        raise TypeError(f"Expected bool for attr, got {value!r} of type {type(value).__name__}")
+        raise TypeError(f"Expected bool for attr, got {summarize(value)} of type "
+                        f"{type(value).__name__}")
     return bool(value)
 
 
@@ -150,7 +154,7 @@ def _func(value):
         return value
     if isinstance(value, str):
         return attr_value_pb2.NameAttrList(name=value)
-    raise TypeError(f"Expected a function name for attr, got {value!r}")
+    raise TypeError(f"Expected a function name for attr, got {summarize(value)}")
 
 
 def attr_value_kind(value: AttrValue) -> str:

@@ -106,3 +106,8 @@ def exception_type_from_error_code(code: int) -> type[OpError]:
 
 def error_code_from_exception_type(cls: type[OpError]) -> int:
     return cls.error_code
+
+
+class InaccessibleTensorError(ValueError):
+    """A fetch of a tensor or op marked not fetchable (defined inside a while loop's body or
+    a function, or by Graph.prevent_fetching): TF's client raises this ValueError."""

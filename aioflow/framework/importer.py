@@ -28,10 +28,16 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
             graph_def = parse_graph_def(graph_def)
         except errors.InvalidArgumentError as e:
             raise ValueError(str(e)) from e
+    if not isinstance(graph_def, graph_pb2.GraphDef) and hasattr(graph_def, "SerializeToString"):
+        try:  # another library's GraphDef class (TensorFlow's): the same wire format
+            graph_def = parse_graph_def(graph_def.SerializeToString())
+        except errors.InvalidArgumentError as e:
+            raise ValueError(str(e)) from e
     if not isinstance(graph_def, graph_pb2.GraphDef):
         raise TypeError(f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}.")
     input_map = {_canonical(k): _check_mapped(k, v) for k, v in (input_map or {}).items()}
     graph = ops.get_default_graph()
+    _check_ops_registered(graph_def)
     try:
         _check_graph_def(graph_def, input_map)
     except errors.InvalidArgumentError as e:
@@ -59,6 +65,25 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 from e
     del new_ops
     return result
+
+
+def _check_ops_registered(graph_def) -> None:
+    """NotFoundError (TF's class) naming every op type of the GraphDef that aioflow does not
+    have, with the nodes using it: all of them at once, not the first only as TF."""
+    unknown: dict[str, list[str]] = {}
+    for node in graph_def.node:
+        if op_def_registry.get_registration(node.op) is None:
+            unknown.setdefault(node.op, []).append(node.name)
+    if not unknown:
+        return
+    parts = []
+    for op_type in sorted(unknown):
+        names = unknown[op_type]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        parts.append(f"'{op_type}' (node{'s' if len(names) > 1 else ''} {shown})")
+    raise errors.NotFoundError(
+        None, None, f"Op type not registered {', '.join(parts)} in binary running aioflow. "
+                    "docs/op_coverage.md lists the ops aioflow implements.")
 
 
 def _check_graph_def(graph_def, input_map: dict) -> None:

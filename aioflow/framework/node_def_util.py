@@ -7,6 +7,7 @@ InvalidArgumentError naming the node, as TensorFlow's node_def_util reports them
 from __future__ import annotations
 
 import re
+import warnings
 
 from aioflow.framework import device_spec, dtypes, errors
 from aioflow.framework.attr_value import attr_value_kind
@@ -119,9 +120,13 @@ def _validate_attrs(node_def, op_def) -> None:
         if name.startswith("_"):
             continue
         spec = specs.get(name)
-        if spec is None:
-            raise _error(node_def, f"NodeDef mentions attr '{name}' not in Op<name={op_def.name}>;"
-                                   f" NodeDef: {summarize(node_def)}")
+        if spec is None:  # TF 2.21 (ValidateNodeDef): logged, ignored, kept in the graph
+            warnings.warn(f"NodeDef mentions attribute {name} which is not in the op "
+                          f"definition: Op<name={op_def.name}> This may be expected if your "
+                          f"graph generating binary is newer than this binary. Unknown "
+                          f"attributes will be ignored. NodeDef: {{{{node {node_def.name}}}}}",
+                          UserWarning, stacklevel=2)
+            continue
         _check_attr_value(node_def, spec, value)
     for name in specs:
         if name not in attrs:

@@ -10,6 +10,7 @@ from typing import Any
 from aioflow.framework import dtypes, node_def_util, ops
 from aioflow.framework.attr_value import python_to_attr_value
 from aioflow.framework.op_def_registry import get, get_registration
+from aioflow.framework.value_repr import summarize
 
 
 def _allowed(attr_def) -> list[int]:
@@ -125,7 +126,7 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
     if is_list:
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"Expected list for '{arg.name}' argument to '{op_type}' Op, "
-                            f"not {value!r}.")
+                            f"not {summarize(value)}.")
         values = list(value)
     else:
         values = [value]
@@ -177,7 +178,7 @@ def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,
                 raise
             if isinstance(e, TypeError) and not is_list and not isinstance(v, ops.Tensor):
                 raise TypeError(f"Expected {dtype.name} passed to parameter '{arg.name}' of op "
-                                f"'{op_type}', got {v!r} of type '{type(v).__name__}' "
+                                f"'{op_type}', got {summarize(v)} of type '{type(v).__name__}' "
                                 f"instead. Error: {e}") from e
             if is_list:
                 observed = ", ".join(_observed_type(x) for x in values)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import os
 import re
 import sys
@@ -140,10 +141,11 @@ class Tensor:
         )
 
     def eval(self, feed_dict=None, session=None):
-        """Not supported: runs are awaited. Use `await sess.run(t)` or `SyncSession`."""
-        raise NotImplementedError(
-            "Tensor.eval() is synchronous; use `await session.run(tensor)` or SyncSession.run."
-        )
+        """TF 1.x's `t.eval()`: this tensor's value from `session` or the default session,
+        which must be a blocking one (tf.Session of aioflow.compat.v1); with the awaitable
+        af.Session, `await sess.run(t)`."""
+        return _run_in_session(self, feed_dict, session, "evaluate tensor using `eval()`",
+                               "eval")
 
     @classmethod
     def _override_operator(cls, operator: str, func: Callable) -> None:
@@ -294,7 +296,8 @@ class Operation:
         return self is other
 
     def run(self, feed_dict=None, session=None):
-        raise NotImplementedError("Operation.run() is synchronous; use `await session.run(op)`.")
+        """TF 1.x's `op.run()` in `session` or the default (blocking) session."""
+        _run_in_session(self, feed_dict, session, "execute operation using `run()`", "run")
 
 
 class _ControlDependencies:
@@ -581,10 +584,12 @@ class Graph:
         if not isinstance(obj, (Tensor, Operation, str)) and hasattr(obj, "_as_graph_element"):
             obj = obj._as_graph_element()
         if isinstance(obj, Tensor) and allow_tensor:
-            self._check_same_graph(obj.op)
+            if obj.op.graph is not self:  # TF's text
+                raise ValueError(f"Tensor {obj!r} is not an element of this graph.")
             return obj
         if isinstance(obj, Operation) and allow_operation:
-            self._check_same_graph(obj)
+            if obj.graph is not self:
+                raise ValueError(f"Operation {obj!r} is not an element of this graph.")
             return obj
         if isinstance(obj, str):
             name = obj
@@ -592,8 +597,8 @@ class Graph:
                 if not allow_tensor:
                     raise ValueError(f"Name '{name}' appears to refer to a Tensor, not a "
                                      "Operation.")
-                op_name, _, index = name.rpartition(":")
-                if not index.isdigit():
+                op_name, _, index = name.partition(":")
+                if not index.isdigit():  # as TF: exactly one ":", then digits
                     raise ValueError(f"The name '{name}' looks a like a Tensor name, but is not "
                                      "a valid one. Tensor names must be of the form "
                                      "\"<op_name>:<output_index>\".")
@@ -766,6 +771,47 @@ def get_default_graph() -> Graph:
     if _global_default_graph is None:
         _global_default_graph = Graph()
     return _global_default_graph
+
+
+# -- the default-session stack (TF 1.x's `with sess.as_default()`, t.eval()) -----------
+_default_session_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    "aioflow_default_session_stack", default=())
+
+
+def get_default_session():
+    """The innermost session made default in this context (`with sess.as_default()`, or a
+    compat.v1 `with tf.Session() as sess`), else None."""
+    stack = _default_session_stack.get()
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def default_session(session):
+    """Make `session` the default session inside the block."""
+    token = _default_session_stack.set(_default_session_stack.get() + (session,))
+    try:
+        yield session
+    finally:
+        _default_session_stack.reset(token)
+
+
+def _run_in_session(element, feed_dict, session, what: str, method: str):
+    """Run a Tensor or Operation in `session` or the default session, with TF's errors."""
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError(f"Cannot {what}: No default session is registered. Use `with "
+                             f"sess.as_default()` or pass an explicit session to "
+                             f"`{method}(session=sess)`")
+    if session.graph is not element.graph:
+        kind = "tensor" if isinstance(element, Tensor) else "operation"
+        raise ValueError(f"Cannot use the given session to {what.split(' using')[0]}: the "
+                         f"{kind}'s graph is different from the session's graph.")
+    if inspect.iscoroutinefunction(session.run):
+        raise TypeError(f"Cannot {what} in an awaitable af.Session: use `await "
+                        f"sess.run(...)`, or a blocking session (af.SyncSession, or tf.Session "
+                        f"of aioflow.compat.v1).")
+    return session.run(element, feed_dict)
 
 
 def reset_default_graph() -> None:

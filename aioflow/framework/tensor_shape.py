@@ -11,6 +11,8 @@ import operator
 from collections.abc import Iterator
 from typing import Any
 
+from aioflow.framework.value_repr import summarize
+
 __all__ = [
     "Dimension",
     "TensorShape",
@@ -56,7 +58,7 @@ class Dimension:
             except TypeError:
                 raise TypeError(
                     "Dimension value must be integer or None or have an __index__ method, "
-                    f"got value '{value!r}' with type '{type(value)!r}'"
+                    f"got value '{summarize(value)}' with type '{type(value)!r}'"
                 ) from None
         if ivalue < 0:
             raise ValueError(f"Dimension {ivalue} must be >= 0")

@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from aioflow.framework import dtypes, errors, tensor_shape
+from aioflow.framework.value_repr import summarize
 
 __all__ = ["make_tensor_proto", "make_ndarray", "MakeNdarray"]
 
@@ -120,7 +121,7 @@ def _as_bytes(value: Any) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, bytearray):
         return bytes(value)
-    raise TypeError(f"Expected binary or unicode string, got {value!r}")
+    raise TypeError(f"Expected binary or unicode string, got {summarize(value)}")
 
 
 def _strings_to_bytes(items: Any, values: Any) -> list[bytes]:

@@ -79,6 +79,7 @@ from aioflow.ops.math_ops import (
     truncatediv,
     truncatemod,
     xdivy,
+    xlog1py,
     xlogy,
 )
 from aioflow.ops.nn_ops import log_softmax, softmax, softsign
@@ -108,7 +109,7 @@ __all__ = [
     "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "rint", "round", "rsqrt",
     "scalar_mul", "sigmoid", "sign", "sin", "sinh", "softplus", "sqrt", "square",
     "squared_difference", "subtract", "tan", "tanh", "truediv", "truncatediv",
-    "truncatemod", "xdivy", "xlogy", "softmax", "log_softmax", "softsign",
+    "truncatemod", "xdivy", "xlogy", "xlog1py", "softmax", "log_softmax", "softsign",
     "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
     "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
     "unsorted_segment_prod", "sparse_segment_sum", "sparse_segment_mean",

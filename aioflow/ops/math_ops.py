@@ -114,6 +114,7 @@ squared_difference = _binary("SquaredDifference", "squared_difference")
 atan2 = _binary("Atan2", "atan2")
 xdivy = _binary("Xdivy", "xdivy")
 xlogy = _binary("Xlogy", "xlogy")
+xlog1py = _binary("Xlog1py", "xlog1py")
 less = _binary("Less", "less")
 less_equal = _binary("LessEqual", "less_equal")
 greater = _binary("Greater", "greater")
@@ -572,7 +573,7 @@ __all__ = [
     "atan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "floor", "ceil", "rint", "erf",
     "lgamma", "digamma", "softplus", "is_nan", "is_inf", "is_finite", "logical_not",
     "subtract", "multiply", "realdiv", "floormod", "mod", "truncatediv", "truncatemod",
-    "maximum", "minimum", "squared_difference", "atan2", "xdivy", "xlogy", "less",
+    "maximum", "minimum", "squared_difference", "atan2", "xdivy", "xlogy", "xlog1py", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
     "logical_or", "negative", "sign", "square", "abs", "round", "log_sigmoid", "conj", "add",
     "truediv", "divide", "div", "div_no_nan", "divide_no_nan", "floordiv", "pow",

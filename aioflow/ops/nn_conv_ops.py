@@ -9,6 +9,7 @@ import numpy as np
 
 from aioflow.framework import ops
 from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.value_repr import summarize
 from aioflow.ops import array_ops
 from aioflow.ops.constant_op import constant
 
@@ -26,7 +27,8 @@ def _get_sequence(value, n: int, channel_index: int, name: str) -> list[int]:
         value = [int(v) for v in value]
         current_n = len(value)
     else:
-        raise TypeError(f"{name} should be an integer or a list of integers, got {value!r}")
+        raise TypeError(f"{name} should be an integer or a list of integers, got "
+                        f"{summarize(value)}")
     if current_n == n + 2:
         return value
     if current_n == 1:

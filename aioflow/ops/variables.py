@@ -180,6 +180,10 @@ class Variable:
     def _as_graph_element(self):
         return self._variable
 
+    def eval(self, session=None):
+        """TF 1.x's `v.eval()`: the value, in `session` or the default (blocking) session."""
+        return self._as_graph_element().eval(session=session)
+
     def assign(self, value, use_locking=False, name=None, read_value=True):
         assign = state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
         return assign if read_value else assign.op

@@ -274,6 +274,8 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if kwargs:
         raise TypeError("unexpected arguments: " + ", ".join(sorted(kwargs)))
     meta = meta_graph_or_file
+    if not isinstance(meta, meta_graph_pb2.MetaGraphDef) and hasattr(meta, "SerializeToString"):
+        meta = meta_graph_pb2.MetaGraphDef.FromString(meta.SerializeToString())  # TF's class
     if not isinstance(meta, meta_graph_pb2.MetaGraphDef):
         meta = read_meta_graph_file(meta)
     graph_def = meta.graph_def

@@ -54,6 +54,11 @@ _binary("Maximum", _MINMAX)
 _binary("Minimum", _MINMAX)
 _binary("SquaredDifference", "{bfloat16, half, float, double, int32, int64, complex64, complex128}",
         commutative=True)
+# x == 0 gives 0 whatever y is (TF's xdivy/xlogy/xlog1py functors).
+_XTYPES = "{half, bfloat16, float, double, complex64, complex128}"
+_binary("Xdivy", _XTYPES)
+_binary("Xlogy", _XTYPES)
+_binary("Xlog1py", _XTYPES)
 (register_op("Atan2").input("y: T").input("x: T").output("z: T").attr(f"T: {_FLOAT}")
     .set_shape_fn(cs.broadcast_binary))
 
