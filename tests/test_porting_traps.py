@@ -241,6 +241,34 @@ def test_keyboard_interrupt_cancels_the_sync_run_before_reraising():
         sess.close()
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="SIGINT is handled in the main thread")
+def test_keyboard_interrupt_delivered_to_another_thread_still_stops_the_run():
+    # The OS may hand a process's SIGINT to any thread; CPython runs the handler in the main
+    # thread, which must not sleep through it while it waits for the run.
+    def tick(i):
+        time.sleep(0.002)
+        return np.int32(i)
+
+    g = af.Graph()
+    with g.as_default():
+        result = af.while_loop(
+            lambda i: i < 5_000,
+            lambda i: af.reshape(af.py_func(tick, [i], af.int32), []) + 1, [af.constant(0)])
+    sess = af.SyncSession(graph=g)
+    try:
+        timer = threading.Timer(
+            0.3, lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            sess.run(result)
+        assert time.monotonic() - started < 2.0  # not after the loop's ~10 s
+        timer.join()
+    finally:
+        sess.close()
+
+
 def test_a_real_tensorflow_graph_def_object_imports():
     """TF's own GraphDef class (not bytes): tests/data/check_tf_graph_def_import.py, in a
     Python with TensorFlow (AIOFLOW_TF_PYTHON), imports it into this aioflow and runs it to

@@ -23,6 +23,22 @@ def _new_loop() -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
 
 
+# How often a blocked caller wakes to run pending signal handlers. Ctrl-C is raised in the
+# main thread only when its wait is interrupted, and the OS may deliver SIGINT to any of the
+# process's threads (a pool or loop thread): an untimed wait could then sleep through it.
+_SIGNAL_POLL_S = 0.1
+
+
+def _wait(future):
+    """future.result(), waking every _SIGNAL_POLL_S so a KeyboardInterrupt is never lost."""
+    while True:
+        try:
+            return future.result(timeout=_SIGNAL_POLL_S)
+        except TimeoutError:
+            if future.done():  # finished between the timeout and here
+                return future.result()
+
+
 async def _as_task(coro, tasks: list):
     """Await `coro` on the session's loop, noting its task in `tasks` (so that an
     interrupted caller can wait for the cancelled run to end)."""
@@ -62,7 +78,7 @@ class SyncSession:
         tasks: list = []
         future = asyncio.run_coroutine_threadsafe(_as_task(coro, tasks), self._loop)
         try:
-            return future.result()
+            return _wait(future)
         except KeyboardInterrupt:  # Ctrl-C in a REPL or notebook: stop the run, then raise
             future.cancel()
             if tasks:
