@@ -1,6 +1,11 @@
 """Kernels of the transfer ops: `_Send` hands its input (or its deadness) to the step's
 rendezvous, `_Recv` awaits it there. The executor runs both even on dead inputs, so a
-value that is dead on one device is dead on the other."""
+value that is dead on one device is dead on the other.
+
+Inside a while loop one transfer happens per iteration: the key then ends in the
+frame's id and the iteration ("frame_id:iter", as TF's frame_iter), which the executor
+passes to `send_in_frame` / `recv_in_frame` (mode FRAMED). `_HostSend`/`_HostRecv` are
+the same kernels: on a CPU, host memory is the device's memory."""
 
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.rendezvous_key import create_key
@@ -11,6 +16,12 @@ def _key(ctx) -> str:
                       ctx.get_attr("recv_device"), ctx.get_attr("tensor_name"))
 
 
+def _framed(key: str, frame_iter: str) -> str:
+    """The key of one iteration's transfer: the root frame's "0:0" replaced."""
+    return key[:key.rindex(";") + 1] + frame_iter
+
+
+@register_kernel("_HostSend", "CPU")
 @register_kernel("_Send", "CPU")
 class SendOp(OpKernel):
     """Send the input under this edge's key; never waits. `inputs[0]` is None when the
@@ -27,7 +38,12 @@ class SendOp(OpKernel):
         ctx.rendezvous.send(self.key, value, value is None)
         return ()
 
+    def send_in_frame(self, ctx, value, frame_iter: str) -> None:
+        """Send one iteration's value (None: dead) of a transfer inside a while loop."""
+        ctx.rendezvous.send(_framed(self.key, frame_iter), value, value is None)
 
+
+@register_kernel("_HostRecv", "CPU")
 @register_kernel("_Recv", "CPU")
 class RecvOp(AsyncOpKernel):
     """Await the value sent under this edge's key; outputs None (dead) for a dead send."""
@@ -38,13 +54,21 @@ class RecvOp(AsyncOpKernel):
         super().__init__(ctx)
         self.key = _key(ctx)
 
+    def recv_in_frame(self, ctx, frame_iter: str, done):
+        """`start_async` for one iteration of a transfer inside a while loop."""
+        return self._start(ctx, _framed(self.key, frame_iter), done)
+
     def start_async(self, ctx, inputs, done):
         """The outputs when the value is there already; else None, and `done(outputs,
         error)` later (the executor's task-free path)."""
+        return self._start(ctx, self.key, done)
+
+    @staticmethod
+    def _start(ctx, key: str, done):
         def delivered(value, is_dead, error):
             done(None if error is not None else (None if is_dead else value,), error)
 
-        got = ctx.rendezvous.recv_callback(self.key, delivered)
+        got = ctx.rendezvous.recv_callback(key, delivered)
         if got is None:
             return None
         value, is_dead = got

@@ -33,6 +33,7 @@ from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of th
     ASYNC,
     BY_SIZE,
     FORWARD,
+    FRAMED,
     INLINE,
     MAYBE,
     POOL,
@@ -125,6 +126,8 @@ class ExecutorImpl:
         item.pool_above = kernel.pool_above
         item.uses_blas = kernel.uses_blas
         item.mode = _mode_of(kernel, node.num_inputs, inline_all)
+        if frame_name != ROOT_FRAME and getattr(kernel, "is_transfer", False):
+            item.mode = FRAMED  # one transfer per iteration (cross-device while loops)
         item.num_inputs = node.num_inputs
         item.num_outputs = node.num_outputs
         item.frame_name = frame_name

@@ -25,7 +25,7 @@ from time import perf_counter
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, FRAMED, INLINE, MAYBE, SEGMENT
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -164,8 +164,16 @@ class ExecutorStateBase:
                 return False
         elif mode == MAYBE and not item.is_expensive(args):
             return False
+        elif mode == FRAMED:
+            self.transfer_in_frame(item, token, args)
+            return True
         self.dispatch(item, token, args, slots)
         return True
+
+    def transfer_in_frame(self, item, token, args) -> None:
+        """Run a transfer inside a while loop (only the control-flow propagator has
+        loops); its outputs come back through `completed`."""
+        raise NotImplementedError
 
     def dispatch(self, item, token, args, slots: list) -> None:
         """Start a kernel that does not run inline; its outputs come back through

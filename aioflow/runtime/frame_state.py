@@ -10,12 +10,13 @@ however many iterations a loop runs.
 
 from __future__ import annotations
 
+from functools import partial
 from time import perf_counter
 
 from aioflow.framework import errors
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
 from aioflow.runtime.loop_segments import Suspended
-from aioflow.runtime.node_item import FORWARD, INLINE, SEGMENT
+from aioflow.runtime.node_item import FORWARD, FRAMED, INLINE, SEGMENT
 
 
 class IterationState:
@@ -39,10 +40,15 @@ class FrameState:
 
     __slots__ = ("name", "info", "parent_frame", "parent_iter", "max_parallel_iterations",
                  "num_pending_inputs", "iteration_count", "num_outstanding_iterations",
-                 "iterations", "next_iter_roots", "inv_values", "dead_exits")
+                 "iterations", "next_iter_roots", "inv_values", "dead_exits", "frame_id")
 
     def __init__(self, name: str, info, parent_frame, parent_iter, max_parallel: int):
         self.name = name
+        # Names this instance in rendezvous keys (TF's frame_id): the same in every
+        # partition of the step, as it depends only on the frame's path of
+        # (name, parent iteration) pairs; 0 for the root frame.
+        self.frame_id = 0 if parent_frame is None else hash(
+            (parent_frame.frame_id, parent_iter.iter_num, name)) & (2**63 - 1)
         self.info = info
         self.parent_frame = parent_frame
         self.parent_iter = parent_iter
@@ -97,7 +103,11 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             continue
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
-                            item.compute(ctx, (None,))
+                            if mode == FRAMED:
+                                item.kernel.send_in_frame(
+                                    ctx, None, f"{frame.frame_id}:{it.iter_num}")
+                            else:
+                                item.compute(ctx, (None,))
                     elif mode == SEGMENT:
                         # Traced, every node shows in the stats: run them one by one.
                         outs = None if stats is not None else item.compute(ctx, it.inputs)
@@ -167,6 +177,27 @@ class ControlFlowExecutorState(ExecutorStateBase):
         for member in segment.entries:
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
+
+    def transfer_in_frame(self, item, tagged, args) -> None:
+        """A _Send or _Recv inside a while loop: its rendezvous key names the frame
+        instance and the iteration (TF's frame_iter), so that each iteration's value
+        meets its own receiver on the other device."""
+        _, frame, it, _ = tagged
+        frame_iter = f"{frame.frame_id}:{it.iter_num}"
+        if item.is_send:
+            item.kernel.send_in_frame(self.kctx, args[0], frame_iter)
+            self.completed.append((tagged, ()))
+            return
+        self.in_flight += 1
+        try:
+            outs = item.kernel.recv_in_frame(self.kctx, frame_iter,
+                                             partial(self._callback_done, tagged))
+        except BaseException:
+            self.in_flight -= 1  # it never started (the step's rendezvous is aborted)
+            raise
+        if outs is not None:
+            self._job_finished()
+            self.completed.append((tagged, outs))
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged
