@@ -16,9 +16,9 @@ def _key(ctx) -> str:
                       ctx.get_attr("recv_device"), ctx.get_attr("tensor_name"))
 
 
-def _framed(key: str, frame_iter: str) -> str:
-    """The key of one iteration's transfer: the root frame's "0:0" replaced."""
-    return key[:key.rindex(";") + 1] + frame_iter
+def _frame_prefix(key: str) -> str:
+    """The key without its "frame:iter" (the root frame's "0:0")."""
+    return key[:key.rindex(";") + 1]
 
 
 @register_kernel("_HostSend", "CPU")
@@ -32,6 +32,7 @@ class SendOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
+        self.frame_prefix = _frame_prefix(self.key)
 
     def compute(self, ctx, inputs):
         value = inputs[0]
@@ -40,7 +41,7 @@ class SendOp(OpKernel):
 
     def send_in_frame(self, ctx, value, frame_iter: str) -> None:
         """Send one iteration's value (None: dead) of a transfer inside a while loop."""
-        ctx.rendezvous.send(_framed(self.key, frame_iter), value, value is None)
+        ctx.rendezvous.send(self.frame_prefix + frame_iter, value, value is None)
 
 
 @register_kernel("_HostRecv", "CPU")
@@ -53,10 +54,11 @@ class RecvOp(AsyncOpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
+        self.frame_prefix = _frame_prefix(self.key)
 
     def recv_in_frame(self, ctx, frame_iter: str, done):
         """`start_async` for one iteration of a transfer inside a while loop."""
-        return self._start(ctx, _framed(self.key, frame_iter), done)
+        return self._start(ctx, self.frame_prefix + frame_iter, done)
 
     def start_async(self, ctx, inputs, done):
         """The outputs when the value is there already; else None, and `done(outputs,

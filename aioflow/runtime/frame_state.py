@@ -23,10 +23,11 @@ class IterationState:
     """One iteration of one frame: pending counts, dead counts, input slots."""
 
     __slots__ = ("iter_num", "pending", "dead", "inputs", "outstanding_ops",
-                 "outstanding_frame_count", "child_frames")
+                 "outstanding_frame_count", "child_frames", "frame_iter")
 
     def __init__(self, iter_num: int, info):
         self.iter_num = iter_num
+        self.frame_iter = None  # "frame_id:iter" of its transfers, made on first use
         self.pending = info.pending_template[:]
         self.dead = info.zeros[:]
         self.inputs = [None] * info.total_inputs
@@ -104,8 +105,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             if mode == FRAMED:
-                                item.kernel.send_in_frame(
-                                    ctx, None, f"{frame.frame_id}:{it.iter_num}")
+                                item.kernel.send_in_frame(ctx, None, _frame_iter(frame, it))
                             else:
                                 item.compute(ctx, (None,))
                     elif mode == SEGMENT:
@@ -183,7 +183,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         instance and the iteration (TF's frame_iter), so that each iteration's value
         meets its own receiver on the other device."""
         _, frame, it, _ = tagged
-        frame_iter = f"{frame.frame_id}:{it.iter_num}"
+        frame_iter = it.frame_iter or _frame_iter(frame, it)
         if item.is_send:
             item.kernel.send_in_frame(self.kctx, args[0], frame_iter)
             self.completed.append((tagged, ()))
@@ -393,3 +393,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if parent_it.outstanding_ops or not self.cleanup_iterations(parent, parent_it):
                 return
             frame = parent
+
+
+def _frame_iter(frame: FrameState, it: IterationState) -> str:
+    """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
+    it.frame_iter = key = f"{frame.frame_id}:{it.iter_num}"
+    return key
