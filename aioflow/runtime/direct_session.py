@@ -33,6 +33,7 @@ from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
 from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see below)
 from aioflow.runtime.build_pool import run_in_build_thread
+from aioflow.runtime.cost_model import update_cost_models
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.graph_state import GraphState
@@ -67,6 +68,8 @@ class ExecutorsAndKeys:
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
     needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
+    step_count: int = 0  # steps run (GraphOptions.build_cost_model counts them)
+    cost_models: dict = field(default_factory=dict)  # partition index -> its CostModel
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -93,6 +96,9 @@ class DirectSession:
         self._building: dict[tuple, Future] = {}
         self._active_steps: set[StepContext] = set()
         self._op_timeout_ms = self.config.operation_timeout_in_ms
+        graph_options = self.config.graph_options
+        self._cost_model_every = graph_options.build_cost_model
+        self._cost_model_after = graph_options.build_cost_model_after
         self._runner_loop = None  # the loop of the last run, and its runner
         self._runner = None
         self.closed = False
@@ -285,8 +291,9 @@ class DirectSession:
         """Run one step: every partition's executor, gathered; returns the retvals.
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
+        update_cost_model = self._counts_for_cost_model(eak)
         collector = None
-        if run_metadata is not None and wants_trace(options):
+        if (run_metadata is not None and wants_trace(options)) or update_cost_model:
             collector = StepStatsCollector()
         ctx = StepContext(args, len(eak.fetches),
                           rendezvous=Rendezvous() if eak.needs_rendezvous else None,
@@ -311,7 +318,12 @@ class DirectSession:
             self._active_steps.discard(ctx)
         if run_metadata is not None and options is not None and options.output_partition_graphs:
             run_metadata.partition_graphs.extend(eak.partition_graph_defs)
-        if collector is not None:
+        if update_cost_model:
+            update_cost_models(eak.cost_models, eak.executors, eak.partition_graphs, collector)
+            if run_metadata is not None:
+                for i in range(len(eak.partition_graphs)):
+                    eak.cost_models[i].add_to_cost_graph_def(run_metadata.cost_graph)
+        if collector is not None and run_metadata is not None:
             collector.finalize(run_metadata.step_stats)
         retvals = ctx.retvals
         for i, value in enumerate(retvals):
@@ -320,6 +332,17 @@ class DirectSession:
                     None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
+
+    def _counts_for_cost_model(self, eak: ExecutorsAndKeys) -> bool:
+        """Count a step of `eak`; whether it updates the cost model (TF: every
+        `build_cost_model` steps once `build_cost_model_after` steps have run)."""
+        step = eak.step_count
+        eak.step_count = step + 1
+        every = self._cost_model_every
+        if every <= 0:
+            return False
+        measured = step - self._cost_model_after
+        return measured >= 0 and (measured + 1) % every == 0
 
     def _runner_of(self, loop):
         self._runner_loop = loop

@@ -20,7 +20,7 @@ import asyncio
 import math
 from collections import deque
 from functools import partial
-from time import perf_counter
+from time import perf_counter, time_ns
 
 import numpy as np
 
@@ -184,7 +184,8 @@ class ExecutorStateBase:
         self.in_flight += 1
         try:
             if item.mode != ASYNC:
-                compute = item.compute if self.stats is None else partial(self.stats.call, item)
+                compute = item.compute if self.stats is None else partial(
+                    self.stats.call, item, scheduled_ns=time_ns())
                 fut = self.impl.device.submit(self._pool_job, compute, token, args,
                                               uses_blas=item.uses_blas)
                 self.jobs[id(token)] = fut
@@ -294,6 +295,8 @@ class SimpleExecutorState(ExecutorStateBase):
         popleft = ready.popleft
         append = ready.append
         stats = self.stats
+        if stats is not None:
+            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
         count = 0
         while True:
             if ready:

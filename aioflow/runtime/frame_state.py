@@ -11,7 +11,7 @@ however many iterations a loop runs.
 from __future__ import annotations
 
 from functools import partial
-from time import perf_counter
+from time import perf_counter, perf_counter_ns, time_ns
 
 from aioflow.framework import errors
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
@@ -91,6 +91,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ctx = self.kctx
         popleft = ready.popleft
         stats = self.stats
+        if stats is not None:
+            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
         count = 0
         while True:
             if ready:
@@ -184,20 +186,34 @@ class ControlFlowExecutorState(ExecutorStateBase):
         meets its own receiver on the other device."""
         _, frame, it, _ = tagged
         frame_iter = it.frame_iter or _frame_iter(frame, it)
+        stats = self.stats
+        if stats is not None:  # traced: timed as the other kernels are
+            start, op_start = time_ns(), perf_counter_ns()
         if item.is_send:
             item.kernel.send_in_frame(self.kctx, args[0], frame_iter)
+            if stats is not None:
+                stats.record(item, start, op_start, perf_counter_ns(), (), args)
             self.completed.append((tagged, ()))
             return
+        done = partial(self._callback_done, tagged)
+        if stats is not None:
+            done = partial(self._traced_recv_done, tagged, start, op_start)
         self.in_flight += 1
         try:
-            outs = item.kernel.recv_in_frame(self.kctx, frame_iter,
-                                             partial(self._callback_done, tagged))
+            outs = item.kernel.recv_in_frame(self.kctx, frame_iter, done)
         except BaseException:
             self.in_flight -= 1  # it never started (the step's rendezvous is aborted)
             raise
         if outs is not None:
             self._job_finished()
+            if stats is not None:
+                stats.record(item, start, op_start, perf_counter_ns(), outs)
             self.completed.append((tagged, outs))
+
+    def _traced_recv_done(self, tagged, start: int, op_start: int, outs, exc) -> None:
+        if exc is None:
+            self.stats.record(tagged[0], start, op_start, perf_counter_ns(), outs)
+        self._callback_done(tagged, outs, exc)
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged
