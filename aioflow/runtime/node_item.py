@@ -50,6 +50,13 @@ class NodeItem:
         "is_constant_enter",  # an Enter with is_constant (a loop invariant)
         "is_enter_exit_or_next_iter",  # one test for the frame-changing ops
         "is_send",            # a synchronous transfer: runs even when dead (sends deadness)
+        "cost_rate",          # BY_SIZE/MAYBE: learned CPU seconds per input element (None:
+                              #   not timed yet, the static rule decides; kernel_stats.py)
+        "cost_size",          # the input size at its last sample
+        "cost_samples",       # samples taken so far (the first WARMUP are back to back)
+        "cost_countdown",     # calls until the next sample (None: never timed, static rule)
+        "cost_verify",        # the next sample is timed in CPU time (a clock sample said
+                              #   expensive and may have been a preemption)
         "segment",            # mode SEGMENT: its segments.Segment; else None
         "member_of",          # the SEGMENT item this node is a member of, or None
     )
