@@ -154,3 +154,34 @@ async def test_compute_cost_is_the_longest_op_time_seen():
     costs = {n.name: n.compute_cost for n in mds[-1].cost_graph.node}
     for name, t in longest.items():
         assert costs[name] == t, name
+
+
+async def test_cost_graph_of_two_partitions():
+    """Each partition's nodes, ids offset by the nodes listed before it (TF's GlobalId of
+    a local cost model); its _Send nodes are final; each partition has its source."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        with af.device("/cpu:1"):
+            y = af.multiply(x, 2.0, name="y")
+        out = af.add(y, 1.0, name="out")
+    config = af.ConfigProto(device_count={"CPU": 2})
+    config.graph_options.build_cost_model = 1
+    async with af.Session(graph=g, config=config) as sess:
+        md = af.RunMetadata()
+        value = await sess.run(out, {x: np.arange(3, dtype=np.float32)}, run_metadata=md)
+    np.testing.assert_array_equal(value, np.arange(3) * 2 + 1)
+    nodes = md.cost_graph.node
+    assert len({n.id for n in nodes}) == len(nodes)
+    by_device = {}
+    for n in nodes:
+        by_device.setdefault(n.device, []).append(n)
+    assert [n.name for n in nodes].count("_SOURCE") == 2
+    assert {n.name for n in by_device[""]} == {"_SOURCE", "_SINK"}
+    sends = [n for n in nodes if n.is_final]
+    assert sends and all("/_" in n.name for n in sends)
+    names = {n.id: n.name for n in nodes}
+    (y_node,) = [n for n in nodes if n.name == "y"]
+    assert y_node.device.endswith("CPU:1") and y_node.output_info[0].size == 12
+    assert [names[i.preceding_node] for i in y_node.input_info][1] == "y/y"
+    assert len(md.step_stats.dev_stats) == 2  # collected for the model, untraced too
