@@ -211,3 +211,27 @@ async def test_a_node_waiting_in_the_pool_queue_is_scheduled_before_it_starts(us
     for ns in stats.values():
         assert ns.scheduled_nanos <= ns.all_start_nanos
     assert "_SOURCE" in stats and not stats["_SOURCE"].HasField("memory_stats")
+
+
+async def test_timeline_shows_memory_alive_per_allocator():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [1000], name="x")
+        a = af.reshape(x * 2.0, [10, 100], name="a")  # a view: no new bytes
+        b = af.multiply(x, 3.0, name="b")
+        out = af.reduce_sum(a + af.reshape(b, [10, 100]), name="out")
+    async with af.Session(graph=g) as sess:
+        md = af.RunMetadata()
+        await sess.run(out, {x: np.ones(1000, np.float32)}, run_metadata=md,
+                       options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE))
+    trace = json.loads(af.Timeline(md.step_stats).generate_chrome_trace_format(
+        show_memory=True))["traceEvents"]
+    counters = [e for e in trace if e["ph"] == "C"]
+    assert {e["name"] for e in counters} == {"cpu"}
+    values = [e["args"]["cpu"] for e in counters]
+    assert min(values) >= 0 and values[-1] == 0  # all freed once read
+    assert max(values) >= 8000  # x * 2.0 (read through its view a) and b together
+    assert [e["ts"] for e in counters] == sorted(e["ts"] for e in counters)
+    assert any(e["ph"] == "M" and e["args"].get("name") == "Allocators" for e in trace)
+    plain = json.loads(af.Timeline(md.step_stats).generate_chrome_trace_format())
+    assert not [e for e in plain["traceEvents"] if e["ph"] == "C"]
