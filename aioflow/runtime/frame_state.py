@@ -11,6 +11,7 @@ however many iterations a loop runs.
 from __future__ import annotations
 
 from functools import partial
+from hashlib import blake2b
 from time import perf_counter, perf_counter_ns, time_ns
 
 from aioflow.framework import errors
@@ -45,11 +46,9 @@ class FrameState:
 
     def __init__(self, name: str, info, parent_frame, parent_iter, max_parallel: int):
         self.name = name
-        # Names this instance in rendezvous keys (TF's frame_id): the same in every
-        # partition of the step, as it depends only on the frame's path of
-        # (name, parent iteration) pairs; 0 for the root frame.
-        self.frame_id = 0 if parent_frame is None else hash(
-            (parent_frame.frame_id, parent_iter.iter_num, name)) & (2**63 - 1)
+        # Names this instance in rendezvous keys (TF's frame_id), made on first use by a
+        # transfer (see _frame_id); 0 for the root frame.
+        self.frame_id = 0 if parent_frame is None else None
         self.info = info
         self.parent_frame = parent_frame
         self.parent_iter = parent_iter
@@ -413,5 +412,15 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
 def _frame_iter(frame: FrameState, it: IterationState) -> str:
     """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
-    it.frame_iter = key = f"{frame.frame_id}:{it.iter_num}"
+    it.frame_iter = key = f"{_frame_id(frame)}:{it.iter_num}"
     return key
+
+
+def _frame_id(frame: FrameState) -> int:
+    """A frame instance's id, the same in every partition of the step (and process):
+    a 64-bit hash of its parent's id, the parent iteration and its name, as TF's."""
+    if frame.frame_id is None:
+        text = f"{_frame_id(frame.parent_frame)}:{frame.parent_iter.iter_num}:{frame.name}"
+        digest = blake2b(text.encode("utf-8", "surrogateescape"), digest_size=8).digest()
+        frame.frame_id = int.from_bytes(digest, "little") & (2**63 - 1)
+    return frame.frame_id
