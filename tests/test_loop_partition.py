@@ -182,3 +182,40 @@ async def test_a_cond_inside_a_loop_split_over_devices():
         expected = expected + 1.0 if i % 2 == 0 else expected * 3.0
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
         assert await asyncio.wait_for(sess.run(out), 30) == pytest.approx(expected)
+
+
+async def test_the_leader_on_the_other_device_and_three_devices():
+    """The LoopCond on /cpu:1 (its device leads: /cpu:0 and /cpu:2 follow through their
+    control loops), the body spread over all three."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+
+        def cond(i, acc):
+            with af.device("/cpu:1"):
+                return af.less(i, 5)
+
+        def body(i, acc):
+            with af.device("/cpu:2"):
+                acc = acc * 2.0
+            with af.device("/cpu:1"):
+                acc = acc - 1.0
+            return i + 1, acc
+
+        _, out = af.while_loop(cond, body, [af.constant(0), x])
+    xv = np.array([1.0, 0.5, -1.0], np.float32)
+    expected = xv.copy()
+    for _ in range(5):
+        expected = expected * 2 - 1
+    config = af.ConfigProto(device_count={"CPU": 3})
+    async with af.Session(graph=g, config=config) as sess:
+        md = af.RunMetadata()
+        value = await asyncio.wait_for(sess.run(
+            out, {x: xv}, options=af.RunOptions(output_partition_graphs=True),
+            run_metadata=md), 30)
+    np.testing.assert_array_equal(value, expected)
+    loops = {part.node[0].device[-5:]: sum(n.name.startswith("_cloop") for n in part.node)
+             for part in md.partition_graphs}
+    # One control loop per device that receives a value inside the frame: all three
+    # (the leader too: the body's result comes back to it from /cpu:2), as TF builds.
+    assert loops == {"CPU:0": 4, "CPU:1": 4, "CPU:2": 4}
