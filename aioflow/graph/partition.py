@@ -79,7 +79,7 @@ class _Cutter:
         self.copies = copies
         self.incarnation_of = incarnation_of
         self._new_name = names.new_name
-        # (src id, src output or -1, dst device, on host) -> _Recv (or its Identity)
+        # (src id, src output or -1, dst device, recv op) -> _Recv (or its Identity)
         self.recvs: dict[tuple, Node] = {}
 
     def cut(self) -> None:
