@@ -233,7 +233,8 @@ class ExecutorStateBase:
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
-                task = self.loop.create_task(self._async_job(item, token, args))
+                task = self.loop.create_task(self._async_job(
+                    item, token, args, None if self.stats is None else time_ns()))
                 self.tasks.add(task)
                 task.add_done_callback(self._task_done)
                 return
@@ -265,12 +266,12 @@ class ExecutorStateBase:
         self._job_finished()
         self._after_job(token, result, exc)
 
-    async def _async_job(self, item, token, args) -> None:
+    async def _async_job(self, item, token, args, scheduled_ns: int | None = None) -> None:
         try:
             if self.stats is None:
                 result = await item.compute(self.kctx, args)
             else:
-                result = await self.stats.call_async(item, self.kctx, args)
+                result = await self.stats.call_async(item, self.kctx, args, scheduled_ns)
             exc = None
         except asyncio.CancelledError:
             result, exc = None, None

@@ -155,12 +155,14 @@ class DeviceStats:
         self.record(item, start, op_start, time.perf_counter_ns(), outs, args, scheduled_ns)
         return outs
 
-    async def call_async(self, item, ctx, args):
-        """Await an async kernel, timed from its start to its result."""
+    async def call_async(self, item, ctx, args, scheduled_ns: int | None = None):
+        """Await an async kernel, timed from its start to its result (scheduled when
+        its task was made)."""
         start = time.time_ns()
         op_start = time.perf_counter_ns()
         outs = await item.compute(ctx, args)
-        self.record(item, start, op_start, time.perf_counter_ns(), outs, args, start)
+        self.record(item, start, op_start, time.perf_counter_ns(), outs, args,
+                    start if scheduled_ns is None else min(scheduled_ns, start))
         return outs
 
     def forwarded(self, item, outs) -> None:
