@@ -15,7 +15,9 @@ from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 # Control flow only routes values, so one kernel would serve NumPy and CuPy arrays alike;
 # add "GPU" here (TF keeps `pred`, `value_index` and LoopCond in host memory) once the
-# GPU kernel set exists, so that the Placer keeps loops next to their data.
+# GPU kernel set exists, so that the Placer keeps loops next to their data. TF's CPU
+# Switch also declares `pred` host memory: a predicate sent from another device arrives
+# through a _HostRecv (graph/partition_control_flow.py).
 _DEVICES = ("CPU",)
 
 
@@ -34,8 +36,8 @@ def _shape_str(shape) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-@_register("Switch", GPU=("pred",))
-@_register("RefSwitch", GPU=("pred",))
+@_register("Switch", CPU=("pred",), GPU=("pred",))
+@_register("RefSwitch", CPU=("pred",), GPU=("pred",))
 class SwitchOp(OpKernel):
     """Forward `data` to output_true if `pred` else to output_false; the other is dead."""
 

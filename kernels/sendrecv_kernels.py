@@ -1,6 +1,11 @@
 """Kernels of the transfer ops: `_Send` hands its input (or its deadness) to the step's
 rendezvous, `_Recv` awaits it there. The executor runs both even on dead inputs, so a
-value that is dead on one device is dead on the other."""
+value that is dead on one device is dead on the other.
+
+Inside a while loop one transfer happens per iteration: the key then ends in the
+frame's id and the iteration ("frame_id:iter", as TF's frame_iter), which the executor
+passes to `send_in_frame` / `recv_in_frame` (mode FRAMED). `_HostSend`/`_HostRecv` are
+the same kernels: on a CPU, host memory is the device's memory."""
 
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.rendezvous_key import create_key
@@ -17,6 +22,12 @@ def _text(value) -> str:
     return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
 
 
+def _frame_prefix(key: str) -> str:
+    """The key without its "frame:iter" (the root frame's "0:0")."""
+    return key[:key.rindex(";") + 1]
+
+
+@register_kernel("_HostSend", "CPU")
 @register_kernel("_Send", "CPU")
 class SendOp(OpKernel):
     """Send the input under this edge's key; never waits. `inputs[0]` is None when the
@@ -27,13 +38,19 @@ class SendOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
+        self.frame_prefix = _frame_prefix(self.key)
 
     def compute(self, ctx, inputs):
         value = inputs[0]
         ctx.rendezvous.send(self.key, value, value is None)
         return ()
 
+    def send_in_frame(self, ctx, value, frame_iter: str) -> None:
+        """Send one iteration's value (None: dead) of a transfer inside a while loop."""
+        ctx.rendezvous.send(self.frame_prefix + frame_iter, value, value is None)
 
+
+@register_kernel("_HostRecv", "CPU")
 @register_kernel("_Recv", "CPU")
 class RecvOp(AsyncOpKernel):
     """Await the value sent under this edge's key; outputs None (dead) for a dead send."""
@@ -43,14 +60,23 @@ class RecvOp(AsyncOpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
+        self.frame_prefix = _frame_prefix(self.key)
+
+    def recv_in_frame(self, ctx, frame_iter: str, done):
+        """`start_async` for one iteration of a transfer inside a while loop."""
+        return self._start(ctx, self.frame_prefix + frame_iter, done)
 
     def start_async(self, ctx, inputs, done):
         """The outputs when the value is there already; else None, and `done(outputs,
         error)` later (the executor's task-free path)."""
+        return self._start(ctx, self.key, done)
+
+    @staticmethod
+    def _start(ctx, key: str, done):
         def delivered(value, is_dead, error):
             done(None if error is not None else (None if is_dead else value,), error)
 
-        got = ctx.rendezvous.recv_callback(self.key, delivered)
+        got = ctx.rendezvous.recv_callback(key, delivered)
         if got is None:
             return None
         value, is_dead = got

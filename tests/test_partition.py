@@ -157,7 +157,7 @@ async def test_while_loop_on_another_device_fed_from_the_first():
         assert await sess.run(doubled, {n: 6}) == 2 * sum(range(6))
 
 
-async def test_loop_spanning_devices_is_refused_clearly():
+async def test_loop_spanning_devices_runs_with_control_loops(run_with_partition_graphs):
     g = af.Graph()
     with g.as_default():
         def body(i):
@@ -165,9 +165,12 @@ async def test_loop_spanning_devices_is_refused_clearly():
                 return i + 1
         r = af.while_loop(lambda i: i < 3, body, [af.constant(0)])
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
-        with pytest.raises(errors.UnimplementedError, match="while loop frame") as info:
-            await sess.run(r)
-    assert "place the loop's nodes on one device" in info.value.message
+        value, parts = await run_with_partition_graphs(sess, r, {})
+    assert value == 3
+    # CPU:1 follows the loop through its own control loop, fed by CPU:0's LoopCond.
+    assert [n.op for n in parts[CPU1].node if n.name.startswith("_cloop")] == [
+        "Enter", "Merge", "Switch", "NextIteration"]
+    assert len(_nodes(parts[CPU1], "_HostRecv")) == 1
 
 
 async def test_error_on_one_device_aborts_the_step_waiting_on_the_other():

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import aioflow as af
+from aioflow.framework.op_kernel import OpKernel
 
 pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
 
@@ -150,10 +152,12 @@ async def test_timeline_is_a_chrome_trace_of_the_step():
     assert not [e for e in no_flow["traceEvents"] if e["ph"] in ("s", "t")]
 
 
-async def test_small_inputs_broadcasting_to_a_large_output_run_on_the_pool():
-    """(n, 1) + (1, n) has two small inputs and n * n outputs: the executor decides by the
-    broadcast output's size (it held the loop 110 ms at n = 15000), equal shapes and
-    small products stay inline."""
+async def test_small_inputs_broadcasting_to_a_large_output_run_on_the_pool(monkeypatch):
+    """(n, 1) + (1, n) has two small inputs and n * n outputs: the static rule decides by
+    the broadcast output's size (it held the loop 110 ms at n = 15000), equal shapes and
+    small products stay inline. (The static rule alone: learned costs would override it,
+    see test_kernel_stats.py.)"""
+    monkeypatch.setenv("AIOFLOW_ADAPTIVE", "0")
     g = af.Graph()
     with g.as_default():
         a = af.placeholder(af.float32, [None, None], name="a")
@@ -170,3 +174,64 @@ async def test_small_inputs_broadcasting_to_a_large_output_run_on_the_pool():
                                    options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE))
             assert value.shape == np.broadcast_shapes(sa, sb)
             assert (_by_name(md)["bcast"][1].thread_id != loop_tid) == on_pool, (sa, sb)
+
+
+class _Sleepy(OpKernel):
+    """Holds its pool thread 30 ms."""
+
+    expensive = True
+
+    def compute(self, ctx, inputs):
+        time.sleep(0.03)
+        return (inputs[0],)
+
+
+async def test_a_node_waiting_in_the_pool_queue_is_scheduled_before_it_starts(user_op):
+    """Two pool kernels on a one-thread pool: the second waits for the first, which its
+    stats show as all_start - scheduled (TF's scheduled_micros); inline nodes are
+    scheduled when their drain began, never after they start."""
+    sleepy = user_op("StepStatsSleepyPool", _Sleepy)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        a = sleepy(x=x, name="first")
+        b = sleepy(x=x + 1.0, name="second")
+        out = a + b
+    config = af.ConfigProto(inter_op_parallelism_threads=1)
+    async with af.Session(graph=g, config=config) as sess:
+        md = af.RunMetadata()
+        assert await sess.run(out, {x: 1.0}, run_metadata=md,
+                              options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE)) == 3.0
+    stats = {name: ns for name, (_, ns) in _by_name(md).items()}
+    waits = sorted(stats[n].all_start_nanos - stats[n].scheduled_nanos
+                   for n in ("first", "second"))
+    assert waits[1] >= 20_000_000  # waited for the other's 30 ms on the one thread
+    assert stats["first"].scheduled_micros != stats["first"].all_start_micros or \
+        stats["second"].scheduled_micros != stats["second"].all_start_micros
+    for ns in stats.values():
+        assert ns.scheduled_nanos <= ns.all_start_nanos
+    assert "_SOURCE" in stats and not stats["_SOURCE"].HasField("memory_stats")
+
+
+async def test_timeline_shows_memory_alive_per_allocator():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [1000], name="x")
+        a = af.reshape(x * 2.0, [10, 100], name="a")  # a view: no new bytes
+        b = af.multiply(x, 3.0, name="b")
+        out = af.reduce_sum(a + af.reshape(b, [10, 100]), name="out")
+    async with af.Session(graph=g) as sess:
+        md = af.RunMetadata()
+        await sess.run(out, {x: np.ones(1000, np.float32)}, run_metadata=md,
+                       options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE))
+    trace = json.loads(af.Timeline(md.step_stats).generate_chrome_trace_format(
+        show_memory=True))["traceEvents"]
+    counters = [e for e in trace if e["ph"] == "C"]
+    assert {e["name"] for e in counters} == {"cpu"}
+    values = [e["args"]["cpu"] for e in counters]
+    assert min(values) >= 0 and values[-1] == 0  # all freed once read
+    assert max(values) >= 8000  # x * 2.0 (read through its view a) and b together
+    assert [e["ts"] for e in counters] == sorted(e["ts"] for e in counters)
+    assert any(e["ph"] == "M" and e["args"].get("name") == "Allocators" for e in trace)
+    plain = json.loads(af.Timeline(md.step_stats).generate_chrome_trace_format())
+    assert not [e for e in plain["traceEvents"] if e["ph"] == "C"]

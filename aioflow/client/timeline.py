@@ -37,14 +37,16 @@ class Timeline:
 
     def generate_chrome_trace_format(self, show_dataflow: bool = True,
                                      show_memory: bool = False) -> str:
-        """The trace as a JSON string. `show_memory` is accepted for TF's signature;
-        aioflow records no allocations, so there is nothing to show."""
+        """The trace as a JSON string. `show_memory`: also an "Allocators" process with
+        one counter per allocator, the bytes of the tensors alive over time (as TF's: a
+        tensor lives from its producer's end to the end of its last reader)."""
         events: list[dict] = []
         starts = [ns.all_start_micros for dev in self._step_stats.dev_stats
                   for ns in dev.node_stats]
         t0 = min(starts) if starts else 0
         ends: dict[str, tuple[int, int, int]] = {}  # node -> (pid, tid, end ts)
         reads: list[tuple[str, int, int, int]] = []  # (producer, pid, tid, ts)
+        uses: dict[str, int] = {}  # producer -> end of its last reader
         for pid, dev in enumerate(self._step_stats.dev_stats):
             events.append({"name": "process_name", "ph": "M", "pid": pid,
                            "args": {"name": f"{dev.device} Compute"}})
@@ -64,9 +66,14 @@ class Timeline:
                 ends[ns.node_name] = (pid, ns.thread_id, ts + dur)
                 for name in inputs:
                     if not name.startswith("^"):
-                        reads.append((name.split(":")[0], pid, ns.thread_id, ts))
+                        producer = name.split(":")[0]
+                        reads.append((producer, pid, ns.thread_id, ts))
+                        uses[producer] = max(uses.get(producer, 0), ts + dur)
         if show_dataflow:
             events.extend(_flows(ends, reads))
+        if show_memory:
+            events.extend(_memory_counters(self._step_stats, ends, uses,
+                                           len(self._step_stats.dev_stats)))
         return json.dumps({"traceEvents": events})
 
 
@@ -82,4 +89,34 @@ def _flows(ends: dict, reads: list) -> list[dict]:
                        "pid": src_pid, "tid": src_tid, "ts": src_ts})
         events.append({"name": producer, "cat": "DataFlow", "ph": "t", "id": flow_id,
                        "pid": pid, "tid": tid, "ts": max(ts, src_ts), "bp": "e"})
+    return events
+
+
+def _memory_counters(step_stats, ends: dict, uses: dict, pid: int) -> list[dict]:
+    """Counter events of the bytes alive per allocator. An allocation (an allocation id)
+    lives from the end of the node that made it to the end of the last reader of any
+    output sharing it (a view, an Identity)."""
+    made: dict[int, tuple[str, int, int]] = {}  # id -> (allocator, bytes, created)
+    freed: dict[int, int] = {}
+    for dev in step_stats.dev_stats:
+        for ns in dev.node_stats:
+            end = ends[ns.node_name][2]
+            for out in ns.output:
+                alloc = out.tensor_description.allocation_description
+                if not alloc.allocated_bytes:
+                    continue
+                key = alloc.allocation_id
+                if key not in made:
+                    made[key] = (alloc.allocator_name, alloc.requested_bytes, end)
+                freed[key] = max(freed.get(key, end), uses.get(ns.node_name, end))
+    changes: dict[str, list[tuple[int, int]]] = {}
+    for key, (allocator, nbytes, created) in made.items():
+        changes.setdefault(allocator, []).extend(((created, nbytes), (freed[key], -nbytes)))
+    events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "Allocators"}}]
+    for allocator, deltas in sorted(changes.items()):
+        total = 0
+        for ts, delta in sorted(deltas):
+            total += delta
+            events.append({"name": allocator, "cat": "Memory", "ph": "C", "pid": pid,
+                           "tid": 0, "ts": ts, "args": {allocator: total}})
     return events

@@ -170,6 +170,15 @@ def find_kernel_class(node_def, device_type: str):
     return None
 
 
+def host_memory_args(node_def, device_type: str) -> tuple[str, ...]:
+    """The input and output arg names this node's kernel on `device_type` keeps in host
+    memory (TF's KernelDef.host_memory_arg); () without a kernel."""
+    for kdef in _kernels.get((node_def.op, device_type), ()):
+        if _matches(kdef, node_def):
+            return kdef.host_memory
+    return ()
+
+
 def supported_device_types(node_def, device_types: Sequence[str]) -> list[str]:
     """Those of `device_types` that have a kernel for this node (the Placer asks this)."""
     return [d for d in device_types if find_kernel_class(node_def, d) is not None]

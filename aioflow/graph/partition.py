@@ -6,9 +6,10 @@ As TF: a tensor crossing to one device is sent once however many nodes there rea
 a control edge that crosses devices sends an empty float `Const` (`{source}/ctrl/_{n}`)
 that depends on the source, and on the other side an `Identity` of the `_Recv` becomes
 the control input; transfer nodes are named `{source node}/_{n}` and carry
-`tensor_name = edge_{edge id}_{source node}`. Edges that
-cross devices inside a while loop need TF's distributed control loops, which aioflow
-does not build: they are refused with UnimplementedError.
+`tensor_name = edge_{edge id}_{source node}`. A while loop whose nodes span devices
+first gets TF's control loops (partition_control_flow.py); the control edges they add
+from a control Merge to a node reading across devices are moved onto that node's new
+_Recv (so the _Recv runs once per iteration), as TF's Partition does.
 """
 
 from __future__ import annotations
@@ -16,15 +17,21 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from aioflow.framework import dtypes, errors, op_def_registry
+from aioflow.framework import dtypes, op_def_registry
 from aioflow.graph.algorithm import fixup_source_and_sink_edges
-from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
 from aioflow.graph.graph import Graph, Node
+from aioflow.graph.partition_control_flow import (
+    add_control_flow,
+    is_control_loop_merge,
+    recv_op_for,
+)
 from aioflow.proto import attr_value_pb2, node_def_pb2, tensor_pb2, tensor_shape_pb2
 
 
 def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int]) -> dict[str, Graph]:
     """{device name: its partition}; every op node must have an assigned device."""
+    names = _Names(graph)
+    add_control_flow(graph, names.new_name)
     parts: dict[str, Graph] = {}
     copies: dict[int, Node] = {}
     for node in graph.op_nodes():
@@ -34,7 +41,7 @@ def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int]) -> d
             part = parts[device] = Graph(graph.versions)
         copies[node.id] = _add(part, node.def_, node.op_def, node.input_types,
                                node.output_types, device)
-    _Cutter(graph, parts, copies, incarnation_of).cut()
+    _Cutter(graph, parts, copies, incarnation_of, names).cut()
     for part in parts.values():
         fixup_source_and_sink_edges(part)
     return parts
@@ -46,50 +53,84 @@ def _add(part: Graph, node_def, op_def, input_types, output_types, device: str) 
     return node
 
 
+class _Names:
+    """New node names "prefix/_N" from one counter (TF's PartitionOptions.new_name),
+    shared by the control loops and the transfer nodes."""
+
+    def __init__(self, graph: Graph):
+        self.names = {n.name for n in graph.op_nodes()}
+        self.counter = itertools.count()
+
+    def new_name(self, prefix: str) -> str:
+        while True:
+            name = f"{prefix}/_{next(self.counter)}"
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+
 class _Cutter:
     """Copies the edges into the partitions, cutting those that cross devices."""
 
     def __init__(self, graph: Graph, parts: dict[str, Graph], copies: dict[int, Node],
-                 incarnation_of: Callable[[str], int]):
+                 incarnation_of: Callable[[str], int], names: _Names):
         self.graph = graph
         self.parts = parts
         self.copies = copies
         self.incarnation_of = incarnation_of
-        self.frames = build_control_flow_info(graph).frame_names
-        self.names = {n.name for n in graph.op_nodes()}
-        self.counter = itertools.count()
-        self.recvs: dict[tuple, Node] = {}  # (src id, src output or -1, dst device) -> _Recv
+        self._new_name = names.new_name
+        # (src id, src output or -1, dst device, recv op) -> _Recv (or its Identity)
+        self.recvs: dict[tuple, Node] = {}
 
     def cut(self) -> None:
         for node in self.graph.op_nodes():
             device = node.assigned_device_name
             dst = self.copies[node.id]
+            part = self.parts[device]
+            # As TF: data inputs in slot order, then control inputs; the control edges
+            # from a control loop's Merge are held back for the new _Recvs.
+            data, control, loop_merge, loop_edges = [], [], None, 0
             for e in node.in_edges:
+                if not e.is_control_edge:
+                    data.append(e)
+                elif is_control_loop_merge(e.src):
+                    loop_merge, loop_edges = e.src, loop_edges + 1
+                else:
+                    control.append(e)
+            data.sort(key=lambda e: e.dst_input)
+            for e in data + control:
                 src = e.src
                 if not src.is_op:
                     continue
                 if src.assigned_device_name == device:
-                    self.parts[device].add_edge(self.copies[src.id], e.src_output, dst,
-                                                e.dst_input)
+                    part.add_edge(self.copies[src.id], e.src_output, dst, e.dst_input)
                     continue
-                recv = self._recv_for(e, device)
+                recv, real_recv = self._recv_for(e, device)
+                if real_recv is not None and loop_merge is not None:
+                    loop_edges -= 1
+                    part.add_control_edge(self.copies[loop_merge.id], real_recv)
                 if e.is_control_edge:
-                    self.parts[device].add_control_edge(recv, dst)
+                    part.add_control_edge(recv, dst)
                 else:
-                    self.parts[device].add_edge(recv, 0, dst, e.dst_input)
+                    part.add_edge(recv, 0, dst, e.dst_input)
+            for _ in range(loop_edges):  # those no new _Recv took stay on the node
+                part.add_control_edge(self.copies[loop_merge.id], dst, allow_duplicates=True)
 
-    def _recv_for(self, edge, recv_device: str) -> Node:
+    def _recv_for(self, edge, recv_device: str) -> tuple[Node, Node | None]:
+        """(the node `edge`'s destination reads, the new _Recv or None when an earlier
+        one carries the same tensor to this device)."""
         src = edge.src
         slot = -1 if edge.is_control_edge else edge.src_output
-        key = (src.id, slot, recv_device)
+        recv_op = "_Recv" if edge.is_control_edge else recv_op_for(edge.dst, edge.dst_input)
+        key = (src.id, slot, recv_device, recv_op)
         recv = self.recvs.get(key)
-        if recv is None:
-            self._check_frames(edge)
-            recv = self._send_recv(edge, recv_device)
-            if edge.is_control_edge:
-                recv = self._identity_of(recv, src.name, recv_device)
-            self.recvs[key] = recv
-        return recv
+        if recv is not None:
+            return recv, None
+        real_recv = recv = self._send_recv(edge, recv_device, recv_op)
+        if edge.is_control_edge:
+            recv = self._identity_of(recv, src.name, recv_device)
+        self.recvs[key] = recv
+        return recv, real_recv
 
     def _identity_of(self, recv: Node, prefix: str, device: str) -> Node:
         """The Identity a control edge's _Recv feeds; it is the control input (TF)."""
@@ -103,27 +144,9 @@ class _Cutter:
         part.add_edge(recv, 0, identity, 0)
         return identity
 
-    def _check_frames(self, edge) -> None:
-        """The value on an edge lives in its destination's frame (an Exit's successors
-        are outside the loop, an Enter is in the frame of its input)."""
-        frame = self.frames[edge.dst.id]
-        if frame != ROOT_FRAME:
-            raise errors.UnimplementedError(
-                edge.dst.def_, None,
-                f"The edge {edge.src.name} -> {edge.dst.name} crosses from "
-                f"{edge.src.assigned_device_name} to {edge.dst.assigned_device_name} inside "
-                f"the while loop frame '{frame}': loops spanning devices are not supported; "
-                f"place the loop's nodes on one device.")
-
-    def _new_name(self, prefix: str) -> str:
-        while True:
-            name = f"{prefix}/_{next(self.counter)}"
-            if name not in self.names:
-                self.names.add(name)
-                return name
-
-    def _send_recv(self, edge, recv_device: str) -> Node:
-        """Add the _Send (after a dummy Const for a control edge) and the _Recv."""
+    def _send_recv(self, edge, recv_device: str, recv_op: str) -> Node:
+        """Add the _Send (after a dummy Const for a control edge) and the _Recv (a
+        _HostRecv where the destination reads the input from host memory)."""
         src = edge.src
         send_device = src.assigned_device_name
         send_part, recv_part = self.parts[send_device], self.parts[recv_device]
@@ -145,7 +168,7 @@ class _Cutter:
         send_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op="_Send",
                                         device=send_device)
         send_def.attr["T"].type = dtype
-        recv_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op="_Recv",
+        recv_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op=recv_op,
                                         device=recv_device)
         recv_def.attr["tensor_type"].type = dtype
         for key, value in attrs.items():
@@ -154,7 +177,7 @@ class _Cutter:
         send = _add(send_part, send_def, op_def_registry.get("_Send"), [dtype], [],
                     send_device)
         send_part.add_edge(send_from, slot, send, 0)
-        return _add(recv_part, recv_def, op_def_registry.get("_Recv"), [], [dtype],
+        return _add(recv_part, recv_def, op_def_registry.get(recv_op), [], [dtype],
                     recv_device)
 
     def _dummy_const(self, src: Node, part: Graph) -> Node:

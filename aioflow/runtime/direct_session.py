@@ -34,6 +34,7 @@ from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
 from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see below)
 from aioflow.runtime.build_pool import run_in_build_thread
+from aioflow.runtime.cost_model import update_cost_models
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
@@ -79,6 +80,8 @@ class ExecutorsAndKeys:
     # client-terminated _Recv / _Send.
     feed_keys: dict = field(default_factory=dict)
     fetch_keys: dict = field(default_factory=dict)
+    step_count: int = 0  # steps run (GraphOptions.build_cost_model counts them)
+    cost_models: dict = field(default_factory=dict)  # partition index -> its CostModel
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -107,6 +110,9 @@ class DirectSession:
         self._building: dict[tuple, Future] = {}
         self._active_steps: set[StepContext] = set()
         self._op_timeout_ms = self.config.operation_timeout_in_ms
+        graph_options = self.config.graph_options
+        self._cost_model_every = graph_options.build_cost_model
+        self._cost_model_after = graph_options.build_cost_model_after
         self._runner_loop = None  # the loop of the last run, and its runner
         self._partial_runs: dict[str, PartialRun] = {}  # by handle
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
@@ -315,8 +321,9 @@ class DirectSession:
         pool_index = options.inter_op_thread_pool if options is not None else 0
         if pool_index:
             check_pool_index(pool_index, len(self.thread_pools))
+        update_cost_model = self._counts_for_cost_model(eak)
         collector = None
-        if run_metadata is not None and wants_trace(options):
+        if (run_metadata is not None and wants_trace(options)) or update_cost_model:
             collector = StepStatsCollector()
         ctx = StepContext(args, len(eak.fetches),
                           rendezvous=Rendezvous() if eak.needs_rendezvous else None,
@@ -345,7 +352,12 @@ class DirectSession:
             self._active_steps.discard(ctx)
         if run_metadata is not None and options is not None and options.output_partition_graphs:
             run_metadata.partition_graphs.extend(eak.partition_graph_defs)
-        if collector is not None:
+        if update_cost_model:
+            update_cost_models(eak.cost_models, eak.executors, eak.partition_graphs, collector)
+            if run_metadata is not None:
+                for i in range(len(eak.partition_graphs)):
+                    eak.cost_models[i].add_to_cost_graph_def(run_metadata.cost_graph)
+        if collector is not None and run_metadata is not None:
             collector.finalize(run_metadata.step_stats)
         retvals = ctx.retvals
         for i, value in enumerate(retvals):
@@ -465,6 +477,17 @@ class DirectSession:
     def num_partial_runs(self) -> int:
         """Partial runs set up and neither finished nor dropped."""
         return len(self._partial_runs)
+
+    def _counts_for_cost_model(self, eak: ExecutorsAndKeys) -> bool:
+        """Count a step of `eak`; whether it updates the cost model (TF: every
+        `build_cost_model` steps once `build_cost_model_after` steps have run)."""
+        step = eak.step_count
+        eak.step_count = step + 1
+        every = self._cost_model_every
+        if every <= 0:
+            return False
+        measured = step - self._cost_model_after
+        return measured >= 0 and (measured + 1) % every == 0
 
     def _runner_of(self, loop):
         self._runner_loop = loop

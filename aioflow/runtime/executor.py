@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import Graph
+from aioflow.runtime.kernel_stats import adaptive_default
 from aioflow.runtime.loop_segments import LoopSegment, find_loops
 from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
     ASYNC,
     BY_SIZE,
     FORWARD,
+    FRAMED,
     INLINE,
     MAYBE,
     POOL,
@@ -73,12 +75,15 @@ class ExecutorImpl:
     """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
 
     def __init__(self, graph: Graph, device, inline_all: bool = False, deadness: bool = False,
-                 segments: bool | None = None):
+                 segments: bool | None = None, adaptive: bool | None = None):
         """`deadness`: run with the control-flow propagator even without control-flow
         ops (a partition whose _Recv may deliver a value that is dead elsewhere).
         `segments`: compile straight-line runs of cheap nodes (False for debugging:
-        every node then runs on its own; None: the default, see segments.py)."""
+        every node then runs on its own; None: the default, see segments.py).
+        `adaptive`: learn the inline-or-pool decision of input-dependent kernels from
+        their measured cost (kernel_stats.py; None: the default, on)."""
         self.graph = graph
+        self.adaptive = adaptive_default() if adaptive is None else adaptive
         self.device = device
         self._labels: list[str] | None = None
         cf_info = build_control_flow_info(graph)
@@ -125,6 +130,13 @@ class ExecutorImpl:
         item.pool_above = kernel.pool_above
         item.uses_blas = kernel.uses_blas
         item.mode = _mode_of(kernel, node.num_inputs, inline_all)
+        if frame_name != ROOT_FRAME and getattr(kernel, "is_transfer", False):
+            item.mode = FRAMED  # one transfer per iteration (cross-device while loops)
+        item.cost_rate = None
+        item.cost_size = 0
+        item.cost_countdown = 0 if self.adaptive and item.mode in (BY_SIZE, MAYBE) else None
+        item.cost_verify = False
+        item.cost_samples = 0
         item.num_inputs = node.num_inputs
         item.num_outputs = node.num_outputs
         item.frame_name = frame_name
@@ -182,6 +194,10 @@ class ExecutorImpl:
         item.enter_frame_name = None
         item.parallel_iterations = 1
         item.member_of = None
+        item.cost_rate = item.cost_countdown = None
+        item.cost_size = 0
+        item.cost_verify = False
+        item.cost_samples = 0
         self._lay_out(item)
         for member in members:
             member.member_of = item

@@ -20,12 +20,19 @@ import asyncio
 import math
 from collections import deque
 from functools import partial
-from time import perf_counter
+from time import perf_counter, time_ns
 
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
+from aioflow.runtime.kernel_stats import (
+    POOL_COST_S,
+    input_size,
+    next_countdown,
+    timed_call,
+    timed_inline,
+)
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, FRAMED, INLINE, MAYBE, SEGMENT
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -153,22 +160,63 @@ class ExecutorStateBase:
     def offload(self, item, token, args, slots: list) -> bool:
         """Start `item` elsewhere when its mode says so (the pool, or awaited) and return
         True; False when it runs inline. Asked for every node whose mode is not INLINE,
-        FORWARD or SEGMENT."""
+        FORWARD or SEGMENT. An input-dependent kernel (BY_SIZE, MAYBE) goes by its
+        learned cost once it has been timed (kernel_stats.py), by the static rule before;
+        a call that is sampled is run (and timed) here, its outputs queued."""
         mode = item.mode
-        if mode == BY_SIZE:
-            limit = item.pool_above
-            a, b = args[0], args[-1]
-            na, nb = a.size, b.size
-            if na <= limit and nb <= limit and (
-                    na * nb <= limit or a.shape == b.shape
-                    or broadcast_size(a, b) <= limit):  # (n, 1) + (1, n) is n * n
+        if mode == BY_SIZE or mode == MAYBE:
+            rate = item.cost_rate
+            if mode == MAYBE:
+                # The kernel reads its inputs' values (a Fill's dims): when it says
+                # pool, it knows of work no input size shows, and is trusted.
+                if item.is_expensive(args):
+                    self.dispatch(item, token, args, slots)
+                    return True
+                pool = rate is not None and rate * input_size(args) > POOL_COST_S
+            else:
+                a, b = args[0], args[-1]
+                na, nb = a.size, b.size
+                if rate is not None:  # learned: cost per element of the larger input
+                    n = na if na > nb else nb
+                    if na != nb and na > 1 and nb > 1:  # broadcasting: up to na * nb
+                        n = na * nb
+                    pool = rate * n > POOL_COST_S
+                else:
+                    limit = item.pool_above
+                    pool = not (na <= limit and nb <= limit and (
+                        na * nb <= limit or a.shape == b.shape
+                        or broadcast_size(a, b) <= limit))  # (n, 1) + (1, n) is n * n
+            countdown = item.cost_countdown
+            if countdown:
+                item.cost_countdown = countdown - 1
+            elif countdown is not None:  # 0: this call is a sample
+                self.sampled(item, token, args, slots, pool)
+                return True
+            if not pool:
                 return False
-        elif mode == MAYBE and not item.is_expensive(args):
-            return False
+        elif mode == FRAMED:
+            self.transfer_in_frame(item, token, args)
+            return True
         self.dispatch(item, token, args, slots)
         return True
 
-    def dispatch(self, item, token, args, slots: list) -> None:
+    def sampled(self, item, token, args, slots: list, pool: bool) -> None:
+        """Run an input-dependent kernel timed, on the pool or inline (its outputs then
+        queued in `completed`), to learn its cost."""
+        n = input_size(args)
+        item.cost_countdown = next_countdown(item)
+        if pool:
+            self.dispatch(item, token, args, slots, sample_size=n)
+            return
+        compute = item.compute if self.stats is None else partial(self.stats.call, item)
+        self.completed.append((token, timed_inline(item, compute, n, self.kctx, args)))
+
+    def transfer_in_frame(self, item, token, args) -> None:
+        """Run a transfer inside a while loop (only the control-flow propagator has
+        loops); its outputs come back through `completed`."""
+        raise NotImplementedError
+
+    def dispatch(self, item, token, args, slots: list, sample_size: int = 0) -> None:
         """Start a kernel that does not run inline; its outputs come back through
         `completed`. Its input slots are cleared: a kernel worth the pool usually has
         large inputs, and they should be freed as soon as it is done with them, not at
@@ -177,13 +225,17 @@ class ExecutorStateBase:
         self.in_flight += 1
         try:
             if item.mode != ASYNC:
-                compute = item.compute if self.stats is None else partial(self.stats.call, item)
+                compute = item.compute if self.stats is None else partial(
+                    self.stats.call, item, scheduled_ns=time_ns())
+                if sample_size:  # timed on the pool thread (kernel_stats.py)
+                    compute = partial(timed_call, item, compute, sample_size)
                 fut = self.impl.device.submit(self._pool_job, compute, token, args,
                                               uses_blas=item.uses_blas, pool=self.pool)
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
-                task = self.loop.create_task(self._async_job(item, token, args))
+                task = self.loop.create_task(self._async_job(
+                    item, token, args, None if self.stats is None else time_ns()))
                 self.tasks.add(task)
                 task.add_done_callback(self._task_done)
                 return
@@ -215,12 +267,12 @@ class ExecutorStateBase:
         self._job_finished()
         self._after_job(token, result, exc)
 
-    async def _async_job(self, item, token, args) -> None:
+    async def _async_job(self, item, token, args, scheduled_ns: int | None = None) -> None:
         try:
             if self.stats is None:
                 result = await item.compute(self.kctx, args)
             else:
-                result = await self.stats.call_async(item, self.kctx, args)
+                result = await self.stats.call_async(item, self.kctx, args, scheduled_ns)
             exc = None
         except asyncio.CancelledError:
             result, exc = None, None
@@ -287,6 +339,8 @@ class SimpleExecutorState(ExecutorStateBase):
         popleft = ready.popleft
         append = ready.append
         stats = self.stats
+        if stats is not None:
+            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
         count = 0
         while True:
             if ready:

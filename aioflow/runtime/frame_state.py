@@ -10,22 +10,25 @@ however many iterations a loop runs.
 
 from __future__ import annotations
 
-from time import perf_counter
+from functools import partial
+from hashlib import blake2b
+from time import perf_counter, perf_counter_ns, time_ns
 
 from aioflow.framework import errors
 from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
 from aioflow.runtime.loop_segments import Suspended
-from aioflow.runtime.node_item import FORWARD, INLINE, SEGMENT
+from aioflow.runtime.node_item import FORWARD, FRAMED, INLINE, SEGMENT
 
 
 class IterationState:
     """One iteration of one frame: pending counts, dead counts, input slots."""
 
     __slots__ = ("iter_num", "pending", "dead", "inputs", "outstanding_ops",
-                 "outstanding_frame_count", "child_frames")
+                 "outstanding_frame_count", "child_frames", "frame_iter")
 
     def __init__(self, iter_num: int, info):
         self.iter_num = iter_num
+        self.frame_iter = None  # "frame_id:iter" of its transfers, made on first use
         self.pending = info.pending_template[:]
         self.dead = info.zeros[:]
         self.inputs = [None] * info.total_inputs
@@ -39,10 +42,13 @@ class FrameState:
 
     __slots__ = ("name", "info", "parent_frame", "parent_iter", "max_parallel_iterations",
                  "num_pending_inputs", "iteration_count", "num_outstanding_iterations",
-                 "iterations", "next_iter_roots", "inv_values", "dead_exits")
+                 "iterations", "next_iter_roots", "inv_values", "dead_exits", "frame_id")
 
     def __init__(self, name: str, info, parent_frame, parent_iter, max_parallel: int):
         self.name = name
+        # Names this instance in rendezvous keys (TF's frame_id), made on first use by a
+        # transfer (see _frame_id); 0 for the root frame.
+        self.frame_id = 0 if parent_frame is None else None
         self.info = info
         self.parent_frame = parent_frame
         self.parent_iter = parent_iter
@@ -84,6 +90,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ctx = self.kctx
         popleft = ready.popleft
         stats = self.stats
+        if stats is not None:
+            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
         count = 0
         while True:
             if ready:
@@ -97,7 +105,10 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             continue
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
-                            item.compute(ctx, (None,))
+                            if mode == FRAMED:
+                                item.kernel.send_in_frame(ctx, None, _frame_iter(frame, it))
+                            else:
+                                item.compute(ctx, (None,))
                     elif mode == SEGMENT:
                         # Traced, every node shows in the stats: run them one by one.
                         outs = None if stats is not None else item.compute(ctx, it.inputs)
@@ -167,6 +178,41 @@ class ControlFlowExecutorState(ExecutorStateBase):
         for member in segment.entries:
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
+
+    def transfer_in_frame(self, item, tagged, args) -> None:
+        """A _Send or _Recv inside a while loop: its rendezvous key names the frame
+        instance and the iteration (TF's frame_iter), so that each iteration's value
+        meets its own receiver on the other device."""
+        _, frame, it, _ = tagged
+        frame_iter = it.frame_iter or _frame_iter(frame, it)
+        stats = self.stats
+        if stats is not None:  # traced: timed as the other kernels are
+            start, op_start = time_ns(), perf_counter_ns()
+        if item.is_send:
+            item.kernel.send_in_frame(self.kctx, args[0], frame_iter)
+            if stats is not None:
+                stats.record(item, start, op_start, perf_counter_ns(), (), args)
+            self.completed.append((tagged, ()))
+            return
+        done = partial(self._callback_done, tagged)
+        if stats is not None:
+            done = partial(self._traced_recv_done, tagged, start, op_start)
+        self.in_flight += 1
+        try:
+            outs = item.kernel.recv_in_frame(self.kctx, frame_iter, done)
+        except BaseException:
+            self.in_flight -= 1  # it never started (the step's rendezvous is aborted)
+            raise
+        if outs is not None:
+            self._job_finished()
+            if stats is not None:
+                stats.record(item, start, op_start, perf_counter_ns(), outs)
+            self.completed.append((tagged, outs))
+
+    def _traced_recv_done(self, tagged, start: int, op_start: int, outs, exc) -> None:
+        if exc is None:
+            self.stats.record(tagged[0], start, op_start, perf_counter_ns(), outs)
+        self._callback_done(tagged, outs, exc)
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged
@@ -362,3 +408,19 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if parent_it.outstanding_ops or not self.cleanup_iterations(parent, parent_it):
                 return
             frame = parent
+
+
+def _frame_iter(frame: FrameState, it: IterationState) -> str:
+    """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
+    it.frame_iter = key = f"{_frame_id(frame)}:{it.iter_num}"
+    return key
+
+
+def _frame_id(frame: FrameState) -> int:
+    """A frame instance's id, the same in every partition of the step (and process):
+    a 64-bit hash of its parent's id, the parent iteration and its name, as TF's."""
+    if frame.frame_id is None:
+        text = f"{_frame_id(frame.parent_frame)}:{frame.parent_iter.iter_num}:{frame.name}"
+        digest = blake2b(text.encode("utf-8", "surrogateescape"), digest_size=8).digest()
+        frame.frame_id = int.from_bytes(digest, "little") & (2**63 - 1)
+    return frame.frame_id

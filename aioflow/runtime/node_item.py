@@ -10,6 +10,7 @@ ASYNC = 3       # a coroutine (or a task-free start_async), awaited on the loop
 FORWARD = 4     # the kernel forwards its one input: the executor skips the call
 BY_SIZE = 5     # POOL when the first or last input has more than `pool_above` elements
 SEGMENT = 6     # a compiled straight-line segment of INLINE/FORWARD/BY_SIZE/MAYBE nodes
+FRAMED = 7      # a transfer inside a while loop: its key names the frame and iteration
 
 
 class NodeItem:
@@ -23,7 +24,7 @@ class NodeItem:
         "kernel",             # the OpKernel, created once per executor (None: a segment)
         "compute",            # kernel.compute / compute_async, or the segment's runner
         "is_expensive",       # kernel.is_expensive (asked per call in mode MAYBE)
-        "mode",               # INLINE, POOL, MAYBE, ASYNC, FORWARD, BY_SIZE or SEGMENT
+        "mode",               # INLINE, POOL, MAYBE, ASYNC, FORWARD, BY_SIZE, SEGMENT, FRAMED
         "pool_above",         # mode BY_SIZE: an input larger than this goes to the pool
         "uses_blas",          # the pool job passes through the device's BLAS gate
         "input_start",        # first input slot in the frame's slot list
@@ -49,6 +50,13 @@ class NodeItem:
         "is_constant_enter",  # an Enter with is_constant (a loop invariant)
         "is_enter_exit_or_next_iter",  # one test for the frame-changing ops
         "is_send",            # a synchronous transfer: runs even when dead (sends deadness)
+        "cost_rate",          # BY_SIZE/MAYBE: learned CPU seconds per input element (None:
+                              #   not timed yet, the static rule decides; kernel_stats.py)
+        "cost_size",          # the input size at its last sample
+        "cost_samples",       # samples taken so far (the first WARMUP are back to back)
+        "cost_countdown",     # calls until the next sample (None: never timed, static rule)
+        "cost_verify",        # the next sample is timed in CPU time (a clock sample said
+                              #   expensive and may have been a preemption)
         "segment",            # mode SEGMENT: its segments.Segment; else None
         "member_of",          # the SEGMENT item this node is a member of, or None
     )

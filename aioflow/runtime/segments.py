@@ -28,6 +28,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
+from aioflow.runtime.kernel_stats import learned_expensive
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
 
 #: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
@@ -218,6 +219,11 @@ class Segment:
         if fn is None:
             self.entered += 1
             if self.entered <= self.compile_after or self.fallbacks >= MAX_FALLBACKS:
+                return None
+            if any(learned_expensive(m) for m in self.members):
+                # A member proved expensive while the segment ran node by node: it
+                # belongs on the pool, so the segment keeps running node by node.
+                self.fallbacks = MAX_FALLBACKS
                 return None
             fn = self.fn = self._compile()
         return fn

@@ -1,0 +1,221 @@
+"""While loops whose nodes span devices: TF's control loops (graph_partition.cc's
+AddControlFlow) and per-iteration transfers.
+
+tests/data/make_loop_partition_fixture.py made the GraphDefs and recorded TF 2.21's
+partition graphs (optimizers off). aioflow must build the same partitions node for
+node: names (the control loops' "_cloop" nodes and the transfer nodes come from one
+counter, in TF's order), ops, devices, inputs in order and attrs. Only what names TF's
+own runtime objects differs: edge ids inside `tensor_name`, device incarnations, and the
+`_src`/`_dst`/`_XlaHasReferenceVars` attrs aioflow does not write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.framework import errors
+from aioflow.runtime.executor import observe_steps
+
+pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+
+DATA = Path(__file__).resolve().parent / "data"
+TWO_CPUS = af.ConfigProto(device_count={"CPU": 2})
+_NOT_COMPARED = {"_src", "_dst", "_XlaHasReferenceVars", "send_device_incarnation"}
+
+
+def _load(name: str):
+    spec = json.loads((DATA / f"{name}.json").read_text())
+    graph_def = af.GraphDef()
+    graph_def.ParseFromString((DATA / f"{name}.pb").read_bytes())
+    tf_md = af.RunMetadata()
+    tf_md.ParseFromString((DATA / f"{name}_parts.pb").read_bytes())
+    return spec, graph_def, tf_md, np.load(DATA / f"{name}.npz")
+
+
+def _nodes(run_metadata) -> dict[str, tuple]:
+    """name -> (op, device, inputs, attrs), the edge id in tensor_name normalised."""
+    out = {}
+    for part in run_metadata.partition_graphs:
+        for node in part.node:
+            attrs = {}
+            for key, value in node.attr.items():
+                if key in _NOT_COMPARED:
+                    continue
+                if key == "tensor_name":
+                    attrs[key] = re.sub(r"^edge_\d+_", "edge_N_", value.s.decode())
+                else:
+                    attrs[key] = value.SerializeToString(deterministic=True)
+            out[node.name] = (node.op, node.device, list(node.input), attrs)
+    return out
+
+
+async def _run(graph_def, spec, arrays, opt_level=af.OptimizerOptions.L0):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+    config = af.ConfigProto()
+    config.CopyFrom(TWO_CPUS)
+    config.graph_options.optimizer_options.opt_level = opt_level
+    async with af.Session(graph=g, config=config) as sess:
+        md = af.RunMetadata()
+        values = await asyncio.wait_for(sess.run(
+            spec["fetches"], {k: arrays[f"feed:{k}"] for k in spec["feeds"]},
+            options=af.RunOptions(output_partition_graphs=True), run_metadata=md), 30)
+    return values, md
+
+
+@pytest.mark.parametrize("name", ["loop_two_cpus", "loop_nested_two_cpus"])
+async def test_partitions_and_values_match_tensorflows(name):
+    spec, graph_def, tf_md, arrays = _load(name)
+    values, md = await _run(graph_def, spec, arrays)
+    for fetch, value in zip(spec["fetches"], values, strict=True):
+        np.testing.assert_array_equal(value, arrays[f"fetch:{fetch}"])
+    ours, theirs = _nodes(md), _nodes(tf_md)
+    assert sorted(ours) == sorted(theirs)
+    for node_name, node in theirs.items():
+        assert ours[node_name] == node, node_name
+    assert len(md.partition_graphs) == 2
+
+
+@pytest.mark.parametrize("name", ["loop_two_cpus", "loop_nested_two_cpus"])
+async def test_values_with_the_optimizer_on(name):
+    spec, graph_def, _, arrays = _load(name)
+    values, _ = await _run(graph_def, spec, arrays, af.OptimizerOptions.L1)
+    for fetch, value in zip(spec["fetches"], values, strict=True):
+        np.testing.assert_array_equal(value, arrays[f"fetch:{fetch}"])
+
+
+def _split_loop(n_iters: int, parallel_iterations: int, devices=("/cpu:0", "/cpu:1")):
+    """acc <- acc * 1.01 + i (on devices[1]), a counter on devices[0]; the result."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [4], name="x")
+
+        def body(i, acc):
+            with af.device(devices[1]):
+                scaled = acc * 1.01 + af.cast(i, af.float32)
+            with af.device(devices[0]):
+                return i + 1, scaled
+
+        with af.device(devices[0]):
+            _, out = af.while_loop(lambda i, acc: i < n_iters, body, [af.constant(0), x],
+                                   parallel_iterations=parallel_iterations)
+    return g, x, out
+
+
+def _expected(n_iters: int, xv):
+    acc = xv.copy()
+    for i in range(n_iters):
+        acc = acc * np.float32(1.01) + np.float32(i)
+    return acc
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 10])
+async def test_builder_loop_split_over_devices_matches_one_device(parallel_iterations):
+    xv = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    g, x, out = _split_loop(50, parallel_iterations)
+    g1, x1, out1 = _split_loop(50, parallel_iterations, ("/cpu:0", "/cpu:0"))
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        split = await asyncio.wait_for(sess.run(out, {x: xv}), 30)
+        again = await asyncio.wait_for(sess.run(out, {x: xv}), 30)  # a second step
+    async with af.Session(graph=g1) as sess:
+        single = await sess.run(out1, {x1: xv})
+    np.testing.assert_allclose(split, _expected(50, xv), rtol=1e-5)
+    np.testing.assert_array_equal(split, single)
+    np.testing.assert_array_equal(again, single)
+
+
+async def test_no_transfer_is_left_in_the_rendezvous():
+    xv = np.ones(4, np.float32)
+    g, x, out = _split_loop(7, 10)
+    steps = []
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        with observe_steps(steps.append):
+            await asyncio.wait_for(sess.run(out, {x: xv}), 30)
+    rendezvous = steps[0][0].ctx.rendezvous
+    assert rendezvous is not None and len(rendezvous) == 0
+
+
+async def test_zero_iterations_across_devices():
+    xv = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    g, x, out = _split_loop(0, 10)
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        np.testing.assert_array_equal(await asyncio.wait_for(sess.run(out, {x: xv}), 30), xv)
+
+
+async def test_an_error_in_the_other_devices_body_names_the_node_and_ends_the_step():
+    g = af.Graph()
+    with g.as_default():
+        def body(i, acc):
+            with af.device("/cpu:1"):
+                checked = af.check_numerics(acc / af.cast(2 - i, af.float32),
+                                            "acc", name="checked")
+            return i + 1, checked
+
+        _, out = af.while_loop(lambda i, acc: i < 5, body, [af.constant(0), af.constant(1.0)])
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        before = set(asyncio.all_tasks())
+        with pytest.raises(errors.InvalidArgumentError, match="checked"):
+            await asyncio.wait_for(sess.run(out), 30)
+        await asyncio.sleep(0)
+        assert set(asyncio.all_tasks()) - before == set()
+
+
+async def test_a_cond_inside_a_loop_split_over_devices():
+    g = af.Graph()
+    with g.as_default():
+        def body(i, acc):
+            with af.device("/cpu:1"):
+                acc = af.cond(af.equal(i % 2, 0), lambda: acc + 1.0, lambda: acc * 3.0)
+            return i + 1, acc
+
+        _, out = af.while_loop(lambda i, acc: i < 6, body, [af.constant(0), af.constant(1.0)])
+    expected = 1.0
+    for i in range(6):
+        expected = expected + 1.0 if i % 2 == 0 else expected * 3.0
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        assert await asyncio.wait_for(sess.run(out), 30) == pytest.approx(expected)
+
+
+async def test_the_leader_on_the_other_device_and_three_devices():
+    """The LoopCond on /cpu:1 (its device leads: /cpu:0 and /cpu:2 follow through their
+    control loops), the body spread over all three."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+
+        def cond(i, acc):
+            with af.device("/cpu:1"):
+                return af.less(i, 5)
+
+        def body(i, acc):
+            with af.device("/cpu:2"):
+                acc = acc * 2.0
+            with af.device("/cpu:1"):
+                acc = acc - 1.0
+            return i + 1, acc
+
+        _, out = af.while_loop(cond, body, [af.constant(0), x])
+    xv = np.array([1.0, 0.5, -1.0], np.float32)
+    expected = xv.copy()
+    for _ in range(5):
+        expected = expected * 2 - 1
+    config = af.ConfigProto(device_count={"CPU": 3})
+    async with af.Session(graph=g, config=config) as sess:
+        md = af.RunMetadata()
+        value = await asyncio.wait_for(sess.run(
+            out, {x: xv}, options=af.RunOptions(output_partition_graphs=True),
+            run_metadata=md), 30)
+    np.testing.assert_array_equal(value, expected)
+    loops = {part.node[0].device[-5:]: sum(n.name.startswith("_cloop") for n in part.node)
+             for part in md.partition_graphs}
+    # One control loop per device that receives a value inside the frame: all three
+    # (the leader too: the body's result comes back to it from /cpu:2), as TF builds.
+    assert loops == {"CPU:0": 4, "CPU:1": 4, "CPU:2": 4}
