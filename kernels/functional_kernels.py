@@ -9,13 +9,17 @@ awaits its cond and body once per iteration and holds no thread; its iterations 
 after another (TF's functional While does the same: `parallel_iterations` bounds the
 iterations in flight, and one is always within the bound). The `output_shapes` of a
 While are its shape invariants: a body result whose shape is not compatible with its
-invariant is an InvalidArgumentError, as TF's.
+invariant is an InvalidArgumentError (checked after every iteration run as a sub-step;
+compiled iterations check the first iteration's results and the loop's last).
 
 Function arity and types are checked against the call's Tin/Tout (or T) when the kernel
 is built: InvalidArgumentError naming the call node and the function.
 """
 
 from __future__ import annotations
+
+import asyncio
+from time import perf_counter
 
 import numpy as np
 
@@ -61,8 +65,15 @@ class PartitionedCallOp(_FunctionalKernel):
         return await self.flr.run(self.fbody, ctx, inputs)
 
 
+#: How long a While runs compiled iterations before it lets the event loop run (seconds).
+SLICE_S = 0.001
+_DONE, _MORE, _FALLBACK = "done", "more", "fallback"
+
+
 def to_bool(value) -> bool:
     """TF's ToBool of a predicate: a scalar's truth value, else whether it has elements."""
+    if type(value) is np.bool_:
+        return bool(value)
     if np.ndim(value) == 0:
         if isinstance(value, (bytes, str)) or (isinstance(value, np.ndarray)
                                                and value.dtype.kind in "SUO"):
@@ -129,6 +140,11 @@ class WhileOp(_FunctionalKernel):
         self.loop_body = self.body(attrs["body"].func, types, types, "body")
         self.invariants = [None if s.unknown_rank else [d.size for d in s.dim]
                            for s in attrs["output_shapes"].list.shape]
+        # Fully known invariants are compared as tuples (the common case, per iteration).
+        self.exact = [(i, tuple(s)) for i, s in enumerate(self.invariants)
+                      if s is not None and -1 not in s]
+        self.partial = [(i, s) for i, s in enumerate(self.invariants)
+                        if s is not None and -1 in s]
         self.parallel_iterations = attrs["parallel_iterations"].i
         if self.parallel_iterations < 1:
             raise errors.InvalidArgumentError(
@@ -136,26 +152,71 @@ class WhileOp(_FunctionalKernel):
                                     f"{self.parallel_iterations} (node {ctx.name})")
 
     async def compute_async(self, ctx, inputs):
-        run, cond, body = self.flr.run, self.cond_body, self.loop_body
         values = list(inputs)
-        check = any(s is not None for s in self.invariants)
+        if self.cond_body.fast is not None and self.loop_body.fast is not None:
+            first = True
+            while True:  # compiled iterations, a slice of the loop's time at a time
+                with np.errstate(all="ignore"):
+                    state, values = self._compiled_slice(ctx, values, first)
+                if state is not _MORE:
+                    break
+                first = False
+                await asyncio.sleep(0)  # other coroutines of the loop run between slices
+            if state is _DONE:
+                if self.exact or self.partial:
+                    self._check_invariants(values)
+                return values
+        # Iterations as sub-steps (from where the compiled ones stopped: they are pure).
+        run, cond, body = self.flr.run_step, self.cond_body, self.loop_body
+        check = bool(self.exact or self.partial)
         while to_bool((await run(cond, ctx, values))[0]):
             values = await run(body, ctx, values)
             if check:
                 self._check_invariants(values)
         return values
 
+    def _compiled_slice(self, ctx, values, first: bool) -> tuple:
+        """Iterate with the compiled cond and body for about SLICE_S: (_DONE, results),
+        (_MORE, the loop vars so far), or (_FALLBACK, the loop vars: the iteration from
+        them runs as sub-steps, e.g. an input too large, an error or a traced step)."""
+        run = self.flr.run_compiled
+        cond, body = self.cond_body, self.loop_body
+        check = self._check_invariants if (self.exact or self.partial) and first else None
+        deadline = perf_counter() + SLICE_S
+        n = 0
+        while True:
+            pred = run(cond, ctx, values)
+            if pred is None:
+                return _FALLBACK, values
+            if not to_bool(pred[0]):
+                return _DONE, values
+            out = run(body, ctx, values)
+            if out is None:
+                return _FALLBACK, values
+            if check is not None:  # the first iteration's results (the last's at the end)
+                check(out)
+                check = None
+            values = out
+            n += 1
+            if not n & 63 and perf_counter() > deadline:
+                return _MORE, values
+
     def _check_invariants(self, values) -> None:
-        for i, (value, shape) in enumerate(zip(values, self.invariants, strict=False)):
-            if shape is None:
-                continue
-            got = np.shape(value)
-            if len(got) != len(shape) or any(d not in (-1, g) for d, g in zip(shape, got,
-                                                                              strict=True)):
-                raise errors.InvalidArgumentError(
-                    None, None, f"Loop variable {i} of {self.name}: the body returned shape "
-                                f"{list(got)}, which is not compatible with its shape "
-                                f"invariant {shape} (output_shapes)")
+        for i, shape in self.exact:
+            value = values[i]
+            if getattr(value, "shape", None) != shape:  # arrays and NumPy scalars have one
+                self._check(i, value, list(shape))
+        for i, shape in self.partial:
+            self._check(i, values[i], shape)
+
+    def _check(self, i: int, value, shape: list) -> None:
+        got = np.shape(value)
+        if len(got) != len(shape) or any(d not in (-1, g) for d, g in zip(shape, got,
+                                                                          strict=True)):
+            raise errors.InvalidArgumentError(
+                None, None, f"Loop variable {i} of {self.name}: the body returned shape "
+                            f"{list(got)}, which is not compatible with its shape "
+                            f"invariant {shape} (output_shapes)")
 
 
 @register_kernel("DisableCopyOnRead", "CPU")
