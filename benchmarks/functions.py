@@ -12,7 +12,9 @@ aioflow unchanged, so both run the same GraphDef:
 - run_overhead: `y = identity(x)`, one feed and one fetch (each runtime's own overhead);
 - call: `y = f(x)` where f is a tf.function of one node (x + 1): a PartitionedCall;
 - while_v2: `while i < n: i, acc = i + 1, acc + i` as a StatelessWhile, n = 10,000;
-- while_v1 (aioflow only): the same loop built with af.while_loop (v1 frames).
+- while_v1 (aioflow only): the same loop built with af.while_loop (v1 frames), and
+  while_v1_v2vars: that loop carrying the variables TF's while_v2 adds (an iteration
+  counter, the maximum iterations, `n`), so that an iteration does the v2 loop's work.
 
 aioflow runs each graph two ways: "called" (the session keeps calls and functional ops:
 executor_type SINGLE_THREADED_EXECUTOR, function inlining off; each call is a sub-step)
@@ -88,14 +90,21 @@ def tf_graphs(tf, iterations: int) -> dict:
     return out
 
 
-def af_v1_while():
-    import aioflow as af
-
+def af_v1_while(af, same_vars: bool):
+    """The loop built with af.while_loop (v1 frames); `same_vars`: with the loop
+    variables TF's while_v2 carries (an iteration counter, the maximum iterations, and
+    `n` passed through), so that an iteration does the same work as the v2 loop's."""
     g = af.Graph()
     with g.as_default():
         n = af.placeholder(af.int32, [], name="n")
-        i, acc = af.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a + i),
-                               [af.constant(0), af.constant(0)], parallel_iterations=1)
+        if same_vars:
+            _, _, i, acc, _ = af.while_loop(
+                lambda c, m, i, a, k: i < k, lambda c, m, i, a, k: (c + 1, m, i + 1, a + i, k),
+                [af.constant(0), af.constant(-1), af.constant(0), af.constant(0), n],
+                parallel_iterations=1)
+        else:
+            i, acc = af.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a + i),
+                                   [af.constant(0), af.constant(0)], parallel_iterations=1)
         af.identity(i, name="i_out")
         af.identity(acc, name="acc_out")
     return g
@@ -202,8 +211,9 @@ def main() -> int:
         if name != "run_overhead":
             runners[f"aioflow/{name}/called"] = AfRunner(loop, g, feed, fetches, value,
                                                          called_config())
-    runners["aioflow/while_v1"] = AfRunner(loop, af_v1_while(), "n:0", ["i_out:0", "acc_out:0"],
-                                           np.int32(iterations))
+    for key, same in (("aioflow/while_v1", False), ("aioflow/while_v1_v2vars", True)):
+        runners[key] = AfRunner(loop, af_v1_while(af, same), "n:0", ["i_out:0", "acc_out:0"],
+                                np.int32(iterations))
     want = iterations * (iterations - 1) // 2
     for key, runner in runners.items():
         if "while" in key:
@@ -239,6 +249,7 @@ def main() -> int:
         },
         "while_per_iteration_us": {
             "aioflow_v1": round(per_iter("aioflow/while_v1", af_base), 3),
+            "aioflow_v1_v2vars": round(per_iter("aioflow/while_v1_v2vars", af_base), 3),
             "aioflow_v2_called": round(per_iter("aioflow/while_v2/called", af_base), 3),
             "aioflow_v2_lowered": round(per_iter("aioflow/while_v2/lowered", af_base), 3),
             "tf_v2": round(per_iter("tf/while_v2", tf_base), 3),
@@ -247,6 +258,8 @@ def main() -> int:
     w = results["while_per_iteration_us"]
     w["called_over_v1"] = round(w["aioflow_v2_called"] / w["aioflow_v1"], 3)
     w["lowered_over_v1"] = round(w["aioflow_v2_lowered"] / w["aioflow_v1"], 3)
+    w["called_over_v1_v2vars"] = round(w["aioflow_v2_called"] / w["aioflow_v1_v2vars"], 3)
+    w["lowered_over_v1_v2vars"] = round(w["aioflow_v2_lowered"] / w["aioflow_v1_v2vars"], 3)
     w["called_over_tf"] = round(w["aioflow_v2_called"] / w["tf_v2"], 3)
     w["lowered_over_tf"] = round(w["aioflow_v2_lowered"] / w["tf_v2"], 3)
     print(json.dumps({"benchmark": "functions", "python": platform.python_version(),
