@@ -541,3 +541,31 @@ async def test_long_called_while_matches_numpy(both_ways):
     async with af.Session(graph=g, config=both_ways) as sess:
         got = await sess.run("out:0", {"n:0": np.int32(3000)})
     np.testing.assert_allclose(got, acc, rtol=1e-5)
+
+
+DANGLING = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "outer" op: "StatefulPartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "calls_missing" } } } }
+library {
+  function { signature { name: "calls_missing" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "inner" op: "PartitionedCall" input: "v"
+      attr { key: "Tin" value { list { type: DT_FLOAT } } }
+      attr { key: "Tout" value { list { type: DT_FLOAT } } }
+      attr { key: "f" value { func { name: "not_in_the_library" } } } }
+    ret { key: "w" value: "inner:output:0" } }
+}
+"""
+
+
+async def test_library_referencing_a_missing_function_is_not_found(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(DANGLING, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        with pytest.raises(errors.NotFoundError,
+                           match="Function not_in_the_library is not defined"):
+            await asyncio.wait_for(sess.run("outer:0", {"x:0": 1.0}), 30)
