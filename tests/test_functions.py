@@ -569,3 +569,26 @@ async def test_library_referencing_a_missing_function_is_not_found(both_ways):
         with pytest.raises(errors.NotFoundError,
                            match="Function not_in_the_library is not defined"):
             await asyncio.wait_for(sess.run("outer:0", {"x:0": 1.0}), 30)
+
+
+@pytest.mark.parametrize("lowered", [False, True])
+async def test_two_devices_each_partition_carries_what_it_calls(run_with_partition_graphs,
+                                                                lowered):
+    config = config_pb2.ConfigProto(device_count={"CPU": 2})
+    if not lowered:
+        config.MergeFrom(called_config())
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        a = af.placeholder(af.float32, [2], name="a")
+        with af.device("/cpu:1"):
+            outs = _call(g, "poly_sum", [a, a * 2.0], [af.float32] * 3,
+                         attrs=_attrs(af.float32.as_datatype_enum, 2), name="call")
+        total = af.identity(outs[0], name="total")
+    async with af.Session(graph=g, config=config) as sess:
+        got, parts = await run_with_partition_graphs(sess, total, {a: np.ones(2, np.float32)})
+    np.testing.assert_allclose(got, [4.0, 4.0])  # (a + 2a) + a
+    assert len(parts) == 2
+    libraries = {device[-5:]: {f.signature.name for f in part.library.function}
+                 for device, part in parts.items()}
+    assert libraries == {"CPU:0": set(), "CPU:1": set() if lowered else {"poly_sum"}}
