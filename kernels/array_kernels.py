@@ -314,6 +314,8 @@ class ExpandDimsOp(OpKernel):
 class SqueezeOp(OpKernel):
     """The input without the listed size-1 dimensions (all of them if none are listed)."""
 
+    compilable = True  # pure
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._dims = list(ctx.get_attr("squeeze_dims", []))
@@ -604,6 +606,8 @@ class UnpackOp(OpKernel):
 class SplitOp(OpKernel):
     """`value` split into num_split equal views along `split_dim`."""
 
+    compilable = True  # pure, every output produced
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._num = ctx.get_attr("num_split")
@@ -837,6 +841,8 @@ _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_ax
 @register_kernel("StridedSlice", "CPU")
 class StridedSliceOp(OpKernel):
     """NumPy-style basic slicing with TF's masks (a view, reshaped)."""
+
+    compilable = True  # pure
 
     def __init__(self, ctx):
         super().__init__(ctx)
