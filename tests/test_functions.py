@@ -592,3 +592,36 @@ async def test_two_devices_each_partition_carries_what_it_calls(run_with_partiti
     libraries = {device[-5:]: {f.signature.name for f in part.library.function}
                  for device, part in parts.items()}
     assert libraries == {"CPU:0": set(), "CPU:1": set() if lowered else {"poly_sum"}}
+
+
+INT_IF = """
+node { name: "p" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "branch" op: "If" input: "p" input: "x"
+  attr { key: "Tcond" value { type: DT_INT32 } }
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "_lower_using_switch_merge" value { b: true } }
+  attr { key: "then_branch" value { func { name: "neg" } } }
+  attr { key: "else_branch" value { func { name: "same" } } } }
+library {
+  function { signature { name: "neg" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "n" op: "Neg" input: "v" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "w" value: "n:y:0" } }
+  function { signature { name: "same" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    ret { key: "w" value: "v" } }
+}
+"""
+
+
+@pytest.mark.parametrize("pred, want", [(0, 2.0), (3, -2.0), (-1, -2.0)])
+async def test_if_with_an_int_predicate_is_tfs_to_bool(both_ways, pred, want):
+    """Tcond int32: not lowered (Switch takes a bool), called with TF's ToBool."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(INT_IF, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        got = await sess.run("branch:0", {"p:0": np.int32(pred), "x:0": np.float32(2.0)})
+    assert got == want
