@@ -625,3 +625,25 @@ async def test_if_with_an_int_predicate_is_tfs_to_bool(both_ways, pred, want):
     async with af.Session(graph=g, config=both_ways) as sess:
         got = await sess.run("branch:0", {"p:0": np.int32(pred), "x:0": np.float32(2.0)})
     assert got == want
+
+
+NO_ARGS = """
+signature { name: "seven" output_arg { name: "o" type: DT_FLOAT } }
+node_def { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 7 } } } }
+node_def { name: "ident" op: "Identity" input: "c:output:0"
+  attr { key: "T" value { type: DT_FLOAT } } }
+ret { key: "o" value: "ident:output:0" }
+"""
+
+
+async def test_function_without_arguments(both_ways):
+    g = af.Graph()
+    g._library.add_function_def(text_format.Parse(NO_ARGS, function_pb2.FunctionDef()))
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        with af.control_dependencies([x]):
+            (seven,) = _call(g, "seven", [], [af.float32], name="seven_call")
+        out = seven * x
+    async with af.Session(graph=g, config=both_ways) as sess:
+        assert await sess.run(out, {x: 3.0}) == 21.0
