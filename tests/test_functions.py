@@ -103,7 +103,7 @@ def _body_ops() -> set:
 def test_op_defs_equal_tf():
     tf_ops = op_def_pb2.OpList()
     tf_ops.ParseFromString((DATA / "function_op_defs.pb").read_bytes())
-    assert len(tf_ops.op) == 11
+    assert len(tf_ops.op) == 12
     assert_equal_to_tf(tf_ops)
 
 
@@ -647,3 +647,14 @@ async def test_function_without_arguments(both_ways):
         out = seven * x
     async with af.Session(graph=g, config=both_ways) as sess:
         assert await sess.run(out, {x: 3.0}) == 21.0
+
+
+async def test_ensure_shape_in_a_body_fails_with_tfs_message(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def("ensure_shape"), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Shape of tensor (PartitionedCall/)?v \[3,4\] is not "
+                                 r"compatible with expected shape \[2,\?\]\."):  # inlined: v
+            await sess.run("out:0", {"x:0": np.zeros((3, 4), np.float32)})

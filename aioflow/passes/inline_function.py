@@ -115,6 +115,7 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
             arg_nodes.append(node)
             edge = inputs[node_def.attr["index"].i]
             graph.add_edge(edge.src, edge.src_output, node, 0)
+            node.def_.input.append(_tensor_name(edge.src, edge.src_output))
             if gate is not None:
                 graph.add_control_edge(gate, node)
         else:
@@ -124,9 +125,11 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
         for i, text in enumerate(t for t in node_def.input if not t.startswith("^")):
             src, slot = node_def_util.parse_input(text)
             graph.add_edge(by_name[src], slot, node, i)
+            node.def_.input.append(_tensor_name(by_name[src], slot))  # (kernels read it)
         for text in node_def.input:
             if text.startswith("^"):
                 graph.add_control_edge(by_name[text[1:]], node)
+                node.def_.input.append("^" + by_name[text[1:]].name)
         if not node_def.input:
             root_gate = gate if gate is not None else first_arg
             if root_gate is not None:
@@ -142,6 +145,10 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
     replace_node(graph, call, result)
     added.append(result)
     return added
+
+
+def _tensor_name(node: Node, slot: int) -> str:
+    return node.name if slot == 0 else f"{node.name}:{slot}"
 
 
 def _wire_results(graph: Graph, call: Node, retvals: list, by_name: dict, control_ret,

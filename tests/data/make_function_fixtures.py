@@ -30,7 +30,7 @@ MANIFEST: dict = {}
 
 OP_NAMES = ["PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
             "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
-            "DisableCopyOnRead"]
+            "DisableCopyOnRead", "EnsureShape"]
 
 
 def save(name: str, graph: tf.Graph, feeds: dict, fetches: list, init=None,
@@ -211,6 +211,19 @@ def keras_rnn(kind: str) -> None:
         f"fetch:{fetch.name}"], want.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def ensure_shape() -> None:
+    """tf.ensure_shape inside a tf.function (EnsureShape in the body)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        @tf.function(autograph=False)
+        def checked(v):
+            return tf.reduce_sum(tf.ensure_shape(v, [2, None]), axis=0)
+
+        x = v1.placeholder(tf.float32, [None, None], name="x")
+        out = tf.identity(checked(x), name="out")
+    save("ensure_shape", graph, {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)}, [out])
+
+
 def op_defs() -> None:
     ops = op_def_pb2.OpList()
     for name in OP_NAMES:
@@ -228,6 +241,7 @@ def main() -> None:
     stateful_call()
     case()
     while_counter()
+    ensure_shape()
     op_defs()
     keras_rnn("lstm")
     keras_rnn("gru")
