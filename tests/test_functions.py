@@ -658,3 +658,28 @@ async def test_ensure_shape_in_a_body_fails_with_tfs_message(both_ways):
                            match=r"Shape of tensor (PartitionedCall/)?v \[3,4\] is not "
                                  r"compatible with expected shape \[2,\?\]\."):  # inlined: v
             await sess.run("out:0", {"x:0": np.zeros((3, 4), np.float32)})
+
+
+async def test_concurrent_runs_of_called_loops_do_not_mix(monkeypatch):
+    """Twenty runs in flight on one loop, each its own n: the While kernel, its bodies and
+    their executors are shared; every run gets its own result (compiled and sub-steps)."""
+    graph_def = fixture_graph_def("if_in_while")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+
+    def collatz(n):
+        i, steps = 0, 0
+        while i < 50 and n > 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            i, steps = i + 1, steps + (n == 1)
+        return i, n, steps
+
+    for segments in ("1", "0"):
+        monkeypatch.setenv("AIOFLOW_SEGMENTS", segments)
+        async with af.Session(graph=g, config=called_config()) as sess:
+            ns = list(range(2, 22))
+            outs = await asyncio.gather(*(sess.run(["out0:0", "out1:0", "out2:0"],
+                                                   {"n:0": np.int32(n)}) for n in ns))
+        for n, out in zip(ns, outs, strict=True):
+            assert tuple(int(v) for v in out) == collatz(n), n
