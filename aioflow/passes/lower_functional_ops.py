@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aioflow.framework import errors
+from aioflow.framework import errors, op_def_registry
 from aioflow.graph.algorithm import fixup_source_and_sink_edges
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.inline_function import add_node, inline_call, replace_node, unique_name
@@ -69,8 +69,10 @@ def inlining_enabled(config) -> bool:
 
 
 def has_functional_ops(node_defs: Sequence) -> bool:
-    """Whether any of `node_defs` is a functional op (nothing else is rewritten)."""
-    return any(nd.op in FUNCTIONAL_OPS for nd in node_defs)
+    """Whether any of `node_defs` is a functional op or may be a direct call of a library
+    function (an op type that is not registered): nothing else is rewritten."""
+    return any(nd.op in FUNCTIONAL_OPS or op_def_registry.get_registration(nd.op) is None
+               for nd in node_defs)
 
 
 @register_optimization(Grouping.PRE_PLACEMENT, 10, "LowerFunctionalOpsPass",

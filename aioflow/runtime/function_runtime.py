@@ -127,10 +127,9 @@ class FunctionLibraryRuntime:
     def _build(self, name: str, attrs: dict, caller) -> FunctionBody:
         inst = instantiate(self.library, name, attrs)
         try:
-            graph = construct.convert_graph_def_to_graph(inst.graph_def)
+            graph = construct.convert_graph_def_to_graph(inst.graph_def, self.library)
         except errors.OpError as e:
             raise type(e)(e.node_def, None, f"{e.message}\n\tIn function '{name}'") from e
-        graph.library = self.library
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         registry = global_registry()
         registry.run_grouping(Grouping.PRE_PLACEMENT, options)
