@@ -12,7 +12,8 @@ the same way):
   function is instantiated: it may grow afterwards (a session's library does).
 - A DirectSession keeps one per device over its library:
   `session._direct.function_runtime(device)`; functions run through it see the
-  session's variables (the device's ResourceMgr) and its stateful kernels' state.
+  session's variables (the device's ResourceMgr); a body's own stateful kernels belong
+  to its instantiation (cached for the session), not to the session's OpSegment.
 - `instantiate(name, attrs)` instantiates the FunctionDef (framework/
   function_instantiate.py), builds the body graph, runs the PRE_PLACEMENT passes on
   it (the functional-ops lowering among them), places every node on this runtime's
