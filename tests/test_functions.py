@@ -683,3 +683,60 @@ async def test_concurrent_runs_of_called_loops_do_not_mix(monkeypatch):
                                                    {"n:0": np.int32(n)}) for n in ns))
         for n, out in zip(ns, outs, strict=True):
             assert tuple(int(v) for v in out) == collatz(n), n
+
+
+SIDE_EFFECT = """
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape {} } } attr { key: "shared_name" value { s: "v" } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0 } } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "zero"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "StatefulPartitionedCall" input: "x" input: "v"
+  attr { key: "Tin" value { list { type: DT_FLOAT type: DT_RESOURCE } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "bump" } } } }
+node { name: "read" op: "ReadVariableOp" input: "v" input: "^call"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+library {
+  function {
+    signature { name: "bump" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "h" type: DT_RESOURCE }
+                output_arg { name: "y" type: DT_FLOAT } control_output: "upd"
+                is_stateful: true }
+    node_def { name: "add" op: "AssignAddVariableOp" input: "h" input: "x"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "twice" op: "AddV2" input: "x" input: "x"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "twice:z:0" }
+    control_ret { key: "upd" value: "add" }
+    arg_attr { key: 0 value { attr { key: "_user_specified_name" value { s: "x" } } } }
+    resource_arg_unique_id { key: 1 value: 0 }
+  }
+}
+"""
+
+
+async def test_control_output_runs_although_no_result_needs_it(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(SIDE_EFFECT, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        await sess.run(g.get_operation_by_name("init"))
+        assert await sess.run("call:0", {"x:0": 1.5}) == 3.0
+        assert await sess.run("read:0", {"x:0": 2.0}) == 3.5  # 1.5, then 2.0 (^call)
+
+
+def test_instantiation_carries_arg_attrs_resource_ids_and_input_shapes():
+    graph_def = text_format.Parse(SIDE_EFFECT, graph_pb2.GraphDef())
+    lib = FunctionLibraryDefinition(graph_def.library)
+    shapes = attr_value_pb2.AttrValue()
+    shapes.list.shape.add()  # x: a scalar
+    shapes.list.shape.add(unknown_rank=True)
+    inst = instantiate(lib, "bump", {"_input_shapes": shapes})
+    nodes = {n.name: n for n in inst.graph_def.node}
+    assert nodes["x"].attr["_user_specified_name"].s == b"x"
+    assert nodes["h"].attr["_resource_arg_unique_id"].i == 0
+    assert list(nodes["x"].attr["_output_shapes"].list.shape) == [shapes.list.shape[0]]
+    assert inst.control_ret == ["add"] and inst.stateful
