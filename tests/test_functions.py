@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from google.protobuf import text_format
+from kernel_testutil import create
 from op_def_compare import assert_equal_to_tf
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
 from aioflow.framework.function_instantiate import instantiate
 from aioflow.framework.function_library import FunctionLibraryDefinition
+from aioflow.framework.kernel_context import OpKernelContext
 from aioflow.framework.op_def_library import apply_op
 from aioflow.proto import attr_value_pb2, config_pb2, function_pb2, graph_pb2, op_def_pb2
 from aioflow.runtime.device import DeviceMgr
@@ -103,7 +105,7 @@ def _body_ops() -> set:
 def test_op_defs_equal_tf():
     tf_ops = op_def_pb2.OpList()
     tf_ops.ParseFromString((DATA / "function_op_defs.pb").read_bytes())
-    assert len(tf_ops.op) == 12
+    assert len(tf_ops.op) == 13
     assert_equal_to_tf(tf_ops)
 
 
@@ -740,3 +742,21 @@ def test_instantiation_carries_arg_attrs_resource_ids_and_input_shapes():
     assert nodes["h"].attr["_resource_arg_unique_id"].i == 0
     assert list(nodes["x"].attr["_output_shapes"].list.shape) == [shapes.list.shape[0]]
     assert inst.control_ret == ["add"] and inst.stateful
+
+
+def test_device_arg_and_retval_use_the_call_frame():
+    frame = OpKernelContext(1, [np.float32(4.0), np.int32(2)], 1)
+    arg = create("_DeviceArg", [], T=af.int32, index=1)
+    retval = create("_DeviceRetval", [np.int32(2)], index=0)
+    (value,) = arg.compute(frame, [])
+    retval.compute(frame, [value])
+    assert frame.retvals == [2]
+    with pytest.raises(errors.InvalidArgumentError, match=r"GetArg 2 is not within \[0, 2\)"):
+        create("_DeviceArg", [], T=af.int32, index=2).compute(frame, [])
+
+
+def test_switch_n_routes_to_one_output_and_the_last_when_out_of_range():
+    kernel = create("_SwitchN", [np.float32(1.5), np.int32(1)], num_outs=3)
+    assert kernel.compute(None, [np.float32(1.5), np.int32(1)]) == [None, 1.5, None]
+    assert kernel.compute(None, [np.float32(1.5), np.int32(9)]) == [None, None, 1.5]
+    assert kernel.compute(None, [np.float32(1.5), np.int32(-1)]) == [None, None, 1.5]

@@ -30,7 +30,7 @@ MANIFEST: dict = {}
 
 OP_NAMES = ["PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
             "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
-            "DisableCopyOnRead", "EnsureShape"]
+            "DisableCopyOnRead", "EnsureShape", "_SwitchN"]
 
 
 def save(name: str, graph: tf.Graph, feeds: dict, fetches: list, init=None,
