@@ -760,3 +760,56 @@ def test_switch_n_routes_to_one_output_and_the_last_when_out_of_range():
     assert kernel.compute(None, [np.float32(1.5), np.int32(1)]) == [None, 1.5, None]
     assert kernel.compute(None, [np.float32(1.5), np.int32(9)]) == [None, None, 1.5]
     assert kernel.compute(None, [np.float32(1.5), np.int32(-1)]) == [None, None, 1.5]
+
+
+SCALE_LOOP = """
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "acc" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "loop" op: "StatelessWhile" input: "zero" input: "acc" input: "n"
+  attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_INT32 } } }
+  attr { key: "parallel_iterations" value { i: 1 } }
+  attr { key: "cond" value { func { name: "below" } } }
+  attr { key: "body" value { func { name: "scale" } } } }
+library {
+  function { signature { name: "below" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "a" type: DT_FLOAT } input_arg { name: "k" type: DT_INT32 }
+      output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "less" op: "Less" input: "i" input: "k"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "scale" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "a" type: DT_FLOAT } input_arg { name: "k" type: DT_INT32 }
+      output_arg { name: "i2" type: DT_INT32 } output_arg { name: "a2" type: DT_FLOAT }
+      output_arg { name: "k2" type: DT_INT32 } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "next" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "f" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1.5 } } } }
+    node_def { name: "mul" op: "Mul" input: "a" input: "f:output:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "i2" value: "next:z:0" } ret { key: "a2" value: "mul:z:0" }
+    ret { key: "k2" value: "k" } }
+}
+"""
+
+
+@pytest.mark.parametrize("size", [3, 70000])
+async def test_called_while_compiled_or_falling_back_to_sub_steps(size):
+    """Small values: the loop runs as one generated function; a large one (over the
+    inline threshold) falls back to sub-steps from where it stopped: same values."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(SCALE_LOOP, graph_pb2.GraphDef()), name="")
+    acc = np.linspace(-1.0, 1.0, size, dtype=np.float32)
+    want = acc.copy()
+    for _ in range(7):
+        want = want * np.float32(1.5)
+    async with af.Session(graph=g, config=called_config()) as sess:
+        i, got, _ = await sess.run(["loop:0", "loop:1", "loop:2"],
+                                   {"n:0": np.int32(7), "acc:0": acc})
+    assert i == 7
+    np.testing.assert_array_equal(got, want)

@@ -59,7 +59,7 @@ from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2
-from aioflow.runtime.compiled_body import compile_body
+from aioflow.runtime.compiled_body import compile_body, compile_while
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.segments import segments_default
@@ -156,6 +156,15 @@ class FunctionLibraryRuntime:
         return FunctionBody(inst, impl, fast)
 
     # -- running ------------------------------------------------------------------------
+    @staticmethod
+    def compile_while(cond: FunctionBody, body: FunctionBody, to_bool):
+        """The While loop of `cond` and `body` as one generated function (compiled_body.
+        compile_while), or None when either has no compiled form."""
+        if cond.fast is None or body.fast is None:
+            return None
+        return compile_while(cond.impl, body.impl, len(body.arg_types),
+                             f"{cond.name}/{body.name}", to_bool)
+
     @staticmethod
     def run_compiled(body: FunctionBody, kernel_ctx: OpKernelContext, args) -> list | None:
         """The results of `body` run as its compiled function, or None: run it as a
