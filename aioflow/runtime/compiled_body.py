@@ -11,6 +11,12 @@ runs the body as a sub-step, whose executor names the failing node (the kernels 
 pure, so running them again is safe). Traced runs always take the sub-step, so the
 body's nodes appear in the step stats.
 
+A While whose cond and body both qualify is generated as one loop (`compile_while`):
+the loop variables are locals, the cond's and the body's nodes run inline in a Python
+`while`, and a slice returns to the kernel every 64 iterations past its deadline (the
+kernel lets the event loop run, then continues) or where an iteration must run as
+sub-steps.
+
 Bodies qualify when they have no control flow, and every node is an `_Arg`, a `_Retval`
 or a compilable kernel (OpKernel.compilable: pure, every output produced) that runs
 inline, forwards, or decides by its input sizes.
