@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     cwise_kernels,
     file_io_kernels,
     function_kernels,
+    functional_kernels,
     fused_kernels,
     gather_scatter_nd_kernels,
     image_kernels,

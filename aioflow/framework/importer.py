@@ -42,6 +42,11 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         _check_graph_def(graph_def, input_map)
     except errors.InvalidArgumentError as e:
         raise ValueError(str(e)) from e
+    if graph_def.library.function or graph_def.library.gradient:
+        try:  # functions keep their names (TF does not prefix them)
+            graph._library.add_library(graph_def.library)
+        except errors.InvalidArgumentError as e:
+            raise ValueError(str(e)) from e
     with ops.name_scope(name, "import", list(input_map.values())) as scope:
         prefix = scope
         try:
@@ -153,12 +158,14 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     created: dict[str, ops.Operation] = {}
     node_defs = []
     for node in graph_def.node:
-        op_def = op_def_registry.get_registration(node.op)
-        if op_def is None:
+        reg = op_def_registry.get_registration(node.op)
+        fdef = graph._library.find(node.op) if reg is None else None
+        if reg is None and fdef is None:
             raise errors.InvalidArgumentError(
                 node, None, f"Op type not registered '{node.op}' in binary running aioflow. "
                             f"(node {node.name})")
-        op_def = op_def.op_def
+        # A direct call of a library function: the function's signature is its OpDef.
+        op_def = reg.op_def if reg is not None else fdef.signature
         node = _copy_with_defaults(node, op_def)
         node_def_util.validate_node_def(node, op_def, allow_internal_ops=False)
         out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]

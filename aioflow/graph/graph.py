@@ -15,7 +15,8 @@ SOURCE_ID = 0
 SINK_ID = 1
 
 _CONTROL_FLOW_OPS = {
-    "Switch": "is_switch", "RefSwitch": "is_switch", "Merge": "is_merge", "RefMerge": "is_merge",
+    "Switch": "is_switch", "RefSwitch": "is_switch", "_SwitchN": "is_switch",
+    "Merge": "is_merge", "RefMerge": "is_merge",
     "Enter": "is_enter", "RefEnter": "is_enter", "Exit": "is_exit", "RefExit": "is_exit",
     "NextIteration": "is_next_iteration", "RefNextIteration": "is_next_iteration",
     "LoopCond": "is_loop_cond", "ControlTrigger": "is_control_trigger",
@@ -126,6 +127,8 @@ class Graph:
             self.versions.CopyFrom(versions)
         self._edge_count = 0
         self._num_edges = 0
+        # The functions the graph's nodes may call (a FunctionLibraryDefinition), or None.
+        self.library = None
         source = node_def_pb2.NodeDef(name="_SOURCE", op="NoOp")
         sink = node_def_pb2.NodeDef(name="_SINK", op="NoOp")
         self.nodes.append(Node(SOURCE_ID, source, None, [], []))
@@ -194,9 +197,12 @@ class Graph:
         self._num_edges -= 1
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
-        """The GraphDef of the op nodes, inputs rebuilt from the edges (data then control)."""
+        """The GraphDef of the op nodes, inputs rebuilt from the edges (data then control),
+        with the graph's function library."""
         graph_def = graph_pb2.GraphDef()
         graph_def.versions.CopyFrom(self.versions)
+        if self.library:
+            graph_def.library.CopyFrom(self.library.to_proto())
         for node in self.op_nodes():
             out = graph_def.node.add()
             out.CopyFrom(node.def_)

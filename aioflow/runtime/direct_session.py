@@ -27,7 +27,7 @@ from time import perf_counter
 
 from aioflow.framework import errors, node_def_util
 from aioflow.framework.gc_util import paused_gc
-from aioflow.graph.partition import partition_by_device
+from aioflow.graph.partition import partition_by_device, reachable_library
 from aioflow.graph.subgraph import client_rendezvous_key, rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
@@ -38,6 +38,7 @@ from aioflow.runtime.cost_model import update_cost_models
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
+from aioflow.runtime.function_runtime import FunctionLibraryRuntime
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
@@ -113,6 +114,7 @@ class DirectSession:
         graph_options = self.config.graph_options
         self._cost_model_every = graph_options.build_cost_model
         self._cost_model_after = graph_options.build_cost_model_after
+        self._function_runtimes: dict[str, FunctionLibraryRuntime] = {}  # by device
         self._runner_loop = None  # the loop of the last run, and its runner
         self._partial_runs: dict[str, PartialRun] = {}  # by handle
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
@@ -129,19 +131,24 @@ class DirectSession:
         for start in range(0, len(nodes), _COPY_CHUNK):  # no long C call holding the GIL
             copy.node.extend(nodes[start:start + _COPY_CHUNK])
         versions = graph_def.versions if graph_def.HasField("versions") else None
-        self.extend_nodes(copy.node, versions)
+        library = graph_def.library if graph_def.HasField("library") else None
+        self.extend_nodes(copy.node, versions, library=library)
 
     def extend_nodes(self, node_defs, versions=None, blocking: bool = True,
-                     validated: bool = False) -> bool:
+                     validated: bool = False, library=None) -> bool:
         """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
         it returns False at once, having done nothing, when another thread holds the
         graph (the caller is a loop that must not wait). `validated`: the NodeDefs come
-        from a Python Graph, which validated each op when it was created or imported."""
+        from a Python Graph, which validated each op when it was created or imported.
+        `library`: functions the nodes may call (a FunctionDefLibrary or a
+        FunctionLibraryDefinition), added first."""
         if not self._lock.acquire(blocking):
             return False
         try:
             self._check_open()
             self._check_new_names(node_defs)
+            if library is not None:
+                self._state.add_library(library)
             if node_defs:
                 with paused_gc():
                     self._state.extend(node_defs, versions, validated)
@@ -166,6 +173,8 @@ class DirectSession:
         with self._lock:
             graph_def = graph_pb2.GraphDef()
             graph_def.versions.CopyFrom(self._state.graph.versions)
+            if self._state.library:
+                graph_def.library.CopyFrom(self._state.library.to_proto())
             graph_def.node.extend(self._state.node_defs)
         return graph_def
 
@@ -291,19 +300,35 @@ class DirectSession:
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
                            self.config.graph_options.rewrite_options)
-            eak.executors.append(factory.new_executor(part, device, inline_all=self.inline_all,
-                                                      deadness=deadness, segments=segments))
+            eak.executors.append(factory.new_executor(
+                part, device, inline_all=self.inline_all, deadness=deadness,
+                segments=segments, function_library=self.function_runtime(device, segments)))
             eak.partition_graphs.append(part)
         eak.deadness = deadness
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
 
+    def function_runtime(self, device, segments: bool | None = None) -> FunctionLibraryRuntime:
+        """The FunctionLibraryRuntime of `device` over the session's library (one per
+        device, made on first use; its instantiations are cached for the session)."""
+        flr = self._function_runtimes.get(device.name)
+        if flr is None:
+            with self._cache_lock:
+                flr = self._function_runtimes.get(device.name)
+                if flr is None:
+                    flr = self._function_runtimes[device.name] = FunctionLibraryRuntime(
+                        self._state.library, device, self.device_mgr, self.config,
+                        inline_all=self.inline_all, segments=segments)
+        return flr
+
     def _partition(self, graph) -> dict:
-        """One graph per device; a graph on one device is used as it is."""
+        """One graph per device (each with the functions it calls); a graph on one device
+        is used as it is."""
         devices = {n.assigned_device_name for n in graph.op_nodes()}
         if len(devices) <= 1:
             name = devices.pop() if devices else self.device_mgr.default_device.name
+            graph.library = reachable_library(graph.library, graph)
             return {name: graph}
         return partition_by_device(
             graph, lambda name: self.device_mgr.lookup(name).incarnation)
@@ -396,7 +421,8 @@ class DirectSession:
                 segments = self.compile_segments and segments_default()
                 executors = eak.by_type[factory] = [
                     factory.new_executor(part, ex.device, inline_all=self.inline_all,
-                                         deadness=eak.deadness, segments=segments)
+                                         deadness=eak.deadness, segments=segments,
+                                         function_library=ex.function_library)
                     for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
         return factory.new_states(executors, ctx, runner, override.seed)
 

@@ -75,16 +75,22 @@ class ExecutorImpl:
     """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
 
     def __init__(self, graph: Graph, device, inline_all: bool = False, deadness: bool = False,
-                 segments: bool | None = None, adaptive: bool | None = None):
+                 segments: bool | None = None, adaptive: bool | None = None,
+                 function_library=None, share_kernels: bool = True):
         """`deadness`: run with the control-flow propagator even without control-flow
         ops (a partition whose _Recv may deliver a value that is dead elsewhere).
         `segments`: compile straight-line runs of cheap nodes (False for debugging:
         every node then runs on its own; None: the default, see segments.py).
         `adaptive`: learn the inline-or-pool decision of input-dependent kernels from
-        their measured cost (kernel_stats.py; None: the default, on)."""
+        their measured cost (kernel_stats.py; None: the default, on).
+        `function_library`: the device's FunctionLibraryRuntime, given to the kernels
+        (call kernels instantiate their functions with it). `share_kernels`: stateful
+        kernels come from the session's OpSegment (False for a function body)."""
         self.graph = graph
         self.adaptive = adaptive_default() if adaptive is None else adaptive
         self.device = device
+        self.function_library = function_library
+        self.share_kernels = share_kernels
         self._labels: list[str] | None = None
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
@@ -123,7 +129,8 @@ class ExecutorImpl:
         item.name = node.name
         item.op = node.type_string
         item.node_def = node.def_
-        kernel = kernel_for(node, self.device)  # shared when stateful; reads refs
+        kernel = kernel_for(node, self.device, self.function_library,
+                            self.share_kernels)  # shared when stateful; reads refs
         item.kernel = kernel
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive

@@ -33,9 +33,9 @@ class ExecutorFactory:
     name = "DEFAULT"
 
     def new_executor(self, graph, device, *, inline_all: bool, deadness: bool,
-                     segments: bool) -> ExecutorImpl:
+                     segments: bool, function_library=None) -> ExecutorImpl:
         return ExecutorImpl(graph, device, inline_all=inline_all, deadness=deadness,
-                            segments=segments)
+                            segments=segments, function_library=function_library)
 
     def new_states(self, executors, ctx, runner, seed: int | None = None) -> list:
         """The step's states, one per partition (`seed`: see ShuffledReady)."""
@@ -52,8 +52,9 @@ class SingleThreadedExecutorFactory(ExecutorFactory):
     name = "SINGLE_THREADED_EXECUTOR"
 
     def new_executor(self, graph, device, *, inline_all: bool, deadness: bool,
-                     segments: bool) -> ExecutorImpl:
-        return ExecutorImpl(graph, device, inline_all=True, deadness=deadness, segments=False)
+                     segments: bool, function_library=None) -> ExecutorImpl:
+        return ExecutorImpl(graph, device, inline_all=True, deadness=deadness, segments=False,
+                            function_library=function_library)
 
 
 class ShuffledReady(list):
