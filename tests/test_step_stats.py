@@ -197,7 +197,8 @@ async def test_a_node_waiting_in_the_pool_queue_is_scheduled_before_it_starts(us
         a = sleepy(x=x, name="first")
         b = sleepy(x=x + 1.0, name="second")
         out = a + b
-    config = af.ConfigProto(inter_op_parallelism_threads=1)
+    # A pool of its own (the process-wide pool is shared and sized by its first user).
+    config = af.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
     async with af.Session(graph=g, config=config) as sess:
         md = af.RunMetadata()
         assert await sess.run(out, {x: 1.0}, run_metadata=md,

@@ -74,10 +74,12 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
 
 def _check_ops_registered(graph_def) -> None:
     """NotFoundError (TF's class) naming every op type of the GraphDef that aioflow does not
-    have, with the nodes using it: all of them at once, not the first only as TF."""
+    have, with the nodes using it: all of them at once, not the first only as TF. A node
+    whose op names a function of the GraphDef's library is a call, not an unknown op."""
+    functions = {f.signature.name for f in graph_def.library.function}
     unknown: dict[str, list[str]] = {}
     for node in graph_def.node:
-        if op_def_registry.get_registration(node.op) is None:
+        if node.op not in functions and op_def_registry.get_registration(node.op) is None:
             unknown.setdefault(node.op, []).append(node.name)
     if not unknown:
         return

@@ -53,6 +53,7 @@ class StepContext:
         step.first_error = None
         step.time_budget_s = None
         step.warn_overrun = False
+        step.inter_op_pool = None  # a body's pool kernels run on its device's pool
         return step
 
     @property
