@@ -328,7 +328,10 @@ async def test_variable_outlives_runs_and_signatures():
         await sess.run([inc, v.value()])
         await sess.run(inc_x, {x: 10.0})
         assert await sess.run(v) == 12.0
-        af.Session.reset("", ["localhost"])
+        af.Session.reset("", ["localhost"])  # resets, then closes every session (TF)
+        with pytest.raises(errors.CancelledError, match="Session has been closed."):
+            await sess.run(v)
+    async with af.Session(graph=g) as sess:  # a new session: the variable is new
         with pytest.raises(errors.FailedPreconditionError):
             await sess.run(v)
         await sess.run(v.initializer)

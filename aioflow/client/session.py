@@ -94,6 +94,12 @@ class Session:
                                                         f"{target!r}")
         DirectSession.reset_all(list(containers) if containers else None)
 
+    def list_devices(self) -> list:
+        """The devices of this session: objects with `name`, `device_type`,
+        `memory_limit_bytes` and `incarnation` (TF's Session.list_devices)."""
+        self._check_open()
+        return self._direct.list_devices()
+
     async def __aenter__(self) -> Session:
         return self
 

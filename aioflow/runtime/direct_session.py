@@ -37,7 +37,7 @@ from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
-from aioflow.runtime.graph_state import GraphState
+from aioflow.runtime.graph_state import GraphState, place_with_passes
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
 from aioflow.runtime.rendezvous import Rendezvous
@@ -112,6 +112,7 @@ class DirectSession:
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
         self._runner = None
         self.closed = False
+        self._closed_by_reset = False
         _LIVE_SESSIONS.add(self)  # Session.reset reaches every open session
 
     # -- the graph ------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class DirectSession:
                 with paused_gc():
                     self._state.extend(node_defs, versions, validated)
             elif versions is not None:
-                self._state.graph.versions.CopyFrom(versions)
+                self._state.set_versions(versions)
         finally:
             self._lock.release()
         return True
@@ -172,6 +173,8 @@ class DirectSession:
 
     def _check_open(self) -> None:
         if self.closed:
+            if self._closed_by_reset:  # the client does not know: TF's runtime error
+                raise errors.CancelledError(None, None, "Session has been closed.")
             raise RuntimeError("Attempted to use a closed Session.")
 
     # -- executors --------------------------------------------------------------------------
@@ -260,6 +263,8 @@ class DirectSession:
                                     use_function_convention=not partial,
                                     incarnation=device.incarnation)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
+        if self._state.place_pruned_graph:  # placed per step, the pruned graph only (TF)
+            place_with_passes(options, self.device_mgr, self.config)
         global_registry().run_grouping(Grouping.POST_REWRITE_FOR_EXEC, options)
         partitions = self._partition(options.graph)
         options.partition_graphs = partitions
@@ -481,11 +486,19 @@ class DirectSession:
 
     @staticmethod
     def reset_all(containers=None) -> None:
-        """`reset` of every open session of this process (TF's Session.reset on the
-        local target)."""
-        for session in list(_LIVE_SESSIONS):
-            if not session.closed:
-                session.reset(containers)
+        """TF's Session.reset on the local target (DirectSessionFactory::Reset): the
+        containers of every open session of this process are reset, then every one of
+        those sessions is closed (a later run raises TF's CancelledError)."""
+        sessions = [s for s in list(_LIVE_SESSIONS) if not s.closed]
+        for session in sessions:
+            session.reset(containers)
+        for session in sessions:
+            session._closed_by_reset = True
+            session.close()
+
+    def list_devices(self) -> list:
+        """The session's devices' attributes (TF's Session.list_devices)."""
+        return [device.attributes() for device in self.device_mgr.devices]
 
     def close(self) -> None:
         """Cancel the steps still running (as TF's Close), then release the devices: a

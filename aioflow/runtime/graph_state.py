@@ -9,6 +9,10 @@ any of them (or placement) is rolled back and leaves the state as it was. When P
 POST_PLACEMENT passes are registered they need the whole graph, and the merged graph is
 rebuilt as TF does.
 
+With GraphOptions.place_pruned_graph the graph is not placed here: each step's pruned
+graph is placed when its executors are built (DirectSession), as TF's
+GraphExecutionState does, so a node no step needs may be unplaceable.
+
 Not thread-safe by itself: the DirectSession holds its lock around `extend` and around
 taking a `snapshot`.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aioflow.framework import node_def_util, op_def_registry
+from aioflow.framework import errors, graph_def_checks, node_def_util, op_def_registry
 from aioflow.graph import construct
 from aioflow.graph.algorithm import reverse_reachable
 from aioflow.graph.graph import Graph, Node
@@ -36,6 +40,9 @@ class GraphState:
         self.by_name: dict[str, Node] = {}
         self.groups: dict[str, list[Node]] = {}
         self.node_defs: list[node_def_pb2.NodeDef] = []  # as given, for a full rebuild
+        self.has_versions = False  # an extension has given the graph its versions
+        # Placement (and the placement passes) per step, on the pruned graph (TF).
+        self.place_pruned_graph = bool(config.graph_options.place_pruned_graph)
 
     # -- extending ----------------------------------------------------------------------
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
@@ -43,11 +50,43 @@ class GraphState:
         """Add `node_defs` (their names are new to the session); on any error nothing
         changes. `validated`: each NodeDef already passed validate_node_def (they come
         from a Python Graph, which checks every op it creates or imports)."""
+        versions = self.merged_versions(versions)
         if global_registry().needs_whole_graph(node_defs):
             self._extend_full(node_defs, versions)
         else:
             self._extend_incremental(node_defs, versions, validated)
         self.node_defs.extend(node_defs)
+        if versions is not None:
+            self.has_versions = True
+
+    def merged_versions(self, versions: versions_pb2.VersionDef | None
+                        ) -> versions_pb2.VersionDef | None:
+        """The graph's versions once `versions` (an extension's) is merged in, checked
+        as TF's GraphExecutionState::Extend and graph constructor check them: the same
+        producer as the graph's, the larger min_consumer, the union of bad_consumers,
+        and the result readable by this runtime (None: the extension gave none)."""
+        if versions is None:
+            return None
+        merged = versions_pb2.VersionDef()
+        if self.has_versions:
+            current = self.graph.versions
+            if current.producer != versions.producer:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Can't extend GraphDef at version {current.producer} with "
+                                f"graph at version {versions.producer}")
+            merged.CopyFrom(current)
+            merged.min_consumer = max(current.min_consumer, versions.min_consumer)
+            known = set(merged.bad_consumers)
+            merged.bad_consumers.extend(v for v in versions.bad_consumers if v not in known)
+        else:
+            merged.CopyFrom(versions)
+        graph_def_checks.check_versions(merged)
+        return merged
+
+    def set_versions(self, versions: versions_pb2.VersionDef) -> None:
+        """An extension without nodes: only its versions are merged."""
+        self.graph.versions.CopyFrom(self.merged_versions(versions))
+        self.has_versions = True
 
     def _extend_full(self, node_defs, versions) -> None:
         """Convert the merged graph and run the placement passes on all of it (TF)."""
@@ -57,9 +96,8 @@ class GraphState:
         merged.node.extend(node_defs)
         graph = construct.convert_graph_def_to_graph(merged)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
-        global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
-        placer.place(options.graph, self.device_mgr, self.config.allow_soft_placement)
-        global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
+        if not self.place_pruned_graph:
+            place_with_passes(options, self.device_mgr, self.config)
         self.graph = options.graph
         self.by_name = {n.name: n for n in self.graph.op_nodes()}
         self.groups = {}
@@ -81,7 +119,7 @@ class GraphState:
                     cycle.def_, f"Graph contains a cycle through node '{cycle.name}' that "
                                 f"does not pass through a NextIteration node "
                                 f"({cycle.type_string})")
-            touched = self._place(new, moved)
+            touched = {} if self.place_pruned_graph else self._place(new, moved)
         except BaseException:
             self._roll_back(mark, new, moved)
             raise
@@ -135,9 +173,8 @@ class GraphState:
         allow_soft = self.config.allow_soft_placement
         keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
         first_new = new[0].id if new else 0
-        for key in keys:
-            members = touched[key]
-            requested = next((n.requested_device for n in members if n.requested_device), "")
+        for key, members in placer.placement_order({k: touched[k] for k in keys}):
+            requested = placer.merged_request(key, members, allow_soft)
             device = placer._choose(members, requested, self.device_mgr, allow_soft)
             for node in members:
                 if node.id < first_new and node not in moved:
@@ -167,6 +204,13 @@ class GraphState:
                 return _copy(self.graph, None)
             roots.append(node)
         return _copy(self.graph, reverse_reachable(roots))
+
+
+def place_with_passes(options: PassOptions, device_mgr, config) -> None:
+    """PRE_PLACEMENT passes, the Placer, POST_PLACEMENT passes on `options.graph`."""
+    global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
+    placer.place(options.graph, device_mgr, config.allow_soft_placement)
+    global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
 
 
 def _find_cycle_node(new: list[Node], first_id: int) -> Node | None:
