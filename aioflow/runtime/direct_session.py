@@ -415,7 +415,7 @@ class DirectSession:
                           resource_mgr=self.device_mgr.default_device.resource_mgr,
                           time_budget_s=time_budget_s)
         run = PartialRun(str(handle), eak, ctx, loop)
-        states = self._step_states(eak, ctx, runner)
+        run.states = states = self._step_states(eak, ctx, runner)
         self._partial_runs[run.handle] = run
         self._active_steps.add(ctx)
         run.task = loop.create_task(self._partial_step(run, states))
@@ -441,10 +441,15 @@ class DirectSession:
             raise errors.FailedPreconditionError(
                 None, None, "A partial run continues on the event loop of its setup.")
         run.check_names(feeds, fetches)
-        with self._lock:
-            run.check_fetch(self._state.by_name, feeds, fetches)
+        # No lock: an extension only adds nodes (edges into new nodes), and a rebuild
+        # of the whole graph replaces the dict this reads.
+        run.check_fetch(self._state.by_name, feeds, fetches)
         try:
             run.send_inputs(feeds)
+            if feeds:  # propagate them now: a cheap fetch is then ready, no loop turn
+                runner = (self._runner if run.loop is self._runner_loop
+                          else self._runner_of(run.loop))
+                runner.drain_now()
             values = await run.recv_outputs(fetches, self._op_timeout_ms)
         except asyncio.CancelledError:
             self._partial_runs.pop(run.handle, None)
