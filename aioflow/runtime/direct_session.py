@@ -36,7 +36,7 @@ from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see belo
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
-from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
+from aioflow.runtime.executor_factory import current_override, get_factory
 from aioflow.runtime.graph_state import GraphState, place_with_passes
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
@@ -97,6 +97,8 @@ class DirectSession:
         self.config = config if config is not None else config_pb2.ConfigProto()
         # The session's inter-op pools (thread_pools.py); the devices run on the first.
         self.thread_pools = session_pools(self.config)
+        # A negative inter_op_parallelism_threads: every run in the caller's thread (TF).
+        self._run_in_caller_thread = self.config.inter_op_parallelism_threads < 0
         self.device_mgr = DeviceMgr.from_config(self.config, self.thread_pools[0])
         self.inline_all = inline_all
         self.compile_segments = compile_segments
@@ -318,6 +320,8 @@ class DirectSession:
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
         pool_index = options.inter_op_thread_pool if options is not None else 0
+        if not pool_index and self._run_in_caller_thread:
+            pool_index = -1
         if pool_index:
             check_pool_index(pool_index, len(self.thread_pools))
         collector = None
@@ -371,16 +375,20 @@ class DirectSession:
         """The states of a run on inter-op pool `index` (-1: the caller's thread: every
         kernel inline on the loop, as the single-threaded executor runs them)."""
         if index == -1:
-            return self._states_of_override(
-                eak, ScheduleOverride("SINGLE_THREADED_EXECUTOR", None), ctx, runner)
+            return self._states_by(eak, get_factory("SINGLE_THREADED_EXECUTOR"), ctx,
+                                   runner, None)
         ctx.inter_op_pool = self.thread_pools[index]
         return self._step_states(eak, ctx, runner)
 
     def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
-        """The step's states by the executor type of a schedule_override: the same
-        partitions, executors of that type built on first use (here, on the loop: an
-        override is a testing and debugging tool)."""
-        factory = get_factory(override.executor_type)
+        """The step's states by the executor type of a schedule_override."""
+        return self._states_by(eak, get_factory(override.executor_type), ctx, runner,
+                               override.seed)
+
+    def _states_by(self, eak: ExecutorsAndKeys, factory, ctx, runner, seed) -> list:
+        """The step's states with executors of `factory`: the same partitions, executors
+        built on first use (here, on the loop: an override and a run in the caller's
+        thread are debugging tools)."""
         if factory is eak.factory:
             executors = eak.executors
         else:
@@ -391,7 +399,7 @@ class DirectSession:
                     factory.new_executor(part, ex.device, inline_all=self.inline_all,
                                          deadness=eak.deadness, segments=segments)
                     for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
-        return factory.new_states(executors, ctx, runner, override.seed)
+        return factory.new_states(executors, ctx, runner, seed)
 
     # -- partial runs (see partial_run.py) -------------------------------------------------
     async def partial_run_setup(self, feeds: tuple, fetches: tuple, targets: tuple,
