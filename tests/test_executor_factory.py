@@ -64,12 +64,12 @@ async def test_unknown_executor_type_is_tf_not_found(graph):
             pass
 
 
-@pytest.mark.parametrize("executor_type", ["", "DEFAULT", "SINGLE_THREADED_EXECUTOR"])
-async def test_registered_types_run(graph, executor_type):
+@pytest.mark.parametrize("type_name", ["", "DEFAULT", "SINGLE_THREADED_EXECUTOR"])
+async def test_registered_types_run(graph, type_name):
     x = af.placeholder(af.float32, [None, None])
     y = af.matmul(x, x) + 1.0
     value = np.random.default_rng(0).standard_normal((300, 300)).astype(np.float32)
-    async with af.Session(config=_config(executor_type)) as sess:
+    async with af.Session(config=_config(type_name)) as sess:
         np.testing.assert_allclose(await sess.run(y, {x: value}), value @ value + 1.0,
                                    rtol=1e-4, atol=1e-3)
 
@@ -132,3 +132,18 @@ def test_shuffled_ready_pops_every_item_once():
     out = [ready.popleft() for _ in range(51)]
     assert sorted(out) == list(range(51)) and out != list(range(51))
     assert not ready
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_executor_type_fixture_overrides_every_step(executor_type, graph, user_op):
+    """The conftest fixture that runs the core and control-flow modules under each
+    executor really reaches their steps (pytest-asyncio runs the test in its context)."""
+    x, total = _fan(graph, user_op, n=3)
+    seen = []
+    async with af.Session() as sess:
+        with observe_steps(seen.append):
+            await sess.run(total, {x: 1.0})
+    (state,) = seen[0]
+    inline = all(item.mode in (INLINE, FORWARD, ASYNC) for item in state.items)
+    assert inline == (executor_type != "DEFAULT")
+    assert isinstance(state.ready, ShuffledReady) == executor_type.endswith("shuffled")
