@@ -111,6 +111,8 @@ class DirectSession:
         self._op_timeout_ms = self.config.operation_timeout_in_ms
         self._runner_loop = None  # the loop of the last run, and its runner
         self._partial_runs: dict[str, PartialRun] = {}  # by handle
+        # place_pruned_graph: where stateful nodes were placed, by name (_lock).
+        self._stateful_placements: dict[str, str] = {}
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
         self._runner = None
         self.closed = False
@@ -266,7 +268,7 @@ class DirectSession:
                                     incarnation=device.incarnation)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         if self._state.place_pruned_graph:  # placed per step, the pruned graph only (TF)
-            place_with_passes(options, self.device_mgr, self.config)
+            self._place_pruned(options)
         global_registry().run_grouping(Grouping.POST_REWRITE_FOR_EXEC, options)
         partitions = self._partition(options.graph)
         options.partition_graphs = partitions
@@ -299,6 +301,22 @@ class DirectSession:
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
+
+    def _place_pruned(self, options: PassOptions) -> None:
+        """Place a step's pruned graph; stateful nodes stay where an earlier step placed
+        them (TF's GraphExecutionState Save/RestoreStatefulNodes): a variable must not
+        move to another device's resources between steps."""
+        saved = self._stateful_placements
+        with self._lock:
+            for node in options.graph.op_nodes():
+                device = saved.get(node.name) if node.op_def.is_stateful else None
+                if device is not None:
+                    node.assigned_device_name = device
+        place_with_passes(options, self.device_mgr, self.config)
+        with self._lock:
+            for node in options.graph.op_nodes():
+                if node.op_def.is_stateful:
+                    saved.setdefault(node.name, node.assigned_device_name)
 
     def _partition(self, graph) -> dict:
         """One graph per device; a graph on one device is used as it is."""

@@ -7,13 +7,20 @@ from aioflow.framework import device_spec, errors, op_kernel
 
 
 def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
-    """Set `assigned_device_name` on every op node of `graph`, in place."""
+    """Set `assigned_device_name` on every op node of `graph`, in place. A group with
+    a member assigned already goes where that member is (TF's Placer keeps assigned
+    devices)."""
     groups: dict[str, list] = {}
     for node in graph.op_nodes():
         groups.setdefault(_group_of(node), []).append(node)
     for key, members in placement_order(groups):
-        requested = merged_request(key, members, allow_soft_placement)
-        device = _choose(members, requested, device_mgr, allow_soft_placement)
+        assigned = next((n.assigned_device_name for n in members if n.assigned_device_name),
+                        None)
+        if assigned:  # placed already (a stateful node kept where an earlier step put it)
+            device = device_mgr.lookup(assigned)
+        else:
+            requested = merged_request(key, members, allow_soft_placement)
+            device = _choose(members, requested, device_mgr, allow_soft_placement)
         for node in members:
             node.assigned_device_name = device.name
 

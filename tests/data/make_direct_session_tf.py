@@ -95,6 +95,18 @@ with g.as_default():
         out[f"pruned_{pruned}_fine"] = outcome(lambda s=s: s.run(fine, {x: 3.0}))
         out[f"pruned_{pruned}_unplaceable"] = outcome(lambda s=s: s.run(unplaceable, {x: 3.0}))
 
+# A stateful node stays where an earlier step's pruned graph placed it.
+g = tf.Graph()
+with g.as_default():
+    v = v1.Variable(0.0, name="v", use_resource=False)
+    with tf.device("/device:CPU:1"):
+        init = v1.assign(v, 5.0, name="init")  # colocated with v: the group asks CPU:1
+    config = v1.ConfigProto(device_count={"CPU": 2},
+                            graph_options=v1.GraphOptions(place_pruned_graph=True))
+    s = v1.Session(graph=g, config=config)
+    s.run(init)
+    out["pruned_stateful_read"] = outcome(lambda: s.run(v))
+
 two_cpus = {"CPU": 2}
 g = tf.Graph()
 with g.as_default():
