@@ -71,14 +71,19 @@ async def test_place_pruned_graph_places_each_step_and_partial_runs(graph):
 
 async def test_place_pruned_graph_keeps_stateful_nodes_where_they_were(graph):
     v = af.Variable(0.0, name="v")
-    with af.device("/device:CPU:1"):
-        init = af.assign(v, 5.0, name="init")  # colocated with v: the group asks CPU:1
+    init = af.assign(v, 5.0, name="init")  # colocated with v (its _class)
+    init.op._set_device("/device:CPU:1")  # the group asks for CPU:1 when init is in it
     config = af.ConfigProto(device_count={"CPU": 2},
                             graph_options=af.GraphOptions(place_pruned_graph=True))
     async with af.Session(config=config) as sess:
         await sess.run(init)
         # Alone, v's group asks for no device; it stays on CPU:1, where its value is.
         assert await sess.run(v) == TF["pruned_stateful_read"]["value"]
+        md = af.RunMetadata()
+        await sess.run(v, options=af.RunOptions(output_partition_graphs=True),
+                       run_metadata=md)
+        devices = {n.name: n.device for part in md.partition_graphs for n in part.node}
+        assert devices["v"] == TF["pruned_stateful_device"]["value"]
 
 
 async def _run_parts(sess, fetch, feed):

@@ -99,13 +99,14 @@ with g.as_default():
 g = tf.Graph()
 with g.as_default():
     v = v1.Variable(0.0, name="v", use_resource=False)
-    with tf.device("/device:CPU:1"):
-        init = v1.assign(v, 5.0, name="init")  # colocated with v: the group asks CPU:1
+    init = v1.assign(v, 5.0, name="init")  # colocated with v (its _class)
+    init.op._set_device("/device:CPU:1")  # the group asks for CPU:1 when init is in it
     config = v1.ConfigProto(device_count={"CPU": 2},
                             graph_options=v1.GraphOptions(place_pruned_graph=True))
     s = v1.Session(graph=g, config=config)
     s.run(init)
     out["pruned_stateful_read"] = outcome(lambda: s.run(v))
+    out["pruned_stateful_device"] = outcome(lambda: device_of(s, v, "v"))
 
 two_cpus = {"CPU": 2}
 g = tf.Graph()
