@@ -15,7 +15,7 @@ from aioflow.framework import errors
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import state_ops
 
-pytestmark = pytest.mark.usefixtures("segments_mode")
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")
 
 _MISSING = ("Could not find variable {0}. This could mean that the variable has been "
             "deleted. In TF1, it can also mean the variable is uninitialized. Debug info: "
@@ -184,6 +184,7 @@ async def test_anonymous_variable_is_shared_by_executors():
             await sess.run(read)
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 @pytest.mark.parametrize("on_pool", [False, True])
 async def test_concurrent_assign_add_loses_nothing(on_pool, monkeypatch):
     """Thousands of gathered assign_add runs, inline and with the kernel on the pool,

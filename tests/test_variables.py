@@ -20,7 +20,7 @@ from aioflow.framework.op_def_library import apply_op
 from aioflow.proto import graph_pb2, op_def_pb2
 
 DATA = Path(__file__).parent / "data"
-pytestmark = pytest.mark.usefixtures("segments_mode")
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")
 
 VALUES = json.loads((DATA / "variables_values.json").read_text())
 
@@ -373,6 +373,7 @@ async def test_stateful_kernel_shared_across_signatures():
         np.testing.assert_array_equal(await sess.run(other), np.float32(want[0]))
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 @pytest.mark.parametrize("on_pool", [False, True])
 async def test_concurrent_assign_add_loses_nothing(on_pool, monkeypatch):
     """Thousands of gathered assign_add runs, inline and with the kernel on the pool."""
