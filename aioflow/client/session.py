@@ -88,7 +88,8 @@ class Session:
     def reset(target: str = "", containers=None, config=None) -> None:
         """TF's `Session.reset(target, containers=None, config=None)`: drop the named
         resource containers (default: the default container, "localhost") in every open
-        session of this process; their variables must be initialized again."""
+        session of this process, then close those sessions, as TF's DirectSession
+        factory does (their later runs raise CancelledError)."""
         if target:
             raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
                                                         f"{target!r}")

@@ -50,7 +50,8 @@ from aioflow.runtime.thread_pools import check_pool_index, session_pools
 # instead, with the package, so that a process's first run does not import them on the
 # loop (some 3 ms).
 
-# The open DirectSessions (weakly): Session.reset clears containers in all of them.
+# The open DirectSessions (weakly): Session.reset clears containers in all of them and
+# closes them.
 _LIVE_SESSIONS: weakref.WeakSet = weakref.WeakSet()
 # After a deadline has aborted a step, how long the run waits for its kernels to stop
 # before it raises anyway (at most a tenth of the timeout).
