@@ -2,10 +2,14 @@
 
 It holds the full graph (a GraphState, extended incrementally), and per distinct
 (feeds, fetches, targets) signature a cached set of executors: the graph is copied,
-rewritten for execution (feeds -> _Arg, fetches -> _Retval), pruned, placed, partitioned
-by device, passed through the optimization passes, and turned into one ExecutorImpl per
-partition. A run is one coroutine per partition, gathered; results come back through the
-call frame.
+rewritten for execution (feeds -> _Arg, fetches -> _Retval), pruned, placed (here with
+place_pruned_graph, else when the graph was extended), partitioned by device, passed
+through the optimization passes, and turned into one executor per partition by the
+factory of ConfigProto.experimental.executor_type (executor_factory.py). A run is one
+executor state per partition; results come back through the call frame. A partial run
+(partial_run.py) is the same with feeds -> client-terminated _Recv and fetches ->
+_Send, its step kept alive across calls. Expensive kernels run on the session's inter-op
+pools (thread_pools.py).
 
 Thread-safe, as TF's: threads (each with its own loop) may extend, build and run at
 once. A lock guards the graph state (extend, and the copy a build starts from); the
