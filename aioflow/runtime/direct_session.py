@@ -75,7 +75,6 @@ class ExecutorsAndKeys:
     executors: list[ExecutorImpl] = field(default_factory=list)
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
-    needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
     factory: object = None  # the ExecutorFactory that built `executors`
     deadness: bool = False  # the partitions track deadness (see _create_executors)
     # Executors of the same partitions by another executor type (schedule_override).
@@ -84,6 +83,7 @@ class ExecutorsAndKeys:
     # client-terminated _Recv / _Send.
     feed_keys: dict = field(default_factory=dict)
     fetch_keys: dict = field(default_factory=dict)
+    needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -342,11 +342,6 @@ class DirectSession:
         """Run one step: every partition's executor, gathered; returns the retvals.
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
-        pool_index = options.inter_op_thread_pool if options is not None else 0
-        if not pool_index and self._run_in_caller_thread:
-            pool_index = -1
-        if pool_index:
-            check_pool_index(pool_index, len(self.thread_pools))
         collector = None
         if run_metadata is not None and wants_trace(options):
             collector = StepStatsCollector()
@@ -360,11 +355,7 @@ class DirectSession:
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
             timeout_ms = self._op_timeout_ms
-        if pool_index:
-            states = self._states_on_pool(eak, ctx, runner, pool_index)
-        else:
-            states = self._step_states(eak, ctx, runner)
-        step = run_states(states, ctx)
+        step = run_states(self._run_states(eak, options, ctx, runner), ctx)
         self._active_steps.add(ctx)
         if gate is not None:
             gate.spend(perf_counter() - started)
@@ -386,6 +377,18 @@ class DirectSession:
                     None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
+
+    def _run_states(self, eak: ExecutorsAndKeys, options, ctx, runner) -> list:
+        """The states of a run, on the inter-op pool its RunOptions pick (checked as
+        TF checks the index; -1, or a negative inter_op_parallelism_threads: the
+        caller's thread)."""
+        index = options.inter_op_thread_pool if options is not None else 0
+        if not index and self._run_in_caller_thread:
+            index = -1
+        if not index:
+            return self._step_states(eak, ctx, runner)
+        check_pool_index(index, len(self.thread_pools))
+        return self._states_on_pool(eak, ctx, runner, index)
 
     def _step_states(self, eak: ExecutorsAndKeys, ctx, runner) -> list:
         """One executor state per partition for a step starting now."""
