@@ -333,51 +333,6 @@ class DirectSession:
             graph, lambda name: self.device_mgr.lookup(name).incarnation)
 
     # -- running ----------------------------------------------------------------------------
-    async def run_executors(self, eak: ExecutorsAndKeys, args: list,
-                            options: config_pb2.RunOptions | None = None,
-                            run_metadata: config_pb2.RunMetadata | None = None, *,
-                            time_budget_s: float | None = None,
-                            warn_overrun: bool = False, gate=None,
-                            started: float = 0.0) -> list:
-        """Run one step: every partition's executor, gathered; returns the retvals.
-        `gate`: the loop's RunGate, told what starting this run cost since `started`."""
-        self._check_open()
-        collector = None
-        if run_metadata is not None and wants_trace(options):
-            collector = StepStatsCollector()
-        ctx = StepContext(args, len(eak.fetches),
-                          rendezvous=Rendezvous() if eak.needs_rendezvous else None,
-                          step_stats=collector,
-                          resource_mgr=self.device_mgr.default_device.resource_mgr,
-                          time_budget_s=time_budget_s, warn_overrun=warn_overrun)
-        loop = asyncio.get_running_loop()
-        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
-        timeout_ms = options.timeout_in_ms if options is not None else 0
-        if timeout_ms <= 0:
-            timeout_ms = self._op_timeout_ms
-        step = run_states(self._run_states(eak, options, ctx, runner), ctx)
-        self._active_steps.add(ctx)
-        if gate is not None:
-            gate.spend(perf_counter() - started)
-        try:
-            if timeout_ms > 0:
-                await _with_deadline(step, ctx, timeout_ms, loop)
-            else:
-                await step
-        finally:
-            self._active_steps.discard(ctx)
-        if run_metadata is not None and options is not None and options.output_partition_graphs:
-            run_metadata.partition_graphs.extend(eak.partition_graph_defs)
-        if collector is not None:
-            collector.finalize(run_metadata.step_stats)
-        retvals = ctx.retvals
-        for i, value in enumerate(retvals):
-            if value is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
-                                f"not computed: it is dead, in an untaken branch of a cond)")
-        return retvals
-
     def _run_states(self, eak: ExecutorsAndKeys, options, ctx, runner) -> list:
         """The states of a run, on the inter-op pool its RunOptions pick (checked as
         TF checks the index; -1, or a negative inter_op_parallelism_threads: the
@@ -426,6 +381,95 @@ class DirectSession:
                                          deadness=eak.deadness, segments=segments)
                     for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
         return factory.new_states(executors, ctx, runner, seed)
+
+    async def run_executors(self, eak: ExecutorsAndKeys, args: list,
+                            options: config_pb2.RunOptions | None = None,
+                            run_metadata: config_pb2.RunMetadata | None = None, *,
+                            time_budget_s: float | None = None,
+                            warn_overrun: bool = False, gate=None,
+                            started: float = 0.0) -> list:
+        """Run one step: every partition's executor, gathered; returns the retvals.
+        `gate`: the loop's RunGate, told what starting this run cost since `started`."""
+        self._check_open()
+        collector = None
+        if run_metadata is not None and wants_trace(options):
+            collector = StepStatsCollector()
+        ctx = StepContext(args, len(eak.fetches),
+                          rendezvous=Rendezvous() if eak.needs_rendezvous else None,
+                          step_stats=collector,
+                          resource_mgr=self.device_mgr.default_device.resource_mgr,
+                          time_budget_s=time_budget_s, warn_overrun=warn_overrun)
+        loop = asyncio.get_running_loop()
+        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
+        timeout_ms = options.timeout_in_ms if options is not None else 0
+        if timeout_ms <= 0:
+            timeout_ms = self._op_timeout_ms
+        step = run_states(self._run_states(eak, options, ctx, runner), ctx)
+        self._active_steps.add(ctx)
+        if gate is not None:
+            gate.spend(perf_counter() - started)
+        try:
+            if timeout_ms > 0:
+                await _with_deadline(step, ctx, timeout_ms, loop)
+            else:
+                await step
+        finally:
+            self._active_steps.discard(ctx)
+        if run_metadata is not None and options is not None and options.output_partition_graphs:
+            run_metadata.partition_graphs.extend(eak.partition_graph_defs)
+        if collector is not None:
+            collector.finalize(run_metadata.step_stats)
+        retvals = ctx.retvals
+        for i, value in enumerate(retvals):
+            if value is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
+                                f"not computed: it is dead, in an untaken branch of a cond)")
+        return retvals
+
+    def _runner_of(self, loop):
+        self._runner_loop = loop
+        self._runner = runner = get_runner(loop)
+        return runner
+
+    def reset(self, containers=None) -> None:
+        """Drop the named resource containers (none given: the default one) on every
+        device: their variables are gone (TF's DirectSession::Reset)."""
+        for device in self.device_mgr.devices:
+            mgr = device.resource_mgr
+            for container in containers or [mgr.default_container]:
+                mgr.cleanup(container)
+
+    @staticmethod
+    def reset_all(containers=None) -> None:
+        """TF's Session.reset on the local target (DirectSessionFactory::Reset): the
+        containers of every open session of this process are reset, then every one of
+        those sessions is closed (a later run raises TF's CancelledError)."""
+        sessions = [s for s in list(_LIVE_SESSIONS) if not s.closed]
+        for session in sessions:
+            session.reset(containers)
+        for session in sessions:
+            session._closed_by_reset = True
+            session.close()
+
+    def list_devices(self) -> list:
+        """The session's devices' attributes (TF's Session.list_devices)."""
+        return [device.attributes() for device in self.device_mgr.devices]
+
+    def close(self) -> None:
+        """Cancel the steps still running (as TF's Close), then release the devices: a
+        step left waiting on pool work the shut-down pool drops would never finish."""
+        self.closed = True
+        err = errors.CancelledError(None, None, "Session has been closed.")
+        for ctx in list(self._active_steps):
+            ctx.on_error(err)
+        self._partial_runs.clear()
+        self._executors.clear()
+        self.device_mgr.shutdown()
+        for pool in self.thread_pools[1:]:  # (the first is the devices')
+            if pool.owned:
+                pool.shutdown(wait=False)
+
 
     # -- partial runs (see partial_run.py) -------------------------------------------------
     async def partial_run_setup(self, feeds: tuple, fetches: tuple, targets: tuple,
@@ -509,50 +553,6 @@ class DirectSession:
     def num_partial_runs(self) -> int:
         """Partial runs set up and neither finished nor dropped."""
         return len(self._partial_runs)
-
-    def _runner_of(self, loop):
-        self._runner_loop = loop
-        self._runner = runner = get_runner(loop)
-        return runner
-
-    def reset(self, containers=None) -> None:
-        """Drop the named resource containers (none given: the default one) on every
-        device: their variables are gone (TF's DirectSession::Reset)."""
-        for device in self.device_mgr.devices:
-            mgr = device.resource_mgr
-            for container in containers or [mgr.default_container]:
-                mgr.cleanup(container)
-
-    @staticmethod
-    def reset_all(containers=None) -> None:
-        """TF's Session.reset on the local target (DirectSessionFactory::Reset): the
-        containers of every open session of this process are reset, then every one of
-        those sessions is closed (a later run raises TF's CancelledError)."""
-        sessions = [s for s in list(_LIVE_SESSIONS) if not s.closed]
-        for session in sessions:
-            session.reset(containers)
-        for session in sessions:
-            session._closed_by_reset = True
-            session.close()
-
-    def list_devices(self) -> list:
-        """The session's devices' attributes (TF's Session.list_devices)."""
-        return [device.attributes() for device in self.device_mgr.devices]
-
-    def close(self) -> None:
-        """Cancel the steps still running (as TF's Close), then release the devices: a
-        step left waiting on pool work the shut-down pool drops would never finish."""
-        self.closed = True
-        err = errors.CancelledError(None, None, "Session has been closed.")
-        for ctx in list(self._active_steps):
-            ctx.on_error(err)
-        self._partial_runs.clear()
-        self._executors.clear()
-        self.device_mgr.shutdown()
-        for pool in self.thread_pools[1:]:  # (the first is the devices')
-            if pool.owned:
-                pool.shutdown(wait=False)
-
 
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
     """Await `step`, but raise DeadlineExceededError once `timeout_ms` has passed.
