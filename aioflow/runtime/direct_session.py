@@ -554,6 +554,7 @@ class DirectSession:
         """Partial runs set up and neither finished nor dropped."""
         return len(self._partial_runs)
 
+
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
     """Await `step`, but raise DeadlineExceededError once `timeout_ms` has passed.
 
