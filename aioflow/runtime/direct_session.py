@@ -76,7 +76,7 @@ class ExecutorsAndKeys:
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
     factory: object = None  # the ExecutorFactory that built `executors`
-    deadness: bool = False  # the partitions track deadness (see _create_executors)
+    executor_options: list = field(default_factory=list)  # per partition, its options
     # Executors of the same partitions by another executor type (schedule_override).
     by_type: dict = field(default_factory=dict)
     # A partial run's signature: feed / fetch name -> the rendezvous key of its
@@ -299,10 +299,10 @@ class DirectSession:
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
                            self.config.graph_options.rewrite_options)
-            eak.executors.append(factory.new_executor(part, device, inline_all=self.inline_all,
-                                                      deadness=deadness, segments=segments))
+            kwargs = dict(inline_all=self.inline_all, deadness=deadness, segments=segments)
+            eak.executors.append(factory.new_executor(part, device, **kwargs))
+            eak.executor_options.append(kwargs)
             eak.partition_graphs.append(part)
-        eak.deadness = deadness
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
@@ -375,11 +375,9 @@ class DirectSession:
         else:
             executors = eak.by_type.get(factory)
             if executors is None:
-                segments = self.compile_segments and segments_default()
                 executors = eak.by_type[factory] = [
-                    factory.new_executor(part, ex.device, inline_all=self.inline_all,
-                                         deadness=eak.deadness, segments=segments)
-                    for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
+                    factory.new_executor(part, ex.device, **options) for part, ex, options in
+                    zip(eak.partition_graphs, eak.executors, eak.executor_options, strict=True)]
         return factory.new_states(executors, ctx, runner, seed)
 
     async def run_executors(self, eak: ExecutorsAndKeys, args: list,
