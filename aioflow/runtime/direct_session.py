@@ -29,21 +29,20 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from aioflow.framework import errors, node_def_util
+from aioflow.framework import errors
 from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.partition import partition_by_device
-from aioflow.graph.subgraph import client_rendezvous_key, rewrite_graph_for_execution
+from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
-from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see below)
+from aioflow.runtime import executor_factory, executor_state, frame_state  # noqa: F401
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
-from aioflow.runtime.executor_factory import current_override, get_factory
-from aioflow.runtime.graph_state import GraphState, place_with_passes
+from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
-from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
+from aioflow.runtime.partial_run import PartialRun, PartialRunHandle, client_keys
 from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
@@ -261,6 +260,22 @@ class DirectSession:
         fut.set_result(eak)
         return eak
 
+    def _place_pruned(self, options: PassOptions) -> None:
+        """Place a step's pruned graph; stateful nodes stay where an earlier step placed
+        them (TF's GraphExecutionState Save/RestoreStatefulNodes): a variable must not
+        move to another device's resources between steps."""
+        saved = self._stateful_placements
+        with self._lock:
+            for node in options.graph.op_nodes():
+                device = saved.get(node.name) if node.op_def.is_stateful else None
+                if device is not None:
+                    node.assigned_device_name = device
+        self._state.place_step_graph(options)
+        with self._lock:
+            for node in options.graph.op_nodes():
+                if node.op_def.is_stateful:
+                    saved.setdefault(node.name, node.assigned_device_name)
+
     def _create_executors(self, feeds, fetches, targets, partial: bool = False
                           ) -> ExecutorsAndKeys:
         """`partial`: for a partial run (feeds and fetches through the rendezvous)."""
@@ -278,13 +293,10 @@ class DirectSession:
         partitions = self._partition(options.graph)
         options.partition_graphs = partitions
         global_registry().run_grouping(Grouping.POST_PARTITIONING, options)
-        factory = get_factory(self.config.experimental.executor_type)
+        factory = executor_factory.get_factory(self.config.experimental.executor_type)
         eak = ExecutorsAndKeys(feeds, fetches, targets, factory=factory)
         if partial:
-            eak.feed_keys = {name: client_rendezvous_key(
-                _canonical(name), device.name, device.incarnation) for name in feeds}
-            eak.fetch_keys = {name: client_rendezvous_key(
-                _canonical(name), device.name, device.incarnation) for name in fetches}
+            eak.feed_keys, eak.fetch_keys = client_keys(feeds, fetches, device)
         optimizer_options = self.config.graph_options.optimizer_options
         parts = options.partition_graphs
         # A value that is dead on one device (an untaken cond branch) arrives dead on
@@ -306,22 +318,6 @@ class DirectSession:
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
-
-    def _place_pruned(self, options: PassOptions) -> None:
-        """Place a step's pruned graph; stateful nodes stay where an earlier step placed
-        them (TF's GraphExecutionState Save/RestoreStatefulNodes): a variable must not
-        move to another device's resources between steps."""
-        saved = self._stateful_placements
-        with self._lock:
-            for node in options.graph.op_nodes():
-                device = saved.get(node.name) if node.op_def.is_stateful else None
-                if device is not None:
-                    node.assigned_device_name = device
-        place_with_passes(options, self.device_mgr, self.config)
-        with self._lock:
-            for node in options.graph.op_nodes():
-                if node.op_def.is_stateful:
-                    saved.setdefault(node.name, node.assigned_device_name)
 
     def _partition(self, graph) -> dict:
         """One graph per device; a graph on one device is used as it is."""
@@ -347,7 +343,7 @@ class DirectSession:
 
     def _step_states(self, eak: ExecutorsAndKeys, ctx, runner) -> list:
         """One executor state per partition for a step starting now."""
-        override = current_override()
+        override = executor_factory.current_override()
         if override is None:
             return [ex.new_state(ctx, runner) for ex in eak.executors]
         return self._states_of_override(eak, override, ctx, runner)
@@ -356,15 +352,15 @@ class DirectSession:
         """The states of a run on inter-op pool `index` (-1: the caller's thread: every
         kernel inline on the loop, as the single-threaded executor runs them)."""
         if index == -1:
-            return self._states_by(eak, get_factory("SINGLE_THREADED_EXECUTOR"), ctx,
-                                   runner, None)
+            single = executor_factory.get_factory("SINGLE_THREADED_EXECUTOR")
+            return self._states_by(eak, single, ctx, runner, None)
         ctx.inter_op_pool = self.thread_pools[index]
         return self._step_states(eak, ctx, runner)
 
     def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
         """The step's states by the executor type of a schedule_override."""
-        return self._states_by(eak, get_factory(override.executor_type), ctx, runner,
-                               override.seed)
+        factory = executor_factory.get_factory(override.executor_type)
+        return self._states_by(eak, factory, ctx, runner, override.seed)
 
     def _states_by(self, eak: ExecutorsAndKeys, factory, ctx, runner, seed) -> list:
         """The step's states with executors of `factory`: the same partitions, executors
@@ -593,11 +589,6 @@ def _handle_dropped(session_ref, handle: str, loop) -> None:
         loop.call_soon_threadsafe(session._forget_partial_run, handle)
     except RuntimeError:  # the loop is closed: its step cannot run any more
         session._partial_runs.pop(handle, None)
-
-
-def _canonical(name: str) -> str:
-    node, index = node_def_util.parse_input(name)
-    return f"{node}:{index}"
 
 
 def _retrieve(task: asyncio.Task) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aioflow.framework import errors, graph_def_checks, node_def_util, op_def_registry
+from aioflow.framework import node_def_util, op_def_registry
 from aioflow.graph import construct
 from aioflow.graph.algorithm import reverse_reachable
 from aioflow.graph.graph import Graph, Node
@@ -36,13 +36,13 @@ class GraphState:
     def __init__(self, device_mgr, config):
         self.device_mgr = device_mgr
         self.config = config
+        self.has_versions = False  # an extension has given the graph its versions
+        # Placement (and the placement passes) per step, on the pruned graph (TF).
+        self.place_pruned_graph = bool(config.graph_options.place_pruned_graph)
         self.graph = Graph()
         self.by_name: dict[str, Node] = {}
         self.groups: dict[str, list[Node]] = {}
         self.node_defs: list[node_def_pb2.NodeDef] = []  # as given, for a full rebuild
-        self.has_versions = False  # an extension has given the graph its versions
-        # Placement (and the placement passes) per step, on the pruned graph (TF).
-        self.place_pruned_graph = bool(config.graph_options.place_pruned_graph)
 
     # -- extending ----------------------------------------------------------------------
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
@@ -65,6 +65,8 @@ class GraphState:
         as TF's GraphExecutionState::Extend and graph constructor check them: the same
         producer as the graph's, the larger min_consumer, the union of bad_consumers,
         and the result readable by this runtime (None: the extension gave none)."""
+        from aioflow.framework import errors, graph_def_checks
+
         if versions is None:
             return None
         merged = versions_pb2.VersionDef()
@@ -83,6 +85,11 @@ class GraphState:
         graph_def_checks.check_versions(merged)
         return merged
 
+    def place_step_graph(self, options: PassOptions) -> None:
+        """With place_pruned_graph: place a step's pruned graph (`options.graph`), with
+        the placement passes, as this state places the whole graph otherwise."""
+        _place_with_passes(options, self.device_mgr, self.config)
+
     def set_versions(self, versions: versions_pb2.VersionDef) -> None:
         """An extension without nodes: only its versions are merged."""
         self.graph.versions.CopyFrom(self.merged_versions(versions))
@@ -97,7 +104,7 @@ class GraphState:
         graph = construct.convert_graph_def_to_graph(merged)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         if not self.place_pruned_graph:
-            place_with_passes(options, self.device_mgr, self.config)
+            _place_with_passes(options, self.device_mgr, self.config)
         self.graph = options.graph
         self.by_name = {n.name: n for n in self.graph.op_nodes()}
         self.groups = {}
@@ -206,7 +213,7 @@ class GraphState:
         return _copy(self.graph, reverse_reachable(roots))
 
 
-def place_with_passes(options: PassOptions, device_mgr, config) -> None:
+def _place_with_passes(options: PassOptions, device_mgr, config) -> None:
     """PRE_PLACEMENT passes, the Placer, POST_PLACEMENT passes on `options.graph`."""
     global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
     placer.place(options.graph, device_mgr, config.allow_soft_placement)

@@ -26,6 +26,17 @@ from __future__ import annotations
 import asyncio
 
 from aioflow.framework import errors, node_def_util
+from aioflow.graph.subgraph import client_rendezvous_key
+
+
+def client_keys(feeds, fetches, device) -> tuple[dict, dict]:
+    """The rendezvous keys of a partial run's feeds and fetches, by name: from the
+    client `device` to itself (TF's GetRendezvousKey, frame and iteration 0)."""
+    def key(name: str) -> str:
+        node, index = node_def_util.parse_input(name)
+        return client_rendezvous_key(f"{node}:{index}", device.name, device.incarnation)
+
+    return {name: key(name) for name in feeds}, {name: key(name) for name in fetches}
 
 
 class PartialRunHandle(str):
