@@ -147,3 +147,20 @@ async def test_executor_type_fixture_overrides_every_step(executor_type, graph, 
     inline = all(item.mode in (INLINE, FORWARD, ASYNC) for item in state.items)
     assert inline == (executor_type != "DEFAULT")
     assert isinstance(state.ready, ShuffledReady) == executor_type.endswith("shuffled")
+
+
+async def test_single_threaded_runs_partitions_and_control_flow(graph):
+    """Beyond TF's single-threaded executor: several partitions, a cond and a while loop
+    (the default executor's values)."""
+    x = af.placeholder(af.float32, [], name="x")
+    with af.device("/device:CPU:1"):
+        y = af.cond(x > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+    _, total = af.while_loop(lambda i, acc: i < 5, lambda i, acc: (i + 1, acc + y),
+                             [af.constant(0), af.constant(0.0)])
+    results = {}
+    for name in ("DEFAULT", "SINGLE_THREADED_EXECUTOR"):
+        config = _config(name)
+        config.device_count["CPU"] = 2
+        async with af.Session(config=config) as sess:
+            results[name] = [await sess.run(total, {x: v}) for v in (3.0, -3.0)]
+    assert results["SINGLE_THREADED_EXECUTOR"] == results["DEFAULT"] == [30.0, -20.0]
