@@ -12,14 +12,8 @@ from aioflow.framework.rendezvous_key import create_key
 
 
 def _key(ctx) -> str:
-    """The rendezvous key of this edge, TF's text (string attrs decoded)."""
-    return create_key(_text(ctx.get_attr("send_device")),
-                      ctx.get_attr("send_device_incarnation"),
-                      _text(ctx.get_attr("recv_device")), _text(ctx.get_attr("tensor_name")))
-
-
-def _text(value) -> str:
-    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
+    return create_key(ctx.get_attr("send_device"), ctx.get_attr("send_device_incarnation"),
+                      ctx.get_attr("recv_device"), ctx.get_attr("tensor_name"))
 
 
 def _frame_prefix(key: str) -> str:

@@ -64,12 +64,12 @@ async def test_unknown_executor_type_is_tf_not_found(graph):
             pass
 
 
-@pytest.mark.parametrize("executor_type", ["", "DEFAULT", "SINGLE_THREADED_EXECUTOR"])
-async def test_registered_types_run(graph, executor_type):
+@pytest.mark.parametrize("type_name", ["", "DEFAULT", "SINGLE_THREADED_EXECUTOR"])
+async def test_registered_types_run(graph, type_name):
     x = af.placeholder(af.float32, [None, None])
     y = af.matmul(x, x) + 1.0
     value = np.random.default_rng(0).standard_normal((300, 300)).astype(np.float32)
-    async with af.Session(config=_config(executor_type)) as sess:
+    async with af.Session(config=_config(type_name)) as sess:
         np.testing.assert_allclose(await sess.run(y, {x: value}), value @ value + 1.0,
                                    rtol=1e-4, atol=1e-3)
 
@@ -132,3 +132,35 @@ def test_shuffled_ready_pops_every_item_once():
     out = [ready.popleft() for _ in range(51)]
     assert sorted(out) == list(range(51)) and out != list(range(51))
     assert not ready
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_executor_type_fixture_overrides_every_step(executor_type, graph, user_op):
+    """The conftest fixture that runs the core and control-flow modules under each
+    executor really reaches their steps (pytest-asyncio runs the test in its context)."""
+    x, total = _fan(graph, user_op, n=3)
+    seen = []
+    async with af.Session() as sess:
+        with observe_steps(seen.append):
+            await sess.run(total, {x: 1.0})
+    (state,) = seen[0]
+    inline = all(item.mode in (INLINE, FORWARD, ASYNC) for item in state.items)
+    assert inline == (executor_type != "DEFAULT")
+    assert isinstance(state.ready, ShuffledReady) == executor_type.endswith("shuffled")
+
+
+async def test_single_threaded_runs_partitions_and_control_flow(graph):
+    """Beyond TF's single-threaded executor: several partitions, a cond and a while loop
+    (the default executor's values)."""
+    x = af.placeholder(af.float32, [], name="x")
+    with af.device("/device:CPU:1"):
+        y = af.cond(x > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+    _, total = af.while_loop(lambda i, acc: i < 5, lambda i, acc: (i + 1, acc + y),
+                             [af.constant(0), af.constant(0.0)])
+    results = {}
+    for name in ("DEFAULT", "SINGLE_THREADED_EXECUTOR"):
+        config = _config(name)
+        config.device_count["CPU"] = 2
+        async with af.Session(config=config) as sess:
+            results[name] = [await sess.run(total, {x: v}) for v in (3.0, -3.0)]
+    assert results["SINGLE_THREADED_EXECUTOR"] == results["DEFAULT"] == [30.0, -20.0]

@@ -217,3 +217,22 @@ def test_sync_session(graph):
         gc.collect()
         sess.run(r1, {a: 1, b: 2})  # a turn of the loop: the drop is handled there
         assert direct.num_partial_runs == 0
+
+
+async def test_across_devices_and_a_while_loop(graph):
+    """Feeds and fetches stay on the client device; the step's other partition and a
+    while loop between them run as in a plain run."""
+    a = af.placeholder(af.float32, [], name="a")
+    n = af.placeholder(af.int32, [], name="n")
+    with af.device("/device:CPU:1"):
+        doubled = a * 2.0
+    _, total = af.while_loop(lambda i, acc: i < n, lambda i, acc: (i + 1, acc + doubled),
+                             [af.constant(0), af.constant(0.0)])
+    config = af.ConfigProto(device_count={"CPU": 2})
+    async with af.Session(config=config) as sess:
+        h = await sess.partial_run_setup([doubled, total], [a, n])
+        assert await sess.partial_run(h, doubled, {a: 1.5}) == 3.0
+        assert await sess.partial_run(h, total, {n: 4}) == 12.0
+        eak = sess._direct._executors[((("a:0", "n:0"), tuple(sorted(
+            [doubled.name, total.name])), (), True))]
+        assert len(eak.partition_graphs) == 2

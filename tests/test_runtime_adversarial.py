@@ -22,7 +22,7 @@ from aioflow.proto import config_pb2, graph_pb2, types_pb2
 from aioflow.runtime import loop_runner
 from aioflow.runtime.direct_session import DirectSession
 
-pytestmark = pytest.mark.usefixtures("segments_mode")  # compiled segments on and off
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")  # segments; executors
 
 Pair = collections.namedtuple("Pair", "first second")
 
@@ -739,6 +739,7 @@ class _RecordsItsThread(op_kernel.OpKernel):
         return (inputs[0],)
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 async def test_pool_completions_come_back_on_the_loop_thread(graph, user_op):
     """Kernels run in pool threads; their results are propagated on the loop thread
     (executor state is touched only there): the inline kernel each pool kernel feeds

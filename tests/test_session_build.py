@@ -22,6 +22,7 @@ from aioflow.graph.construct import convert_graph_def_to_graph
 from aioflow.passes.registry import Grouping, global_registry
 from aioflow.proto import attr_value_pb2, graph_pb2
 from aioflow.runtime import direct_session as ds_mod
+from aioflow.runtime import executor_factory
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.placer import place
 
@@ -276,9 +277,7 @@ async def test_the_loop_keeps_beating_while_a_big_graph_builds():
 
 async def test_two_runs_asking_for_one_new_signature_build_it_once(graph, monkeypatch):
     built = []
-    from aioflow.runtime import executor_factory
-
-    real = executor_factory.ExecutorImpl
+    real = executor_factory.ExecutorImpl  # the executor factories build them
 
     def counting(*args, **kwargs):
         built.append(1)

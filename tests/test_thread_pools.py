@@ -135,3 +135,10 @@ async def test_close_aborts_steps_on_a_shared_pool(graph, user_op):
     gate.set()
     with pytest.raises(errors.CancelledError):
         await asyncio.wait_for(run, 5)
+
+
+async def test_negative_inter_op_threads_run_in_the_callers_thread(graph, user_op):
+    x, y = _graph(user_op)
+    config = af.ConfigProto(inter_op_parallelism_threads=-1)
+    async with af.Session(config=config) as sess:
+        assert await _thread_of(sess, x, y) == threading.current_thread().name

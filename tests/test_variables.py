@@ -20,7 +20,7 @@ from aioflow.framework.op_def_library import apply_op
 from aioflow.proto import graph_pb2, op_def_pb2
 
 DATA = Path(__file__).parent / "data"
-pytestmark = pytest.mark.usefixtures("segments_mode")
+pytestmark = pytest.mark.usefixtures("segments_mode", "executor_type")
 
 VALUES = json.loads((DATA / "variables_values.json").read_text())
 
@@ -328,7 +328,10 @@ async def test_variable_outlives_runs_and_signatures():
         await sess.run([inc, v.value()])
         await sess.run(inc_x, {x: 10.0})
         assert await sess.run(v) == 12.0
-        af.Session.reset("", ["localhost"])
+        af.Session.reset("", ["localhost"])  # resets, then closes every session (TF)
+        with pytest.raises(errors.CancelledError, match="Session has been closed."):
+            await sess.run(v)
+    async with af.Session(graph=g) as sess:  # a new session: the variable is new
         with pytest.raises(errors.FailedPreconditionError):
             await sess.run(v)
         await sess.run(v.initializer)
@@ -370,6 +373,7 @@ async def test_stateful_kernel_shared_across_signatures():
         np.testing.assert_array_equal(await sess.run(other), np.float32(want[0]))
 
 
+@pytest.mark.executor_types()  # the default executor's thread pool
 @pytest.mark.parametrize("on_pool", [False, True])
 async def test_concurrent_assign_add_loses_nothing(on_pool, monkeypatch):
     """Thousands of gathered assign_add runs, inline and with the kernel on the pool."""

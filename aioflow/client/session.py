@@ -90,11 +90,18 @@ class Session:
     def reset(target: str = "", containers=None, config=None) -> None:
         """TF's `Session.reset(target, containers=None, config=None)`: drop the named
         resource containers (default: the default container, "localhost") in every open
-        session of this process; their variables must be initialized again."""
+        session of this process, then close those sessions, as TF's DirectSession
+        factory does (their later runs raise CancelledError)."""
         if target:
             raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
                                                         f"{target!r}")
         DirectSession.reset_all(list(containers) if containers else None)
+
+    def list_devices(self) -> list:
+        """The devices of this session: objects with `name`, `device_type`,
+        `memory_limit_bytes` and `incarnation` (TF's Session.list_devices)."""
+        self._check_open()
+        return self._direct.list_devices()
 
     async def __aenter__(self) -> Session:
         return self

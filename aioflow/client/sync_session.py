@@ -103,6 +103,10 @@ class SyncSession:
 
         return call
 
+    def list_devices(self) -> list:
+        """Session.list_devices."""
+        return self._session.list_devices()
+
     def partial_run_setup(self, fetches, feeds=None, targets=None):
         """Session.partial_run_setup, blocking; returns the partial run's handle."""
         return self._call(self._session.partial_run_setup(fetches, feeds, targets))

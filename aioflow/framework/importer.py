@@ -159,6 +159,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     """Create all ops first (outputs known from attrs), then wire inputs, then shapes."""
     created: dict[str, ops.Operation] = {}
     node_defs = []
+    colocations = []  # (op, the names of the ops it is colocated with)
     for node in graph_def.node:
         reg = op_def_registry.get_registration(node.op)
         fdef = graph._library.find(node.op) if reg is None else None
@@ -183,11 +184,25 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         op._traceback = None  # an imported node was not created by Python code here
         op._checked = True  # validate_node_def passed above
         graph._add_op(op)
-        if graph._device_stack or node.device:
+        colocated = _colocation_names(attrs)
+        if colocated:
+            # As TF's _ProcessNewOps: a colocated op keeps its own device (no device
+            # scope) until the device of the op it is colocated with replaces it, below.
+            op._device = device_spec.canonical(node.device) if node.device else ""
+            colocations.append((op, colocated))
+        elif graph._device_stack or node.device:
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
             op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
         created[node.name] = op
         node_defs.append((node, op_def, op))
+    for op, names in colocations:
+        # The device of the first op of its colocation list that has one, if any (TF:
+        # several devices in a group are the placer's to reconcile or refuse).
+        for name in names:
+            target = graph._get_operation_or_none(name)
+            if target is not None and target.device:
+                op._device = device_spec.canonical(target.device)
+                break
     for node, op_def, op in node_defs:
         expected = node_def_util.input_types(node, op_def)
         data_index = 0
@@ -246,6 +261,14 @@ def _copy_with_defaults(node, op_def):
     copy.CopyFrom(node)
     node_def_util.add_default_attrs(copy, op_def)
     return copy
+
+
+def _colocation_names(attrs: dict) -> list[str]:
+    """The names in an op's `_class: loc:@name` colocation list, in order."""
+    value = attrs.get("_class")
+    if value is None:
+        return []
+    return [s[5:].decode() for s in value.list.s if s.startswith(b"loc:@")]
 
 
 def _prefixed_class(value, prefix: str, created, graph_def):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from aioflow.framework import device_spec, errors
 from aioflow.framework.resource_mgr import ResourceMgr
@@ -83,8 +84,26 @@ class Device:
             self.inter_op_pool.shutdown(wait=wait)
         self._blas_gate = None
 
+    def attributes(self) -> DeviceAttributes:
+        return DeviceAttributes(self.name, self.device_type, CPU_MEMORY_LIMIT_BYTES,
+                                self.incarnation)
+
     def __repr__(self) -> str:
         return f"<Device {self.name}>"
+
+
+# What TF reports as a CPU device's memory limit (its CPU allocator's nominal 256 MiB).
+CPU_MEMORY_LIMIT_BYTES = 268435456
+
+
+@dataclass(frozen=True)
+class DeviceAttributes:
+    """What `Session.list_devices` tells of a device (TF's _DeviceAttributes)."""
+
+    name: str
+    device_type: str
+    memory_limit_bytes: int
+    incarnation: int
 
 
 def _limit_blas_threads(n: int) -> None:

@@ -2,10 +2,14 @@
 
 It holds the full graph (a GraphState, extended incrementally), and per distinct
 (feeds, fetches, targets) signature a cached set of executors: the graph is copied,
-rewritten for execution (feeds -> _Arg, fetches -> _Retval), pruned, placed, partitioned
-by device, passed through the optimization passes, and turned into one ExecutorImpl per
-partition. A run is one coroutine per partition, gathered; results come back through the
-call frame.
+rewritten for execution (feeds -> _Arg, fetches -> _Retval), pruned, placed (here with
+place_pruned_graph, else when the graph was extended), partitioned by device, passed
+through the optimization passes, and turned into one executor per partition by the
+factory of ConfigProto.experimental.executor_type (executor_factory.py). A run is one
+executor state per partition; results come back through the call frame. A partial run
+(partial_run.py) is the same with feeds -> client-terminated _Recv and fetches ->
+_Send, its step kept alive across calls. Expensive kernels run on the session's inter-op
+pools (thread_pools.py).
 
 Thread-safe, as TF's: threads (each with its own loop) may extend, build and run at
 once. A lock guards the graph state (extend, and the copy a build starts from); the
@@ -25,23 +29,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from aioflow.framework import errors, node_def_util
+from aioflow.framework import errors
 from aioflow.framework.gc_util import paused_gc
 from aioflow.graph.partition import partition_by_device, reachable_library
-from aioflow.graph.subgraph import client_rendezvous_key, rewrite_graph_for_execution
+from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
-from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see below)
+from aioflow.runtime import executor_factory, executor_state, frame_state  # noqa: F401
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.cost_model import update_cost_models
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
-from aioflow.runtime.executor_factory import ScheduleOverride, current_override, get_factory
 from aioflow.runtime.function_runtime import FunctionLibraryRuntime
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
-from aioflow.runtime.partial_run import PartialRun, PartialRunHandle
+from aioflow.runtime.partial_run import PartialRun, PartialRunHandle, client_keys
 from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
@@ -52,7 +55,8 @@ from aioflow.runtime.thread_pools import check_pool_index, session_pools
 # instead, with the package, so that a process's first run does not import them on the
 # loop (some 3 ms).
 
-# The open DirectSessions (weakly): Session.reset clears containers in all of them.
+# The open DirectSessions (weakly): Session.reset clears containers in all of them and
+# closes them.
 _LIVE_SESSIONS: weakref.WeakSet = weakref.WeakSet()
 # After a deadline has aborted a step, how long the run waits for its kernels to stop
 # before it raises anyway (at most a tenth of the timeout).
@@ -72,9 +76,8 @@ class ExecutorsAndKeys:
     executors: list[ExecutorImpl] = field(default_factory=list)
     partition_graphs: list = field(default_factory=list)
     _partition_graph_defs: list | None = None
-    needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
     factory: object = None  # the ExecutorFactory that built `executors`
-    deadness: bool = False  # the partitions track deadness (see _create_executors)
+    executor_options: list = field(default_factory=list)  # per partition, its options
     # Executors of the same partitions by another executor type (schedule_override).
     by_type: dict = field(default_factory=dict)
     # A partial run's signature: feed / fetch name -> the rendezvous key of its
@@ -83,6 +86,7 @@ class ExecutorsAndKeys:
     fetch_keys: dict = field(default_factory=dict)
     step_count: int = 0  # steps run (GraphOptions.build_cost_model counts them)
     cost_models: dict = field(default_factory=dict)  # partition index -> its CostModel
+    needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -101,6 +105,8 @@ class DirectSession:
         self.config = config if config is not None else config_pb2.ConfigProto()
         # The session's inter-op pools (thread_pools.py); the devices run on the first.
         self.thread_pools = session_pools(self.config)
+        # A negative inter_op_parallelism_threads: every run in the caller's thread (TF).
+        self._run_in_caller_thread = self.config.inter_op_parallelism_threads < 0
         self.device_mgr = DeviceMgr.from_config(self.config, self.thread_pools[0])
         self.inline_all = inline_all
         self.compile_segments = compile_segments
@@ -117,9 +123,12 @@ class DirectSession:
         self._function_runtimes: dict[str, FunctionLibraryRuntime] = {}  # by device
         self._runner_loop = None  # the loop of the last run, and its runner
         self._partial_runs: dict[str, PartialRun] = {}  # by handle
+        # place_pruned_graph: where stateful nodes were placed, by name (_lock).
+        self._stateful_placements: dict[str, str] = {}
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
         self._runner = None
         self.closed = False
+        self._closed_by_reset = False
         _LIVE_SESSIONS.add(self)  # Session.reset reaches every open session
 
     # -- the graph ------------------------------------------------------------------------
@@ -153,7 +162,7 @@ class DirectSession:
                 with paused_gc():
                     self._state.extend(node_defs, versions, validated)
             elif versions is not None:
-                self._state.graph.versions.CopyFrom(versions)
+                self._state.set_versions(versions)
         finally:
             self._lock.release()
         return True
@@ -187,6 +196,8 @@ class DirectSession:
 
     def _check_open(self) -> None:
         if self.closed:
+            if self._closed_by_reset:  # the client does not know: TF's runtime error
+                raise errors.CancelledError(None, None, "Session has been closed.")
             raise RuntimeError("Attempted to use a closed Session.")
 
     # -- executors --------------------------------------------------------------------------
@@ -264,6 +275,22 @@ class DirectSession:
         fut.set_result(eak)
         return eak
 
+    def _place_pruned(self, options: PassOptions) -> None:
+        """Place a step's pruned graph; stateful nodes stay where an earlier step placed
+        them (TF's GraphExecutionState Save/RestoreStatefulNodes): a variable must not
+        move to another device's resources between steps."""
+        saved = self._stateful_placements
+        with self._lock:
+            for node in options.graph.op_nodes():
+                device = saved.get(node.name) if node.op_def.is_stateful else None
+                if device is not None:
+                    node.assigned_device_name = device
+        self._state.place_step_graph(options)
+        with self._lock:
+            for node in options.graph.op_nodes():
+                if node.op_def.is_stateful:
+                    saved.setdefault(node.name, node.assigned_device_name)
+
     def _create_executors(self, feeds, fetches, targets, partial: bool = False
                           ) -> ExecutorsAndKeys:
         """`partial`: for a partial run (feeds and fetches through the rendezvous)."""
@@ -275,17 +302,16 @@ class DirectSession:
                                     use_function_convention=not partial,
                                     incarnation=device.incarnation)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
+        if self._state.place_pruned_graph:  # placed per step, the pruned graph only (TF)
+            self._place_pruned(options)
         global_registry().run_grouping(Grouping.POST_REWRITE_FOR_EXEC, options)
         partitions = self._partition(options.graph)
         options.partition_graphs = partitions
         global_registry().run_grouping(Grouping.POST_PARTITIONING, options)
-        factory = get_factory(self.config.experimental.executor_type)
+        factory = executor_factory.get_factory(self.config.experimental.executor_type)
         eak = ExecutorsAndKeys(feeds, fetches, targets, factory=factory)
         if partial:
-            eak.feed_keys = {name: client_rendezvous_key(
-                _canonical(name), device.name, device.incarnation) for name in feeds}
-            eak.fetch_keys = {name: client_rendezvous_key(
-                _canonical(name), device.name, device.incarnation) for name in fetches}
+            eak.feed_keys, eak.fetch_keys = client_keys(feeds, fetches, device)
         optimizer_options = self.config.graph_options.optimizer_options
         parts = options.partition_graphs
         # A value that is dead on one device (an untaken cond branch) arrives dead on
@@ -300,11 +326,11 @@ class DirectSession:
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
                            self.config.graph_options.rewrite_options)
-            eak.executors.append(factory.new_executor(
-                part, device, inline_all=self.inline_all, deadness=deadness,
-                segments=segments, function_library=self.function_runtime(device, segments)))
+            kwargs = dict(inline_all=self.inline_all, deadness=deadness, segments=segments,
+                          function_library=self.function_runtime(device, segments))
+            eak.executors.append(factory.new_executor(part, device, **kwargs))
+            eak.executor_options.append(kwargs)
             eak.partition_graphs.append(part)
-        eak.deadness = deadness
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
@@ -334,6 +360,53 @@ class DirectSession:
             graph, lambda name: self.device_mgr.lookup(name).incarnation)
 
     # -- running ----------------------------------------------------------------------------
+    def _run_states(self, eak: ExecutorsAndKeys, options, ctx, runner) -> list:
+        """The states of a run, on the inter-op pool its RunOptions pick (checked as
+        TF checks the index; -1, or a negative inter_op_parallelism_threads: the
+        caller's thread)."""
+        index = options.inter_op_thread_pool if options is not None else 0
+        if not index and self._run_in_caller_thread:
+            index = -1
+        if not index:
+            return self._step_states(eak, ctx, runner)
+        check_pool_index(index, len(self.thread_pools))
+        return self._states_on_pool(eak, ctx, runner, index)
+
+    def _step_states(self, eak: ExecutorsAndKeys, ctx, runner) -> list:
+        """One executor state per partition for a step starting now."""
+        override = executor_factory.current_override()
+        if override is None:
+            return [ex.new_state(ctx, runner) for ex in eak.executors]
+        return self._states_of_override(eak, override, ctx, runner)
+
+    def _states_on_pool(self, eak: ExecutorsAndKeys, ctx, runner, index: int) -> list:
+        """The states of a run on inter-op pool `index` (-1: the caller's thread: every
+        kernel inline on the loop, as the single-threaded executor runs them)."""
+        if index == -1:
+            single = executor_factory.get_factory("SINGLE_THREADED_EXECUTOR")
+            return self._states_by(eak, single, ctx, runner, None)
+        ctx.inter_op_pool = self.thread_pools[index]
+        return self._step_states(eak, ctx, runner)
+
+    def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
+        """The step's states by the executor type of a schedule_override."""
+        factory = executor_factory.get_factory(override.executor_type)
+        return self._states_by(eak, factory, ctx, runner, override.seed)
+
+    def _states_by(self, eak: ExecutorsAndKeys, factory, ctx, runner, seed) -> list:
+        """The step's states with executors of `factory`: the same partitions, executors
+        built on first use (here, on the loop: an override and a run in the caller's
+        thread are debugging tools)."""
+        if factory is eak.factory:
+            executors = eak.executors
+        else:
+            executors = eak.by_type.get(factory)
+            if executors is None:
+                executors = eak.by_type[factory] = [
+                    factory.new_executor(part, ex.device, **options) for part, ex, options in
+                    zip(eak.partition_graphs, eak.executors, eak.executor_options, strict=True)]
+        return factory.new_states(executors, ctx, runner, seed)
+
     async def run_executors(self, eak: ExecutorsAndKeys, args: list,
                             options: config_pb2.RunOptions | None = None,
                             run_metadata: config_pb2.RunMetadata | None = None, *,
@@ -343,9 +416,6 @@ class DirectSession:
         """Run one step: every partition's executor, gathered; returns the retvals.
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
-        pool_index = options.inter_op_thread_pool if options is not None else 0
-        if pool_index:
-            check_pool_index(pool_index, len(self.thread_pools))
         update_cost_model = self._counts_for_cost_model(eak)
         collector = None
         if (run_metadata is not None and wants_trace(options)) or update_cost_model:
@@ -360,11 +430,7 @@ class DirectSession:
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
             timeout_ms = self._op_timeout_ms
-        if pool_index:
-            states = self._states_on_pool(eak, ctx, runner, pool_index)
-        else:
-            states = self._step_states(eak, ctx, runner)
-        step = run_states(states, ctx)
+        step = run_states(self._run_states(eak, options, ctx, runner), ctx)
         self._active_steps.add(ctx)
         if gate is not None:
             gate.spend(perf_counter() - started)
@@ -392,118 +458,6 @@ class DirectSession:
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
 
-    def _step_states(self, eak: ExecutorsAndKeys, ctx, runner) -> list:
-        """One executor state per partition for a step starting now."""
-        override = current_override()
-        if override is None:
-            return [ex.new_state(ctx, runner) for ex in eak.executors]
-        return self._states_of_override(eak, override, ctx, runner)
-
-    def _states_on_pool(self, eak: ExecutorsAndKeys, ctx, runner, index: int) -> list:
-        """The states of a run on inter-op pool `index` (-1: the caller's thread: every
-        kernel inline on the loop, as the single-threaded executor runs them)."""
-        if index == -1:
-            return self._states_of_override(
-                eak, ScheduleOverride("SINGLE_THREADED_EXECUTOR", None), ctx, runner)
-        ctx.inter_op_pool = self.thread_pools[index]
-        return self._step_states(eak, ctx, runner)
-
-    def _states_of_override(self, eak: ExecutorsAndKeys, override, ctx, runner) -> list:
-        """The step's states by the executor type of a schedule_override: the same
-        partitions, executors of that type built on first use (here, on the loop: an
-        override is a testing and debugging tool)."""
-        factory = get_factory(override.executor_type)
-        if factory is eak.factory:
-            executors = eak.executors
-        else:
-            executors = eak.by_type.get(factory)
-            if executors is None:
-                segments = self.compile_segments and segments_default()
-                executors = eak.by_type[factory] = [
-                    factory.new_executor(part, ex.device, inline_all=self.inline_all,
-                                         deadness=eak.deadness, segments=segments,
-                                         function_library=ex.function_library)
-                    for part, ex in zip(eak.partition_graphs, eak.executors, strict=True)]
-        return factory.new_states(executors, ctx, runner, override.seed)
-
-    # -- partial runs (see partial_run.py) -------------------------------------------------
-    async def partial_run_setup(self, feeds: tuple, fetches: tuple, targets: tuple,
-                                time_budget_s: float | None = None) -> PartialRunHandle:
-        """Build the signature's partial-run executors and start its step on the running
-        loop; the handle names it for `partial_run` (TF's PRunSetup)."""
-        self._check_open()
-        if not self._state.by_name:
-            raise errors.InvalidArgumentError(
-                None, None, "Session was not created with a graph before PRunSetup()!")
-        key = (feeds, fetches, targets, True)
-        eak = self._executors.get(key)
-        if eak is None:
-            eak = await self.wait_for(await run_in_build_thread(self.build_or_join, key))
-        self._check_open()
-        handle = PartialRunHandle(f"{','.join(feeds)}->{','.join(fetches)}/{','.join(targets)}"
-                                  f"/1/;{next(self._partial_handles)}")
-        loop = asyncio.get_running_loop()
-        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
-        ctx = StepContext([], 0, rendezvous=Rendezvous(),
-                          resource_mgr=self.device_mgr.default_device.resource_mgr,
-                          time_budget_s=time_budget_s)
-        run = PartialRun(str(handle), eak, ctx, loop)
-        states = self._step_states(eak, ctx, runner)
-        self._partial_runs[run.handle] = run
-        self._active_steps.add(ctx)
-        run.task = loop.create_task(self._partial_step(run, states))
-        run.task.add_done_callback(_retrieve)
-        weakref.finalize(handle, _handle_dropped, weakref.ref(self), run.handle, loop)
-        return handle
-
-    async def _partial_step(self, run: PartialRun, states: list) -> None:
-        try:
-            await run_states(states, run.ctx)
-        finally:
-            self._active_steps.discard(run.ctx)
-
-    async def partial_run(self, handle: str, feeds: dict, fetches: tuple) -> list:
-        """Feed `feeds` (name -> value) into the partial run's step and return the values
-        of `fetches` (TF's PRun: its checks, errors and order)."""
-        self._check_open()
-        run = self._partial_runs.get(str(handle))
-        if run is None:
-            raise errors.InvalidArgumentError(
-                None, None, "Must run 'setup' before performing partial runs!")
-        if run.loop is not asyncio.get_running_loop():
-            raise errors.FailedPreconditionError(
-                None, None, "A partial run continues on the event loop of its setup.")
-        run.check_names(feeds, fetches)
-        with self._lock:
-            run.check_fetch(self._state.by_name, feeds, fetches)
-        try:
-            run.send_inputs(feeds)
-            values = await run.recv_outputs(fetches, self._op_timeout_ms)
-        except asyncio.CancelledError:
-            self._partial_runs.pop(run.handle, None)
-            raise
-        except BaseException as e:
-            self._partial_runs.pop(run.handle, None)
-            run.abort(e if isinstance(e, errors.OpError) else errors.CancelledError(
-                None, None, "Partial run failed"))
-            await run.wait_done()
-            raise
-        if run.mark(feeds, fetches):
-            self._partial_runs.pop(run.handle, None)
-            await run.wait_done()
-        return values
-
-    def _forget_partial_run(self, handle: str) -> None:
-        """The handle was dropped: cancel the step, release its state."""
-        run = self._partial_runs.pop(handle, None)
-        if run is not None:
-            run.abort(errors.CancelledError(None, None, "The partial run's handle was dropped"))
-
-    @property
-    def num_partial_runs(self) -> int:
-        """Partial runs set up and neither finished nor dropped."""
-        return len(self._partial_runs)
-
     def _counts_for_cost_model(self, eak: ExecutorsAndKeys) -> bool:
         """Count a step of `eak`; whether it updates the cost model (TF: every
         `build_cost_model` steps once `build_cost_model_after` steps have run)."""
@@ -530,11 +484,19 @@ class DirectSession:
 
     @staticmethod
     def reset_all(containers=None) -> None:
-        """`reset` of every open session of this process (TF's Session.reset on the
-        local target)."""
-        for session in list(_LIVE_SESSIONS):
-            if not session.closed:
-                session.reset(containers)
+        """TF's Session.reset on the local target (DirectSessionFactory::Reset): the
+        containers of every open session of this process are reset, then every one of
+        those sessions is closed (a later run raises TF's CancelledError)."""
+        sessions = [s for s in list(_LIVE_SESSIONS) if not s.closed]
+        for session in sessions:
+            session.reset(containers)
+        for session in sessions:
+            session._closed_by_reset = True
+            session.close()
+
+    def list_devices(self) -> list:
+        """The session's devices' attributes (TF's Session.list_devices)."""
+        return [device.attributes() for device in self.device_mgr.devices]
 
     def close(self) -> None:
         """Cancel the steps still running (as TF's Close), then release the devices: a
@@ -549,6 +511,90 @@ class DirectSession:
         for pool in self.thread_pools[1:]:  # (the first is the devices')
             if pool.owned:
                 pool.shutdown(wait=False)
+
+
+    # -- partial runs (see partial_run.py) -------------------------------------------------
+    async def partial_run_setup(self, feeds: tuple, fetches: tuple, targets: tuple,
+                                time_budget_s: float | None = None) -> PartialRunHandle:
+        """Build the signature's partial-run executors and start its step on the running
+        loop; the handle names it for `partial_run` (TF's PRunSetup)."""
+        self._check_open()
+        if not self._state.by_name:
+            raise errors.InvalidArgumentError(
+                None, None, "Session was not created with a graph before PRunSetup()!")
+        key = (feeds, fetches, targets, True)
+        eak = self._executors.get(key)
+        if eak is None:
+            eak = await self.wait_for(await run_in_build_thread(self.build_or_join, key))
+        self._check_open()
+        handle = PartialRunHandle(f"{','.join(feeds)}->{','.join(fetches)}/{','.join(targets)}"
+                                  f"/1/;{next(self._partial_handles)}")
+        loop = asyncio.get_running_loop()
+        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
+        ctx = StepContext([], 0, rendezvous=Rendezvous(),
+                          resource_mgr=self.device_mgr.default_device.resource_mgr,
+                          time_budget_s=time_budget_s)
+        run = PartialRun(str(handle), eak, ctx, loop)
+        run.states = states = self._step_states(eak, ctx, runner)
+        self._partial_runs[run.handle] = run
+        self._active_steps.add(ctx)
+        run.task = loop.create_task(self._partial_step(run, states))
+        run.task.add_done_callback(_retrieve)
+        weakref.finalize(handle, _handle_dropped, weakref.ref(self), run.handle, loop)
+        return handle
+
+    async def _partial_step(self, run: PartialRun, states: list) -> None:
+        try:
+            await run_states(states, run.ctx)
+        finally:
+            self._active_steps.discard(run.ctx)
+
+    async def partial_run(self, handle: str, feeds: dict, fetches: tuple) -> list:
+        """Feed `feeds` (name -> value) into the partial run's step and return the values
+        of `fetches` (TF's PRun: its checks, errors and order)."""
+        self._check_open()
+        run = self._partial_runs.get(str(handle))
+        if run is None:
+            raise errors.InvalidArgumentError(
+                None, None, "Must run 'setup' before performing partial runs!")
+        if run.loop is not asyncio.get_running_loop():
+            raise errors.FailedPreconditionError(
+                None, None, "A partial run continues on the event loop of its setup.")
+        run.check_names(feeds, fetches)
+        # No lock: an extension only adds nodes (edges into new nodes), and a rebuild
+        # of the whole graph replaces the dict this reads.
+        run.check_fetch(self._state.by_name, feeds, fetches)
+        try:
+            run.send_inputs(feeds)
+            if feeds:  # propagate them now: a cheap fetch is then ready, no loop turn
+                runner = (self._runner if run.loop is self._runner_loop
+                          else self._runner_of(run.loop))
+                runner.drain_now()
+            values = await run.recv_outputs(fetches, self._op_timeout_ms)
+        except asyncio.CancelledError:
+            self._partial_runs.pop(run.handle, None)
+            raise
+        except BaseException as e:
+            self._partial_runs.pop(run.handle, None)
+            run.abort(e if isinstance(e, errors.OpError) else errors.CancelledError(
+                None, None, "Partial run failed"))
+            await run.wait_done()
+            raise
+        if run.mark(feeds, fetches):
+            self._partial_runs.pop(run.handle, None)
+            await run.wait_done()
+        return values
+
+    def _forget_partial_run(self, handle: str) -> None:
+        """The handle was dropped: cancel the step, release its state."""
+        run = self._partial_runs.pop(handle, None)
+        if run is not None:
+            run.abort(errors.CancelledError(None, None, "The partial run's handle was dropped"))
+
+    @property
+    def num_partial_runs(self) -> int:
+        """Partial runs set up and neither finished nor dropped."""
+        return len(self._partial_runs)
 
 
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
@@ -591,11 +637,6 @@ def _handle_dropped(session_ref, handle: str, loop) -> None:
         loop.call_soon_threadsafe(session._forget_partial_run, handle)
     except RuntimeError:  # the loop is closed: its step cannot run any more
         session._partial_runs.pop(handle, None)
-
-
-def _canonical(name: str) -> str:
-    node, index = node_def_util.parse_input(name)
-    return f"{node}:{index}"
 
 
 def _retrieve(task: asyncio.Task) -> None:

@@ -32,10 +32,10 @@ class ExecutorFactory:
 
     name = "DEFAULT"
 
-    def new_executor(self, graph, device, *, inline_all: bool, deadness: bool,
-                     segments: bool, function_library=None) -> ExecutorImpl:
-        return ExecutorImpl(graph, device, inline_all=inline_all, deadness=deadness,
-                            segments=segments, function_library=function_library)
+    def new_executor(self, graph, device, **options) -> ExecutorImpl:
+        """The executor of one partition; `options` are ExecutorImpl's (inline_all,
+        deadness, segments, ...), as the session chose them."""
+        return ExecutorImpl(graph, device, **options)
 
     def new_states(self, executors, ctx, runner, seed: int | None = None) -> list:
         """The step's states, one per partition (`seed`: see ShuffledReady)."""
@@ -51,10 +51,8 @@ class SingleThreadedExecutorFactory(ExecutorFactory):
 
     name = "SINGLE_THREADED_EXECUTOR"
 
-    def new_executor(self, graph, device, *, inline_all: bool, deadness: bool,
-                     segments: bool, function_library=None) -> ExecutorImpl:
-        return ExecutorImpl(graph, device, inline_all=True, deadness=deadness, segments=False,
-                            function_library=function_library)
+    def new_executor(self, graph, device, **options) -> ExecutorImpl:
+        return ExecutorImpl(graph, device, **{**options, "inline_all": True, "segments": False})
 
 
 class ShuffledReady(list):

@@ -9,6 +9,10 @@ any of them (or placement) is rolled back and leaves the state as it was. When P
 POST_PLACEMENT passes are registered they need the whole graph, and the merged graph is
 rebuilt as TF does.
 
+With GraphOptions.place_pruned_graph the graph is not placed here: each step's pruned
+graph is placed when its executors are built (DirectSession), as TF's
+GraphExecutionState does, so a node no step needs may be unplaceable.
+
 Not thread-safe by itself: the DirectSession holds its lock around `extend` and around
 taking a `snapshot`.
 """
@@ -34,6 +38,9 @@ class GraphState:
     def __init__(self, device_mgr, config):
         self.device_mgr = device_mgr
         self.config = config
+        self.has_versions = False  # an extension has given the graph its versions
+        # Placement (and the placement passes) per step, on the pruned graph (TF).
+        self.place_pruned_graph = bool(config.graph_options.place_pruned_graph)
         self.graph = Graph()
         self.by_name: dict[str, Node] = {}
         self.groups: dict[str, list[Node]] = {}
@@ -54,11 +61,50 @@ class GraphState:
         """Add `node_defs` (their names are new to the session); on any error nothing
         changes. `validated`: each NodeDef already passed validate_node_def (they come
         from a Python Graph, which checks every op it creates or imports)."""
+        versions = self.merged_versions(versions)
         if global_registry().needs_whole_graph(node_defs):
             self._extend_full(node_defs, versions)
         else:
             self._extend_incremental(node_defs, versions, validated)
         self.node_defs.extend(node_defs)
+        if versions is not None:
+            self.has_versions = True
+
+    def merged_versions(self, versions: versions_pb2.VersionDef | None
+                        ) -> versions_pb2.VersionDef | None:
+        """The graph's versions once `versions` (an extension's) is merged in, checked
+        as TF's GraphExecutionState::Extend and graph constructor check them: the same
+        producer as the graph's, the larger min_consumer, the union of bad_consumers,
+        and the result readable by this runtime (None: the extension gave none)."""
+        from aioflow.framework import errors, graph_def_checks
+
+        if versions is None:
+            return None
+        merged = versions_pb2.VersionDef()
+        if self.has_versions:
+            current = self.graph.versions
+            if current.producer != versions.producer:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Can't extend GraphDef at version {current.producer} with "
+                                f"graph at version {versions.producer}")
+            merged.CopyFrom(current)
+            merged.min_consumer = max(current.min_consumer, versions.min_consumer)
+            known = set(merged.bad_consumers)
+            merged.bad_consumers.extend(v for v in versions.bad_consumers if v not in known)
+        else:
+            merged.CopyFrom(versions)
+        graph_def_checks.check_versions(merged)
+        return merged
+
+    def place_step_graph(self, options: PassOptions) -> None:
+        """With place_pruned_graph: place a step's pruned graph (`options.graph`), with
+        the placement passes, as this state places the whole graph otherwise."""
+        _place_with_passes(options, self.device_mgr, self.config)
+
+    def set_versions(self, versions: versions_pb2.VersionDef) -> None:
+        """An extension without nodes: only its versions are merged."""
+        self.graph.versions.CopyFrom(self.merged_versions(versions))
+        self.has_versions = True
 
     def _extend_full(self, node_defs, versions) -> None:
         """Convert the merged graph and run the placement passes on all of it (TF)."""
@@ -68,9 +114,8 @@ class GraphState:
         merged.node.extend(node_defs)
         graph = construct.convert_graph_def_to_graph(merged, self.library)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
-        global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
-        placer.place(options.graph, self.device_mgr, self.config.allow_soft_placement)
-        global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
+        if not self.place_pruned_graph:
+            _place_with_passes(options, self.device_mgr, self.config)
         self.graph = options.graph
         self.graph.library = self.library
         self.by_name = {n.name: n for n in self.graph.op_nodes()}
@@ -93,7 +138,7 @@ class GraphState:
                     cycle.def_, f"Graph contains a cycle through node '{cycle.name}' that "
                                 f"does not pass through a NextIteration node "
                                 f"({cycle.type_string})")
-            touched = self._place(new, moved)
+            touched = {} if self.place_pruned_graph else self._place(new, moved)
         except BaseException:
             self._roll_back(mark, new, moved)
             raise
@@ -152,9 +197,8 @@ class GraphState:
         allow_soft = self.config.allow_soft_placement
         keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
         first_new = new[0].id if new else 0
-        for key in keys:
-            members = touched[key]
-            requested = next((n.requested_device for n in members if n.requested_device), "")
+        for key, members in placer.placement_order({k: touched[k] for k in keys}):
+            requested = placer.merged_request(key, members, allow_soft)
             device = placer._choose(members, requested, self.device_mgr, allow_soft)
             for node in members:
                 if node.id < first_new and node not in moved:
@@ -184,6 +228,13 @@ class GraphState:
                 return _copy(self.graph, None)
             roots.append(node)
         return _copy(self.graph, reverse_reachable(roots))
+
+
+def _place_with_passes(options: PassOptions, device_mgr, config) -> None:
+    """PRE_PLACEMENT passes, the Placer, POST_PLACEMENT passes on `options.graph`."""
+    global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
+    placer.place(options.graph, device_mgr, config.allow_soft_placement)
+    global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
 
 
 def _find_cycle_node(new: list[Node], first_id: int) -> Node | None:

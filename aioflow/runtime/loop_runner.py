@@ -65,6 +65,17 @@ class LoopRunner:
             return
         state.queued = True
         self.queue.append(state)
+        self._drain_in_caller()
+
+    def drain_now(self) -> None:
+        """Drain the queued states here, in the caller's stack, when the runner is idle
+        and this turn's budget allows (else the scheduled drain gets to them): a
+        partial run's feeds are propagated before its fetch is awaited, with no turn of
+        the loop in between."""
+        if self.queue and not self.draining and self._turn_spent < self.budget:
+            self._drain_in_caller()
+
+    def _drain_in_caller(self) -> None:
         start = perf_counter()
         self._drain()
         self._turn_spent += perf_counter() - start

@@ -15,8 +15,9 @@ A PartialRun holds:
 - `pending_inputs` / `pending_outputs`: feed and fetch names of setup -> whether they
   were fed / fetched already (a failed call marks nothing);
 - `ctx`: the step's StepContext (its rendezvous carries the feeds and fetches);
-- `task`: the task running the step's executor states; its end removes the run from
-  the session, whatever ended it (done, an error, close, a dropped handle).
+- `states`, `task`: the step's executor states and the task running them;
+  the run is forgotten by the call that finishes or fails it, by close, or when its
+  handle is dropped (the task then ends on its own, the step aborted).
 Everything is touched on the loop that ran setup; a call from another loop is refused.
 """
 
@@ -25,6 +26,17 @@ from __future__ import annotations
 import asyncio
 
 from aioflow.framework import errors, node_def_util
+from aioflow.graph.subgraph import client_rendezvous_key
+
+
+def client_keys(feeds, fetches, device) -> tuple[dict, dict]:
+    """The rendezvous keys of a partial run's feeds and fetches, by name: from the
+    client `device` to itself (TF's GetRendezvousKey, frame and iteration 0)."""
+    def key(name: str) -> str:
+        node, index = node_def_util.parse_input(name)
+        return client_rendezvous_key(f"{node}:{index}", device.name, device.incarnation)
+
+    return {name: key(name) for name in feeds}, {name: key(name) for name in fetches}
 
 
 class PartialRunHandle(str):
@@ -44,6 +56,10 @@ class PartialRun:
         self.pending_inputs = dict.fromkeys(eak.feeds, False)
         self.pending_outputs = dict.fromkeys(eak.fetches, False)
         self.task: asyncio.Task | None = None
+        self.states: list = []  # the step's executor states, one per partition
+        # Feed and fetch names as (node, output), parsed once.
+        self._ids = {name: node_def_util.parse_input(name)
+                     for name in (*eak.feeds, *eak.fetches)}
 
     def check_names(self, feeds, fetches) -> None:
         """TF's checks of a call's feeds and fetches against setup and earlier calls."""
@@ -67,14 +83,14 @@ class PartialRun:
     def check_fetch(self, by_name: dict, feeds, fetches) -> None:
         """TF's CheckFetch: no tensor a fetch depends on (in the session's full graph)
         may be a declared feed that has not been fed yet, counting this call's feeds."""
-        pending = {node_def_util.parse_input(name) for name, fed in
-                   self.pending_inputs.items() if not fed}
-        pending.difference_update(node_def_util.parse_input(name) for name in feeds)
+        ids = self._ids
+        pending = {ids[name] for name, fed in self.pending_inputs.items()
+                   if not fed and name not in feeds}
         if not pending:
             return
         stack = []
         for name in fetches:
-            node = by_name.get(node_def_util.parse_input(name)[0])
+            node = by_name.get(ids[name][0])
             if node is None:
                 raise errors.NotFoundError(None, None, f"Fetch {name}: not found")
             stack.append(node)
@@ -144,6 +160,9 @@ class PartialRun:
         self.ctx.on_error(err)
 
     async def wait_done(self) -> None:
-        """Wait for the step's executors to stop (TF waits before it forgets the run)."""
+        """Wait for the step's executors to stop (TF waits before it forgets the run);
+        once every state is done the task only has its bookkeeping left."""
+        if all(state.done.done() for state in self.states):
+            return
         if self.task is not None and not self.task.done():
             await asyncio.shield(self.task)

@@ -7,15 +7,37 @@ from aioflow.framework import device_spec, errors, op_kernel
 
 
 def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
-    """Set `assigned_device_name` on every op node of `graph`, in place."""
+    """Set `assigned_device_name` on every op node of `graph`, in place. A group with
+    a member assigned already goes where that member is (TF's Placer keeps assigned
+    devices)."""
     groups: dict[str, list] = {}
     for node in graph.op_nodes():
         groups.setdefault(_group_of(node), []).append(node)
-    for members in groups.values():
-        requested = next((n.requested_device for n in members if n.requested_device), "")
-        device = _choose(members, requested, device_mgr, allow_soft_placement)
+    for key, members in placement_order(groups):
+        assigned = next((n.assigned_device_name for n in members if n.assigned_device_name),
+                        None)
+        if assigned:  # placed already (a stateful node kept where an earlier step put it)
+            device = device_mgr.lookup(assigned)
+        else:
+            requested = merged_request(key, members, allow_soft_placement)
+            device = _choose(members, requested, device_mgr, allow_soft_placement)
         for node in members:
             node.assigned_device_name = device.name
+
+
+def placement_order(groups: dict) -> list:
+    """The groups (key, members) in the order TF's Placer assigns them: node order, but
+    groups made only of generators (no inputs, one non-ref output: a Const) in a second
+    pass, after their consumers (so the first error is a consumer's, as TF's)."""
+    first, second = [], []
+    for key, members in groups.items():
+        (second if all(_is_generator(n) for n in members) else first).append((key, members))
+    return first + second
+
+
+def _is_generator(node) -> bool:
+    return (node.num_inputs == 0 and node.num_outputs == 1
+            and node.output_types[0] < 100)  # a ref type's enum is its base's + 100
 
 
 def _group_of(node) -> str:
@@ -27,26 +49,74 @@ def _group_of(node) -> str:
     return node.name
 
 
+_FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
+           ("device_type", "types"), ("device_index", "ids"))
+
+
+def merged_request(key: str, members, allow_soft: bool) -> str:
+    """The device a colocation group asks for: its members' requested devices merged
+    as TF's ColocationGraph merges them (DeviceNameUtils::MergeDevNames), in node order.
+    Members asking for different jobs, replicas or tasks cannot be colocated
+    (InvalidArgumentError in TF's words); different types or ids neither, unless soft
+    placement is allowed, which then drops the type and id (or the id) from the
+    group's request."""
+    merged = None
+    for node in members:
+        requested = node.requested_device
+        if not requested:
+            continue
+        spec = _parse(node, requested)
+        if merged is None:
+            merged = spec
+            continue
+        fields = dict(merged.__dict__)
+        for name, plural in _FIELDS:
+            mine, theirs = fields[name], getattr(spec, name)
+            if theirs is None:
+                continue
+            if mine is None or mine == theirs:
+                fields[name] = theirs
+                continue
+            if allow_soft and name == "device_type":
+                fields["device_type"] = fields["device_index"] = None
+                break
+            if allow_soft and name == "device_index":
+                fields["device_index"] = None
+                break
+            raise errors.InvalidArgumentError(
+                node.def_, None,
+                f"Cannot colocate nodes {{{{colocation_node {node.name}}}}} and "
+                f"{{{{colocation_node {key}}}}}: Cannot merge devices with incompatible "
+                f"{plural}: '{merged.to_string()}' and '{spec.to_string()}'")
+        merged = device_spec.DeviceSpec(**fields)
+    return merged.to_string() if merged is not None else ""
+
+
+def _parse(node, requested: str):
+    try:
+        return device_spec.DeviceSpec.from_string(requested)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(
+            node.def_, None, f"Malformed device specification '{requested}' in node "
+                             f"{{{{node {node.name}}}}}: {e}") from None
+
+
 def _choose(members, requested: str, device_mgr, allow_soft: bool):
     candidates = device_mgr.devices
     if requested:
-        try:
-            spec = device_spec.DeviceSpec.from_string(requested)
-        except ValueError as e:
-            node = members[0]
-            raise errors.InvalidArgumentError(
-                node.def_, None, f"Malformed device specification '{requested}' in node "
-                                 f"{{{{node {node.name}}}}}: {e}") from None
+        node = next((n for n in members if n.requested_device), members[0])
+        spec = _parse(node, requested)
         matching = [d for d in candidates
                     if spec.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
         if not matching and not allow_soft:
-            node = members[0]
+            gpu = (" The requested device appears to be a GPU, but CUDA is not enabled."
+                   if spec.device_type == "GPU" else "")
             raise errors.InvalidArgumentError(
                 node.def_, None,
-                f"Cannot assign a device for operation {node.name}: Operation was explicitly "
-                f"assigned to {requested} but available devices are [ "
-                f"{', '.join(d.name for d in candidates)} ]. Make sure the device "
-                f"specification refers to a valid device.")
+                f"Cannot assign a device for operation {node.name}: {{{{node {node.name}}}}} "
+                f"was explicitly assigned to {node.requested_device} but available devices "
+                f"are [ {', '.join(d.name for d in candidates)} ]. Make sure the device "
+                f"specification refers to a valid device.{gpu}")
         candidates = matching or candidates
     for device in candidates:
         if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None

@@ -59,7 +59,8 @@ class InterOpPool:
 
 def num_inter_op_threads(config) -> int:
     """TF's NumInterOpThreadsFromSessionOptions: the config's count, else the cores (a
-    negative count, which TF leaves to the caller's thread, is one thread here)."""
+    negative count runs every step in the caller's thread, see DirectSession: its pool
+    gets one thread, for what runs there regardless)."""
     n = config.inter_op_parallelism_threads if config is not None else 0
     if n < 0:
         return 1
