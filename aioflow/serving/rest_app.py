@@ -84,7 +84,8 @@ class RestApi:
 
     @staticmethod
     def _route(request):
-        m = _MODEL_PATH.match(request.path)
+        # from the route's tail, so the app works mounted under a prefix (add_subapp)
+        m = _MODEL_PATH.match("/v1/models/" + request.match_info["tail"])
         if m is None:
             raise errors.InvalidArgumentError(
                 None, None, f"Malformed request: {request.method} {request.path}")
