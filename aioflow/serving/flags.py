@@ -44,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "comma-separated or repeated")
     p.add_argument("--outputs", action="append",
                    help="frozen GraphDef: signature outputs KEY=TENSOR or TENSOR")
+    p.add_argument("--tensorflow_intra_op_parallelism", type=int, default=0,
+                   help="threads of one kernel (BLAS); 0: the runtime's default")
+    p.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
+                   help="kernels run at once on the device's pool; 0: the number of cores")
     p.add_argument("--enable_batching", type=_bool, nargs="?", const=True, default=False,
                    help="batch concurrent requests of a signature into one run")
     p.add_argument("--batching_parameters_file", default="",

@@ -10,6 +10,7 @@ import sys
 
 from google.protobuf import json_format, text_format
 
+from aioflow.proto import config_pb2
 from aioflow.proto.serving import batching_parameters_pb2, model_server_config_pb2
 from aioflow.serving.batching import BatchingOptions
 from aioflow.serving.loader import LoadOptions, parse_tensor_flags
@@ -44,10 +45,13 @@ def _policy(config) -> VersionPolicy:
 def model_configs(args) -> list[ModelConfig]:
     """The models the flags name: --model_config_file, or --model_name and
     --model_base_path."""
+    session_config = config_pb2.ConfigProto(
+        intra_op_parallelism_threads=args.tensorflow_intra_op_parallelism,
+        inter_op_parallelism_threads=args.tensorflow_inter_op_parallelism)
     options = LoadOptions(
         tags=tuple(t for t in args.saved_model_tags.split(",") if t),
         graph_file=args.graph_file, inputs=tuple(parse_tensor_flags(args.inputs)),
-        outputs=tuple(parse_tensor_flags(args.outputs)))
+        outputs=tuple(parse_tensor_flags(args.outputs)), session_config=session_config)
     if args.model_config_file:
         server_config = _read_message(args.model_config_file,
                                       model_server_config_pb2.ModelServerConfig())
@@ -98,9 +102,20 @@ async def serve(args) -> int:
     return 0
 
 
+def _limit_blas_threads(threads: int) -> None:
+    """--tensorflow_intra_op_parallelism for the BLAS calls of kernels that run on the
+    loop thread too (the runtime bounds its pool threads' BLAS; a process-wide limit set
+    here, on the first thread to use BLAS, covers the loop's)."""
+    if threads > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
+
+
 def run(args) -> int:
     """Run the server in this process until it is stopped."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    _limit_blas_threads(args.tensorflow_intra_op_parallelism)
     try:
         import uvloop
     except ImportError:

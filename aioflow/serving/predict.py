@@ -26,19 +26,24 @@ class PredictService:
         self.registry = registry
         self.batching = batching
         self.metrics = metrics
+        self._children: dict = {}  # metric series by labels, looked up once
 
     @contextlib.contextmanager
     def version(self, name: str, version: int | None = None, label: str | None = None):
         """The model version serving one request, released when the request ends."""
         mv = self.registry.acquire(name, version, label)
+        gauge = None
         if self.metrics is not None:
-            self.metrics.in_flight.labels(name).inc()
+            gauge = self._children.get(name)
+            if gauge is None:
+                gauge = self._children[name] = self.metrics.in_flight.labels(name)
+            gauge.inc()
         try:
             yield mv
         finally:
             mv.release()
-            if self.metrics is not None:
-                self.metrics.in_flight.labels(name).dec()
+            if gauge is not None:
+                gauge.dec()
 
     @staticmethod
     def signature(mv: ModelVersion, signature_name: str) -> Signature:
@@ -99,18 +104,30 @@ class PredictService:
                                 "is provided")
 
     async def run(self, mv: ModelVersion, sig: Signature, inputs: dict[str, np.ndarray],
-                  output_keys: tuple[str, ...], timeout_ms: int = 0) -> dict[str, np.ndarray]:
-        """Run a checked request: batched when batching is on, else on its own with
-        `timeout_ms` as RunOptions.timeout_in_ms."""
-        if self.batching is None:
-            return await sig.run(inputs, output_keys, timeout_ms)
-        batcher = mv.batchers.get((sig.name, output_keys))
-        if batcher is None:
-            batcher = mv.batchers[(sig.name, output_keys)] = self._batcher(mv, sig, output_keys)
-        if timeout_ms <= 0:
-            return await batcher.submit(inputs)
+                  output_keys: tuple[str, ...], timeout_ms: int = 0,
+                  default_timeout_ms: int = 0) -> dict[str, np.ndarray]:
+        """Run a checked request: batched when batching is on, else on its own.
+
+        `timeout_ms`, a deadline the request carries (gRPC's, or the REST header or query
+        parameter), becomes the run's RunOptions.timeout_in_ms; `default_timeout_ms`, the
+        server's default for requests that carry none, bounds the request by an
+        asyncio timeout (cancelling the run), which costs a timer rather than a task per
+        run. Either way a request past its deadline is DEADLINE_EXCEEDED."""
         try:
-            return await asyncio.wait_for(batcher.submit(inputs), timeout_ms / 1000)
+            if self.batching is None:
+                if default_timeout_ms > 0 and timeout_ms <= 0:
+                    async with asyncio.timeout(default_timeout_ms / 1000):
+                        return await sig.run(inputs, output_keys)
+                return await sig.run(inputs, output_keys, timeout_ms)
+            batcher = mv.batchers.get((sig.name, output_keys))
+            if batcher is None:
+                batcher = mv.batchers[(sig.name, output_keys)] = self._batcher(mv, sig,
+                                                                               output_keys)
+            timeout_ms = timeout_ms if timeout_ms > 0 else default_timeout_ms
+            if timeout_ms <= 0:
+                return await batcher.submit(inputs)
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await batcher.submit(inputs)
         except TimeoutError:
             raise errors.DeadlineExceededError(None, None, "Deadline Exceeded") from None
 
@@ -137,11 +154,18 @@ class PredictService:
         """Count one request and its latency (and its error's class)."""
         if self.metrics is None:
             return
-        version = "" if version is None else str(version)
         status = "OK" if error is None else code_name(as_op_error(error))
-        m = self.metrics
-        m.requests.labels(name, version, signature_name, api, status).inc()
-        m.latency.labels(name, version, signature_name, api).observe(
-            time.perf_counter() - started)
-        if error is not None:
-            m.run_errors.labels(name, status).inc()
+        key = (api, name, version, signature_name, status)
+        children = self._children.get(key)
+        if children is None:  # labels() costs microseconds: look each series up once
+            m = self.metrics
+            v = "" if version is None else str(version)
+            children = self._children[key] = (
+                m.requests.labels(name, v, signature_name, api, status),
+                m.latency.labels(name, v, signature_name, api),
+                m.run_errors.labels(name, status) if error is not None else None)
+        requests, latency, run_errors = children
+        requests.inc()
+        latency.observe(time.perf_counter() - started)
+        if run_errors is not None:
+            run_errors.inc()

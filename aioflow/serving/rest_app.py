@@ -7,9 +7,10 @@
 
 Errors are {"error": "..."} with TF Serving's HTTP status for the error's class. A
 request's deadline is the `timeout_ms` query parameter, else the X-Request-Timeout-Ms
-header, else the server's --rest_api_timeout_in_ms; it becomes the run's
-RunOptions.timeout_in_ms (504 when it passes). A client that disconnects cancels its
-request's run (the runner is made with handler_cancellation=True).
+header (it becomes the run's RunOptions.timeout_in_ms), else the server's
+--rest_api_timeout_in_ms (an asyncio timeout on the request); 504 when it passes. A
+client that disconnects cancels its request's run (the runner is made with
+handler_cancellation=True).
 """
 
 from __future__ import annotations
@@ -97,10 +98,12 @@ class RestApi:
             version = int(version)
         return m["name"], version, m["label"], m["rest"]
 
-    def _timeout_ms(self, request) -> int:
+    @staticmethod
+    def _timeout_ms(request) -> int:
+        """The request's own deadline (0: none given)."""
         text = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
         if text is None:
-            return self.timeout_ms
+            return 0
         try:
             value = int(text)
         except ValueError:
@@ -145,7 +148,7 @@ class RestApi:
                 inputs, fmt = rest_codec.parse_predict(doc, sig.inputs)
                 self.service.check_inputs(sig, inputs)
                 outputs = await self.service.run(mv, sig, inputs, tuple(sig.outputs),
-                                                 timeout_ms)
+                                                 timeout_ms, self.timeout_ms)
                 body = rest_codec.format_predict(outputs, fmt)
         except web.HTTPRequestEntityTooLarge as e:
             err = errors.InvalidArgumentError(None, None, e.text or "Request Entity Too Large")
