@@ -710,3 +710,32 @@ pad_variable_length_inputs: true
     assert (j.name, j.base_path, j.policy.aspired([5, 6])) == ("j", "/j", {6})
     with pytest.raises(ValueError, match="must match max_batch_size"):
         BatchingOptions(max_batch_size=16, allowed_batch_sizes=(8,))
+
+
+# -- the JSON codec ------------------------------------------------------------------------
+
+def test_rest_codec_values_as_tf_serving_writes_them():
+    from aioflow.serving import rest_codec
+
+    body = rest_codec.format_predict({"y": np.float32([[np.nan, 1.5], [np.inf, -np.inf]])},
+                                     "row")
+    assert body == b'{"predictions": [[NaN, 1.5], [Infinity, -Infinity]]}'
+    doc = rest_codec.loads(b'{"instances": [[NaN, 1.0], [Infinity, 2.0]]}')
+    x = rest_codec.to_array(doc["instances"], af.float32)
+    assert x.dtype == np.float32 and np.isnan(x[0, 0]) and np.isinf(x[1, 0])
+    body = rest_codec.format_predict({"a": np.int64([1, 2]),
+                                      "s": np.array([b"x", b"y"], dtype=object)}, "row")
+    assert json.loads(body) == {"predictions": [{"a": 1, "s": "x"}, {"a": 2, "s": "y"}]}
+    body = rest_codec.format_predict({"h": np.float16([0.5, 2.0])}, "columnar")
+    assert json.loads(body) == {"outputs": [0.5, 2.0]}
+    with pytest.raises(errors.InvalidArgumentError, match="ragged"):
+        rest_codec.to_array([[1, 2], [3, 4, 5], [6]], af.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="not of expected type: int32"):
+        rest_codec.to_array([1, 2.5], af.int32)
+    with pytest.raises(errors.InvalidArgumentError, match="not of expected type: bool"):
+        rest_codec.to_array([True, 1], af.bool)
+    assert rest_codec.to_array([[1, 2]], af.float64).dtype == np.float64
+    with pytest.raises(errors.InvalidArgumentError, match="out of range of uint8"):
+        rest_codec.to_array([1, 300], af.uint8)
+    with pytest.raises(errors.InvalidArgumentError, match="Unable to base64 decode"):
+        rest_codec.to_array([{"b64": "@@"}], af.string)
