@@ -739,3 +739,59 @@ def test_rest_codec_values_as_tf_serving_writes_them():
         rest_codec.to_array([1, 300], af.uint8)
     with pytest.raises(errors.InvalidArgumentError, match="Unable to base64 decode"):
         rest_codec.to_array([{"b64": "@@"}], af.string)
+
+
+async def test_tf2_signature_functions_are_served(tmp_path):
+    """The TF 2 SavedModel shape (an object whose .signatures[name] are async callables
+    taking keyword arrays and returning dicts of arrays) plugs into the same server."""
+    from aioflow.serving.loader import function_servable
+
+    class Spec:  # what TF 2's signature functions describe their arguments with
+        def __init__(self, dims, dtype, name):
+            self.shape, self.dtype, self.name = af.TensorShape(dims), dtype, name
+
+    class AffineSignature:
+        structured_input_signature = ((), {"x": Spec([None, 2], af.float32, "x")})
+        structured_outputs = {"y": Spec([None, 2], af.float32, "Identity")}
+
+        async def __call__(self, *, x):
+            await asyncio.sleep(0)
+            return {"y": x * np.float32(2.0) + np.float32(1.0)}
+
+    class Loaded:
+        signatures = {"serving_default": AffineSignature()}
+
+    async def loader(path, options):
+        return function_servable(Loaded().signatures)
+
+    (tmp_path / "tf2" / "1").mkdir(parents=True)
+    c = await start([ModelConfig("tf2", str(tmp_path / "tf2"), loader=loader)],
+                    batching=BatchingOptions(max_batch_size=8, batch_timeout_micros=20_000))
+    try:
+        rows = [[[1.0, 2.0]], [[-1.0, 0.5], [3.0, 4.0]]]
+        answers = await asyncio.gather(*(c.post("/v1/models/tf2:predict", {"instances": r})
+                                         for r in rows))
+        for r, (status, body) in zip(rows, answers, strict=True):
+            assert status == 200, body
+            assert body["predictions"] == (np.float32(r) * 2 + 1).tolist()
+        assert await c.metric("aioflow_serving_batch_size_count", model_name="tf2") == 1
+        _, body = await c.get("/v1/models/tf2/metadata")
+        sig = body["metadata"]["signature_def"]["signature_def"]["serving_default"]
+        assert sig["inputs"]["x"]["dtype"] == "DT_FLOAT"
+        assert [d["size"] for d in sig["inputs"]["x"]["tensor_shape"]["dim"]] == ["-1", "2"]
+        assert sig["outputs"]["y"]["name"] == "Identity"
+    finally:
+        await c.close()
+
+
+def test_serve_refuses_to_start_when_no_version_loads(tmp_path):
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "model.pb").write_bytes(b"not a graph")
+    proc = subprocess.run(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "m",
+         "--model_base_path", str(tmp_path / "m"), "--inputs", "x", "--outputs", "y",
+         "--port", str(free_port()), "--host", "127.0.0.1"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+        timeout=60)
+    assert proc.returncode == 1
+    assert "error: ValueError: no version could be loaded: m:" in proc.stderr

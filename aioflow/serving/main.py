@@ -95,6 +95,11 @@ async def serve(args) -> int:
         grace_s=args.shutdown_grace_seconds)
     server.install_signal_handlers()
     await server.start()
+    failed = server.registry.unservable()
+    if failed:  # as TF Serving, which does not start when a model's versions fail to load
+        await server.stop()
+        raise ValueError("no version could be loaded: " + "; ".join(
+            f"{name}: {err}" for name, err in failed.items()))
     print(f"aioflow serve: gRPC on {args.host}:{server.grpc_port}"
           + (f", REST on {args.host}:{server.rest_port}" if server.rest_port else "")
           + f"; models {', '.join(server.registry.configs)}", file=sys.stderr, flush=True)

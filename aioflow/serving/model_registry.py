@@ -218,6 +218,17 @@ class ModelRegistry:
                 None, None, f"Could not find version {version} of model {name}")
         return [versions[version]]
 
+    def unservable(self) -> dict[str, errors.OpError]:
+        """The models with no available version whose versions failed to load, with the
+        last error (a model with no version yet is not in it: it waits for one)."""
+        out = {}
+        for name, versions in self.versions.items():
+            if versions and not any(mv.state == State.AVAILABLE for mv in versions.values()):
+                errs = [mv.error for mv in versions.values() if mv.error is not None]
+                if errs:
+                    out[name] = errs[-1]
+        return out
+
     async def close(self) -> None:
         """Stop polling and unload every version once its requests are done."""
         if self._poller is not None:
