@@ -166,7 +166,7 @@ class Server:
             self.proc.kill()
 
 
-def start_servers(name, base, inp, out, tf_python, batching_file, intra_op):
+def start_servers(name, base, inp, out, tf_python, batching_file, intra_op, tf_intra_op):
     aioflow_argv = [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", name,
                     "--model_base_path", base, "--inputs", f"x={inp}",
                     "--outputs", f"y={out}", "--host", "127.0.0.1", "--access_log", "false",
@@ -186,7 +186,7 @@ def start_servers(name, base, inp, out, tf_python, batching_file, intra_op):
     servers.append(Server("tf", [tf_python, os.path.abspath(__file__), "--role", "tf-server",
                                  "--path", os.path.join(base, "1", "model.pb"), "--name", name,
                                  "--input", inp, "--output", out, "--port", str(port),
-                                 "--intra-op", str(intra_op)],
+                                 "--intra-op", str(tf_intra_op)],
                           port, tf_env))
     for s in servers:
         s.wait_ready()
@@ -345,6 +345,11 @@ def main() -> None:
     p.add_argument("--intra-op", type=int, default=1,
                    help="intra-op threads of both servers for the MLP (one BLAS thread: its "
                         "GEMMs are too small to share); MobileNetV2 runs with the defaults")
+    p.add_argument("--mobilenet-intra-op", type=int, default=1,
+                   help="aioflow's intra-op threads for MobileNetV2 (1, as docs/performance.md "
+                        "advises for a shared host: its conv kernels still share their GEMM "
+                        "blocks among helper threads); TF keeps its defaults")
+    p.add_argument("--models", default="mlp,mobilenet")
     p.add_argument("--no-mobilenet", action="store_true")
     p.add_argument("--mobilenet-duration", type=float, default=8.0)
     p.add_argument("--mobilenet-concurrency", default="16")
@@ -368,38 +373,50 @@ def main() -> None:
     report = {"benchmark": "serving", "server_cpu_count": os.cpu_count(),
               "batching_parameters": " ".join(BATCHING.split()),
               "duration_s": args.duration, "rounds": args.rounds,
-              "mlp_intra_op_parallelism": args.intra_op}
+              "mlp_intra_op_parallelism": args.intra_op,
+              "mobilenet_aioflow_intra_op_parallelism": args.mobilenet_intra_op}
     try:
-        inp, out = write_mlp(os.path.join(tmp, "mlp"))
-        servers = start_servers("mlp", os.path.join(tmp, "mlp"), inp, out, args.tf_python,
-                                batching_file, args.intra_op)
-        try:
-            body = json.dumps({"instances": np.random.default_rng(1).standard_normal(
-                (1, 64)).round(4).tolist()}).encode()
-            report["mlp"] = bench_model("mlp", servers, body,
-                                        [int(c) for c in args.concurrency.split(",")],
-                                        args, args.duration)
-        finally:
-            for s in servers:
-                s.stop()
-        if not args.no_mobilenet:
-            base = os.path.join(tmp, "mobilenet")
-            inp, out = mobilenet(args.models_dir, args.tf_python, base)
-            servers = start_servers("mobilenet", base, inp, out, args.tf_python, batching_file,
-                                    0)
-            try:
-                image = np.random.default_rng(2).uniform(-1, 1, (1, 224, 224, 3)).round(3)
-                body = json.dumps({"instances": image.tolist()}).encode()
-                report["mobilenet_v2"] = bench_model(
-                    "mobilenet", servers, body,
-                    [int(c) for c in args.mobilenet_concurrency.split(",")], args,
-                    args.mobilenet_duration)
-            finally:
-                for s in servers:
-                    s.stop()
+        models = set(args.models.split(","))
+        if args.no_mobilenet:
+            models.discard("mobilenet")
+        if "mlp" in models:
+            report["mlp"] = _bench_mlp(tmp, args, batching_file)
+        if "mobilenet" in models:
+            report["mobilenet_v2"] = _bench_mobilenet(tmp, args, batching_file)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(report, indent=1))
+
+
+def _bench_mlp(tmp: str, args, batching_file: str) -> dict:
+    base = os.path.join(tmp, "mlp")
+    inp, out = write_mlp(base)
+    servers = start_servers("mlp", base, inp, out, args.tf_python, batching_file,
+                            args.intra_op, args.intra_op)
+    try:
+        body = json.dumps({"instances": np.random.default_rng(1).standard_normal(
+            (1, 64)).round(4).tolist()}).encode()
+        return bench_model("mlp", servers, body, [int(c) for c in args.concurrency.split(",")],
+                           args, args.duration)
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _bench_mobilenet(tmp: str, args, batching_file: str) -> dict:
+    base = os.path.join(tmp, "mobilenet")
+    inp, out = mobilenet(args.models_dir, args.tf_python, base)
+    servers = start_servers("mobilenet", base, inp, out, args.tf_python, batching_file,
+                            args.mobilenet_intra_op, 0)
+    try:
+        image = np.random.default_rng(2).uniform(-1, 1, (1, 224, 224, 3)).round(3)
+        body = json.dumps({"instances": image.tolist()}).encode()
+        return bench_model("mobilenet", servers, body,
+                           [int(c) for c in args.mobilenet_concurrency.split(",")], args,
+                           args.mobilenet_duration)
+    finally:
+        for s in servers:
+            s.stop()
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ from aioflow.serving.predict import PredictService
 from aioflow.serving.status import as_op_error, http_status
 
 SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
-#: Bodies larger than this are parsed on a worker thread (the loop keeps serving).
+#: Bodies larger than this are parsed, and their values converted to arrays, on a worker
+#: thread (the loop keeps serving between the GIL's switches).
 PARSE_OFF_LOOP_BYTES = 1 << 20
 
 _MODEL_PATH = re.compile(
@@ -145,7 +146,10 @@ class RestApi:
                     raise errors.InvalidArgumentError(
                         None, None, f'Serving signature name: "{signature_name}" not found in '
                                     'signature def')
-                inputs, fmt = rest_codec.parse_predict(doc, sig.inputs)
+                inputs, fmt = (
+                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs)
+                    if len(body) > PARSE_OFF_LOOP_BYTES else
+                    rest_codec.parse_predict(doc, sig.inputs))
                 self.service.check_inputs(sig, inputs)
                 outputs = await self.service.run(mv, sig, inputs, tuple(sig.outputs),
                                                  timeout_ms, self.timeout_ms)
