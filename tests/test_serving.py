@@ -795,3 +795,54 @@ def test_serve_refuses_to_start_when_no_version_loads(tmp_path):
         timeout=60)
     assert proc.returncode == 1
     assert "error: ValueError: no version could be loaded: m:" in proc.stderr
+
+
+async def test_old_version_unloads_after_its_requests_finish(tmp_path):
+    write_spin(tmp_path / "spin" / "1")
+    c = await start([ModelConfig("spin", str(tmp_path / "spin"), load_options=SPIN_OPTIONS)],
+                    poll_seconds=0.05)
+    try:
+        slow = asyncio.ensure_future(c.post("/v1/models/spin:predict", {"instances": [40000]}))
+        await asyncio.sleep(0.2)  # running on version 1
+        staging = tmp_path / "staging"
+        write_spin(staging)
+        os.rename(staging, tmp_path / "spin" / "2")
+        states = {}
+        for _ in range(100):
+            _, body = await c.get("/v1/models/spin")
+            states = {s["version"]: s["state"] for s in body["model_version_status"]}
+            if states.get("2") == "AVAILABLE":
+                break
+            await asyncio.sleep(0.02)
+        if not slow.done():  # version 1 waits for the request still using it
+            assert states == {"2": "AVAILABLE", "1": "UNLOADING"}
+            assert c.server.registry.versions["spin"][1].in_flight == 1
+        assert await slow == (200, {"predictions": [40000]})
+        for _ in range(100):
+            _, body = await c.get("/v1/models/spin")
+            states = {s["version"]: s["state"] for s in body["model_version_status"]}
+            if states.get("1") == "END":
+                break
+            await asyncio.sleep(0.02)
+        assert states == {"2": "AVAILABLE", "1": "END"}
+        assert c.server.registry.versions["spin"][1].servable is None
+    finally:
+        await c.close()
+
+
+async def test_access_log_lines_are_json(models, caplog):
+    server = ModelServer(configs(models), host="127.0.0.1", port=0, rest_api_port=0,
+                         poll_seconds=0, access_log=True)
+    await server.start()
+    client = Client(server)
+    try:
+        with caplog.at_level("INFO", logger="aioflow.serving.access"):
+            await client.post("/v1/models/mlp:predict", {"instances": [[0.0] * 8]})
+            await client.get("/v1/models/nope")
+        lines = [json.loads(r.getMessage()) for r in caplog.records
+                 if r.name == "aioflow.serving.access"]
+        assert [(l["method"], l["path"], l["status"]) for l in lines] == [
+            ("POST", "/v1/models/mlp:predict", 200), ("GET", "/v1/models/nope", 404)]
+        assert all(l["ms"] >= 0 and l["remote"] == "127.0.0.1" for l in lines)
+    finally:
+        await client.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 import time
 
@@ -41,9 +40,6 @@ _MODEL_PATH = re.compile(
     r"^/v1/models/(?P<name>[^/:]+)"
     r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
     r"(?P<rest>/metadata|:predict|:classify|:regress)?$")
-
-_access_log = logging.getLogger("aioflow.serving.access")
-
 
 class JsonAccessLogger(AbstractAccessLogger):
     """One JSON line per request: time, remote, method, path, status, bytes, ms."""

@@ -55,8 +55,9 @@ class ModelServer:
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
         if self._rest_api_port is not None:
-            kwargs = {"access_log_class": JsonAccessLogger} if self._access_log else {
-                "access_log": None}
+            kwargs = {"access_log_class": JsonAccessLogger,
+                      "access_log": logging.getLogger("aioflow.serving.access")} \
+                if self._access_log else {"access_log": None}
             self._runner = web.AppRunner(self._rest.app(), handler_cancellation=True,
                                          shutdown_timeout=self.grace_s, **kwargs)
             await self._runner.setup()
