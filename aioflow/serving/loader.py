@@ -201,11 +201,24 @@ def _graph_file(path: str, options: LoadOptions) -> str:
     return os.path.join(path, found[0])
 
 
+def read_graph_def(path: str):
+    """A GraphDef file: protobuf text format for .pbtxt/.txt, binary otherwise."""
+    from aioflow.framework.importer import parse_graph_def
+    from aioflow.proto import graph_pb2
+
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith((".pbtxt", ".txt")):
+        from google.protobuf import text_format
+
+        return text_format.Parse(data.decode(), graph_pb2.GraphDef())
+    return parse_graph_def(data)
+
+
 async def _load_frozen(path: str, options: LoadOptions) -> Servable:
     import aioflow as af
-    from aioflow.cli import _load_graph_def
 
-    graph_def = _load_graph_def(path if os.path.isfile(path) else _graph_file(path, options))
+    graph_def = read_graph_def(path if os.path.isfile(path) else _graph_file(path, options))
     graph = af.Graph()
     with graph.as_default():
         af.import_graph_def(graph_def, name="")
@@ -266,9 +279,12 @@ def _spec_of(key: str, spec) -> TensorSpec:
     """A TensorSpec from a TF 2-style TensorSpec-like object (dtype, shape, name)."""
     dtype = dtypes.as_dtype(getattr(spec, "dtype", dtypes.float32))
     shape = getattr(spec, "shape", None)
-    rank = getattr(shape, "rank", None) if shape is not None else None
-    dims = None if shape is None or rank is None and not isinstance(shape, (tuple, list)) \
-        else tuple(shape.as_list() if hasattr(shape, "as_list") else shape)
+    if isinstance(shape, (tuple, list)):
+        dims = tuple(shape)
+    elif shape is None or getattr(shape, "rank", None) is None:
+        dims = None  # unknown rank
+    else:
+        dims = tuple(shape.as_list())
     return TensorSpec(key, getattr(spec, "name", None) or key, dtype, dims)
 
 
