@@ -120,6 +120,14 @@ def _limit_blas_threads(threads: int) -> None:
 def run(args) -> int:
     """Run the server in this process until it is stopped."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        import aiohttp  # noqa: F401
+        import grpc  # noqa: F401
+        import prometheus_client  # noqa: F401
+    except ImportError as e:
+        print(f"error: aioflow serve needs the serve extra (pip install 'aioflow[serve]'): "
+              f"{e}", file=sys.stderr)
+        return 1
     _limit_blas_threads(args.tensorflow_intra_op_parallelism)
     try:
         import uvloop
