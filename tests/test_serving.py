@@ -846,3 +846,30 @@ async def test_access_log_lines_are_json(models, caplog):
         assert all(l["ms"] >= 0 and l["remote"] == "127.0.0.1" for l in lines)
     finally:
         await client.close()
+
+
+async def test_tf_serving_client_talks_to_aioflow_serve(client):
+    """TensorFlow Serving's own Python client (tensorflow-serving-api) against the
+    server: Predict, GetModelMetadata, GetModelStatus and a NOT_FOUND, on the v1
+    SavedModel TF wrote. Needs AIOFLOW_TF_SERVING_PYTHON: a Python with tensorflow and
+    tensorflow-serving-api."""
+    python = os.environ.get("AIOFLOW_TF_SERVING_PYTHON")
+    if not python:
+        pytest.skip("AIOFLOW_TF_SERVING_PYTHON (tensorflow + tensorflow-serving-api) not set")
+    expected = json.loads((DATA / "saved_model_v1" / "expected.json").read_text())
+    proc = await asyncio.create_subprocess_exec(
+        python, str(DATA / "check_serving_with_tf_serving_client.py"),
+        str(client.server.grpc_port), "saved", json.dumps(expected["X"]),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    out, err = await asyncio.wait_for(proc.communicate(), 300)
+    if proc.returncode == 3:
+        pytest.skip(err.decode()[-300:])
+    assert proc.returncode == 0, err.decode()[-3000:]
+    report = json.loads(out.decode().strip().splitlines()[-1])
+    want = np.float32(expected["X"]) @ np.float32(expected["W"]) + np.float32(expected["B"])
+    np.testing.assert_allclose(report["outputs"]["y"], want, rtol=1e-6)
+    assert report["version"] == 3
+    assert report["inputs"] == {"x": "x:0"} and report["output_names"] == {"y": "y:0"}
+    assert report["states"] == [[3, "AVAILABLE"]]
+    assert report["missing"] == "NOT_FOUND"
