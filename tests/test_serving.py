@@ -622,6 +622,18 @@ async def test_disconnect_cancels_the_run(tmp_path):
         assert await c.metric("aioflow_serving_requests_total", model_name="slow",
                               status="CANCELLED") == 1
         assert c.server.registry.versions["slow"][1].in_flight == 0
+        # a gRPC call that gives up (its deadline) stops its run too
+        predict = c.rpc("PredictionService", "Predict", predict_pb2.PredictRequest,
+                        predict_pb2.PredictResponse)
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "slow"
+        request.inputs["x"].CopyFrom(tensor_util.make_tensor_proto(np.float32([1.0])))
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await predict(request, timeout=0.3)
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        await asyncio.sleep(1.2)
+        assert events == {"started": 2, "finished": 0}
+        assert c.server.registry.versions["slow"][1].in_flight == 0
     finally:
         await c.close()
 
