@@ -386,6 +386,26 @@ async def test_grpc_predict_metadata_status(client):
     assert tensor_util.make_ndarray(response.outputs["text_bytes"]).tolist() == [b"\xff\x00",
                                                                                 b"abc"]
 
+    # larger than gRPC's default 4 MiB message limit, both ways
+    big = RNG.standard_normal((150_000, 8)).astype(np.float32)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "mlp"
+    request.inputs["x"].CopyFrom(tensor_util.make_tensor_proto(big))
+    big_channel = grpc.aio.insecure_channel(
+        f"127.0.0.1:{client.server.grpc_port}",
+        options=[("grpc.max_receive_message_length", -1)])
+    try:
+        big_predict = big_channel.unary_unary(
+            "/tensorflow.serving.PredictionService/Predict",
+            request_serializer=predict_pb2.PredictRequest.SerializeToString,
+            response_deserializer=predict_pb2.PredictResponse.FromString)
+        response = await big_predict(request, timeout=60)
+    finally:
+        await big_channel.close()
+    got = tensor_util.make_ndarray(response.outputs["probs"])
+    np.testing.assert_allclose(got[-5:], mlp_numpy(big[-5:]), rtol=1e-5, atol=1e-6)
+    assert got.shape == (150_000, 3)
+
     metadata = client.rpc("PredictionService", "GetModelMetadata",
                           get_model_metadata_pb2.GetModelMetadataRequest,
                           get_model_metadata_pb2.GetModelMetadataResponse)

@@ -50,7 +50,10 @@ class ModelServer:
     async def start(self) -> None:
         await self.registry.start()
         if self._port is not None:
-            self._grpc = grpc.aio.server()
+            # No message size limit (gRPC's default refuses requests over 4 MiB), as
+            # TF Serving sets its server's to the largest there is.
+            self._grpc = grpc.aio.server(options=[("grpc.max_receive_message_length", -1),
+                                                  ("grpc.max_send_message_length", -1)])
             self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
