@@ -305,6 +305,7 @@ async def test_rest_status_and_metadata(client):
      "a holds NaN or Inf"),
     ("post", "/v1/models/mlp:classify", {"examples": []}, 501, "not supported"),
     ("get", "/v1/models/mlp/versions/one", None, 400, "Failed to convert version: one"),
+    ("get", "/v1/other", None, 404, "Not Found"),
 ])
 async def test_rest_errors(client, method, path, body, status, message):
     if method == "post":
@@ -460,7 +461,7 @@ async def test_grpc_errors_and_deadline(client):
 
 async def test_batching_merges_requests_with_unbatched_results(models):
     c = await start(models, batching=BatchingOptions(
-        max_batch_size=8, batch_timeout_micros=50_000, num_batch_threads=1,
+        max_batch_size=8, batch_timeout_micros=200_000, num_batch_threads=1,
         allowed_batch_sizes=(4, 8)))
     try:
         xs = [RNG.standard_normal((1 + i % 2, 8)).astype(np.float32) for i in range(12)]
@@ -525,17 +526,29 @@ async def test_batching_pads_variable_length_inputs():
 async def test_batching_full_queue_answers_503(models):
     c = await start(models, batching=BatchingOptions(
         max_batch_size=1, max_enqueued_batches=1, num_batch_threads=1))
+
+    async def until(condition):
+        for _ in range(500):
+            batchers = c.server.registry.versions["spin"][1].batchers
+            if batchers and condition(next(iter(batchers.values()))):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the batcher never got there")
+
     try:
         slow = asyncio.ensure_future(c.post("/v1/models/spin:predict",
-                                            {"instances": [30000]}))
-        await asyncio.sleep(0.15)  # running: the slot is taken
+                                            {"instances": [60000]}))
+        await until(lambda b: b._running == 1)  # running: the only slot is taken
         waiting = asyncio.ensure_future(c.post("/v1/models/spin:predict",
                                                {"instances": [1]}))
-        await asyncio.sleep(0.1)  # queued: the queue is full
+        await until(lambda b: b.queue_depth == 1)  # queued: the queue is full
         status, body = await c.post("/v1/models/spin:predict", {"instances": [1]})
         assert status == 503, body
-        assert "queue" in body["error"]
-        assert (await slow)[0] == 200 and (await waiting)[0] == 200
+        assert body["error"] == ("The batch scheduling queue to which this task was "
+                                 "submitted is full")
+        assert not slow.done()
+        assert await slow == (200, {"predictions": [60000]})
+        assert await waiting == (200, {"predictions": [1]})
     finally:
         await c.close()
 
@@ -681,7 +694,7 @@ def test_sigterm_finishes_requests_in_flight(models):
                     async with http.post(url, json={"instances": [n]}) as r:
                         return r.status, await r.json()
 
-                in_flight = asyncio.ensure_future(call(40000))
+                in_flight = asyncio.ensure_future(call(100000))  # about 2 s
                 await asyncio.sleep(0.3)
                 proc.send_signal(signal.SIGTERM)
                 await asyncio.sleep(0.2)
@@ -689,10 +702,11 @@ def test_sigterm_finishes_requests_in_flight(models):
                     with pytest.raises(aiohttp.ClientConnectionError):
                         async with fresh.post(url, json={"instances": [1]}) as r:
                             await r.read()
+                assert not in_flight.done()
                 return await in_flight
 
         status, body = asyncio.run(scenario())
-        assert status == 200 and body == {"predictions": [40000]}
+        assert status == 200 and body == {"predictions": [100000]}
         assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:

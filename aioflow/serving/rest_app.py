@@ -56,6 +56,19 @@ def error_response(err: errors.OpError, status: int | None = None) -> web.Respon
                         status=status or http_status(err), content_type="application/json")
 
 
+@web.middleware
+async def _json_http_errors(request, handler):
+    """aiohttp's own answers (no such path, method not allowed) as {"error": ...} too."""
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return web.Response(body=rest_codec.dumps({"error": e.reason}), status=e.status,
+                            content_type="application/json", headers={
+                                k: v for k, v in e.headers.items() if k == "Allow"})
+
+
 def _json(obj) -> web.Response:
     return web.Response(body=rest_codec.dumps(obj), content_type="application/json")
 
@@ -74,7 +87,8 @@ class RestApi:
         self.max_request_bytes = max_request_bytes
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_request_bytes)
+        app = web.Application(client_max_size=self.max_request_bytes,
+                              middlewares=[_json_http_errors])
         app.router.add_post("/v1/models/{tail:.*}", self.post_model)
         app.router.add_get("/v1/models/{tail:.*}", self.get_model)
         app.router.add_get("/monitoring/prometheus/metrics", self.metrics)
