@@ -553,6 +553,27 @@ async def test_batching_full_queue_answers_503(models):
         await c.close()
 
 
+async def test_batched_request_past_its_deadline_leaves_the_queue(models):
+    c = await start(models, batching=BatchingOptions(max_batch_size=4, num_batch_threads=1))
+    try:
+        slow = asyncio.ensure_future(c.post("/v1/models/spin:predict",
+                                            {"instances": [60000]}))
+        for _ in range(500):
+            batchers = c.server.registry.versions["spin"][1].batchers
+            if batchers and next(iter(batchers.values()))._running == 1:
+                break
+            await asyncio.sleep(0.01)
+        batcher = next(iter(c.server.registry.versions["spin"][1].batchers.values()))
+        status, body = await c.post("/v1/models/spin:predict?timeout_ms=100",
+                                    {"instances": [1]})
+        assert status == 504, body
+        assert batcher.queue_depth == 0  # it left its batch
+        assert not slow.done()
+        assert await slow == (200, {"predictions": [60000]})
+    finally:
+        await c.close()
+
+
 # -- versions ------------------------------------------------------------------------------
 
 async def test_version_swap_under_load_fails_no_request(tmp_path):
