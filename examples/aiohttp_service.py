@@ -31,6 +31,7 @@ from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import RestApi
 from aioflow.serving.status import as_op_error, http_status
 
+SERVICE = web.AppKey("service", PredictService)
 SIGNATURE = LoadOptions(inputs=(("x", "x:0"),),
                         outputs=(("probs", "probs:0"), ("label", "label:0")))
 
@@ -50,7 +51,7 @@ def write_demo_model(base_path: str) -> None:
 
 async def label(request: web.Request) -> web.Response:
     """The app's own endpoint: one row in, its label out, through the serving core."""
-    service: PredictService = request.app["service"]
+    service = request.app[SERVICE]
     try:
         row = np.asarray((await request.json())["x"], np.float32)[None]
         with service.version("demo") as mv:
@@ -76,7 +77,7 @@ def make_app(base_path: str | None = None) -> web.Application:
     service = PredictService(registry, BatchingOptions(max_batch_size=32,
                                                        batch_timeout_micros=2000))
     app = web.Application()
-    app["service"] = service
+    app[SERVICE] = service
     app.router.add_get("/health", health)
     app.router.add_post("/label", label)
     app.add_subapp("/tfserving", RestApi(service).app())
