@@ -733,6 +733,7 @@ def test_sigterm_finishes_requests_in_flight(models):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stderr.close()
 
 
 # -- configuration ---------------------------------------------------------------------------
