@@ -941,3 +941,26 @@ async def test_tf_serving_client_talks_to_aioflow_serve(client):
     assert report["inputs"] == {"x": "x:0"} and report["output_names"] == {"y": "y:0"}
     assert report["states"] == [[3, "AVAILABLE"]]
     assert report["missing"] == "NOT_FOUND"
+
+
+async def test_tf2_saved_model_served_or_refused_saying_why(tmp_path):
+    """The TF 2 SavedModel TF wrote (y = x * [1, 2]) is served through aioflow's TF 2
+    loader when there is one; without it, its version ends with the v1 loader's
+    NotImplementedError saying why."""
+    from aioflow.serving.loader import _tf2_loader
+
+    shutil.copytree(DATA / "saved_model_v1" / "tf2", tmp_path / "tf2" / "1")
+    c = await start([ModelConfig("tf2", str(tmp_path / "tf2"))])
+    try:
+        _, body = await c.get("/v1/models/tf2")
+        [status] = body["model_version_status"]
+        if _tf2_loader() is None:
+            assert status["state"] == "END"
+            assert "graph functions" in status["status"]["error_message"]
+            return
+        assert status["state"] == "AVAILABLE", status
+        got, answer = await c.post("/v1/models/tf2:predict", {"inputs": {"x": [3.0, 4.0]}})
+        assert got == 200, answer
+        assert answer == {"outputs": [3.0, 8.0]}
+    finally:
+        await c.close()

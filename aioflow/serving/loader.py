@@ -4,9 +4,11 @@
 Formats behind the one interface (`load_servable` picks by what the directory holds):
 - a v1 SavedModel (saved_model.pb/.pbtxt, graph-mode): af.saved_model.loader.load into
   a Session, its SignatureDefs served as they are;
-- a TF 2 SavedModel (its graph calls functions): the object `af.saved_model.load(dir)`
-  returns, whose `.signatures[name]` are async callables taking keyword arrays and
-  returning dicts of arrays (used when aioflow's TF 2 loader is present);
+- a TF 2 SavedModel (its graph calls functions): the object `await
+  af.saved_model.load(dir, tags=..., config=...)` returns, whose `.signatures[name]` are
+  async callables taking keyword arrays and returning dicts of arrays, their specs in
+  `structured_input_signature`/`structured_outputs` (used when aioflow's TF 2 loader is
+  present; its `close()` releases it);
 - a frozen GraphDef (a .pb or .pbtxt file) with its signature given by the --inputs and
   --outputs flags (KEY=TENSOR or TENSOR, KEY then the op name).
 
@@ -251,10 +253,19 @@ async def _load_saved_model(path: str, options: LoadOptions) -> Servable:
         load_tf2 = _tf2_loader()
         if load_tf2 is None:
             raise
-        obj = load_tf2(path)
+        params = inspect.signature(load_tf2).parameters
+        kwargs = {}
+        if "tags" in params:
+            kwargs["tags"] = list(options.tags)
+        if "config" in params and options.session_config is not None:
+            kwargs["config"] = options.session_config
+        obj = load_tf2(path, **kwargs)
         if inspect.isawaitable(obj):
             obj = await obj
-        return function_servable(obj.signatures)
+        servable = function_servable(obj.signatures)
+        if hasattr(obj, "close"):  # the model's session
+            servable.closers.append(obj.close)
+        return servable
     session = af.Session(graph=af.Graph(), config=options.session_config)
     meta = await loader.load(session, list(options.tags), path)
     return graph_servable(session, dict(meta.signature_def))
