@@ -241,18 +241,29 @@ def _tf2_loader():
     return load if params and params[0] in ("export_dir", "path") else None
 
 
+def _calls_functions(meta) -> bool:
+    """Whether a MetaGraphDef's graph calls library functions (TF 2's tf.saved_model.save
+    writes its computation so: StatefulPartitionedCall nodes)."""
+    graph_def = meta.graph_def
+    functions = {f.signature.name for f in graph_def.library.function}
+    return any(n.op in ("PartitionedCall", "StatefulPartitionedCall") or n.op in functions
+               for n in graph_def.node)
+
+
 async def _load_saved_model(path: str, options: LoadOptions) -> Servable:
     import aioflow as af
     from aioflow.saved_model import loader
 
     saved = loader.parse_saved_model(path)
     meta = loader.get_meta_graph_def_from_tags(saved, list(options.tags))
-    try:
-        loader.check_no_function_calls(meta, path)
-    except NotImplementedError:
+    if _calls_functions(meta):
         load_tf2 = _tf2_loader()
         if load_tf2 is None:
-            raise
+            raise NotImplementedError(
+                f"The SavedModel at {path} calls graph functions, as those written by TF "
+                "2's tf.saved_model.save do, and this aioflow has no TF 2 SavedModel loader "
+                "(af.saved_model.load(export_dir)). Export it with "
+                "tf.compat.v1.saved_model.Builder or freeze it to a GraphDef.")
         params = inspect.signature(load_tf2).parameters
         kwargs = {}
         if "tags" in params:
