@@ -964,3 +964,39 @@ async def test_tf2_saved_model_served_or_refused_saying_why(tmp_path):
         assert answer == {"outputs": [3.0, 8.0]}
     finally:
         await c.close()
+
+
+async def test_loading_a_version_does_not_block_the_loop(tmp_path):
+    """A version loads (graph import, executor builds) on a loading thread: the loop
+    keeps running meanwhile (were the load on the loop, no beat would fall inside it)."""
+    from aioflow.serving.loader import load_servable
+
+    (tmp_path / "1").mkdir()
+    shutil.copy(DATA / "models_mobilenet_v2_0.35_96.pb", tmp_path / "1" / "model.pb")
+    beats = []
+    stop = asyncio.Event()
+
+    async def beat():
+        while not stop.is_set():
+            beats.append(time.perf_counter())
+            await asyncio.sleep(0.002)
+
+    ticker = asyncio.ensure_future(beat())
+    await asyncio.sleep(0.01)
+    started = time.perf_counter()
+    servable = await load_servable(tmp_path / "1", LoadOptions(
+        inputs=(("images", "images:0"),), outputs=(("logits", "Identity:0"),)))
+    ended = time.perf_counter()
+    stop.set()
+    await ticker
+    try:
+        inside = [t for t in beats if started < t < ended]
+        assert len(inside) >= 5, (len(inside), ended - started)
+        images = np.load(DATA / "models_mobilenet_v2_0.35_96.npz")["feed:images:0"]
+        want = np.load(DATA / "models_mobilenet_v2_0.35_96.npz")["fetch:Identity:0"]
+        got = await servable.signatures["serving_default"].run({"images": images},
+                                                                ("logits",))
+        np.testing.assert_allclose(got["logits"], want, rtol=1e-4,
+                                   atol=2e-4 * np.abs(want).max())
+    finally:
+        await servable.close()
