@@ -1,5 +1,5 @@
-"""The `aioflow` command: run a GraphDef file, print a SavedModel's signatures, or run a
-built-in concurrent demo."""
+"""The `aioflow` command: run a GraphDef file, print a SavedModel's signatures, serve
+models (TF Serving's APIs), or run a built-in concurrent demo."""
 
 from __future__ import annotations
 
@@ -253,6 +253,10 @@ def _main(argv: list[str] | None) -> int:
     inspect.add_argument("dir")
     demo = sub.add_parser("demo", help="run a built-in graph several times concurrently")
     demo.add_argument("--runs", type=int, default=8)
+    from aioflow.serving import flags as serve_flags  # argparse only: no server imports
+
+    serve_flags.add_arguments(sub.add_parser(
+        "serve", help="serve models over TF Serving's REST and gRPC APIs (docs/serving.md)"))
     args = parser.parse_args(argv)
     if args.command == "run":
         from aioflow.framework import errors
@@ -274,6 +278,10 @@ def _main(argv: list[str] | None) -> int:
             return _error(e)
     if args.command == "demo":
         return asyncio.run(_demo(args.runs))
+    if args.command == "serve":
+        from aioflow.serving.main import run as serve
+
+        return serve(args)
     parser.print_help()
     return 0
 

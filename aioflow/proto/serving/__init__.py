@@ -1,0 +1,2 @@
+"""TensorFlow Serving's API and config messages (package ``aioflow.tfproto.serving``);
+see README.md."""

@@ -1,0 +1,150 @@
+"""TF Serving's gRPC API on grpc's asyncio server: PredictionService.Predict and
+GetModelMetadata, ModelService.GetModelStatus, registered under TF Serving's service
+names (tensorflow.serving.PredictionService, tensorflow.serving.ModelService) with
+aioflow's wire-compatible messages, so TF Serving's stubs call them unchanged.
+
+A call's deadline becomes the run's RunOptions.timeout_in_ms; a cancelled call (the
+client went away, or its deadline passed) cancels its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import grpc
+import numpy as np
+
+from aioflow.framework import errors, tensor_util
+from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2, predict_pb2
+from aioflow.serving.predict import PredictService
+from aioflow.serving.rest_app import SIGNATURE_DEF_MAP_URL, signature_def_map, status_response
+from aioflow.serving.status import as_op_error
+
+PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
+MODEL_SERVICE = "tensorflow.serving.ModelService"
+
+
+def _spec_args(spec):
+    """(name, version or None, label or None) of a ModelSpec."""
+    choice = spec.WhichOneof("version_choice")
+    version = spec.version.value if choice == "version" else None
+    label = spec.version_label if choice == "version_label" else None
+    return spec.name, version, label
+
+
+def _timeout_ms(context) -> int:
+    remaining = context.time_remaining()
+    if remaining is None:
+        return 0
+    return max(1, int(remaining * 1000))
+
+
+def _to_array(proto) -> np.ndarray:
+    try:
+        return tensor_util.make_ndarray(proto)
+    except (ValueError, TypeError) as e:
+        raise errors.InvalidArgumentError(None, None, f"invalid TensorProto: {e}") from None
+
+
+class GrpcApi:
+    """The gRPC handlers over a PredictService."""
+
+    def __init__(self, service: PredictService):
+        self.service = service
+
+    def handlers(self) -> list:
+        predict = grpc.unary_unary_rpc_method_handler(
+            self.predict, request_deserializer=predict_pb2.PredictRequest.FromString,
+            response_serializer=predict_pb2.PredictResponse.SerializeToString)
+        metadata = grpc.unary_unary_rpc_method_handler(
+            self.get_model_metadata,
+            request_deserializer=get_model_metadata_pb2.GetModelMetadataRequest.FromString,
+            response_serializer=get_model_metadata_pb2.GetModelMetadataResponse.
+            SerializeToString)
+        status = grpc.unary_unary_rpc_method_handler(
+            self.get_model_status,
+            request_deserializer=get_model_status_pb2.GetModelStatusRequest.FromString,
+            response_serializer=get_model_status_pb2.GetModelStatusResponse.SerializeToString)
+        return [grpc.method_handlers_generic_handler(
+                    PREDICTION_SERVICE, {"Predict": predict, "GetModelMetadata": metadata}),
+                grpc.method_handlers_generic_handler(
+                    MODEL_SERVICE, {"GetModelStatus": status})]
+
+    @staticmethod
+    async def _abort(context, err: errors.OpError):
+        await context.abort(_grpc_code(err.error_code), err.message)
+
+    async def predict(self, request, context):
+        started = time.perf_counter()
+        name, version, label = _spec_args(request.model_spec)
+        mv_version, signature_name = None, request.model_spec.signature_name
+        try:
+            with self.service.version(name, version, label) as mv:
+                mv_version = mv.version
+                sig = self.service.signature(mv, signature_name)
+                signature_name = sig.name
+                inputs = {k: _to_array(v) for k, v in request.inputs.items()}
+                self.service.check_inputs(sig, inputs)
+                self.service.check_dtypes(sig, inputs)
+                keys = self.service.output_keys(sig, list(request.output_filter))
+                outputs = await self.service.run(mv, sig, inputs, keys, _timeout_ms(context))
+        except asyncio.CancelledError:
+            self.service.record("grpc", name, mv_version, signature_name, started,
+                                errors.CancelledError(None, None, "call cancelled"))
+            raise
+        except Exception as e:
+            err = as_op_error(e)
+            self.service.record("grpc", name, mv_version, signature_name, started, err)
+            await self._abort(context, err)
+        response = predict_pb2.PredictResponse()
+        response.model_spec.name = name
+        response.model_spec.version.value = mv_version
+        response.model_spec.signature_name = signature_name
+        for key, value in outputs.items():
+            response.outputs[key].CopyFrom(tensor_util.make_tensor_proto(value))
+        self.service.record("grpc", name, mv_version, signature_name, started)
+        return response
+
+    async def get_model_metadata(self, request, context):
+        name, version, label = _spec_args(request.model_spec)
+        try:
+            if not request.metadata_field:
+                raise errors.InvalidArgumentError(
+                    None, None, "GetModelMetadataRequest must specify at least one "
+                                "metadata_field")
+            for field in request.metadata_field:
+                if field != "signature_def":
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Metadata field {field} is not supported")
+            with self.service.version(name, version, label) as mv:
+                response = get_model_metadata_pb2.GetModelMetadataResponse()
+                response.model_spec.name = name
+                response.model_spec.version.value = mv.version
+                any_value = response.metadata["signature_def"]
+                any_value.type_url = SIGNATURE_DEF_MAP_URL
+                any_value.value = signature_def_map(mv).SerializeToString()
+                return response
+        except Exception as e:
+            await self._abort(context, as_op_error(e))
+
+    async def get_model_status(self, request, context):
+        name, version, label = _spec_args(request.model_spec)
+        try:
+            if label is not None:
+                config = self.service.registry.configs.get(name)
+                version = config.labels.get(label) if config else None
+                if version is None:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Unrecognized servable version label: {label}")
+            return status_response(self.service.registry, name, version)
+        except Exception as e:
+            await self._abort(context, as_op_error(e))
+
+
+def _grpc_code(code: int) -> grpc.StatusCode:
+    """The grpc.StatusCode of a canonical error code (the same numbers)."""
+    for status in grpc.StatusCode:
+        if status.value[0] == code:
+            return status
+    return grpc.StatusCode.UNKNOWN

@@ -1,0 +1,241 @@
+"""TF Serving's REST API as an aiohttp application:
+
+    POST /v1/models/{name}[/versions/{v}|/labels/{l}]:predict
+    GET  /v1/models/{name}[/versions/{v}|/labels/{l}]            (model_version_status)
+    GET  /v1/models/{name}[/versions/{v}|/labels/{l}]/metadata   (signature defs)
+    GET  /monitoring/prometheus/metrics
+
+Errors are {"error": "..."} with TF Serving's HTTP status for the error's class. A
+request's deadline is the `timeout_ms` query parameter, else the X-Request-Timeout-Ms
+header (it becomes the run's RunOptions.timeout_in_ms), else the server's
+--rest_api_timeout_in_ms (an asyncio timeout on the request); 504 when it passes. A
+client that disconnects cancels its request's run (the runner is made with
+handler_cancellation=True).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from google.protobuf import json_format
+
+from aioflow.framework import errors
+from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2
+from aioflow.serving import rest_codec
+from aioflow.serving.loader import DEFAULT_SIGNATURE
+from aioflow.serving.predict import PredictService
+from aioflow.serving.status import as_op_error, http_status
+
+SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
+#: Bodies larger than this are parsed, and their values converted to arrays, on a worker
+#: thread (the loop keeps serving between the GIL's switches).
+PARSE_OFF_LOOP_BYTES = 1 << 20
+
+_MODEL_PATH = re.compile(
+    r"^/v1/models/(?P<name>[^/:]+)"
+    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+    r"(?P<rest>/metadata|:predict|:classify|:regress)?$")
+
+class JsonAccessLogger(AbstractAccessLogger):
+    """One JSON line per request: time, remote, method, path, status, bytes, ms."""
+
+    def log(self, request, response, time_taken: float) -> None:
+        self.logger.info(json.dumps({
+            "ts": round(time.time(), 3), "remote": request.remote, "method": request.method,
+            "path": request.path_qs, "status": response.status,
+            "bytes": response.body_length, "ms": round(time_taken * 1e3, 3)}))
+
+
+def error_response(err: errors.OpError, status: int | None = None) -> web.Response:
+    return web.Response(body=rest_codec.dumps({"error": err.message}),
+                        status=status or http_status(err), content_type="application/json")
+
+
+@web.middleware
+async def _json_http_errors(request, handler):
+    """aiohttp's own answers (no such path, method not allowed) as {"error": ...} too."""
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return web.Response(body=rest_codec.dumps({"error": e.reason}), status=e.status,
+                            content_type="application/json", headers={
+                                k: v for k, v in e.headers.items() if k == "Allow"})
+
+
+def _json(obj) -> web.Response:
+    return web.Response(body=rest_codec.dumps(obj), content_type="application/json")
+
+
+def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
+    return {"name": name, "signature_name": signature_name, "version": str(version)}
+
+
+class RestApi:
+    """The REST handlers over a PredictService; `app()` builds the aiohttp app."""
+
+    def __init__(self, service: PredictService, timeout_ms: int = 30000,
+                 max_request_bytes: int = 64 << 20):
+        self.service = service
+        self.timeout_ms = timeout_ms
+        self.max_request_bytes = max_request_bytes
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_request_bytes,
+                              middlewares=[_json_http_errors])
+        app.router.add_post("/v1/models/{tail:.*}", self.post_model)
+        app.router.add_get("/v1/models/{tail:.*}", self.get_model)
+        app.router.add_get("/monitoring/prometheus/metrics", self.metrics)
+        return app
+
+    @staticmethod
+    def _route(request):
+        # from the route's tail, so the app works mounted under a prefix (add_subapp)
+        m = _MODEL_PATH.match("/v1/models/" + request.match_info["tail"])
+        if m is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Malformed request: {request.method} {request.path}")
+        version = m["version"]
+        if version is not None:
+            if not version.isdigit():
+                raise errors.InvalidArgumentError(
+                    None, None, f"Failed to convert version: {version} to numeric.")
+            version = int(version)
+        return m["name"], version, m["label"], m["rest"]
+
+    @staticmethod
+    def _timeout_ms(request) -> int:
+        """The request's own deadline (0: none given)."""
+        text = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
+        if text is None:
+            return 0
+        try:
+            value = int(text)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, f"timeout_ms must be an integer number of milliseconds, got "
+                            f"{text!r}") from None
+        if value <= 0:
+            raise errors.InvalidArgumentError(None, None, f"timeout_ms must be > 0, got {value}")
+        return value
+
+    async def post_model(self, request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        name, mv_version, signature_name = "", None, ""
+        try:
+            name, version, label, rest = self._route(request)
+            if rest in (":classify", ":regress"):
+                raise errors.UnimplementedError(
+                    None, None, f"{rest[1:]} (tf.Example inputs) is not supported by aioflow "
+                                "serve; use :predict")
+            if rest != ":predict":
+                raise errors.InvalidArgumentError(
+                    None, None, f"Malformed request: POST {request.path}")
+            timeout_ms = self._timeout_ms(request)
+            body = await request.read()
+            with self.service.version(name, version, label) as mv:
+                mv_version = mv.version
+                doc = (await asyncio.to_thread(rest_codec.loads, body)
+                       if len(body) > PARSE_OFF_LOOP_BYTES else rest_codec.loads(body))
+                if isinstance(doc, dict):
+                    signature_name = doc.get("signature_name", "")
+                    if not isinstance(signature_name, str):
+                        raise errors.InvalidArgumentError(
+                            None, None, f"JSON Value: {rest_codec._debug(signature_name)} not "
+                                        "formatted correctly. 'signature_name' key must be a "
+                                        "string value.")
+                signature_name = signature_name or DEFAULT_SIGNATURE
+                sig = mv.servable.signatures.get(signature_name)
+                if sig is None:
+                    raise errors.InvalidArgumentError(
+                        None, None, f'Serving signature name: "{signature_name}" not found in '
+                                    'signature def')
+                inputs, fmt = (
+                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs)
+                    if len(body) > PARSE_OFF_LOOP_BYTES else
+                    rest_codec.parse_predict(doc, sig.inputs))
+                self.service.check_inputs(sig, inputs)
+                outputs = await self.service.run(mv, sig, inputs, tuple(sig.outputs),
+                                                 timeout_ms, self.timeout_ms)
+                body = rest_codec.format_predict(outputs, fmt)
+        except web.HTTPRequestEntityTooLarge as e:
+            err = errors.InvalidArgumentError(None, None, e.text or "Request Entity Too Large")
+            self.service.record("rest", name, mv_version, signature_name, started, err)
+            return error_response(err, status=413)
+        except asyncio.CancelledError:
+            self.service.record("rest", name, mv_version, signature_name, started,
+                                errors.CancelledError(None, None, "client disconnected"))
+            raise
+        except Exception as e:
+            err = as_op_error(e)
+            self.service.record("rest", name, mv_version, signature_name, started, err)
+            return error_response(err)
+        self.service.record("rest", name, mv_version, signature_name, started)
+        return web.Response(body=body, content_type="application/json")
+
+    async def get_model(self, request: web.Request) -> web.Response:
+        try:
+            name, version, label, rest = self._route(request)
+            if rest == "/metadata":
+                return _json(self.metadata(name, version, label))
+            if rest is not None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Malformed request: GET {request.path}")
+            if label is not None:
+                version = self.service.registry.configs[name].labels.get(label) \
+                    if name in self.service.registry.configs else None
+                if version is None:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Unrecognized servable version label: {label}")
+            return _json(status_json(self.service.registry, name, version))
+        except Exception as e:
+            return error_response(as_op_error(e))
+
+    def metadata(self, name: str, version, label) -> dict:
+        with self.service.version(name, version, label) as mv:
+            sigmap = signature_def_map(mv)
+            return {"model_spec": _model_spec_json(name, mv.version),
+                    "metadata": {"signature_def": {
+                        "@type": SIGNATURE_DEF_MAP_URL,
+                        **json_format.MessageToDict(
+                            sigmap, preserving_proto_field_name=True,
+                            always_print_fields_with_no_presence=True)}}}
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        metrics = self.service.metrics
+        if metrics is None:
+            return error_response(errors.NotFoundError(None, None, "metrics are off"))
+        from aioflow.serving.metrics import CONTENT_TYPE
+
+        return web.Response(body=metrics.expose(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def signature_def_map(mv) -> get_model_metadata_pb2.SignatureDefMap:
+    sigmap = get_model_metadata_pb2.SignatureDefMap()
+    for key, sig in mv.servable.signatures.items():
+        sigmap.signature_def[key].CopyFrom(sig.to_signature_def())
+    return sigmap
+
+
+def status_response(registry, name: str, version) -> get_model_status_pb2.GetModelStatusResponse:
+    """GetModelStatusResponse of a model (one version when `version` is given)."""
+    response = get_model_status_pb2.GetModelStatusResponse()
+    for mv in registry.status(name, version):
+        status = response.model_version_status.add(version=mv.version, state=mv.state)
+        status.status.SetInParent()  # TF Serving writes {"error_code": "OK", ...} too
+        if mv.error is not None:
+            status.status.error_code = mv.error.error_code
+            status.status.error_message = mv.error.message
+    return response
+
+
+def status_json(registry, name: str, version) -> dict:
+    return json_format.MessageToDict(status_response(registry, name, version),
+                                     preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)

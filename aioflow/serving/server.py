@@ -1,0 +1,94 @@
+"""The model server: a ModelRegistry, the REST app and the gRPC server on one event
+loop. `await server.start()` loads the models (off the loop) and binds the ports;
+`await server.stop()` shuts down gracefully: the ports stop accepting, requests in
+flight finish (up to `grace_s`), then the models unload."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+from aiohttp import web
+
+from aioflow.serving.batching import BatchingOptions
+from aioflow.serving.grpc_service import GrpcApi
+from aioflow.serving.metrics import ServingMetrics
+from aioflow.serving.model_registry import ModelConfig, ModelRegistry
+from aioflow.serving.predict import PredictService
+from aioflow.serving.rest_app import JsonAccessLogger, RestApi
+
+_log = logging.getLogger("aioflow.serving")
+
+
+class ModelServer:
+    """Serves `models` over gRPC on `port` and REST on `rest_api_port` (None: no REST;
+    0: any free port, as the bound ports are then read from `grpc_port`/`rest_port`)."""
+
+    def __init__(self, models: list[ModelConfig], *, host: str = "0.0.0.0",
+                 port: int | None = 8500, rest_api_port: int | None = 8501,
+                 batching: BatchingOptions | None = None, poll_seconds: float = 1.0,
+                 rest_api_timeout_ms: int = 30000, max_request_bytes: int = 64 << 20,
+                 access_log: bool = True, grace_s: float = 30.0):
+        self.metrics = ServingMetrics()
+        self.registry = ModelRegistry(models, poll_seconds, self.metrics)
+        self.service = PredictService(self.registry, batching, self.metrics)
+        self.host = host
+        self._port = port
+        self._rest_api_port = rest_api_port
+        self._rest = RestApi(self.service, rest_api_timeout_ms, max_request_bytes)
+        self._access_log = access_log
+        self.grace_s = grace_s
+        self._runner: web.AppRunner | None = None
+        self._grpc: grpc.aio.Server | None = None
+        self.grpc_port: int | None = None
+        self.rest_port: int | None = None
+        self._stopped = asyncio.Event()
+        self._stopping = False
+
+    async def start(self) -> None:
+        await self.registry.start()
+        if self._port is not None:
+            # No message size limit (gRPC's default refuses requests over 4 MiB), as
+            # TF Serving sets its server's to the largest there is.
+            self._grpc = grpc.aio.server(options=[("grpc.max_receive_message_length", -1),
+                                                  ("grpc.max_send_message_length", -1)])
+            self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
+            self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
+            await self._grpc.start()
+        if self._rest_api_port is not None:
+            kwargs = {"access_log_class": JsonAccessLogger,
+                      "access_log": logging.getLogger("aioflow.serving.access")} \
+                if self._access_log else {"access_log": None}
+            self._runner = web.AppRunner(self._rest.app(), handler_cancellation=True,
+                                         shutdown_timeout=self.grace_s, **kwargs)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.host, self._rest_api_port)
+            await site.start()
+            self.rest_port = site._server.sockets[0].getsockname()[1]
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT begin a graceful stop."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+
+    async def stop(self) -> None:
+        """Stop accepting, let requests in flight finish, unload the models."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        _log.info("aioflow serve: shutting down, finishing requests in flight")
+        waits = []
+        if self._grpc is not None:
+            waits.append(self._grpc.stop(self.grace_s))
+        if self._runner is not None:
+            waits.append(self._runner.cleanup())
+        await asyncio.gather(*waits)
+        await self.registry.close()
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
