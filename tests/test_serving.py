@@ -297,7 +297,7 @@ async def test_rest_status_and_metadata(client):
     ("post", "/v1/models/mlp:predict", {"instances": [[1.0] * 7 + ["a"]]}, 400,
      'JSON Value: "a" Type: String is not of expected type: float'),
     ("post", "/v1/models/mlp:predict", {"instances": [[1.0] * 7]}, 400,
-     "Cannot feed value of shape (1, 7) for Tensor 'x:0', which has shape '(None, 8)'"),
+     "Cannot feed value of shape (1, 7) for Tensor x:0, which has shape (None, 8)"),
     ("post", "/v1/models/mlp:predict", {"signature_name": "other", "instances": [[1.0] * 8]},
      400, 'Serving signature name: "other" not found in signature def'),
     ("post", "/v1/models/multi:predict", {"inputs": {"a": [[float("nan"), 0, 0]],

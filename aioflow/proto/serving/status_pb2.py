@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from aioflow.proto import error_codes_pb2 as aioflow_dot_proto_dot_error__codes__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"aioflow/proto/serving/status.proto\x12\x17\x61ioflow.tfproto.serving\x1a\x1f\x61ioflow/proto/error_codes.proto\"j\n\x0bStatusProto\x12\x35\n\nerror_code\x18\x01 \x01(\x0e\x32\x15.aioflow.tfproto.CodeR\nerror_code\x12$\n\rerror_message\x18\x02 \x01(\tR\rerror_messageb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"aioflow/proto/serving/status.proto\x12\x17\x61ioflow.tfproto.serving\x1a\x1f\x61ioflow/proto/error_codes.proto\"p\n\x0bStatusProto\x12;\n\nerror_code\x18\x01 \x01(\x0e\x32\x1b.aioflow.tfproto.error.CodeR\nerror_code\x12$\n\rerror_message\x18\x02 \x01(\tR\rerror_messageb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aioflow.proto.serving.statu
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_STATUSPROTO']._serialized_start=96
-  _globals['_STATUSPROTO']._serialized_end=202
+  _globals['_STATUSPROTO']._serialized_end=208
 # @@protoc_insertion_point(module_scope)
