@@ -10,7 +10,8 @@ Writes under tests/data/saved_model_v2/, per model NAME:
 - NAME.npz: `input:KEY` the inputs fed by key and `output:KEY` what TF's
   `tf.saved_model.load(NAME).signatures["serving_default"](**inputs)` returned;
 and expected.json: per model its description, the signature's input and output keys,
-and TF's errors (class and message) calling the mlp's signature with bad inputs.
+`saved_model_cli show --all` of it, and TF's errors (class and message) calling the mlp's
+and the module's signatures with bad inputs.
 
 Models (small, so the committed variables stay small): mlp (Dense, Dense), conv (Conv2D,
 MaxPool, Flatten, Dense), lstm and gru (Keras RNNs: While v2 with TensorList ops), cond (a
@@ -24,6 +25,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 
@@ -181,6 +184,13 @@ def bad_inputs(sig, good):
     return out
 
 
+def show_all(export_dir) -> str:
+    """TF's `saved_model_cli show --all --dir export_dir` output."""
+    cmd = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--all",
+           "--dir", export_dir]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
 def main():
     keras.utils.set_random_seed(12)
     if os.path.exists(OUT):
@@ -214,6 +224,7 @@ def main():
         entry["inputs"] = sorted(inputs)
         entry["outputs"] = sorted(outputs)
         entry["signatures"] = sorted(loaded.signatures)
+        entry["show_all"] = show_all(os.path.join(OUT, name))
         if name == "module":
             scaled = loaded.signatures["scale"](factor=tf.constant(3.0),
                                                 ids=tf.constant([1, 2], tf.int32))
