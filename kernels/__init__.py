@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     conv_kernels,
     cwise_kernels,
     function_kernels,
+    functional_kernels,
     fused_kernels,
     gather_scatter_nd_kernels,
     image_kernels,

@@ -40,3 +40,13 @@ class RetvalOp(OpKernel):
             return ()
         raise errors.InvalidArgumentError(
             None, None, f"SetRetval {self.index} is not within [0, {len(retvals)})")
+
+
+@register_kernel("_DeviceArg", "CPU")
+class DeviceArgOp(ArgOp):
+    """`_Arg` of a multi-device function's argument that stays on its device."""
+
+
+@register_kernel("_DeviceRetval", "CPU")
+class DeviceRetvalOp(RetvalOp):
+    """`_Retval` of a multi-device function's result that stays on its device."""

@@ -63,6 +63,7 @@ class Session:
                                      compile_segments=compile_segments)
         self._version = 0  # the graph version the runtime has (guarded by _extend_lock)
         self._extend_lock = threading.Lock()
+        self._library_version = 0  # the version of the graph's library the runtime has
         self._closed = False
         self._time_budget_ms = time_budget_ms
         self._warn_overrun = warn_overrun
@@ -120,10 +121,14 @@ class Session:
             if version <= self._version:
                 return True
             node_defs, checked = _node_defs_between(self._graph, self._version, version)
+            library = self._graph._library
+            new_library = library if library.version != self._library_version else None
             if not self._direct.extend_nodes(node_defs, self._graph.graph_def_versions,
-                                             blocking, validated=checked):
+                                             blocking, validated=checked,
+                                             library=new_library):
                 return False
             self._version = version
+            self._library_version = library.version
             return True
         finally:
             self._extend_lock.release()

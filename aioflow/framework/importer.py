@@ -36,6 +36,11 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         _check_graph_def(graph_def, input_map)
     except errors.InvalidArgumentError as e:
         raise ValueError(str(e)) from e
+    if graph_def.library.function or graph_def.library.gradient:
+        try:  # functions keep their names (TF does not prefix them)
+            graph._library.add_library(graph_def.library)
+        except errors.InvalidArgumentError as e:
+            raise ValueError(str(e)) from e
     with ops.name_scope(name, "import", list(input_map.values())) as scope:
         prefix = scope
         try:

@@ -248,6 +248,11 @@ def _repeats(node_def, op_def, arg) -> int:
     return n
 
 
+def arg_count(node_def, op_def, arg) -> int:
+    """How many tensors the input or output `arg` of `op_def` stands for in `node_def`."""
+    return _repeats(node_def, op_def, arg)
+
+
 _SIMPLE_ARGS: dict[tuple, tuple] = {}
 
 

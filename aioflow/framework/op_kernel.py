@@ -22,12 +22,15 @@ _NO_DEFAULT = object()
 
 
 class OpKernelConstruction:
-    """What a kernel may read while it is being built: the node, its attrs, its types."""
+    """What a kernel may read while it is being built: the node, its attrs, its types,
+    and the device's FunctionLibraryRuntime (`function_library`: what call kernels
+    instantiate their functions with; None where the graph is run without one)."""
 
     def __init__(self, node_def, op_def=None, device_type: str = "CPU",
                  input_dtypes: Sequence[dtypes.DType] = (),
-                 output_dtypes: Sequence[dtypes.DType] = ()):
+                 output_dtypes: Sequence[dtypes.DType] = (), function_library=None):
         self.node_def = node_def
+        self.function_library = function_library
         self.op_def = op_def
         self.device_type = device_type
         self.input_dtypes = list(input_dtypes)
@@ -176,7 +179,7 @@ def supported_device_types(node_def, device_types: Sequence[str]) -> list[str]:
 
 
 def create_kernel(node_def, op_def=None, device_type: str = "CPU",
-                  input_dtypes=(), output_dtypes=()) -> OpKernel:
+                  input_dtypes=(), output_dtypes=(), function_library=None) -> OpKernel:
     """Build the node's kernel; errors name the node, as TF's do."""
     cls = find_kernel_class(node_def, device_type)
     if cls is None:
@@ -186,7 +189,8 @@ def create_kernel(node_def, op_def=None, device_type: str = "CPU",
             f"with node {{{{node {node_def.name}}}}}\n\t. Registered: "
             f"{registered_summary(node_def.op)}",
         )
-    ctx = OpKernelConstruction(node_def, op_def, device_type, input_dtypes, output_dtypes)
+    ctx = OpKernelConstruction(node_def, op_def, device_type, input_dtypes, output_dtypes,
+                               function_library)
     try:
         return cls(ctx)
     except errors.OpError:

@@ -24,6 +24,7 @@ from aioflow.framework import (
     tensor_shape,
 )
 from aioflow.framework.attr_value import attr_value_to_python
+from aioflow.framework.function_library import FunctionLibraryDefinition
 from aioflow.proto import attr_value_pb2, graph_pb2, node_def_pb2, versions_pb2
 
 # The GraphDef version this code writes (TF 2.21 writes producer 2xxx; consumers only
@@ -326,6 +327,9 @@ class Graph:
         self._last_loss_reduction = None
         self._versions = versions_pb2.VersionDef(
             producer=GRAPH_DEF_VERSION, min_consumer=GRAPH_DEF_VERSION_MIN_CONSUMER)
+        # The functions the graph's ops may call (GraphDef.library), kept by
+        # import_graph_def and written by as_graph_def.
+        self._library = FunctionLibraryDefinition()
 
     # -- default graph ---------------------------------------------------------------
     @contextlib.contextmanager
@@ -709,9 +713,12 @@ class Graph:
     # -- serialisation ---------------------------------------------------------------
     def as_graph_def(self, from_version: int | None = None,
                      add_shapes: bool = False) -> graph_pb2.GraphDef:
-        """The GraphDef of this graph; with `from_version`, only ops added after it."""
+        """The GraphDef of this graph (with its function library); with `from_version`,
+        only ops added after it."""
         graph_def = graph_pb2.GraphDef()
         graph_def.versions.CopyFrom(self._versions)
+        if self._library:
+            graph_def.library.CopyFrom(self._library.to_proto())
         for op_id, op in self._ops_by_id.items():
             if from_version is not None and op_id <= from_version:
                 continue

@@ -70,6 +70,7 @@ def fixup_source_and_sink_edges(graph: Graph) -> None:
 def copy_graph(src: Graph) -> Graph:
     """A deep copy of the structure (NodeDefs shared: they are not mutated in place)."""
     dst = Graph(src.versions)
+    dst.library = src.library
     dst.nodes = dst.nodes[:2]
     mapping: dict[int, Node] = {0: dst.source_node, 1: dst.sink_node}
     for e in list(dst.source_node.out_edges):

@@ -11,6 +11,7 @@ the order and words here are also runtime/graph_state.py's (incremental extend).
 from __future__ import annotations
 
 from aioflow.framework import dtypes, errors, graph_def_checks, node_def_util, op_def_registry
+from aioflow.framework.function_library import FunctionLibraryDefinition
 from aioflow.graph.algorithm import find_cycle_node, fixup_source_and_sink_edges
 from aioflow.graph.graph import CONTROL_SLOT, Graph
 from aioflow.proto import graph_pb2, node_def_pb2
@@ -24,6 +25,8 @@ def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef) -> Graph:
     """Build and validate a Graph from `graph_def` (nodes may come in any order)."""
     graph_def_checks.check_versions(graph_def.versions)
     graph = Graph(graph_def.versions)
+    if graph_def.library.function or graph_def.library.gradient:
+        graph.library = FunctionLibraryDefinition(graph_def.library)
     by_name = {}
     for node_def in graph_def.node:
         if not node_def.name:

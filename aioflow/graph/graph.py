@@ -126,6 +126,8 @@ class Graph:
             self.versions.CopyFrom(versions)
         self._edge_count = 0
         self._num_edges = 0
+        # The functions the graph's nodes may call (a FunctionLibraryDefinition), or None.
+        self.library = None
         source = node_def_pb2.NodeDef(name="_SOURCE", op="NoOp")
         sink = node_def_pb2.NodeDef(name="_SINK", op="NoOp")
         self.nodes.append(Node(SOURCE_ID, source, None, [], []))
@@ -194,9 +196,12 @@ class Graph:
         self._num_edges -= 1
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
-        """The GraphDef of the op nodes, inputs rebuilt from the edges (data then control)."""
+        """The GraphDef of the op nodes, inputs rebuilt from the edges (data then control),
+        with the graph's function library."""
         graph_def = graph_pb2.GraphDef()
         graph_def.versions.CopyFrom(self.versions)
+        if self.library:
+            graph_def.library.CopyFrom(self.library.to_proto())
         for node in self.op_nodes():
             out = graph_def.node.add()
             out.CopyFrom(node.def_)

@@ -1,6 +1,7 @@
 """Partition a placed graph by device (TF's graph_partition.cc): one graph per device,
 and every edge that crosses devices cut into a `_Send` on the source's device and a
-`_Recv` on the destination's.
+`_Recv` on the destination's. Each partition carries the functions its nodes call,
+transitively (its part of the graph's function library).
 
 As TF: a tensor crossing to one device is sent once however many nodes there read it;
 a control edge that crosses devices sends an empty float `Const` (`{source}/ctrl/_{n}`)
@@ -17,6 +18,7 @@ import itertools
 from collections.abc import Callable
 
 from aioflow.framework import dtypes, errors, op_def_registry
+from aioflow.framework.function_library import graph_functions
 from aioflow.graph.algorithm import fixup_source_and_sink_edges
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info
 from aioflow.graph.graph import Graph, Node
@@ -37,7 +39,17 @@ def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int]) -> d
     _Cutter(graph, parts, copies, incarnation_of).cut()
     for part in parts.values():
         fixup_source_and_sink_edges(part)
+        part.library = reachable_library(graph.library, part)
     return parts
+
+
+def reachable_library(library, graph: Graph):
+    """The functions of `library` that the nodes of `graph` call, transitively (None when
+    there are none)."""
+    if not library:
+        return None
+    found = library.reachable(graph_functions(n.def_ for n in graph.op_nodes()))
+    return found if found else None
 
 
 def _add(part: Graph, node_def, op_def, input_types, output_types, device: str) -> Node:

@@ -26,7 +26,7 @@ from time import perf_counter
 
 from aioflow.framework import errors
 from aioflow.framework.gc_util import paused_gc
-from aioflow.graph.partition import partition_by_device
+from aioflow.graph.partition import partition_by_device, reachable_library
 from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
@@ -35,6 +35,7 @@ from aioflow.runtime import executor_state, frame_state  # noqa: F401  (see belo
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.device import DeviceMgr
 from aioflow.runtime.executor import ExecutorImpl, run_states
+from aioflow.runtime.function_runtime import FunctionLibraryRuntime
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.rendezvous import Rendezvous
@@ -93,6 +94,7 @@ class DirectSession:
         self._building: dict[tuple, Future] = {}
         self._active_steps: set[StepContext] = set()
         self._op_timeout_ms = self.config.operation_timeout_in_ms
+        self._function_runtimes: dict[str, FunctionLibraryRuntime] = {}  # by device
         self._runner_loop = None  # the loop of the last run, and its runner
         self._runner = None
         self.closed = False
@@ -107,19 +109,24 @@ class DirectSession:
         for start in range(0, len(nodes), _COPY_CHUNK):  # no long C call holding the GIL
             copy.node.extend(nodes[start:start + _COPY_CHUNK])
         versions = graph_def.versions if graph_def.HasField("versions") else None
-        self.extend_nodes(copy.node, versions)
+        library = graph_def.library if graph_def.HasField("library") else None
+        self.extend_nodes(copy.node, versions, library=library)
 
     def extend_nodes(self, node_defs, versions=None, blocking: bool = True,
-                     validated: bool = False) -> bool:
+                     validated: bool = False, library=None) -> bool:
         """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
         it returns False at once, having done nothing, when another thread holds the
         graph (the caller is a loop that must not wait). `validated`: the NodeDefs come
-        from a Python Graph, which validated each op when it was created or imported."""
+        from a Python Graph, which validated each op when it was created or imported.
+        `library`: functions the nodes may call (a FunctionDefLibrary or a
+        FunctionLibraryDefinition), added first."""
         if not self._lock.acquire(blocking):
             return False
         try:
             self._check_open()
             self._check_new_names(node_defs)
+            if library is not None:
+                self._state.add_library(library)
             if node_defs:
                 with paused_gc():
                     self._state.extend(node_defs, versions, validated)
@@ -144,6 +151,8 @@ class DirectSession:
         with self._lock:
             graph_def = graph_pb2.GraphDef()
             graph_def.versions.CopyFrom(self._state.graph.versions)
+            if self._state.library:
+                graph_def.library.CopyFrom(self._state.library.to_proto())
             graph_def.node.extend(self._state.node_defs)
         return graph_def
 
@@ -260,17 +269,34 @@ class DirectSession:
             optimize_graph(part, optimizer_options, device.device_type,
                            self.config.graph_options.rewrite_options)
             eak.executors.append(ExecutorImpl(part, device, inline_all=self.inline_all,
-                                              deadness=deadness, segments=segments))
+                                              deadness=deadness, segments=segments,
+                                              function_library=self.function_runtime(
+                                                  device, segments)))
             eak.partition_graphs.append(part)
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
         return eak
 
+    def function_runtime(self, device, segments: bool | None = None) -> FunctionLibraryRuntime:
+        """The FunctionLibraryRuntime of `device` over the session's library (one per
+        device, made on first use; its instantiations are cached for the session)."""
+        flr = self._function_runtimes.get(device.name)
+        if flr is None:
+            with self._cache_lock:
+                flr = self._function_runtimes.get(device.name)
+                if flr is None:
+                    flr = self._function_runtimes[device.name] = FunctionLibraryRuntime(
+                        self._state.library, device, self.device_mgr, self.config,
+                        inline_all=self.inline_all, segments=segments)
+        return flr
+
     def _partition(self, graph) -> dict:
-        """One graph per device; a graph on one device is used as it is."""
+        """One graph per device (each with the functions it calls); a graph on one device
+        is used as it is."""
         devices = {n.assigned_device_name for n in graph.op_nodes()}
         if len(devices) <= 1:
             name = devices.pop() if devices else self.device_mgr.default_device.name
+            graph.library = reachable_library(graph.library, graph)
             return {name: graph}
         return partition_by_device(
             graph, lambda name: self.device_mgr.lookup(name).incarnation)

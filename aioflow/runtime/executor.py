@@ -73,13 +73,19 @@ class ExecutorImpl:
     """One partition's executor: NodeItems, frame layouts, root nodes, kernels."""
 
     def __init__(self, graph: Graph, device, inline_all: bool = False, deadness: bool = False,
-                 segments: bool | None = None):
+                 segments: bool | None = None, function_library=None,
+                 share_kernels: bool = True):
         """`deadness`: run with the control-flow propagator even without control-flow
         ops (a partition whose _Recv may deliver a value that is dead elsewhere).
         `segments`: compile straight-line runs of cheap nodes (False for debugging:
-        every node then runs on its own; None: the default, see segments.py)."""
+        every node then runs on its own; None: the default, see segments.py).
+        `function_library`: the device's FunctionLibraryRuntime, given to the kernels
+        (call kernels instantiate their functions with it). `share_kernels`: stateful
+        kernels come from the session's OpSegment (False for a function body)."""
         self.graph = graph
         self.device = device
+        self.function_library = function_library
+        self.share_kernels = share_kernels
         self._labels: list[str] | None = None
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
@@ -118,7 +124,8 @@ class ExecutorImpl:
         item.name = node.name
         item.op = node.type_string
         item.node_def = node.def_
-        kernel = kernel_for(node, self.device)  # shared when stateful; reads refs
+        kernel = kernel_for(node, self.device, self.function_library,
+                            self.share_kernels)  # shared when stateful; reads refs
         item.kernel = kernel
         item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
         item.is_expensive = kernel.is_expensive

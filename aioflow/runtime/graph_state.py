@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aioflow.framework import node_def_util, op_def_registry
+from aioflow.framework.function_library import FunctionLibraryDefinition
 from aioflow.graph import construct
 from aioflow.graph.algorithm import reverse_reachable
 from aioflow.graph.graph import Graph, Node
@@ -36,8 +37,17 @@ class GraphState:
         self.by_name: dict[str, Node] = {}
         self.groups: dict[str, list[Node]] = {}
         self.node_defs: list[node_def_pb2.NodeDef] = []  # as given, for a full rebuild
+        # The session's functions (append-only); the graph and every snapshot share it.
+        self.library = FunctionLibraryDefinition()
+        self.graph.library = self.library
 
     # -- extending ----------------------------------------------------------------------
+    def add_library(self, library) -> None:
+        """Add functions (a FunctionDefLibrary): all or none; InvalidArgumentError when
+        one differs from a function of the same name the session has (TF's Extend).
+        They stay when the nodes sent with them fail: functions only add names."""
+        self.library.add_library(library)
+
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
                versions: versions_pb2.VersionDef | None, validated: bool = False) -> None:
         """Add `node_defs` (their names are new to the session); on any error nothing
@@ -56,11 +66,13 @@ class GraphState:
         merged.node.extend(self.node_defs)
         merged.node.extend(node_defs)
         graph = construct.convert_graph_def_to_graph(merged)
+        graph.library = self.library
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
         placer.place(options.graph, self.device_mgr, self.config.allow_soft_placement)
         global_registry().run_grouping(Grouping.POST_PLACEMENT, options)
         self.graph = options.graph
+        self.graph.library = self.library
         self.by_name = {n.name: n for n in self.graph.op_nodes()}
         self.groups = {}
         for node in self.graph.op_nodes():
@@ -217,6 +229,7 @@ def _copy(src: Graph, keep: set[int] | None) -> Graph:
     """copy_graph of the op nodes whose ids are in `keep` (all when None), in time
     proportional to what is kept."""
     dst = Graph(src.versions)
+    dst.library = src.library
     for e in list(dst.source_node.out_edges):
         dst.remove_edge(e)
     if keep is None:

@@ -18,14 +18,16 @@ from aioflow.proto import node_def_pb2
 _REF_OFFSET = 100
 
 
-def kernel_for(node, device):
+def kernel_for(node, device, function_library=None, share: bool = True):
     """The node's kernel on `device`: shared through the device's OpSegment when the op
-    is stateful, wrapped when a non-ref input of it reads a ref."""
+    is stateful (and `share`: a function body's kernels belong to its instantiation),
+    wrapped when a non-ref input of it reads a ref."""
     def create():
         return op_kernel.create_kernel(node.def_, node.op_def, device.device_type,
-                                       node.input_types, node.output_types)
+                                       node.input_types, node.output_types,
+                                       function_library)
 
-    segment = getattr(device, "op_segment", None)
+    segment = getattr(device, "op_segment", None) if share else None
     if segment is not None and shares_kernel(node):
         kernel = segment.find_or_create(node, create)
     else:

@@ -26,7 +26,8 @@ class StepContext:
         self.step_id = next(_step_ids)
         self.kernel_ctx = OpKernelContext(self.step_id, args, num_retvals,
                                           resource_mgr=resource_mgr, rendezvous=rendezvous,
-                                          session_handle=session_handle)
+                                          session_handle=session_handle,
+                                          stats_collector=step_stats)
         self.rendezvous = rendezvous  # carries tensors between partitions (several only)
         self.states: list = []
         self.step_stats = step_stats  # a StepStatsCollector when the run is traced
@@ -35,6 +36,22 @@ class StepContext:
         # to warn when an inline stretch of it overruns the budget.
         self.time_budget_s = time_budget_s
         self.warn_overrun = warn_overrun
+
+    @classmethod
+    def for_call(cls, kernel_ctx: OpKernelContext) -> StepContext:
+        """The sub-step of a function call: `kernel_ctx` (made by the caller's context's
+        `for_call`) with the caller's rendezvous and stats; its own states and first
+        error (a failing body aborts the body's executor, and the call reports it)."""
+        step = cls.__new__(cls)
+        step.step_id = kernel_ctx.step_id
+        step.kernel_ctx = kernel_ctx
+        step.rendezvous = kernel_ctx.rendezvous
+        step.states = []
+        step.step_stats = kernel_ctx.stats_collector
+        step.first_error = None
+        step.time_budget_s = None
+        step.warn_overrun = False
+        return step
 
     @property
     def args(self) -> list:

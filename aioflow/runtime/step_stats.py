@@ -25,13 +25,21 @@ class StepStatsCollector:
 
     def __init__(self):
         self._devices: dict[str, DeviceStats] = {}
+        self._by_executor: dict[int, DeviceStats] = {}
 
     def for_executor(self, impl) -> DeviceStats:
-        """The records of one partition (one executor per device in a step)."""
-        device = impl.device.name
-        stats = self._devices.get(device)
+        """The records of one executor: a partition, or a function body a call ran as a
+        sub-step of this step (its nodes join its device's records, with its labels)."""
+        stats = self._by_executor.get(id(impl))
         if stats is None:
-            stats = self._devices[device] = DeviceStats(device, impl.timeline_labels())
+            device = impl.device.name
+            stats = DeviceStats(device, impl.timeline_labels())
+            first = self._devices.get(device)
+            if first is None:
+                self._devices[device] = stats
+            else:
+                stats.nodes, stats.threads = first.nodes, first.threads
+            self._by_executor[id(impl)] = stats
         return stats
 
     def finalize(self, step_stats: step_stats_pb2.StepStats) -> None:

@@ -1,0 +1,211 @@
+"""Make the function-library fixtures with TensorFlow 2.21 (run with a Python that has
+tensorflow-cpu; TF is never a dependency of aioflow):
+
+    /path/to/tf-venv/bin/python tests/data/make_function_fixtures.py
+
+Each fixture is a TF 2-era graph built in tf.compat.v1 graph mode with control flow v2
+(If/While/Case functional ops and tf.function calls, their functions in GraphDef.library):
+`fn_<name>.pb` (the GraphDef) and `fn_<name>.npz` (`feed:<name>` inputs, `fetch:<name>`
+TF's outputs; for a stateful fixture, the outputs of each of several runs as
+`fetch:<name>:<run>`). function_fixtures.json lists each fixture's feeds, fetches, init
+targets and number of runs. Also function_op_defs.pb: TF's OpDefs of the functional
+ops (an OpList), which tests/test_functions_op_defs.py compares field by field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.framework import op_def_pb2  # noqa: E402
+from tensorflow.python.framework import op_def_registry  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+v1 = tf.compat.v1
+MANIFEST: dict = {}
+
+OP_NAMES = ["PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
+            "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
+            "DisableCopyOnRead"]
+
+
+def save(name: str, graph: tf.Graph, feeds: dict, fetches: list, init=None,
+         runs: int = 1) -> None:
+    """Run `fetches` in TF (after `init`, `runs` times) and write the fixture."""
+    arrays = {}
+    with v1.Session(graph=graph) as sess:
+        if init is not None:
+            sess.run(init)
+        feed_dict = {graph.get_tensor_by_name(k): v for k, v in feeds.items()}
+        for run in range(runs):
+            values = sess.run(fetches, feed_dict)
+            for tensor, value in zip(fetches, values, strict=True):
+                key = f"fetch:{tensor.name}" + (f":{run}" if runs > 1 else "")
+                arrays[key] = np.asarray(value)
+    for key, value in feeds.items():
+        arrays[f"feed:{key}"] = np.asarray(value)
+    graph_def = graph.as_graph_def()
+    assert graph_def.library.function, f"{name}: no function library"
+    with open(os.path.join(HERE, f"fn_{name}.pb"), "wb") as f:
+        f.write(graph_def.SerializeToString())
+    np.savez(os.path.join(HERE, f"fn_{name}.npz"), **arrays)
+    MANIFEST[name] = {"feeds": sorted(feeds), "fetches": [t.name for t in fetches],
+                      "init": [init.name] if init is not None else [], "runs": runs,
+                      "ops": sorted({n.op for n in graph_def.node})}
+
+
+def nested_calls() -> None:
+    """tf.functions calling tf.functions; `inner_noinline` is marked _noinline."""
+    graph = tf.Graph()
+    with graph.as_default():
+        @tf.function(autograph=False)
+        def leaf(x):
+            return tf.sin(x) * 2.0
+
+        @tf.function(autograph=False, experimental_attributes={"_noinline": True})
+        def inner_noinline(x, y):
+            return leaf(x) + tf.reduce_sum(y), y * 3.0
+
+        @tf.function(autograph=False)
+        def outer(x, y):
+            a, b = inner_noinline(x, y)
+            return leaf(a) - b[0], tf.cast(tf.shape(b)[0], tf.float32)
+
+        x = v1.placeholder(tf.float32, [3], name="x")
+        y = v1.placeholder(tf.float32, [2], name="y")
+        r1, r2 = outer(x, y)
+        out1 = tf.identity(r1, name="out1")
+        out2 = tf.identity(r2, name="out2")
+    save("nested_calls", graph, {"x:0": np.array([0.1, 0.5, 2.0], np.float32),
+                                 "y:0": np.array([1.5, -0.25], np.float32)},
+         [out1, out2])
+
+
+def if_in_while() -> None:
+    """A v2 while loop whose body holds a v2 cond (the Collatz step)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        n = v1.placeholder(tf.int32, [], name="n")
+
+        def body(i, x, steps):
+            x = tf.cond(tf.equal(x % 2, 0), lambda: x // 2, lambda: 3 * x + 1)
+            return i + 1, x, steps + tf.cast(tf.equal(x, 1), tf.int32)
+
+        out = tf.while_loop(lambda i, x, s: tf.logical_and(i < 50, x > 1), body,
+                            [tf.constant(0), n, tf.constant(0)])
+        outs = [tf.identity(t, name=f"out{k}") for k, t in enumerate(out)]
+    save("if_in_while", graph, {"n:0": np.array(27, np.int32)}, outs)
+
+
+def while_in_if() -> None:
+    """A v2 cond whose then branch runs a v2 while loop, nested in another loop."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [2], name="x")
+        p = v1.placeholder(tf.bool, [], name="p")
+
+        def then():
+            _, y = tf.while_loop(lambda i, y: i < 5, lambda i, y: (i + 1, y * 1.5 + 1.0),
+                                 [tf.constant(0), x])
+            return y
+
+        out = tf.cond(p, then, lambda: x - 1.0)
+        out = tf.identity(out, name="out")
+    save("while_in_if", graph, {"x:0": np.array([1.0, -2.0], np.float32),
+                                "p:0": np.array(True)}, [out])
+    save("while_in_if_false", graph, {"x:0": np.array([1.0, -2.0], np.float32),
+                                      "p:0": np.array(False)}, [out])
+
+
+def tensor_list_while() -> None:
+    """A TensorArray written and read in a v2 while loop (TensorList ops in the body)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [4, 3], name="x")
+        ta_in = tf.TensorArray(tf.float32, size=4).unstack(x)
+        ta_out = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+        def body(i, acc, ta):
+            row = ta_in.read(i)
+            acc = acc + row
+            return i + 1, acc, ta.write(i, acc * tf.cast(i + 1, tf.float32))
+
+        _, acc, ta = tf.while_loop(lambda i, a, t: i < 4, body,
+                                   [tf.constant(0), tf.zeros([3]), ta_out])
+        stacked = tf.identity(ta.stack(), name="stacked")
+        acc = tf.identity(acc, name="acc")
+    save("tensor_list_while", graph,
+         {"x:0": np.arange(12, dtype=np.float32).reshape(4, 3) / 4.0}, [stacked, acc])
+
+
+def stateful_call() -> None:
+    """A tf.function updating a resource variable (StatefulPartitionedCall), run 3 times."""
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
+
+        @tf.function(autograph=False)
+        def update(x):
+            v.assign_add(x * 2.0)
+            return v.read_value() * 10.0
+
+        x = v1.placeholder(tf.float32, [2], name="x")
+        out = tf.identity(update(x), name="out")
+        init = v1.global_variables_initializer()
+    save("stateful_call", graph, {"x:0": np.array([0.5, -1.0], np.float32)}, [out],
+         init=init, runs=3)
+
+
+def case() -> None:
+    """tf.switch_case (Case), also with an index out of range (the default branch)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        i = v1.placeholder(tf.int32, [], name="i")
+        x = v1.placeholder(tf.float32, [3], name="x")
+        out = tf.switch_case(i, [lambda: x * 2.0, lambda: tf.exp(x), lambda: -x])
+        out = tf.identity(out, name="out")
+    xs = np.array([0.0, 1.0, -0.5], np.float32)
+    for k in (0, 1, 2, 7):
+        save(f"case_{k}", graph, {"i:0": np.array(k, np.int32), "x:0": xs}, [out])
+
+
+def while_counter() -> None:
+    """A v2 while loop of many iterations (the benchmark's shape, small here)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        n = v1.placeholder(tf.int32, [], name="n")
+        _, acc = tf.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a + 0.5 * a / (a + 1.0)),
+                               [tf.constant(0), tf.constant(1.0)], parallel_iterations=1)
+        out = tf.identity(acc, name="out")
+    save("while_counter", graph, {"n:0": np.array(200, np.int32)}, [out])
+
+
+def op_defs() -> None:
+    ops = op_def_pb2.OpList()
+    for name in OP_NAMES:
+        ops.op.add().CopyFrom(op_def_registry.get(name))
+    with open(os.path.join(HERE, "function_op_defs.pb"), "wb") as f:
+        f.write(ops.SerializeToString())
+
+
+def main() -> None:
+    v1.enable_control_flow_v2()
+    nested_calls()
+    if_in_while()
+    while_in_if()
+    tensor_list_while()
+    stateful_call()
+    case()
+    while_counter()
+    op_defs()
+    with open(os.path.join(HERE, "function_fixtures.json"), "w") as f:
+        json.dump(MANIFEST, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,426 @@
+"""Function libraries and the functional ops: TF 2.21's graphs (tests/data/fn_*, made by
+make_function_fixtures.py) run to TF's outputs, the library travels with the graph,
+FunctionDef instantiation follows TF's rules, and bad input gets TF's error classes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+from op_def_compare import assert_equal_to_tf
+
+import aioflow as af
+from aioflow.framework import errors, op_def_registry
+from aioflow.framework.function_instantiate import instantiate
+from aioflow.framework.function_library import FunctionLibraryDefinition
+from aioflow.framework.op_def_library import apply_op
+from aioflow.proto import attr_value_pb2, config_pb2, function_pb2, graph_pb2, op_def_pb2
+from aioflow.runtime.device import DeviceMgr
+from aioflow.runtime.function_runtime import FunctionLibraryRuntime
+
+DATA = Path(__file__).parent / "data"
+MANIFEST = json.loads((DATA / "function_fixtures.json").read_text())
+
+
+def fixture_graph_def(name: str) -> graph_pb2.GraphDef:
+    graph_def = graph_pb2.GraphDef()
+    graph_def.ParseFromString((DATA / f"fn_{name}.pb").read_bytes())
+    return graph_def
+
+
+async def run_fixture(name: str, config=None) -> None:
+    """Import fixture `name`, run it as TF did, compare every fetch with TF's."""
+    spec = MANIFEST[name]
+    arrays = np.load(DATA / f"fn_{name}.npz")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def(name), name="")
+    async with af.Session(graph=g, config=config) as sess:
+        for target in spec["init"]:
+            await sess.run(g.get_operation_by_name(target))
+        feeds = {g.get_tensor_by_name(k): arrays[f"feed:{k}"] for k in spec["feeds"]}
+        fetches = [g.get_tensor_by_name(f) for f in spec["fetches"]]
+        for run in range(spec["runs"]):
+            outs = await sess.run(fetches, feeds)
+            for fetch, out in zip(spec["fetches"], outs, strict=True):
+                want = arrays[f"fetch:{fetch}" + (f":{run}" if spec["runs"] > 1 else "")]
+                assert out.dtype == want.dtype, (name, fetch)
+                np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6,
+                                           err_msg=f"{name} {fetch} run {run}")
+
+
+def called_config() -> config_pb2.ConfigProto:
+    """A session config that keeps every call a call (no inlining, no lowering)."""
+    config = config_pb2.ConfigProto()
+    config.graph_options.optimizer_options.do_function_inlining = False
+    config.graph_options.rewrite_options.function_optimization = \
+        config.graph_options.rewrite_options.OFF
+    return config
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+async def test_fixture_runs_to_tensorflow_values(name):
+    await run_fixture(name)
+
+
+def test_fixtures_hold_the_functional_ops():
+    ops = {op for spec in MANIFEST.values() for op in spec["ops"]}
+    assert {"PartitionedCall", "StatefulPartitionedCall", "StatelessWhile", "StatelessIf",
+            "StatelessCase"} <= ops | _body_ops()
+
+
+def _body_ops() -> set:
+    out = set()
+    for name in MANIFEST:
+        for fdef in fixture_graph_def(name).library.function:
+            out.update(n.op for n in fdef.node_def)
+    return out
+
+
+def test_op_defs_equal_tf():
+    tf_ops = op_def_pb2.OpList()
+    tf_ops.ParseFromString((DATA / "function_op_defs.pb").read_bytes())
+    assert len(tf_ops.op) == 11
+    assert_equal_to_tf(tf_ops)
+
+
+# -- the library travels --------------------------------------------------------------
+def _functions(library) -> dict:
+    return {f.signature.name: f for f in library.function}
+
+
+def test_import_and_as_graph_def_keep_the_library():
+    graph_def = fixture_graph_def("nested_calls")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="imported")
+    out = g.as_graph_def()
+    assert _functions(out.library) == _functions(graph_def.library)
+    assert len(out.library.function) == 3
+    # importing again adds nothing (same definitions); a different one is refused
+    with g.as_default():
+        af.import_graph_def(graph_def, name="again")
+    assert len(g.as_graph_def().library.function) == 3
+    clash = graph_pb2.GraphDef()
+    clash.library.function.add().CopyFrom(graph_def.library.function[0])
+    clash.library.function[0].node_def.add(name="extra", op="NoOp")
+    with g.as_default(), pytest.raises(ValueError, match="a different function with the "
+                                                         "same name already exists"):
+        af.import_graph_def(clash)
+
+
+def test_gradients_are_kept_not_used():
+    library = fixture_graph_def("nested_calls").library
+    library.gradient.add(function_name=library.function[0].signature.name,
+                         gradient_func=library.function[1].signature.name)
+    lib = FunctionLibraryDefinition(library)
+    assert lib.find_gradient(library.function[0].signature.name) == \
+        library.function[1].signature.name
+    assert list(lib.to_proto().gradient) == list(library.gradient)
+
+
+async def test_session_graph_def_and_partitions_carry_the_library(run_with_partition_graphs):
+    graph_def = fixture_graph_def("nested_calls")
+    unused = graph_def.library.function.add()
+    text_format.Parse('signature { name: "unused_fn" output_arg { name: "o" type: DT_FLOAT } '
+                      '} node_def { name: "c" op: "Const" attr { key: "dtype" value { type: '
+                      'DT_FLOAT } } attr { key: "value" value { tensor { dtype: DT_FLOAT '
+                      'tensor_shape {} float_val: 1 } } } } ret { key: "o" value: '
+                      '"c:output:0" }', unused)
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+    async with af.Session(graph=g) as sess:
+        feed = {"x:0": np.ones(3, np.float32), "y:0": np.ones(2, np.float32)}
+        _, parts = await run_with_partition_graphs(sess, "out1:0", feed)
+        assert set(_functions(sess._direct.graph_def.library)) == set(
+            _functions(graph_def.library))
+    (part,) = parts.values()
+    # the partition carries what it calls, transitively: not the unused function
+    assert set(_functions(part.library)) == {f.signature.name for f in
+                                             graph_def.library.function} - {"unused_fn"}
+
+
+async def test_direct_session_extend_with_a_conflicting_library_fails():
+    graph_def = fixture_graph_def("nested_calls")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+    async with af.Session(graph=g) as sess:
+        await sess.run("out1:0", {"x:0": np.ones(3, np.float32),
+                                  "y:0": np.ones(2, np.float32)})
+        clash = graph_pb2.GraphDef()
+        clash.library.function.add().CopyFrom(graph_def.library.function[0])
+        clash.library.function[0].signature.description = "changed"
+        clash.node.add(name="other", op="NoOp")
+        with pytest.raises(errors.InvalidArgumentError, match="different function"):
+            sess._direct.extend(clash)
+
+
+# -- instantiation --------------------------------------------------------------------
+POLY = """
+signature {
+  name: "poly_sum"
+  input_arg { name: "xs" type_attr: "T" number_attr: "N" }
+  output_arg { name: "sum" type_attr: "T" }
+  output_arg { name: "parts" type_attr: "T" number_attr: "N" }
+  attr { name: "T" type: "type" }
+  attr { name: "N" type: "int" has_minimum: true minimum: 1 }
+}
+node_def { name: "add" op: "AddN" input: "xs"
+  attr { key: "T" value { placeholder: "T" } } attr { key: "N" value { placeholder: "N" } } }
+node_def { name: "ident" op: "IdentityN" input: "xs" input: "^add"
+  attr { key: "T" value { placeholder: "Tlist" } } }
+node_def { name: "twice" op: "AddV2" input: "add:sum:0" input: "ident:output:0"
+  attr { key: "T" value { placeholder: "T" } } }
+ret { key: "sum" value: "twice:z:0" }
+ret { key: "parts" value: "ident:output" }
+"""
+
+
+def _poly_library() -> FunctionLibraryDefinition:
+    fdef = text_format.Parse(POLY, function_pb2.FunctionDef())
+    return FunctionLibraryDefinition(function_pb2.FunctionDefLibrary(function=[fdef]))
+
+
+def _attrs(dtype: int, n: int) -> dict:
+    tlist = attr_value_pb2.AttrValue()
+    tlist.list.type.extend([dtype] * n)
+    return {"T": attr_value_pb2.AttrValue(type=dtype), "N": attr_value_pb2.AttrValue(i=n),
+            "Tlist": tlist}
+
+
+def test_instantiation_substitutes_placeholders_and_rewrites_outputs():
+    inst = instantiate(_poly_library(), "poly_sum", _attrs(af.float32.as_datatype_enum, 3))
+    nodes = {n.name: n for n in inst.graph_def.node}
+    assert [n for n in nodes if nodes[n].op == "_Arg"] == ["xs_0", "xs_1", "xs_2"]
+    assert [nodes[f"xs_{i}"].attr["index"].i for i in range(3)] == [0, 1, 2]
+    assert list(nodes["add"].input) == ["xs_0", "xs_1", "xs_2"]
+    assert nodes["add"].attr["T"].type == af.float32.as_datatype_enum
+    assert nodes["add"].attr["N"].i == 3
+    assert list(nodes["ident"].input) == ["xs_0", "xs_1", "xs_2", "^add"]
+    assert list(nodes["twice"].input) == ["add", "ident"]
+    assert list(nodes["sum_RetVal"].input) == ["twice"]
+    assert [list(nodes[f"parts_{i}_RetVal"].input) for i in range(3)] == \
+        [["ident"], ["ident:1"], ["ident:2"]]
+    assert inst.arg_types == [af.float32.as_datatype_enum] * 3
+    assert inst.ret_types == [af.float32.as_datatype_enum] * 4
+
+
+def test_instantiation_errors_name_the_function():
+    lib = _poly_library()
+    with pytest.raises(errors.NotFoundError, match="Function nope is not defined"):
+        instantiate(lib, "nope")
+    with pytest.raises(errors.InvalidArgumentError, match="poly_sum"):
+        instantiate(lib, "poly_sum", {"T": attr_value_pb2.AttrValue(type=1)})
+
+
+async def test_function_runtime_called_from_python():
+    """The interface a SavedModel loader uses: instantiate, then await run."""
+    mgr = DeviceMgr.from_config(config_pb2.ConfigProto())
+    flr = FunctionLibraryRuntime(_poly_library(), mgr.default_device, mgr)
+    body = flr.instantiate("poly_sum", _attrs(af.int32.as_datatype_enum, 2))
+    assert flr.instantiate("poly_sum", _attrs(af.int32.as_datatype_enum, 2)) is body
+    outs = await flr.run(body, None, [np.array([1, 2], np.int32), np.array([10, 20], np.int32)])
+    np.testing.assert_array_equal(outs[0], [12, 24])
+    np.testing.assert_array_equal(outs[1], [1, 2])
+    np.testing.assert_array_equal(outs[2], [10, 20])
+    mgr.shutdown()
+
+
+def _call(graph, fname, inputs, tout, op="PartitionedCall", attrs=None, name=None):
+    func = attr_value_pb2.NameAttrList(name=fname)
+    for key, value in (attrs or {}).items():
+        func.attr[key].CopyFrom(value)
+    return apply_op(op, name=name, args=inputs, Tout=tout, f=func)
+
+
+async def test_polymorphic_call_in_a_session():
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        a = af.placeholder(af.float32, [2], name="a")
+        b = af.placeholder(af.float32, [2], name="b")
+        outs = _call(g, "poly_sum", [a, b], [af.float32] * 3,
+                     attrs=_attrs(af.float32.as_datatype_enum, 2), name="call")
+    async with af.Session(graph=g) as sess:
+        got = await sess.run(outs, {a: np.array([1.0, 2.0], np.float32),
+                                    b: np.array([0.5, 0.25], np.float32)})
+    np.testing.assert_allclose(got[0], [2.5, 4.25])  # (a + b) + a
+    np.testing.assert_allclose(got[2], [0.5, 0.25])
+
+
+# -- errors ---------------------------------------------------------------------------
+async def test_missing_function_is_not_found_naming_the_call():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        out = _call(g, "no_such_fn", [x], [af.float32], name="caller")
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.NotFoundError, match="Function no_such_fn is not defined"
+                                                       r".*caller"):
+            await asyncio.wait_for(sess.run(out, {x: 1.0}), 30)
+
+
+async def test_call_with_a_wrong_dtype_is_invalid_argument():
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        x = af.placeholder(af.int32, [], name="x")
+        out = _call(g, "poly_sum", [x], [af.float32, af.float32],
+                    attrs=_attrs(af.float32.as_datatype_enum, 1), name="bad_call")
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Expects arg\[0\] of function 'poly_sum' to be float but "
+                                 r"int32 is provided: node bad_call"):
+            await asyncio.wait_for(sess.run(out, {x: 1}), 30)
+
+
+async def test_call_with_a_wrong_arity_is_invalid_argument():
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        out = _call(g, "poly_sum", [x, x], [af.float32, af.float32],
+                    attrs=_attrs(af.float32.as_datatype_enum, 1), name="bad_arity")
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="Function 'poly_sum' expects 1 arguments but 2 are given: "
+                                 "node bad_arity"):
+            await asyncio.wait_for(sess.run(out, {x: 1.0}), 30)
+
+
+RESHAPE_FN = """
+signature { name: "bad_reshape" input_arg { name: "x" type: DT_FLOAT }
+            output_arg { name: "y" type: DT_FLOAT } }
+node_def { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
+  int_val: 5 } } } }
+node_def { name: "inner_reshape" op: "Reshape" input: "x" input: "shape:output:0"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tshape" value { type: DT_INT32 } } }
+ret { key: "y" value: "inner_reshape:output:0" }
+"""
+
+
+async def test_error_inside_a_body_names_the_node_and_the_function():
+    g = af.Graph()
+    g._library.add_function_def(text_format.Parse(RESHAPE_FN, function_pb2.FunctionDef()))
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        out = _call(g, "bad_reshape", [x], [af.float32], name="outer_call")
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_allclose(await sess.run(out, {x: np.ones(5, np.float32)}),
+                                   [np.ones(5)])
+        with pytest.raises(errors.InvalidArgumentError) as info:
+            await sess.run(out, {x: np.ones(3, np.float32)})
+    message = info.value.message
+    assert "inner_reshape" in message and "bad_reshape" in message
+    assert "outer_call" in message
+
+
+INFINITE_WHILE = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "loop" op: "While" input: "x"
+  attr { key: "T" value { list { type: DT_FLOAT } } }
+  attr { key: "cond" value { func { name: "always" } } }
+  attr { key: "body" value { func { name: "inc" } } } }
+library {
+  function { signature { name: "always" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "t" op: "Const" attr { key: "dtype" value { type: DT_BOOL } }
+      attr { key: "value" value { tensor { dtype: DT_BOOL tensor_shape {} bool_val: true } } } }
+    ret { key: "c" value: "t:output:0" } }
+  function { signature { name: "inc" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node_def { name: "add" op: "AddV2" input: "v" input: "one:output:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "w" value: "add:z:0" } }
+}
+"""
+
+
+async def test_endless_while_meets_its_deadline_and_the_loop_stays_live():
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(INFINITE_WHILE, graph_pb2.GraphDef()), name="")
+    ticks = 0
+
+    async def heartbeat():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    beat = asyncio.create_task(heartbeat())
+    try:
+        async with af.Session(graph=g, config=called_config()) as sess:
+            options = config_pb2.RunOptions(timeout_in_ms=300)
+            with pytest.raises(errors.DeadlineExceededError):
+                await asyncio.wait_for(sess.run("loop:0", {"x:0": 0.0}, options=options), 30)
+    finally:
+        beat.cancel()
+    assert ticks >= 5  # the loop ran other coroutines while the While iterated
+
+
+async def test_cancelling_the_run_stops_a_while():
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(INFINITE_WHILE, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=called_config()) as sess:
+        task = asyncio.ensure_future(sess.run("loop:0", {"x:0": 0.0}))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 30)
+
+
+async def test_traced_run_shows_the_body_nodes():
+    g = af.Graph()
+    g._library.add_function_def(text_format.Parse(RESHAPE_FN, function_pb2.FunctionDef()))
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        out = _call(g, "bad_reshape", [x], [af.float32], name="outer_call")
+    async with af.Session(graph=g, config=called_config()) as sess:
+        options = config_pb2.RunOptions(trace_level=config_pb2.RunOptions.FULL_TRACE)
+        metadata = config_pb2.RunMetadata()
+        await sess.run(out, {x: np.ones(5, np.float32)}, options=options,
+                       run_metadata=metadata)
+    names = {n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats}
+    assert {"outer_call", "inner_reshape"} <= names
+    labels = {n.timeline_label for d in metadata.step_stats.dev_stats for n in d.node_stats}
+    assert any(label.startswith("inner_reshape = Reshape(") for label in labels)
+
+
+async def test_call_inside_a_v1_while_gets_each_iterations_inputs():
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+
+        def body(i, acc):
+            (doubled, _, _) = _call(g, "poly_sum", [acc, af.cast(i, af.float32)],
+                                    [af.float32] * 3,
+                                    attrs=_attrs(af.float32.as_datatype_enum, 2))
+            return i + 1, af.reshape(doubled, [])
+
+        _, acc = af.while_loop(lambda i, acc: i < n, body,
+                               [af.constant(0), af.constant(1.0)])
+    async with af.Session(graph=g, config=called_config()) as sess:
+        got = await sess.run(acc, {n: 4})
+    want = 1.0
+    for i in range(4):
+        want = (want + i) + want  # poly_sum's sum: (xs[0] + xs[1]) + xs[0]
+    assert got == pytest.approx(want)
+
+
+def test_functional_ops_are_registered():
+    for name in ("PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
+                 "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
+                 "DisableCopyOnRead"):
+        assert op_def_registry.get(name) is not None
