@@ -232,6 +232,24 @@ async def test_serving_default_matches_tf(name):
         np.testing.assert_allclose(result[key], want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["mlp", "lstm", "module"])
+async def test_object_graph_restore_equals_the_models_own_restore_function(name):
+    # The loader restores through the object graph; TF's v1 loader (and TF Serving) runs
+    # the SaverDef's restore op, a call of the traced restore function. Same values, and
+    # the checkpoint's.
+    _, values = _trackable_graph(name)
+    async with await af.saved_model.load(DATA / name) as model:
+        reads = [f"{v.handle.split(':')[0]}/Read/ReadVariableOp:0" for v in model.variables]
+        ours = await model.session.run(reads)
+        keys = [v.checkpoint_key for v in model.variables]
+    async with af.Session(graph=af.Graph()) as sess:
+        await af.saved_model.loader.load(sess, ["serve"], str(DATA / name))
+        theirs = await sess.run(reads)
+    for key, a, b in zip(keys, ours, theirs, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, values[key])
+
+
 async def test_second_signature_and_concurrent_calls(expected):
     want = expected["models"]["module"]["scale"]
     async with await af.saved_model.load(DATA / "module") as model:

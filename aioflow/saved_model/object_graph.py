@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from aioflow.framework import dtypes, errors, tensor_shape
+from aioflow.framework.function_library import FUNCTION_CALL_OPS
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.proto import saved_object_graph_pb2, trackable_object_graph_pb2
 
@@ -25,8 +26,6 @@ __all__ = ["OBJECT_GRAPH_KEY", "VARIABLE_VALUE", "RestoredVariable", "SignatureF
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 #: The attribute name of a variable's value in the checkpoint.
 VARIABLE_VALUE = "VARIABLE_VALUE"
-#: The ops by which a graph calls a function of its library.
-_CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +167,7 @@ def _captured_handles(object_graph, graph_def) -> dict[int, str]:
     whose function records bound inputs."""
     out: dict[int, str] = {}
     for node in graph_def.node:
-        if node.op not in _CALL_OPS:
+        if node.op not in FUNCTION_CALL_OPS:
             continue
         concrete = object_graph.concrete_functions.get(node.attr["f"].func.name)
         if concrete is None or not concrete.bound_inputs:
