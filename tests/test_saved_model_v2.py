@@ -398,7 +398,7 @@ def test_cli_inspect_matches_saved_model_cli(expected, name, capsys):
             assert a == b
 
 
-@pytest.mark.parametrize("name", ["mlp", "lstm", "text"])
+@pytest.mark.parametrize("name", MODELS)
 def test_cli_run_matches_tf(tmp_path, name):
     inputs, outputs = _arrays(name)
     args = []
