@@ -226,7 +226,7 @@ def _signatures(session, meta, tf2: bool) -> dict[str, Signature]:
     return out
 
 
-async def _load_tf2(saved_model, tags, export_dir: str) -> LoadedModel:
+async def _load_tf2(saved_model, tags, export_dir: str, config) -> LoadedModel:
     from aioflow.client.session import Session
     from aioflow.framework.ops import Graph
 
@@ -235,7 +235,7 @@ async def _load_tf2(saved_model, tags, export_dir: str) -> LoadedModel:
     check_library(meta, export_dir)
     graph = Graph()
     await asyncio.to_thread(_import, graph, meta.graph_def)
-    session = Session(graph=graph)
+    session = Session(graph=graph, config=config)
     try:
         variables = await _restore(session, meta, export_dir)
         init = meta.signature_def.get(constants.INIT_OP_SIGNATURE_KEY)
@@ -249,7 +249,7 @@ async def _load_tf2(saved_model, tags, export_dir: str) -> LoadedModel:
     return LoadedModel(export_dir, session, meta, signatures, variables, tf2=True)
 
 
-async def _load_v1(saved_model, tags, export_dir: str) -> LoadedModel:
+async def _load_v1(saved_model, tags, export_dir: str, config) -> LoadedModel:
     from aioflow.client.session import Session
     from aioflow.framework.ops import Graph
 
@@ -262,7 +262,7 @@ async def _load_v1(saved_model, tags, export_dir: str) -> LoadedModel:
                 f"are {len(saved_model.meta_graphs)} MetaGraphs in the SavedModel with tag "
                 f"sets: {tag_sets}. Pass a `tags=` argument to load this SavedModel.")
         tags = list(saved_model.meta_graphs[0].meta_info_def.tags)
-    session = Session(graph=Graph())
+    session = Session(graph=Graph(), config=config)
     try:
         meta = await loader.load(session, tags, export_dir)
         signatures = _signatures(session, meta, tf2=False)
@@ -272,14 +272,14 @@ async def _load_v1(saved_model, tags, export_dir: str) -> LoadedModel:
     return LoadedModel(export_dir, session, meta, signatures, [], tf2=False)
 
 
-async def load(export_dir, tags=None) -> LoadedModel:
-    """Load the SavedModel at `export_dir` (TF 2 or v1) into a new Session; `tags` picks
-    the MetaGraphDef (optional when there is one). Returns a LoadedModel whose
-    `signatures[key]` are async callables."""
+async def load(export_dir, tags=None, *, config=None) -> LoadedModel:
+    """Load the SavedModel at `export_dir` (TF 2 or v1) into a new Session (made with
+    `config`, a ConfigProto, if given); `tags` picks the MetaGraphDef (optional when
+    there is one). Returns a LoadedModel whose `signatures[key]` are async callables."""
     export_dir = os.fspath(export_dir)
     tags = _flat_tags(tags)
     saved_model = await asyncio.to_thread(loader.parse_saved_model, export_dir)
     if len(saved_model.meta_graphs) == 1 and saved_model.meta_graphs[0].HasField(
             "object_graph_def"):
-        return await _load_tf2(saved_model, tags, export_dir)
-    return await _load_v1(saved_model, tags, export_dir)
+        return await _load_tf2(saved_model, tags, export_dir, config)
+    return await _load_v1(saved_model, tags, export_dir, config)
