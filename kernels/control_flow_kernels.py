@@ -50,6 +50,29 @@ class SwitchOp(OpKernel):
         return (data, None)
 
 
+@_register("_SwitchN", GPU=("output_index",))
+class SwitchNOp(OpKernel):
+    """Forward `data` to output `output_index` (out of range: the last, as TF's); the
+    other outputs are dead."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.num_outs = ctx.get_attr("num_outs")
+
+    def compute(self, ctx, inputs):
+        data, index = inputs
+        if np.ndim(index):
+            raise errors.InvalidArgumentError(
+                None, None, f"output_index must be a scalar, but it has shape "
+                            f"{_shape_str(np.shape(index))}")
+        i = int(index)
+        if not 0 <= i < self.num_outs:
+            i = self.num_outs - 1
+        outs = [None] * self.num_outs
+        outs[i] = data
+        return outs
+
+
 @_register("Merge", GPU=("value_index",))
 @_register("RefMerge", GPU=("value_index",))
 class MergeOp(OpKernel):

@@ -20,12 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.node_def_util import tf_type_name
+from aioflow.framework.function_instantiate import check_call_types
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
-
-
-def _type_names(types) -> str:
-    return ", ".join(tf_type_name(t) for t in types)
 
 
 class _FunctionalKernel(AsyncOpKernel):
@@ -45,26 +41,10 @@ class _FunctionalKernel(AsyncOpKernel):
         types the node passes (`tin`) and expects back (`tout`)."""
         body = self.flr.instantiate(func.name, {k: v for k, v in func.attr.items()},
                                     self.node_def)
-        self._check(body.name, "arguments", list(tin), body.arg_types, what)
+        check_call_types(self.node_def, body.name, "arguments", tin, body.arg_types, what)
         if tout is not None:
-            self._check(body.name, "results", list(tout), body.ret_types, what)
+            check_call_types(self.node_def, body.name, "results", tout, body.ret_types, what)
         return body
-
-    def _check(self, fname, what_types, given, expected, role) -> None:
-        where = f"node {self.name} ({self.op_type}), {role} '{fname}'"
-        if len(given) != len(expected):
-            raise errors.InvalidArgumentError(
-                self.node_def, None, f"Function '{fname}' expects {len(expected)} "
-                                     f"{what_types} but {len(given)} are given: {where}")
-        for i, (g, e) in enumerate(zip(given, expected, strict=True)):
-            if g != e:
-                kind = "arg" if what_types == "arguments" else "result"
-                raise errors.InvalidArgumentError(
-                    self.node_def, None, f"Expects {kind}[{i}] of function '{fname}' to be "
-                                         f"{tf_type_name(e)} but {tf_type_name(g)} is provided: "
-                                         f"{where} "
-                                         f"(given [{_type_names(given)}], expected "
-                                         f"[{_type_names(expected)}])")
 
 
 @register_kernel("PartitionedCall", "CPU")

@@ -56,15 +56,27 @@ async def run_fixture(name: str, config=None) -> None:
 def called_config() -> config_pb2.ConfigProto:
     """A session config that keeps every call a call (no inlining, no lowering)."""
     config = config_pb2.ConfigProto()
+    config.experimental.executor_type = "SINGLE_THREADED_EXECUTOR"
     config.graph_options.optimizer_options.do_function_inlining = False
     config.graph_options.rewrite_options.function_optimization = \
         config.graph_options.rewrite_options.OFF
     return config
 
 
+@pytest.fixture(params=["lowered", "called"])
+def both_ways(request):
+    """A session config per path: the default (lowered and inlined), or calls kept."""
+    return None if request.param == "lowered" else called_config()
+
+
 @pytest.mark.parametrize("name", sorted(MANIFEST))
-async def test_fixture_runs_to_tensorflow_values(name):
+async def test_fixture_runs_to_tensorflow_values_lowered(name):
     await run_fixture(name)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+async def test_fixture_runs_to_tensorflow_values_called(name):
+    await run_fixture(name, called_config())
 
 
 def test_fixtures_hold_the_functional_ops():
@@ -123,7 +135,9 @@ def test_gradients_are_kept_not_used():
     assert list(lib.to_proto().gradient) == list(library.gradient)
 
 
-async def test_session_graph_def_and_partitions_carry_the_library(run_with_partition_graphs):
+@pytest.mark.parametrize("lowered", [False, True])
+async def test_session_graph_def_and_partitions_carry_the_library(run_with_partition_graphs,
+                                                                  lowered):
     graph_def = fixture_graph_def("nested_calls")
     unused = graph_def.library.function.add()
     text_format.Parse('signature { name: "unused_fn" output_arg { name: "o" type: DT_FLOAT } '
@@ -134,15 +148,20 @@ async def test_session_graph_def_and_partitions_carry_the_library(run_with_parti
     g = af.Graph()
     with g.as_default():
         af.import_graph_def(graph_def, name="")
-    async with af.Session(graph=g) as sess:
+    async with af.Session(graph=g, config=None if lowered else called_config()) as sess:
         feed = {"x:0": np.ones(3, np.float32), "y:0": np.ones(2, np.float32)}
         _, parts = await run_with_partition_graphs(sess, "out1:0", feed)
         assert set(_functions(sess._direct.graph_def.library)) == set(
             _functions(graph_def.library))
     (part,) = parts.values()
-    # the partition carries what it calls, transitively: not the unused function
-    assert set(_functions(part.library)) == {f.signature.name for f in
-                                             graph_def.library.function} - {"unused_fn"}
+    # the partition carries what it calls, transitively: not the unused function; inlined,
+    # only the _noinline function (still called) and what it calls
+    used = {f.signature.name for f in graph_def.library.function} - {"unused_fn"}
+    if lowered:
+        used = {n for n in used if "inner_noinline" in n or "leaf" in n}
+        assert not any(n.op == "PartitionedCall" and "outer" in n.attr["f"].func.name
+                       for n in part.node)
+    assert set(_functions(part.library)) == used
 
 
 async def test_direct_session_extend_with_a_conflicting_library_fails():
@@ -239,7 +258,7 @@ def _call(graph, fname, inputs, tout, op="PartitionedCall", attrs=None, name=Non
     return apply_op(op, name=name, args=inputs, Tout=tout, f=func)
 
 
-async def test_polymorphic_call_in_a_session():
+async def test_polymorphic_call_in_a_session(both_ways):
     g = af.Graph()
     g._library.add_library(_poly_library())
     with g.as_default():
@@ -247,7 +266,7 @@ async def test_polymorphic_call_in_a_session():
         b = af.placeholder(af.float32, [2], name="b")
         outs = _call(g, "poly_sum", [a, b], [af.float32] * 3,
                      attrs=_attrs(af.float32.as_datatype_enum, 2), name="call")
-    async with af.Session(graph=g) as sess:
+    async with af.Session(graph=g, config=both_ways) as sess:
         got = await sess.run(outs, {a: np.array([1.0, 2.0], np.float32),
                                     b: np.array([0.5, 0.25], np.float32)})
     np.testing.assert_allclose(got[0], [2.5, 4.25])  # (a + b) + a
@@ -255,39 +274,39 @@ async def test_polymorphic_call_in_a_session():
 
 
 # -- errors ---------------------------------------------------------------------------
-async def test_missing_function_is_not_found_naming_the_call():
+async def test_missing_function_is_not_found_naming_the_call(both_ways):
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [], name="x")
         out = _call(g, "no_such_fn", [x], [af.float32], name="caller")
-    async with af.Session(graph=g) as sess:
+    async with af.Session(graph=g, config=both_ways) as sess:
         with pytest.raises(errors.NotFoundError, match="Function no_such_fn is not defined"
                                                        r".*caller"):
             await asyncio.wait_for(sess.run(out, {x: 1.0}), 30)
 
 
-async def test_call_with_a_wrong_dtype_is_invalid_argument():
+async def test_call_with_a_wrong_dtype_is_invalid_argument(both_ways):
     g = af.Graph()
     g._library.add_library(_poly_library())
     with g.as_default():
         x = af.placeholder(af.int32, [], name="x")
         out = _call(g, "poly_sum", [x], [af.float32, af.float32],
                     attrs=_attrs(af.float32.as_datatype_enum, 1), name="bad_call")
-    async with af.Session(graph=g) as sess:
+    async with af.Session(graph=g, config=both_ways) as sess:
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"Expects arg\[0\] of function 'poly_sum' to be float but "
                                  r"int32 is provided: node bad_call"):
             await asyncio.wait_for(sess.run(out, {x: 1}), 30)
 
 
-async def test_call_with_a_wrong_arity_is_invalid_argument():
+async def test_call_with_a_wrong_arity_is_invalid_argument(both_ways):
     g = af.Graph()
     g._library.add_library(_poly_library())
     with g.as_default():
         x = af.placeholder(af.float32, [], name="x")
         out = _call(g, "poly_sum", [x, x], [af.float32, af.float32],
                     attrs=_attrs(af.float32.as_datatype_enum, 1), name="bad_arity")
-    async with af.Session(graph=g) as sess:
+    async with af.Session(graph=g, config=both_ways) as sess:
         with pytest.raises(errors.InvalidArgumentError,
                            match="Function 'poly_sum' expects 1 arguments but 2 are given: "
                                  "node bad_arity"):
@@ -312,14 +331,16 @@ async def test_error_inside_a_body_names_the_node_and_the_function():
     with g.as_default():
         x = af.placeholder(af.float32, [None], name="x")
         out = _call(g, "bad_reshape", [x], [af.float32], name="outer_call")
-    async with af.Session(graph=g) as sess:
-        np.testing.assert_allclose(await sess.run(out, {x: np.ones(5, np.float32)}),
-                                   [np.ones(5)])
-        with pytest.raises(errors.InvalidArgumentError) as info:
-            await sess.run(out, {x: np.ones(3, np.float32)})
-    message = info.value.message
-    assert "inner_reshape" in message and "bad_reshape" in message
-    assert "outer_call" in message
+    for config in (called_config(), None):
+        async with af.Session(graph=g, config=config) as sess:
+            np.testing.assert_allclose(await sess.run(out, {x: np.ones(5, np.float32)}),
+                                       [np.ones(5)])
+            with pytest.raises(errors.InvalidArgumentError) as info:
+                await sess.run(out, {x: np.ones(3, np.float32)})
+        message = info.value.message
+        assert "inner_reshape" in message and "outer_call" in message
+        if config is not None:  # called: the function is named; inlined: the node is
+            assert "{{function_node bad_reshape}}" in message  # outer_call/inner_reshape
 
 
 INFINITE_WHILE = """
@@ -397,7 +418,7 @@ async def test_traced_run_shows_the_body_nodes():
     assert any(label.startswith("inner_reshape = Reshape(") for label in labels)
 
 
-async def test_call_inside_a_v1_while_gets_each_iterations_inputs():
+async def test_call_inside_a_v1_while_gets_each_iterations_inputs(both_ways):
     g = af.Graph()
     g._library.add_library(_poly_library())
     with g.as_default():
@@ -411,7 +432,7 @@ async def test_call_inside_a_v1_while_gets_each_iterations_inputs():
 
         _, acc = af.while_loop(lambda i, acc: i < n, body,
                                [af.constant(0), af.constant(1.0)])
-    async with af.Session(graph=g, config=called_config()) as sess:
+    async with af.Session(graph=g, config=both_ways) as sess:
         got = await sess.run(acc, {n: 4})
     want = 1.0
     for i in range(4):
@@ -424,3 +445,40 @@ def test_functional_ops_are_registered():
                  "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
                  "DisableCopyOnRead"):
         assert op_def_registry.get(name) is not None
+
+
+@pytest.mark.parametrize("name, functional, lowered_ops", [
+    ("while_counter", "StatelessWhile", {"Enter", "Exit", "NextIteration", "LoopCond"}),
+    ("if_in_while", "StatelessWhile", {"Enter", "Switch", "Merge", "LoopCond"}),
+    ("while_in_if", "StatelessIf", {"Switch", "Merge", "Enter", "Exit"}),
+    ("case_1", "StatelessCase", {"_SwitchN", "Merge"}),
+])
+async def test_lowering_makes_v1_control_flow(run_with_partition_graphs, name, functional,
+                                              lowered_ops):
+    spec = MANIFEST[name]
+    arrays = np.load(DATA / f"fn_{name}.npz")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def(name), name="")
+    feed = {k: arrays[f"feed:{k}"] for k in spec["feeds"]}
+    for config, want in ((None, lowered_ops), (called_config(), {functional})):
+        async with af.Session(graph=g, config=config) as sess:
+            _, parts = await run_with_partition_graphs(sess, spec["fetches"][0], feed)
+        (part,) = parts.values()
+        ops = {n.op for n in part.node}
+        assert want <= ops, (config, ops)
+        if config is None:
+            assert not ops & {"StatelessWhile", "StatelessIf", "StatelessCase",
+                              "PartitionedCall"}, ops
+
+
+async def test_noinline_function_stays_a_call(run_with_partition_graphs):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def("nested_calls"), name="")
+    async with af.Session(graph=g) as sess:
+        _, parts = await run_with_partition_graphs(
+            sess, "out1:0", {"x:0": np.ones(3, np.float32), "y:0": np.ones(2, np.float32)})
+    (part,) = parts.values()
+    calls = [n.attr["f"].func.name for n in part.node if n.op == "PartitionedCall"]
+    assert len(calls) == 1 and "inner_noinline" in calls[0]

@@ -79,6 +79,31 @@ def instantiate(library, name: str, attrs=None) -> InstantiatedFunction:
         raise type(e)(e.node_def, None, f"{e.message}\n\tIn function '{name}'") from e
 
 
+def check_call_types(node_def, fname: str, what: str, given, expected, role: str) -> None:
+    """InvalidArgumentError naming the call node and the function when the types a call
+    passes or expects (`given`) are not the function's (`expected`); `what`: "arguments"
+    or "results", `role`: how the node uses the function ("function", "then_branch")."""
+    given, expected = list(given), list(expected)
+    where = f"node {node_def.name} ({node_def.op}), {role} '{fname}'"
+    if len(given) != len(expected):
+        raise errors.InvalidArgumentError(
+            node_def, None, f"Function '{fname}' expects {len(expected)} {what} but "
+                            f"{len(given)} are given: {where}")
+    for i, (g, e) in enumerate(zip(given, expected, strict=True)):
+        if g != e:
+            kind = "arg" if what == "arguments" else "result"
+            raise errors.InvalidArgumentError(
+                node_def, None, f"Expects {kind}[{i}] of function '{fname}' to be "
+                                f"{node_def_util.tf_type_name(e)} but "
+                                f"{node_def_util.tf_type_name(g)} is provided: {where} "
+                                f"(given [{_type_names(given)}], expected "
+                                f"[{_type_names(expected)}])")
+
+
+def _type_names(types) -> str:
+    return ", ".join(node_def_util.tf_type_name(t) for t in types)
+
+
 def signature_types(args, attrs, fname: str) -> list[tuple[str, list[int]]]:
     """Per arg of a signature (input_arg or output_arg): its name and its flat types."""
     out = []

@@ -15,7 +15,8 @@ SOURCE_ID = 0
 SINK_ID = 1
 
 _CONTROL_FLOW_OPS = {
-    "Switch": "is_switch", "RefSwitch": "is_switch", "Merge": "is_merge", "RefMerge": "is_merge",
+    "Switch": "is_switch", "RefSwitch": "is_switch", "_SwitchN": "is_switch",
+    "Merge": "is_merge", "RefMerge": "is_merge",
     "Enter": "is_enter", "RefEnter": "is_enter", "Exit": "is_exit", "RefExit": "is_exit",
     "NextIteration": "is_next_iteration", "RefNextIteration": "is_next_iteration",
     "LoopCond": "is_loop_cond", "ControlTrigger": "is_control_trigger",

@@ -108,3 +108,9 @@ if not _declared("CheckNumerics"):
     (register_op("CheckNumerics").input("tensor: T").output("output: T")
         .attr("T: {bfloat16, half, float, double}").attr("message: string")
         .set_is_stateful().set_shape_fn(_unchanged))
+
+# The N-way Switch TF's Case lowering makes: `data` goes to output `output_index` (out of
+# range: the last), the other outputs are dead.
+(register_op("_SwitchN").input("data: T").input("output_index: int32")
+    .output("outputs: num_outs * T").attr("num_outs: int >= 1").attr("T: type")
+    .set_shape_fn(lambda op: [op.inputs[0].shape] * len(op.outputs)))
