@@ -8,6 +8,9 @@ inputs on both sides):
   lstm_b1   serving_default of the LSTM(8) model on one sequence [1, 6, 3] (While v2)
   lstm_b4   the same on the fixture's batch [4, 6, 3]
   mlp_b5    serving_default of the MLP (Dense, Dense) on [5, 4]: the per-call overhead
+aioflow runs twice per round: with its default session config (functional ops lowered and
+calls inlined by LowerFunctionalOpsPass, as TF's graph runtime does) and `called` (no
+lowering or inlining: every call, If and While runs its function as a sub-step).
 Each peer runs in its own subprocess; the peers alternate (ABAB), `--reps` rounds, and
 each measurement is the median of `--runs` timed calls in µs. TensorFlow runs with
 `--tf-python`, a Python that has tensorflow-cpu (TensorFlow is never a dependency).
@@ -58,14 +61,26 @@ def child_tf(workload: str, runs: int) -> list[float]:
     return out
 
 
-def child_aioflow(workload: str, runs: int) -> list[float]:
+def _called_config():
+    """A ConfigProto under which LowerFunctionalOpsPass neither lowers nor inlines."""
+    from aioflow.proto import config_pb2, rewriter_config_pb2
+
+    config = config_pb2.ConfigProto()
+    config.experimental.executor_type = "SINGLE_THREADED_EXECUTOR"
+    config.graph_options.rewrite_options.function_optimization = \
+        rewriter_config_pb2.RewriterConfig.OFF
+    return config
+
+
+def child_aioflow(workload: str, runs: int, called: bool = False) -> list[float]:
     import asyncio
 
     import aioflow as af
 
     async def main() -> list[float]:
         export_dir, inputs = _inputs(workload)
-        async with await af.saved_model.load(export_dir) as model:
+        config = _called_config() if called else None
+        async with await af.saved_model.load(export_dir, config=config) as model:
             sig = model.signatures["serving_default"]
             for _ in range(200):
                 await sig(**inputs)
@@ -97,19 +112,24 @@ def main() -> None:
     parser.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        fn = child_tf if args.child == "tf" else child_aioflow
-        print(json.dumps(fn(args.workload, args.runs)))
+        if args.child == "tf":
+            print(json.dumps(child_tf(args.workload, args.runs)))
+        else:
+            print(json.dumps(child_aioflow(args.workload, args.runs,
+                                           called=args.child == "aioflow_called")))
         return
     results = {}
     for workload in args.workloads.split(","):
-        times: dict[str, list[float]] = {"aioflow": [], "tf": []}
+        times: dict[str, list[float]] = {"aioflow": [], "aioflow_called": [], "tf": []}
         for _ in range(args.reps):
-            times["aioflow"].append(measure(sys.executable, "aioflow", workload, args.runs))
+            for peer in ("aioflow", "aioflow_called"):
+                times[peer].append(measure(sys.executable, peer, workload, args.runs))
             if args.tf_python:
                 times["tf"].append(measure(args.tf_python, "tf", workload, args.runs))
         entry = {peer: round(statistics.median(t), 2) for peer, t in times.items() if t}
         if "tf" in entry:
             entry["aioflow_over_tf"] = round(entry["aioflow"] / entry["tf"], 3)
+            entry["called_over_tf"] = round(entry["aioflow_called"] / entry["tf"], 3)
         results[workload] = entry
     print(json.dumps({"unit": "us per call (median)", "results": results}, indent=2))
 
