@@ -17,7 +17,12 @@ import pytest
 import aioflow as af
 from aioflow import cli
 from aioflow.framework import errors, tensor_bundle
-from aioflow.proto import saved_model_pb2, trackable_object_graph_pb2
+from aioflow.proto import (
+    config_pb2,
+    rewriter_config_pb2,
+    saved_model_pb2,
+    trackable_object_graph_pb2,
+)
 from aioflow.saved_model import loader, loader_v2, object_graph
 
 DATA = Path(__file__).parent / "data" / "saved_model_v2"
@@ -220,10 +225,23 @@ def test_signature_structure_is_tfs(expected):
 # -- loading and running ------------------------------------------------------------------
 
 
+def _called_config():
+    """A session config under which functional ops are neither lowered nor inlined."""
+    config = config_pb2.ConfigProto()
+    config.experimental.executor_type = "SINGLE_THREADED_EXECUTOR"
+    config.graph_options.rewrite_options.function_optimization = \
+        rewriter_config_pb2.RewriterConfig.OFF
+    return config
+
+
+@pytest.mark.parametrize("path", ["lowered", "called"])
 @pytest.mark.parametrize("name", MODELS)
-async def test_serving_default_matches_tf(name):
+async def test_serving_default_matches_tf(name, path):
+    # The default session lowers If/While and inlines calls; `called` runs every call,
+    # If and While as a function sub-step. Both give TF's outputs.
     inputs, outputs = _arrays(name)
-    async with await af.saved_model.load(DATA / name) as model:
+    config = _called_config() if path == "called" else None
+    async with await af.saved_model.load(DATA / name, config=config) as model:
         assert model.is_tf2 and model.tags == ["serve"]
         result = await model.signatures["serving_default"](**inputs)
     assert sorted(result) == sorted(outputs)
@@ -271,6 +289,26 @@ async def test_lstm_calls_interleave_on_one_loop():
         results = await asyncio.gather(*(sig(seq=b) for b in batches))
     got = np.concatenate([r["output_0"] for r in results])
     np.testing.assert_allclose(got, outputs["output_0"], rtol=1e-5, atol=1e-6)
+
+
+async def test_cancelled_calls_leave_the_model_usable():
+    # Calls cancelled wherever they are (not started, mid-step, done) leave nothing
+    # behind: a later call runs to TF's values, and nothing hangs.
+    inputs, outputs = _arrays("lstm")
+    async with await af.saved_model.load(DATA / "lstm") as model:
+        sig = model.signatures["serving_default"]
+        await sig(**inputs)  # the step is built
+        tasks = [asyncio.ensure_future(sig(**inputs)) for _ in range(20)]
+        await asyncio.sleep(0.002)
+        for task in tasks:
+            task.cancel()
+        done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+        for value in done:
+            if not isinstance(value, asyncio.CancelledError):
+                np.testing.assert_allclose(value["output_0"], outputs["output_0"],
+                                           rtol=1e-5, atol=1e-6)
+        result = await asyncio.wait_for(sig(**inputs), 30)
+    np.testing.assert_allclose(result["output_0"], outputs["output_0"], rtol=1e-5, atol=1e-6)
 
 
 async def test_v1_saved_model_loads_through_the_same_interface():
