@@ -161,6 +161,8 @@ for _op in ("Identity", "Snapshot", "StopGradient", "PreventGradient",
 class IdentityNOp(OpKernel):
     """Returns its inputs themselves."""
 
+    compilable = True  # pure (an inlined function's results: part of compiled loops)
+
     def compute(self, ctx, inputs):
         return inputs
 

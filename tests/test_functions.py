@@ -79,6 +79,13 @@ async def test_fixture_runs_to_tensorflow_values_called(name):
     await run_fixture(name, called_config())
 
 
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+async def test_fixture_runs_to_tensorflow_values_called_as_sub_steps(name, monkeypatch):
+    """Segments off: no body is compiled, every call runs its body's executor."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "0")
+    await run_fixture(name, called_config())
+
+
 def test_fixtures_hold_the_functional_ops():
     ops = {op for spec in MANIFEST.values() for op in spec["ops"]}
     assert {"PartitionedCall", "StatefulPartitionedCall", "StatelessWhile", "StatelessIf",
@@ -482,3 +489,55 @@ async def test_noinline_function_stays_a_call(run_with_partition_graphs):
     (part,) = parts.values()
     calls = [n.attr["f"].func.name for n in part.node if n.op == "PartitionedCall"]
     assert len(calls) == 1 and "inner_noinline" in calls[0]
+
+
+GROWING_WHILE = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "loop" op: "While" input: "x"
+  attr { key: "T" value { list { type: DT_FLOAT } } }
+  attr { key: "output_shapes" value { list { shape { dim { size: 1 } } } } }
+  attr { key: "cond" value { func { name: "small" } } }
+  attr { key: "body" value { func { name: "grow" } } } }
+library {
+  function { signature { name: "small" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "size" op: "Size" input: "v"
+      attr { key: "T" value { type: DT_FLOAT } } attr { key: "out_type" value { type: DT_INT32 } } }
+    node_def { name: "four" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 4 } } } }
+    node_def { name: "less" op: "Less" input: "size:output:0" input: "four:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "grow" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "axis" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+    node_def { name: "cat" op: "ConcatV2" input: "v" input: "v" input: "axis:output:0"
+      attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } }
+      attr { key: "Tidx" value { type: DT_INT32 } } }
+    ret { key: "w" value: "cat:output:0" } }
+}
+"""
+
+
+async def test_while_shape_invariant_is_enforced_when_called():
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(GROWING_WHILE, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=called_config()) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match=r"Loop variable 0 of loop: the "
+                                                              r"body returned shape \[2\]"):
+            await asyncio.wait_for(sess.run("loop:0", {"x:0": np.ones(1, np.float32)}), 30)
+
+
+async def test_long_called_while_matches_numpy(both_ways):
+    graph_def = fixture_graph_def("while_counter")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+    acc = np.float32(1.0)
+    for _ in range(3000):
+        acc = acc + np.float32(0.5) * acc / (acc + np.float32(1.0))
+    async with af.Session(graph=g, config=both_ways) as sess:
+        got = await sess.run("out:0", {"n:0": np.int32(3000)})
+    np.testing.assert_allclose(got, acc, rtol=1e-5)

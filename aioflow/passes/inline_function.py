@@ -62,10 +62,13 @@ def replace_node(graph: Graph, old: Node, new: Node) -> None:
 
 
 def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
-                names: set, role: str = "function") -> list[Node]:
+                names: set, role: str = "function", keep_caller: bool = True) -> list[Node]:
     """Replace `call` (whose data inputs are the callee's arguments, in order) by the
     body of `fname`; returns the nodes added. The call's input and output types must be
-    the function's (InvalidArgumentError naming both)."""
+    the function's (InvalidArgumentError naming both). `keep_caller`: the call's name
+    stays, as the IdentityN of its results (False for the calls a lowering made: their
+    consumers read the results where the body computes them, and a NoOp of the call's
+    name, only when something depends on the call by a control edge, waits for them)."""
     if library.find(fname) is None:
         raise function_not_found(fname, call.def_)
     inst = instantiate(library, fname, attrs)
@@ -126,6 +129,9 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
             root_gate = gate if gate is not None else first_arg
             if root_gate is not None:
                 graph.add_control_edge(root_gate, node)
+    if not keep_caller:
+        _wire_results(graph, call, retvals, by_name, inst.control_ret, gate)
+        return added
     result = _result_node(graph, call, retvals, by_name, names)
     for name in inst.control_ret:
         graph.add_control_edge(by_name[name], result)
@@ -134,6 +140,34 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
     replace_node(graph, call, result)
     added.append(result)
     return added
+
+
+def _wire_results(graph: Graph, call: Node, retvals: list, by_name: dict, control_ret,
+                  gate) -> None:
+    """Consumers of `call:i` read the body's result i directly; control consumers wait
+    for a NoOp (named as the call) after every result and control output."""
+    sources = {}
+    for r in retvals:
+        src, slot = node_def_util.parse_input(r.input[0])
+        sources[r.attr["index"].i] = (by_name[src], slot)
+    waiter = None
+    if any(e.is_control_edge and not e.dst.is_sink for e in call.out_edges):
+        waiter = add_node(graph, node_def_pb2.NodeDef(name=call.name, op="NoOp"), call)
+        for src, _ in sources.values():
+            graph.add_control_edge(src, waiter)
+        for name in control_ret:
+            graph.add_control_edge(by_name[name], waiter)
+        if not sources and gate is not None:
+            graph.add_control_edge(gate, waiter)
+    for e in list(call.out_edges):
+        if e.dst.is_sink:
+            continue
+        if e.is_control_edge:
+            graph.add_control_edge(waiter, e.dst)
+        else:
+            src, slot = sources[e.src_output]
+            graph.add_edge(src, slot, e.dst, e.dst_input)
+    graph.remove_node(call)
 
 
 def _result_node(graph: Graph, call: Node, retvals: list, by_name: dict, names: set) -> Node:

@@ -118,7 +118,7 @@ class _Lowering:
             if not (self.inline or _flag(node, LOWERED_CALL_ATTR)) or self._noinline(func):
                 return False
             inline_call(self.graph, node, self.library, func.name, dict(func.attr),
-                        self.names)
+                        self.names, keep_caller=not _flag(node, LOWERED_CALL_ATTR))
             return True
         if not (self.lower and _flag(node, LOWER_ATTR)):
             return False

@@ -29,12 +29,18 @@ the same way):
   their class and name the node inside the body and the function. Cancelling the
   awaiting task aborts the body. With no step (kernel_ctx None), a fresh context is
   used: `await flr.run(body, None, args)` runs a function on its own.
+- A body of cheap pure kernels is also compiled to one Python function
+  (compiled_body.py): `run` calls it directly when it can (no sub-step at all), and
+  falls back to the sub-step for large inputs, errors and traced steps.
+  `run_compiled(body, kernel_ctx, args)` is that direct call alone (a While's loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+
+import numpy as np
 
 from aioflow.framework import errors
 from aioflow.framework.function_instantiate import (
@@ -49,23 +55,27 @@ from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2
+from aioflow.runtime.compiled_body import compile_body
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.loop_runner import get_runner
+from aioflow.runtime.segments import segments_default
 from aioflow.runtime.step_context import StepContext
 
 
 class FunctionBody:
     """One instantiation: its name, flat arg and result types, and its executor."""
 
-    __slots__ = ("name", "arg_types", "ret_types", "num_rets", "impl", "instantiated")
+    __slots__ = ("name", "arg_types", "ret_types", "num_rets", "impl", "instantiated", "fast")
 
-    def __init__(self, inst: InstantiatedFunction, impl: ExecutorImpl):
+    def __init__(self, inst: InstantiatedFunction, impl: ExecutorImpl, fast=None):
         self.name = inst.name
         self.arg_types = inst.arg_types
         self.ret_types = inst.ret_types
         self.num_rets = len(inst.ret_types)
         self.impl = impl
         self.instantiated = inst
+        # The body compiled to one function (compiled_body.py), or None.
+        self.fast = fast
 
     def __repr__(self) -> str:
         return f"<FunctionBody {self.name} args={len(self.arg_types)} rets={self.num_rets}>"
@@ -138,12 +148,38 @@ class FunctionLibraryRuntime:
         impl = ExecutorImpl(graph, self.device, inline_all=self.inline_all,
                             segments=self.segments, function_library=self,
                             share_kernels=False)
-        return FunctionBody(inst, impl)
+        compiled = self.segments if self.segments is not None else segments_default()
+        fast = compile_body(impl, name) if compiled and not self.inline_all else None
+        return FunctionBody(inst, impl, fast)
 
     # -- running ------------------------------------------------------------------------
+    @staticmethod
+    def run_compiled(body: FunctionBody, kernel_ctx: OpKernelContext, args) -> list | None:
+        """The results of `body` run as its compiled function, or None: run it as a
+        sub-step (it has none, an input is too large, a kernel failed, or the step is
+        traced). Call it under np.errstate(all="ignore"), as the executor runs kernels."""
+        fast = body.fast
+        if fast is None or kernel_ctx.stats_collector is not None:
+            return None
+        try:
+            return fast(kernel_ctx, args)
+        except Exception:  # noqa: BLE001 - the sub-step reports it, naming the node
+            return None
+
     async def run(self, body: FunctionBody, kernel_ctx: OpKernelContext | None,
                   args: list) -> list:
-        """The results of `body` called with `args`, as a sub-step of `kernel_ctx`'s step."""
+        """The results of `body` called with `args`, as a sub-step of `kernel_ctx`'s step
+        (or its compiled function, when it has one and it can)."""
+        if body.fast is not None and kernel_ctx is not None:
+            with np.errstate(all="ignore"):
+                outs = self.run_compiled(body, kernel_ctx, args)
+            if outs is not None:
+                return outs
+        return await self.run_step(body, kernel_ctx, args)
+
+    async def run_step(self, body: FunctionBody, kernel_ctx: OpKernelContext | None,
+                       args: list) -> list:
+        """`run` as a sub-step of the caller's step, always."""
         if kernel_ctx is None:
             kernel_ctx = OpKernelContext(0, [], 0, resource_mgr=self.device.resource_mgr)
         ctx = kernel_ctx.for_call(args, body.num_rets)
