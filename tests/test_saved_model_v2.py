@@ -399,6 +399,25 @@ async def test_python_objects_it_cannot_restore_are_refused(tmp_path):
         await af.saved_model.load(export_dir)
 
 
+async def test_a_signature_with_a_composite_tensor_is_refused_when_called(tmp_path):
+    export_dir = _copy(tmp_path)
+
+    def make_sparse(meta):
+        info = meta.signature_def["serve"].inputs["x"]
+        name = info.name
+        info.coo_sparse.values_tensor_name = name
+
+    _rewrite(export_dir, make_sparse)
+    inputs, outputs = _arrays("mlp")
+    async with await af.saved_model.load(export_dir) as model:
+        with pytest.raises(NotImplementedError, match=r"The signature 'serve' has sparse or "
+                           r"composite tensors \(input 'x' \(coo_sparse\)\): aioflow feeds "
+                           r"and fetches dense tensors only"):
+            await model.signatures["serve"](**inputs)
+        result = await model.signatures["serving_default"](**inputs)  # the others work
+    np.testing.assert_allclose(result["output_0"], outputs["output_0"], rtol=1e-5, atol=1e-6)
+
+
 async def test_missing_checkpoint_value_is_not_found(tmp_path):
     export_dir = _copy(tmp_path)
     prefix = str(export_dir / "variables" / "variables")

@@ -88,6 +88,15 @@ class Signature:
         self._fetch_names = [signature_def.outputs[k].name for k in self._outputs]
         self._callable = None
         self._build_lock = asyncio.Lock()
+        composite = sorted(
+            f"{kind} {key!r} ({info.WhichOneof('encoding')})"
+            for kind, infos in (("input", signature_def.inputs),
+                                ("output", signature_def.outputs))
+            for key, info in infos.items() if info.WhichOneof("encoding") != "name")
+        #: Why the signature cannot be called (sparse or composite tensors), or None.
+        self.unsupported = None if not composite else (
+            f"The signature {name!r} has sparse or composite tensors ("
+            f"{', '.join(composite)}): aioflow feeds and fetches dense tensors only.")
 
     @property
     def structured_input_signature(self) -> tuple[tuple, dict[str, TensorSpec]]:
@@ -174,6 +183,8 @@ class Signature:
         return self._callable
 
     async def __call__(self, *args, **kwargs) -> dict[str, np.ndarray]:
+        if self.unsupported:
+            raise NotImplementedError(self.unsupported)
         values = self.bind(args, kwargs)
         call = self._callable or await self._get_callable()
         results = await call(*values)
