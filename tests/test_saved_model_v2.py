@@ -418,6 +418,16 @@ async def test_a_signature_with_a_composite_tensor_is_refused_when_called(tmp_pa
     np.testing.assert_allclose(result["output_0"], outputs["output_0"], rtol=1e-5, atol=1e-6)
 
 
+async def test_missing_directory_or_variables_are_clear_errors(tmp_path):
+    with pytest.raises(OSError, match=r"SavedModel file does not exist at: .*absent"):
+        await af.saved_model.load(tmp_path / "absent")
+    export_dir = _copy(tmp_path)
+    shutil.rmtree(export_dir / "variables")
+    with pytest.raises(errors.NotFoundError, match=r"Failed to find any matching files for "
+                       r".*variables/variables"):
+        await af.saved_model.load(export_dir)
+
+
 async def test_missing_checkpoint_value_is_not_found(tmp_path):
     export_dir = _copy(tmp_path)
     prefix = str(export_dir / "variables" / "variables")
