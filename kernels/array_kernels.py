@@ -314,6 +314,8 @@ class ExpandDimsOp(OpKernel):
 class SqueezeOp(OpKernel):
     """The input without the listed size-1 dimensions (all of them if none are listed)."""
 
+    compilable = True  # pure
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._dims = list(ctx.get_attr("squeeze_dims", []))
@@ -604,6 +606,8 @@ class UnpackOp(OpKernel):
 class SplitOp(OpKernel):
     """`value` split into num_split equal views along `split_dim`."""
 
+    compilable = True  # pure, every output produced
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._num = ctx.get_attr("num_split")
@@ -837,6 +841,8 @@ _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_ax
 @register_kernel("StridedSlice", "CPU")
 class StridedSliceOp(OpKernel):
     """NumPy-style basic slicing with TF's masks (a view, reshaped)."""
+
+    compilable = True  # pure
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -1112,3 +1118,31 @@ class OneHotOp(_Copying):
         if axis != -1 and axis != ndim:
             out = np.moveaxis(out, -1, axis)
         return (out,)
+
+
+@register_kernel("EnsureShape", "CPU")
+class EnsureShapeOp(OpKernel):
+    """The input, when its shape is compatible with the `shape` attr (TF's message)."""
+
+    compilable = True
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        shape = ctx.get_attr("shape")
+        self.dims = None if shape.rank is None else [
+            -1 if d is None else int(d) for d in shape.as_list()]
+        name = ctx.node_def.input[0] if ctx.node_def.input else ""
+        self.input_name = name.split(":")[0] if name.endswith(":0") else name
+
+    def compute(self, ctx, inputs):
+        value = inputs[0]
+        dims = self.dims
+        if dims is not None:
+            shape = np.shape(value)
+            if len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(
+                    dims, shape, strict=True)):
+                want = "[" + ",".join("?" if d < 0 else str(d) for d in dims) + "]"
+                raise errors.InvalidArgumentError(
+                    None, None, f"Shape of tensor {self.input_name} {shape_str(shape)} is "
+                                f"not compatible with expected shape {want}.")
+        return (value,)

@@ -211,6 +211,11 @@ def _big(inputs, index: int = 0) -> bool:
 class _ListKernel(OpKernel):
     """A list kernel: cheap (inline) unless it copies a large list's contents."""
 
+    # Pure: a list op outputs a new list and never changes its inputs, and produces
+    # every output; so it may run inside a compiled segment, a compiled v1 loop or a
+    # compiled function body (a While v2 body of a Keras RNN).
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.element_dtype = (dtypes.as_dtype(ctx.get_attr("element_dtype"))

@@ -55,6 +55,8 @@ class _MatMulBase(OpKernel):
 class MatMulOp(_MatMulBase):
     """product = op(a) @ op(b) for matrices, op = transpose when asked."""
 
+    compilable = True  # pure; small products run inline (a Keras RNN's While body)
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._ta = ctx.get_attr("transpose_a", False)

@@ -238,7 +238,10 @@ class UnsortedSegmentSumOp(_SegmentBase):
             raise _invalid(f"segment_ids{_slice_debug(ids.shape, i)} = {int(flat_ids[i])} is "
                            f"out of range [0, {n})")
         work_dtype = _work_dtype(dtype)
-        out = np.full((n,) + inner, init, dtype=work_dtype)
+        # zeros come from calloc: pages a sum never writes are never touched (a huge
+        # num_segments costs no time until the output is read)
+        out = (np.zeros((n,) + inner, dtype=work_dtype) if init == 0 else
+               np.full((n,) + inner, init, dtype=work_dtype))
         keep = flat_ids >= 0
         rows = data.reshape((-1,) + inner)
         if not keep.all():

@@ -103,7 +103,7 @@ def _body_ops() -> set:
 def test_op_defs_equal_tf():
     tf_ops = op_def_pb2.OpList()
     tf_ops.ParseFromString((DATA / "function_op_defs.pb").read_bytes())
-    assert len(tf_ops.op) == 11
+    assert len(tf_ops.op) == 12
     assert_equal_to_tf(tf_ops)
 
 
@@ -541,3 +541,145 @@ async def test_long_called_while_matches_numpy(both_ways):
     async with af.Session(graph=g, config=both_ways) as sess:
         got = await sess.run("out:0", {"n:0": np.int32(3000)})
     np.testing.assert_allclose(got, acc, rtol=1e-5)
+
+
+DANGLING = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "outer" op: "StatefulPartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "calls_missing" } } } }
+library {
+  function { signature { name: "calls_missing" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "inner" op: "PartitionedCall" input: "v"
+      attr { key: "Tin" value { list { type: DT_FLOAT } } }
+      attr { key: "Tout" value { list { type: DT_FLOAT } } }
+      attr { key: "f" value { func { name: "not_in_the_library" } } } }
+    ret { key: "w" value: "inner:output:0" } }
+}
+"""
+
+
+async def test_library_referencing_a_missing_function_is_not_found(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(DANGLING, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        with pytest.raises(errors.NotFoundError,
+                           match="Function not_in_the_library is not defined"):
+            await asyncio.wait_for(sess.run("outer:0", {"x:0": 1.0}), 30)
+
+
+@pytest.mark.parametrize("lowered", [False, True])
+async def test_two_devices_each_partition_carries_what_it_calls(run_with_partition_graphs,
+                                                                lowered):
+    config = config_pb2.ConfigProto(device_count={"CPU": 2})
+    if not lowered:
+        config.MergeFrom(called_config())
+    g = af.Graph()
+    g._library.add_library(_poly_library())
+    with g.as_default():
+        a = af.placeholder(af.float32, [2], name="a")
+        with af.device("/cpu:1"):
+            outs = _call(g, "poly_sum", [a, a * 2.0], [af.float32] * 3,
+                         attrs=_attrs(af.float32.as_datatype_enum, 2), name="call")
+        total = af.identity(outs[0], name="total")
+    async with af.Session(graph=g, config=config) as sess:
+        got, parts = await run_with_partition_graphs(sess, total, {a: np.ones(2, np.float32)})
+    np.testing.assert_allclose(got, [4.0, 4.0])  # (a + 2a) + a
+    assert len(parts) == 2
+    libraries = {device[-5:]: {f.signature.name for f in part.library.function}
+                 for device, part in parts.items()}
+    assert libraries == {"CPU:0": set(), "CPU:1": set() if lowered else {"poly_sum"}}
+
+
+INT_IF = """
+node { name: "p" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "branch" op: "If" input: "p" input: "x"
+  attr { key: "Tcond" value { type: DT_INT32 } }
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "_lower_using_switch_merge" value { b: true } }
+  attr { key: "then_branch" value { func { name: "neg" } } }
+  attr { key: "else_branch" value { func { name: "same" } } } }
+library {
+  function { signature { name: "neg" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    node_def { name: "n" op: "Neg" input: "v" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "w" value: "n:y:0" } }
+  function { signature { name: "same" input_arg { name: "v" type: DT_FLOAT }
+                         output_arg { name: "w" type: DT_FLOAT } }
+    ret { key: "w" value: "v" } }
+}
+"""
+
+
+@pytest.mark.parametrize("pred, want", [(0, 2.0), (3, -2.0), (-1, -2.0)])
+async def test_if_with_an_int_predicate_is_tfs_to_bool(both_ways, pred, want):
+    """Tcond int32: not lowered (Switch takes a bool), called with TF's ToBool."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(INT_IF, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        got = await sess.run("branch:0", {"p:0": np.int32(pred), "x:0": np.float32(2.0)})
+    assert got == want
+
+
+NO_ARGS = """
+signature { name: "seven" output_arg { name: "o" type: DT_FLOAT } }
+node_def { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 7 } } } }
+node_def { name: "ident" op: "Identity" input: "c:output:0"
+  attr { key: "T" value { type: DT_FLOAT } } }
+ret { key: "o" value: "ident:output:0" }
+"""
+
+
+async def test_function_without_arguments(both_ways):
+    g = af.Graph()
+    g._library.add_function_def(text_format.Parse(NO_ARGS, function_pb2.FunctionDef()))
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        with af.control_dependencies([x]):
+            (seven,) = _call(g, "seven", [], [af.float32], name="seven_call")
+        out = seven * x
+    async with af.Session(graph=g, config=both_ways) as sess:
+        assert await sess.run(out, {x: 3.0}) == 21.0
+
+
+async def test_ensure_shape_in_a_body_fails_with_tfs_message(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def("ensure_shape"), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Shape of tensor (PartitionedCall/)?v \[3,4\] is not "
+                                 r"compatible with expected shape \[2,\?\]\."):  # inlined: v
+            await sess.run("out:0", {"x:0": np.zeros((3, 4), np.float32)})
+
+
+async def test_concurrent_runs_of_called_loops_do_not_mix(monkeypatch):
+    """Twenty runs in flight on one loop, each its own n: the While kernel, its bodies and
+    their executors are shared; every run gets its own result (compiled and sub-steps)."""
+    graph_def = fixture_graph_def("if_in_while")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(graph_def, name="")
+
+    def collatz(n):
+        i, steps = 0, 0
+        while i < 50 and n > 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            i, steps = i + 1, steps + (n == 1)
+        return i, n, steps
+
+    for segments in ("1", "0"):
+        monkeypatch.setenv("AIOFLOW_SEGMENTS", segments)
+        async with af.Session(graph=g, config=called_config()) as sess:
+            ns = list(range(2, 22))
+            outs = await asyncio.gather(*(sess.run(["out0:0", "out1:0", "out2:0"],
+                                                   {"n:0": np.int32(n)}) for n in ns))
+        for n, out in zip(ns, outs, strict=True):
+            assert tuple(int(v) for v in out) == collatz(n), n

@@ -88,6 +88,8 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
             graph.add_control_edge(src, gate)
         added.append(gate)
     body = []
+    arg_nodes: list[Node] = []
+    body_names = {n.name for n in inst.graph_def.node}
     for node_def in inst.graph_def.node:
         if node_def.op == "_Retval":
             retvals.append(node_def)
@@ -102,7 +104,7 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
                 del copy.attr[key]
         elif "_class" in copy.attr:
             values = [b"loc:@" + prefix.encode() + s[5:]
-                      if s.startswith(b"loc:@") and s[5:].decode() in inst.graph_def.node
+                      if s.startswith(b"loc:@") and s[5:].decode(errors="replace") in body_names
                       else s for s in copy.attr["_class"].list.s]
             del copy.attr["_class"].list.s[:]
             copy.attr["_class"].list.s.extend(values)
@@ -110,21 +112,24 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
         by_name[node_def.name] = node
         added.append(node)
         if node_def.op == "_Arg":
+            arg_nodes.append(node)
             edge = inputs[node_def.attr["index"].i]
             graph.add_edge(edge.src, edge.src_output, node, 0)
+            node.def_.input.append(_tensor_name(edge.src, edge.src_output))
             if gate is not None:
                 graph.add_control_edge(gate, node)
         else:
             body.append((node_def, node))
-    first_arg = next((n for n in added if n.type_string == "Identity"
-                      and n.name.startswith(prefix)), None)
+    first_arg = arg_nodes[0] if arg_nodes else None
     for node_def, node in body:
         for i, text in enumerate(t for t in node_def.input if not t.startswith("^")):
             src, slot = node_def_util.parse_input(text)
             graph.add_edge(by_name[src], slot, node, i)
+            node.def_.input.append(_tensor_name(by_name[src], slot))  # (kernels read it)
         for text in node_def.input:
             if text.startswith("^"):
                 graph.add_control_edge(by_name[text[1:]], node)
+                node.def_.input.append("^" + by_name[text[1:]].name)
         if not node_def.input:
             root_gate = gate if gate is not None else first_arg
             if root_gate is not None:
@@ -140,6 +145,10 @@ def inline_call(graph: Graph, call: Node, library, fname: str, attrs: dict,
     replace_node(graph, call, result)
     added.append(result)
     return added
+
+
+def _tensor_name(node: Node, slot: int) -> str:
+    return node.name if slot == 0 else f"{node.name}:{slot}"
 
 
 def _wire_results(graph: Graph, call: Node, retvals: list, by_name: dict, control_ret,

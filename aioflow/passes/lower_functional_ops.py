@@ -18,8 +18,10 @@ What is rewritten, as TF decides:
 
 Nodes added by a rewrite are visited too (a call inside an inlined body, an If inside a
 While body), as TF's pass walks the node ids it adds. Measured (docs/performance.md,
-benchmarks/functions.py): lowered and inlined graphs run far faster than called ones
-(a While iteration costs what a v1 loop's does), so lowering is on by default, as TF's.
+benchmarks/functions.py): lowered and inlined graphs run faster than called ones (a
+lowered While iteration costs what the same v1 loop's does, 0.85 µs; called, 1.12; an
+inlined one-node call adds 0.5 µs to a run, called 5.6), so lowering is on by default,
+as TF's.
 
 The rewritten nodes keep their names: an If, Case or While becomes an IdentityN of its
 results named as it was, so fetches and consumers are unchanged.

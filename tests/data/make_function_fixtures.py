@@ -30,7 +30,7 @@ MANIFEST: dict = {}
 
 OP_NAMES = ["PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
             "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
-            "DisableCopyOnRead"]
+            "DisableCopyOnRead", "EnsureShape"]
 
 
 def save(name: str, graph: tf.Graph, feeds: dict, fetches: list, init=None,
@@ -184,6 +184,46 @@ def while_counter() -> None:
     save("while_counter", graph, {"n:0": np.array(200, np.int32)}, [out])
 
 
+def keras_rnn(kind: str) -> None:
+    """A Keras LSTM/GRU layer frozen with its While v2 kept (convert_variables_to_
+    constants_v2, lower_control_flow=False): TensorList ops in the loop body."""
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    tf.keras.utils.set_random_seed(7)
+    layer_cls = tf.keras.layers.LSTM if kind == "lstm" else tf.keras.layers.GRU
+    layer = layer_cls(5, return_sequences=True)
+    spec = tf.TensorSpec([2, 6, 3], tf.float32, name="x")
+    concrete = tf.function(lambda x: layer(x)).get_concrete_function(spec)
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
+    graph_def = frozen.graph.as_graph_def()
+    x = np.random.RandomState(3).randn(2, 6, 3).astype(np.float32)
+    want = frozen(tf.constant(x))
+    want = want[0] if isinstance(want, (list, tuple)) else want
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    fetch = graph.get_tensor_by_name(frozen.outputs[0].name)
+    feed = frozen.inputs[0].name
+    save(f"keras_{kind}", graph, {feed: x}, [fetch])
+    np.testing.assert_allclose(np.load(os.path.join(HERE, f"fn_keras_{kind}.npz"))[
+        f"fetch:{fetch.name}"], want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def ensure_shape() -> None:
+    """tf.ensure_shape inside a tf.function (EnsureShape in the body)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        @tf.function(autograph=False)
+        def checked(v):
+            return tf.reduce_sum(tf.ensure_shape(v, [2, None]), axis=0)
+
+        x = v1.placeholder(tf.float32, [None, None], name="x")
+        out = tf.identity(checked(x), name="out")
+    save("ensure_shape", graph, {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)}, [out])
+
+
 def op_defs() -> None:
     ops = op_def_pb2.OpList()
     for name in OP_NAMES:
@@ -201,7 +241,10 @@ def main() -> None:
     stateful_call()
     case()
     while_counter()
+    ensure_shape()
     op_defs()
+    keras_rnn("lstm")
+    keras_rnn("gru")
     with open(os.path.join(HERE, "function_fixtures.json"), "w") as f:
         json.dump(MANIFEST, f, indent=1, sort_keys=True)
         f.write("\n")

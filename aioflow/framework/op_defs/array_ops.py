@@ -111,3 +111,13 @@ for _name in ("Identity", "Snapshot", "StopGradient"):
 (register_op("ScatterNd").input("indices: Tindices").input("updates: T").input("shape: Tindices")
     .output("output: T").attr("T: type").attr("Tindices: {int16, int32, int64}")
     .attr("bad_indices_policy: string = ''").set_shape_fn(cs.scatter_nd))
+
+
+def _ensure_shape(op):
+    """The input's shape merged with the `shape` attr (TF's EnsureShape shape fn)."""
+    return [op.inputs[0].shape.merge_with(op.get_attr("shape"))]
+
+
+# tf.ensure_shape: TF 2 exports carry it (a Keras model's inputs, tf.function bodies).
+(register_op("EnsureShape").input("input: T").output("output: T").attr("shape: shape")
+    .attr("T: type").set_shape_fn(_ensure_shape))
