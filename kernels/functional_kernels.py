@@ -121,6 +121,7 @@ class PartitionedCallOp(_FunctionalKernel):
 
 #: How long a While runs compiled iterations before it lets the event loop run (seconds).
 SLICE_S = 0.001
+# The states a slice of compiled iterations ends in (runtime/compiled_body.py's too).
 _DONE, _MORE, _FALLBACK = "done", "more", "fallback"
 
 
@@ -193,6 +194,8 @@ class WhileOp(_FunctionalKernel):
                                     f"{self.cond_body.num_rets}")
         self.loop_body = self.body(attrs["body"].func, types, types, "body")
         self.compiled = self.cond_body.fast is not None and self.loop_body.fast is not None
+        # The whole loop as one generated function (None: iterate the compiled bodies).
+        self.fused = self.flr.compile_while(self.cond_body, self.loop_body, to_bool)
         self.invariants = [None if s.unknown_rank else [d.size for d in s.dim]
                            for s in attrs["output_shapes"].list.shape]
         # Fully known invariants are compared as tuples (the common case, per iteration).
@@ -211,7 +214,7 @@ class WhileOp(_FunctionalKernel):
         if self.compiled and ctx.stats_collector is None:
             with np.errstate(all="ignore"):
                 state, values = self._compiled_slice(ctx, values, True)
-            if state is _DONE:
+            if state == _DONE:
                 return self._finished(values), None
             return None, self._rest(ctx, values, state)
         return None, self._rest(ctx, values, _FALLBACK)
@@ -224,11 +227,11 @@ class WhileOp(_FunctionalKernel):
     async def _rest(self, ctx, values, state):
         """The iterations after the first slice: compiled slices with the event loop
         running between them, then (from where they stopped: they are pure) sub-steps."""
-        while state is _MORE:
+        while state == _MORE:
             await asyncio.sleep(0)  # other coroutines of the loop run between slices
             with np.errstate(all="ignore"):
                 state, values = self._compiled_slice(ctx, values, False)
-        if state is _DONE:
+        if state == _DONE:
             return self._finished(values)
         run, cond, body = self.flr.run_step, self.cond_body, self.loop_body
         check = bool(self.exact or self.partial)
@@ -245,6 +248,8 @@ class WhileOp(_FunctionalKernel):
         cond, body = self.cond_body.fast, self.loop_body.fast
         check = self._check_invariants if (self.exact or self.partial) and first else None
         deadline = perf_counter() + SLICE_S
+        if self.fused is not None and check is None:
+            return self.fused(ctx, values, deadline)
         n = 0
         bool_ = np.bool_
         try:
@@ -261,6 +266,8 @@ class WhileOp(_FunctionalKernel):
                 if check is not None:  # the first iteration's (the last's at the end)
                     check(out)
                     check = None
+                    if self.fused is not None:
+                        return self.fused(ctx, out, deadline)
                 values = out
                 n += 1
                 if not n & 63 and perf_counter() > deadline:

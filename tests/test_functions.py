@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from google.protobuf import text_format
+from kernel_testutil import create
 from op_def_compare import assert_equal_to_tf
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
 from aioflow.framework.function_instantiate import instantiate
 from aioflow.framework.function_library import FunctionLibraryDefinition
+from aioflow.framework.kernel_context import OpKernelContext
 from aioflow.framework.op_def_library import apply_op
 from aioflow.proto import attr_value_pb2, config_pb2, function_pb2, graph_pb2, op_def_pb2
 from aioflow.runtime.device import DeviceMgr
@@ -103,7 +105,7 @@ def _body_ops() -> set:
 def test_op_defs_equal_tf():
     tf_ops = op_def_pb2.OpList()
     tf_ops.ParseFromString((DATA / "function_op_defs.pb").read_bytes())
-    assert len(tf_ops.op) == 12
+    assert len(tf_ops.op) == 13
     assert_equal_to_tf(tf_ops)
 
 
@@ -683,3 +685,131 @@ async def test_concurrent_runs_of_called_loops_do_not_mix(monkeypatch):
                                                    {"n:0": np.int32(n)}) for n in ns))
         for n, out in zip(ns, outs, strict=True):
             assert tuple(int(v) for v in out) == collatz(n), n
+
+
+SIDE_EFFECT = """
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape {} } } attr { key: "shared_name" value { s: "v" } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0 } } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "zero"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "StatefulPartitionedCall" input: "x" input: "v"
+  attr { key: "Tin" value { list { type: DT_FLOAT type: DT_RESOURCE } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "bump" } } } }
+node { name: "read" op: "ReadVariableOp" input: "v" input: "^call"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+library {
+  function {
+    signature { name: "bump" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "h" type: DT_RESOURCE }
+                output_arg { name: "y" type: DT_FLOAT } control_output: "upd"
+                is_stateful: true }
+    node_def { name: "add" op: "AssignAddVariableOp" input: "h" input: "x"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "twice" op: "AddV2" input: "x" input: "x"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "twice:z:0" }
+    control_ret { key: "upd" value: "add" }
+    arg_attr { key: 0 value { attr { key: "_user_specified_name" value { s: "x" } } } }
+    resource_arg_unique_id { key: 1 value: 0 }
+  }
+}
+"""
+
+
+async def test_control_output_runs_although_no_result_needs_it(both_ways):
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(SIDE_EFFECT, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        await sess.run(g.get_operation_by_name("init"))
+        assert await sess.run("call:0", {"x:0": 1.5}) == 3.0
+        assert await sess.run("read:0", {"x:0": 2.0}) == 3.5  # 1.5, then 2.0 (^call)
+
+
+def test_instantiation_carries_arg_attrs_resource_ids_and_input_shapes():
+    graph_def = text_format.Parse(SIDE_EFFECT, graph_pb2.GraphDef())
+    lib = FunctionLibraryDefinition(graph_def.library)
+    shapes = attr_value_pb2.AttrValue()
+    shapes.list.shape.add()  # x: a scalar
+    shapes.list.shape.add(unknown_rank=True)
+    inst = instantiate(lib, "bump", {"_input_shapes": shapes})
+    nodes = {n.name: n for n in inst.graph_def.node}
+    assert nodes["x"].attr["_user_specified_name"].s == b"x"
+    assert nodes["h"].attr["_resource_arg_unique_id"].i == 0
+    assert list(nodes["x"].attr["_output_shapes"].list.shape) == [shapes.list.shape[0]]
+    assert inst.control_ret == ["add"] and inst.stateful
+
+
+def test_device_arg_and_retval_use_the_call_frame():
+    frame = OpKernelContext(1, [np.float32(4.0), np.int32(2)], 1)
+    arg = create("_DeviceArg", [], T=af.int32, index=1)
+    retval = create("_DeviceRetval", [np.int32(2)], index=0)
+    (value,) = arg.compute(frame, [])
+    retval.compute(frame, [value])
+    assert frame.retvals == [2]
+    with pytest.raises(errors.InvalidArgumentError, match=r"GetArg 2 is not within \[0, 2\)"):
+        create("_DeviceArg", [], T=af.int32, index=2).compute(frame, [])
+
+
+def test_switch_n_routes_to_one_output_and_the_last_when_out_of_range():
+    kernel = create("_SwitchN", [np.float32(1.5), np.int32(1)], num_outs=3)
+    assert kernel.compute(None, [np.float32(1.5), np.int32(1)]) == [None, 1.5, None]
+    assert kernel.compute(None, [np.float32(1.5), np.int32(9)]) == [None, None, 1.5]
+    assert kernel.compute(None, [np.float32(1.5), np.int32(-1)]) == [None, None, 1.5]
+
+
+SCALE_LOOP = """
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "acc" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "loop" op: "StatelessWhile" input: "zero" input: "acc" input: "n"
+  attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_INT32 } } }
+  attr { key: "parallel_iterations" value { i: 1 } }
+  attr { key: "cond" value { func { name: "below" } } }
+  attr { key: "body" value { func { name: "scale" } } } }
+library {
+  function { signature { name: "below" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "a" type: DT_FLOAT } input_arg { name: "k" type: DT_INT32 }
+      output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "less" op: "Less" input: "i" input: "k"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "scale" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "a" type: DT_FLOAT } input_arg { name: "k" type: DT_INT32 }
+      output_arg { name: "i2" type: DT_INT32 } output_arg { name: "a2" type: DT_FLOAT }
+      output_arg { name: "k2" type: DT_INT32 } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "next" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "f" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1.5 } } } }
+    node_def { name: "mul" op: "Mul" input: "a" input: "f:output:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "i2" value: "next:z:0" } ret { key: "a2" value: "mul:z:0" }
+    ret { key: "k2" value: "k" } }
+}
+"""
+
+
+@pytest.mark.parametrize("size", [3, 70000])
+async def test_called_while_compiled_or_falling_back_to_sub_steps(size):
+    """Small values: the loop runs as one generated function; a large one (over the
+    inline threshold) falls back to sub-steps from where it stopped: same values."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(SCALE_LOOP, graph_pb2.GraphDef()), name="")
+    acc = np.linspace(-1.0, 1.0, size, dtype=np.float32)
+    want = acc.copy()
+    for _ in range(7):
+        want = want * np.float32(1.5)
+    async with af.Session(graph=g, config=called_config()) as sess:
+        i, got, _ = await sess.run(["loop:0", "loop:1", "loop:2"],
+                                   {"n:0": np.int32(7), "acc:0": acc})
+    assert i == 7
+    np.testing.assert_array_equal(got, want)

@@ -104,6 +104,38 @@ def _type_names(types) -> str:
     return ", ".join(node_def_util.tf_type_name(t) for t in types)
 
 
+def is_direct_call(node_def, library) -> bool:
+    """Whether `node_def` calls a library function by naming it as its op (TF 1's
+    Defun graphs, gradient functions): an op type that is not registered."""
+    return (library is not None and node_def.op in library
+            and op_def_registry.get_registration(node_def.op) is None)
+
+
+def as_call(node, library) -> None:
+    """Rewrite `node` (a NodeDef, in place), a direct call of library function
+    `node.op`, as the StatefulPartitionedCall of that function the runtime runs: its
+    attrs become the call's `f.attr`, Tin and Tout come from the signature."""
+    callee = library.find(node.op)
+    attrs = {k: v for k, v in node.attr.items()}
+    for attr in callee.signature.attr:
+        if attr.name not in attrs and attr.HasField("default_value"):
+            attrs[attr.name] = attr.default_value
+    tin = [t for _, ts in signature_types(callee.signature.input_arg, attrs, node.op)
+           for t in ts]
+    tout = [t for _, ts in signature_types(callee.signature.output_arg, attrs, node.op)
+            for t in ts]
+    fname = node.op
+    node.op = "StatefulPartitionedCall"
+    for key in [k for k in node.attr if not k.startswith("_")]:
+        del node.attr[key]
+    node.attr["f"].func.name = fname
+    for key, value in attrs.items():
+        if not key.startswith("_"):
+            node.attr["f"].func.attr[key].CopyFrom(value)
+    node.attr["Tin"].list.type.extend(tin)
+    node.attr["Tout"].list.type.extend(tout)
+
+
 def signature_types(args, attrs, fname: str) -> list[tuple[str, list[int]]]:
     """Per arg of a signature (input_arg or output_arg): its name and its flat types."""
     out = []
@@ -218,7 +250,7 @@ class _Instantiation:
         for key in list(node.attr):
             self._substitute(node.attr[key], node)
         if op_def_registry.get_registration(node.op) is None and node.op in self.library:
-            self._as_call(node)
+            as_call(node, self.library)
         return node
 
     def _substitute(self, value: attr_value_pb2.AttrValue, node) -> None:
@@ -236,28 +268,6 @@ class _Instantiation:
             for func in value.list.func:
                 for key in list(func.attr):
                     self._substitute(func.attr[key], node)
-
-    def _as_call(self, node) -> None:
-        """A direct call of library function `node.op`: a StatefulPartitionedCall."""
-        callee = self.library.find(node.op)
-        attrs = {k: v for k, v in node.attr.items()}
-        for attr in callee.signature.attr:
-            if attr.name not in attrs and attr.HasField("default_value"):
-                attrs[attr.name] = attr.default_value
-        tin = [t for _, ts in signature_types(callee.signature.input_arg, attrs, node.op)
-               for t in ts]
-        tout = [t for _, ts in signature_types(callee.signature.output_arg, attrs, node.op)
-                for t in ts]
-        fname = node.op
-        node.op = "StatefulPartitionedCall"
-        for key in [k for k in node.attr if not k.startswith("_")]:
-            del node.attr[key]
-        node.attr["f"].func.name = fname
-        for key, value in attrs.items():
-            if not key.startswith("_"):
-                node.attr["f"].func.attr[key].CopyFrom(value)
-        node.attr["Tin"].list.type.extend(tin)
-        node.attr["Tout"].list.type.extend(tout)
 
     def _index_outputs(self, node) -> None:
         """`node:out_arg` -> its graph tensors, from the node's OpDef and attrs."""

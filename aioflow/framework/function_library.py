@@ -52,7 +52,8 @@ class FunctionLibraryDefinition:
         return self._gradients.get(name)
 
     def names(self) -> list[str]:
-        return list(self._functions)
+        with self._lock:
+            return list(self._functions)
 
     def __len__(self) -> int:
         return len(self._functions)
@@ -63,11 +64,15 @@ class FunctionLibraryDefinition:
     def to_proto(self) -> function_pb2.FunctionDefLibrary:
         """The library as a FunctionDefLibrary (functions sorted by name, as TF's)."""
         out = function_pb2.FunctionDefLibrary()
-        for name in sorted(self._functions):
-            out.function.add().CopyFrom(self._functions[name])
-        for name in sorted(self._gradients):
-            out.gradient.add(function_name=name, gradient_func=self._gradients[name])
-        out.registered_gradients.extend(self._registered_gradients)
+        with self._lock:  # (another thread may be adding)
+            functions = sorted(self._functions.items())
+            gradients = sorted(self._gradients.items())
+            registered = list(self._registered_gradients)
+        for _, fdef in functions:
+            out.function.add().CopyFrom(fdef)
+        for name, grad in gradients:
+            out.gradient.add(function_name=name, gradient_func=grad)
+        out.registered_gradients.extend(registered)
         return out
 
     def reachable(self, roots: Iterable[str]) -> FunctionLibraryDefinition:
@@ -154,10 +159,11 @@ class FunctionLibraryDefinition:
 
     def copy(self) -> FunctionLibraryDefinition:
         out = FunctionLibraryDefinition()
-        out._functions = dict(self._functions)
-        out._gradients = dict(self._gradients)
-        out._registered_gradients = list(self._registered_gradients)
-        out.version = self.version
+        with self._lock:
+            out._functions = dict(self._functions)
+            out._gradients = dict(self._gradients)
+            out._registered_gradients = list(self._registered_gradients)
+            out.version = self.version
         return out
 
 

@@ -131,12 +131,14 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     created: dict[str, ops.Operation] = {}
     node_defs = []
     for node in graph_def.node:
-        op_def = op_def_registry.get_registration(node.op)
-        if op_def is None:
+        reg = op_def_registry.get_registration(node.op)
+        fdef = graph._library.find(node.op) if reg is None else None
+        if reg is None and fdef is None:
             raise errors.InvalidArgumentError(
                 node, None, f"Op type not registered '{node.op}' in binary running aioflow. "
                             f"(node {node.name})")
-        op_def = op_def.op_def
+        # A direct call of a library function: the function's signature is its OpDef.
+        op_def = reg.op_def if reg is not None else fdef.signature
         node = _copy_with_defaults(node, op_def)
         node_def_util.validate_node_def(node, op_def, allow_internal_ops=False)
         out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]

@@ -11,6 +11,7 @@ the order and words here are also runtime/graph_state.py's (incremental extend).
 from __future__ import annotations
 
 from aioflow.framework import dtypes, errors, graph_def_checks, node_def_util, op_def_registry
+from aioflow.framework.function_instantiate import as_call, is_direct_call
 from aioflow.framework.function_library import FunctionLibraryDefinition
 from aioflow.graph.algorithm import find_cycle_node, fixup_source_and_sink_edges
 from aioflow.graph.graph import CONTROL_SLOT, Graph
@@ -21,11 +22,14 @@ def _error(node_def, message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(node_def, None, message)
 
 
-def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef) -> Graph:
-    """Build and validate a Graph from `graph_def` (nodes may come in any order)."""
+def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef, library=None) -> Graph:
+    """Build and validate a Graph from `graph_def` (nodes may come in any order);
+    `library`: its functions (a FunctionLibraryDefinition), else GraphDef.library's."""
     graph_def_checks.check_versions(graph_def.versions)
     graph = Graph(graph_def.versions)
-    if graph_def.library.function or graph_def.library.gradient:
+    if library is not None:
+        graph.library = library
+    elif graph_def.library.function or graph_def.library.gradient:
         graph.library = FunctionLibraryDefinition(graph_def.library)
     by_name = {}
     for node_def in graph_def.node:
@@ -34,6 +38,9 @@ def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef) -> Graph:
         if node_def.name in by_name:
             raise _error(node_def, f"Node '{node_def.name}' is not unique")
         reg = op_def_registry.get_registration(node_def.op)
+        if reg is None and is_direct_call(node_def, graph.library):
+            node_def = _as_call(node_def, graph.library)
+            reg = op_def_registry.get_registration(node_def.op)
         if reg is None:
             raise _error(node_def, f"Op type not registered '{node_def.op}' in binary running "
                                    f"aioflow. (node {node_def.name})")
@@ -51,6 +58,15 @@ def convert_graph_def_to_graph(graph_def: graph_pb2.GraphDef) -> Graph:
                                  f"not pass through a NextIteration node ({cycle.type_string})")
     fixup_source_and_sink_edges(graph)
     return graph
+
+
+def _as_call(node_def, library) -> node_def_pb2.NodeDef:
+    """A direct call of a library function, as the StatefulPartitionedCall that runs it
+    (a copy: the given NodeDef is the session's record of the graph)."""
+    copy = node_def_pb2.NodeDef()
+    copy.CopyFrom(node_def)
+    as_call(copy, library)
+    return copy
 
 
 def _with_defaults(node_def, op_def) -> node_def_pb2.NodeDef:

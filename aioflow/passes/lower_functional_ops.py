@@ -19,8 +19,8 @@ What is rewritten, as TF decides:
 Nodes added by a rewrite are visited too (a call inside an inlined body, an If inside a
 While body), as TF's pass walks the node ids it adds. Measured (docs/performance.md,
 benchmarks/functions.py): lowered and inlined graphs run faster than called ones (a
-lowered While iteration costs what the same v1 loop's does, 0.85 µs; called, 1.12; an
-inlined one-node call adds 0.5 µs to a run, called 5.6), so lowering is on by default,
+lowered While iteration costs what the same v1 loop's does, 0.47 µs; called, 0.51; an
+inlined one-node call adds 0.5 µs to a run, called 5.7), so lowering is on by default,
 as TF's.
 
 The rewritten nodes keep their names: an If, Case or While becomes an IdentityN of its
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aioflow.framework import errors
+from aioflow.framework import errors, op_def_registry
 from aioflow.graph.algorithm import fixup_source_and_sink_edges
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.inline_function import add_node, inline_call, replace_node, unique_name
@@ -69,8 +69,10 @@ def inlining_enabled(config) -> bool:
 
 
 def has_functional_ops(node_defs: Sequence) -> bool:
-    """Whether any of `node_defs` is a functional op (nothing else is rewritten)."""
-    return any(nd.op in FUNCTIONAL_OPS for nd in node_defs)
+    """Whether any of `node_defs` is a functional op or may be a direct call of a library
+    function (an op type that is not registered): nothing else is rewritten."""
+    return any(nd.op in FUNCTIONAL_OPS or op_def_registry.get_registration(nd.op) is None
+               for nd in node_defs)
 
 
 @register_optimization(Grouping.PRE_PLACEMENT, 10, "LowerFunctionalOpsPass",

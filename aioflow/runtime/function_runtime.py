@@ -10,6 +10,10 @@ the same way):
 
 - `library` is a FunctionLibraryDefinition (framework/function_library.py), read when a
   function is instantiated: it may grow afterwards (a session's library does).
+- A DirectSession keeps one per device over its library:
+  `session._direct.function_runtime(device)`; functions run through it see the
+  session's variables (the device's ResourceMgr); a body's own stateful kernels belong
+  to its instantiation (cached for the session), not to the session's OpSegment.
 - `instantiate(name, attrs)` instantiates the FunctionDef (framework/
   function_instantiate.py), builds the body graph, runs the PRE_PLACEMENT passes on
   it (the functional-ops lowering among them), places every node on this runtime's
@@ -55,7 +59,7 @@ from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2
-from aioflow.runtime.compiled_body import compile_body
+from aioflow.runtime.compiled_body import compile_body, compile_while
 from aioflow.runtime.executor import ExecutorImpl, run_states
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.segments import segments_default
@@ -127,10 +131,9 @@ class FunctionLibraryRuntime:
     def _build(self, name: str, attrs: dict, caller) -> FunctionBody:
         inst = instantiate(self.library, name, attrs)
         try:
-            graph = construct.convert_graph_def_to_graph(inst.graph_def)
+            graph = construct.convert_graph_def_to_graph(inst.graph_def, self.library)
         except errors.OpError as e:
             raise type(e)(e.node_def, None, f"{e.message}\n\tIn function '{name}'") from e
-        graph.library = self.library
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         registry = global_registry()
         registry.run_grouping(Grouping.PRE_PLACEMENT, options)
@@ -153,6 +156,15 @@ class FunctionLibraryRuntime:
         return FunctionBody(inst, impl, fast)
 
     # -- running ------------------------------------------------------------------------
+    @staticmethod
+    def compile_while(cond: FunctionBody, body: FunctionBody, to_bool):
+        """The While loop of `cond` and `body` as one generated function (compiled_body.
+        compile_while), or None when either has no compiled form."""
+        if cond.fast is None or body.fast is None:
+            return None
+        return compile_while(cond.impl, body.impl, len(body.arg_types),
+                             f"{cond.name}/{body.name}", to_bool)
+
     @staticmethod
     def run_compiled(body: FunctionBody, kernel_ctx: OpKernelContext, args) -> list | None:
         """The results of `body` run as its compiled function, or None: run it as a

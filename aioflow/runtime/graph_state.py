@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aioflow.framework import node_def_util, op_def_registry
+from aioflow.framework.function_instantiate import is_direct_call
 from aioflow.framework.function_library import FunctionLibraryDefinition
 from aioflow.graph import construct
 from aioflow.graph.algorithm import reverse_reachable
@@ -65,8 +66,7 @@ class GraphState:
         merged.versions.CopyFrom(versions if versions is not None else self.graph.versions)
         merged.node.extend(self.node_defs)
         merged.node.extend(node_defs)
-        graph = construct.convert_graph_def_to_graph(merged)
-        graph.library = self.library
+        graph = construct.convert_graph_def_to_graph(merged, self.library)
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)
         global_registry().run_grouping(Grouping.PRE_PLACEMENT, options)
         placer.place(options.graph, self.device_mgr, self.config.allow_soft_placement)
@@ -114,12 +114,17 @@ class GraphState:
             if node_def.name in by_name:
                 raise construct._error(node_def, f"Node '{node_def.name}' is not unique")
             reg = op_def_registry.get_registration(node_def.op)
+            check = not validated
+            if reg is None and is_direct_call(node_def, self.library):
+                node_def = construct._as_call(node_def, self.library)
+                reg = op_def_registry.get_registration(node_def.op)
+                check = True  # its attrs are new
             if reg is None:
                 raise construct._error(node_def, f"Op type not registered '{node_def.op}' in "
                                                  f"binary running aioflow. (node "
                                                  f"{node_def.name})")
             op_def = reg.op_def
-            if not validated:  # (a validated NodeDef carries its defaults already)
+            if check:  # (a validated NodeDef carries its defaults already)
                 node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
             in_types = node_def_util.input_types(node_def, op_def)

@@ -30,7 +30,7 @@ MANIFEST: dict = {}
 
 OP_NAMES = ["PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
             "StatelessWhile", "Case", "StatelessCase", "_DeviceArg", "_DeviceRetval",
-            "DisableCopyOnRead", "EnsureShape"]
+            "DisableCopyOnRead", "EnsureShape", "_SwitchN"]
 
 
 def save(name: str, graph: tf.Graph, feeds: dict, fetches: list, init=None,
@@ -224,6 +224,24 @@ def ensure_shape() -> None:
     save("ensure_shape", graph, {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)}, [out])
 
 
+def defun_call() -> None:
+    """TF 1's function.Defun: nodes whose op is the function's name (direct calls)."""
+    from tensorflow.python.framework import function
+
+    graph = tf.Graph()
+    with graph.as_default():
+        @function.Defun(tf.float32, tf.float32)
+        def scaled_sum(a, b):
+            return a * 2.0 + b, a - b
+
+        x = v1.placeholder(tf.float32, [3], name="x")
+        y = v1.placeholder(tf.float32, [3], name="y")
+        s, d = scaled_sum(x, y)
+        out = tf.identity(s * d, name="out")
+    save("defun_call", graph, {"x:0": np.array([1.0, 2.0, 3.0], np.float32),
+                               "y:0": np.array([0.5, -1.0, 4.0], np.float32)}, [out])
+
+
 def op_defs() -> None:
     ops = op_def_pb2.OpList()
     for name in OP_NAMES:
@@ -242,6 +260,7 @@ def main() -> None:
     case()
     while_counter()
     ensure_shape()
+    defun_call()
     op_defs()
     keras_rnn("lstm")
     keras_rnn("gru")
