@@ -28,6 +28,7 @@ from aioflow.saved_model import loader, loader_v2, object_graph
 DATA = Path(__file__).parent / "data" / "saved_model_v2"
 V1 = Path(__file__).parent / "data" / "saved_model_v1"
 MODELS = ["mlp", "conv", "lstm", "gru", "cond", "text", "module"]
+ALL = [*MODELS, "assets"]  # assets: its output is a path, tested on its own
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def _trackable_graph(name: str):
 # -- protos and the object graph --------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", ALL)
 def test_saved_model_protos_declare_every_field_tf_wrote(name):
     # aioflow's SavedModel, MetaGraphDef, SavedObjectGraph and struct protos parse what TF
     # wrote with no field left unknown, and write the same bytes back.
@@ -89,7 +90,7 @@ def test_saved_model_protos_declare_every_field_tf_wrote(name):
     assert saved_model.meta_graphs[0].HasField("object_graph_def")
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", ALL)
 def test_signature_functions_match_tf_loaded_signatures(expected, name):
     meta = _meta(name)
     functions = object_graph.signature_functions(meta.object_graph_def)
@@ -105,7 +106,7 @@ def test_signature_functions_match_tf_loaded_signatures(expected, name):
         assert spec.dtype == af.as_dtype(sig.inputs[key].dtype)
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", ALL)
 def test_variables_map_to_checkpoint_keys_and_graph_handles(name):
     # Every variable a signature captures gets its checkpoint key from the checkpoint's
     # object graph and its handle from the call node; the handle is a VarHandleOp of the
@@ -268,6 +269,21 @@ async def test_object_graph_restore_equals_the_models_own_restore_function(name)
         np.testing.assert_array_equal(a, values[key])
 
 
+@pytest.mark.parametrize("path", ["lowered", "called"])
+async def test_asset_path_is_bound_to_the_file_under_assets(path):
+    # The init op (__saved_model_init_op) runs with the asset placeholder fed the file's
+    # path under the export's assets/, as TF's loader binds it.
+    inputs, outputs = _arrays("assets")
+    export_dir = DATA / "assets"
+    config = _called_config() if path == "called" else None
+    async with await af.saved_model.load(export_dir, config=config) as model:
+        result = await model.signatures["serving_default"](**inputs)
+    want = outputs["path"].item().replace(b"<OUT>", str(DATA).encode())
+    assert want == str(export_dir / "assets" / "vocab.txt").encode()
+    assert result["path"] == want
+    assert result["y"] == outputs["y"] and result["y"].dtype == np.float32
+
+
 async def test_second_signature_and_concurrent_calls(expected):
     want = expected["models"]["module"]["scale"]
     async with await af.saved_model.load(DATA / "module") as model:
@@ -354,18 +370,26 @@ async def test_corrupt_saved_model_pb_is_an_os_error(tmp_path):
 
 
 async def test_missing_function_is_not_found_naming_caller_and_function(tmp_path):
+    # Drop the function the serving signature's wrapper calls (Keras's __call__ trace).
     export_dir = _copy(tmp_path)
+    meta = _meta("mlp")
+    wrapper = object_graph.signature_functions(meta.object_graph_def)[
+        "serving_default"].function_name
+    fdefs = {f.signature.name: f for f in meta.graph_def.library.function}
+    callee = next(n.attr["f"].func.name for n in fdefs[wrapper].node_def
+                  if n.op == "StatefulPartitionedCall")
 
     def drop(meta):
         lib = meta.graph_def.library
-        keep = [f for f in lib.function if f.signature.name != "__inference___call___98"]
+        keep = [f for f in lib.function if f.signature.name != callee]
         assert len(keep) == len(lib.function) - 1
         del lib.function[:]
         lib.function.extend(keep)
 
     _rewrite(export_dir, drop)
-    with pytest.raises(errors.NotFoundError, match=r"Function __inference___call___98 is "
-                       r"not defined: node '.*' of function __inference_signature_wrapper"):
+    with pytest.raises(errors.NotFoundError, match=rf"Function {callee} is not defined: "
+                       rf"node '.*' of function {wrapper} \(StatefulPartitionedCall\) "
+                       rf"calls it"):
         await asyncio.wait_for(af.saved_model.load(export_dir), 30)
 
 
@@ -374,7 +398,7 @@ async def test_custom_op_is_refused_saying_so(tmp_path):
 
     def custom(meta):
         fn = next(f for f in meta.graph_def.library.function
-                  if f.signature.name == "__inference___call___98")
+                  if any(n.op == "Relu" for n in f.node_def))
         next(n for n in fn.node_def if n.op == "Relu").op = "MyCustomRelu"
 
     _rewrite(export_dir, custom)
@@ -452,7 +476,7 @@ def _ops(line: str) -> set:
     return ast.literal_eval(line.split(" contains the following ops: ", 1)[1])
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", ALL)
 def test_cli_inspect_matches_saved_model_cli(expected, name, capsys):
     assert cli.main(["inspect", str(DATA / name)]) == 0
     ours = capsys.readouterr().out.splitlines()

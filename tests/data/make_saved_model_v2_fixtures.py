@@ -13,11 +13,14 @@ and expected.json: per model its description, the signature's input and output k
 `saved_model_cli show --all` of it, and TF's errors (class and message) calling the mlp's
 and the module's signatures with bad inputs.
 
+`make_saved_model_v2_fixtures.py NAME...` regenerates only those fixtures.
+
 Models (small, so the committed variables stay small): mlp (Dense, Dense), conv (Conv2D,
 MaxPool, Flatten, Dense), lstm and gru (Keras RNNs: While v2 with TensorList ops), cond (a
 subclassed model with tf.cond in call), text (a string model whose preprocessing is
 lower/regex/split/hash, no StringLookup), module (a tf.Module with a tf.function
-signature over two variables and a second signature).
+signature over two variables and a second signature), assets (a tf.Module with an asset
+file, bound by the loader's init op).
 """
 
 from __future__ import annotations
@@ -156,6 +159,31 @@ def module_export(path):
     return {"x": RNG.standard_normal((2, 3)).astype(np.float32)}
 
 
+class WithAsset(tf.Module):
+    """A tf.Module with an asset (vocab.txt): its signature returns the asset's path (TF's
+    loader binds it to the file under assets/) and x * v."""
+
+    def __init__(self, vocab_path):
+        super().__init__(name="with_asset")
+        self.vocab = tf.saved_model.Asset(vocab_path)
+        self.v = tf.Variable(2.0, name="v")
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32, name="x")])
+    def __call__(self, x):
+        return {"path": tf.identity(self.vocab.asset_path), "y": x * self.v}
+
+
+def asset_export(path):
+    source = os.path.join(OUT, "vocab_source")
+    os.makedirs(source, exist_ok=True)
+    with open(os.path.join(source, "vocab.txt"), "w") as f:
+        f.write("hello\nworld\n")
+    mod = WithAsset(os.path.join(source, "vocab.txt"))
+    tf.saved_model.save(mod, path, signatures={"serving_default": mod.__call__})
+    shutil.rmtree(source)
+    return {"x": np.float32(3.0)}
+
+
 def bad_inputs(sig, good):
     """TF's errors (class, message) calling a loaded signature with bad inputs."""
     x = good["x"]
@@ -191,16 +219,26 @@ def show_all(export_dir) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
-def main():
+def main(only=None):
+    """Write every fixture (or, given names, only those, keeping the others' files and
+    expected.json entries: the exports are not byte-deterministic)."""
     keras.utils.set_random_seed(12)
-    if os.path.exists(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
     expected = {"tensorflow": tf.__version__, "keras": keras.__version__, "models": {}}
+    if only:
+        with open(os.path.join(OUT, "expected.json")) as f:
+            expected["models"] = json.load(f)["models"]
+        for name in only:
+            shutil.rmtree(os.path.join(OUT, name), ignore_errors=True)
+    else:
+        if os.path.exists(OUT):
+            shutil.rmtree(OUT)
+        os.makedirs(OUT)
     builders = {"mlp": mlp, "conv": conv, "lstm": lstm, "gru": gru, "cond": cond,
                 "text": text}
     inputs_by_name = {}
     for name, build in builders.items():
+        if only and name not in only:
+            continue
         model, inputs_by_name[name] = build()
         spec = None  # subclassed models: name the input (Keras guesses args_0, float)
         if name == "text":
@@ -211,14 +249,21 @@ def main():
                      input_signature=spec)
         doc = build.__doc__ or type(model).__doc__ or ""
         expected["models"][name] = {"description": " ".join(doc.split())}
-    inputs_by_name["module"] = module_export(os.path.join(OUT, "module"))
-    expected["models"]["module"] = {"description": " ".join(Affine.__doc__.split())}
+    for name, export, cls in (("module", module_export, Affine),
+                              ("assets", asset_export, WithAsset)):
+        if only and name not in only:
+            continue
+        inputs_by_name[name] = export(os.path.join(OUT, name))
+        expected["models"][name] = {"description": " ".join(cls.__doc__.split())}
     for name, inputs in inputs_by_name.items():
         loaded = tf.saved_model.load(os.path.join(OUT, name))
         sig = loaded.signatures["serving_default"]
         outputs = sig(**{k: tf.constant(v) for k, v in inputs.items()})
         arrays = {f"input:{k}": v for k, v in inputs.items()}
         arrays.update({f"output:{k}": v.numpy() for k, v in outputs.items()})
+        if name == "assets":  # the path TF bound, with this directory as <OUT>
+            arrays["output:path"] = np.array(
+                outputs["path"].numpy().replace(OUT.encode(), b"<OUT>"), dtype=object)
         np.savez(os.path.join(OUT, f"{name}.npz"), **arrays)
         entry = expected["models"][name]
         entry["inputs"] = sorted(inputs)
@@ -247,4 +292,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
