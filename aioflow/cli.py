@@ -65,28 +65,27 @@ def _load_graph_def(path: str):
 
 
 async def _run_saved_model(args) -> int:
-    """`aioflow run DIR`: load a v1 SavedModel, feed its signature's inputs by key
-    (--input KEY=VALUE), print or save every output of the signature."""
+    """`aioflow run DIR`: load a SavedModel (TF 2 or v1) with af.saved_model.load, call
+    its signature with the inputs by key (--input KEY=VALUE), print or save every output."""
     import aioflow as af
 
     tags = args.tag or [af.saved_model.tag_constants.SERVING]
-    async with af.Session(graph=af.Graph()) as sess:
-        meta = await af.saved_model.loader.load(sess, tags, args.model)
-        if args.signature not in meta.signature_def:
+    async with await af.saved_model.load(args.model, tags=tags) as model:
+        if args.signature not in model.signatures:
             raise ValueError(f"no signature {args.signature!r} in the SavedModel; it has "
-                             f"{sorted(meta.signature_def)}")
-        sig = meta.signature_def[args.signature]
+                             f"{sorted(model.signatures)}")
+        signature = model.signatures[args.signature]
         given = _values(args.input, "--input")
-        unknown = sorted(set(given) - set(sig.inputs))
+        inputs = signature.structured_input_signature[1]
+        unknown = sorted(set(given) - set(inputs))
         if unknown:
             raise ValueError(f"signature {args.signature!r} has no input(s) {unknown}; its "
-                             f"inputs are {sorted(sig.inputs)}")
-        feeds = {sig.inputs[key].name: value for key, value in given.items()}
-        keys = sorted(sig.outputs)
+                             f"inputs are {sorted(inputs)}")
         start = time.perf_counter()
-        values = await sess.run([sig.outputs[k].name for k in keys], feed_dict=feeds)
+        outputs = await signature(**given)
         elapsed = time.perf_counter() - start
-    return _report(keys, values, elapsed, args.output)
+    keys = sorted(outputs)
+    return _report(keys, [outputs[k] for k in keys], elapsed, args.output)
 
 
 def _report(names, values, elapsed: float, output: str | None) -> int:
@@ -182,11 +181,85 @@ def _signature_lines(key: str, sig) -> list[str]:
 
 
 def _ops_used(graph_def) -> set[str]:
-    """The op types a GraphDef's nodes and functions use (function names left out)."""
-    functions = {f.signature.name for f in graph_def.library.function}
-    used = {n.op for n in graph_def.node}
-    used |= {n.op for f in graph_def.library.function for n in f.node_def}
-    return used - functions
+    """The op types a GraphDef uses, as saved_model_cli lists them (TF's
+    ops_used_by_graph_def): its nodes' and, through (Stateful)PartitionedCall and
+    function-named ops, its called functions' nodes; function names left out."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    used: set[str] = set()
+    pending = [graph_def.node]
+    while pending:
+        for node in pending.pop():
+            called = [node.op]
+            if node.op in ("PartitionedCall", "StatefulPartitionedCall"):
+                called.append(node.attr["f"].func.name)
+            for op in called:
+                if op not in used and op in functions:
+                    pending.append(functions[op].node_def)
+                used.add(op)
+    return used - set(functions)
+
+
+def _structured(value):
+    """A StructuredValue as the Python value TF decodes (specs as TensorSpec)."""
+    from aioflow.framework.tensor_spec import TensorSpec
+
+    kind = value.WhichOneof("kind")
+    if kind == "tensor_spec_value":
+        return TensorSpec.from_proto(value.tensor_spec_value)
+    if kind in ("list_value", "tuple_value"):
+        items = [_structured(v) for v in getattr(value, kind).values]
+        return items if kind == "list_value" else tuple(items)
+    if kind == "dict_value":
+        return {k: _structured(v) for k, v in value.dict_value.fields.items()}
+    if kind in (None, "none_value"):
+        return None
+    return getattr(value, kind)
+
+
+def _argument_lines(arguments, kind: str = "Argument") -> list[str]:
+    """saved_model_cli's _print_args at indent 4, for specs, strings and scalars."""
+    from aioflow.framework.tensor_spec import TensorSpec
+
+    lines = []
+    for index, element in enumerate(arguments, 1):
+        lines.append(f"        {kind} #{index}")
+        if isinstance(element, str):
+            lines.append(f"          {element}")
+        elif isinstance(element, TensorSpec):
+            lines.append(f"          {element.name}: {element!r}")
+        else:
+            lines += [f"          DType: {type(element).__name__}",
+                      f"          Value: {element}"]
+    return lines
+
+
+def _concrete_function_lines(meta) -> list[str]:
+    """The `Concrete Functions:` section saved_model_cli prints for a TF 2 SavedModel:
+    the root's functions by name, each concrete function's input signature."""
+    graph = meta.object_graph_def
+    lines = ["", "Concrete Functions:"]
+    for ref in sorted(graph.nodes[0].children, key=lambda r: r.local_name):
+        obj = graph.nodes[ref.node_id]
+        if obj.HasField("function"):
+            names = list(obj.function.concrete_functions)
+        elif obj.HasField("bare_concrete_function"):
+            names = [obj.bare_concrete_function.concrete_function_name]
+        else:
+            continue
+        lines.append(f"  Function Name: '{ref.local_name}'")
+        for index, name in enumerate(sorted(names), 1):
+            concrete = graph.concrete_functions.get(name)
+            signature = _structured(concrete.canonicalized_input_signature) if concrete \
+                else None
+            args, kwargs = signature if isinstance(signature, tuple) and len(
+                signature) == 2 else (None, None)
+            if args:
+                lines += [f"    Option #{index}", "      Callable with:",
+                          *_argument_lines(args)]
+            if kwargs:
+                lines += _argument_lines(kwargs, "Named Argument")
+        lines.append("")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _inspect(export_dir: str) -> int:
@@ -203,6 +276,8 @@ def _inspect(export_dir: str) -> int:
             lines += _signature_lines(key, meta.signature_def[key])
         ops = "{" + ", ".join(repr(op) for op in sorted(_ops_used(meta.graph_def))) + "}"
         lines.append(f"The MetaGraph with tag set {tags} contains the following ops: {ops}")
+    if any(meta.HasField("object_graph_def") for meta in saved_model.meta_graphs):
+        lines += _concrete_function_lines(saved_model.meta_graphs[0])
     print("\n".join(lines))
     return 0
 
@@ -235,8 +310,9 @@ def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="aioflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"aioflow {aioflow.__version__}")
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="run a GraphDef (.pb or .pbtxt), or a v1 SavedModel "
-                         "directory's signature, and print or save what it fetches")
+    run = sub.add_parser("run", help="run a GraphDef (.pb or .pbtxt), or a SavedModel "
+                         "directory's signature (TF 2 or v1), and print or save what it "
+                         "fetches")
     run.add_argument("model", help="a GraphDef file, or a SavedModel directory")
     run.add_argument("--feed", action="append", type=_parse_feed,
                      help="NAME=FILE.npy or NAME=LITERAL (repeatable)")
@@ -248,8 +324,8 @@ def _main(argv: list[str] | None) -> int:
                      "to load (repeatable; default serve)")
     run.add_argument("--input", action="append", type=_parse_feed,
                      help="SavedModel: KEY=FILE.npy or KEY=LITERAL, by signature input key")
-    inspect = sub.add_parser("inspect", help="print a v1 SavedModel's signatures "
-                             "(as saved_model_cli show --all)")
+    inspect = sub.add_parser("inspect", help="print a SavedModel's signatures, ops and "
+                             "(TF 2) functions, as saved_model_cli show --all")
     inspect.add_argument("dir")
     demo = sub.add_parser("demo", help="run a built-in graph several times concurrently")
     demo.add_argument("--runs", type=int, default=8)

@@ -13,6 +13,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 EXPECTED = {
     "quickstart.py": "8 concurrent runs:",
+    "serve_saved_model.py": "match TensorFlow: True",
     "await_io_in_graph.py": "20 runs each awaiting 50 ms",
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",

@@ -189,14 +189,14 @@ def test_cli_inspect_missing_dir(tmp_path, capsys):
     assert "SavedModel file does not exist at:" in capsys.readouterr().err
 
 
-async def test_tf2_saved_model_is_refused_saying_why():
-    sess = af.Session(graph=af.Graph())
+async def test_tf2_saved_model_loads_as_tf_v1_loader_does():
+    # TF's v1 loader loads a tf.saved_model.save export: the graph calls its functions and
+    # the SaverDef's restore op calls the traced restore function (y = x * v, v = [1, 2]).
+    sess, meta = await _load(os.path.join(DATA, "tf2"), ["serve"])
     async with sess:
-        with pytest.raises(NotImplementedError, match=r"calls graph functions \("
-                           r"StatefulPartitionedCall\), as those written by TF 2's "
-                           r"tf.saved_model.save do"):
-            await af.saved_model.loader.load(sess, ["serve"], os.path.join(DATA, "tf2"))
-        assert not sess.graph.get_operations()  # nothing imported
+        sig = meta.signature_def["serving_default"]
+        y = await sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: [3.0, -1.0]})
+    np.testing.assert_array_equal(y, np.array([3.0, -2.0], np.float32))
 
 
 async def test_assets_collection_is_imported_as_tf_does(caplog):

@@ -25,13 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from aioflow.proto import graph_pb2 as aioflow_dot_proto_dot_graph__pb2
 from aioflow.proto import op_def_pb2 as aioflow_dot_proto_dot_op__def__pb2
+from aioflow.proto import saved_object_graph_pb2 as aioflow_dot_proto_dot_saved__object__graph__pb2
 from aioflow.proto import saver_pb2 as aioflow_dot_proto_dot_saver__pb2
+from aioflow.proto import struct_pb2 as aioflow_dot_proto_dot_struct__pb2
 from aioflow.proto import tensor_pb2 as aioflow_dot_proto_dot_tensor__pb2
 from aioflow.proto import tensor_shape_pb2 as aioflow_dot_proto_dot_tensor__shape__pb2
 from aioflow.proto import types_pb2 as aioflow_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61ioflow/proto/meta_graph.proto\x12\x0f\x61ioflow.tfproto\x1a\x19google/protobuf/any.proto\x1a\x19\x61ioflow/proto/graph.proto\x1a\x1a\x61ioflow/proto/op_def.proto\x1a\x19\x61ioflow/proto/saver.proto\x1a\x1a\x61ioflow/proto/tensor.proto\x1a aioflow/proto/tensor_shape.proto\x1a\x19\x61ioflow/proto/types.proto\"\xa2\x07\n\x0cMetaGraphDef\x12@\n\rmeta_info_def\x18\x01 \x01(\x0b\x32).aioflow.tfproto.MetaGraphDef.MetaInfoDef\x12,\n\tgraph_def\x18\x02 \x01(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12,\n\tsaver_def\x18\x03 \x01(\x0b\x32\x19.aioflow.tfproto.SaverDef\x12H\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\x30.aioflow.tfproto.MetaGraphDef.CollectionDefEntry\x12\x46\n\rsignature_def\x18\x05 \x03(\x0b\x32/.aioflow.tfproto.MetaGraphDef.SignatureDefEntry\x12\x35\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x1d.aioflow.tfproto.AssetFileDef\x1a\x80\x03\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x31\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x17.aioflow.tfproto.OpList\x12&\n\x08\x61ny_info\x18\x03 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x12X\n\x10\x66unction_aliases\x18\x08 \x03(\x0b\x32>.aioflow.tfproto.MetaGraphDef.MetaInfoDef.FunctionAliasesEntry\x1a\x36\n\x14\x46unctionAliasesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aT\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.aioflow.tfproto.CollectionDef:\x02\x38\x01\x1aR\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12,\n\x05value\x18\x02 \x01(\x0b\x32\x1d.aioflow.tfproto.SignatureDef:\x02\x38\x01\"\xf8\x03\n\rCollectionDef\x12<\n\tnode_list\x18\x01 \x01(\x0b\x32\'.aioflow.tfproto.CollectionDef.NodeListH\x00\x12>\n\nbytes_list\x18\x02 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.BytesListH\x00\x12>\n\nint64_list\x18\x03 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.Int64ListH\x00\x12>\n\nfloat_list\x18\x04 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.FloatListH\x00\x12:\n\x08\x61ny_list\x18\x05 \x01(\x0b\x32&.aioflow.tfproto.CollectionDef.AnyListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x1a.\n\x07\x41nyList\x12#\n\x05value\x18\x01 \x03(\x0b\x32\x14.google.protobuf.AnyB\x06\n\x04kind\"\xaf\x02\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12;\n\ncoo_sparse\x18\x04 \x01(\x0b\x32%.aioflow.tfproto.TensorInfo.CooSparseH\x00\x12(\n\x05\x64type\x18\x02 \x01(\x0e\x32\x19.aioflow.tfproto.DataType\x12\x37\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32!.aioflow.tfproto.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\tB\n\n\x08\x65ncoding\"\xc2\x03\n\x0cSignatureDef\x12\x39\n\x06inputs\x18\x01 \x03(\x0b\x32).aioflow.tfproto.SignatureDef.InputsEntry\x12;\n\x07outputs\x18\x02 \x03(\x0b\x32*.aioflow.tfproto.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x12=\n\x08\x64\x65\x66\x61ults\x18\x04 \x03(\x0b\x32+.aioflow.tfproto.SignatureDef.DefaultsEntry\x1aJ\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo:\x02\x38\x01\x1aK\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo:\x02\x38\x01\x1aM\n\rDefaultsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.aioflow.tfproto.TensorProto:\x02\x38\x01\"R\n\x0c\x41ssetFileDef\x12\x30\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61ioflow/proto/meta_graph.proto\x12\x0f\x61ioflow.tfproto\x1a\x19google/protobuf/any.proto\x1a\x19\x61ioflow/proto/graph.proto\x1a\x1a\x61ioflow/proto/op_def.proto\x1a&aioflow/proto/saved_object_graph.proto\x1a\x19\x61ioflow/proto/saver.proto\x1a\x1a\x61ioflow/proto/struct.proto\x1a\x1a\x61ioflow/proto/tensor.proto\x1a aioflow/proto/tensor_shape.proto\x1a\x19\x61ioflow/proto/types.proto\"\xdf\x07\n\x0cMetaGraphDef\x12@\n\rmeta_info_def\x18\x01 \x01(\x0b\x32).aioflow.tfproto.MetaGraphDef.MetaInfoDef\x12,\n\tgraph_def\x18\x02 \x01(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12,\n\tsaver_def\x18\x03 \x01(\x0b\x32\x19.aioflow.tfproto.SaverDef\x12H\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\x30.aioflow.tfproto.MetaGraphDef.CollectionDefEntry\x12\x46\n\rsignature_def\x18\x05 \x03(\x0b\x32/.aioflow.tfproto.MetaGraphDef.SignatureDefEntry\x12\x35\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x1d.aioflow.tfproto.AssetFileDef\x12;\n\x10object_graph_def\x18\x07 \x01(\x0b\x32!.aioflow.tfproto.SavedObjectGraph\x1a\x80\x03\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x31\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x17.aioflow.tfproto.OpList\x12&\n\x08\x61ny_info\x18\x03 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x12X\n\x10\x66unction_aliases\x18\x08 \x03(\x0b\x32>.aioflow.tfproto.MetaGraphDef.MetaInfoDef.FunctionAliasesEntry\x1a\x36\n\x14\x46unctionAliasesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aT\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.aioflow.tfproto.CollectionDef:\x02\x38\x01\x1aR\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12,\n\x05value\x18\x02 \x01(\x0b\x32\x1d.aioflow.tfproto.SignatureDef:\x02\x38\x01\"\xf8\x03\n\rCollectionDef\x12<\n\tnode_list\x18\x01 \x01(\x0b\x32\'.aioflow.tfproto.CollectionDef.NodeListH\x00\x12>\n\nbytes_list\x18\x02 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.BytesListH\x00\x12>\n\nint64_list\x18\x03 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.Int64ListH\x00\x12>\n\nfloat_list\x18\x04 \x01(\x0b\x32(.aioflow.tfproto.CollectionDef.FloatListH\x00\x12:\n\x08\x61ny_list\x18\x05 \x01(\x0b\x32&.aioflow.tfproto.CollectionDef.AnyListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x1a.\n\x07\x41nyList\x12#\n\x05value\x18\x01 \x03(\x0b\x32\x14.google.protobuf.AnyB\x06\n\x04kind\"\xef\x03\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12;\n\ncoo_sparse\x18\x04 \x01(\x0b\x32%.aioflow.tfproto.TensorInfo.CooSparseH\x00\x12G\n\x10\x63omposite_tensor\x18\x05 \x01(\x0b\x32+.aioflow.tfproto.TensorInfo.CompositeTensorH\x00\x12(\n\x05\x64type\x18\x02 \x01(\x0e\x32\x19.aioflow.tfproto.DataType\x12\x37\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32!.aioflow.tfproto.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\t\x1au\n\x0f\x43ompositeTensor\x12\x31\n\ttype_spec\x18\x01 \x01(\x0b\x32\x1e.aioflow.tfproto.TypeSpecProto\x12/\n\ncomponents\x18\x02 \x03(\x0b\x32\x1b.aioflow.tfproto.TensorInfoB\n\n\x08\x65ncoding\"\xc2\x03\n\x0cSignatureDef\x12\x39\n\x06inputs\x18\x01 \x03(\x0b\x32).aioflow.tfproto.SignatureDef.InputsEntry\x12;\n\x07outputs\x18\x02 \x03(\x0b\x32*.aioflow.tfproto.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x12=\n\x08\x64\x65\x66\x61ults\x18\x04 \x03(\x0b\x32+.aioflow.tfproto.SignatureDef.DefaultsEntry\x1aJ\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo:\x02\x38\x01\x1aK\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo:\x02\x38\x01\x1aM\n\rDefaultsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.aioflow.tfproto.TensorProto:\x02\x38\x01\"R\n\x0c\x41ssetFileDef\x12\x30\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x1b.aioflow.tfproto.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -54,40 +56,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_options = b'8\001'
   _globals['_SIGNATUREDEF_DEFAULTSENTRY']._loaded_options = None
   _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_options = b'8\001'
-  _globals['_METAGRAPHDEF']._serialized_start=250
-  _globals['_METAGRAPHDEF']._serialized_end=1180
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=626
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=1010
-  _globals['_METAGRAPHDEF_METAINFODEF_FUNCTIONALIASESENTRY']._serialized_start=956
-  _globals['_METAGRAPHDEF_METAINFODEF_FUNCTIONALIASESENTRY']._serialized_end=1010
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=1012
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=1096
-  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=1098
-  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=1180
-  _globals['_COLLECTIONDEF']._serialized_start=1183
-  _globals['_COLLECTIONDEF']._serialized_end=1687
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=1514
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=1539
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=1541
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=1567
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=1569
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=1599
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=1601
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=1631
-  _globals['_COLLECTIONDEF_ANYLIST']._serialized_start=1633
-  _globals['_COLLECTIONDEF_ANYLIST']._serialized_end=1679
-  _globals['_TENSORINFO']._serialized_start=1690
-  _globals['_TENSORINFO']._serialized_end=1993
-  _globals['_TENSORINFO_COOSPARSE']._serialized_start=1880
-  _globals['_TENSORINFO_COOSPARSE']._serialized_end=1981
-  _globals['_SIGNATUREDEF']._serialized_start=1996
-  _globals['_SIGNATUREDEF']._serialized_end=2446
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=2216
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=2290
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=2292
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=2367
-  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_start=2369
-  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_end=2446
-  _globals['_ASSETFILEDEF']._serialized_start=2448
-  _globals['_ASSETFILEDEF']._serialized_end=2530
+  _globals['_METAGRAPHDEF']._serialized_start=318
+  _globals['_METAGRAPHDEF']._serialized_end=1309
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=755
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=1139
+  _globals['_METAGRAPHDEF_METAINFODEF_FUNCTIONALIASESENTRY']._serialized_start=1085
+  _globals['_METAGRAPHDEF_METAINFODEF_FUNCTIONALIASESENTRY']._serialized_end=1139
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=1141
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=1225
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=1227
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=1309
+  _globals['_COLLECTIONDEF']._serialized_start=1312
+  _globals['_COLLECTIONDEF']._serialized_end=1816
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=1643
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=1668
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=1670
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=1696
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=1698
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=1728
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=1730
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=1760
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_start=1762
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_end=1808
+  _globals['_TENSORINFO']._serialized_start=1819
+  _globals['_TENSORINFO']._serialized_end=2314
+  _globals['_TENSORINFO_COOSPARSE']._serialized_start=2082
+  _globals['_TENSORINFO_COOSPARSE']._serialized_end=2183
+  _globals['_TENSORINFO_COMPOSITETENSOR']._serialized_start=2185
+  _globals['_TENSORINFO_COMPOSITETENSOR']._serialized_end=2302
+  _globals['_SIGNATUREDEF']._serialized_start=2317
+  _globals['_SIGNATUREDEF']._serialized_end=2767
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=2537
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=2611
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=2613
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=2688
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_start=2690
+  _globals['_SIGNATUREDEF_DEFAULTSENTRY']._serialized_end=2767
+  _globals['_ASSETFILEDEF']._serialized_start=2769
+  _globals['_ASSETFILEDEF']._serialized_end=2851
 # @@protoc_insertion_point(module_scope)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from aioflow.proto import meta_graph_pb2 as aioflow_dot_proto_dot_meta__graph__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1faioflow/proto/saved_model.proto\x12\x0faioflow.tfproto\x1a\x1eaioflow/proto/meta_graph.proto"d\n\nSavedModel\x12"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x122\n\x0bmeta_graphs\x18\x02 \x03(\x0b2\x1d.aioflow.tfproto.MetaGraphDefb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61ioflow/proto/saved_model.proto\x12\x0f\x61ioflow.tfproto\x1a\x1e\x61ioflow/proto/meta_graph.proto\"d\n\nSavedModel\x12\"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x12\x32\n\x0bmeta_graphs\x18\x02 \x03(\x0b\x32\x1d.aioflow.tfproto.MetaGraphDefb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)

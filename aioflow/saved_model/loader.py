@@ -5,10 +5,10 @@ variables from variables/variables through its SaverDef, and runs its init op (t
 `__saved_model_init_op` signature, else the main_op, else the legacy_init_op collection)
 with every asset tensor fed the asset's path under assets/.
 
-SavedModels written by TF 2's tf.saved_model.save keep their computation in functions
-called by (Stateful)PartitionedCall nodes: aioflow does not run graph functions yet (the
-functions issue), so such a MetaGraphDef is refused with NotImplementedError saying so
-before anything is imported; the SavedObjectGraph is not read.
+SavedModels written by TF 2's tf.saved_model.save load here too, as in TF: their graph
+calls functions of its library ((Stateful)PartitionedCall), and their SaverDef's restore
+op is a call of the traced restore function; the SavedObjectGraph is not read (TF 2's
+loader, loader_v2.py, reads it).
 """
 
 from __future__ import annotations
@@ -129,23 +129,6 @@ def get_init_op(meta, import_scope=None, graph=None):
     return None
 
 
-#: The ops by which a graph calls its library's functions.
-_CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-
-
-def check_no_function_calls(meta, export_dir) -> None:
-    """Refuse a MetaGraphDef whose graph calls functions (TF 2's tf.saved_model.save)."""
-    graph_def = meta.graph_def
-    functions = {f.signature.name for f in graph_def.library.function}
-    calls = sorted({n.op for n in graph_def.node if n.op in _CALL_OPS or n.op in functions})
-    if calls:
-        raise NotImplementedError(
-            f"The SavedModel at {os.fspath(export_dir)} calls graph functions ("
-            f"{', '.join(calls)}), as those written by TF 2's tf.saved_model.save do: "
-            "aioflow does not run graph functions yet. Export it with "
-            "tf.compat.v1.saved_model.Builder (graph mode) or freeze it to a GraphDef.")
-
-
 def _has_variables(graph) -> bool:
     return bool(graph.get_collection("variables")
                 or graph.get_collection("saveable_objects"))
@@ -174,7 +157,6 @@ async def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
         raise TypeError("unexpected arguments: " + ", ".join(sorted(saver_kwargs)))
     saved_model = await asyncio.to_thread(parse_saved_model, export_dir)
     meta = get_meta_graph_def_from_tags(saved_model, tags)
-    check_no_function_calls(meta, export_dir)
     with sess.graph.as_default():
         saver = meta_graph_mod.import_meta_graph(meta, import_scope=import_scope)
         await _restore_variables(sess, saver, export_dir)

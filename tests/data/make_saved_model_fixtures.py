@@ -12,7 +12,7 @@ Writes under tests/data/saved_model_v1/:
   and the local variables initialized by a legacy_init_op instead of a main_op; a second
   meta graph with tags {"train"} (no signature);
 - tf2/: a SavedModel written by TF 2's tf.saved_model.save (a function multiplying its
-  input by a variable), which aioflow refuses;
+  input by a variable), which the v1 loader loads too, as TF's does;
 - expected.json: X, the signature's y for X, what TF's loader leaves in the local
   variables (`asset_copy` with the fixture directory as <OUT>) and TF's loader errors
   (wrong tags, missing export dir), and `saved_model_cli show --all` of each model.
