@@ -208,15 +208,18 @@ def test_xdivy_and_xlogy_follow_tf(graph, dtype):
 
 
 # -- KeyboardInterrupt around a blocking run ------------------------------------------------
-# Each case runs in a fresh Python (a REPL's situation): a SIGINT's delivery depends on the
-# process's threads and on what libraries did to its signal state, which thousands of
-# earlier tests in this process would make a different situation.
+# Each case runs in a fresh Python with Python's own SIGINT handler, as a REPL has: the
+# test process's signal state is not the user's (a suite started in the background by a
+# shell runs with SIGINT ignored, and so would every Python it starts).
 
 _INTERRUPT_PROGRAM = """
 import json, os, signal, sys, threading, time
 import numpy as np
 import aioflow as af
 
+# Ctrl-C raises KeyboardInterrupt, as in a REPL (a Python started in the background by a
+# shell inherits SIGINT ignored, and keeps it so).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 mode = sys.argv[1]
 calls = []
 
