@@ -827,6 +827,24 @@ async def test_send_and_recv_in_a_one_device_user_graph_meet_in_the_step_rendezv
             await sess.run("r2:0", options=options)
 
 
+async def test_host_send_and_recv_in_a_one_device_user_graph_meet_in_the_step_rendezvous():
+    # The same for the host-memory forms (found by the fuzzer: an AttributeError when a
+    # one-device step with only _HostRecv got no rendezvous).
+    g = _user_graph(
+        _FLOAT_CONST
+        + _transfer("s", "_HostSend", "t", 'input: "c" attr { key: "T" value { type: DT_FLOAT } }')
+        + _transfer("r", "_HostRecv", "t",
+                    'attr { key: "tensor_type" value { type: DT_FLOAT } }')
+        + _transfer("r2", "_HostRecv", "t2",
+                    'attr { key: "tensor_type" value { type: DT_FLOAT } }'))
+    options = config_pb2.RunOptions(timeout_in_ms=200)
+    async with af.Session(graph=g) as sess:
+        value, _ = await sess.run(["r:0", "s"], options=options)
+        assert value == np.float32(3)
+        with pytest.raises(errors.DeadlineExceededError):
+            await sess.run("r2:0", options=options)
+
+
 async def test_thousands_of_concurrent_runs_mixing_faults_each_get_their_own_outcome(graph):
     """2,000 runs gathered on one loop: results, kernel errors (inline and on the pool),
     deadlines of awaited kernels, and cancellations, interleaved. Each run ends with its

@@ -95,10 +95,10 @@ class ExecutorImpl:
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
         self.has_control_flow = deadness or any(n.is_control_flow for n in nodes)
-        # _Send/_Recv need the step's rendezvous, also when a user graph on one device
-        # holds them (the session makes one per step only where some executor does).
-        self.has_transfers = any(n.type_string in ("_Send", "_Recv")
-                                 for n in nodes)
+        # _Send/_Recv (and their host-memory forms) need the step's rendezvous, also when
+        # a user graph on one device holds them (the session makes one per step only where
+        # some executor does).
+        self.has_transfers = any(n.type_string in _TRANSFER_OPS for n in nodes)
         if self.has_control_flow:
             _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
@@ -380,9 +380,12 @@ async def run_states(states: list, ctx) -> None:
                 state.done.exception()  # seen: asyncio would log it as never retrieved
 
 
+_TRANSFER_OPS = frozenset({"_Send", "_Recv", "_HostSend", "_HostRecv"})
+
+
 def _label(node_def) -> str:
-    if node_def.op in ("_Send", "_Recv"):
-        peer = "recv_device" if node_def.op == "_Send" else "send_device"
+    if node_def.op in _TRANSFER_OPS:
+        peer = "recv_device" if node_def.op in ("_Send", "_HostSend") else "send_device"
         detail = (f"{node_def.attr['tensor_name'].s.decode(errors='backslashreplace')} "
                   f"@{node_def.attr[peer].s.decode(errors='backslashreplace')}")
     else:
