@@ -31,13 +31,19 @@ def attr_f(node: Node, name: str, default: float = 0.0) -> float:
 
 
 def const_value(node: Node) -> np.ndarray | None:
-    """A Const node's value (None for any other node, or one in a loop frame)."""
+    """A Const node's value (None for any other node, one in a loop frame, or a value that
+    is not a valid tensor: the Const's own kernel reports that when the node runs)."""
     if node.type_string != "Const":
         return None
     if any(e.is_control_edge and not e.src.is_source for e in node.in_edges):
         return None  # ordered after something: not a plain weight
     value = node.attr("value")
-    return None if value is None else tensor_util.make_ndarray(value.tensor)
+    if value is None:
+        return None
+    try:
+        return tensor_util.make_ndarray(value.tensor)
+    except (ValueError, TypeError):
+        return None
 
 
 def input_node(node: Node, index: int) -> tuple[Node, int] | None:

@@ -165,6 +165,21 @@ def _gather_batch_dims_min_int64():
     ), fetches=["g:0"])
 
 
+def _fold_batch_norm_invalid_const(dtype: int = DT_FLOAT, unknown_rank: bool = True):
+    """MatMul * Const, the Const's tensor of unknown rank (or of an unknown dtype): the
+    remapper's batch-norm folding read it and raised; the Const's kernel must say it."""
+    scale = const("scale", DT_FLOAT, [])
+    scale.attr["value"].tensor.dtype = dtype
+    scale.attr["value"].tensor.float_val.append(2.0)
+    scale.attr["value"].tensor.tensor_shape.unknown_rank = unknown_rank
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[1, 2]),
+        const("w", DT_FLOAT, [2, 2], content=b"\0" * 16),
+        node("mm", "MatMul", ["x", "w"], T=attr(type=DT_FLOAT)),
+        scale, node("y", "Mul", ["mm", "scale"], T=attr(type=DT_FLOAT))),
+        {"x:0": [[1.0, 2.0]]}, ["y:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -202,6 +217,12 @@ FINDINGS = [
     Finding("feed-python-int-out-of-range",
             "FAIL:OverflowError@run@client/session.py:convert_feed_value",
             _feed_python_int_out_of_range),
+    Finding("fold-batch-norm-const-of-unknown-rank",
+            "FAIL:ValueError@run@framework/tensor_util.py:make_ndarray",
+            _fold_batch_norm_invalid_const),
+    Finding("fold-batch-norm-const-of-unknown-dtype",
+            "FAIL:TypeError@run@framework/tensor_util.py:_make_ndarray",
+            lambda: _fold_batch_norm_invalid_const(dtype=24, unknown_rank=False)),
 ]
 
 
