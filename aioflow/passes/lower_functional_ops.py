@@ -252,10 +252,14 @@ class _Lowering:
 
         As TF's, a DT_RESOURCE loop variable gets a constant Enter and nothing else (a
         handle passes through the body unchanged: TF never reads the body's result for
-        it), and the While's output for it is its input; the body waits for the loop's
-        predicate through a control edge (TF's `loop_body_control`), since a resource
-        argument no longer comes through a Switch. A loop of resources only has no
-        Merge to hang the loop on: its variables are lowered as any other."""
+        it), and the While's output for it is its input. Since a resource argument no
+        longer comes through a Switch, the body waits for the predicate by a control
+        edge (TF's `loop_body_control`), and each NextIteration waits for the body's
+        control outputs, as TF's: a side effect (a variable update) comes before the
+        next iteration exists, hence before it reads. (TF's cond also waits for the
+        first Merge; here it needs not: a constant Enter's value reaches an iteration
+        only once a NextIteration has made it.) A loop of resources only has no Merge to
+        hang the loop on: its variables are lowered as any other."""
         attrs = node.def_.attr
         types = list(attrs["T"].list.type)
         cond_fdef = self.library.find(attrs["cond"].func.name)
@@ -288,13 +292,15 @@ class _Lowering:
                              {"T": _type(types[k])}) for k in loop}
         body_ins = {k: self.new(node, f"body_input_{k}", "Identity", [(switches[k], 1)],
                                 {"T": _type(types[k])}) for k in loop}
-        body_controls = [body_ins[loop[0]]] if len(loop) < len(types) else []
         body = self.call(node, "body", attrs["body"].func,
                          [(body_ins[k], 0) if k in body_ins else (enters[k], 0)
-                          for k in range(len(types))], types, types, body_controls)
+                          for k in range(len(types))], types, types,
+                         [body_ins[loop[0]]] if len(loop) < len(types) else [])
+        body_fdef = self.library.find(attrs["body"].func.name)
+        effects = [body] if body_fdef is not None and body_fdef.control_ret else []
         for k in loop:
             nxt = self.new(node, f"next_iteration_{k}", "NextIteration", [(body, k)],
-                           {"T": _type(types[k])})
+                           {"T": _type(types[k])}, effects)
             back = next(e for e in merges[k].in_edges if e.dst_input == 1)
             self.graph.remove_edge(back)
             self.graph.add_edge(nxt, 0, merges[k], 1)
