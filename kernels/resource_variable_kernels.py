@@ -120,7 +120,7 @@ class ReadVariableOp(OpKernel):
                             f"variable has been deleted. In TF1, it can also mean the variable "
                             f"is uninitialized. Debug info: container={handle.container}, "
                             f"status error message={e.message}") from None
-        if var.dtype != self.dtype:
+        if var.dtype is not self.dtype and var.dtype != self.dtype:
             raise _invalid(f"Trying to read variable {handle.name} from Container: "
                            f"{handle.container} with wrong dtype. Expected "
                            f"{_type_name(self.dtype)} got {_type_name(var.dtype)}")
