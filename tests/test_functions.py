@@ -924,3 +924,75 @@ async def test_while_updating_a_resource_loop_variable_orders_its_iterations(bot
             fetches = ["out:0", "loop:1"] if with_counter else ["out:0"]
             got = await asyncio.wait_for(sess.run(fetches), 10)
             assert [int(v) for v in got] == [5, 5][:len(fetches)]
+
+
+READING_LOOP = """
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape { dim { size: 2 } } } }
+  attr { key: "shared_name" value { s: "w" } } }
+node { name: "w0" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "w0"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "acc0" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }
+                                       float_val: 1 } } } }
+node { name: "loop" op: "While" input: "i0" input: "acc0" input: "v" input: "n"
+  attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_RESOURCE
+                                 type: DT_INT32 } } }
+  attr { key: "output_shapes" value { list { shape {} shape { dim { size: 2 } } shape {}
+                                             shape {} } } }
+  attr { key: "parallel_iterations" value { i: 10 } }
+  attr { key: "_lower_using_switch_merge" value { b: true } }
+  attr { key: "cond" value { func { name: "more" } } }
+  attr { key: "body" value { func { name: "step" } } } }
+library {
+  function { signature { name: "more" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "acc" type: DT_FLOAT } input_arg { name: "h" type: DT_RESOURCE }
+      input_arg { name: "n" type: DT_INT32 } output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "less" op: "Less" input: "i" input: "n"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "step" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "acc" type: DT_FLOAT } input_arg { name: "h" type: DT_RESOURCE }
+      input_arg { name: "n" type: DT_INT32 }
+      output_arg { name: "i1" type: DT_INT32 } output_arg { name: "acc1" type: DT_FLOAT }
+      output_arg { name: "h1" type: DT_RESOURCE } output_arg { name: "n1" type: DT_INT32 }
+      is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "inc" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "read_w" op: "ReadVariableOp" input: "h"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "scaled" op: "Mul" input: "acc" input: "read_w:value:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "i1" value: "inc:z:0" } ret { key: "acc1" value: "scaled:z:0" }
+    ret { key: "h1" value: "h" } ret { key: "n1" value: "n" } }
+}
+"""
+
+
+async def test_a_while_reading_a_variable_runs_compiled_and_reads_its_current_value(
+        both_ways):
+    """Called, the While runs as one generated loop (its body reads the variable each
+    iteration); lowered, as one compiled v1 loop: each run reads the value assigned
+    last, and an uninitialized variable fails naming the read (and, called, the body)."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(READING_LOOP, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        for _ in range(2):
+            with pytest.raises(errors.FailedPreconditionError,
+                               match="Could not find variable w") as e:
+                await sess.run("loop:1", {"n:0": 3})
+            assert "read_w" in e.value.message
+            if both_ways is not None:
+                assert "function_node step" in e.value.message, e.value.message
+        for w, n in (([2.0, -0.5], 3), ([2.0, -0.5], 4), ([0.5, 3.0], 4), ([1.5, 1.0], 0)):
+            w = np.array(w, np.float32)
+            await sess.run(g.get_operation_by_name("init"), {"w0:0": w})
+            got = await sess.run("loop:1", {"n:0": n})
+            np.testing.assert_array_equal(got, w ** n)
