@@ -7,6 +7,7 @@ tests/data/make_saved_model_v2_fixtures.py; one call at a time after warm-up, Nu
 inputs on both sides):
   lstm_b1   serving_default of the LSTM(8) model on one sequence [1, 6, 3] (While v2)
   lstm_b4   the same on the fixture's batch [4, 6, 3]
+  gru_b1    serving_default of the GRU(8, return_sequences) + Dense model on [1, 5, 3]
   mlp_b5    serving_default of the MLP (Dense, Dense) on [5, 4]: the per-call overhead
 aioflow runs twice per round: with its default session config (functional ops lowered and
 calls inlined by LowerFunctionalOpsPass, as TF's graph runtime does) and `called` (no
@@ -34,7 +35,8 @@ import numpy as np
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
                     "saved_model_v2")
-WORKLOADS = {"lstm_b1": ("lstm", 1), "lstm_b4": ("lstm", 4), "mlp_b5": ("mlp", 5)}
+WORKLOADS = {"lstm_b1": ("lstm", 1), "lstm_b4": ("lstm", 4), "gru_b1": ("gru", 1),
+             "mlp_b5": ("mlp", 5)}
 
 
 def _inputs(workload: str) -> tuple[str, dict]:

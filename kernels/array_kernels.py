@@ -625,7 +625,10 @@ class SplitOp(OpKernel):
             raise _invalid(
                 "Number of ways to split should evenly divide the split dimension, but got "
                 f"split_dim {a} (size = {size}) and num_split {self._num}")
-        return np.split(x, self._num, axis=a)
+        step = size // self._num  # views, as np.split's, without its generic path
+        lead = (slice(None),) * a
+        return [x[lead + (slice(k, k + step),)] for k in range(0, size, step)] if step \
+            else np.split(x, self._num, axis=a)
 
 
 @register_kernel("SplitV", "CPU")
@@ -836,6 +839,8 @@ class ReverseV2Op(OpKernel):
 # -- slicing ---------------------------------------------------------------------------------
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+#: Valid slice specs a StridedSlice kernel remembers (then it starts over).
+_MAX_SPECS = 64
 
 
 @register_kernel("StridedSlice", "CPU")
@@ -847,15 +852,28 @@ class StridedSliceOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._masks = {k: ctx.get_attr(k, 0) for k in _MASKS}
+        # (input shape, spec) -> (index, final shape) of specs that were valid: a slice in
+        # a loop body (a Keras GRU's gates) validates its constant spec once
+        self._specs: dict = {}
 
     def compute(self, ctx, inputs):
         x, begin, end, strides = inputs
-        masks = self._checked_masks(x, begin, end, strides)
-        try:
-            index, final = strided_slice_spec(
-                np.shape(x), begin.tolist(), end.tolist(), strides.tolist(), **masks)
-        except ValueError as e:
-            raise _invalid(str(e)) from None
+        shape = np.shape(x)
+        key = (shape, np.shape(begin), np.shape(end), np.shape(strides),
+               np.asarray(begin).tobytes(), np.asarray(end).tobytes(),
+               np.asarray(strides).tobytes())
+        spec = self._specs.get(key)
+        if spec is None:
+            masks = self._checked_masks(x, begin, end, strides)
+            try:
+                spec = strided_slice_spec(
+                    shape, begin.tolist(), end.tolist(), strides.tolist(), **masks)
+            except ValueError as e:
+                raise _invalid(str(e)) from None
+            if len(self._specs) >= _MAX_SPECS:
+                self._specs.clear()
+            self._specs[key] = spec
+        index, final = spec
         return (np.reshape(x[index], final),)
 
     def _checked_masks(self, x, begin, end, strides) -> dict:

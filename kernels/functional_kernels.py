@@ -263,19 +263,16 @@ class WhileOp(_FunctionalKernel):
                 out = body(ctx, values)
                 if out is None:
                     return _FALLBACK, values
-                if check is not None:  # the first iteration's (the last's at the end)
-                    check(out)
-                    check = None
-                    if self.fused is not None:
-                        return self.fused(ctx, out, deadline)
+                if check is not None:
+                    break
                 values = out
                 n += 1
                 if not n & 63 and perf_counter() > deadline:
                     return _MORE, values
-        except errors.OpError:
-            raise  # a shape invariant broken
         except Exception:  # noqa: BLE001 - the sub-step runs it again and names the node
-            return _FALLBACK, values
+            return _FALLBACK, values  # (a kernel's error: the read of a missing variable)
+        check(out)  # the first iteration's (the last's at the end): a broken invariant
+        return self._compiled_slice(ctx, out, False)
 
     def _check_invariants(self, values) -> None:
         for i, shape in self.exact:

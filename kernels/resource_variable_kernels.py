@@ -97,6 +97,12 @@ class VarHandleOp(OpKernel):
 class ReadVariableOp(OpKernel):
     """The variable's value, read-only and never changed later (copy-on-write)."""
 
+    # A read has no side effect and produces its output: it may run inside a compiled
+    # segment, loop or function body (a Keras RNN's While body reads its kernels each
+    # step), reading the variable's current value through ctx.resource_mgr; an error
+    # (an uninitialized variable) makes the region run node by node, naming this node.
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.dtype = ctx.get_attr("dtype")
@@ -114,7 +120,7 @@ class ReadVariableOp(OpKernel):
                             f"variable has been deleted. In TF1, it can also mean the variable "
                             f"is uninitialized. Debug info: container={handle.container}, "
                             f"status error message={e.message}") from None
-        if var.dtype != self.dtype:
+        if var.dtype is not self.dtype and var.dtype != self.dtype:
             raise _invalid(f"Trying to read variable {handle.name} from Container: "
                            f"{handle.container} with wrong dtype. Expected "
                            f"{_type_name(self.dtype)} got {_type_name(var.dtype)}")

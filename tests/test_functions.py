@@ -813,3 +813,186 @@ async def test_called_while_compiled_or_falling_back_to_sub_steps(size):
                                    {"n:0": np.int32(7), "acc:0": acc})
     assert i == 7
     np.testing.assert_array_equal(got, want)
+
+
+async def test_lowered_while_gives_resource_loop_variables_a_constant_enter(
+        run_with_partition_graphs):
+    """As TF's LowerWhileHelper (its partition graph, grappler off, in the manifest):
+    a resource loop variable gets a constant Enter and no Merge, Switch, Exit or
+    NextIteration; the others their v1 loop as before."""
+    tf_lowered = MANIFEST["resource_while"]["tf_lowered"]
+    arrays = np.load(DATA / "fn_resource_while.npz")
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(fixture_graph_def("resource_while"), name="")
+    async with af.Session(graph=g) as sess:
+        await sess.run(g.get_operation_by_name("init"))
+        out, parts = await run_with_partition_graphs(
+            sess, "out:0", {k: arrays[f"feed:{k}"] for k in ("x:0", "n:0")})
+    np.testing.assert_allclose(out, arrays["fetch:out:0:0"], rtol=1e-6)
+    (part,) = parts.values()
+
+    def type_name(t):
+        return af.as_dtype(t).name
+
+    enters = sorted([type_name(n.attr["T"].type), n.attr["is_constant"].b]
+                    for n in part.node if n.op == "Enter")
+    assert [e for e in enters if e[1]] == [e for e in tf_lowered["enters"] if e[1]] \
+        == [["resource", True]] * 2
+    assert {t for t, c in enters if not c} == {t for t, c in tf_lowered["enters"] if not c}
+    for op in ("Merge", "Switch", "NextIteration", "Exit"):
+        ours = {type_name(n.attr["T"].type) for n in part.node if n.op == op}
+        assert "resource" not in ours and "resource" not in tf_lowered[op], op
+        assert set(tf_lowered[op]) <= ours, op
+
+
+RESOURCE_LOOP = """
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape {} } } attr { key: "shared_name" value { s: "v" } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0 } } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "zero"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "loop" op: "While" %(inputs)s
+  attr { key: "T" value { list { %(types)s } } }
+  attr { key: "output_shapes" value { list { %(shapes)s } } }
+  attr { key: "parallel_iterations" value { i: 10 } }
+  attr { key: "_lower_using_switch_merge" value { b: true } }
+  attr { key: "cond" value { func { name: "below" } } }
+  attr { key: "body" value { func { name: "bump" } } } }
+node { name: "out" op: "ReadVariableOp" input: "v" input: "^loop"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+library {
+  function { signature { name: "below" %(args)s output_arg { name: "c" type: DT_BOOL }
+                         is_stateful: true }
+    node_def { name: "read" op: "ReadVariableOp" input: "h"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "limit" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 5 } } } }
+    node_def { name: "less" op: "Less" input: "read:value:0" input: "limit:output:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "bump" %(args)s %(outs)s is_stateful: true
+                         control_output: "add" }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+      attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node_def { name: "add" op: "AssignAddVariableOp" input: "h" input: "one:output:0"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    %(body)s
+    control_ret { key: "add" value: "add" } }
+}
+"""
+
+
+@pytest.mark.parametrize("with_counter", [False, True])
+async def test_while_updating_a_resource_loop_variable_orders_its_iterations(both_ways,
+                                                                             with_counter):
+    """The body's only effect is a variable update (a control output), the cond reads
+    the variable through a resource loop variable: each iteration's read follows the
+    previous update (parallel_iterations 10), and the loop stops when TF's does: the
+    body's nodes (gated by the first argument, here the resource) do not run on the
+    exit iteration. With only the resource as loop variable it is lowered as any other
+    (no constant Enter)."""
+    if with_counter:
+        parts = {
+            "inputs": 'input: "v" input: "i0"', "types": "type: DT_RESOURCE type: DT_INT32",
+            "shapes": "shape {} shape {}",
+            "args": 'input_arg { name: "h" type: DT_RESOURCE } '
+                    'input_arg { name: "i" type: DT_INT32 }',
+            "outs": 'output_arg { name: "o" type: DT_RESOURCE } '
+                    'output_arg { name: "j" type: DT_INT32 }',
+            "body": 'node_def { name: "inc" op: "AddV2" input: "i" input: "k:output:0" '
+                    'attr { key: "T" value { type: DT_INT32 } } } '
+                    'node_def { name: "k" op: "Const" attr { key: "dtype" value '
+                    '{ type: DT_INT32 } } attr { key: "value" value { tensor { dtype: '
+                    'DT_INT32 tensor_shape {} int_val: 1 } } } } '
+                    'ret { key: "j" value: "inc:z:0" } ret { key: "o" value: "h" }'}
+    else:
+        parts = {"inputs": 'input: "v"', "types": "type: DT_RESOURCE", "shapes": "shape {}",
+                 "args": 'input_arg { name: "h" type: DT_RESOURCE }',
+                 "outs": 'output_arg { name: "o" type: DT_RESOURCE }',
+                 "body": 'ret { key: "o" value: "h" }'}
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(RESOURCE_LOOP % parts, graph_pb2.GraphDef()),
+                            name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        for _ in range(2):
+            await sess.run(g.get_operation_by_name("init"))
+            fetches = ["out:0", "loop:1"] if with_counter else ["out:0"]
+            got = await asyncio.wait_for(sess.run(fetches), 10)
+            assert [int(v) for v in got] == [5, 5][:len(fetches)]
+
+
+READING_LOOP = """
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape { dim { size: 2 } } } }
+  attr { key: "shared_name" value { s: "w" } } }
+node { name: "w0" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "w0"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "acc0" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }
+                                       float_val: 1 } } } }
+node { name: "loop" op: "While" input: "i0" input: "acc0" input: "v" input: "n"
+  attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_RESOURCE
+                                 type: DT_INT32 } } }
+  attr { key: "output_shapes" value { list { shape {} shape { dim { size: 2 } } shape {}
+                                             shape {} } } }
+  attr { key: "parallel_iterations" value { i: 10 } }
+  attr { key: "_lower_using_switch_merge" value { b: true } }
+  attr { key: "cond" value { func { name: "more" } } }
+  attr { key: "body" value { func { name: "step" } } } }
+library {
+  function { signature { name: "more" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "acc" type: DT_FLOAT } input_arg { name: "h" type: DT_RESOURCE }
+      input_arg { name: "n" type: DT_INT32 } output_arg { name: "c" type: DT_BOOL } }
+    node_def { name: "less" op: "Less" input: "i" input: "n"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "c" value: "less:z:0" } }
+  function { signature { name: "step" input_arg { name: "i" type: DT_INT32 }
+      input_arg { name: "acc" type: DT_FLOAT } input_arg { name: "h" type: DT_RESOURCE }
+      input_arg { name: "n" type: DT_INT32 }
+      output_arg { name: "i1" type: DT_INT32 } output_arg { name: "acc1" type: DT_FLOAT }
+      output_arg { name: "h1" type: DT_RESOURCE } output_arg { name: "n1" type: DT_INT32 }
+      is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "inc" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "read_w" op: "ReadVariableOp" input: "h"
+      attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "scaled" op: "Mul" input: "acc" input: "read_w:value:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "i1" value: "inc:z:0" } ret { key: "acc1" value: "scaled:z:0" }
+    ret { key: "h1" value: "h" } ret { key: "n1" value: "n" } }
+}
+"""
+
+
+async def test_a_while_reading_a_variable_runs_compiled_and_reads_its_current_value(
+        both_ways):
+    """Called, the While runs as one generated loop (its body reads the variable each
+    iteration); lowered, as one compiled v1 loop: each run reads the value assigned
+    last, and an uninitialized variable fails naming the read (and, called, the body)."""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(text_format.Parse(READING_LOOP, graph_pb2.GraphDef()), name="")
+    async with af.Session(graph=g, config=both_ways) as sess:
+        for _ in range(2):
+            with pytest.raises(errors.FailedPreconditionError,
+                               match="Could not find variable w") as e:
+                await sess.run("loop:1", {"n:0": 3})
+            assert "read_w" in e.value.message
+            if both_ways is not None:
+                assert "function_node step" in e.value.message, e.value.message
+        for w, n in (([2.0, -0.5], 3), ([2.0, -0.5], 4), ([0.5, 3.0], 4), ([1.5, 1.0], 0)):
+            w = np.array(w, np.float32)
+            await sess.run(g.get_operation_by_name("init"), {"w0:0": w})
+            got = await sess.run("loop:1", {"n:0": n})
+            np.testing.assert_array_equal(got, w ** n)

@@ -239,6 +239,10 @@ def test_split():
         for got, want in zip(run_kernel("Split", [i32(axis), x], num_split=n),
                              np.split(x, n, axis=axis), strict=True):
             assert_same(got, want)
+    empty = np.zeros((2, 0, 3), np.float32)
+    for got, want in zip(run_kernel("Split", [i32(1), empty], num_split=2),
+                         np.split(empty, 2, axis=1), strict=True):
+        assert_same(got, want)
     with invalid("Number of ways to split should evenly divide the split dimension, but got "
                  r"split_dim 1 \(size = 6\) and num_split 4"):
         run_kernel("Split", [i32(1), x], num_split=4)
@@ -454,6 +458,24 @@ def test_strided_slice_errors():
         _ss(x, [0], [1, 2], [1])
     with invalid("Multiple ellipses in slice spec not allowed"):
         _ss(X234, [0, 0], [0, 0], [1, 1], ellipsis_mask=3)
+
+
+def test_strided_slice_kernel_reuses_valid_specs_only():
+    """One kernel (a slice in a loop body) across shapes and specs: each result is the
+    slice of its own inputs, and a spec that fits one shape but not another fails."""
+    begin, end, strides = i32([1]), i32([2]), i32([1])
+    kernel = create("StridedSlice", [X234, begin, end, strides], shrink_axis_mask=1)
+    for x in (X234, X234[:, :2], np.arange(3, dtype=np.int32), X234, X234[:, :2]):
+        (got,) = kernel.compute(None, [x, begin, end, strides])
+        assert_same(got, x[1])
+        (got,) = kernel.compute(None, [x, i32([0]), i32([1]), strides])
+        assert_same(got, x[0])
+    with invalid("slice index 1 of dimension 0 out of bounds."):
+        kernel.compute(None, [np.zeros(1, np.float32), begin, end, strides])
+    for k in range(100):  # more specs than it keeps
+        x = np.arange(k + 2, dtype=np.int32)
+        (got,) = kernel.compute(None, [x, i32([k + 1]), i32([k + 2]), strides])
+        assert_same(got, x[k + 1])
 
 
 def test_slice():

@@ -643,3 +643,82 @@ async def test_an_async_kernel_fed_by_a_segment_keeps_its_parallelism_in_a_loop(
             i, acc = await asyncio.wait_for(sess.run(out), 10)
             assert (int(i), int(acc)) == (12, sum((k * 3 + 1) * 2 - 2 for k in range(12)))
             assert peak == expected
+
+
+# -- resource variables in compiled regions ------------------------------------------------------
+
+def reading_loop():
+    """A while loop whose body reads a resource variable each iteration (a Keras RNN's
+    kernels), and the same loop inside an untaken or taken cond."""
+    g = af.Graph()
+    with g.as_default():
+        w = af.Variable(np.array([0.5, -1.5, 2.0], np.float32), name="w", use_resource=True)
+        n = af.placeholder(af.int32, [], name="n")
+        p = af.placeholder(af.bool, [], name="p")
+
+        def loop():
+            return af.while_loop(
+                lambda i, acc: i < n,
+                lambda i, acc: (i + 1, acc * af.identity(w.read_value(), name="read_w") + 1.0),
+                [af.constant(0), af.zeros([3])])[1]
+
+        out = loop()
+        gated = af.cond(p, loop, lambda: af.ones([3]) * -7.0)
+    return g, w, n, p, out, gated
+
+
+def reading_loop_values(wv, nv: int) -> np.ndarray:
+    acc = np.zeros(3, np.float32)
+    for _ in range(nv):
+        acc = acc * wv + np.float32(1.0)
+    return acc
+
+
+def test_a_loop_reading_a_resource_variable_compiles_as_one_loop():
+    g, _, n, p, out, _ = reading_loop()
+    direct, eak = executors_for(g, [n, p], [out])
+    try:
+        (impl,) = eak.executors
+        loops = [s for s in impl.segments if isinstance(s, LoopSegment)]
+        assert [m.op for s in loops for m in s.members].count("ReadVariableOp") == 1, \
+            [[m.op for m in s.members] for s in loops]
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_compiled_loop_reads_the_variables_current_value():
+    """No value is kept from an earlier run: an assign between runs is seen by the next;
+    in an untaken cond the loop (and its read) is dead."""
+    g, w, n, p, out, gated = reading_loop()
+    with g.as_default():
+        new_w = af.placeholder(af.float32, [3], name="new_w")
+        assign = w.assign(new_w)
+        init = af.global_variables_initializer()
+    wv = np.array([0.5, -1.5, 2.0], np.float32)
+    async with af.Session(graph=g) as sess:
+        await sess.run(init)
+        for nv in (0, 1, 4, 4, 4, 9):
+            got, got_gated = await sess.run([out, gated], {n: nv, p: nv % 2 == 0})
+            np.testing.assert_array_equal(got, reading_loop_values(wv, nv))
+            np.testing.assert_array_equal(
+                got_gated, reading_loop_values(wv, nv) if nv % 2 == 0 else np.full(3, -7.0))
+            wv = np.array([nv, 0.25, -1.0], np.float32)
+            await sess.run(assign, {new_w: wv})
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_an_uninitialized_variable_read_in_a_compiled_loop_fails_naming_the_read():
+    g, _, n, p, out, gated = reading_loop()
+    async with af.Session(graph=g) as sess:
+        for _ in range(3):  # the segment's compiled attempt, then the node that fails
+            with pytest.raises(errors.FailedPreconditionError, match="Could not find variable"
+                               ) as e:
+                await sess.run(out, {n: 3, p: False})
+            assert e.value.node_def.op == "ReadVariableOp", e.value.message
+            assert f"{{{{node {e.value.node_def.name}}}}}" in e.value.message
+            assert "while-loop frame" in e.value.message
+        # a loop that does not run reads nothing; an untaken branch's loop is dead
+        await sess.run(gated, {n: 3, p: False})
+        np.testing.assert_array_equal(await sess.run(out, {n: 0, p: False}), np.zeros(3))

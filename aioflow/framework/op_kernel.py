@@ -81,6 +81,8 @@ class OpKernel:
     # True when compute is a pure function of its inputs (no state, no side effect but
     # the call frame, every output produced): the executor may then run the node inside
     # a compiled segment (runtime/segments.py), and run it again if the segment falls back.
+    # A read of state through ctx that changes nothing (ReadVariableOp) qualifies too: a
+    # compiled region runs when its inputs are ready, as the node alone would.
     compilable = False
     # True when the outputs are the same values every run, whatever the step (Const): a
     # compiled segment computes them once, when it is compiled.

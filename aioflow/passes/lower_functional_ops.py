@@ -248,44 +248,65 @@ class _Lowering:
     # -- While ---------------------------------------------------------------------------
     def lower_while(self, node: Node) -> bool:
         """TF's LowerWhileHelper: Enter, Merge, cond, LoopCond, Switch, Exit and
-        NextIteration per loop variable, the cond and the body called in the frame."""
+        NextIteration per loop variable, the cond and the body called in the frame.
+
+        As TF's, a DT_RESOURCE loop variable gets a constant Enter and nothing else (a
+        handle passes through the body unchanged: TF never reads the body's result for
+        it), and the While's output for it is its input. Since a resource argument no
+        longer comes through a Switch, the body waits for the predicate by a control
+        edge (TF's `loop_body_control`), and each NextIteration waits for the body's
+        control outputs, as TF's: a side effect (a variable update) comes before the
+        next iteration exists, hence before it reads. (TF's cond also waits for the
+        first Merge; here it needs not: a constant Enter's value reaches an iteration
+        only once a NextIteration has made it.) A loop of resources only has no Merge to
+        hang the loop on: its variables are lowered as any other."""
         attrs = node.def_.attr
         types = list(attrs["T"].list.type)
         cond_fdef = self.library.find(attrs["cond"].func.name)
         if not types or cond_fdef is None or len(cond_fdef.signature.output_arg) != 1 or \
                 cond_fdef.signature.output_arg[0].type != types_pb2.DT_BOOL:
             return False
+        invariant = [t == types_pb2.DT_RESOURCE for t in types]
+        if all(invariant):
+            invariant = [False] * len(types)
         ins = node.data_inputs()
         controls = [e.src for e in node.in_edges if e.is_control_edge and e.src.is_op]
         frame = unique_name(self.names, f"{node.name}/while_context")
         pi = attrs["parallel_iterations"].i
         enters = [self.new(node, f"enter_{k}", "Enter", [(e.src, e.src_output)], {
             "T": _type(t), "frame_name": lambda a, f=frame: setattr(a, "s", f.encode()),
-            "is_constant": lambda a: setattr(a, "b", False),
+            "is_constant": lambda a, c=c: setattr(a, "b", c),
             "parallel_iterations": _int(pi)}, controls)
-            for k, (e, t) in enumerate(zip(ins, types, strict=True))]
-        merges = [self.new(node, f"merge_{k}", "Merge", [(enter, 0), (enter, 0)],
-                           {"T": _type(t), "N": _int(2)})
-                  for k, (enter, t) in enumerate(zip(enters, types, strict=True))]
-        cond = self.call(node, "cond", attrs["cond"].func, [(m, 0) for m in merges], types,
-                         [types_pb2.DT_BOOL])
+            for k, (e, t, c) in enumerate(zip(ins, types, invariant, strict=True))]
+        loop = [k for k, c in enumerate(invariant) if not c]  # the carried variables
+        merges = {k: self.new(node, f"merge_{k}", "Merge", [(enters[k], 0), (enters[k], 0)],
+                              {"T": _type(types[k]), "N": _int(2)}) for k in loop}
+        cond = self.call(node, "cond", attrs["cond"].func,
+                         [(merges[k], 0) if k in merges else (enters[k], 0)
+                          for k in range(len(types))], types, [types_pb2.DT_BOOL])
         loop_cond = self.new(node, "loop_cond", "LoopCond", [(cond, 0)])
-        switches = [self.new(node, f"switch_{k}", "Switch", [(m, 0), (loop_cond, 0)],
-                             {"T": _type(t)})
-                    for k, (m, t) in enumerate(zip(merges, types, strict=True))]
-        exits = [self.new(node, f"exit_{k}", "Exit", [(s, 0)], {"T": _type(t)})
-                 for k, (s, t) in enumerate(zip(switches, types, strict=True))]
-        body_ins = [self.new(node, f"body_input_{k}", "Identity", [(s, 1)], {"T": _type(t)})
-                    for k, (s, t) in enumerate(zip(switches, types, strict=True))]
-        body = self.call(node, "body", attrs["body"].func, [(b, 0) for b in body_ins], types,
-                         types)
-        for k, (merge, t) in enumerate(zip(merges, types, strict=True)):
+        switches = {k: self.new(node, f"switch_{k}", "Switch",
+                                [(merges[k], 0), (loop_cond, 0)], {"T": _type(types[k])})
+                    for k in loop}
+        exits = {k: self.new(node, f"exit_{k}", "Exit", [(switches[k], 0)],
+                             {"T": _type(types[k])}) for k in loop}
+        body_ins = {k: self.new(node, f"body_input_{k}", "Identity", [(switches[k], 1)],
+                                {"T": _type(types[k])}) for k in loop}
+        body = self.call(node, "body", attrs["body"].func,
+                         [(body_ins[k], 0) if k in body_ins else (enters[k], 0)
+                          for k in range(len(types))], types, types,
+                         [body_ins[loop[0]]] if len(loop) < len(types) else [])
+        body_fdef = self.library.find(attrs["body"].func.name)
+        effects = [body] if body_fdef is not None and body_fdef.control_ret else []
+        for k in loop:
             nxt = self.new(node, f"next_iteration_{k}", "NextIteration", [(body, k)],
-                           {"T": _type(t)})
-            back = next(e for e in merge.in_edges if e.dst_input == 1)
+                           {"T": _type(types[k])}, effects)
+            back = next(e for e in merges[k].in_edges if e.dst_input == 1)
             self.graph.remove_edge(back)
-            self.graph.add_edge(nxt, 0, merge, 1)
-        self.finish(node, [(x, 0) for x in exits], types, None)
+            self.graph.add_edge(nxt, 0, merges[k], 1)
+        outputs = [(exits[k], 0) if k in exits else (ins[k].src, ins[k].src_output)
+                   for k in range(len(types))]
+        self.finish(node, outputs, types, None)
         return True
 
 

@@ -18,8 +18,8 @@ kernel lets the event loop run, then continues) or where an iteration must run a
 sub-steps.
 
 Bodies qualify when they have no control flow, and every node is an `_Arg`, a `_Retval`
-or a compilable kernel (OpKernel.compilable: pure, every output produced) that runs
-inline, forwards, or decides by its input sizes.
+or a compilable kernel (OpKernel.compilable: pure or a variable read, every output
+produced) that runs inline, forwards, or decides by its input sizes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Make the function-library fixtures with TensorFlow 2.21 (run with a Python that has
 tensorflow-cpu; TF is never a dependency of aioflow):
 
-    /path/to/tf-venv/bin/python tests/data/make_function_fixtures.py
+    /path/to/tf-venv/bin/python tests/data/make_function_fixtures.py [name ...]
 
 Each fixture is a TF 2-era graph built in tf.compat.v1 graph mode with control flow v2
 (If/While/Case functional ops and tf.function calls, their functions in GraphDef.library):
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -160,6 +161,48 @@ def stateful_call() -> None:
          init=init, runs=3)
 
 
+def resource_while() -> None:
+    """A v2 while loop whose body reads one resource variable and updates another (both
+    handles are loop variables passed through unchanged), run 3 times; with TF's lowered
+    partition graph (grappler off, so that only LowerFunctionalOpsPass shaped the loop):
+    per Enter its type and is_constant, and the types of its Merge/Switch/Exit/
+    NextIteration nodes, recorded as `tf_lowered` in the manifest."""
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.Variable(np.array([0.5, -1.0, 2.0], np.float32), name="w")
+        c = tf.Variable(np.zeros(3, np.float32), name="c")
+        x = v1.placeholder(tf.float32, [3], name="x")
+        n = v1.placeholder(tf.int32, [], name="n")
+
+        def body(i, acc):
+            # v1 graph mode adds no automatic control dependencies to a while_v2 body:
+            # without this one TF's lowering prunes the update (it feeds no result)
+            with tf.control_dependencies([c.assign_add(acc)]):
+                return i + 1, acc * w.read_value() + x + c.read_value()
+
+        _, acc = tf.while_loop(lambda i, a: i < n, body, [tf.constant(0), tf.zeros([3])])
+        out = tf.identity(acc, name="out")
+        with tf.control_dependencies([out]):
+            c_after = tf.identity(c.read_value(), name="c_after")
+        init = v1.global_variables_initializer()
+    feeds = {"x:0": np.array([1.0, 0.25, -0.5], np.float32), "n:0": np.array(3, np.int32)}
+    save("resource_while", graph, feeds, [out, c_after], init=init, runs=3)
+    config = v1.ConfigProto()
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    with v1.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        metadata = v1.RunMetadata()
+        sess.run(out, {graph.get_tensor_by_name(k): v for k, v in feeds.items()},
+                 options=v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
+    (part,) = metadata.partition_graphs
+    type_name = lambda t: tf.dtypes.as_dtype(t).name  # noqa: E731
+    MANIFEST["resource_while"]["tf_lowered"] = {
+        "enters": sorted([type_name(nd.attr["T"].type), nd.attr["is_constant"].b]
+                         for nd in part.node if nd.op == "Enter"),
+        **{op: sorted(type_name(nd.attr["T"].type) for nd in part.node if nd.op == op)
+           for op in ("Merge", "Switch", "Exit", "NextIteration")}}
+
+
 def case() -> None:
     """tf.switch_case (Case), also with an index out of range (the default branch)."""
     graph = tf.Graph()
@@ -250,8 +293,22 @@ def op_defs() -> None:
         f.write(ops.SerializeToString())
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Make every fixture, or only those named (then the manifest is updated)."""
     v1.enable_control_flow_v2()
+    if names:
+        with open(os.path.join(HERE, "function_fixtures.json")) as f:
+            MANIFEST.update(json.load(f))
+        for name in names:
+            globals()[name]()
+    else:
+        make_all()
+    with open(os.path.join(HERE, "function_fixtures.json"), "w") as f:
+        json.dump(MANIFEST, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def make_all() -> None:
     nested_calls()
     if_in_while()
     while_in_if()
@@ -264,10 +321,8 @@ def main() -> None:
     op_defs()
     keras_rnn("lstm")
     keras_rnn("gru")
-    with open(os.path.join(HERE, "function_fixtures.json"), "w") as f:
-        json.dump(MANIFEST, f, indent=1, sort_keys=True)
-        f.write("\n")
+    resource_while()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
