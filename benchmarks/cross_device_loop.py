@@ -6,7 +6,9 @@ counter and condition on /cpu:0 (ConfigProto device_count={"CPU": 2}): every ite
 sends the predicate and the value to /cpu:1 and the result back, through the control
 loop TF's partitioner adds. Compared, interleaved ABAB in one process, with the same
 loop on one device, compiled (the default: a cheap loop on one device runs as one
-generated Python `while`) and interpreted (segments off, as the split loop runs):
+generated Python `while`) and interpreted (segments off); the split loop runs with the
+session's default (straight-line segments inside its partitions compiled) and, for the
+like-for-like ratio, with segments off too:
 µs per iteration = (run time - run time at 0 iterations) / iterations.
 With --peer-python (a Python with TensorFlow 2.21), TF's v1 session runs the same two
 loops (split, one device; optimizers off) in rounds alternating with aioflow's, each TF
@@ -100,9 +102,12 @@ def tf_round(iterations: int, reps: int) -> dict:
 async def main_async(args) -> dict:
     import aioflow as af
 
+    args.load_at_start = list(os.getloadavg())  # the machine is shared: say how busy
+
     two = af.ConfigProto(device_count={"CPU": 2})
     cases = {
         "split_two_devices": (build("/cpu:1"), two, True),
+        "split_two_devices_interpreted": (build("/cpu:1"), two, False),
         "one_device_compiled": (build("/cpu:0"), two, True),
         "one_device_interpreted": (build("/cpu:0"), two, False),
     }
@@ -143,11 +148,14 @@ async def main_async(args) -> dict:
     return {
         "benchmark": "cross_device_loop",
         "python": platform.python_version(),
+        "load_average_at_start_and_end": [args.load_at_start, list(os.getloadavg())],
         "iterations": args.iterations,
         "us_per_iteration": {k: round(v, 2) for k, v in per_iter.items()},
         "ratio_split_vs_one_device_compiled": round(split / per_iter["one_device_compiled"], 2),
         "ratio_split_vs_one_device_interpreted": round(
             split / per_iter["one_device_interpreted"], 2),
+        "ratio_split_interpreted_vs_one_device_interpreted": round(
+            per_iter["split_two_devices_interpreted"] / per_iter["one_device_interpreted"], 2),
         **peer,
     }
 
