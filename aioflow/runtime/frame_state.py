@@ -6,6 +6,13 @@ A ready entry is a TaggedNode `(item, frame, iteration, is_dead)`. A frame insta
 pending counts, dead counts and input slots copied from its frame's templates.
 Iterations and frames are freed as soon as they are done, so memory stays bounded
 however many iterations a loop runs.
+
+Transfers inside a while loop (mode FRAMED: a loop split over devices) run in `process`
+itself, once per iteration, under the key `kernel.frame_prefix + "frame_id:iter"`. The
+hand-off is direct: a Send whose Recv waits already calls that partition's `_recv_done`,
+which queues the value on its state (its own `process` propagates it, in the same drain:
+no task, no pool, no turn of the loop); a Recv whose value was sent first completes
+inline as a cheap node does. Dead values travel as dead, as TF sends them.
 """
 
 from __future__ import annotations
@@ -136,8 +143,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             if outs is None:
                                 continue
                         else:
-                            # A transfer inside a while loop (see `transfer_in_frame`),
-                            # written out here: it runs every iteration.
+                            # A transfer inside a while loop, handed over directly (see
+                            # `_recv_done`); written out here: it runs every iteration.
                             key = item.kernel.frame_prefix + (it.frame_iter
                                                               or _frame_iter(frame, it))
                             if item.is_send:
