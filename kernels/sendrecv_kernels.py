@@ -3,9 +3,10 @@ rendezvous, `_Recv` awaits it there. The executor runs both even on dead inputs,
 value that is dead on one device is dead on the other.
 
 Inside a while loop one transfer happens per iteration: the key then ends in the
-frame's id and the iteration ("frame_id:iter", as TF's frame_iter), which the executor
-passes to `send_in_frame` / `recv_in_frame` (mode FRAMED). `_HostSend`/`_HostRecv` are
-the same kernels: on a CPU, host memory is the device's memory."""
+frame's id and the iteration ("frame_id:iter", as TF's frame_iter); the executor (mode
+FRAMED) sends and receives under `frame_prefix + frame_iter` itself, handing the value
+straight to the receiving partition (runtime/frame_state.py). `_HostSend`/`_HostRecv`
+are the same kernels: on a CPU, host memory is the device's memory."""
 
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.rendezvous_key import create_key
@@ -32,16 +33,12 @@ class SendOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
-        self.frame_prefix = _frame_prefix(self.key)
+        self.frame_prefix = _frame_prefix(self.key)  # inside a loop: + "frame_id:iter"
 
     def compute(self, ctx, inputs):
         value = inputs[0]
         ctx.rendezvous.send(self.key, value, value is None)
         return ()
-
-    def send_in_frame(self, ctx, value, frame_iter: str) -> None:
-        """Send one iteration's value (None: dead) of a transfer inside a while loop."""
-        ctx.rendezvous.send(self.frame_prefix + frame_iter, value, value is None)
 
 
 @register_kernel("_HostRecv", "CPU")
@@ -54,23 +51,15 @@ class RecvOp(AsyncOpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.key = _key(ctx)
-        self.frame_prefix = _frame_prefix(self.key)
-
-    def recv_in_frame(self, ctx, frame_iter: str, done):
-        """`start_async` for one iteration of a transfer inside a while loop."""
-        return self._start(ctx, self.frame_prefix + frame_iter, done)
+        self.frame_prefix = _frame_prefix(self.key)  # inside a loop: + "frame_id:iter"
 
     def start_async(self, ctx, inputs, done):
         """The outputs when the value is there already; else None, and `done(outputs,
         error)` later (the executor's task-free path)."""
-        return self._start(ctx, self.key, done)
-
-    @staticmethod
-    def _start(ctx, key: str, done):
         def delivered(value, is_dead, error):
             done(None if error is not None else (None if is_dead else value,), error)
 
-        got = ctx.rendezvous.recv_callback(key, delivered)
+        got = ctx.rendezvous.recv_callback(self.key, delivered)
         if got is None:
             return None
         value, is_dead = got

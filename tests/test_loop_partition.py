@@ -219,3 +219,150 @@ async def test_the_leader_on_the_other_device_and_three_devices():
     # One control loop per device that receives a value inside the frame: all three
     # (the leader too: the body's result comes back to it from /cpu:2), as TF builds.
     assert loops == {"CPU:0": 4, "CPU:1": 4, "CPU:2": 4}
+
+
+def _dead_across_devices_loop(n_iters: int, parallel_iterations: int):
+    """A cond inside the loop whose Switch is on /cpu:0 and whose true branch is on
+    /cpu:1: on odd iterations the value sent to /cpu:1 is dead, and so is the branch's
+    result sent back (the Merge on /cpu:0 then takes the false branch's)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+
+        def body(i, acc):
+            with af.device("/cpu:0"):
+                even = af.equal(i % 2, 0)
+
+                def on_cpu1():
+                    with af.device("/cpu:1"):
+                        return acc * 2.0 + 1.0
+
+                acc = af.cond(even, on_cpu1, lambda: acc - 3.0)
+                return i + 1, acc
+
+        with af.device("/cpu:0"):
+            _, out = af.while_loop(lambda i, acc: i < n_iters, body, [af.constant(0), x],
+                                   parallel_iterations=parallel_iterations)
+    return g, x, out
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 10])
+async def test_a_dead_value_sent_in_a_loop_is_dead_on_the_other_device(parallel_iterations):
+    """Deadness crosses the direct hand-off both ways, whichever side comes first (the
+    receiver waiting already, or the value sent before its receiver starts)."""
+    xv = np.array([1.0, -2.0, 0.25], np.float32)
+    expected = xv.copy()
+    for i in range(9):
+        expected = expected * np.float32(2) + np.float32(1) if i % 2 == 0 else expected - 3
+    g, x, out = _dead_across_devices_loop(9, parallel_iterations)
+    steps = []
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        md = af.RunMetadata()
+        with observe_steps(steps.append):
+            value = await asyncio.wait_for(sess.run(
+                out, {x: xv}, options=af.RunOptions(output_partition_graphs=True),
+                run_metadata=md), 30)
+    np.testing.assert_array_equal(value, expected)
+    # The branch really runs on /cpu:1: its partition receives the Switch's output.
+    ops = {part.node[0].device[-5:]: [n.op for n in part.node] for part in md.partition_graphs}
+    assert "_Recv" in ops["CPU:1"] and "_Send" in ops["CPU:1"]
+    assert len(steps[0][0].ctx.rendezvous) == 0
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 10])
+async def test_a_traced_split_loop_records_every_iterations_transfers(parallel_iterations):
+    """FULL_TRACE runs the transfers timed: same values, and each transfer node of the
+    loop has a stats entry per iteration it ran live in: a Recv for the 6 iterations and
+    the 7th (which receives the False predicate or a dead value), a Send of the predicate
+    7 times, the other Sends 6 (a dead node is not timed)."""
+    xv = np.ones(4, np.float32)
+    g, x, out = _split_loop(6, parallel_iterations)
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        md = af.RunMetadata()
+        value = await asyncio.wait_for(sess.run(
+            out, {x: xv}, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE,
+                                                output_partition_graphs=True),
+            run_metadata=md), 30)
+    np.testing.assert_allclose(value, _expected(6, xv), rtol=1e-6)
+    counts = {}
+    for dev in md.step_stats.dev_stats:
+        for ns in dev.node_stats:
+            counts[ns.node_name] = counts.get(ns.node_name, 0) + 1
+    expected = {}
+    for part in md.partition_graphs:
+        for node in part.node:
+            if node.op in ("_Recv", "_HostRecv"):
+                expected[node.name] = 7
+            elif node.op in ("_Send", "_HostSend"):
+                expected[node.name] = 7 if node.input[0].endswith("LoopCond") else 6
+    assert len(expected) == 10
+    assert {name: counts.get(name) for name in expected} == expected
+
+
+async def test_the_split_loop_needs_no_turn_of_the_event_loop_per_transfer():
+    """The direct hand-off: a Send completes the Recv waiting on the other partition in
+    the same drain, so 300 iterations (1,200 transfers) run in a few turns of the loop
+    when the run's time budget allows it."""
+    xv = np.ones(4, np.float32)
+    g, x, out = _split_loop(300, 10)
+    async with af.Session(graph=g, config=TWO_CPUS, time_budget_ms=60_000) as sess:
+        await sess.run(out, {x: xv})  # built and warm
+        turns = 0
+        running = True
+
+        async def ticker():
+            nonlocal turns
+            while running:
+                turns += 1
+                await asyncio.sleep(0)
+
+        tick = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0)
+        start = turns
+        value = await asyncio.wait_for(sess.run(out, {x: xv}), 30)
+        spent = turns - start
+        running = False
+        await tick
+    np.testing.assert_allclose(value, _expected(300, xv), rtol=1e-4)
+    assert spent <= 10, spent
+
+
+async def test_cancelling_a_split_loop_while_a_recv_waits_releases_everything():
+    """The body on /cpu:1 stops at iteration 3 (an awaited coroutine that never ends)
+    while /cpu:0 waits for its result: the deadline aborts both partitions, the waiting
+    Recvs are released by the rendezvous's abort, and nothing is left behind."""
+    never = asyncio.Event()
+
+    async def stall(i, acc):
+        if int(i) == 3:
+            await never.wait()
+        return acc
+
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [2], name="x")
+
+        def body(i, acc):
+            with af.device("/cpu:1"):
+                acc = af.async_py_func(stall, [i, acc * 2.0], af.float32)
+                acc.set_shape([2])
+            return i + 1, acc
+
+        _, out = af.while_loop(lambda i, acc: i < 8, body, [af.constant(0), x])
+    steps = []
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        before = set(asyncio.all_tasks())
+        with observe_steps(steps.append):
+            with pytest.raises(errors.DeadlineExceededError):
+                await asyncio.wait_for(sess.run(
+                    out, {x: np.ones(2, np.float32)},
+                    options=af.RunOptions(timeout_in_ms=300)), 30)
+        await asyncio.sleep(0)
+        assert set(asyncio.all_tasks()) - before == set()
+        states = steps[0]
+        assert [state.in_flight for state in states] == [0, 0]
+        assert len(states[0].ctx.rendezvous) == 0
+        # The session still runs the loop to its end afterwards.
+        never.set()
+        value = await asyncio.wait_for(sess.run(out, {x: np.ones(2, np.float32)}), 30)
+    np.testing.assert_array_equal(value, np.full(2, 2.0 ** 8, np.float32))

@@ -32,7 +32,7 @@ from aioflow.runtime.kernel_stats import (
     timed_call,
     timed_inline,
 )
-from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, FRAMED, INLINE, MAYBE, SEGMENT
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
 
 _CHECK_EVERY = 31  # test the clock once per 32 nodes
 
@@ -160,9 +160,10 @@ class ExecutorStateBase:
     def offload(self, item, token, args, slots: list) -> bool:
         """Start `item` elsewhere when its mode says so (the pool, or awaited) and return
         True; False when it runs inline. Asked for every node whose mode is not INLINE,
-        FORWARD or SEGMENT. An input-dependent kernel (BY_SIZE, MAYBE) goes by its
-        learned cost once it has been timed (kernel_stats.py), by the static rule before;
-        a call that is sampled is run (and timed) here, its outputs queued."""
+        FORWARD, SEGMENT or FRAMED (a transfer in a loop: frame_state.py). An
+        input-dependent kernel (BY_SIZE, MAYBE) goes by its learned cost once it has been
+        timed (kernel_stats.py), by the static rule before; a call that is sampled is run
+        (and timed) here, its outputs queued."""
         mode = item.mode
         if mode == BY_SIZE or mode == MAYBE:
             rate = item.cost_rate
@@ -194,9 +195,6 @@ class ExecutorStateBase:
                 return True
             if not pool:
                 return False
-        elif mode == FRAMED:
-            self.transfer_in_frame(item, token, args)
-            return True
         self.dispatch(item, token, args, slots)
         return True
 
@@ -210,11 +208,6 @@ class ExecutorStateBase:
             return
         compute = item.compute if self.stats is None else partial(self.stats.call, item)
         self.completed.append((token, timed_inline(item, compute, n, self.kctx, args)))
-
-    def transfer_in_frame(self, item, token, args) -> None:
-        """Run a transfer inside a while loop (only the control-flow propagator has
-        loops); its outputs come back through `completed`."""
-        raise NotImplementedError
 
     def dispatch(self, item, token, args, slots: list, sample_size: int = 0) -> None:
         """Start a kernel that does not run inline; its outputs come back through

@@ -6,6 +6,13 @@ A ready entry is a TaggedNode `(item, frame, iteration, is_dead)`. A frame insta
 pending counts, dead counts and input slots copied from its frame's templates.
 Iterations and frames are freed as soon as they are done, so memory stays bounded
 however many iterations a loop runs.
+
+Transfers inside a while loop (mode FRAMED: a loop split over devices) run in `process`
+itself, once per iteration, under the key `kernel.frame_prefix + "frame_id:iter"`. The
+hand-off is direct: a Send whose Recv waits already calls that partition's `_recv_done`,
+which queues the value on its state (its own `process` propagates it, in the same drain:
+no task, no pool, no turn of the loop); a Recv whose value was sent first completes
+inline as a cheap node does. Dead values travel as dead, as TF sends them.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         # The root frame is made in the first slice (see SimpleExecutorState.start); until
         # then the ready queue holds one placeholder.
         self.root = None
+        self.rendezvous = self.kctx.rendezvous if self.kctx is not None else None
         self.ready.append(None)
         self.runner.run_now(self)
 
@@ -89,6 +97,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         suspended = self.suspended
         ctx = self.kctx
         popleft = ready.popleft
+        rendezvous = self.rendezvous
         stats = self.stats
         if stats is not None:
             stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
@@ -106,7 +115,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             if mode == FRAMED:
-                                item.kernel.send_in_frame(ctx, None, _frame_iter(frame, it))
+                                self.rendezvous.send(item.kernel.frame_prefix + (
+                                    it.frame_iter or _frame_iter(frame, it)), None, True)
                             else:
                                 item.compute(ctx, (None,))
                     elif mode == SEGMENT:
@@ -122,10 +132,39 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             stats.forwarded(item, outs)
                     else:
                         args = it.inputs[item.input_start:item.input_end]
-                        if mode != INLINE and self.offload(item, tagged, args, it.inputs):
-                            continue
-                        outs = (item.compute(ctx, args) if stats is None
-                                else stats.call(item, ctx, args))
+                        if mode == INLINE or not (mode == FRAMED or self.offload(
+                                item, tagged, args, it.inputs)):
+                            outs = (item.compute(ctx, args) if stats is None
+                                    else stats.call(item, ctx, args))
+                        elif mode != FRAMED:
+                            continue  # running elsewhere: the pool, a task, a callback
+                        elif stats is not None:
+                            outs = self.traced_transfer(item, tagged, args)
+                            if outs is None:
+                                continue
+                        else:
+                            # A transfer inside a while loop, handed over directly (see
+                            # `_recv_done`); written out here: it runs every iteration.
+                            key = item.kernel.frame_prefix + (it.frame_iter
+                                                              or _frame_iter(frame, it))
+                            if item.is_send:
+                                value = args[0]
+                                rendezvous.send(key, value, value is None)
+                                if not (item.out_data_cf or item.has_rare_edges_cf):
+                                    # Nothing to activate: only its iteration's count.
+                                    it.outstanding_ops -= 1
+                                    if not it.outstanding_ops and self.cleanup_iterations(
+                                            frame, it):
+                                        self.frame_done(frame)
+                                    continue
+                                outs = ()
+                            else:
+                                outs = rendezvous.recv_callback(
+                                    key, partial(self._recv_done, tagged))
+                                if outs is None:
+                                    self.in_flight += 1  # `_recv_done` will come
+                                    continue
+                                outs = (None if outs[1] else outs[0],)
                 except Suspended as s:
                     suspended.append((tagged, s.gen))
                     return  # it used its slice: let the loop turn
@@ -179,40 +218,49 @@ class ControlFlowExecutorState(ExecutorStateBase):
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
 
-    def transfer_in_frame(self, item, tagged, args) -> None:
-        """A _Send or _Recv inside a while loop: its rendezvous key names the frame
-        instance and the iteration (TF's frame_iter), so that each iteration's value
-        meets its own receiver on the other device."""
-        _, frame, it, _ = tagged
-        frame_iter = it.frame_iter or _frame_iter(frame, it)
-        stats = self.stats
-        if stats is not None:  # traced: timed as the other kernels are
-            start, op_start = time_ns(), perf_counter_ns()
-        if item.is_send:
-            item.kernel.send_in_frame(self.kctx, args[0], frame_iter)
-            if stats is not None:
-                stats.record(item, start, op_start, perf_counter_ns(), (), args)
-            self.completed.append((tagged, ()))
+    def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
+        """The value of a waiting framed Recv arrived (called by the sender's send, or
+        with `error` by the rendezvous's abort): queue it for `process`."""
+        if error is not None or self.error is not None:
+            self._callback_done(tagged, None, error)
             return
-        done = partial(self._callback_done, tagged)
-        if stats is not None:
-            done = partial(self._traced_recv_done, tagged, start, op_start)
-        self.in_flight += 1
-        try:
-            outs = item.kernel.recv_in_frame(self.kctx, frame_iter, done)
-        except BaseException:
-            self.in_flight -= 1  # it never started (the step's rendezvous is aborted)
-            raise
-        if outs is not None:
-            self._job_finished()
-            if stats is not None:
-                stats.record(item, start, op_start, perf_counter_ns(), outs)
-            self.completed.append((tagged, outs))
+        self.in_flight -= 1
+        self.completed.append((tagged, (None if is_dead else value,)))
+        if not self.queued:
+            runner = self.runner
+            if runner.draining:  # the sender's drain gets to it next (runner.submit)
+                self.queued = True
+                runner.queue.append(self)
+            else:
+                runner.submit(self)
 
-    def _traced_recv_done(self, tagged, start: int, op_start: int, outs, exc) -> None:
-        if exc is None:
-            self.stats.record(tagged[0], start, op_start, perf_counter_ns(), outs)
-        self._callback_done(tagged, outs, exc)
+    def traced_transfer(self, item, tagged, args):
+        """A transfer inside a while loop in a traced run: what `process` does for mode
+        FRAMED, timed as the other kernels are. Returns the outputs, or None for a Recv
+        whose value is not there yet (its `done` queues them)."""
+        _, frame, it, _ = tagged
+        key = item.kernel.frame_prefix + (it.frame_iter or _frame_iter(frame, it))
+        stats = self.stats
+        start, op_start = time_ns(), perf_counter_ns()
+        if item.is_send:
+            value = args[0]
+            self.rendezvous.send(key, value, value is None)
+            stats.record(item, start, op_start, perf_counter_ns(), (), args)
+            return ()
+
+        def done(value, is_dead, error):
+            outs = None if error is not None else (None if is_dead else value,)
+            if error is None:
+                stats.record(item, start, op_start, perf_counter_ns(), outs)
+            self._callback_done(tagged, outs, error)
+
+        got = self.rendezvous.recv_callback(key, done)
+        if got is None:
+            self.in_flight += 1
+            return None
+        outs = (None if got[1] else got[0],)
+        stats.record(item, start, op_start, perf_counter_ns(), outs)
+        return outs
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged
@@ -250,7 +298,20 @@ class ControlFlowExecutorState(ExecutorStateBase):
                 append((dst, frame, it, dst_dead))
                 activated += 1
         if item.has_rare_edges_cf:
-            activated += self._activate_rare(item, is_dead, frame, it, outs)
+            if item.control_edges_only_cf:  # the common rare case, written out (no call)
+                for dst, pid in item.out_control_cf:
+                    if is_dead:
+                        dead[pid] += 1
+                    c = pending[pid] - 1
+                    pending[pid] = c
+                    if not c:
+                        dst_dead = dead[pid] > 0
+                        if dst_dead and dst.is_control_trigger:
+                            dst_dead = False
+                        append((dst, frame, it, dst_dead))
+                        activated += 1
+            else:
+                activated += self._activate_rare(item, is_dead, frame, it, outs)
         it.outstanding_ops += activated
 
     def _activate_rare(self, item, is_dead: bool, frame: FrameState, it: IterationState,
@@ -412,7 +473,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
 def _frame_iter(frame: FrameState, it: IterationState) -> str:
     """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
-    it.frame_iter = key = f"{_frame_id(frame)}:{it.iter_num}"
+    frame_id = frame.frame_id
+    it.frame_iter = key = f"{_frame_id(frame) if frame_id is None else frame_id}:{it.iter_num}"
     return key
 
 

@@ -113,17 +113,18 @@ class LoopRunner:
         slice lasts the first state's budget (its session's, or the runner's default);
         each state also stops at its own budget."""
         queue = self.queue
-        start = perf_counter()
+        start = ended = perf_counter()
         deadline = None
         while queue:
             state = queue.popleft()
             state.queued = False
             budget = state.budget or self.budget
-            began = perf_counter()
+            began = ended  # the previous state's end: one clock read per state
             if deadline is None:
                 deadline = start + budget
+            own = began + budget
             try:
-                state.process(min(deadline, began + budget))
+                state.process(own if own < deadline else deadline)
             except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
                 # (kernel errors are caught in process; this is propagation going wrong,
                 # e.g. a kernel returning fewer outputs than its node has)
@@ -133,10 +134,10 @@ class LoopRunner:
             ended = perf_counter()
             if state.ctx is not None and state.ctx.warn_overrun:
                 _check_overrun(ended - began, budget)
-            if state.has_ready():
-                state.queued = True
+            if (state.ready or state.completed or state.suspended) and state.error is None:
+                state.queued = True  # (state.has_ready(), written out: once per state)
                 queue.append(state)
-            else:
+            elif not state.in_flight:
                 state.maybe_finish()
             if ended >= deadline:
                 break

@@ -43,9 +43,8 @@ class Rendezvous:
         item = self._sent.pop(key, None)
         if item is not None:
             return item
-        if key in self._waiting:
+        if self._waiting.setdefault(key, done) is not done:
             raise errors.AbortedError(None, None, f"Duplicated recv: {key}")
-        self._waiting[key] = done
         return None
 
     async def recv(self, key: str) -> tuple:
