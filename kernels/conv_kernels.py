@@ -424,11 +424,12 @@ def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.nda
     (sh, sw), (dh, dw) = strides, dilations
     (top, _), (left, _) = pads
     rows_per_block = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * out.itemsize))
+    wrow = depthwise_jit.row_weights(w, ow) if sw == 1 else None
 
     def block(item):
         b, r0 = item
         r1 = min(r0 + rows_per_block, oh)
-        depthwise_jit.depthwise_rows(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left)
+        depthwise_jit.depthwise_rows(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left, wrow)
         if epilogue is not None:
             epilogue(out[b, r0:r1])
 
@@ -695,7 +696,8 @@ class DepthwiseConv2dNativeOp(_ConvBase):
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
-        if _COMPILED_DEPTHWISE and np.ndim(w) == 4 and not depthwise_jit.ready(w.shape[3]):
+        if _COMPILED_DEPTHWISE and np.ndim(w) == 4 and not depthwise_jit.ready(
+                w.shape[3], self._strides[1]):
             return True  # a first call compiles: not on the event loop
         return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
                                                       else 1)) > POOL_FLOPS

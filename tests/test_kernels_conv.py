@@ -163,6 +163,49 @@ def test_depthwise_matches_reference(s, m, d, dtype, depthwise_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def _ref_depthwise(x, w, s, d, pads):
+    """Depthwise reference: each channel convolved with its own filters (c*M + q order)."""
+    c = x.shape[-1]
+    return np.stack([_ref_conv(x[..., ci:ci + 1], w[:, :, ci:ci + 1, :], s, d, pads)
+                     for ci in range(c)], axis=3).reshape(
+        _ref_conv(x[..., :1], w[:, :, :1, :], s, d, pads).shape[:3] + (-1,))
+
+
+@pytest.mark.parametrize("shape, k, s, d, padding, explicit", [
+    # Column stride 1, multiplier 1: the compiled row-accumulating loop.
+    ((2, 9, 11, 5), (3, 3), (1, 1), 1, "SAME", None),
+    ((1, 7, 6, 3), (3, 3), (1, 1), 1, "VALID", None),
+    ((3, 10, 13, 16), (3, 5), (1, 1), 2, "SAME", None),  # dilation 2
+    ((1, 5, 4, 2), (3, 3), (1, 1), 1, "EXPLICIT", [0, 0, 4, 0, 5, 6, 0, 0]),  # pad > width
+    ((2, 3, 2, 7), (3, 5), (1, 1), 1, "SAME", None),  # the window wider than the input
+    ((1, 4, 3, 1), (2, 2), (1, 1), 3, "EXPLICIT", [0, 0, 1, 2, 0, 3, 0, 0]),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_stride1_rows_match_reference(shape, k, s, d, padding, explicit, dtype,
+                                                depthwise_path, monkeypatch):
+    """Stride-1 columns (each output row accumulated tap by tap over the columns whose input
+    is inside), against the reference, whole and in blocks of one row."""
+    from aioflow.kernels import conv_kernels
+    rng = np.random.default_rng(sum(shape) + d)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(k + (shape[3], 1)).astype(dtype)
+    attrs = dict(strides=[1, s[0], s[1], 1], padding=padding, dilations=[1, d, d, 1])
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s[0], d), _same(shape[2], k[1], s[1], d)]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    assert got.dtype == dtype
+    want = _ref_depthwise(x, w, s[0], d, pads)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(conv_kernels, "_DW_BLOCK_BYTES", 8)
+    blocked = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    np.testing.assert_allclose(blocked, got, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("pad, s, k", [("SAME", 2, 3), ("VALID", 1, 3), ("SAME", 2, 1),
                                        ("VALID", 3, 2)])
 def test_backprop_input_is_the_adjoint_of_conv2d(pad, s, k):
