@@ -7,10 +7,17 @@ this process) and of TF's same op (a `tf.compat.v1.Session` running only that op
 inputs read from ref variables so nothing is fed or fetched, in a separate worker process
 run with TF's Python), and the ratio aioflow / TF. The two sides are interleaved A B A B
 per case, so both see the same machine state. TF runs with its defaults (oneDNN on, every
-core); `--tf-eigen` turns oneDNN off (TF's plain Eigen kernels).
+core); `--tf-eigen` turns oneDNN off (TF's plain Eigen kernels). aioflow's kernels run
+under the host memory policy a session applies (aioflow/runtime/allocator.py: freed
+buffers reused, not page-faulted in again; `--no-memory-policy` leaves malloc as it is)
+and, with `--intra-op N`, with the BLAS thread count a session with
+intra_op_parallelism_threads=N sets (1: single-threaded BLAS calls, the conv kernels
+share their blocks among helper threads: what docs/performance.md recommends on a
+shared machine).
 
 Usage: python benchmarks/conv_ops.py [--quick] [--only substring] [--batches 1,8]
            [--tf-python /work/peers-venv/bin/python] [--tf-eigen] [--mallopt]
+           [--intra-op N] [--no-memory-policy]
 """
 
 from __future__ import annotations
@@ -199,11 +206,25 @@ def main() -> None:
     parser.add_argument("--mallopt", action="store_true",
                         help="keep freed large blocks in glibc's heap in aioflow's process "
                              "(no page faults on each large output; TF's allocator caches too)")
+    parser.add_argument("--intra-op", type=int, default=0,
+                        help="BLAS threads per call as a session with "
+                             "intra_op_parallelism_threads=N sets them (0: BLAS's default)")
+    parser.add_argument("--no-memory-policy", action="store_true",
+                        help="leave malloc as it is (a session applies the host memory policy)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         tf_worker()
         return
+    memory_policy = False
+    if not args.no_memory_policy:
+        from aioflow.runtime.allocator import retain_freed_memory
+
+        memory_policy = retain_freed_memory()
+    if args.intra_op > 0:
+        from aioflow.runtime.device import _limit_blas_threads
+
+        _limit_blas_threads(args.intra_op)
     if args.mallopt:
         import ctypes
 
@@ -215,6 +236,7 @@ def main() -> None:
         env["TF_ENABLE_ONEDNN_OPTS"] = "0"
     worker = subprocess.Popen([args.tf_python, os.path.abspath(__file__), "--worker"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    load_before = os.getloadavg()[0]
     min_time = 0.2 if args.quick else 0.6
     results = []
     for name, op, shapes, attrs in CASES:
@@ -242,7 +264,8 @@ def main() -> None:
     ratios = [r["ratio"] for r in results]
     print(json.dumps({
         "benchmark": "conv_ops", "tf": "oneDNN off (Eigen)" if args.tf_eigen else "default",
-        "mallopt": args.mallopt,
+        "mallopt": args.mallopt, "memory_policy": memory_policy, "intra_op": args.intra_op,
+        "load_before": load_before, "load_after": os.getloadavg()[0],
         "cpus": os.cpu_count(), "results": results,
         "worst_ratio": max(ratios) if ratios else None,
         "geomean_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 2) if ratios else None,

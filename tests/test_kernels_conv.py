@@ -221,6 +221,62 @@ def test_backprop_input_is_the_adjoint_of_conv2d(pad, s, k):
     np.testing.assert_allclose((y * dy).sum(), (x * dx).sum(), rtol=1e-10)
 
 
+def _ref_max_pool(x, k, s, pads):
+    """NumPy max pooling: the padding is -inf, NaN wins (np.maximum's rule)."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), pads[0], pads[1], (0, 0)],
+                constant_values=-np.inf)
+    oh = (xp.shape[1] - k[0]) // s[0] + 1
+    ow = (xp.shape[2] - k[1]) // s[1] + 1
+    out = np.full((x.shape[0], oh, ow, x.shape[3]), -np.inf)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            out = np.maximum(out, xp[:, i:i + (oh - 1) * s[0] + 1:s[0],
+                                     j:j + (ow - 1) * s[1] + 1:s[1]])
+    return out
+
+
+@pytest.fixture(params=["numpy", "jit"])
+def max_pool_path(request, monkeypatch):
+    """MaxPool's NumPy path, and its compiled one where numba is installed."""
+    from aioflow.kernels import pooling_kernels
+    if request.param == "numpy":
+        monkeypatch.setattr(pooling_kernels, "_COMPILED_MAX", False)
+    elif not pooling_kernels._COMPILED_MAX:
+        pytest.skip("numba (the jit extra) is not installed")
+    return request.param
+
+
+@pytest.mark.parametrize("shape, k, s, padding, explicit", [
+    ((2, 13, 11, 5), (3, 3), (2, 2), "SAME", None),
+    ((1, 12, 12, 64), (3, 3), (2, 2), "SAME", None),  # ResNet50's, shrunk
+    ((3, 9, 8, 3), (2, 3), (1, 2), "VALID", None),
+    ((1, 5, 6, 2), (3, 3), (1, 1), "EXPLICIT", [0, 0, 2, 1, 0, 2, 0, 0]),
+    ((2, 2, 3, 4), (5, 4), (3, 1), "SAME", None),  # the window larger than the input
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_matches_reference(shape, k, s, padding, explicit, dtype, max_pool_path,
+                                    monkeypatch):
+    """Max pooling against NumPy, with NaN and -inf in the input, whole and in blocks."""
+    from aioflow.kernels import pooling_kernels
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(dtype)
+    x.flat[::7] = -np.inf
+    x.flat[3] = np.nan
+    attrs = dict(ksize=[1, k[0], k[1], 1], strides=[1, s[0], s[1], 1], padding=padding)
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s[0]), _same(shape[2], k[1], s[1])]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("MaxPool", [x], **attrs)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, _ref_max_pool(x, k, s, pads).astype(dtype))
+    monkeypatch.setattr(pooling_kernels, "_BLOCK_BYTES", 8)
+    np.testing.assert_array_equal(run1("MaxPool", [x], **attrs), got)
+
+
 def test_max_pool_ignores_padding_for_negative_inputs():
     x = -np.ones((1, 3, 3, 1), np.float32) - np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
     y = run1("MaxPool", [x], ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")
