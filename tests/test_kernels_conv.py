@@ -107,6 +107,35 @@ def test_conv2d_same_matches_reference(n, h, c, k, o, s):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape, k, s, d, padding, explicit", [
+    ((2, 17, 15, 3), (3, 3), 2, 1, "SAME", None),  # MobileNetV2's first convolution, shrunk
+    ((1, 13, 12, 1), (5, 3), 1, 2, "VALID", None),
+    ((3, 9, 10, 2), (3, 4), 3, 1, "EXPLICIT", [0, 0, 2, 1, 0, 3, 0, 0]),
+])
+@pytest.mark.parametrize("k_major_run", [0, 1000])
+def test_conv2d_k_major_patches_match_reference(shape, k, s, d, padding, explicit,
+                                                k_major_run, monkeypatch):
+    """Patches copied K-major (short kw*C runs) or row by row: both the reference's values,
+    whole and in blocks of one output row."""
+    from aioflow.kernels import conv_kernels
+    monkeypatch.setattr(conv_kernels, "_K_MAJOR_RUN", k_major_run)
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(k + (shape[3], 5)).astype(np.float32)
+    attrs = dict(strides=[1, s, s, 1], padding=padding, dilations=[1, d, d, 1])
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s, d), _same(shape[2], k[1], s, d)]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("Conv2D", [x, w], **attrs)
+    np.testing.assert_allclose(got, _ref_conv(x, w, s, d, pads), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(conv_kernels, "_BLOCK_BYTES", 8)
+    np.testing.assert_allclose(run1("Conv2D", [x, w], **attrs), got, rtol=1e-6, atol=1e-6)
+
+
 def test_depthwise_explicit_padding_and_big_blocks_agree(depthwise_path, monkeypatch):
     """EXPLICIT asymmetric padding, a 5x4 window, blocks smaller than an image."""
     from aioflow.kernels import conv_kernels
