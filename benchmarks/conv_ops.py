@@ -202,6 +202,17 @@ def af_kernel(op: str, values, attrs):
     return create_kernel(node, device_type="CPU")
 
 
+def blas_info() -> list:
+    """The BLAS libraries NumPy loaded, with the kernel set each runs ("Haswell", "SkylakeX":
+    OPENBLAS_CORETYPE picks it; the GEMM convolutions' speed depends on it)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [{k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -286,6 +297,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "conv_ops", "tf": "oneDNN off (Eigen)" if args.tf_eigen else "default",
         "mallopt": args.mallopt, "memory_policy": memory_policy, "intra_op": args.intra_op,
+        "blas": blas_info(),
         "load_before": load_before, "load_after": os.getloadavg()[0],
         "cpus": os.cpu_count(), "results": results,
         "worst_ratio": max(ratios) if ratios else None,

@@ -344,6 +344,17 @@ def bench_model(name: str, args) -> dict:
     return result
 
 
+def blas_info() -> list:
+    """The BLAS libraries NumPy loaded, with the kernel set each runs ("Haswell", "SkylakeX":
+    OPENBLAS_CORETYPE picks it; the GEMM convolutions' speed depends on it)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [{k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--role", default="bench", choices=["bench", "freeze", "tf"])
@@ -374,7 +385,7 @@ def main() -> None:
         return
     args.batches = [int(b) for b in args.batches.split(",")]
     out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
-           "load_before": os.getloadavg()[0],
+           "load_before": os.getloadavg()[0], "blas": blas_info(),
            "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,
            "runs": args.runs,
            "results": [bench_model(m, args) for m in args.models.split(",")]}
