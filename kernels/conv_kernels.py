@@ -7,7 +7,8 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
 * Other convolutions are im2col + GEMM: a strided view of the padded input is copied,
   a block of output rows at a time (about 2 MiB of patches, so the copy stays in cache
   and no batch-8 patch matrix is ever whole), and multiplied by the filter matrix with
-  np.matmul (OpenBLAS) straight into the output.
+  np.matmul (OpenBLAS) straight into the output. Patch rows of a few elements (kw*C <= 12,
+  a 3x3 convolution of an RGB image) are copied K-major, tap by tap, instead.
 * Depthwise convolutions, with numba installed (the `jit` extra, kernels/jit.py): one
   compiled pass over each block of output rows (kernels/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
