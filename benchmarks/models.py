@@ -12,13 +12,14 @@ TF's side); TF runs it in a `tf.compat.v1.Session` with its defaults (grappler, 
 every core) in a worker process started with TF's Python. The two sides take turns,
 A B A B, a few runs each, and the medians are reported with the ratio aioflow / TF.
 
-Then each model's top ten ops by time at each batch, from one traced run per side
-(aioflow: RunOptions FULL_TRACE step stats; TF: its RunMetadata step_stats), summed by op
-type; TF's names are its fused ops (_FusedConv2D, ...), as its grappler rewrote them.
+Then each model's top ten ops by time at each batch, from traced runs of each side taking
+turns (`--traces`, default 5; aioflow: RunOptions FULL_TRACE step stats; TF: its
+RunMetadata step_stats), summed by op family in each run, the median over the runs; TF's
+names are its fused ops (_FusedConv2D, ...), as its grappler rewrote them.
 
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
            [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
-           [--no-trace] [--settle 0.3]
+           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N]
 Worker roles (run with TF's Python, used by the benchmark itself): --role freeze|tf
 """
 
@@ -262,13 +263,27 @@ def _family(op: str) -> str:
     return _FAMILIES.get(op, op)
 
 
-def _top_ops(af_ms: dict, tf_ms: dict, n: int = 10) -> list:
-    """The n op families that take the most time on either side, with both times."""
-    fam_af: dict = {}
-    fam_tf: dict = {}
-    for src, dst in ((af_ms, fam_af), (tf_ms, fam_tf)):
-        for op, ms in src.items():
-            dst[_family(op)] = dst.get(_family(op), 0.0) + ms
+def _families(op_ms: dict) -> dict:
+    """Milliseconds by op family (see _family)."""
+    out: dict = {}
+    for op, ms in op_ms.items():
+        out[_family(op)] = out.get(_family(op), 0.0) + ms
+    return out
+
+
+def _median_families(traces: list) -> dict:
+    """Each family's median over several traced runs (0 where a run lacks it): one traced
+    run on a shared machine can catch a stall that the others do not."""
+    fams = [_families(t) for t in traces]
+    keys = set().union(*fams) if fams else set()
+    return {k: statistics.median(f.get(k, 0.0) for f in fams) for k in keys}
+
+
+def _top_ops(af_traces: list, tf_traces: list, n: int = 10) -> list:
+    """The n op families that take the most time on either side, with both sides' median
+    times over the traced runs."""
+    fam_af = _median_families(af_traces)
+    fam_tf = _median_families(tf_traces)
     keys = sorted(set(fam_af) | set(fam_tf),
                   key=lambda k: -max(fam_af.get(k, 0.0), fam_tf.get(k, 0.0)))[:n]
     rows = []
@@ -309,18 +324,35 @@ def bench_model(name: str, args) -> dict:
                 "max_abs_diff": float(np.max(np.abs(a_out.ravel() - t_out))),
             }
             if not args.no_trace:
-                a_ops = ours.trace(batch)
-                time.sleep(args.settle)
-                t_ops = tf.ask(f"trace {batch}")
-                entry["aioflow_traced_ms"] = round(sum(a_ops.values()), 1)
-                entry["tf_traced_ms"] = round(sum(t_ops.values()), 1)
-                entry["top_ops"] = _top_ops(a_ops, t_ops)
+                a_traces, t_traces = [], []
+                for _ in range(args.traces):  # A B A B, as the timed runs
+                    a_traces.append(ours.trace(batch))
+                    time.sleep(args.settle)
+                    t_traces.append(tf.ask(f"trace {batch}"))
+                    time.sleep(args.settle)
+                entry["traces"] = args.traces
+                entry["aioflow_traced_ms"] = round(statistics.median(
+                    sum(t.values()) for t in a_traces), 1)
+                entry["tf_traced_ms"] = round(statistics.median(
+                    sum(t.values()) for t in t_traces), 1)
+                entry["top_ops"] = _top_ops(a_traces, t_traces)
             result[f"batch{batch}"] = entry
         result["aioflow_partition_ops"] = ours.partition_op_types(1)
     finally:
         ours.close()
         tf.close()
     return result
+
+
+def blas_info() -> list:
+    """The BLAS libraries NumPy loaded, with the kernel set each runs ("Haswell", "SkylakeX":
+    OPENBLAS_CORETYPE picks it; the GEMM convolutions' speed depends on it)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [{k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
 
 
 def main() -> None:
@@ -342,6 +374,8 @@ def main() -> None:
                         "calls, the conv kernels share their GEMM blocks among threads)")
     p.add_argument("--no-fusion", action="store_true")
     p.add_argument("--no-trace", action="store_true")
+    p.add_argument("--traces", type=int, default=5,
+                   help="traced runs per side for the top-ops table (medians per op family)")
     args = p.parse_args()
     if args.role == "freeze":
         _freeze(args.model, args.path)
@@ -351,9 +385,11 @@ def main() -> None:
         return
     args.batches = [int(b) for b in args.batches.split(",")]
     out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
+           "load_before": os.getloadavg()[0], "blas": blas_info(),
            "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,
            "runs": args.runs,
            "results": [bench_model(m, args) for m in args.models.split(",")]}
+    out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))
 
 

@@ -7,7 +7,8 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
 * Other convolutions are im2col + GEMM: a strided view of the padded input is copied,
   a block of output rows at a time (about 2 MiB of patches, so the copy stays in cache
   and no batch-8 patch matrix is ever whole), and multiplied by the filter matrix with
-  np.matmul (OpenBLAS) straight into the output.
+  np.matmul (OpenBLAS) straight into the output. Patch rows of a few elements (kw*C <= 12,
+  a 3x3 convolution of an RGB image) are copied K-major, tap by tap, instead.
 * Depthwise convolutions, with numba installed (the `jit` extra, kernels/jit.py): one
   compiled pass over each block of output rows (kernels/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
@@ -44,6 +45,9 @@ _CONV3D_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 POOL_FLOPS = 1 << 21
 #: Bytes of im2col patches copied per GEMM block.
 _BLOCK_BYTES = 1 << 21
+#: Patch rows of at most this many contiguous elements (kw * C) are copied K-major (3x3 on
+#: 3 channels: 0.075 -> 0.045 ms a block; 7x7 on 3, 21 elements, was slower K-major).
+_K_MAJOR_RUN = 12
 #: Multiply-adds of GEMM counted as one unit of PARALLEL_WORK (a GEMM block is worth
 #: handing to a helper thread above about 2**21 * 8 multiply-adds).
 _GEMM_WORK_DIVISOR = 8
@@ -190,6 +194,18 @@ def _window_view(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: in
     return as_strided(base[offset // xp.itemsize:], shape=shape, strides=st, writeable=False)
 
 
+def _window_view_k_major(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: int,
+                         rows: int, b: int):
+    """The (kh, kw, C, rows, ow) patch view of image b of a padded (N, H, W, C) input for
+    output rows [row0, row0 + rows): the patch matrix transposed (K-major)."""
+    s = xp.strides
+    offset = b * s[0] + row0 * strides[0] * s[1]
+    shape = (ksizes[0], ksizes[1], xp.shape[-1], rows, out_sizes[1])
+    st = (s[1] * dilations[0], s[2] * dilations[1], s[3], s[1] * strides[0], s[2] * strides[1])
+    base = xp.reshape(-1)
+    return as_strided(base[offset // xp.itemsize:], shape=shape, strides=st, writeable=False)
+
+
 def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
                        out_sizes, epilogue=None) -> np.ndarray:
     """Convolution of x (N, *spatial, C) with w (*k, C, O): output (N, *out_sizes, O).
@@ -224,13 +240,24 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     oh = out_sizes[0]
     flat_out = out.reshape(n, oh, -1, o)
 
+    # A short run of kw*C contiguous input elements per patch row (the first convolution
+    # of an RGB image: 3x3 on 3 channels, 9 elements) makes the patch copy slow, one tiny
+    # run at a time; the patches are then copied tap by tap instead (K-major, one run of
+    # ow strided elements each) and multiplied transposed.
+    k_major = nd == 2 and ksizes[1] * c <= _K_MAJOR_RUN
+
     def gemm_block(item):
         b, r0 = item
         r = min(rows_per_block, oh - r0)
-        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
-        cols = view.reshape(-1, wmat.shape[0])
         block = flat_out[b, r0:r0 + r].reshape(-1, o)
-        np.matmul(cols, wmat, out=block)
+        if k_major:
+            view = _window_view_k_major(xp, out_sizes, ksizes, strides, dilations, r0, r, b)
+            cols_t = np.empty(view.shape, xp.dtype)
+            np.copyto(cols_t, view)
+            np.matmul(cols_t.reshape(wmat.shape[0], -1).T, wmat, out=block)
+        else:
+            view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r, b, 1)
+            np.matmul(view.reshape(-1, wmat.shape[0]), wmat, out=block)
         if epilogue is not None:
             epilogue(block)
 
@@ -424,16 +451,20 @@ def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.nda
     (sh, sw), (dh, dw) = strides, dilations
     (top, _), (left, _) = pads
     rows_per_block = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * out.itemsize))
+    wrow = depthwise_jit.row_weights(w, ow) if sw == 1 else None
 
     def block(item):
         b, r0 = item
         r1 = min(r0 + rows_per_block, oh)
-        depthwise_jit.depthwise_rows(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left)
+        depthwise_jit.depthwise_rows(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left, wrow)
         if epilogue is not None:
             epilogue(out[b, r0:r1])
 
+    # One image stays on this thread, as the NumPy path's: the compiled loop takes 0.1-0.4
+    # ms an image, and a helper preempted mid-block on a busy machine would stall the call
+    # by a scheduler time slice (measured: 0.26 ms alone, 0.28-0.33 shared, at load 5).
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    out.size * w.shape[0] * w.shape[1])
+                    0 if n == 1 else out.size * w.shape[0] * w.shape[1])
     return out
 
 
@@ -695,7 +726,8 @@ class DepthwiseConv2dNativeOp(_ConvBase):
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
-        if _COMPILED_DEPTHWISE and np.ndim(w) == 4 and not depthwise_jit.ready(w.shape[3]):
+        if _COMPILED_DEPTHWISE and np.ndim(w) == 4 and not depthwise_jit.ready(
+                w.shape[3], self._strides[1]):
             return True  # a first call compiles: not on the event loop
         return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
                                                       else 1)) > POOL_FLOPS

@@ -18,6 +18,7 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import register_kernel
 
+from . import epilogue_jit
 from .conv_kernels import POOL_FLOPS, Conv2DOp, DepthwiseConv2dNativeOp
 from .cwise_kernels import shape_str
 from .matmul_kernels import MatMulOp
@@ -109,15 +110,39 @@ def make_epilogue(base: str, act, epsilon: float, alpha: float, args, channels: 
         mult = s / np.sqrt(var + np.float64(np.float32(epsilon)))
         scale = mult.astype(dtype)
         bias = (offset - mean * mult).astype(dtype)
+    return Epilogue(scale, np.ascontiguousarray(bias), act, alpha)
 
-    def epilogue(block):
-        if scale is not None:
-            block *= scale
-        block += bias
-        if act is not None:
-            act(block, alpha)
 
-    return epilogue
+_CLIPS = {None: (-np.inf, np.inf), _relu: (0.0, np.inf), _relu6: (0.0, 6.0)}
+_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compiles_first() -> bool:
+    """Whether the next epilogue call would compile first (then not on the event loop)."""
+    return epilogue_jit.available() and not epilogue_jit.ready()
+
+
+class Epilogue:
+    """The chain as fn(block), in place on a block (..., channels) of output: through the
+    compiled one-pass loop (kernels/epilogue_jit.py) for a bias or batch norm with no
+    activation, Relu or Relu6 on a contiguous float32/float64 block, else NumPy passes."""
+
+    def __init__(self, scale, bias, act, alpha):
+        self.scale, self.bias, self.act, self.alpha = scale, bias, act, alpha
+        self._clip = _CLIPS.get(act) if epilogue_jit.available() and \
+            bias.dtype in _JIT_TYPES else None
+
+    def __call__(self, block):
+        if self._clip is not None and block.flags.c_contiguous and block.size and \
+                block.dtype == self.bias.dtype:
+            epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
+                                         self.bias, *self._clip)
+            return
+        if self.scale is not None:
+            block *= self.scale
+        block += self.bias
+        if self.act is not None:
+            self.act(block, self.alpha)
 
 
 @register_kernel("_FusedConv2D", "CPU", T=_FLOAT_TYPES)
@@ -133,8 +158,8 @@ class FusedConv2DOp(Conv2DOp):
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
-        return np.size(x) * (np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) \
-            > POOL_FLOPS
+        return _compiles_first() or np.size(x) * (
+            np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) > POOL_FLOPS
 
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:2 + (1 if self._fusion[0] == "BiasAdd"
@@ -149,6 +174,9 @@ class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "DepthwiseConv2d", CONV_ACTIVATIONS)
 
+    def is_expensive(self, inputs: list) -> bool:
+        return _compiles_first() or super().is_expensive(inputs)
+
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:], channels, self._compute_type)
 
@@ -162,7 +190,7 @@ class FusedMatMulOp(MatMulOp):
         self._fusion = parse_fused_ops(ctx, "MatMul", MATMUL_ACTIVATIONS)
 
     def is_expensive(self, inputs: list) -> bool:
-        return super().is_expensive(inputs[:2])
+        return _compiles_first() or super().is_expensive(inputs[:2])
 
     def _matmul(self, a, b):
         """The product, in float32 for half/bfloat16 (rounded once, after the chain)."""

@@ -8,7 +8,9 @@ time so that the block stays in cache; 2-D poolings pad and split each block's o
 rows (conv_kernels.padded_rows), never a copy of the whole input. A window covering the
 whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest value for
 integers), so padding never wins; average pooling divides by the number of taps inside
-the input (TF's SAME padding excludes the padding from the count). MaxPool's depthwise
+the input (TF's SAME padding excludes the padding from the count). With numba (the `jit`
+extra), 2-D float max pooling runs a compiled loop instead (kernels/pooling_jit.py).
+MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
 channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
 """
@@ -20,6 +22,7 @@ import numpy as np
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
+from . import pooling_jit
 from .conv_kernels import (
     TapViews,
     attr_str,
@@ -68,7 +71,10 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
     oh = out_sizes[0]
     taps = list(np.ndindex(*ksizes))
-    if len(out_sizes) == 2:
+    if op == "max" and len(out_sizes) == 2 and _COMPILED_MAX and x.dtype in _JIT_TYPES:
+        block = _compiled_max_blocks(np.ascontiguousarray(x), out, ksizes, strides, pads,
+                                     rows_per_block)
+    elif len(out_sizes) == 2:
         block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
     else:
         block = _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce)
@@ -94,6 +100,25 @@ def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce
         np.copyto(acc, views.view(0, (0, 0), (r, ow), taps[0]))
         for tap in taps[1:]:
             reduce(acc, views.view(0, (0, 0), (r, ow), tap), out=acc)
+
+    return block
+
+
+_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPILED_MAX = pooling_jit.available()
+
+
+def _compiled_max_blocks(x, out, ksizes, strides, pads, rows_per_block):
+    """fn((b, r0)) max-pooling a block of output rows through the compiled loop (it reads
+    the unpadded input: no copy per block; it releases the GIL)."""
+    (kh, kw), (sh, sw) = ksizes, strides
+    (top, _), (left, _) = pads
+    oh = out.shape[1]
+
+    def block(item):
+        b, r0 = item
+        pooling_jit.max_rows(x, out, b, r0, min(r0 + rows_per_block, oh), kh, kw, sh, sw,
+                             top, left)
 
     return block
 
@@ -197,6 +222,9 @@ class _PoolBase(OpKernel):
 
     def is_expensive(self, inputs: list) -> bool:
         x = inputs[0]
+        if self.op == "max" and _COMPILED_MAX and self.num_spatial == 2 and \
+                not pooling_jit.ready():
+            return True  # a first call compiles: not on the event loop
         window = self._window
         taps = int(np.prod(window[0])) if window is not None else 9
         return np.size(x) * taps > POOL_WORK * max(1, int(np.prod(

@@ -107,6 +107,35 @@ def test_conv2d_same_matches_reference(n, h, c, k, o, s):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape, k, s, d, padding, explicit", [
+    ((2, 17, 15, 3), (3, 3), 2, 1, "SAME", None),  # MobileNetV2's first convolution, shrunk
+    ((1, 13, 12, 1), (5, 3), 1, 2, "VALID", None),
+    ((3, 9, 10, 2), (3, 4), 3, 1, "EXPLICIT", [0, 0, 2, 1, 0, 3, 0, 0]),
+])
+@pytest.mark.parametrize("k_major_run", [0, 1000])
+def test_conv2d_k_major_patches_match_reference(shape, k, s, d, padding, explicit,
+                                                k_major_run, monkeypatch):
+    """Patches copied K-major (short kw*C runs) or row by row: both the reference's values,
+    whole and in blocks of one output row."""
+    from aioflow.kernels import conv_kernels
+    monkeypatch.setattr(conv_kernels, "_K_MAJOR_RUN", k_major_run)
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(k + (shape[3], 5)).astype(np.float32)
+    attrs = dict(strides=[1, s, s, 1], padding=padding, dilations=[1, d, d, 1])
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s, d), _same(shape[2], k[1], s, d)]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("Conv2D", [x, w], **attrs)
+    np.testing.assert_allclose(got, _ref_conv(x, w, s, d, pads), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(conv_kernels, "_BLOCK_BYTES", 8)
+    np.testing.assert_allclose(run1("Conv2D", [x, w], **attrs), got, rtol=1e-6, atol=1e-6)
+
+
 def test_depthwise_explicit_padding_and_big_blocks_agree(depthwise_path, monkeypatch):
     """EXPLICIT asymmetric padding, a 5x4 window, blocks smaller than an image."""
     from aioflow.kernels import conv_kernels
@@ -163,6 +192,49 @@ def test_depthwise_matches_reference(s, m, d, dtype, depthwise_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def _ref_depthwise(x, w, s, d, pads):
+    """Depthwise reference: each channel convolved with its own filters (c*M + q order)."""
+    c = x.shape[-1]
+    return np.stack([_ref_conv(x[..., ci:ci + 1], w[:, :, ci:ci + 1, :], s, d, pads)
+                     for ci in range(c)], axis=3).reshape(
+        _ref_conv(x[..., :1], w[:, :, :1, :], s, d, pads).shape[:3] + (-1,))
+
+
+@pytest.mark.parametrize("shape, k, s, d, padding, explicit", [
+    # Column stride 1, multiplier 1: the compiled row-accumulating loop.
+    ((2, 9, 11, 5), (3, 3), (1, 1), 1, "SAME", None),
+    ((1, 7, 6, 3), (3, 3), (1, 1), 1, "VALID", None),
+    ((3, 10, 13, 16), (3, 5), (1, 1), 2, "SAME", None),  # dilation 2
+    ((1, 5, 4, 2), (3, 3), (1, 1), 1, "EXPLICIT", [0, 0, 4, 0, 5, 6, 0, 0]),  # pad > width
+    ((2, 3, 2, 7), (3, 5), (1, 1), 1, "SAME", None),  # the window wider than the input
+    ((1, 4, 3, 1), (2, 2), (1, 1), 3, "EXPLICIT", [0, 0, 1, 2, 0, 3, 0, 0]),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_stride1_rows_match_reference(shape, k, s, d, padding, explicit, dtype,
+                                                depthwise_path, monkeypatch):
+    """Stride-1 columns (each output row accumulated tap by tap over the columns whose input
+    is inside), against the reference, whole and in blocks of one row."""
+    from aioflow.kernels import conv_kernels
+    rng = np.random.default_rng(sum(shape) + d)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(k + (shape[3], 1)).astype(dtype)
+    attrs = dict(strides=[1, s[0], s[1], 1], padding=padding, dilations=[1, d, d, 1])
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s[0], d), _same(shape[2], k[1], s[1], d)]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    assert got.dtype == dtype
+    want = _ref_depthwise(x, w, s[0], d, pads)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(conv_kernels, "_DW_BLOCK_BYTES", 8)
+    blocked = run1("DepthwiseConv2dNative", [x, w], **attrs)
+    np.testing.assert_allclose(blocked, got, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("pad, s, k", [("SAME", 2, 3), ("VALID", 1, 3), ("SAME", 2, 1),
                                        ("VALID", 3, 2)])
 def test_backprop_input_is_the_adjoint_of_conv2d(pad, s, k):
@@ -176,6 +248,62 @@ def test_backprop_input_is_the_adjoint_of_conv2d(pad, s, k):
               strides=[1, s, s, 1], padding=pad)
     assert dx.shape == x.shape
     np.testing.assert_allclose((y * dy).sum(), (x * dx).sum(), rtol=1e-10)
+
+
+def _ref_max_pool(x, k, s, pads):
+    """NumPy max pooling: the padding is -inf, NaN wins (np.maximum's rule)."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), pads[0], pads[1], (0, 0)],
+                constant_values=-np.inf)
+    oh = (xp.shape[1] - k[0]) // s[0] + 1
+    ow = (xp.shape[2] - k[1]) // s[1] + 1
+    out = np.full((x.shape[0], oh, ow, x.shape[3]), -np.inf)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            out = np.maximum(out, xp[:, i:i + (oh - 1) * s[0] + 1:s[0],
+                                     j:j + (ow - 1) * s[1] + 1:s[1]])
+    return out
+
+
+@pytest.fixture(params=["numpy", "jit"])
+def max_pool_path(request, monkeypatch):
+    """MaxPool's NumPy path, and its compiled one where numba is installed."""
+    from aioflow.kernels import pooling_kernels
+    if request.param == "numpy":
+        monkeypatch.setattr(pooling_kernels, "_COMPILED_MAX", False)
+    elif not pooling_kernels._COMPILED_MAX:
+        pytest.skip("numba (the jit extra) is not installed")
+    return request.param
+
+
+@pytest.mark.parametrize("shape, k, s, padding, explicit", [
+    ((2, 13, 11, 5), (3, 3), (2, 2), "SAME", None),
+    ((1, 12, 12, 64), (3, 3), (2, 2), "SAME", None),  # ResNet50's, shrunk
+    ((3, 9, 8, 3), (2, 3), (1, 2), "VALID", None),
+    ((1, 5, 6, 2), (3, 3), (1, 1), "EXPLICIT", [0, 0, 2, 1, 0, 2, 0, 0]),
+    ((2, 2, 3, 4), (5, 4), (3, 1), "SAME", None),  # the window larger than the input
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_matches_reference(shape, k, s, padding, explicit, dtype, max_pool_path,
+                                    monkeypatch):
+    """Max pooling against NumPy, with NaN and -inf in the input, whole and in blocks."""
+    from aioflow.kernels import pooling_kernels
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(dtype)
+    x.flat[::7] = -np.inf
+    x.flat[3] = np.nan
+    attrs = dict(ksize=[1, k[0], k[1], 1], strides=[1, s[0], s[1], 1], padding=padding)
+    if explicit:
+        attrs["explicit_paddings"] = explicit
+        pads = [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    elif padding == "SAME":
+        pads = [_same(shape[1], k[0], s[0]), _same(shape[2], k[1], s[1])]
+    else:
+        pads = [(0, 0), (0, 0)]
+    got = run1("MaxPool", [x], **attrs)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, _ref_max_pool(x, k, s, pads).astype(dtype))
+    monkeypatch.setattr(pooling_kernels, "_BLOCK_BYTES", 8)
+    np.testing.assert_array_equal(run1("MaxPool", [x], **attrs), got)
 
 
 def test_max_pool_ignores_padding_for_negative_inputs():

@@ -1,0 +1,85 @@
+"""The fused ops' epilogue (kernels/fused_kernels.Epilogue): its compiled one-pass loop
+(numba, the jit extra) against NumPy's passes, for each chain it takes, with NaN, -0.0,
+inf and values on the clip bounds; and the fused kernels through it against the unfused
+op followed by NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from aioflow.kernels import epilogue_jit, fused_kernels
+from kernel_testutil import run1
+
+needs_jit = pytest.mark.skipif(not epilogue_jit.available(),
+                               reason="numba (the jit extra) is not installed")
+
+
+def _block(dtype, shape=(5, 7, 6)):
+    rng = np.random.default_rng(0)
+    y = (rng.standard_normal(shape) * 5).astype(dtype)
+    y.flat[:6] = [np.nan, -0.0, 0.0, 6.0, np.inf, -np.inf]
+    return y
+
+
+def _numpy_chain(y, scale, bias, act):
+    y = y.copy()
+    if scale is not None:
+        y *= scale
+    y += bias
+    if act == "Relu":
+        np.maximum(y, 0, out=y)
+    elif act == "Relu6":
+        np.maximum(y, 0, out=y)
+        np.minimum(y, 6, out=y)
+    return y
+
+
+@needs_jit
+@pytest.mark.parametrize("base", ["BiasAdd", "FusedBatchNorm"])
+@pytest.mark.parametrize("act", [None, "Relu", "Relu6"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_epilogue_equals_numpy(base, act, dtype):
+    rng = np.random.default_rng(1)
+    c = 6
+    args = [rng.standard_normal(c).astype(dtype)] if base == "BiasAdd" else [
+        rng.uniform(0.5, 2, c).astype(dtype), rng.standard_normal(c).astype(dtype),
+        rng.standard_normal(c).astype(dtype), rng.uniform(0.5, 2, c).astype(dtype)]
+    fn = {None: None, "Relu": fused_kernels._relu, "Relu6": fused_kernels._relu6}[act]
+    ep = fused_kernels.make_epilogue(base, fn, 0.001, 0.2, args, c, dtype)
+    assert ep._clip is not None  # the compiled loop runs
+    y = _block(dtype)
+    want = _numpy_chain(y, ep.scale, ep.bias, act)
+    ep(y)
+    np.testing.assert_array_equal(y, want)
+    assert np.signbit(y.flat[1]) == np.signbit(want.flat[1])
+
+
+def test_non_contiguous_block_and_other_activations_take_numpy():
+    bias = np.arange(6, dtype=np.float32)
+    ep = fused_kernels.make_epilogue("BiasAdd", fused_kernels._relu6, 0.0, 0.2, [bias], 6,
+                                     np.float32)
+    y = _block(np.float32, (4, 12))
+    view = y[:, ::2]  # not contiguous: NumPy's passes on the view
+    want = _numpy_chain(view, None, bias, "Relu6")
+    ep(view)
+    np.testing.assert_array_equal(view, want)
+    elu = fused_kernels.make_epilogue("BiasAdd", fused_kernels._elu, 0.0, 0.2, [bias], 6,
+                                      np.float32)
+    assert elu._clip is None
+
+
+@pytest.mark.parametrize("op, base_op, wshape", [
+    ("_FusedConv2D", "Conv2D", (3, 3, 4, 5)),
+    ("_FusedDepthwiseConv2dNative", "DepthwiseConv2dNative", (3, 3, 4, 1)),
+])
+@pytest.mark.parametrize("act", ["Relu", "Relu6"])
+def test_fused_kernels_equal_op_then_chain(op, base_op, wshape, act):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((2, 9, 8, 4)) * 3).astype(np.float32)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    c = wshape[3] if base_op == "Conv2D" else wshape[2] * wshape[3]
+    bias = rng.standard_normal(c).astype(np.float32)
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    got = run1(op, [x, w, bias], fused_ops=["BiasAdd", act], num_args=1, **attrs)
+    want = _numpy_chain(run1(base_op, [x, w], **attrs), None, bias, act)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
