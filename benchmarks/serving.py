@@ -273,15 +273,18 @@ async def _load(port: int, name: str, body: bytes, concurrency: int, duration: f
     loop = asyncio.get_running_loop()
     run = _Run(concurrency, duration, max_requests)
     cpu = _cpu_seconds(pid) if pid else 0.0
+    client_cpu = time.process_time()
     start = time.perf_counter()
     for _ in range(concurrency):
         await loop.create_connection(lambda: _Connection(request, run), "127.0.0.1", port)
     await run.finished
     elapsed = time.perf_counter() - start
     cpu = _cpu_seconds(pid) - cpu if pid else float("nan")
+    client_cpu = time.process_time() - client_cpu
     lat = np.array(run.latencies) * 1e3
     return {"requests": len(lat), "failures": run.failures,
             "server_cpu_us": cpu / max(len(lat), 1) * 1e6,
+            "client_cpu_us": client_cpu / max(len(lat), 1) * 1e6,
             "throughput": len(lat) / elapsed,
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99))}
 
@@ -313,7 +316,8 @@ def bench_model(name, servers, body, concurrencies, args, duration) -> dict:
         row = {}
         for label, rs in runs.items():
             row[label] = {k: statistics.median(r[k] for r in rs)
-                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us")}
+                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us",
+                                    "client_cpu_us")}
             row[label]["requests"] = sum(r["requests"] for r in rs)
             row[label]["failures"] = sum(r["failures"] for r in rs)
         tf = row["tf"]

@@ -92,7 +92,7 @@ async def serve(args) -> int:
         poll_seconds=args.file_system_poll_wait_seconds,
         rest_api_timeout_ms=args.rest_api_timeout_in_ms,
         max_request_bytes=args.max_request_bytes, access_log=args.access_log,
-        grace_s=args.shutdown_grace_seconds)
+        grace_s=args.shutdown_grace_seconds, rest_api_server=args.rest_api_server)
     server.install_signal_handlers()
     await server.start()
     failed = server.registry.unservable()

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from aioflow.serving.batching import BatchingOptions
 from aioflow.serving.grpc_service import GrpcApi
+from aioflow.serving.http_server import HttpServer
 from aioflow.serving.metrics import ServingMetrics
 from aioflow.serving.model_registry import ModelConfig, ModelRegistry
 from aioflow.serving.predict import PredictService
@@ -24,13 +25,16 @@ _log = logging.getLogger("aioflow.serving")
 
 class ModelServer:
     """Serves `models` over gRPC on `port` and REST on `rest_api_port` (None: no REST;
-    0: any free port, as the bound ports are then read from `grpc_port`/`rest_port`)."""
+    0: any free port, as the bound ports are then read from `grpc_port`/`rest_port`).
+    `rest_api_server` picks the REST server: "native" (http_server.py, lean) or
+    "aiohttp" (rest_app's aiohttp app, the one an app embeds)."""
 
     def __init__(self, models: list[ModelConfig], *, host: str = "0.0.0.0",
                  port: int | None = 8500, rest_api_port: int | None = 8501,
                  batching: BatchingOptions | None = None, poll_seconds: float = 1.0,
                  rest_api_timeout_ms: int = 30000, max_request_bytes: int = 64 << 20,
-                 access_log: bool = True, grace_s: float = 30.0):
+                 access_log: bool = True, grace_s: float = 30.0,
+                 rest_api_server: str = "native"):
         self.metrics = ServingMetrics()
         self.registry = ModelRegistry(models, poll_seconds, self.metrics)
         self.service = PredictService(self.registry, batching, self.metrics)
@@ -39,6 +43,11 @@ class ModelServer:
         self._rest_api_port = rest_api_port
         self._rest = RestApi(self.service, rest_api_timeout_ms, max_request_bytes)
         self._access_log = access_log
+        if rest_api_server not in ("native", "aiohttp"):
+            raise ValueError(f"rest_api_server must be native or aiohttp, got "
+                             f"{rest_api_server!r}")
+        self._rest_api_server = rest_api_server
+        self._http: HttpServer | None = None
         self.grace_s = grace_s
         self._runner: web.AppRunner | None = None
         self._grpc: grpc.aio.Server | None = None
@@ -57,7 +66,11 @@ class ModelServer:
             self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
-        if self._rest_api_port is not None:
+        if self._rest_api_port is not None and self._rest_api_server == "native":
+            self._http = HttpServer(self._rest, logging.getLogger("aioflow.serving.access")
+                                    if self._access_log else None)
+            self.rest_port = await self._http.start(self.host, self._rest_api_port)
+        elif self._rest_api_port is not None:
             kwargs = {"access_log_class": JsonAccessLogger,
                       "access_log": logging.getLogger("aioflow.serving.access")} \
                 if self._access_log else {"access_log": None}
@@ -86,6 +99,8 @@ class ModelServer:
             waits.append(self._grpc.stop(self.grace_s))
         if self._runner is not None:
             waits.append(self._runner.cleanup())
+        if self._http is not None:
+            waits.append(self._http.stop(self.grace_s))
         await asyncio.gather(*waits)
         await self.registry.close()
         self._stopped.set()
