@@ -28,22 +28,30 @@ class PredictService:
         self.metrics = metrics
         self._children: dict = {}  # metric series by labels, looked up once
 
-    @contextlib.contextmanager
-    def version(self, name: str, version: int | None = None, label: str | None = None):
-        """The model version serving one request, released when the request ends."""
+    def acquire(self, name: str, version: int | None = None,
+                label: str | None = None) -> ModelVersion:
+        """The model version serving one request; `release` it when the request ends."""
         mv = self.registry.acquire(name, version, label)
-        gauge = None
         if self.metrics is not None:
             gauge = self._children.get(name)
             if gauge is None:
                 gauge = self._children[name] = self.metrics.in_flight.labels(name)
             gauge.inc()
+        return mv
+
+    def release(self, mv: ModelVersion) -> None:
+        mv.release()
+        if self.metrics is not None:
+            self._children[mv.model].dec()
+
+    @contextlib.contextmanager
+    def version(self, name: str, version: int | None = None, label: str | None = None):
+        """acquire / release as a context manager."""
+        mv = self.acquire(name, version, label)
         try:
             yield mv
         finally:
-            mv.release()
-            if gauge is not None:
-                gauge.dec()
+            self.release(mv)
 
     @staticmethod
     def signature(mv: ModelVersion, signature_name: str) -> Signature:

@@ -167,7 +167,8 @@ class RestApi:
                 raise errors.InvalidArgumentError(None, None, f"Malformed request: POST {path}")
             timeout_ms = self._timeout_ms(timeout)
             body = read if isinstance(read, bytes) else await read()
-            with service.version(name, version, label) as mv:
+            mv = service.acquire(name, version, label)
+            try:
                 mv_version = mv.version
                 big = len(body) > PARSE_OFF_LOOP_BYTES
                 doc = (await asyncio.to_thread(rest_codec.loads, body) if big
@@ -192,6 +193,8 @@ class RestApi:
                 outputs = await service.run(mv, sig, inputs, tuple(sig.outputs), timeout_ms,
                                             self.timeout_ms)
                 body = rest_codec.format_predict(outputs, fmt)
+            finally:
+                service.release(mv)
         except TooLarge as e:
             err = errors.InvalidArgumentError(None, None, str(e))
             service.record("rest", name, mv_version, signature_name, started, err)
