@@ -259,10 +259,22 @@ class _Run:
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of process `pid` (all its threads) and its descendants
+    (the workers of --workers)."""
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
 
 
 async def _load(port: int, name: str, body: bytes, concurrency: int, duration: float,

@@ -748,6 +748,79 @@ def test_sigterm_finishes_requests_in_flight(models):
         proc.stderr.close()
 
 
+def test_workers_share_the_ports_and_sum_their_metrics(models, tmp_path):
+    """--workers 2: both workers answer (new connections are spread over them), the
+    metrics of either are the sum over both, SIGTERM drains both."""
+    grpc_port, rest_port = free_port(), free_port()
+    metrics_dir = tmp_path / "metrics"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "spin",
+         "--model_base_path", str(models / "spin"), "--inputs", "n", "--outputs", "out",
+         "--port", str(grpc_port), "--rest_api_port", str(rest_port), "--host", "127.0.0.1",
+         "--access_log", "false", "--workers", "2"], env=env, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        deadline = time.monotonic() + 120
+        ready = 0
+        while ready < 2:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "server exited"
+            assert time.monotonic() < deadline
+            ready += "REST on" in line
+
+        async def scenario():
+            url = f"http://127.0.0.1:{rest_port}/v1/models/spin:predict"
+            answers = []
+            for n in range(40):  # a new connection each
+                async with aiohttp.ClientSession() as http, \
+                        http.post(url, json={"instances": [n]}) as r:
+                    answers.append((r.status, await r.json()))
+            assert answers == [(200, {"predictions": [n]}) for n in range(40)]
+            pids = {p.stem.rsplit("_", 1)[1] for p in metrics_dir.glob("counter_*.db")}
+            assert len(pids) == 2, pids  # both workers counted requests
+            for _ in range(4):  # whichever worker answers (new connections), all 40 count
+                async with aiohttp.ClientSession() as http, http.get(
+                        f"http://127.0.0.1:{rest_port}/monitoring/prometheus/metrics") as r:
+                    text = await r.text()
+                total = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                            if line.startswith("aioflow_serving_requests_total{"))
+                assert total == 40
+            async with aiohttp.ClientSession() as http:
+                in_flight = asyncio.ensure_future(http.post(url, json={"instances": [100000]}))
+                await asyncio.sleep(0.3)
+                proc.send_signal(signal.SIGTERM)
+                r = await in_flight
+                assert r.status == 200 and await r.json() == {"predictions": [100000]}
+
+        asyncio.run(scenario())
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def test_workers_stop_when_one_fails_to_start(tmp_path):
+    (tmp_path / "bad" / "1").mkdir(parents=True)
+    (tmp_path / "bad" / "1" / "model.pb").write_bytes(b"not a graph")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "bad",
+         "--model_base_path", str(tmp_path / "bad"), "--inputs", "x", "--outputs", "y",
+         "--port", str(free_port()), "--host", "127.0.0.1", "--workers", "2"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "no version could be loaded" in result.stderr
+    assert "stopping the others" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_base_path", str(tmp_path),
+         "--port", "0", "--workers", "2"], env=env, capture_output=True, text=True,
+        timeout=60)
+    assert result.returncode == 1 and "--workers needs a fixed --port" in result.stderr
+
+
 # -- configuration ---------------------------------------------------------------------------
 
 def test_model_config_file_and_batching_parameters(tmp_path):

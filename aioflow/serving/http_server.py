@@ -83,10 +83,11 @@ class HttpServer:
         self.stopping = False
         self._server: asyncio.AbstractServer | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen on host:port; returns the bound port."""
+    async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
+        """Listen on host:port (SO_REUSEPORT: beside other workers); the bound port."""
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: _Connection(self), host, port, backlog=1024)
+            lambda: _Connection(self), host, port, backlog=1024,
+            reuse_port=reuse_port or None)
         return self._server.sockets[0].getsockname()[1]
 
     async def stop(self, grace_s: float) -> None:
