@@ -351,6 +351,28 @@ async def test_rest_deadline(rest_client):
     assert status == 200 and body["predictions"] == [15, 15]
 
 
+@pytest.mark.parametrize("batching", [None, BatchingOptions(max_batch_size=4)])
+async def test_rest_default_deadline(models, batching):
+    """--rest_api_timeout_in_ms bounds a request that carries no deadline: 504 soon after
+    it (one sweep timer for all requests), the run cancelled, the next request served."""
+    c = await start(models, rest_api_timeout_ms=200, batching=batching)
+    try:
+        started = time.perf_counter()
+        status, body = await c.post("/v1/models/spin:predict", {"instances": [300000]})
+        took = time.perf_counter() - started
+        assert status == 504 and body == {"error": "Deadline Exceeded"}
+        assert 0.2 <= took < 2.0, took
+        status, body = await c.post("/v1/models/spin:predict", {"instances": [10, 5]})
+        assert status == 200 and body == {"predictions": [15, 15]}
+        assert await c.metric("aioflow_serving_requests_total", model_name="spin",
+                              status="DEADLINE_EXCEEDED") == 1
+        deadlines = next(iter(c.server.service._deadlines.values()))
+        assert not deadlines.tasks and not deadlines.expired
+        assert c.server.registry.versions["spin"][1].in_flight == 0
+    finally:
+        await c.close()
+
+
 async def test_metrics_count_requests_and_errors(client):
     for _ in range(3):
         await client.post("/v1/models/mlp:predict", {"instances": [[0.0] * 8]})
