@@ -1,4 +1,6 @@
-"""TF Serving's REST API as an aiohttp application:
+"""TF Serving's REST API: the handlers (RestApi.predict, .get, .metrics_text), served by
+http_server.HttpServer (`aioflow serve`'s default) or as an aiohttp application (`app()`,
+to mount in an app of your own):
 
     POST /v1/models/{name}[/versions/{v}|/labels/{l}]:predict
     GET  /v1/models/{name}[/versions/{v}|/labels/{l}]            (model_version_status)
@@ -8,9 +10,9 @@
 Errors are {"error": "..."} with TF Serving's HTTP status for the error's class. A
 request's deadline is the `timeout_ms` query parameter, else the X-Request-Timeout-Ms
 header (it becomes the run's RunOptions.timeout_in_ms), else the server's
---rest_api_timeout_in_ms (an asyncio timeout on the request); 504 when it passes. A
-client that disconnects cancels its request's run (the runner is made with
-handler_cancellation=True).
+--rest_api_timeout_in_ms (predict.DefaultDeadlines); 504 when it passes. A client that
+disconnects cancels its request's run (the native server cancels the request's task;
+aiohttp's runner is made with handler_cancellation=True).
 """
 
 from __future__ import annotations
