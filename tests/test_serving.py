@@ -351,11 +351,13 @@ async def test_rest_deadline(rest_client):
     assert status == 200 and body["predictions"] == [15, 15]
 
 
-@pytest.mark.parametrize("batching", [None, BatchingOptions(max_batch_size=4)])
-async def test_rest_default_deadline(models, batching):
+@pytest.mark.parametrize("batching,rest_api_server", [
+    (None, "native"), (BatchingOptions(max_batch_size=4), "native"), (None, "aiohttp")])
+async def test_rest_default_deadline(models, batching, rest_api_server):
     """--rest_api_timeout_in_ms bounds a request that carries no deadline: 504 soon after
     it (one sweep timer for all requests), the run cancelled, the next request served."""
-    c = await start(models, rest_api_timeout_ms=200, batching=batching)
+    c = await start(models, rest_api_timeout_ms=200, batching=batching,
+                    rest_api_server=rest_api_server)
     try:
         started = time.perf_counter()
         status, body = await c.post("/v1/models/spin:predict", {"instances": [300000]})
