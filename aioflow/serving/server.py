@@ -65,9 +65,11 @@ class ModelServer:
         if self._port is not None:
             # No message size limit (gRPC's default refuses requests over 4 MiB), as
             # TF Serving sets its server's to the largest there is.
-            self._grpc = grpc.aio.server(options=[("grpc.max_receive_message_length", -1),
-                                                  ("grpc.max_send_message_length", -1),
-                                                  ("grpc.so_reuseport", int(self._reuse_port))])
+            options = [("grpc.max_receive_message_length", -1),
+                       ("grpc.max_send_message_length", -1)]
+            if self._reuse_port:
+                options.append(("grpc.so_reuseport", 1))  # beside the other workers
+            self._grpc = grpc.aio.server(options=options)
             self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
