@@ -1203,9 +1203,10 @@ async def test_http_connection_close_and_http_1_0(client):
         assert status == 200 and headers["connection"] == "close"
         assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
         writer.close()
-    # HTTP/1.0 asking for keep-alive keeps the connection
+    # HTTP/1.0 asking for keep-alive keeps the connection, and the answer says so
     data = b"GET /v1/models/mlp HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
-    assert [a[0] for a in await exchange(port, data * 2, 2)] == [200, 200]
+    answers = await exchange(port, data * 2, 2)
+    assert [(a[0], a[1]["connection"]) for a in answers] == [(200, "keep-alive")] * 2
 
 
 @pytest.mark.parametrize("data,status,message", [

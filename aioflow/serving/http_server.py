@@ -126,6 +126,8 @@ class _Connection(asyncio.Protocol):
         self.lost = False
         self.reading_paused = False
         self.writing_paused = False
+        self.say_keep_alive = False  # the request is HTTP/1.0 with keep-alive
+        self.status = self.sent = 0  # the last answer's status and body size (access log)
 
     # -- transport callbacks ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -230,6 +232,7 @@ class _Connection(asyncio.Protocol):
                 raise _BadRequest(431, "Request Header Fields Too Large")
             self.head = self._parse_head(buf, end)
             head = self.head
+            self.say_keep_alive = head[3] == 2
             if head[4] is not None and head[4] > self.server.max_body:
                 if head[5]:  # Expect: 100-continue: answer now, the body is not coming
                     self.close_after = True
@@ -260,8 +263,8 @@ class _Connection(asyncio.Protocol):
         return method, target, headers, body
 
     def _parse_head(self, buf, end: int):
-        """(method, target, headers, keep_alive, content_length or None when chunked,
-        expects_100, body_start) of the head ending at `end`."""
+        """(method, target, headers, keep_alive (0, 1 or 2, below), content_length or
+        None when chunked, expects_100, body_start) of the head ending at `end`."""
         lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[0] or not parts[1]:
@@ -285,8 +288,10 @@ class _Connection(asyncio.Protocol):
             else:
                 headers[name] = value
         connection = headers.get("connection", "").lower()
-        keep_alive = ("close" not in connection if version == "HTTP/1.1"
-                      else "keep-alive" in connection)
+        # 1: persistent (HTTP/1.1's default); 2: an HTTP/1.0 client asked for it, and the
+        # answer must say so; 0: close after the answer
+        keep_alive = (int("close" not in connection) if version == "HTTP/1.1"
+                      else 2 * ("keep-alive" in connection))
         coding = headers.get("transfer-encoding")
         if coding is not None:
             if "content-length" in headers:
@@ -436,6 +441,8 @@ class _Connection(asyncio.Protocol):
         close = self.close_after or self.server.stopping
         if close:
             extra += b"Connection: close\r\n"
+        elif self.say_keep_alive:
+            extra += b"Connection: keep-alive\r\n"
         head = b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nDate: %s\r\n%s\r\n" % (
             status, _REASONS.get(status, b"Unknown"), content_type, len(body), _Date.now(), extra)
         if head_only:
