@@ -113,6 +113,7 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.api = server.api
         self.transport: asyncio.Transport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.remote = None
         self.buf: bytes | bytearray = b""  # received, not yet consumed
         self.head = None  # the parsed head of the request being received, or None
@@ -132,6 +133,7 @@ class _Connection(asyncio.Protocol):
     # -- transport callbacks ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.remote = peer[0] if isinstance(peer, tuple) else peer
         self.server.connections.add(self)
@@ -417,7 +419,7 @@ class _Connection(asyncio.Protocol):
         self._log(method, path, query, started)
 
     def _start_predict(self, method, target, path, timeout, body, started) -> None:
-        self.task = asyncio.ensure_future(self._predict(method, target, path, timeout, body,
+        self.task = self.loop.create_task(self._predict(method, target, path, timeout, body,
                                                         started))
 
     async def _predict(self, method, target, path, timeout, body, started) -> None:
