@@ -6,6 +6,8 @@ Both servers load the SAME frozen GraphDef and answer the same TF Serving REST r
 (POST /v1/models/{name}:predict, {"instances": ...}) on loopback:
 - "aioflow": `python -m aioflow.cli serve` (batching off);
 - "aioflow_batching": the same with --enable_batching (BatchingParameters below);
+- "aioflow_workers", "aioflow_batching_workers": the same two as `--workers 2` (--workers:
+  N processes sharing the port; MLP only; --workers 0 leaves them out);
 - "tf": benchmarks/serving.py --role tf-server, run with TF's Python (json + aiohttp +
   a ThreadPoolExecutor around tf.compat.v1.Session.run). Both event loops are uvloop.
 
@@ -23,6 +25,7 @@ user + system of all its threads, from /proc: the steadiest number on a shared m
 and aioflow / TF ratios. Answers are checked against each other before timing.
 
 Usage: python benchmarks/serving.py [--duration 3] [--rounds 2] [--concurrency 1,16,64]
+           [--workers 2]
            [--tf-python PY] [--no-mobilenet] [--models-dir DIR]
 """
 
@@ -166,7 +169,8 @@ class Server:
             self.proc.kill()
 
 
-def start_servers(name, base, inp, out, tf_python, batching_file, intra_op, tf_intra_op):
+def start_servers(name, base, inp, out, tf_python, batching_file, intra_op, tf_intra_op,
+                  workers=0):
     aioflow_argv = [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", name,
                     "--model_base_path", base, "--inputs", f"x={inp}",
                     "--outputs", f"y={out}", "--host", "127.0.0.1", "--access_log", "false",
@@ -181,6 +185,13 @@ def start_servers(name, base, inp, out, tf_python, batching_file, intra_op, tf_i
     servers.append(Server("aioflow_batching", [
         *aioflow_argv, "--rest_api_port", str(port), "--port", str(grpc_port),
         "--enable_batching", "--batching_parameters_file", batching_file], port, env))
+    if workers > 1:  # the same two, as --workers N processes sharing the ports
+        batching = ["--enable_batching", "--batching_parameters_file", batching_file]
+        for label, extra in (("aioflow_workers", []), ("aioflow_batching_workers", batching)):
+            port, grpc_port = _free_port(), _free_port()
+            servers.append(Server(label, [*aioflow_argv, "--rest_api_port", str(port),
+                                          "--port", str(grpc_port), "--workers", str(workers),
+                                          *extra], port, env))
     port = _free_port()
     tf_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     servers.append(Server("tf", [tf_python, os.path.abspath(__file__), "--role", "tf-server",
@@ -259,10 +270,22 @@ class _Run:
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of process `pid` (all its threads) and its descendants
+    (the workers of --workers)."""
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
 
 
 async def _load(port: int, name: str, body: bytes, concurrency: int, duration: float,
@@ -273,15 +296,18 @@ async def _load(port: int, name: str, body: bytes, concurrency: int, duration: f
     loop = asyncio.get_running_loop()
     run = _Run(concurrency, duration, max_requests)
     cpu = _cpu_seconds(pid) if pid else 0.0
+    client_cpu = time.process_time()
     start = time.perf_counter()
     for _ in range(concurrency):
         await loop.create_connection(lambda: _Connection(request, run), "127.0.0.1", port)
     await run.finished
     elapsed = time.perf_counter() - start
     cpu = _cpu_seconds(pid) - cpu if pid else float("nan")
+    client_cpu = time.process_time() - client_cpu
     lat = np.array(run.latencies) * 1e3
     return {"requests": len(lat), "failures": run.failures,
             "server_cpu_us": cpu / max(len(lat), 1) * 1e6,
+            "client_cpu_us": client_cpu / max(len(lat), 1) * 1e6,
             "throughput": len(lat) / elapsed,
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99))}
 
@@ -313,11 +339,14 @@ def bench_model(name, servers, body, concurrencies, args, duration) -> dict:
         row = {}
         for label, rs in runs.items():
             row[label] = {k: statistics.median(r[k] for r in rs)
-                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us")}
+                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us",
+                                    "client_cpu_us")}
             row[label]["requests"] = sum(r["requests"] for r in rs)
             row[label]["failures"] = sum(r["failures"] for r in rs)
         tf = row["tf"]
-        for label in ("aioflow", "aioflow_batching"):
+        for label in row:
+            if label == "tf":
+                continue
             row[label]["throughput_vs_tf"] = row[label]["throughput"] / tf["throughput"]
             row[label]["p99_vs_tf"] = row[label]["p99_ms"] / tf["p99_ms"]
             row[label]["cpu_per_request_vs_tf"] = (row[label]["server_cpu_us"]
@@ -349,6 +378,9 @@ def main() -> None:
                    help="aioflow's intra-op threads for MobileNetV2 (1, as docs/performance.md "
                         "advises for a shared host: its conv kernels still share their GEMM "
                         "blocks among helper threads); TF keeps its defaults")
+    p.add_argument("--workers", type=int, default=2,
+                   help="also serve the MLP by `aioflow serve --workers N` (batching off and "
+                        "on); 0 or 1: not")
     p.add_argument("--models", default="mlp,mobilenet")
     p.add_argument("--no-mobilenet", action="store_true")
     p.add_argument("--mobilenet-duration", type=float, default=8.0)
@@ -374,7 +406,8 @@ def main() -> None:
               "batching_parameters": " ".join(BATCHING.split()),
               "duration_s": args.duration, "rounds": args.rounds,
               "mlp_intra_op_parallelism": args.intra_op,
-              "mobilenet_aioflow_intra_op_parallelism": args.mobilenet_intra_op}
+              "mobilenet_aioflow_intra_op_parallelism": args.mobilenet_intra_op,
+              "mlp_workers": args.workers}
     try:
         models = set(args.models.split(","))
         if args.no_mobilenet:
@@ -392,7 +425,7 @@ def _bench_mlp(tmp: str, args, batching_file: str) -> dict:
     base = os.path.join(tmp, "mlp")
     inp, out = write_mlp(base)
     servers = start_servers("mlp", base, inp, out, args.tf_python, batching_file,
-                            args.intra_op, args.intra_op)
+                            args.intra_op, args.intra_op, args.workers)
     try:
         body = json.dumps({"instances": np.random.default_rng(1).standard_normal(
             (1, 64)).round(4).tolist()}).encode()

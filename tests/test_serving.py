@@ -198,31 +198,40 @@ async def client(models):
     await c.close()
 
 
+@pytest.fixture(params=["native", "aiohttp"])
+async def rest_client(models, request):
+    """A server whose REST API is served by each REST server in turn (the same answers
+    from both)."""
+    c = await start(models, rest_api_server=request.param)
+    yield c
+    await c.close()
+
+
 # -- REST ----------------------------------------------------------------------------------
 
-async def test_rest_predict_row_and_columnar(client):
+async def test_rest_predict_row_and_columnar(rest_client):
     x = RNG.standard_normal((4, 8)).astype(np.float32)
-    status, body = await client.post("/v1/models/mlp:predict", {"instances": x.tolist()})
+    status, body = await rest_client.post("/v1/models/mlp:predict", {"instances": x.tolist()})
     assert status == 200, body
     np.testing.assert_allclose(body["predictions"], mlp_numpy(x), rtol=1e-5, atol=1e-6)
-    status, body = await client.post("/v1/models/mlp/versions/1:predict",
-                                     {"inputs": {"x": x.tolist()}})
+    status, body = await rest_client.post("/v1/models/mlp/versions/1:predict",
+                                          {"inputs": {"x": x.tolist()}})
     assert status == 200, body
     np.testing.assert_allclose(body["outputs"], mlp_numpy(x), rtol=1e-5, atol=1e-6)
-    status, body = await client.post("/v1/models/mlp/labels/stable:predict",
-                                     {"signature_name": "serving_default",
-                                      "inputs": x[:1].tolist()})
+    status, body = await rest_client.post("/v1/models/mlp/labels/stable:predict",
+                                          {"signature_name": "serving_default",
+                                           "inputs": x[:1].tolist()})
     assert status == 200, body
     np.testing.assert_allclose(body["outputs"], mlp_numpy(x[:1]), rtol=1e-5, atol=1e-6)
 
 
-async def test_rest_named_instances_several_outputs_and_b64(client):
+async def test_rest_named_instances_several_outputs_and_b64(rest_client):
     a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
     b = [[0.5, 0.5, 0.5], [-1.0, 2.0, 0.0]]
     raw = [b"\x00\xffbinary", "h\u00e9llo".encode()]
     instances = [{"a": a[i], "b": b[i], "text": {"b64": base64.b64encode(raw[i]).decode()}}
                  for i in range(2)]
-    status, body = await client.post("/v1/models/multi:predict", {"instances": instances})
+    status, body = await rest_client.post("/v1/models/multi:predict", {"instances": instances})
     assert status == 200, body
     preds = body["predictions"]
     assert len(preds) == 2
@@ -232,7 +241,7 @@ async def test_rest_named_instances_several_outputs_and_b64(client):
         assert base64.b64decode(preds[i]["text_bytes"]["b64"]) == raw[i]
         assert preds[i]["length"] == len(raw[i])
     # columnar, a plain string input: outputs by key
-    status, body = await client.post("/v1/models/multi:predict", {
+    status, body = await rest_client.post("/v1/models/multi:predict", {
         "inputs": {"a": a, "b": b, "text": ["ab", "cde"]}})
     assert status == 200, body
     assert body["outputs"]["length"] == [2, 3]
@@ -248,17 +257,17 @@ async def test_rest_saved_model_matches_tf(client):
     np.testing.assert_allclose(body["predictions"], want, rtol=1e-6)
 
 
-async def test_rest_status_and_metadata(client):
-    status, body = await client.get("/v1/models/mlp")
+async def test_rest_status_and_metadata(rest_client):
+    status, body = await rest_client.get("/v1/models/mlp")
     assert status == 200
     assert body == {"model_version_status": [
         {"version": "1", "state": "AVAILABLE",
          "status": {"error_code": "OK", "error_message": ""}}]}
-    status, body = await client.get("/v1/models/saved/versions/3")
+    status, body = await rest_client.get("/v1/models/saved/versions/3")
     assert status == 200 and body["model_version_status"][0]["version"] == "3"
-    status, body = await client.get("/v1/models/mlp/labels/stable")
+    status, body = await rest_client.get("/v1/models/mlp/labels/stable")
     assert status == 200 and body["model_version_status"][0]["version"] == "1"
-    status, body = await client.get("/v1/models/mlp/metadata")
+    status, body = await rest_client.get("/v1/models/mlp/metadata")
     assert status == 200
     assert body["model_spec"] == {"name": "mlp", "signature_name": "", "version": "1"}
     sigmap = body["metadata"]["signature_def"]
@@ -269,7 +278,7 @@ async def test_rest_status_and_metadata(client):
     assert sig["inputs"]["x"]["dtype"] == "DT_FLOAT"
     assert [d["size"] for d in sig["inputs"]["x"]["tensor_shape"]["dim"]] == ["-1", "8"]
     assert sig["outputs"]["probs"]["name"] == "probs:0"
-    status, body = await client.get("/v1/models/saved/versions/3/metadata")
+    status, body = await rest_client.get("/v1/models/saved/versions/3/metadata")
     assert status == 200
     sig = body["metadata"]["signature_def"]["signature_def"]["serving_default"]
     assert sig["inputs"]["x"]["name"] == "x:0" and sig["outputs"]["y"]["name"] == "y:0"
@@ -307,18 +316,19 @@ async def test_rest_status_and_metadata(client):
     ("get", "/v1/models/mlp/versions/one", None, 400, "Failed to convert version: one"),
     ("get", "/v1/other", None, 404, "Not Found"),
 ])
-async def test_rest_errors(client, method, path, body, status, message):
+async def test_rest_errors(rest_client, method, path, body, status, message):
     if method == "post":
-        got, answer = await client.post(path, body)
+        got, answer = await rest_client.post(path, body)
     else:
-        got, answer = await client.get(path)
+        got, answer = await rest_client.get(path)
     assert got == status, answer
     assert set(answer) == {"error"}
     assert message in answer["error"], answer["error"]
 
 
-async def test_rest_oversize_request(models):
-    c = await start(models, max_request_bytes=1024)
+@pytest.mark.parametrize("rest_api_server", ["native", "aiohttp"])
+async def test_rest_oversize_request(models, rest_api_server):
+    c = await start(models, max_request_bytes=1024, rest_api_server=rest_api_server)
     try:
         status, body = await c.post("/v1/models/mlp:predict",
                                     {"instances": [[1.0] * 8] * 200})
@@ -329,16 +339,40 @@ async def test_rest_oversize_request(models):
         await c.close()
 
 
-async def test_rest_deadline(client):
-    status, body = await client.post("/v1/models/spin:predict?timeout_ms=100",
-                                     {"instances": [200000]})
+async def test_rest_deadline(rest_client):
+    status, body = await rest_client.post("/v1/models/spin:predict?timeout_ms=100",
+                                          {"instances": [200000]})
     assert status == 504, body
-    status, body = await client.post("/v1/models/spin:predict", {"instances": [200000]},
-                                     headers={"X-Request-Timeout-Ms": "100"})
+    status, body = await rest_client.post("/v1/models/spin:predict", {"instances": [200000]},
+                                          headers={"X-Request-Timeout-Ms": "100"})
     assert status == 504, body
-    status, body = await client.post("/v1/models/spin:predict?timeout_ms=60000",
-                                     {"instances": [10, 5]})
+    status, body = await rest_client.post("/v1/models/spin:predict?timeout_ms=60000",
+                                          {"instances": [10, 5]})
     assert status == 200 and body["predictions"] == [15, 15]
+
+
+@pytest.mark.parametrize("batching,rest_api_server", [
+    (None, "native"), (BatchingOptions(max_batch_size=4), "native"), (None, "aiohttp")])
+async def test_rest_default_deadline(models, batching, rest_api_server):
+    """--rest_api_timeout_in_ms bounds a request that carries no deadline: 504 soon after
+    it (one sweep timer for all requests), the run cancelled, the next request served."""
+    c = await start(models, rest_api_timeout_ms=200, batching=batching,
+                    rest_api_server=rest_api_server)
+    try:
+        started = time.perf_counter()
+        status, body = await c.post("/v1/models/spin:predict", {"instances": [300000]})
+        took = time.perf_counter() - started
+        assert status == 504 and body == {"error": "Deadline Exceeded"}
+        assert 0.2 <= took < 2.0, took
+        status, body = await c.post("/v1/models/spin:predict", {"instances": [10, 5]})
+        assert status == 200 and body == {"predictions": [15, 15]}
+        assert await c.metric("aioflow_serving_requests_total", model_name="spin",
+                              status="DEADLINE_EXCEEDED") == 1
+        deadlines = next(iter(c.server.service._deadlines.values()))
+        assert not deadlines.tasks and not deadlines.expired
+        assert c.server.registry.versions["spin"][1].in_flight == 0
+    finally:
+        await c.close()
 
 
 async def test_metrics_count_requests_and_errors(client):
@@ -646,7 +680,8 @@ async def test_version_policies_and_failed_load(tmp_path):
 
 # -- asyncio where it matters ----------------------------------------------------------------
 
-async def test_disconnect_cancels_the_run(tmp_path):
+@pytest.mark.parametrize("rest_api_server", ["native", "aiohttp"])
+async def test_disconnect_cancels_the_run(tmp_path, rest_api_server):
     """A client that goes away cancels its run: the graph's awaited step never ends."""
     events = {"started": 0, "finished": 0}
 
@@ -666,7 +701,8 @@ async def test_disconnect_cancels_the_run(tmp_path):
             g, [("x", "x:0")], [("y", "y:0")])})
 
     (tmp_path / "slow" / "1").mkdir(parents=True)
-    c = await start([ModelConfig("slow", str(tmp_path / "slow"), loader=loader)])
+    c = await start([ModelConfig("slow", str(tmp_path / "slow"), loader=loader)],
+                    rest_api_server=rest_api_server)
     try:
         with pytest.raises(asyncio.TimeoutError):
             await c.post("/v1/models/slow:predict", {"instances": [1.0]},
@@ -734,6 +770,79 @@ def test_sigterm_finishes_requests_in_flight(models):
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+def test_workers_share_the_ports_and_sum_their_metrics(models, tmp_path):
+    """--workers 2: both workers answer (new connections are spread over them), the
+    metrics of either are the sum over both, SIGTERM drains both."""
+    grpc_port, rest_port = free_port(), free_port()
+    metrics_dir = tmp_path / "metrics"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "spin",
+         "--model_base_path", str(models / "spin"), "--inputs", "n", "--outputs", "out",
+         "--port", str(grpc_port), "--rest_api_port", str(rest_port), "--host", "127.0.0.1",
+         "--access_log", "false", "--workers", "2"], env=env, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        deadline = time.monotonic() + 120
+        ready = 0
+        while ready < 2:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "server exited"
+            assert time.monotonic() < deadline
+            ready += "REST on" in line
+
+        async def scenario():
+            url = f"http://127.0.0.1:{rest_port}/v1/models/spin:predict"
+            answers = []
+            for n in range(40):  # a new connection each
+                async with aiohttp.ClientSession() as http, \
+                        http.post(url, json={"instances": [n]}) as r:
+                    answers.append((r.status, await r.json()))
+            assert answers == [(200, {"predictions": [n]}) for n in range(40)]
+            pids = {p.stem.rsplit("_", 1)[1] for p in metrics_dir.glob("counter_*.db")}
+            assert len(pids) == 2, pids  # both workers counted requests
+            for _ in range(4):  # whichever worker answers (new connections), all 40 count
+                async with aiohttp.ClientSession() as http, http.get(
+                        f"http://127.0.0.1:{rest_port}/monitoring/prometheus/metrics") as r:
+                    text = await r.text()
+                total = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                            if line.startswith("aioflow_serving_requests_total{"))
+                assert total == 40
+            async with aiohttp.ClientSession() as http:
+                in_flight = asyncio.ensure_future(http.post(url, json={"instances": [100000]}))
+                await asyncio.sleep(0.3)
+                proc.send_signal(signal.SIGTERM)
+                r = await in_flight
+                assert r.status == 200 and await r.json() == {"predictions": [100000]}
+
+        asyncio.run(scenario())
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def test_workers_stop_when_one_fails_to_start(tmp_path):
+    (tmp_path / "bad" / "1").mkdir(parents=True)
+    (tmp_path / "bad" / "1" / "model.pb").write_bytes(b"not a graph")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "bad",
+         "--model_base_path", str(tmp_path / "bad"), "--inputs", "x", "--outputs", "y",
+         "--port", str(free_port()), "--host", "127.0.0.1", "--workers", "2"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "no version could be loaded" in result.stderr
+    assert "stopping the others" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_base_path", str(tmp_path),
+         "--port", "0", "--workers", "2"], env=env, capture_output=True, text=True,
+        timeout=60)
+    assert result.returncode == 1 and "--workers needs a fixed --port" in result.stderr
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -898,9 +1007,10 @@ async def test_old_version_unloads_after_its_requests_finish(tmp_path):
         await c.close()
 
 
-async def test_access_log_lines_are_json(models, caplog):
+@pytest.mark.parametrize("rest_api_server", ["native", "aiohttp"])
+async def test_access_log_lines_are_json(models, caplog, rest_api_server):
     server = ModelServer(configs(models), host="127.0.0.1", port=0, rest_api_port=0,
-                         poll_seconds=0, access_log=True)
+                         poll_seconds=0, access_log=True, rest_api_server=rest_api_server)
     await server.start()
     client = Client(server)
     try:
@@ -1000,3 +1110,171 @@ async def test_loading_a_version_does_not_block_the_loop(tmp_path):
                                    atol=2e-4 * np.abs(want).max())
     finally:
         await servable.close()
+
+
+# -- the native REST server's HTTP/1.1 ---------------------------------------------------------
+
+async def exchange(port: int, data: bytes, answers: int, head_only=()) -> list:
+    """Send raw bytes on one connection and read `answers` responses, as (status,
+    headers, body); the responses whose index is in `head_only` have no body (HEAD)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        return [await read_response(reader, i in head_only) for i in range(answers)]
+    finally:
+        writer.close()
+
+
+async def read_response(reader, head_only=False):
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {k.lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:] if l)}
+    length = int(headers.get("content-length", 0))
+    body = b"" if head_only else await reader.readexactly(length)
+    return status, headers, body
+
+
+def post(path: str, body: bytes, *extra: str) -> bytes:
+    head = [f"POST {path} HTTP/1.1", "Host: x", f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def test_http_keep_alive_pipelining_chunked_and_head(client):
+    port = client.server.rest_port
+    xs = [RNG.standard_normal((1 + i, 8)).astype(np.float32) for i in range(3)]
+    bodies = [json.dumps({"instances": x.tolist()}).encode() for x in xs]
+    # three requests in one write (pipelined), a status request between them: answered
+    # in order, on the one connection
+    data = (post("/v1/models/mlp:predict", bodies[0]) + b"GET /v1/models/mlp HTTP/1.1\r\n\r\n"
+            + post("/v1/models/mlp:predict", bodies[1]) + post("/v1/models/ml%70:predict",
+                                                                bodies[2]))
+    answers = await exchange(port, data, 4)
+    assert [a[0] for a in answers] == [200, 200, 200, 200]
+    assert json.loads(answers[1][2])["model_version_status"][0]["state"] == "AVAILABLE"
+    for x, (_, headers, body) in zip(xs, [answers[0], answers[2], answers[3]], strict=True):
+        assert headers["content-type"] == "application/json" and "connection" not in headers
+        np.testing.assert_allclose(json.loads(body)["predictions"], mlp_numpy(x), rtol=1e-5,
+                                   atol=1e-6)
+    # the same requests one byte at a time
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for i in range(len(data)):
+            writer.write(data[i:i + 1])
+            await writer.drain()
+        got = [await read_response(reader) for _ in range(4)]
+        assert [g[2] for g in got] == [a[2] for a in answers]
+    finally:
+        writer.close()
+    # a chunked body (with a chunk extension and a trailer), then HEAD, then a request
+    body = bodies[1]
+    chunked = (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+               + b"".join(b"%x;ext=1\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7])
+                          for i in range(0, len(body), 7))
+               + b"0\r\nX-Trailer: t\r\n\r\n"
+               + b"HEAD /v1/models/mlp/metadata HTTP/1.1\r\n\r\n"
+               + b"GET /v1/models/mlp/metadata HTTP/1.1\r\n\r\n")
+    (s1, _, b1), (s2, h2, b2), (s3, _, b3) = await exchange(port, chunked, 3, head_only={1})
+    assert (s1, s2, s3) == (200, 200, 200)
+    np.testing.assert_allclose(json.loads(b1)["predictions"], mlp_numpy(xs[1]), rtol=1e-5,
+                               atol=1e-6)
+    assert b2 == b"" and int(h2["content-length"]) == len(b3) > 0
+    # Expect: 100-continue: the server says continue before the body is sent
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(post("/v1/models/mlp:predict", bodies[0],
+                          "Expect: 100-continue").split(b"\r\n\r\n")[0] + b"\r\n\r\n")
+        assert await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10) == \
+            b"HTTP/1.1 100 Continue\r\n\r\n"
+        writer.write(bodies[0])
+        status, _, body = await read_response(reader)
+        assert status == 200 and json.loads(answers[0][2]) == json.loads(body)
+    finally:
+        writer.close()
+
+
+async def test_http_connection_close_and_http_1_0(client):
+    port = client.server.rest_port
+    for data in (b"GET /v1/models/mlp HTTP/1.1\r\nConnection: close\r\n\r\n",
+                 b"GET /v1/models/mlp HTTP/1.0\r\n\r\n"):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(data)
+        status, headers, _ = await read_response(reader)
+        assert status == 200 and headers["connection"] == "close"
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
+        writer.close()
+    # HTTP/1.0 asking for keep-alive keeps the connection, and the answer says so
+    data = b"GET /v1/models/mlp HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+    answers = await exchange(port, data * 2, 2)
+    assert [(a[0], a[1]["connection"]) for a in answers] == [(200, "keep-alive")] * 2
+
+
+@pytest.mark.parametrize("data,status,message", [
+    (b"HELLO\r\n\r\n", 400, "Bad request line"),
+    (b"GET /v1/models/mlp HTTP/2.0\r\n\r\n", 505, "HTTP Version Not Supported"),
+    (b"GET /v1/models/mlp HTTP/1.1\r\nno colon\r\n\r\n", 400, "Bad header line"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400,
+     "Bad Content-Length"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3"
+     b"\r\n\r\n{}", 400, "Conflicting Content-Length"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+     "Transfer-Encoding 'gzip' is not supported"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+     b"Content-Length: 3\r\n\r\n", 400, "Both Transfer-Encoding and Content-Length"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"zz\r\n", 400, "Bad chunk size"),
+    (b"GET /v1/models/mlp HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431,
+     "Request Header Fields Too Large"),
+])
+async def test_http_malformed_requests_answered_then_closed(client, data, status, message):
+    reader, writer = await asyncio.open_connection("127.0.0.1", client.server.rest_port)
+    try:
+        writer.write(data)
+        got, headers, body = await read_response(reader)
+        assert got == status and message in json.loads(body)["error"], body
+        assert headers["connection"] == "close"
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+    finally:
+        writer.close()
+
+
+async def test_http_methods_not_allowed(client):
+    port = client.server.rest_port
+    data = (b"PUT /v1/models/mlp HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+            b"POST /monitoring/prometheus/metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+            b"GET /monitoring/prometheus/metrics HTTP/1.1\r\n\r\n")
+    (s1, h1, b1), (s2, h2, _), (s3, h3, b3) = await exchange(port, data, 3)
+    assert (s1, h1["allow"], json.loads(b1)) == (405, "GET,HEAD,POST",
+                                                 {"error": "Method Not Allowed"})
+    assert (s2, h2["allow"]) == (405, "GET,HEAD")
+    assert s3 == 200 and h3["content-type"].startswith("text/plain")
+    assert b"aioflow_serving_requests_total" in b3
+
+
+async def test_http_oversize_bodies(models):
+    c = await start(models, max_request_bytes=1024)
+    try:
+        port = c.server.rest_port
+        big = json.dumps({"instances": [[1.0] * 8] * 200}).encode()
+        small = json.dumps({"instances": [[1.0] * 8]}).encode()
+        # by Content-Length: the body is read and dropped, the connection goes on
+        answers = await exchange(port, post("/v1/models/mlp:predict", big)
+                                 + post("/v1/models/mlp:predict", small), 2)
+        assert [a[0] for a in answers] == [413, 200]
+        assert "Maximum request body size 1024 exceeded" in json.loads(answers[0][2])["error"]
+        # chunked: the same once the last chunk is in
+        chunked = (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked"
+                   b"\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(big), big))
+        answers = await exchange(port, chunked + post("/v1/models/mlp:predict", small), 2)
+        assert [a[0] for a in answers] == [413, 200]
+        # Expect: 100-continue: 413 at once, no body awaited, the connection closed
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post("/v1/models/mlp:predict", big, "Expect: 100-continue")[:-len(big)])
+        status, headers, _ = await read_response(reader)
+        assert status == 413 and headers["connection"] == "close"
+        writer.close()
+        assert await c.metric("aioflow_serving_requests_total", model_name="mlp",
+                              status="INVALID_ARGUMENT") == 3
+    finally:
+        await c.close()
+

@@ -55,6 +55,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rest_api_timeout_in_ms", type=int, default=30000,
                    help="default deadline of a REST request (timeout_ms query parameter "
                         "or X-Request-Timeout-Ms header override it)")
+    p.add_argument("--rest_api_server", choices=("native", "aiohttp"), default="native",
+                   help="REST server: native (a lean HTTP/1.1 server, the default) or "
+                        "aiohttp (the aiohttp app an application can embed)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the ports (SO_REUSEPORT); each loads the "
+                        "models and batches its own requests, metrics are summed over "
+                        "them (default 1; docs/serving.md)")
     p.add_argument("--max_request_bytes", type=int, default=64 << 20,
                    help="largest REST request body; larger ones get 413 (default 64 MiB)")
     p.add_argument("--access_log", type=_bool, nargs="?", const=True, default=True,

@@ -4,6 +4,7 @@ ModelServer until SIGTERM or SIGINT."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -83,7 +84,9 @@ def batching_options(args) -> BatchingOptions | None:
     return BatchingOptions.from_proto(params)
 
 
-async def serve(args) -> int:
+async def serve(args, worker=None) -> int:
+    """Serve until stopped; `worker` is (metrics_dir, parent pid) in a worker of
+    --workers (workers.py)."""
     from aioflow.serving.server import ModelServer
 
     server = ModelServer(
@@ -92,7 +95,8 @@ async def serve(args) -> int:
         poll_seconds=args.file_system_poll_wait_seconds,
         rest_api_timeout_ms=args.rest_api_timeout_in_ms,
         max_request_bytes=args.max_request_bytes, access_log=args.access_log,
-        grace_s=args.shutdown_grace_seconds)
+        grace_s=args.shutdown_grace_seconds, rest_api_server=args.rest_api_server,
+        reuse_port=worker is not None, metrics_dir=worker[0] if worker else None)
     server.install_signal_handlers()
     await server.start()
     failed = server.registry.unservable()
@@ -100,11 +104,24 @@ async def serve(args) -> int:
         await server.stop()
         raise ValueError("no version could be loaded: " + "; ".join(
             f"{name}: {err}" for name, err in failed.items()))
+    # The models' graphs and sessions live as long as the server: out of the collector's
+    # way, so that a full collection does not walk them (tens of ms, a latency spike).
+    gc.collect()
+    gc.freeze()
     print(f"aioflow serve: gRPC on {args.host}:{server.grpc_port}"
           + (f", REST on {args.host}:{server.rest_port}" if server.rest_port else "")
           + f"; models {', '.join(server.registry.configs)}", file=sys.stderr, flush=True)
+    if worker is not None:
+        asyncio.ensure_future(_stop_when_orphaned(server, worker[1]))
     await server.wait_stopped()
     return 0
+
+
+async def _stop_when_orphaned(server, parent: int) -> None:
+    """A worker stops when its parent is gone (killed without forwarding a signal)."""
+    while os.getppid() == parent:
+        await asyncio.sleep(1.0)
+    await server.stop()
 
 
 def _limit_blas_threads(threads: int) -> None:
@@ -117,8 +134,20 @@ def _limit_blas_threads(threads: int) -> None:
         threadpool_limits(limits=threads, user_api="blas")
 
 
-def run(args) -> int:
-    """Run the server in this process until it is stopped."""
+def run(args, worker=None) -> int:
+    """Run the server in this process until it is stopped (with --workers N > 1: run N
+    worker processes, workers.py)."""
+    if getattr(args, "workers", 1) < 1:
+        print(f"error: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+        return 1
+    if worker is None and getattr(args, "workers", 1) > 1:
+        from aioflow.serving.workers import run_workers
+
+        try:
+            return run_workers(args)
+        except ValueError as e:
+            print(f"error: ValueError: {e}", file=sys.stderr)
+            return 1
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
         import aiohttp  # noqa: F401
@@ -135,8 +164,8 @@ def run(args) -> int:
         uvloop = None
     try:
         if uvloop is not None:
-            return uvloop.run(serve(args))
-        return asyncio.run(serve(args))
+            return uvloop.run(serve(args, worker))
+        return asyncio.run(serve(args, worker))
     except (ValueError, OSError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -98,6 +98,8 @@ class ModelRegistry:
         self.versions: dict[str, dict[int, ModelVersion]] = {n: {} for n in names}
         self.poll_seconds = poll_seconds
         self.metrics = metrics
+        self._latest: dict[str, ModelVersion] = {}  # latest AVAILABLE version, by model
+        # (dropped whenever a version of the model changes state)
         self._poller: asyncio.Task | None = None
         self._unloads: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -174,6 +176,7 @@ class ModelRegistry:
 
     def _set_state(self, mv: ModelVersion, state) -> None:
         old, mv.state = mv.state, state
+        self._latest.pop(mv.model, None)
         if self.metrics is not None:
             gauge = self.metrics.version_state
             gauge.labels(mv.model, str(mv.version), State.Name(old)).set(0)
@@ -191,12 +194,14 @@ class ModelRegistry:
                     None, None, f"Unrecognized servable version label: {label}")
             version = self.configs[name].labels[label]
         if version is None:
-            candidates = [mv for mv in (versions or {}).values()
-                          if mv.state == State.AVAILABLE]
-            if not candidates:
-                raise errors.NotFoundError(
-                    None, None, f"Servable not found for request: Latest({name})")
-            mv = max(candidates, key=lambda m: m.version)
+            mv = self._latest.get(name)
+            if mv is None:
+                candidates = [mv for mv in (versions or {}).values()
+                              if mv.state == State.AVAILABLE]
+                if not candidates:
+                    raise errors.NotFoundError(
+                        None, None, f"Servable not found for request: Latest({name})")
+                mv = self._latest[name] = max(candidates, key=lambda m: m.version)
         else:
             mv = (versions or {}).get(version)
             if mv is None or mv.state != State.AVAILABLE:

@@ -1,4 +1,6 @@
-"""TF Serving's REST API as an aiohttp application:
+"""TF Serving's REST API: the handlers (RestApi.predict, .get, .metrics_text), served by
+http_server.HttpServer (`aioflow serve`'s default) or as an aiohttp application (`app()`,
+to mount in an app of your own):
 
     POST /v1/models/{name}[/versions/{v}|/labels/{l}]:predict
     GET  /v1/models/{name}[/versions/{v}|/labels/{l}]            (model_version_status)
@@ -8,9 +10,9 @@
 Errors are {"error": "..."} with TF Serving's HTTP status for the error's class. A
 request's deadline is the `timeout_ms` query parameter, else the X-Request-Timeout-Ms
 header (it becomes the run's RunOptions.timeout_in_ms), else the server's
---rest_api_timeout_in_ms (an asyncio timeout on the request); 504 when it passes. A
-client that disconnects cancels its request's run (the runner is made with
-handler_cancellation=True).
+--rest_api_timeout_in_ms (predict.DefaultDeadlines); 504 when it passes. A client that
+disconnects cancels its request's run (the native server cancels the request's task;
+aiohttp's runner is made with handler_cancellation=True).
 """
 
 from __future__ import annotations
@@ -41,19 +43,21 @@ _MODEL_PATH = re.compile(
     r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
     r"(?P<rest>/metadata|:predict|:classify|:regress)?$")
 
+
+def access_line(remote, method: str, path_qs: str, status: int, nbytes: int,
+                seconds: float) -> str:
+    """One access log line, JSON: time, remote, method, path, status, bytes, ms."""
+    return json.dumps({"ts": round(time.time(), 3), "remote": remote, "method": method,
+                       "path": path_qs, "status": status, "bytes": nbytes,
+                       "ms": round(seconds * 1e3, 3)})
+
+
 class JsonAccessLogger(AbstractAccessLogger):
-    """One JSON line per request: time, remote, method, path, status, bytes, ms."""
+    """The aiohttp app's access log, one access_line per request."""
 
     def log(self, request, response, time_taken: float) -> None:
-        self.logger.info(json.dumps({
-            "ts": round(time.time(), 3), "remote": request.remote, "method": request.method,
-            "path": request.path_qs, "status": response.status,
-            "bytes": response.body_length, "ms": round(time_taken * 1e3, 3)}))
-
-
-def error_response(err: errors.OpError, status: int | None = None) -> web.Response:
-    return web.Response(body=rest_codec.dumps({"error": err.message}),
-                        status=status or http_status(err), content_type="application/json")
+        self.logger.info(access_line(request.remote, request.method, request.path_qs,
+                                     response.status, response.body_length, time_taken))
 
 
 @web.middleware
@@ -69,16 +73,18 @@ async def _json_http_errors(request, handler):
                                 k: v for k, v in e.headers.items() if k == "Allow"})
 
 
-def _json(obj) -> web.Response:
-    return web.Response(body=rest_codec.dumps(obj), content_type="application/json")
-
-
 def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
     return {"name": name, "signature_name": signature_name, "version": str(version)}
 
 
+class TooLarge(Exception):
+    """A request body over the server's limit (answered 413)."""
+
+
 class RestApi:
-    """The REST handlers over a PredictService; `app()` builds the aiohttp app."""
+    """The REST handlers over a PredictService, independent of the HTTP server:
+    `predict` and `get` take a request's parts and give (status, JSON body); `app()`
+    wraps them as an aiohttp app (to embed), http_server.HttpServer serves them itself."""
 
     def __init__(self, service: PredictService, timeout_ms: int = 30000,
                  max_request_bytes: int = 64 << 20):
@@ -94,13 +100,34 @@ class RestApi:
         app.router.add_get("/monitoring/prometheus/metrics", self.metrics)
         return app
 
+    # -- the aiohttp app's handlers ---------------------------------------------------------
+    async def post_model(self, request: web.Request) -> web.Response:
+        async def read():
+            try:
+                return await request.read()
+            except web.HTTPRequestEntityTooLarge as e:
+                raise TooLarge(e.text or "Request Entity Too Large") from None
+
+        timeout = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
+        status, body = await self.predict(request.match_info["tail"], request.path, read,
+                                          timeout)
+        return web.Response(body=body, status=status, content_type="application/json")
+
+    async def get_model(self, request: web.Request) -> web.Response:
+        status, body = self.get(request.match_info["tail"], request.path)
+        return web.Response(body=body, status=status, content_type="application/json")
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        status, body, content_type = self.metrics_text()
+        return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+
+    # -- the handlers proper ---------------------------------------------------------------
     @staticmethod
-    def _route(request):
+    def _route(tail: str, method: str, path: str):
         # from the route's tail, so the app works mounted under a prefix (add_subapp)
-        m = _MODEL_PATH.match("/v1/models/" + request.match_info["tail"])
+        m = _MODEL_PATH.match("/v1/models/" + tail)
         if m is None:
-            raise errors.InvalidArgumentError(
-                None, None, f"Malformed request: {request.method} {request.path}")
+            raise errors.InvalidArgumentError(None, None, f"Malformed request: {method} {path}")
         version = m["version"]
         if version is not None:
             if not version.isdigit():
@@ -110,9 +137,8 @@ class RestApi:
         return m["name"], version, m["label"], m["rest"]
 
     @staticmethod
-    def _timeout_ms(request) -> int:
+    def _timeout_ms(text: str | None) -> int:
         """The request's own deadline (0: none given)."""
-        text = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
         if text is None:
             return 0
         try:
@@ -125,24 +151,30 @@ class RestApi:
             raise errors.InvalidArgumentError(None, None, f"timeout_ms must be > 0, got {value}")
         return value
 
-    async def post_model(self, request: web.Request) -> web.Response:
-        started = time.perf_counter()
+    async def predict(self, tail: str, path: str, read, timeout: str | None,
+                      started: float | None = None) -> tuple[int, bytes]:
+        """POST /v1/models/{tail}: (status, JSON body). `read` is the body, or a function
+        awaiting it (raising TooLarge when it is over the limit); `timeout` is the
+        request's timeout_ms parameter or X-Request-Timeout-Ms header."""
+        started = started or time.perf_counter()
         name, mv_version, signature_name = "", None, ""
+        service = self.service
         try:
-            name, version, label, rest = self._route(request)
-            if rest in (":classify", ":regress"):
-                raise errors.UnimplementedError(
-                    None, None, f"{rest[1:]} (tf.Example inputs) is not supported by aioflow "
-                                "serve; use :predict")
+            name, version, label, rest = self._route(tail, "POST", path)
             if rest != ":predict":
-                raise errors.InvalidArgumentError(
-                    None, None, f"Malformed request: POST {request.path}")
-            timeout_ms = self._timeout_ms(request)
-            body = await request.read()
-            with self.service.version(name, version, label) as mv:
+                if rest in (":classify", ":regress"):
+                    raise errors.UnimplementedError(
+                        None, None, f"{rest[1:]} (tf.Example inputs) is not supported by "
+                                    "aioflow serve; use :predict")
+                raise errors.InvalidArgumentError(None, None, f"Malformed request: POST {path}")
+            timeout_ms = self._timeout_ms(timeout)
+            body = read if isinstance(read, bytes) else await read()
+            mv = service.acquire(name, version, label)
+            try:
                 mv_version = mv.version
-                doc = (await asyncio.to_thread(rest_codec.loads, body)
-                       if len(body) > PARSE_OFF_LOOP_BYTES else rest_codec.loads(body))
+                big = len(body) > PARSE_OFF_LOOP_BYTES
+                doc = (await asyncio.to_thread(rest_codec.loads, body) if big
+                       else rest_codec.loads(body))
                 if isinstance(doc, dict):
                     signature_name = doc.get("signature_name", "")
                     if not isinstance(signature_name, str):
@@ -157,45 +189,47 @@ class RestApi:
                         None, None, f'Serving signature name: "{signature_name}" not found in '
                                     'signature def')
                 inputs, fmt = (
-                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs)
-                    if len(body) > PARSE_OFF_LOOP_BYTES else
-                    rest_codec.parse_predict(doc, sig.inputs))
-                self.service.check_inputs(sig, inputs)
-                outputs = await self.service.run(mv, sig, inputs, tuple(sig.outputs),
-                                                 timeout_ms, self.timeout_ms)
+                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs) if big
+                    else rest_codec.parse_predict(doc, sig.inputs))
+                service.check_inputs(sig, inputs)
+                outputs = await service.run(mv, sig, inputs, tuple(sig.outputs), timeout_ms,
+                                            self.timeout_ms)
                 body = rest_codec.format_predict(outputs, fmt)
-        except web.HTTPRequestEntityTooLarge as e:
-            err = errors.InvalidArgumentError(None, None, e.text or "Request Entity Too Large")
-            self.service.record("rest", name, mv_version, signature_name, started, err)
-            return error_response(err, status=413)
+            finally:
+                service.release(mv)
+        except TooLarge as e:
+            err = errors.InvalidArgumentError(None, None, str(e))
+            service.record("rest", name, mv_version, signature_name, started, err)
+            return 413, rest_codec.dumps({"error": err.message})
         except asyncio.CancelledError:
-            self.service.record("rest", name, mv_version, signature_name, started,
-                                errors.CancelledError(None, None, "client disconnected"))
+            service.record("rest", name, mv_version, signature_name, started,
+                           errors.CancelledError(None, None, "client disconnected"))
             raise
         except Exception as e:
             err = as_op_error(e)
-            self.service.record("rest", name, mv_version, signature_name, started, err)
-            return error_response(err)
-        self.service.record("rest", name, mv_version, signature_name, started)
-        return web.Response(body=body, content_type="application/json")
+            service.record("rest", name, mv_version, signature_name, started, err)
+            return http_status(err), rest_codec.dumps({"error": err.message})
+        service.record("rest", name, mv_version, signature_name, started)
+        return 200, body
 
-    async def get_model(self, request: web.Request) -> web.Response:
+    def get(self, tail: str, path: str) -> tuple[int, bytes]:
+        """GET /v1/models/{tail}: model status or metadata, (status, JSON body)."""
         try:
-            name, version, label, rest = self._route(request)
+            name, version, label, rest = self._route(tail, "GET", path)
             if rest == "/metadata":
-                return _json(self.metadata(name, version, label))
+                return 200, rest_codec.dumps(self.metadata(name, version, label))
             if rest is not None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Malformed request: GET {request.path}")
+                raise errors.InvalidArgumentError(None, None, f"Malformed request: GET {path}")
             if label is not None:
                 version = self.service.registry.configs[name].labels.get(label) \
                     if name in self.service.registry.configs else None
                 if version is None:
                     raise errors.InvalidArgumentError(
                         None, None, f"Unrecognized servable version label: {label}")
-            return _json(status_json(self.service.registry, name, version))
+            return 200, rest_codec.dumps(status_json(self.service.registry, name, version))
         except Exception as e:
-            return error_response(as_op_error(e))
+            err = as_op_error(e)
+            return http_status(err), rest_codec.dumps({"error": err.message})
 
     def metadata(self, name: str, version, label) -> dict:
         with self.service.version(name, version, label) as mv:
@@ -207,13 +241,14 @@ class RestApi:
                             sigmap, preserving_proto_field_name=True,
                             always_print_fields_with_no_presence=True)}}}
 
-    async def metrics(self, request: web.Request) -> web.Response:
+    def metrics_text(self) -> tuple[int, bytes, str]:
+        """GET /monitoring/prometheus/metrics: (status, body, content type)."""
         metrics = self.service.metrics
         if metrics is None:
-            return error_response(errors.NotFoundError(None, None, "metrics are off"))
+            return 404, rest_codec.dumps({"error": "metrics are off"}), "application/json"
         from aioflow.serving.metrics import CONTENT_TYPE
 
-        return web.Response(body=metrics.expose(), headers={"Content-Type": CONTENT_TYPE})
+        return 200, metrics.expose(), CONTENT_TYPE
 
 
 def signature_def_map(mv) -> get_model_metadata_pb2.SignatureDefMap:

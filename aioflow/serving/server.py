@@ -14,6 +14,7 @@ from aiohttp import web
 
 from aioflow.serving.batching import BatchingOptions
 from aioflow.serving.grpc_service import GrpcApi
+from aioflow.serving.http_server import HttpServer
 from aioflow.serving.metrics import ServingMetrics
 from aioflow.serving.model_registry import ModelConfig, ModelRegistry
 from aioflow.serving.predict import PredictService
@@ -24,14 +25,21 @@ _log = logging.getLogger("aioflow.serving")
 
 class ModelServer:
     """Serves `models` over gRPC on `port` and REST on `rest_api_port` (None: no REST;
-    0: any free port, as the bound ports are then read from `grpc_port`/`rest_port`)."""
+    0: any free port, as the bound ports are then read from `grpc_port`/`rest_port`).
+    `rest_api_server` picks the REST server: "native" (http_server.py, lean) or
+    "aiohttp" (rest_app's aiohttp app, the one an app embeds). `reuse_port` binds with
+    SO_REUSEPORT and `metrics_dir` is prometheus_client's multiprocess directory: a
+    worker of `aioflow serve --workers N` (workers.py)."""
 
     def __init__(self, models: list[ModelConfig], *, host: str = "0.0.0.0",
                  port: int | None = 8500, rest_api_port: int | None = 8501,
                  batching: BatchingOptions | None = None, poll_seconds: float = 1.0,
                  rest_api_timeout_ms: int = 30000, max_request_bytes: int = 64 << 20,
-                 access_log: bool = True, grace_s: float = 30.0):
-        self.metrics = ServingMetrics()
+                 access_log: bool = True, grace_s: float = 30.0,
+                 rest_api_server: str = "native", reuse_port: bool = False,
+                 metrics_dir: str | None = None):
+        self.metrics = ServingMetrics(metrics_dir)
+        self._reuse_port = reuse_port
         self.registry = ModelRegistry(models, poll_seconds, self.metrics)
         self.service = PredictService(self.registry, batching, self.metrics)
         self.host = host
@@ -39,6 +47,11 @@ class ModelServer:
         self._rest_api_port = rest_api_port
         self._rest = RestApi(self.service, rest_api_timeout_ms, max_request_bytes)
         self._access_log = access_log
+        if rest_api_server not in ("native", "aiohttp"):
+            raise ValueError(f"rest_api_server must be native or aiohttp, got "
+                             f"{rest_api_server!r}")
+        self._rest_api_server = rest_api_server
+        self._http: HttpServer | None = None
         self.grace_s = grace_s
         self._runner: web.AppRunner | None = None
         self._grpc: grpc.aio.Server | None = None
@@ -52,19 +65,28 @@ class ModelServer:
         if self._port is not None:
             # No message size limit (gRPC's default refuses requests over 4 MiB), as
             # TF Serving sets its server's to the largest there is.
-            self._grpc = grpc.aio.server(options=[("grpc.max_receive_message_length", -1),
-                                                  ("grpc.max_send_message_length", -1)])
+            options = [("grpc.max_receive_message_length", -1),
+                       ("grpc.max_send_message_length", -1)]
+            if self._reuse_port:
+                options.append(("grpc.so_reuseport", 1))  # beside the other workers
+            self._grpc = grpc.aio.server(options=options)
             self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
-        if self._rest_api_port is not None:
+        if self._rest_api_port is not None and self._rest_api_server == "native":
+            self._http = HttpServer(self._rest, logging.getLogger("aioflow.serving.access")
+                                    if self._access_log else None)
+            self.rest_port = await self._http.start(self.host, self._rest_api_port,
+                                                    self._reuse_port)
+        elif self._rest_api_port is not None:
             kwargs = {"access_log_class": JsonAccessLogger,
                       "access_log": logging.getLogger("aioflow.serving.access")} \
                 if self._access_log else {"access_log": None}
             self._runner = web.AppRunner(self._rest.app(), handler_cancellation=True,
                                          shutdown_timeout=self.grace_s, **kwargs)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, self.host, self._rest_api_port)
+            site = web.TCPSite(self._runner, self.host, self._rest_api_port,
+                               reuse_port=self._reuse_port or None)
             await site.start()
             self.rest_port = site._server.sockets[0].getsockname()[1]
 
@@ -86,6 +108,8 @@ class ModelServer:
             waits.append(self._grpc.stop(self.grace_s))
         if self._runner is not None:
             waits.append(self._runner.cleanup())
+        if self._http is not None:
+            waits.append(self._http.stop(self.grace_s))
         await asyncio.gather(*waits)
         await self.registry.close()
         self._stopped.set()
