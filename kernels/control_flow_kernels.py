@@ -108,6 +108,7 @@ class LoopCondOp(OpKernel):
     """Forward the loop predicate (the executor reads it through the loop's Switches)."""
 
     forwards_input = True
+    compilable = True  # a pure forward: it joins its predicate's segment (Less, LoopCond)
 
     def compute(self, ctx, inputs):
         return (inputs[0],)

@@ -366,3 +366,22 @@ async def test_cancelling_a_split_loop_while_a_recv_waits_releases_everything():
         never.set()
         value = await asyncio.wait_for(sess.run(out, {x: np.ones(2, np.float32)}), 30)
     np.testing.assert_array_equal(value, np.full(2, 2.0 ** 8, np.float32))
+
+
+async def test_the_other_devices_body_runs_as_one_segment(monkeypatch):
+    """On /cpu:1 the body's multiply, its add and the multiply's constant (gated by the
+    control loop's Identity) form one compiled segment: they feed only the add."""
+    from aioflow.runtime.direct_session import DirectSession
+
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "1")  # in both of this module's modes
+    g, x, out = _split_loop(5, 1)
+    direct = DirectSession(config=TWO_CPUS)
+    try:
+        direct.extend(g.as_graph_def())
+        eak = direct.get_executors((x.name,), (out.name,), ())
+        (cpu1,) = [e for e in eak.executors if e.device.name.endswith("CPU:1")]
+        members = [[m.op for m in s.members] for s in cpu1.segments]
+        assert any({"Identity", "Const", "Mul", "AddV2"} <= set(ops) for ops in members), \
+            members
+    finally:
+        direct.close()

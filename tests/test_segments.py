@@ -722,3 +722,58 @@ async def test_an_uninitialized_variable_read_in_a_compiled_loop_fails_naming_th
         # a loop that does not run reads nothing; an untaken branch's loop is dead
         await sess.run(gated, {n: 3, p: False})
         np.testing.assert_array_equal(await sess.run(out, {n: 0, p: False}), np.zeros(3))
+
+
+# -- runs sinking into the run that consumes them ------------------------------------------------
+
+def sinking_graph(shared: bool):
+    """(x * 2 + 1) + p, p from a py_func (not compilable): the multiply-add waits for x
+    only, the last add for p too; the multiply-add feeds nothing but that add, or (shared)
+    a second py_func too."""
+    pv = np.array([12.0, 0.0, -3.0], np.float32)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        p = af.py_func(lambda: pv, [], af.float32, name="p")
+        p.set_shape([3])
+        inner = af.add(x * 2.0, 1.0, name="inner")
+        out = af.add(inner, p, name="out")
+        fetches = [out, af.py_func(lambda v: v - 1, [inner], af.float32)] if shared else [out]
+    feeds = {x: np.array([1.0, -2.0, 0.5], np.float32)}
+    want_inner = feeds[x] * np.float32(2) + np.float32(1)
+    expected = [want_inner + pv] + ([want_inner - 1] if shared else [])
+    return g, [x], fetches, feeds, expected
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_run_feeding_only_a_later_run_joins_it(monkeypatch, shared):
+    """The multiply-add joins the last add's segment (it holds back nothing: only that
+    add consumes it), unless a kernel outside consumes it too (which would then wait for
+    p)."""
+    g, feed_list, fetches, feeds, expected = sinking_graph(shared)
+    direct, eak = executors_for(g, feed_list, fetches)
+    try:
+        (impl,) = eak.executors
+        _assert_segments_sound(impl)
+        owner = {m.name: s.item.name for s in impl.segments for m in s.members}
+        assert "inner" in owner and "mul" in owner
+        if shared:
+            assert owner.get("out") != owner["inner"]
+        else:
+            assert owner.get("out") == owner["inner"] == owner["mul"]
+    finally:
+        direct.close()
+    results = await run_in_modes(monkeypatch, g, fetches, [feeds] * 4)
+    assert_all_modes(results, [expected] * 4)
+
+
+def test_sinking_refuses_a_merge_that_a_path_would_leave_and_reenter():
+    """Run A (node 2) feeds only run B (nodes 0 and 3), but B's node 0 reaches A through
+    node 1: as one step, B would wait for A and A for B."""
+    from aioflow.runtime.segments import _sink
+
+    succ = [[1], [2], [3], []]
+    chunks = [([0, 3], ("f", 1, frozenset({9}))), ([2], ("f", 0, frozenset()))]
+    assert sorted(map(sorted, _sink(chunks, [0, 1, 2, 3], succ))) == [[0, 3], [2]]
+    succ[0] = [3]  # no path from B to A: A joins B
+    assert _sink(chunks, [0, 1, 2, 3], succ) == [[0, 2, 3]]

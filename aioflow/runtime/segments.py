@@ -81,12 +81,11 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     for i in order:
         if candidate[i]:
             groups[(items[i].frame_name, depth[i], late[i])].append(i)
-    found = []
-    for members in groups.values():
-        for start in range(0, len(members), MAX_MEMBERS):
-            chunk = members[start:start + MAX_MEMBERS]
-            if len(chunk) >= MIN_MEMBERS:
-                found.append([items[i] for i in chunk])
+    chunks = [(members[start:start + MAX_MEMBERS], key)
+              for key, members in groups.items()
+              for start in range(0, len(members), MAX_MEMBERS)]
+    chunks = _sink(chunks, order, succ)
+    found = [[items[i] for i in chunk] for chunk in chunks if len(chunk) >= MIN_MEMBERS]
     sources = {}
     for chunk in found:
         for item in chunk:
@@ -96,6 +95,65 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
                 if constant[src]:
                     sources.setdefault("constants", {})[src] = items[src].kernel
     return found, sources
+
+
+def _sink(chunks: list, order: list, succ: list) -> list:
+    """Merge a run into the one run that consumes all its outputs when it waits for no
+    late input that run does not (a Const gated by a control edge, a multiply feeding
+    only an add, as a loop body split over devices has them): nothing outside waits for
+    its outputs, so no value is held back. Visited in reverse topological order, chains
+    of runs sink whole; a merge that would put a path from the run back into it through
+    another node (a deadlock when run as one step) is refused."""
+    position = {i: p for p, i in enumerate(order)}
+    where = {}
+    for k, (chunk, _) in enumerate(chunks):
+        for i in chunk:
+            where[i] = k
+    merged = [list(chunk) for chunk, _ in chunks]
+    keys = [key for _, key in chunks]
+    for i in reversed(order):
+        k = where.get(i)
+        if k is None or merged[k][0] != i:  # a run is tried when its first node is met
+            continue
+        own = set(merged[k])
+        targets = {where.get(j) for m in merged[k] for j in succ[m] if j not in own}
+        if len(targets) != 1:
+            continue
+        t = targets.pop()
+        if t is None or not _may_sink(keys[k], keys[t], len(own) + len(merged[t])):
+            continue
+        union = own.union(merged[t])
+        if _reenters(union, succ, position):
+            continue
+        merged[t] = sorted(union, key=position.__getitem__)
+        for m in merged[k]:
+            where[m] = t
+        merged[k] = []
+    return [chunk for chunk in merged if chunk]
+
+
+def _may_sink(key: tuple, into: tuple, size: int) -> bool:
+    """A run of key (frame, depth, late) may join a run of `into`: same frame, its late
+    inputs among the other's, a different key (runs of one key are cut by size only),
+    and the result within MAX_MEMBERS."""
+    return (size <= MAX_MEMBERS and key[0] == into[0] and key != into
+            and key[2] <= into[2])
+
+
+def _reenters(members: set, succ: list, position: dict) -> bool:
+    """Whether a path leaves `members` and comes back (only nodes before the last member
+    in topological order can lie on one)."""
+    last = max(position[m] for m in members)
+    stack = [j for m in members for j in succ[m] if j not in members and position[j] < last]
+    seen = set(stack)
+    while stack:
+        for j in succ[stack.pop()]:
+            if j in members:
+                return True
+            if j not in seen and position[j] < last:
+                seen.add(j)
+                stack.append(j)
+    return False
 
 
 _NONE: frozenset = frozenset()
