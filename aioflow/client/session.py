@@ -367,18 +367,24 @@ def _node_defs_between(graph: ops.Graph, old: int, new: int):
     by_id = graph._ops_by_id
     graph_def = graph_pb2.GraphDef()
     add = graph_def.node.add
+    node_defs = []
+    append = node_defs.append
     checked = True
     for op_id in range(old + 1, new + 1):
         op = by_id.get(op_id)
         if op is None:
             continue
         checked = checked and op._checked
-        inputs = [t._as_node_def_input() for t in op._inputs]
-        controls = op._control_inputs
-        if controls:  # TF's ToGraphDef sorts control inputs by name
-            inputs.extend(sorted("^" + c.name for c in controls))
-        add(name=op._name, op=op._type, device=op._device, input=inputs, attr=op._attrs)
-    return graph_def.node, checked
+        node_def = op._node_def  # import_graph_def's own, when the op is as imported
+        if node_def is None:
+            inputs = [t._as_node_def_input() for t in op._inputs]
+            controls = op._control_inputs
+            if controls:  # TF's ToGraphDef sorts control inputs by name
+                inputs.extend(sorted("^" + c.name for c in controls))
+            node_def = add(name=op._name, op=op._type, device=op._device, input=inputs,
+                           attr=op._attrs)
+        append(node_def)
+    return node_defs, checked
 
 
 def _fetched(value):

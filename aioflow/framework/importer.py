@@ -206,6 +206,10 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     for node, op_def, op in node_defs:
         expected = node_def_util.input_types(node, op_def)
         data_index = 0
+        # Whether `node` reads as the op's NodeDef would be written (Operation._node_def):
+        # same name, inputs as the op's tensors write them, controls sorted and distinct.
+        canonical = not prefix
+        last_control = ""
         for text in node.input:
             src_name, index = node_def_util.parse_input(text)
             if index < 0:
@@ -215,11 +219,16 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                     raise errors.InvalidArgumentError(
                         node, None, f"Node '{node.name}': Unknown input node '{text}'")
                 op._add_control_input(src)
+                canonical = canonical and mapped is None and src_name > last_control
+                last_control = src_name
                 continue
             mapped = input_map.get(f"{src_name}:{index}")
             if mapped is not None:
                 tensor = mapped
+                canonical = False
             else:
+                canonical = canonical and (text == src_name if index == 0
+                                           else text == f"{src_name}:{index}")
                 src = created.get(src_name)
                 if src is None:
                     raise errors.InvalidArgumentError(
@@ -248,6 +257,10 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                 node, None, f"NodeDef expected inputs '{len(expected)}' do not match "
                             f"{data_index} inputs specified; Op<name={op_def.name}>; "
                             f"NodeDef: {node_def_util.summarize(node)}")
+        if canonical:  # (`node` is the import's own copy: it may be given away)
+            if node.device != op._device:
+                node.device = op._device
+            op._node_def = node
     _infer_shapes([op for _, _, op in node_defs])
     return [op for _, _, op in node_defs]
 
