@@ -63,14 +63,17 @@ def check_edges(node_defs, mapped=frozenset()) -> None:
     next_iterations = {nd.name for nd in node_defs if nd.op in _NEXT_ITERATION_OPS}
     consumers: list[list[int]] = [[] for _ in node_defs]
     pending: list[int] = []
+    parse_input = node_def_util.parse_input
     for n, node_def in enumerate(node_defs):
-        parsed = [node_def_util.parse_input(text) for text in node_def.input]
+        texts = node_def.input
+        parsed = [parse_input(text) if ":" in text or text.startswith("^") else (text, 0)
+                  for text in texts]
         count = len(parsed)
         back_edge = node_def.op in _MERGE_OPS and any(
             index >= 0 and name in next_iterations for name, index in parsed)
         if back_edge:
             count = sum(1 for _, index in parsed if index < 0) + 1
-        for text, (name, index) in zip(node_def.input, parsed, strict=True):
+        for text, (name, index) in zip(texts, parsed, strict=True):
             if (name, index) in mapped:
                 count -= 1
                 continue

@@ -170,7 +170,9 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         # A direct call of a library function: the function's signature is its OpDef.
         op_def = reg.op_def if reg is not None else fdef.signature
         node = _copy_with_defaults(node, op_def)
-        node_def_util.validate_node_def(node, op_def, allow_internal_ops=False)
+        # (names and input order: checked for every node by _check_graph_def)
+        node_def_util.validate_node_def(node, op_def, allow_internal_ops=False,
+                                        names_checked=True)
         out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]
         new_name = prefix + node.name
         if graph._get_operation_or_none(new_name) is not None:
@@ -211,7 +213,10 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         canonical = not prefix
         last_control = ""
         for text in node.input:
-            src_name, index = node_def_util.parse_input(text)
+            if ":" in text or text.startswith("^"):
+                src_name, index = node_def_util.parse_input(text)
+            else:  # (the common case, without a call)
+                src_name, index = text, 0
             if index < 0:
                 mapped = input_map.get(text)
                 src = mapped if mapped is not None else created.get(src_name)

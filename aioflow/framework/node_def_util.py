@@ -69,12 +69,16 @@ def check_input_order(node_def) -> None:
                                    f"after regular dependencies")
 
 
-def validate_node_def(node_def, op_def, allow_internal_ops: bool = True) -> None:
+def validate_node_def(node_def, op_def, allow_internal_ops: bool = True,
+                      names_checked: bool = False) -> None:
     """The node's name and input order; every OpDef attr present, of the right type and an
     allowed value, and no unknown attrs; its arity (number attrs against its inputs, before
-    anything is built from them); its device string and the op's own attr rules."""
-    check_node_name(node_def, allow_internal_ops)
-    check_input_order(node_def)
+    anything is built from them); its device string and the op's own attr rules.
+    `names_checked`: the caller checked the name and input order already (import checks
+    them for the whole GraphDef first, graph_def_checks.index_nodes)."""
+    if not names_checked:
+        check_node_name(node_def, allow_internal_ops)
+        check_input_order(node_def)
     _validate_attrs(node_def, op_def)
     check_arity(node_def, op_def)
     _check_device(node_def)
@@ -337,8 +341,13 @@ def num_outputs(node_def, op_def) -> int:
 
 
 def num_data_inputs(node_def) -> int:
-    """The NodeDef's inputs that are not control inputs."""
-    return sum(1 for text in node_def.input if not text.startswith("^"))
+    """The NodeDef's inputs that are not control inputs, which come last (the caller
+    has checked the order: check_input_order)."""
+    inputs = node_def.input
+    n = len(inputs)
+    while n and inputs[n - 1].startswith("^"):
+        n -= 1
+    return n
 
 
 def _has_lists(op_def) -> bool:

@@ -165,8 +165,10 @@ class Graph:
         return (n for n in self.nodes[2:] if n is not None)
 
     def add_node(self, node_def: node_def_pb2.NodeDef, op_def, input_types, output_types) -> Node:
-        node = Node(len(self.nodes), node_def, op_def, list(input_types), list(output_types))
-        self.nodes.append(node)
+        """A new node; it keeps copies of the type lists (the caller's stay its own)."""
+        nodes = self.nodes
+        node = Node(len(nodes), node_def, op_def, list(input_types), list(output_types))
+        nodes.append(node)
         return node
 
     def remove_node(self, node: Node) -> None:

@@ -152,31 +152,34 @@ class GraphState:
         """construct.convert_graph_def_to_graph's per-node checks; each node that passes
         is added (with its name) at once, so later nodes may name it."""
         graph, by_name = self.graph, self.by_name
+        get_registration = op_def_registry.get_registration
+        input_types, output_types = node_def_util.input_types, node_def_util.output_types
+        add_node, append = graph.add_node, new.append
         for node_def in node_defs:
-            if not node_def.name:
+            name = node_def.name
+            if not name:
                 raise construct._error(node_def, f"Node with op {node_def.op} has an empty "
                                                  f"name")
-            if node_def.name in by_name:
-                raise construct._error(node_def, f"Node '{node_def.name}' is not unique")
-            reg = op_def_registry.get_registration(node_def.op)
+            if name in by_name:
+                raise construct._error(node_def, f"Node '{name}' is not unique")
+            reg = get_registration(node_def.op)
             check = not validated
             if reg is None and is_direct_call(node_def, self.library):
                 node_def = construct._as_call(node_def, self.library)
-                reg = op_def_registry.get_registration(node_def.op)
+                reg = get_registration(node_def.op)
                 check = True  # its attrs are new
             if reg is None:
                 raise construct._error(node_def, f"Op type not registered '{node_def.op}' in "
                                                  f"binary running aioflow. (node "
-                                                 f"{node_def.name})")
+                                                 f"{name})")
             op_def = reg.op_def
             if check:  # (a validated NodeDef carries its defaults already)
                 node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
-            in_types = node_def_util.input_types(node_def, op_def)
-            out_types = node_def_util.output_types(node_def, op_def)
-            node = graph.add_node(node_def, op_def, in_types, out_types)
-            by_name[node_def.name] = node
-            new.append(node)
+            node = add_node(node_def, op_def, input_types(node_def, op_def),
+                            output_types(node_def, op_def))
+            by_name[name] = node
+            append(node)
 
     def _place(self, new: list[Node], moved: dict[Node, str]) -> dict[str, list[Node]]:
         """Place the groups the new nodes join, each as a whole (members already placed
@@ -198,12 +201,12 @@ class GraphState:
         keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
         first_new = new[0].id if new else 0
         for key, members in placer.placement_order({k: touched[k] for k in keys}):
-            requested = placer.merged_request(key, members, allow_soft)
-            device = placer._choose(members, requested, self.device_mgr, allow_soft)
+            device_name = placer.choose_device(key, members, self.device_mgr,
+                                               allow_soft).name
             for node in members:
                 if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
-                node.assigned_device_name = device.name
+                node.assigned_device_name = device_name
         return touched
 
     def _roll_back(self, mark: int, new: list[Node], moved: dict[Node, str]) -> None:

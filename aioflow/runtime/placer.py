@@ -19,8 +19,7 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
         if assigned:  # placed already (a stateful node kept where an earlier step put it)
             device = device_mgr.lookup(assigned)
         else:
-            requested = merged_request(key, members, allow_soft_placement)
-            device = _choose(members, requested, device_mgr, allow_soft_placement)
+            device = choose_device(key, members, device_mgr, allow_soft_placement)
         for node in members:
             node.assigned_device_name = device.name
 
@@ -99,6 +98,21 @@ def _parse(node, requested: str):
         raise errors.InvalidArgumentError(
             node.def_, None, f"Malformed device specification '{requested}' in node "
                              f"{{{{node {node.name}}}}}: {e}") from None
+
+
+def choose_device(key: str, members, device_mgr, allow_soft: bool):
+    """The device of the colocation group `key`: its members' merged request, then the
+    first device (in the manager's order) with a kernel for every member."""
+    if len(members) == 1:  # the common case, without the merge: one node, no request
+        node = members[0]
+        if not node.requested_device:
+            node_def = node.def_
+            for device in device_mgr.devices:
+                if op_kernel.find_kernel_class(node_def, device.device_type) is not None:
+                    return device
+            # (no kernel anywhere: _choose below words the error)
+    requested = merged_request(key, members, allow_soft)
+    return _choose(members, requested, device_mgr, allow_soft)
 
 
 def _choose(members, requested: str, device_mgr, allow_soft: bool):
