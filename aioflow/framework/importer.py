@@ -277,7 +277,8 @@ def _count_data(node) -> int:
 def _copy_with_defaults(node, op_def):
     copy = type(node)()
     copy.CopyFrom(node)
-    node_def_util.add_default_attrs(copy, op_def)
+    if node_def_util.defaulted_attrs(op_def):
+        node_def_util.add_default_attrs(copy, op_def)
     return copy
 
 

@@ -45,9 +45,24 @@ def summarize(node_def) -> str:
 
 def add_default_attrs(node_def, op_def) -> None:
     """Fill in attrs the node leaves out that have defaults in the OpDef."""
-    for attr in op_def.attr:
-        if attr.name not in node_def.attr and attr.HasField("default_value"):
-            node_def.attr[attr.name].CopyFrom(attr.default_value)
+    attrs = node_def.attr
+    for name, default in defaulted_attrs(op_def):
+        if name not in attrs:
+            attrs[name].CopyFrom(default)
+
+
+_DEFAULTS: dict[int, tuple] = {}
+
+
+def defaulted_attrs(op_def) -> tuple:
+    """(name, default AttrValue) of the OpDef's attrs that have a default, read from the
+    proto once per OpDef (on the path of every imported node)."""
+    known = _DEFAULTS.get(id(op_def))
+    if known is not None and known[0] is op_def:
+        return known[1]
+    found = tuple((a.name, a.default_value) for a in op_def.attr if a.HasField("default_value"))
+    _DEFAULTS[id(op_def)] = (op_def, found)
+    return found
 
 
 def check_node_name(node_def, allow_internal_ops: bool = True) -> None:

@@ -70,9 +70,8 @@ def _as_call(node_def, library) -> node_def_pb2.NodeDef:
 
 
 def _with_defaults(node_def, op_def) -> node_def_pb2.NodeDef:
-    missing = [a for a in op_def.attr if a.name not in node_def.attr
-               and a.HasField("default_value")]
-    if not missing:
+    attrs = node_def.attr
+    if all(name in attrs for name, _ in node_def_util.defaulted_attrs(op_def)):
         return node_def
     copy = node_def_pb2.NodeDef()
     copy.CopyFrom(node_def)
