@@ -306,23 +306,31 @@ def _prefixed_class(value, prefix: str, created, graph_def):
 
 def _infer_shapes(new_ops: list[ops.Operation]) -> None:
     """Run shape functions in topological order; loop back edges are left unknown."""
-    pending = {}
-    consumers: dict[int, list[ops.Operation]] = {}
-    members = {id(op) for op in new_ops}
-    for op in new_ops:
-        deps = [t.op for t in op._inputs if id(t.op) in members and t.op.type != "NextIteration"]
-        pending[id(op)] = len(deps)
-        for d in deps:
-            consumers.setdefault(id(d), []).append(op)
-    ready = [op for op in new_ops if pending[id(op)] == 0]
+    position = {id(op): i for i, op in enumerate(new_ops)}
+    pending = [0] * len(new_ops)
+    consumers: list[list[int] | None] = [None] * len(new_ops)  # by position
+    for i, op in enumerate(new_ops):
+        count = 0
+        for t in op._inputs:
+            d = position.get(id(t._op))
+            if d is not None and t._op._type != "NextIteration":
+                count += 1
+                if consumers[d] is None:
+                    consumers[d] = [i]
+                else:
+                    consumers[d].append(i)
+        pending[i] = count
+    ready = [i for i, count in enumerate(pending) if count == 0]
+    set_shapes = ops._set_shapes_for_outputs
     while ready:
-        op = ready.pop()
+        i = ready.pop()
+        op = new_ops[i]
         try:
-            ops._set_shapes_for_outputs(op)
+            set_shapes(op)
         except (ValueError, TypeError) as e:
             raise ValueError(f"Shape inference failed for node {op.name} ({op.type}): {e}") \
                 from e
-        for c in consumers.get(id(op), ()):
-            pending[id(c)] -= 1
-            if pending[id(c)] == 0:
+        for c in consumers[i] or ():
+            pending[c] -= 1
+            if pending[c] == 0:
                 ready.append(c)

@@ -243,6 +243,8 @@ def _place_with_passes(options: PassOptions, device_mgr, config) -> None:
 def _find_cycle_node(new: list[Node], first_id: int) -> Node | None:
     """construct's cycle check on the new nodes only: edges into existing nodes never
     come from new ones, so a cycle of the grown graph runs through new nodes alone."""
+    if all(e.src.id < node.id for node in new for e in node.in_edges):
+        return None  # every node comes after its inputs (as most graphs are written)
     pending = {}
     for node in new:
         pending[node.id] = sum(1 for e in node.in_edges
