@@ -173,7 +173,8 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         # (names and input order: checked for every node by _check_graph_def)
         node_def_util.validate_node_def(node, op_def, allow_internal_ops=False,
                                         names_checked=True)
-        out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]
+        in_types, out_enums = node_def_util.arg_types(node, op_def)
+        out_types = [dtypes.as_dtype(t) for t in out_enums]
         new_name = prefix + node.name
         if graph._get_operation_or_none(new_name) is not None:
             raise errors.InvalidArgumentError(
@@ -196,7 +197,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
             op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
         created[node.name] = op
-        node_defs.append((node, op_def, op))
+        node_defs.append((node, op_def, op, in_types))
     for op, names in colocations:
         # The device of the first op of its colocation list that has one, if any (TF:
         # several devices in a group are the placer's to reconcile or refuse).
@@ -205,8 +206,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             if target is not None and target.device:
                 op._device = device_spec.canonical(target.device)
                 break
-    for node, op_def, op in node_defs:
-        expected = node_def_util.input_types(node, op_def)
+    for node, op_def, op, expected in node_defs:
         data_index = 0
         # Whether `node` reads as the op's NodeDef would be written (Operation._node_def):
         # same name, inputs as the op's tensors write them, controls sorted and distinct.
@@ -266,8 +266,9 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             if node.device != op._device:
                 node.device = op._device
             op._node_def = node
-    _infer_shapes([op for _, _, op in node_defs])
-    return [op for _, _, op in node_defs]
+    new_ops = [op for _, _, op, _ in node_defs]
+    _infer_shapes(new_ops)
+    return new_ops
 
 
 def _count_data(node) -> int:

@@ -410,6 +410,32 @@ def input_types(node_def, op_def) -> list[int]:
     return _arg_types(node_def, op_def, op_def.input_arg)
 
 
+def arg_types(node_def, op_def) -> tuple[list[int], list[int]]:
+    """(input_types, output_types) in one pass: each type attr is read once."""
+    if _has_lists(op_def):
+        return (_arg_types(node_def, op_def, op_def.input_arg),
+                _arg_types(node_def, op_def, op_def.output_arg))
+    attrs = node_def.attr
+    values: dict[str, int] = {}
+    both: tuple[list[int], list[int]] = ([], [])
+    try:
+        for types, args in zip(both, (_simple_args(op_def, False), _simple_args(op_def, True)),
+                               strict=True):
+            for fixed, type_attr, ref in args:
+                if fixed:
+                    types.append(fixed + ref)
+                    continue
+                value = values.get(type_attr)
+                if value is None:
+                    value = values[type_attr] = (
+                        attrs[type_attr].type if type_attr in attrs
+                        else _attr(node_def, op_def, type_attr).type)
+                types.append(value + ref)
+    except KeyError as e:
+        raise _missing(node_def, op_def, e) from None
+    return both
+
+
 def output_types(node_def, op_def) -> list[int]:
     """The DataType enums of the node's outputs, in order."""
     if not _has_lists(op_def):

@@ -153,7 +153,7 @@ class GraphState:
         is added (with its name) at once, so later nodes may name it."""
         graph, by_name = self.graph, self.by_name
         get_registration = op_def_registry.get_registration
-        input_types, output_types = node_def_util.input_types, node_def_util.output_types
+        arg_types = node_def_util.arg_types
         add_node, append = graph.add_node, new.append
         for node_def in node_defs:
             name = node_def.name
@@ -176,8 +176,7 @@ class GraphState:
             if check:  # (a validated NodeDef carries its defaults already)
                 node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
-            node = add_node(node_def, op_def, input_types(node_def, op_def),
-                            output_types(node_def, op_def))
+            node = add_node(node_def, op_def, *arg_types(node_def, op_def))
             by_name[name] = node
             append(node)
 

@@ -30,22 +30,26 @@ def placement_order(groups: dict) -> list:
     pass, after their consumers (so the first error is a consumer's, as TF's)."""
     first, second = [], []
     for key, members in groups.items():
-        (second if all(_is_generator(n) for n in members) else first).append((key, members))
+        generators = (_is_generator(members[0]) if len(members) == 1
+                      else all(_is_generator(n) for n in members))
+        (second if generators else first).append((key, members))
     return first + second
 
 
 def _is_generator(node) -> bool:
-    return (node.num_inputs == 0 and node.num_outputs == 1
-            and node.output_types[0] < 100)  # a ref type's enum is its base's + 100
+    outputs = node.output_types
+    return (not node.input_types and len(outputs) == 1
+            and outputs[0] < 100)  # a ref type's enum is its base's + 100
 
 
 def _group_of(node) -> str:
-    attr = node.attr("_class")
-    if attr is not None:
-        for s in attr.list.s:
+    node_def = node.def_
+    attrs = node_def.attr
+    if "_class" in attrs:
+        for s in attrs["_class"].list.s:
             if s.startswith(b"loc:@"):
                 return s[5:].decode()
-    return node.name
+    return node_def.name
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
