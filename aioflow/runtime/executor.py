@@ -95,15 +95,18 @@ class ExecutorImpl:
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
         self.has_control_flow = deadness or any(n.is_control_flow for n in nodes)
-        # _Send/_Recv (and their host-memory forms) need the step's rendezvous, also when
-        # a user graph on one device holds them (the session makes one per step only where
-        # some executor does).
-        self.has_transfers = any(n.type_string in _TRANSFER_OPS for n in nodes)
         if self.has_control_flow:
             _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
+        # Whether some node may read a ref through a non-ref input (its kernel then reads
+        # the variable first, ref_inputs.py); graphs without variables have no ref output.
+        self._refs = any(t > _REF_TYPE for n in nodes for t in n.output_types)
         items = [self._make_item(i, node, cf_info.frame_names[node.id], inline_all)
                  for i, node in enumerate(nodes)]
+        # _Send/_Recv (and their host-memory forms) need the step's rendezvous, also when
+        # a user graph on one device holds them (the session makes one per step only where
+        # some executor does).
+        self.has_transfers = any(item.op in _TRANSFER_OPS for item in items)
         self.frame_infos: dict[str, FrameInfo] = {ROOT_FRAME: FrameInfo(ROOT_FRAME)}
         for item in items:
             self._lay_out(item)
@@ -133,7 +136,7 @@ class ExecutorImpl:
         item.op = node_def.op
         item.node_def = node_def
         kernel = kernel_for(node, self.device, self.function_library,
-                            self.share_kernels)  # shared when stateful; reads refs
+                            self.share_kernels, self._refs)  # shared when stateful; refs
         item.kernel = kernel
         is_async = kernel.is_async
         item.compute = kernel.compute_async if is_async else kernel.compute
@@ -175,7 +178,9 @@ class ExecutorImpl:
 
     def _lay_out(self, item: NodeItem) -> None:
         """Give `item` its pending id and input slots in its frame's layout."""
-        info = self.frame_infos.setdefault(item.frame_name, FrameInfo(item.frame_name))
+        info = self.frame_infos.get(item.frame_name)
+        if info is None:
+            info = self.frame_infos[item.frame_name] = FrameInfo(item.frame_name)
         item.pending_id = info.num_nodes
         info.num_nodes += 1
         info.pending_template.append(0)
@@ -184,8 +189,10 @@ class ExecutorImpl:
         info.total_inputs += item.num_inputs
         item.input_end = info.total_inputs
         if item.is_enter:
-            child = self.frame_infos.setdefault(item.enter_frame_name,
-                                                FrameInfo(item.enter_frame_name))
+            child = self.frame_infos.get(item.enter_frame_name)
+            if child is None:
+                child = self.frame_infos[item.enter_frame_name] = FrameInfo(
+                    item.enter_frame_name)
             child.input_count += 1
 
     def _make_segment_item(self, i: int, members: list[NodeItem], sources: dict,
@@ -396,6 +403,7 @@ async def run_states(states: list, ctx) -> None:
 
 
 _TRANSFER_OPS = frozenset({"_Send", "_Recv", "_HostSend", "_HostRecv"})
+_REF_TYPE = 100  # a ref type's DataType enum is its value type's + 100
 
 
 def _label(node_def) -> str:

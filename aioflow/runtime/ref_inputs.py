@@ -18,17 +18,18 @@ from aioflow.proto import node_def_pb2
 _REF_OFFSET = 100
 
 
-def kernel_for(node, device, function_library=None, share: bool = True):
+def kernel_for(node, device, function_library=None, share: bool = True, refs: bool = True):
     """The node's kernel on `device`: shared through the device's OpSegment when the op
     is stateful (and `share`: a function body's kernels belong to its instantiation),
-    wrapped when a non-ref input of it reads a ref."""
+    wrapped when a non-ref input of it reads a ref (`refs` False: the graph has no ref
+    output, no input to look at)."""
     segment = getattr(device, "op_segment", None) if share else None
     if segment is not None and shares_kernel(node):
         kernel = segment.find_or_create(
             node, lambda: _create(node, device.device_type, function_library))
     else:
         kernel = _create(node, device.device_type, function_library)
-    return wrap_ref_inputs(kernel, node)
+    return wrap_ref_inputs(kernel, node) if refs else kernel
 
 
 def _create(node, device_type: str, function_library):

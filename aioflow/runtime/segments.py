@@ -92,10 +92,14 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     for chunk in found:
         for item in chunk:
             node = nodes[item.id]
-            sources[item.id] = [(dense[e.src.id], e.src_output) for e in node.data_inputs()]
-            for src, _ in sources[item.id]:
-                if constant[src]:
-                    sources.setdefault("constants", {})[src] = items[src].kernel
+            inputs: list = [None] * len(node.input_types)  # (a node's data_inputs)
+            for e in node.in_edges:
+                if e.src_output >= 0:
+                    src = dense[e.src.id]
+                    inputs[e.dst_input] = (src, e.src_output)
+                    if constant[src]:
+                        sources.setdefault("constants", {})[src] = items[src].kernel
+            sources[item.id] = inputs
     return found, sources
 
 
