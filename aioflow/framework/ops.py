@@ -174,7 +174,9 @@ class Operation:
     def __init__(self, graph: Graph, op_id: int, name: str, op_type: str,
                  inputs: list[Tensor], output_types: list[dtypes.DType],
                  attrs: dict[str, attr_value_pb2.AttrValue], device: str,
-                 op_def, control_inputs: list[Operation]):
+                 op_def, control_inputs: list[Operation], traceback: bool = True):
+        """`traceback`: record where user code created the op (False: it was not, e.g.
+        an imported node)."""
         self._graph = graph
         self._id = op_id
         self._name = name
@@ -185,7 +187,7 @@ class Operation:
         self._op_def = op_def
         self._control_inputs: list[Operation] = []
         self._outputs = [Tensor(self, i, t) for i, t in enumerate(output_types)]
-        self._traceback = _user_frame()
+        self._traceback = _user_frame() if traceback else None
         self._control_flow_context = None
         self._control_outputs: list[Operation] = []
         # Its NodeDef passed validate_node_def's checks (built from the OpDef by a
