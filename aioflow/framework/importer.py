@@ -184,7 +184,8 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
         if graph._get_operation_or_none(new_name) is not None:
             raise errors.InvalidArgumentError(
                 node, None, f"Node name '{new_name}' already exists in the Graph")
-        attrs = {k: v for k, v in node.attr.items()}
+        node_attrs = node.attr
+        attrs = {k: node_attrs[k] for k in node_attrs}  # (keys, then values: no ItemsView)
         if "_class" in attrs:
             attrs["_class"] = _prefixed_class(attrs["_class"], prefix, created, graph_def)
         op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,

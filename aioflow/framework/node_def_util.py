@@ -135,9 +135,10 @@ def _attr_specs(op_def) -> dict[str, _AttrSpec]:
 def _validate_attrs(node_def, op_def) -> None:
     specs = _attr_specs(op_def)
     attrs = node_def.attr
-    for name, value in attrs.items():
+    for name in attrs:  # (keys, then values: the ItemsView is a Python generator)
         if name.startswith("_"):
             continue
+        value = attrs[name]
         spec = specs.get(name)
         if spec is None:  # TF 2.21 (ValidateNodeDef): logged, ignored, kept in the graph
             warnings.warn(f"NodeDef mentions attribute {name} which is not in the op "
@@ -417,10 +418,10 @@ def arg_types(node_def, op_def) -> tuple[list[int], list[int]]:
                 _arg_types(node_def, op_def, op_def.output_arg))
     attrs = node_def.attr
     values: dict[str, int] = {}
-    both: tuple[list[int], list[int]] = ([], [])
+    both = []
     try:
-        for types, args in zip(both, (_simple_args(op_def, False), _simple_args(op_def, True)),
-                               strict=True):
+        for args in (_simple_args(op_def, False), _simple_args(op_def, True)):
+            types = []
             for fixed, type_attr, ref in args:
                 if fixed:
                     types.append(fixed + ref)
@@ -431,9 +432,10 @@ def arg_types(node_def, op_def) -> tuple[list[int], list[int]]:
                         attrs[type_attr].type if type_attr in attrs
                         else _attr(node_def, op_def, type_attr).type)
                 types.append(value + ref)
+            both.append(types)
     except KeyError as e:
         raise _missing(node_def, op_def, e) from None
-    return both
+    return both[0], both[1]
 
 
 def output_types(node_def, op_def) -> list[int]:

@@ -296,7 +296,8 @@ def _copy(src: Graph, keep: set[int] | None) -> Graph:
         nodes = list(src.op_nodes())
     else:
         nodes = [src.nodes[i] for i in sorted(keep) if i > 1]
-    mapping: dict[int, Node] = {0: dst.source_node, 1: dst.sink_node}
+    mapping: list[Node | None] = [None] * len(src.nodes)  # by the source's ids
+    mapping[0], mapping[1] = dst.source_node, dst.sink_node
     add_node = dst.add_node
     for node in nodes:
         copy = add_node(node.def_, node.op_def, node.input_types, node.output_types)
@@ -306,7 +307,7 @@ def _copy(src: Graph, keep: set[int] | None) -> Graph:
     for node in [src.source_node, src.sink_node] + nodes:
         src_copy = mapping[node.id]
         for e in node.out_edges:
-            dst_copy = mapping.get(e.dst.id)
+            dst_copy = mapping[e.dst.id]
             if dst_copy is not None:
                 add_edge(src_copy, e.src_output, dst_copy, e.dst_input)
     return dst
