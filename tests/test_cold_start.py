@@ -176,3 +176,22 @@ async def test_a_chain_imported_and_run_once_gives_numpy_s_sum():
     async with af.Session(graph=g) as sess:
         value = await sess.run(f"{prev}:0", feed_dict={"x:0": np.float32(0.5)})
     assert value == np.float32(0.5) + np.float32(n)
+
+
+@pytest.mark.parametrize("whole", [True, False])
+async def test_the_import_s_copy_in_one_call_or_in_chunks(monkeypatch, whole):
+    # A graph above _COPY_WHOLE_NODES is copied in chunks (no C call long enough to keep
+    # the GIL from other threads): the same ops, NodeDefs and values either way.
+    from aioflow.framework import importer
+
+    if not whole:
+        monkeypatch.setattr(importer, "_COPY_WHOLE_NODES", 2)
+        monkeypatch.setattr(importer, "_COPY_CHUNK", 2)
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(parse(GRAPHS["defaults left out"]), name="")
+    assert [op.name for op in g.get_operations()] == ["a", "b", "s", "c", "m", "k"]
+    assert g.get_operation_by_name("m").get_attr("keep_dims") is False  # a default added
+    async with af.Session(graph=g) as sess:
+        assert float(await sess.run("m:0")) == 3.0
+        assert session_nodes(sess) == written_nodes(g)
