@@ -195,3 +195,37 @@ async def test_the_import_s_copy_in_one_call_or_in_chunks(monkeypatch, whole):
     async with af.Session(graph=g) as sess:
         assert float(await sess.run("m:0")) == 3.0
         assert session_nodes(sess) == written_nodes(g)
+
+
+async def test_the_types_an_import_knows_are_the_session_s():
+    # import_graph_def hands the session each op's (input, output) types with its
+    # NodeDef: they are what the session computes itself, ref types included; a changed
+    # op, and a direct call of a library function, have theirs computed again.
+    from aioflow.client import session as session_mod
+    from aioflow.framework import node_def_util, op_def_registry
+
+    text = GRAPHS["defaults left out"] + """
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape {} } } }
+node { name: "r" op: "Identity" input: "v" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "asg" op: "Assign" input: "v" input: "a"
+  attr { key: "T" value { type: DT_FLOAT } } }
+"""
+    g = af.Graph()
+    with g.as_default():
+        af.import_graph_def(parse(text), name="")
+    g.get_operation_by_name("c")._add_control_input(g.get_operation_by_name("a"))
+    node_defs, checked, types = session_mod._node_defs_between(g, 0, g.version)
+    assert checked
+    by_name = dict(zip((n.name for n in node_defs), types, strict=True))
+    assert by_name["c"] is None  # changed after the import
+    for node_def, known in zip(node_defs, types, strict=True):
+        if known is not None:
+            op_def = op_def_registry.get(node_def.op)
+            assert known == node_def_util.arg_types(node_def, op_def), node_def.name
+    assert by_name["v"] == ([], [af.float32.as_datatype_enum + 100])
+    assert by_name["asg"][0] == [af.float32.as_datatype_enum + 100, af.float32.as_datatype_enum]
+    async with af.Session(graph=g) as sess:
+        await sess.run("asg:0")
+        assert float(await sess.run("r:0")) == 1.0
+        assert float(await sess.run("m:0")) == 3.0

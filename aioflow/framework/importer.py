@@ -198,7 +198,9 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
             op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
         created[node.name] = op
-        node_defs.append((node, op_def, op, in_types))
+        # (The types as the session would compute them, for a registered op.)
+        types = (in_types, out_enums) if reg is not None else None
+        node_defs.append((node, op_def, op, in_types, types))
     for op, names in colocations:
         # The device of the first op of its colocation list that has one, if any (TF:
         # several devices in a group are the placer's to reconcile or refuse).
@@ -207,7 +209,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             if target is not None and target.device:
                 op._device = device_spec.canonical(target.device)
                 break
-    for node, op_def, op, expected in node_defs:
+    for node, op_def, op, expected, types in node_defs:
         data_index = 0
         # Whether `node` reads as the op's NodeDef would be written (Operation._node_def):
         # same name, inputs as the op's tensors write them, controls sorted and distinct.
@@ -267,7 +269,8 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             if node.device != op._device:
                 node.device = op._device
             op._node_def = node
-    new_ops = [op for _, _, op, _ in node_defs]
+            op._node_types = types  # (None for a function call: the session converts it)
+    new_ops = [entry[2] for entry in node_defs]
     _infer_shapes(new_ops)
     return new_ops
 

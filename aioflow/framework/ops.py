@@ -195,8 +195,10 @@ class Operation:
         self._checked = False
         # Its NodeDef as `node_def` writes it, when one is at hand (import_graph_def's
         # copy, never mutated after): a session extends with it as it is. Every mutation
-        # below drops it.
+        # below drops it. With it, `_node_types`: its (input, output) DataType enums as
+        # node_def_util.arg_types gives them for that NodeDef, or None.
         self._node_def = None
+        self._node_types = None
         for t in self._inputs:
             t._consumers.append(self)
         self._add_control_inputs(control_inputs)

@@ -57,15 +57,17 @@ class GraphState:
         self.library.add_library(library)
 
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
-               versions: versions_pb2.VersionDef | None, validated: bool = False) -> None:
+               versions: versions_pb2.VersionDef | None, validated: bool = False,
+               arg_types: Sequence | None = None) -> None:
         """Add `node_defs` (their names are new to the session); on any error nothing
         changes. `validated`: each NodeDef already passed validate_node_def (they come
-        from a Python Graph, which checks every op it creates or imports)."""
+        from a Python Graph, which checks every op it creates or imports); then
+        `arg_types` may give per NodeDef its (input, output) types (None: computed)."""
         versions = self.merged_versions(versions)
         if global_registry().needs_whole_graph(node_defs):
             self._extend_full(node_defs, versions)
         else:
-            self._extend_incremental(node_defs, versions, validated)
+            self._extend_incremental(node_defs, versions, validated, arg_types)
         self.node_defs.extend(node_defs)
         if versions is not None:
             self.has_versions = True
@@ -123,13 +125,14 @@ class GraphState:
         for node in self.graph.op_nodes():
             self.groups.setdefault(placer._group_of(node), []).append(node)
 
-    def _extend_incremental(self, node_defs, versions, validated: bool) -> None:
+    def _extend_incremental(self, node_defs, versions, validated: bool,
+                            arg_types=None) -> None:
         graph = self.graph
         mark = len(graph.nodes)
         new: list[Node] = []
         moved: dict[Node, str] = {}
         try:
-            self._add_nodes(node_defs, new, validated)
+            self._add_nodes(node_defs, new, validated, arg_types if validated else None)
             for node in new:
                 construct._add_input_edges(graph, node, self.by_name)
             cycle = _find_cycle_node(new, mark)
@@ -148,14 +151,15 @@ class GraphState:
         if versions is not None:
             graph.versions.CopyFrom(versions)
 
-    def _add_nodes(self, node_defs, new: list[Node], validated: bool) -> None:
+    def _add_nodes(self, node_defs, new: list[Node], validated: bool,
+                   known_types=None) -> None:
         """construct.convert_graph_def_to_graph's per-node checks; each node that passes
         is added (with its name) at once, so later nodes may name it."""
         graph, by_name = self.graph, self.by_name
         get_registration = op_def_registry.get_registration
         arg_types = node_def_util.arg_types
         add_node, append = graph.add_node, new.append
-        for node_def in node_defs:
+        for i, node_def in enumerate(node_defs):
             name = node_def.name
             if not name:
                 raise construct._error(node_def, f"Node with op {node_def.op} has an empty "
@@ -176,7 +180,10 @@ class GraphState:
             if check:  # (a validated NodeDef carries its defaults already)
                 node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
-            node = add_node(node_def, op_def, *arg_types(node_def, op_def))
+            types = known_types[i] if known_types is not None and not check else None
+            if types is None:
+                types = arg_types(node_def, op_def)
+            node = add_node(node_def, op_def, *types)
             by_name[name] = node
             append(node)
 
