@@ -112,6 +112,8 @@ def _union(a: frozenset, b: frozenset, owner: int) -> frozenset:
     node with too many gets a set of its own (it then joins no segment but its own)."""
     if b <= a:
         return a
+    if not a:  # (a node's first late inputs: its input's own set, shared, not copied)
+        return b
     out = a | b
     return out if len(out) <= _MAX_LATE else frozenset((("alone", owner),))
 
