@@ -117,7 +117,7 @@ class BinaryKernel(CwiseKernel):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self._fn = self.make_fn(ctx.get_attr("T") if ctx.has_attr("T") else dtypes.bool)
+        self._fn = self.make_fn(ctx.get_attr("T", dtypes.bool))
 
     def make_fn(self, dtype):
         raise NotImplementedError

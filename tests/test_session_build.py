@@ -183,8 +183,9 @@ def test_node_defs_between_writes_what_as_graph_def_writes(graph):
         af.identity(c)
     af.while_loop(lambda i: i < 3.0, lambda i: i + 1, [a])
     expected = graph.as_graph_def(from_version=1).node
-    got, _ = session_mod._node_defs_between(graph, 1, graph.version)
+    got, _, types = session_mod._node_defs_between(graph, 1, graph.version)
     assert list(got) == list(expected)
+    assert types == [None] * len(got)  # (known for imported ops only)
 
 
 # -- off the loop ----------------------------------------------------------------------------

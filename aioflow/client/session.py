@@ -137,12 +137,13 @@ class Session:
         try:
             if version <= self._version:
                 return True
-            node_defs, checked = _node_defs_between(self._graph, self._version, version)
+            node_defs, checked, types = _node_defs_between(self._graph, self._version,
+                                                           version)
             library = self._graph._library
             new_library = library if library.version != self._library_version else None
             if not self._direct.extend_nodes(node_defs, self._graph.graph_def_versions,
                                              blocking, validated=checked,
-                                             library=new_library):
+                                             library=new_library, arg_types=types):
                 return False
             self._version = version
             self._library_version = library.version
@@ -362,23 +363,33 @@ def _node_defs_between(graph: ops.Graph, old: int, new: int):
     `as_graph_def(from_version=old)` write them, by id: no walk over the whole graph, and
     safe while another thread adds ops (only ops complete when `new` was read are
     taken). Written into one GraphDef (one protobuf arena: about a third faster than a
-    NodeDef message per op). Also: whether every one of them was checked already
-    (Operation._checked), so the session need not validate them again."""
+    NodeDef message per op), except an op left as import_graph_def made it, which gives
+    its own. Also: whether every one of them was checked already (Operation._checked),
+    so the session need not validate them again; and per NodeDef its (input, output)
+    types where the import knows them, else None."""
     by_id = graph._ops_by_id
     graph_def = graph_pb2.GraphDef()
     add = graph_def.node.add
+    node_defs = []
+    types = []
+    append, append_types = node_defs.append, types.append
     checked = True
     for op_id in range(old + 1, new + 1):
         op = by_id.get(op_id)
         if op is None:
             continue
         checked = checked and op._checked
-        inputs = [t._as_node_def_input() for t in op._inputs]
-        controls = op._control_inputs
-        if controls:  # TF's ToGraphDef sorts control inputs by name
-            inputs.extend(sorted("^" + c.name for c in controls))
-        add(name=op._name, op=op._type, device=op._device, input=inputs, attr=op._attrs)
-    return graph_def.node, checked
+        node_def = op._node_def  # import_graph_def's own, when the op is as imported
+        append_types(op._node_types if node_def is not None else None)
+        if node_def is None:
+            inputs = [t._as_node_def_input() for t in op._inputs]
+            controls = op._control_inputs
+            if controls:  # TF's ToGraphDef sorts control inputs by name
+                inputs.extend(sorted("^" + c.name for c in controls))
+            node_def = add(name=op._name, op=op._type, device=op._device, input=inputs,
+                           attr=op._attrs)
+        append(node_def)
+    return node_defs, checked, types
 
 
 def _fetched(value):

@@ -60,17 +60,22 @@ def check_edges(node_defs, mapped=frozenset()) -> None:
     only one data input (TF's InitFromEdges): "N nodes in a cycle" otherwise, and (unlike
     TF) the first few of them by name."""
     position = {node_def.name: n for n, node_def in enumerate(node_defs)}
+    if _inputs_come_first(node_defs, position, mapped):
+        return  # (no cycle: every node comes after its inputs)
     next_iterations = {nd.name for nd in node_defs if nd.op in _NEXT_ITERATION_OPS}
     consumers: list[list[int]] = [[] for _ in node_defs]
     pending: list[int] = []
+    parse_input = node_def_util.parse_input
     for n, node_def in enumerate(node_defs):
-        parsed = [node_def_util.parse_input(text) for text in node_def.input]
+        texts = node_def.input
+        parsed = [parse_input(text) if ":" in text or text.startswith("^") else (text, 0)
+                  for text in texts]
         count = len(parsed)
         back_edge = node_def.op in _MERGE_OPS and any(
             index >= 0 and name in next_iterations for name, index in parsed)
         if back_edge:
             count = sum(1 for _, index in parsed if index < 0) + 1
-        for text, (name, index) in zip(node_def.input, parsed, strict=True):
+        for text, (name, index) in zip(texts, parsed, strict=True):
             if (name, index) in mapped:
                 count -= 1
                 continue
@@ -88,6 +93,29 @@ def check_edges(node_defs, mapped=frozenset()) -> None:
         more = ", ..." if len(stuck) > _MAX_NAMED else ""
         raise errors.InvalidArgumentError(
             node_defs[stuck[0][1]], None, f"{len(stuck)} nodes in a cycle: {names}{more}")
+
+
+def _inputs_come_first(node_defs, position: dict, mapped) -> bool:
+    """Every input names a node of the GraphDef or a key of `mapped` (else TF's "Unknown
+    input node", for the first such input in node order); whether each such node comes
+    before its consumer (then there is no cycle: most GraphDefs are written so)."""
+    parse_input = node_def_util.parse_input
+    ordered = True
+    for n, node_def in enumerate(node_defs):
+        for text in node_def.input:
+            if ":" in text or text.startswith("^"):
+                key = parse_input(text)
+            else:  # (the common case, without a call)
+                key = (text, 0)
+            if mapped and key in mapped:
+                continue
+            src = position.get(key[0])
+            if src is None:
+                raise errors.InvalidArgumentError(
+                    node_def, None, f"Node '{node_def.name}': Unknown input node '{text}'")
+            if src >= n:
+                ordered = False
+    return ordered
 
 
 def _order(pending: list[int], consumers: list[list[int]]) -> None:

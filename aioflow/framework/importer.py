@@ -160,7 +160,7 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     created: dict[str, ops.Operation] = {}
     node_defs = []
     colocations = []  # (op, the names of the ops it is colocated with)
-    for node in graph_def.node:
+    for node in _own_copy(graph_def):
         reg = op_def_registry.get_registration(node.op)
         fdef = graph._library.find(node.op) if reg is None else None
         if reg is None and fdef is None:
@@ -169,19 +169,23 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                             f"(node {node.name})")
         # A direct call of a library function: the function's signature is its OpDef.
         op_def = reg.op_def if reg is not None else fdef.signature
-        node = _copy_with_defaults(node, op_def)
-        node_def_util.validate_node_def(node, op_def, allow_internal_ops=False)
-        out_types = [dtypes.as_dtype(t) for t in node_def_util.output_types(node, op_def)]
+        if node_def_util.defaulted_attrs(op_def):
+            node_def_util.add_default_attrs(node, op_def)
+        # (names and input order: checked for every node by _check_graph_def)
+        node_def_util.validate_node_def(node, op_def, allow_internal_ops=False,
+                                        names_checked=True)
+        in_types, out_enums = node_def_util.arg_types(node, op_def)
+        out_types = [dtypes.as_dtype(t) for t in out_enums]
         new_name = prefix + node.name
         if graph._get_operation_or_none(new_name) is not None:
             raise errors.InvalidArgumentError(
                 node, None, f"Node name '{new_name}' already exists in the Graph")
-        attrs = {k: v for k, v in node.attr.items()}
+        node_attrs = node.attr
+        attrs = {k: node_attrs[k] for k in node_attrs}  # (keys, then values: no ItemsView)
         if "_class" in attrs:
             attrs["_class"] = _prefixed_class(attrs["_class"], prefix, created, graph_def)
         op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,
-                           node.device, op_def, [])
-        op._traceback = None  # an imported node was not created by Python code here
+                           node.device, op_def, [], traceback=False)  # (not made by code)
         op._checked = True  # validate_node_def passed above
         graph._add_op(op)
         colocated = _colocation_names(attrs)
@@ -194,7 +198,9 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
             op._device = device_spec.merge_device(graph._device_for_new_op(op), node.device)
         created[node.name] = op
-        node_defs.append((node, op_def, op))
+        # (The types as the session would compute them, for a registered op.)
+        types = (in_types, out_enums) if reg is not None else None
+        node_defs.append((node, op_def, op, in_types, types))
     for op, names in colocations:
         # The device of the first op of its colocation list that has one, if any (TF:
         # several devices in a group are the placer's to reconcile or refuse).
@@ -203,11 +209,17 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
             if target is not None and target.device:
                 op._device = device_spec.canonical(target.device)
                 break
-    for node, op_def, op in node_defs:
-        expected = node_def_util.input_types(node, op_def)
+    for node, op_def, op, expected, types in node_defs:
         data_index = 0
+        # Whether `node` reads as the op's NodeDef would be written (Operation._node_def):
+        # same name, inputs as the op's tensors write them, controls sorted and distinct.
+        canonical = not prefix
+        last_control = ""
         for text in node.input:
-            src_name, index = node_def_util.parse_input(text)
+            if ":" in text or text.startswith("^"):
+                src_name, index = node_def_util.parse_input(text)
+            else:  # (the common case, without a call)
+                src_name, index = text, 0
             if index < 0:
                 mapped = input_map.get(text)
                 src = mapped if mapped is not None else created.get(src_name)
@@ -215,11 +227,16 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                     raise errors.InvalidArgumentError(
                         node, None, f"Node '{node.name}': Unknown input node '{text}'")
                 op._add_control_input(src)
+                canonical = canonical and mapped is None and src_name > last_control
+                last_control = src_name
                 continue
             mapped = input_map.get(f"{src_name}:{index}")
             if mapped is not None:
                 tensor = mapped
+                canonical = False
             else:
+                canonical = canonical and (text == src_name if index == 0
+                                           else text == f"{src_name}:{index}")
                 src = created.get(src_name)
                 if src is None:
                     raise errors.InvalidArgumentError(
@@ -248,19 +265,38 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                 node, None, f"NodeDef expected inputs '{len(expected)}' do not match "
                             f"{data_index} inputs specified; Op<name={op_def.name}>; "
                             f"NodeDef: {node_def_util.summarize(node)}")
-    _infer_shapes([op for _, _, op in node_defs])
-    return [op for _, _, op in node_defs]
+        if canonical:  # (`node` is the import's own copy: it may be given away)
+            if node.device != op._device:
+                node.device = op._device
+            op._node_def = node
+            op._node_types = types  # (None for a function call: the session converts it)
+    new_ops = [entry[2] for entry in node_defs]
+    _infer_shapes(new_ops)
+    return new_ops
 
 
 def _count_data(node) -> int:
     return sum(1 for i in node.input if not i.startswith("^"))
 
 
-def _copy_with_defaults(node, op_def):
-    copy = type(node)()
-    copy.CopyFrom(node)
-    node_def_util.add_default_attrs(copy, op_def)
-    return copy
+def _own_copy(graph_def):
+    """The import's own copy of the GraphDef's nodes (defaults are added to it, and an op
+    left as imported keeps its NodeDef): one C call (a CopyFrom per node is 8x slower),
+    or chunks of nodes for a graph so large that one call would keep the GIL from other
+    threads longer than Python's switch interval."""
+    copy = type(graph_def)()
+    nodes = graph_def.node
+    if len(nodes) <= _COPY_WHOLE_NODES:
+        copy.CopyFrom(graph_def)
+    else:
+        for start in range(0, len(nodes), _COPY_CHUNK):
+            copy.node.extend(nodes[start:start + _COPY_CHUNK])
+    return copy.node
+
+
+# About 0.25 µs a node in one call: up to this many, under Python's 5 ms switch interval.
+_COPY_WHOLE_NODES = 16384
+_COPY_CHUNK = 1000
 
 
 def _colocation_names(attrs: dict) -> list[str]:
@@ -287,23 +323,31 @@ def _prefixed_class(value, prefix: str, created, graph_def):
 
 def _infer_shapes(new_ops: list[ops.Operation]) -> None:
     """Run shape functions in topological order; loop back edges are left unknown."""
-    pending = {}
-    consumers: dict[int, list[ops.Operation]] = {}
-    members = {id(op) for op in new_ops}
-    for op in new_ops:
-        deps = [t.op for t in op._inputs if id(t.op) in members and t.op.type != "NextIteration"]
-        pending[id(op)] = len(deps)
-        for d in deps:
-            consumers.setdefault(id(d), []).append(op)
-    ready = [op for op in new_ops if pending[id(op)] == 0]
+    position = {id(op): i for i, op in enumerate(new_ops)}
+    pending = [0] * len(new_ops)
+    consumers: list[list[int] | None] = [None] * len(new_ops)  # by position
+    for i, op in enumerate(new_ops):
+        count = 0
+        for t in op._inputs:
+            d = position.get(id(t._op))
+            if d is not None and t._op._type != "NextIteration":
+                count += 1
+                if consumers[d] is None:
+                    consumers[d] = [i]
+                else:
+                    consumers[d].append(i)
+        pending[i] = count
+    ready = [i for i, count in enumerate(pending) if count == 0]
+    set_shapes = ops._set_shapes_for_outputs
     while ready:
-        op = ready.pop()
+        i = ready.pop()
+        op = new_ops[i]
         try:
-            ops._set_shapes_for_outputs(op)
+            set_shapes(op)
         except (ValueError, TypeError) as e:
             raise ValueError(f"Shape inference failed for node {op.name} ({op.type}): {e}") \
                 from e
-        for c in consumers.get(id(op), ()):
-            pending[id(c)] -= 1
-            if pending[id(c)] == 0:
+        for c in consumers[i] or ():
+            pending[c] -= 1
+            if pending[c] == 0:
                 ready.append(c)

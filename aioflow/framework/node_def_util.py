@@ -45,9 +45,24 @@ def summarize(node_def) -> str:
 
 def add_default_attrs(node_def, op_def) -> None:
     """Fill in attrs the node leaves out that have defaults in the OpDef."""
-    for attr in op_def.attr:
-        if attr.name not in node_def.attr and attr.HasField("default_value"):
-            node_def.attr[attr.name].CopyFrom(attr.default_value)
+    attrs = node_def.attr
+    for name, default in defaulted_attrs(op_def):
+        if name not in attrs:
+            attrs[name].CopyFrom(default)
+
+
+_DEFAULTS: dict[int, tuple] = {}
+
+
+def defaulted_attrs(op_def) -> tuple:
+    """(name, default AttrValue) of the OpDef's attrs that have a default, read from the
+    proto once per OpDef (on the path of every imported node)."""
+    known = _DEFAULTS.get(id(op_def))
+    if known is not None and known[0] is op_def:
+        return known[1]
+    found = tuple((a.name, a.default_value) for a in op_def.attr if a.HasField("default_value"))
+    _DEFAULTS[id(op_def)] = (op_def, found)
+    return found
 
 
 def check_node_name(node_def, allow_internal_ops: bool = True) -> None:
@@ -69,12 +84,16 @@ def check_input_order(node_def) -> None:
                                    f"after regular dependencies")
 
 
-def validate_node_def(node_def, op_def, allow_internal_ops: bool = True) -> None:
+def validate_node_def(node_def, op_def, allow_internal_ops: bool = True,
+                      names_checked: bool = False) -> None:
     """The node's name and input order; every OpDef attr present, of the right type and an
     allowed value, and no unknown attrs; its arity (number attrs against its inputs, before
-    anything is built from them); its device string and the op's own attr rules."""
-    check_node_name(node_def, allow_internal_ops)
-    check_input_order(node_def)
+    anything is built from them); its device string and the op's own attr rules.
+    `names_checked`: the caller checked the name and input order already (import checks
+    them for the whole GraphDef first, graph_def_checks.index_nodes)."""
+    if not names_checked:
+        check_node_name(node_def, allow_internal_ops)
+        check_input_order(node_def)
     _validate_attrs(node_def, op_def)
     check_arity(node_def, op_def)
     _check_device(node_def)
@@ -116,9 +135,10 @@ def _attr_specs(op_def) -> dict[str, _AttrSpec]:
 def _validate_attrs(node_def, op_def) -> None:
     specs = _attr_specs(op_def)
     attrs = node_def.attr
-    for name, value in attrs.items():
+    for name in attrs:  # (keys, then values: the ItemsView is a Python generator)
         if name.startswith("_"):
             continue
+        value = attrs[name]
         spec = specs.get(name)
         if spec is None:  # TF 2.21 (ValidateNodeDef): logged, ignored, kept in the graph
             warnings.warn(f"NodeDef mentions attribute {name} which is not in the op "
@@ -337,8 +357,13 @@ def num_outputs(node_def, op_def) -> int:
 
 
 def num_data_inputs(node_def) -> int:
-    """The NodeDef's inputs that are not control inputs."""
-    return sum(1 for text in node_def.input if not text.startswith("^"))
+    """The NodeDef's inputs that are not control inputs, which come last (the caller
+    has checked the order: check_input_order)."""
+    inputs = node_def.input
+    n = len(inputs)
+    while n and inputs[n - 1].startswith("^"):
+        n -= 1
+    return n
 
 
 def _has_lists(op_def) -> bool:
@@ -384,6 +409,33 @@ def input_types(node_def, op_def) -> list[int]:
     if not _has_lists(op_def):
         return _simple_arg_types(node_def, op_def, outputs=False)
     return _arg_types(node_def, op_def, op_def.input_arg)
+
+
+def arg_types(node_def, op_def) -> tuple[list[int], list[int]]:
+    """(input_types, output_types) in one pass: each type attr is read once."""
+    if _has_lists(op_def):
+        return (_arg_types(node_def, op_def, op_def.input_arg),
+                _arg_types(node_def, op_def, op_def.output_arg))
+    attrs = node_def.attr
+    values: dict[str, int] = {}
+    both = []
+    try:
+        for args in (_simple_args(op_def, False), _simple_args(op_def, True)):
+            types = []
+            for fixed, type_attr, ref in args:
+                if fixed:
+                    types.append(fixed + ref)
+                    continue
+                value = values.get(type_attr)
+                if value is None:
+                    value = values[type_attr] = (
+                        attrs[type_attr].type if type_attr in attrs
+                        else _attr(node_def, op_def, type_attr).type)
+                types.append(value + ref)
+            both.append(types)
+    except KeyError as e:
+        raise _missing(node_def, op_def, e) from None
+    return both[0], both[1]
 
 
 def output_types(node_def, op_def) -> list[int]:

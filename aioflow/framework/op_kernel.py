@@ -49,8 +49,12 @@ class OpKernelConstruction:
 
     def get_attr(self, name: str, default: Any = _NO_DEFAULT) -> Any:
         """The attr's Python value; InvalidArgumentError naming the node when missing."""
-        if name in self.node_def.attr:
-            return attr_value_to_python(self.node_def.attr[name])
+        attrs = self.node_def.attr
+        if name in attrs:
+            value = attrs[name]
+            if value.WhichOneof("value") == "type":  # (the common case: a kernel's T)
+                return dtypes.as_dtype(value.type)
+            return attr_value_to_python(value)
         if default is not _NO_DEFAULT:
             return default
         raise errors.InvalidArgumentError(

@@ -174,7 +174,9 @@ class Operation:
     def __init__(self, graph: Graph, op_id: int, name: str, op_type: str,
                  inputs: list[Tensor], output_types: list[dtypes.DType],
                  attrs: dict[str, attr_value_pb2.AttrValue], device: str,
-                 op_def, control_inputs: list[Operation]):
+                 op_def, control_inputs: list[Operation], traceback: bool = True):
+        """`traceback`: record where user code created the op (False: it was not, e.g.
+        an imported node)."""
         self._graph = graph
         self._id = op_id
         self._name = name
@@ -185,12 +187,18 @@ class Operation:
         self._op_def = op_def
         self._control_inputs: list[Operation] = []
         self._outputs = [Tensor(self, i, t) for i, t in enumerate(output_types)]
-        self._traceback = _user_frame()
+        self._traceback = _user_frame() if traceback else None
         self._control_flow_context = None
         self._control_outputs: list[Operation] = []
         # Its NodeDef passed validate_node_def's checks (built from the OpDef by a
         # builder, or validated on import): the session need not check it again.
         self._checked = False
+        # Its NodeDef as `node_def` writes it, when one is at hand (import_graph_def's
+        # copy, never mutated after): a session extends with it as it is. Every mutation
+        # below drops it. With it, `_node_types`: its (input, output) DataType enums as
+        # node_def_util.arg_types gives them for that NodeDef, or None.
+        self._node_def = None
+        self._node_types = None
         for t in self._inputs:
             t._consumers.append(self)
         self._add_control_inputs(control_inputs)
@@ -256,9 +264,11 @@ class Operation:
     # -- mutation used by builders (control flow, control dependencies) --------------
     def _set_attr(self, name: str, value: attr_value_pb2.AttrValue) -> None:
         self._attrs[name] = value
+        self._node_def = None
 
     def _set_device(self, device: str) -> None:
         self._device = device_spec.canonical(device)
+        self._node_def = None
 
     def _add_control_input(self, op: Operation) -> None:
         self._add_control_inputs([op])
@@ -270,11 +280,13 @@ class Operation:
             if op not in self._control_inputs:
                 self._control_inputs.append(op)
                 op._control_outputs.append(self)
+                self._node_def = None
 
     def _remove_all_control_inputs(self) -> None:
         for op in self._control_inputs:
             op._control_outputs.remove(self)
         self._control_inputs = []
+        self._node_def = None
 
     def _update_input(self, index: int, tensor: Tensor) -> None:
         """Replace data input `index` (how while_loop closes its back edge)."""
@@ -282,10 +294,12 @@ class Operation:
         old._consumers.remove(self)
         self._inputs[index] = tensor
         tensor._consumers.append(self)
+        self._node_def = None
 
     def _add_input(self, tensor: Tensor) -> None:
         self._inputs.append(tensor)
         tensor._consumers.append(self)
+        self._node_def = None
 
     def __repr__(self) -> str:
         return f"<af.Operation '{self._name}' type={self._type}>"

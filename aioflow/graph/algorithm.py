@@ -35,12 +35,14 @@ def reverse_reachable(nodes: Iterable[Node]) -> set[int]:
     stack = list(nodes)
     for n in stack:
         seen.add(n.id)
+    add, push = seen.add, stack.append
     while stack:
         node = stack.pop()
         for e in node.in_edges:
-            if e.src.id not in seen:
-                seen.add(e.src.id)
-                stack.append(e.src)
+            src = e.src
+            if src.id not in seen:
+                add(src.id)
+                push(src)
     return seen
 
 

@@ -70,9 +70,8 @@ def _as_call(node_def, library) -> node_def_pb2.NodeDef:
 
 
 def _with_defaults(node_def, op_def) -> node_def_pb2.NodeDef:
-    missing = [a for a in op_def.attr if a.name not in node_def.attr
-               and a.HasField("default_value")]
-    if not missing:
+    attrs = node_def.attr
+    if all(name in attrs for name, _ in node_def_util.defaulted_attrs(op_def)):
         return node_def
     copy = node_def_pb2.NodeDef()
     copy.CopyFrom(node_def)
@@ -82,10 +81,16 @@ def _with_defaults(node_def, op_def) -> node_def_pb2.NodeDef:
 
 def _add_input_edges(graph: Graph, node, by_name) -> None:
     node_def = node.def_
+    in_types = node.input_types
+    num_inputs = len(in_types)
+    add_edge = graph.add_edge
     data_index = 0
     seen_control = False
     for text in node_def.input:
-        src_name, index = node_def_util.parse_input(text)
+        if ":" in text or text.startswith("^"):
+            src_name, index = node_def_util.parse_input(text)
+        else:  # (the common case, without a call: this runs once per edge of a graph)
+            src_name, index = text, 0
         src = by_name.get(src_name)
         if src is None:
             raise _error(node_def, f"Node '{node.name}': Unknown input node '{text}'")
@@ -96,22 +101,23 @@ def _add_input_edges(graph: Graph, node, by_name) -> None:
         if seen_control:
             raise _error(node_def, f"Node '{node.name}': Control dependencies must come after "
                                    f"regular dependencies")
-        if index >= src.num_outputs:
+        out_types = src.output_types
+        if index >= len(out_types):
             raise _error(node_def, f"Node '{node.name}': Connecting to invalid output {index} of "
                                    f"source node {src_name} which has {src.num_outputs} outputs.")
-        if data_index >= node.num_inputs:
+        if data_index >= num_inputs:
             raise _error(node_def, f"Node '{node.name}': NodeDef expected inputs "
                                    f"'{node.num_inputs}' do not match {_num_data(node_def)} "
                                    f"inputs specified")
-        expected = node.input_types[data_index]
-        actual = src.output_types[index]
-        if not node_def_util.types_compatible(expected, actual):
+        expected = in_types[data_index]
+        actual = out_types[index]
+        if expected != actual and not node_def_util.types_compatible(expected, actual):
             raise _error(node_def, f"Input {data_index} of node {node.name} was passed "
                                    f"{_name(actual)} from {src_name}:{index} incompatible with "
                                    f"expected {_name(expected)}.")
-        graph.add_edge(src, index, node, data_index)
+        add_edge(src, index, node, data_index)
         data_index += 1
-    if data_index != node.num_inputs:
+    if data_index != num_inputs:
         raise _error(node_def, f"Node '{node.name}': NodeDef expected inputs '{node.num_inputs}' "
                                f"do not match {data_index} inputs specified")
 

@@ -48,9 +48,11 @@ class Edge:
 class Node:
     """One node: its NodeDef, OpDef, types, device, and in/out edges."""
 
-    # Control-flow flags: False unless the op type sets one (see _CONTROL_FLOW_OPS).
+    # Control-flow flags: False unless the op type sets one (see _CONTROL_FLOW_OPS), and
+    # is_control_flow with it.
     is_switch = is_merge = is_enter = is_exit = False
     is_next_iteration = is_loop_cond = is_control_trigger = False
+    is_control_flow = False
 
     def __init__(self, node_id: int, node_def: node_def_pb2.NodeDef, op_def,
                  input_types: list[int], output_types: list[int]):
@@ -65,6 +67,7 @@ class Node:
         flag = _CONTROL_FLOW_OPS.get(node_def.op)
         if flag:
             setattr(self, flag, True)
+            self.is_control_flow = True
 
     @property
     def name(self) -> str:
@@ -97,10 +100,6 @@ class Node:
     @property
     def is_op(self) -> bool:
         return self.id > SINK_ID
-
-    @property
-    def is_control_flow(self) -> bool:
-        return self.def_.op in _CONTROL_FLOW_OPS
 
     def data_inputs(self) -> list[Edge | None]:
         """The data in-edges ordered by dst_input (None where an input is missing)."""
@@ -165,8 +164,10 @@ class Graph:
         return (n for n in self.nodes[2:] if n is not None)
 
     def add_node(self, node_def: node_def_pb2.NodeDef, op_def, input_types, output_types) -> Node:
-        node = Node(len(self.nodes), node_def, op_def, list(input_types), list(output_types))
-        self.nodes.append(node)
+        """A new node; it keeps copies of the type lists (the caller's stay its own)."""
+        nodes = self.nodes
+        node = Node(len(nodes), node_def, op_def, list(input_types), list(output_types))
+        nodes.append(node)
         return node
 
     def remove_node(self, node: Node) -> None:

@@ -71,8 +71,9 @@ def inlining_enabled(config) -> bool:
 def has_functional_ops(node_defs: Sequence) -> bool:
     """Whether any of `node_defs` is a functional op or may be a direct call of a library
     function (an op type that is not registered): nothing else is rewritten."""
-    return any(nd.op in FUNCTIONAL_OPS or op_def_registry.get_registration(nd.op) is None
-               for nd in node_defs)
+    op_types = {nd.op for nd in node_defs}  # (each type once: extends are large)
+    return any(op in FUNCTIONAL_OPS or op_def_registry.get_registration(op) is None
+               for op in op_types)
 
 
 @register_optimization(Grouping.PRE_PLACEMENT, 10, "LowerFunctionalOpsPass",

@@ -144,13 +144,14 @@ class DirectSession:
         self.extend_nodes(copy.node, versions, library=library)
 
     def extend_nodes(self, node_defs, versions=None, blocking: bool = True,
-                     validated: bool = False, library=None) -> bool:
+                     validated: bool = False, library=None, arg_types=None) -> bool:
         """`extend` from NodeDefs the session may keep (no copy). With `blocking=False`
         it returns False at once, having done nothing, when another thread holds the
         graph (the caller is a loop that must not wait). `validated`: the NodeDefs come
         from a Python Graph, which validated each op when it was created or imported.
         `library`: functions the nodes may call (a FunctionDefLibrary or a
-        FunctionLibraryDefinition), added first."""
+        FunctionLibraryDefinition), added first. `arg_types`: per NodeDef its (input,
+        output) types when the caller knows them (validated NodeDefs), else None."""
         if not self._lock.acquire(blocking):
             return False
         try:
@@ -160,7 +161,7 @@ class DirectSession:
                 self._state.add_library(library)
             if node_defs:
                 with paused_gc():
-                    self._state.extend(node_defs, versions, validated)
+                    self._state.extend(node_defs, versions, validated, arg_types)
             elif versions is not None:
                 self._state.set_versions(versions)
         finally:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
-from aioflow.graph.graph import Graph
+from aioflow.graph.graph import CONTROL_SLOT, SINK_ID, Graph
 from aioflow.runtime.kernel_stats import adaptive_default
 from aioflow.runtime.loop_segments import LoopSegment, find_loops
 from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
@@ -95,15 +95,18 @@ class ExecutorImpl:
         cf_info = build_control_flow_info(graph)
         nodes = list(graph.op_nodes())
         self.has_control_flow = deadness or any(n.is_control_flow for n in nodes)
-        # _Send/_Recv (and their host-memory forms) need the step's rendezvous, also when
-        # a user graph on one device holds them (the session makes one per step only where
-        # some executor does).
-        self.has_transfers = any(n.type_string in _TRANSFER_OPS for n in nodes)
         if self.has_control_flow:
             _check_fetches_outside_loops(nodes, cf_info.frame_names)
         dense = {n.id: i for i, n in enumerate(nodes)}
+        # Whether some node may read a ref through a non-ref input (its kernel then reads
+        # the variable first, ref_inputs.py); graphs without variables have no ref output.
+        self._refs = any(t > _REF_TYPE for n in nodes for t in n.output_types)
         items = [self._make_item(i, node, cf_info.frame_names[node.id], inline_all)
                  for i, node in enumerate(nodes)]
+        # _Send/_Recv (and their host-memory forms) need the step's rendezvous, also when
+        # a user graph on one device holds them (the session makes one per step only where
+        # some executor does).
+        self.has_transfers = any(item.op in _TRANSFER_OPS for item in items)
         self.frame_infos: dict[str, FrameInfo] = {ROOT_FRAME: FrameInfo(ROOT_FRAME)}
         for item in items:
             self._lay_out(item)
@@ -124,47 +127,60 @@ class ExecutorImpl:
 
     # -- building ---------------------------------------------------------------------
     def _make_item(self, i: int, node, frame_name: str, inline_all: bool) -> NodeItem:
+        # (Attributes read once into locals: this runs once per node of every build.)
+        node_def = node.def_
+        num_inputs = len(node.input_types)
         item = NodeItem()
         item.id = i
-        item.name = node.name
-        item.op = node.type_string
-        item.node_def = node.def_
+        item.name = node_def.name
+        item.op = node_def.op
+        item.node_def = node_def
         kernel = kernel_for(node, self.device, self.function_library,
-                            self.share_kernels)  # shared when stateful; reads refs
+                            self.share_kernels, self._refs)  # shared when stateful; refs
         item.kernel = kernel
-        item.compute = getattr(kernel, "compute_async" if kernel.is_async else "compute")
+        is_async = kernel.is_async
+        item.compute = kernel.compute_async if is_async else kernel.compute
         item.is_expensive = kernel.is_expensive
         item.pool_above = kernel.pool_above
         item.uses_blas = kernel.uses_blas
-        item.mode = _mode_of(kernel, node.num_inputs, inline_all)
-        if frame_name != ROOT_FRAME and getattr(kernel, "is_transfer", False):
-            item.mode = FRAMED  # one transfer per iteration (cross-device while loops)
+        mode = _mode_of(kernel, num_inputs, inline_all)
+        is_transfer = getattr(kernel, "is_transfer", False)
+        if is_transfer and frame_name != ROOT_FRAME:
+            mode = FRAMED  # one transfer per iteration (cross-device while loops)
+        item.mode = mode
         item.cost_rate = None
         item.cost_size = 0
-        item.cost_countdown = 0 if self.adaptive and item.mode in (BY_SIZE, MAYBE) else None
+        item.cost_countdown = 0 if self.adaptive and mode in (BY_SIZE, MAYBE) else None
         item.cost_verify = False
         item.cost_samples = 0
-        item.num_inputs = node.num_inputs
-        item.num_outputs = node.num_outputs
+        item.num_inputs = num_inputs
+        item.num_outputs = len(node.output_types)
         item.frame_name = frame_name
+        is_enter = node.is_enter
         item.is_merge = node.is_merge
-        item.is_enter = node.is_enter
+        item.is_enter = is_enter
         item.is_exit = node.is_exit
         item.is_next_iteration = node.is_next_iteration
         item.is_control_trigger = node.is_control_trigger
-        item.is_enter_exit_or_next_iter = node.is_enter or node.is_exit or node.is_next_iteration
-        item.is_send = getattr(kernel, "is_transfer", False) and not kernel.is_async
-        item.is_constant_enter = bool(node.is_enter and node.def_.attr["is_constant"].b)
-        item.enter_frame_name = enter_frame_name(node.def_) if node.is_enter else None
-        item.parallel_iterations = (max(1, node.def_.attr["parallel_iterations"].i)
-                                    if node.is_enter else 1)
+        item.is_enter_exit_or_next_iter = is_enter or node.is_exit or node.is_next_iteration
+        item.is_send = is_transfer and not is_async
+        if is_enter:
+            item.is_constant_enter = node_def.attr["is_constant"].b
+            item.enter_frame_name = enter_frame_name(node_def)
+            item.parallel_iterations = max(1, node_def.attr["parallel_iterations"].i)
+        else:
+            item.is_constant_enter = False
+            item.enter_frame_name = None
+            item.parallel_iterations = 1
         item.segment = None
         item.member_of = None
         return item
 
     def _lay_out(self, item: NodeItem) -> None:
         """Give `item` its pending id and input slots in its frame's layout."""
-        info = self.frame_infos.setdefault(item.frame_name, FrameInfo(item.frame_name))
+        info = self.frame_infos.get(item.frame_name)
+        if info is None:
+            info = self.frame_infos[item.frame_name] = FrameInfo(item.frame_name)
         item.pending_id = info.num_nodes
         info.num_nodes += 1
         info.pending_template.append(0)
@@ -173,8 +189,10 @@ class ExecutorImpl:
         info.total_inputs += item.num_inputs
         item.input_end = info.total_inputs
         if item.is_enter:
-            child = self.frame_infos.setdefault(item.enter_frame_name,
-                                                FrameInfo(item.enter_frame_name))
+            child = self.frame_infos.get(item.enter_frame_name)
+            if child is None:
+                child = self.frame_infos[item.enter_frame_name] = FrameInfo(
+                    item.enter_frame_name)
             child.input_count += 1
 
     def _make_segment_item(self, i: int, members: list[NodeItem], sources: dict,
@@ -216,46 +234,58 @@ class ExecutorImpl:
 
     def _wire_edges(self, nodes, items: list[NodeItem], dense: dict) -> list[NodeItem]:
         """Fill every item's out-edge lists and its frame's pending template; the roots."""
-        data = {item.id: [] for item in items}
-        control = {item.id: [] for item in items}
-        into_segment = {item.id: [] for item in items}  # (dst, member, slot, idx)
+        # Per item id (ids are dense): its out-edges by kind. Locals throughout: this
+        # runs once per edge of every build.
+        data = [[] for _ in items]
+        control = [[] for _ in items]
+        into_segment = [[] for _ in items]  # (dst, member, slot, idx)
+        templates = {name: info.pending_template for name, info in self.frame_infos.items()}
         for node in nodes:
             src = items[dense[node.id]]
             src_seg = src.member_of
             for e in node.out_edges:
-                if e.dst.is_sink:
+                dst_node = e.dst
+                if dst_node.id == SINK_ID:
                     continue
-                dst = items[dense[e.dst.id]]
-                idx = -1 if e.is_control_edge else dst.input_start + e.dst_input
+                dst = items[dense[dst_node.id]]
+                out = e.src_output
+                is_control = out == CONTROL_SLOT
+                idx = -1 if is_control else dst.input_start + e.dst_input
                 seg = dst.member_of
-                if (seg is not None and not e.is_control_edge
-                        and src.id in seg.segment.constants):
+                if seg is not None and not is_control and src.id in seg.segment.constants:
                     # A constant the segment reads as a global: no edge to wait for; the
                     # segment fills the slot itself if it falls back.
-                    seg.segment.constant_slots.append((idx, src.id, e.src_output))
+                    seg.segment.constant_slots.append((idx, src.id, out))
                     continue
                 target = seg if seg is not None and seg is not src_seg else dst
                 if target is not dst:
-                    into_segment[src.id].append((target, dst, e.src_output, idx))
-                elif e.is_control_edge:
+                    into_segment[src.id].append((target, dst, out, idx))
+                elif is_control:
                     control[src.id].append(dst)
                 else:
-                    data[src.id].append((dst, e.src_output, idx))
+                    data[src.id].append((dst, out, idx))
                 if src_seg is not None and seg is not src_seg:
                     # The segment delivers its member's output to the outside.
-                    slot = -1 if e.is_control_edge else src_seg.segment.output_slot(
-                        src, e.src_output)
+                    slot = -1 if is_control else src_seg.segment.output_slot(src, out)
                     if target is not dst:
                         into_segment[src_seg.id].append((target, dst, slot, idx))
-                    elif e.is_control_edge:
+                    elif is_control:
                         control[src_seg.id].append(dst)
                     else:
                         data[src_seg.id].append((dst, slot, idx))
-                self._count_in_edge(target, e.is_control_edge)
+                # One more in-edge of `target`; a Merge counts 1 until its first live
+                # input and 2 per control edge (TF's Merge encoding).
+                template = templates[target.frame_name]
+                if target.is_merge:
+                    template[target.pending_id] = max(template[target.pending_id], 1) + (
+                        2 if is_control else 0)
+                else:
+                    template[target.pending_id] += 1
         roots = []
         for item in items:
-            self._set_edges(item, data[item.id], control[item.id], into_segment[item.id])
-            if item.member_of is None and self._pending(item) == 0:
+            i = item.id
+            self._set_edges(item, data[i], control[i], into_segment[i])
+            if item.member_of is None and templates[item.frame_name][item.pending_id] == 0:
                 roots.append(item)
         for item in items[self.num_node_items:]:
             item.segment.set_entries([m for m in item.segment.members if not self._pending(m)])
@@ -264,25 +294,17 @@ class ExecutorImpl:
     def _pending(self, item: NodeItem) -> int:
         return self.frame_infos[item.frame_name].pending_template[item.pending_id]
 
-    def _count_in_edge(self, target: NodeItem, is_control: bool) -> None:
-        """One more in-edge of `target`; a Merge counts 1 until its first live input and
-        2 per control edge (TF's Merge encoding)."""
-        template = self.frame_infos[target.frame_name].pending_template
-        if target.is_merge:
-            template[target.pending_id] = max(template[target.pending_id], 1) + (
-                2 if is_control else 0)
-        else:
-            template[target.pending_id] += 1
-
     def _set_edges(self, item: NodeItem, data, control, into_segment) -> None:
         """The out-edge lists of the propagator this graph uses (the other's stay empty)."""
         if not self.has_control_flow:
             # No deadness: an edge into a segment is a plain edge to the segment.
             item.out_data = tuple([(dst.id, slot, idx) for dst, slot, idx in data]
                                   + [(seg.id, slot, idx) for seg, _, slot, idx in into_segment
-                                     if idx >= 0])
+                                     if idx >= 0]) if into_segment else tuple(
+                [(dst.id, slot, idx) for dst, slot, idx in data])
             item.out_control = tuple([dst.id for dst in control]
-                                     + [seg.id for seg, _, _, idx in into_segment if idx < 0])
+                                     + [seg.id for seg, _, _, idx in into_segment if idx < 0]
+                                     ) if into_segment or control else ()
             item.out_data_cf = item.out_merge_cf = item.out_control_cf = ()
             item.out_control_merge_cf = item.out_segment_cf = ()
             item.has_rare_edges_cf = item.control_edges_only_cf = False
@@ -383,6 +405,7 @@ async def run_states(states: list, ctx) -> None:
 
 
 _TRANSFER_OPS = frozenset({"_Send", "_Recv", "_HostSend", "_HostRecv"})
+_REF_TYPE = 100  # a ref type's DataType enum is its value type's + 100
 
 
 def _label(node_def) -> str:

@@ -57,15 +57,17 @@ class GraphState:
         self.library.add_library(library)
 
     def extend(self, node_defs: Sequence[node_def_pb2.NodeDef],
-               versions: versions_pb2.VersionDef | None, validated: bool = False) -> None:
+               versions: versions_pb2.VersionDef | None, validated: bool = False,
+               arg_types: Sequence | None = None) -> None:
         """Add `node_defs` (their names are new to the session); on any error nothing
         changes. `validated`: each NodeDef already passed validate_node_def (they come
-        from a Python Graph, which checks every op it creates or imports)."""
+        from a Python Graph, which checks every op it creates or imports); then
+        `arg_types` may give per NodeDef its (input, output) types (None: computed)."""
         versions = self.merged_versions(versions)
         if global_registry().needs_whole_graph(node_defs):
             self._extend_full(node_defs, versions)
         else:
-            self._extend_incremental(node_defs, versions, validated)
+            self._extend_incremental(node_defs, versions, validated, arg_types)
         self.node_defs.extend(node_defs)
         if versions is not None:
             self.has_versions = True
@@ -123,13 +125,14 @@ class GraphState:
         for node in self.graph.op_nodes():
             self.groups.setdefault(placer._group_of(node), []).append(node)
 
-    def _extend_incremental(self, node_defs, versions, validated: bool) -> None:
+    def _extend_incremental(self, node_defs, versions, validated: bool,
+                            arg_types=None) -> None:
         graph = self.graph
         mark = len(graph.nodes)
         new: list[Node] = []
         moved: dict[Node, str] = {}
         try:
-            self._add_nodes(node_defs, new, validated)
+            self._add_nodes(node_defs, new, validated, arg_types if validated else None)
             for node in new:
                 construct._add_input_edges(graph, node, self.by_name)
             cycle = _find_cycle_node(new, mark)
@@ -148,35 +151,41 @@ class GraphState:
         if versions is not None:
             graph.versions.CopyFrom(versions)
 
-    def _add_nodes(self, node_defs, new: list[Node], validated: bool) -> None:
+    def _add_nodes(self, node_defs, new: list[Node], validated: bool,
+                   known_types=None) -> None:
         """construct.convert_graph_def_to_graph's per-node checks; each node that passes
         is added (with its name) at once, so later nodes may name it."""
         graph, by_name = self.graph, self.by_name
-        for node_def in node_defs:
-            if not node_def.name:
+        get_registration = op_def_registry.get_registration
+        arg_types = node_def_util.arg_types
+        add_node, append = graph.add_node, new.append
+        for i, node_def in enumerate(node_defs):
+            name = node_def.name
+            if not name:
                 raise construct._error(node_def, f"Node with op {node_def.op} has an empty "
                                                  f"name")
-            if node_def.name in by_name:
-                raise construct._error(node_def, f"Node '{node_def.name}' is not unique")
-            reg = op_def_registry.get_registration(node_def.op)
+            if name in by_name:
+                raise construct._error(node_def, f"Node '{name}' is not unique")
+            reg = get_registration(node_def.op)
             check = not validated
             if reg is None and is_direct_call(node_def, self.library):
                 node_def = construct._as_call(node_def, self.library)
-                reg = op_def_registry.get_registration(node_def.op)
+                reg = get_registration(node_def.op)
                 check = True  # its attrs are new
             if reg is None:
                 raise construct._error(node_def, f"Op type not registered '{node_def.op}' in "
                                                  f"binary running aioflow. (node "
-                                                 f"{node_def.name})")
+                                                 f"{name})")
             op_def = reg.op_def
             if check:  # (a validated NodeDef carries its defaults already)
                 node_def = construct._with_defaults(node_def, op_def)
                 node_def_util.validate_node_def(node_def, op_def)
-            in_types = node_def_util.input_types(node_def, op_def)
-            out_types = node_def_util.output_types(node_def, op_def)
-            node = graph.add_node(node_def, op_def, in_types, out_types)
-            by_name[node_def.name] = node
-            new.append(node)
+            types = known_types[i] if known_types is not None and not check else None
+            if types is None:
+                types = arg_types(node_def, op_def)
+            node = add_node(node_def, op_def, *types)
+            by_name[name] = node
+            append(node)
 
     def _place(self, new: list[Node], moved: dict[Node, str]) -> dict[str, list[Node]]:
         """Place the groups the new nodes join, each as a whole (members already placed
@@ -198,12 +207,12 @@ class GraphState:
         keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
         first_new = new[0].id if new else 0
         for key, members in placer.placement_order({k: touched[k] for k in keys}):
-            requested = placer.merged_request(key, members, allow_soft)
-            device = placer._choose(members, requested, self.device_mgr, allow_soft)
+            device_name = placer.choose_device(key, members, self.device_mgr,
+                                               allow_soft).name
             for node in members:
                 if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
-                node.assigned_device_name = device.name
+                node.assigned_device_name = device_name
         return touched
 
     def _roll_back(self, mark: int, new: list[Node], moved: dict[Node, str]) -> None:
@@ -240,6 +249,8 @@ def _place_with_passes(options: PassOptions, device_mgr, config) -> None:
 def _find_cycle_node(new: list[Node], first_id: int) -> Node | None:
     """construct's cycle check on the new nodes only: edges into existing nodes never
     come from new ones, so a cycle of the grown graph runs through new nodes alone."""
+    if all(e.src.id < node.id for node in new for e in node.in_edges):
+        return None  # every node comes after its inputs (as most graphs are written)
     pending = {}
     for node in new:
         pending[node.id] = sum(1 for e in node.in_edges
@@ -292,7 +303,8 @@ def _copy(src: Graph, keep: set[int] | None) -> Graph:
         nodes = list(src.op_nodes())
     else:
         nodes = [src.nodes[i] for i in sorted(keep) if i > 1]
-    mapping: dict[int, Node] = {0: dst.source_node, 1: dst.sink_node}
+    mapping: list[Node | None] = [None] * len(src.nodes)  # by the source's ids
+    mapping[0], mapping[1] = dst.source_node, dst.sink_node
     add_node = dst.add_node
     for node in nodes:
         copy = add_node(node.def_, node.op_def, node.input_types, node.output_types)
@@ -302,7 +314,7 @@ def _copy(src: Graph, keep: set[int] | None) -> Graph:
     for node in [src.source_node, src.sink_node] + nodes:
         src_copy = mapping[node.id]
         for e in node.out_edges:
-            dst_copy = mapping.get(e.dst.id)
+            dst_copy = mapping[e.dst.id]
             if dst_copy is not None:
                 add_edge(src_copy, e.src_output, dst_copy, e.dst_input)
     return dst

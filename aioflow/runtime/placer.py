@@ -19,8 +19,7 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
         if assigned:  # placed already (a stateful node kept where an earlier step put it)
             device = device_mgr.lookup(assigned)
         else:
-            requested = merged_request(key, members, allow_soft_placement)
-            device = _choose(members, requested, device_mgr, allow_soft_placement)
+            device = choose_device(key, members, device_mgr, allow_soft_placement)
         for node in members:
             node.assigned_device_name = device.name
 
@@ -31,22 +30,26 @@ def placement_order(groups: dict) -> list:
     pass, after their consumers (so the first error is a consumer's, as TF's)."""
     first, second = [], []
     for key, members in groups.items():
-        (second if all(_is_generator(n) for n in members) else first).append((key, members))
+        generators = (_is_generator(members[0]) if len(members) == 1
+                      else all(_is_generator(n) for n in members))
+        (second if generators else first).append((key, members))
     return first + second
 
 
 def _is_generator(node) -> bool:
-    return (node.num_inputs == 0 and node.num_outputs == 1
-            and node.output_types[0] < 100)  # a ref type's enum is its base's + 100
+    outputs = node.output_types
+    return (not node.input_types and len(outputs) == 1
+            and outputs[0] < 100)  # a ref type's enum is its base's + 100
 
 
 def _group_of(node) -> str:
-    attr = node.attr("_class")
-    if attr is not None:
-        for s in attr.list.s:
+    node_def = node.def_
+    attrs = node_def.attr
+    if "_class" in attrs:
+        for s in attrs["_class"].list.s:
             if s.startswith(b"loc:@"):
                 return s[5:].decode()
-    return node.name
+    return node_def.name
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
@@ -99,6 +102,21 @@ def _parse(node, requested: str):
         raise errors.InvalidArgumentError(
             node.def_, None, f"Malformed device specification '{requested}' in node "
                              f"{{{{node {node.name}}}}}: {e}") from None
+
+
+def choose_device(key: str, members, device_mgr, allow_soft: bool):
+    """The device of the colocation group `key`: its members' merged request, then the
+    first device (in the manager's order) with a kernel for every member."""
+    if len(members) == 1:  # the common case, without the merge: one node, no request
+        node = members[0]
+        if not node.requested_device:
+            node_def = node.def_
+            for device in device_mgr.devices:
+                if op_kernel.find_kernel_class(node_def, device.device_type) is not None:
+                    return device
+            # (no kernel anywhere: _choose below words the error)
+    requested = merged_request(key, members, allow_soft)
+    return _choose(members, requested, device_mgr, allow_soft)
 
 
 def _choose(members, requested: str, device_mgr, allow_soft: bool):

@@ -18,21 +18,23 @@ from aioflow.proto import node_def_pb2
 _REF_OFFSET = 100
 
 
-def kernel_for(node, device, function_library=None, share: bool = True):
+def kernel_for(node, device, function_library=None, share: bool = True, refs: bool = True):
     """The node's kernel on `device`: shared through the device's OpSegment when the op
     is stateful (and `share`: a function body's kernels belong to its instantiation),
-    wrapped when a non-ref input of it reads a ref."""
-    def create():
-        return op_kernel.create_kernel(node.def_, node.op_def, device.device_type,
-                                       node.input_types, node.output_types,
-                                       function_library)
-
+    wrapped when a non-ref input of it reads a ref (`refs` False: the graph has no ref
+    output, no input to look at)."""
     segment = getattr(device, "op_segment", None) if share else None
     if segment is not None and shares_kernel(node):
-        kernel = segment.find_or_create(node, create)
+        kernel = segment.find_or_create(
+            node, lambda: _create(node, device.device_type, function_library))
     else:
-        kernel = create()
-    return wrap_ref_inputs(kernel, node)
+        kernel = _create(node, device.device_type, function_library)
+    return wrap_ref_inputs(kernel, node) if refs else kernel
+
+
+def _create(node, device_type: str, function_library):
+    return op_kernel.create_kernel(node.def_, node.op_def, device_type, node.input_types,
+                                   node.output_types, function_library)
 
 
 def ref_input_slots(node) -> tuple:
@@ -43,7 +45,7 @@ def ref_input_slots(node) -> tuple:
         if out >= 0 and e.src.output_types[out] > _REF_OFFSET and \
                 node.input_types[e.dst_input] < _REF_OFFSET:
             slots.append((e.dst_input, e.src.name if out == 0 else f"{e.src.name}:{out}"))
-    return tuple(sorted(slots))
+    return tuple(sorted(slots)) if slots else ()
 
 
 def wrap_ref_inputs(kernel, node):

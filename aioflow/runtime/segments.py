@@ -28,6 +28,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
+from aioflow.graph.graph import SINK_ID
 from aioflow.runtime.kernel_stats import learned_expensive
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
 
@@ -64,9 +65,9 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     # Constants without inputs (Const) are ready when the step starts: they delay
     # nothing, so they count neither for depth nor as late inputs, and join no segment
     # (a segment reads their values as globals of its function).
-    constant = [items[i].kernel.is_constant and not any(e.src.is_op for e in node.in_edges)
+    constant = [items[i].kernel.is_constant and not any(e.src.id > SINK_ID for e in node.in_edges)
                 for i, node in enumerate(nodes)]
-    candidate = [is_candidate(items[i]) and not constant[i] for i in range(len(nodes))]
+    candidate = [not constant[i] and is_candidate(items[i]) for i in range(len(nodes))]
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
@@ -90,10 +91,14 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     for chunk in found:
         for item in chunk:
             node = nodes[item.id]
-            sources[item.id] = [(dense[e.src.id], e.src_output) for e in node.data_inputs()]
-            for src, _ in sources[item.id]:
-                if constant[src]:
-                    sources.setdefault("constants", {})[src] = items[src].kernel
+            inputs: list = [None] * len(node.input_types)  # (a node's data_inputs)
+            for e in node.in_edges:
+                if e.src_output >= 0:
+                    src = dense[e.src.id]
+                    inputs[e.dst_input] = (src, e.src_output)
+                    if constant[src]:
+                        sources.setdefault("constants", {})[src] = items[src].kernel
+            sources[item.id] = inputs
     return found, sources
 
 
@@ -165,6 +170,8 @@ def _union(a: frozenset, b: frozenset, owner: int) -> frozenset:
     node with too many gets a set of its own (it then joins no segment but its own)."""
     if b <= a:
         return a
+    if not a:  # (a node's first late inputs: its input's own set, shared, not copied)
+        return b
     out = a | b
     return out if len(out) <= _MAX_LATE else frozenset((("alone", owner),))
 
@@ -183,14 +190,18 @@ def topological_order(nodes, dense: dict, outs: list | None = None) -> list[int]
     if outs is None:
         outs = []
     pending = [0] * len(nodes)
+    position = dense.get
     for node in nodes:
         if node.is_next_iteration:
             outs.append(())
             continue
-        targets = [dense[e.dst.id] for e in node.out_edges if e.dst.id in dense]
+        targets = []
+        for e in node.out_edges:
+            j = position(e.dst.id)
+            if j is not None:
+                targets.append(j)
+                pending[j] += 1
         outs.append(targets)
-        for j in targets:
-            pending[j] += 1
     ready = deque(i for i, c in enumerate(pending) if c == 0)
     order = []
     while ready:
