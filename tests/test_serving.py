@@ -1225,6 +1225,17 @@ async def test_http_connection_close_and_http_1_0(client):
      b"zz\r\n", 400, "Bad chunk size"),
     (b"GET /v1/models/mlp HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431,
      "Request Header Fields Too Large"),
+    # digits Python reads but HTTP does not (a latin-1 superscript), and a length too
+    # long for int(): answered, not a failed data_received and a reset
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}", 400,
+     "Bad Content-Length"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: " + b"9" * 5000
+     + b"\r\n\r\n", 400, "Bad Content-Length"),
+    # chunk sizes are hex digits only: no sign, no 0x, no underscores (int(text, 16)
+    # takes them all; "-2" would be a chunk that moves back)
+    *[(b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       + size + b"\r\n{}\r\n0\r\n\r\n", 400, "Bad chunk size")
+      for size in (b"0x2", b"+2", b"-2", b"0_2")],
 ])
 async def test_http_malformed_requests_answered_then_closed(client, data, status, message):
     reader, writer = await asyncio.open_connection("127.0.0.1", client.server.rest_port)

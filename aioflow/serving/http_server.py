@@ -46,6 +46,7 @@ _JSON = b"application/json"
 _MODELS = "/v1/models/"
 _METRICS = "/monitoring/prometheus/metrics"
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
+_HEX = b"0123456789abcdefABCDEF"
 _AGAIN = object()  # _take answered a request itself (413): look for the next one
 
 
@@ -304,7 +305,8 @@ class _Connection(asyncio.Protocol):
             length = None
         else:
             text = headers.get("content-length", "0")
-            if not text.isdigit():
+            # (ASCII digits only, and few enough for int(): str.isdigit takes "²")
+            if not (text.isascii() and text.isdigit()) or len(text) > 18:
                 raise _BadRequest(400, f"Bad Content-Length: {text[:40]!r}")
             length = int(text)
         expect = headers.get("expect", "").lower() == "100-continue"
@@ -327,10 +329,10 @@ class _Connection(asyncio.Protocol):
                     raise _BadRequest(400, "Bad chunk size line")
                 break
             size_text = bytes(buf[at:eol]).split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise _BadRequest(400, f"Bad chunk size: {size_text[:20]!r}") from None
+            # (hex digits only: int(text, 16) also takes a sign, "0x" and underscores)
+            if not size_text or len(size_text) > 15 or size_text.translate(None, _HEX):
+                raise _BadRequest(400, f"Bad chunk size: {size_text[:20]!r}")
+            size = int(size_text, 16)
             if size == 0:  # the last chunk: then trailers, up to an empty line
                 if buf[eol:eol + 4] == b"\r\n\r\n":
                     end = eol + 4
