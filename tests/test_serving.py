@@ -1236,6 +1236,9 @@ async def test_http_connection_close_and_http_1_0(client):
     *[(b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
        + size + b"\r\n{}\r\n0\r\n\r\n", 400, "Bad chunk size")
       for size in (b"0x2", b"+2", b"-2", b"0_2")],
+    # trailers are bounded as a head is
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"0\r\nX-Trailer: " + b"a" * 70000, 431, "Request Header Fields Too Large"),
 ])
 async def test_http_malformed_requests_answered_then_closed(client, data, status, message):
     reader, writer = await asyncio.open_connection("127.0.0.1", client.server.rest_port)
@@ -1286,6 +1289,40 @@ async def test_http_oversize_bodies(models):
         writer.close()
         assert await c.metric("aioflow_serving_requests_total", model_name="mlp",
                               status="INVALID_ARGUMENT") == 3
+    finally:
+        await c.close()
+
+
+async def test_http_oversize_chunked_body_is_not_buffered(models):
+    """An over-long chunked body is dropped as it comes: what the server holds stays
+    bounded (not the whole body, nor a whole announced chunk), and the answer is 413
+    once the last chunk is in, the connection going on."""
+    c = await start(models, max_request_bytes=1024)
+    try:
+        port = c.server.rest_port
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"POST /v1/models/mlp:predict HTTP/1.1\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            held = []
+            # many small chunks, then one announced chunk of 4 MiB sent in pieces
+            for _ in range(200):
+                writer.write(b"400\r\n" + b"x" * 1024 + b"\r\n")
+            writer.write(b"400000\r\n")
+            for _ in range(64):
+                writer.write(b"y" * (1 << 16))
+                await writer.drain()
+                await asyncio.sleep(0)
+                held.append(max(len(conn.buf) for conn in c.server._http.connections))
+            writer.write(b"\r\n0\r\n\r\n" + post("/v1/models/mlp:predict",
+                                                     b'{"instances": [[1,2,3,4,5,6,7,8]]}'))
+            (s1, _, b1), (s2, _, b2) = [await read_response(reader) for _ in range(2)]
+            assert s1 == 413 and "Maximum request body size 1024 exceeded" in \
+                json.loads(b1)["error"]
+            assert s2 == 200 and "predictions" in json.loads(b2)
+            assert max(held) <= 1 << 17, held
+        finally:
+            writer.close()
     finally:
         await c.close()
 

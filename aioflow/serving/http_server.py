@@ -339,6 +339,8 @@ class _Connection(asyncio.Protocol):
                 else:
                     stop = buf.find(b"\r\n\r\n", eol)
                     if stop < 0:
+                        if len(buf) - eol > MAX_HEAD_BYTES:
+                            raise _BadRequest(431, "Request Header Fields Too Large")
                         break
                     end = stop + 4
                 body = b"".join(self.chunks)
@@ -352,6 +354,13 @@ class _Connection(asyncio.Protocol):
                     return _AGAIN, 0
                 return body, end
             if len(buf) < eol + 2 + size + 2:
+                held = len(buf) - eol - 2
+                if self.chunk_size + size > self.server.max_body and 0 < held < size:
+                    # dropped anyway: take what is in, and leave the rest as a chunk of
+                    # its own (its size line rewritten), so that it is not held whole
+                    self.chunk_size += held
+                    buf = self.buf = b"%x\r\n" % (size - held)
+                    at = 0
                 break
             if buf[eol + 2 + size:eol + 4 + size] != b"\r\n":
                 raise _BadRequest(400, "Chunk data not followed by CRLF")
@@ -359,6 +368,9 @@ class _Connection(asyncio.Protocol):
             if self.chunk_size <= self.server.max_body:  # else read on and drop
                 self.chunks.append(bytes(buf[eol + 2:eol + 2 + size]))
             at = eol + 4 + size
+        if at:  # the chunks taken are in self.chunks: let their bytes go
+            self.buf = buf[at:]
+            at = 0
         self.chunk_at = at
         return None, 0
 
