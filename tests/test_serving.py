@@ -1326,3 +1326,58 @@ async def test_http_oversize_chunked_body_is_not_buffered(models):
     finally:
         await c.close()
 
+
+def test_http_pipelined_requests_pause_reading_while_writes_are_paused():
+    """A client that pipelines requests and reads no answers: once the transport says
+    its write buffer is full, what arrives is held up to MAX_PIPELINED_BYTES, then
+    reading pauses (else the server buffers without limit)."""
+    from aioflow.serving import http_server
+
+    class Transport:
+        def __init__(self):
+            self.reading = True
+            self.written = []
+
+        def get_extra_info(self, name):
+            return ("127.0.0.1", 1)
+
+        def is_closing(self):
+            return False
+
+        def write(self, data):
+            self.written.append(data)
+
+        def writelines(self, parts):
+            self.written.extend(parts)
+
+        def pause_reading(self):
+            self.reading = False
+
+        def resume_reading(self):
+            self.reading = True
+
+    class Api:
+        max_request_bytes = 1 << 20
+
+        def get(self, name, path):
+            return 200, b"{}"
+
+    async def run():
+        server = http_server.HttpServer(Api())
+        conn = http_server._Connection(server)
+        transport = Transport()
+        conn.connection_made(transport)
+        conn.pause_writing()
+        request = b"GET /v1/models/mlp HTTP/1.1\r\n\r\n"
+        for _ in range(2 * http_server.MAX_PIPELINED_BYTES // len(request)):
+            conn.data_received(request)
+            if not transport.reading:
+                break
+        assert not transport.reading and len(conn.buf) <= \
+            http_server.MAX_PIPELINED_BYTES + len(request)
+        conn.resume_writing()  # the client reads again: all answered, reading resumed
+        assert transport.reading and not conn.buf
+        assert sum(w.startswith(b"HTTP/1.1 200") for w in transport.written) > 1000
+
+    asyncio.run(run())
+

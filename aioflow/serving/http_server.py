@@ -165,7 +165,8 @@ class _Connection(asyncio.Protocol):
             self.buf = data
         if self.task is None:
             self._next()
-        elif len(self.buf) > MAX_PIPELINED_BYTES and not self.reading_paused:
+        if (self.task is not None or self.writing_paused) and \
+                len(self.buf) > MAX_PIPELINED_BYTES and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()
 
