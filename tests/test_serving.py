@@ -1327,6 +1327,36 @@ async def test_http_oversize_chunked_body_is_not_buffered(models):
         await c.close()
 
 
+async def test_http_idle_and_slow_head_connections_are_closed(models):
+    """A connection waiting for its next request longer than idle_timeout_s is closed,
+    as the aiohttp server's keep-alive timeout closed it: an idle one, and one whose
+    head comes a byte at a time (slowloris); one that keeps asking is answered on."""
+    c = await start(models)
+    try:
+        port = c.server.rest_port
+        c.server._http.idle_timeout_s = 0.3
+        idle = await asyncio.open_connection("127.0.0.1", port)
+        slow = await asyncio.open_connection("127.0.0.1", port)
+        busy = await asyncio.open_connection("127.0.0.1", port)
+        slow[1].write(b"GET /v1/models/mlp HTTP/1.1\r\nX-Slow: ")
+        statuses = []
+        for _ in range(12):  # 1.2 s: four timeouts
+            await asyncio.sleep(0.1)
+            if not slow[0].at_eof():
+                try:
+                    slow[1].write(b"a")
+                except ConnectionError:
+                    pass  # closed by the server since
+            busy[1].write(b"GET /v1/models/mlp HTTP/1.1\r\n\r\n")
+            statuses.append((await read_response(busy[0]))[0])
+        assert statuses == [200] * 12
+        assert await asyncio.wait_for(idle[0].read(), 5) == b""
+        assert await asyncio.wait_for(slow[0].read(), 5) == b""
+        for _, writer in (idle, slow, busy):
+            writer.close()
+    finally:
+        await c.close()
+
 def test_http_pipelined_requests_pause_reading_while_writes_are_paused():
     """A client that pipelines requests and reads no answers: once the transport says
     its write buffer is full, what arrives is held up to MAX_PIPELINED_BYTES, then
