@@ -1327,6 +1327,24 @@ async def test_http_oversize_chunked_body_is_not_buffered(models):
         await c.close()
 
 
+async def test_http_pipelined_bodies_larger_than_the_pipelining_buffer(client):
+    """Two predicts of 1.5 MB bodies in one write: the second arrives while the first
+    runs, and reading pauses past MAX_PIPELINED_BYTES; once the first is answered,
+    reading resumes even though its body is only partly in (else it waits for ever)."""
+    from aioflow.serving import http_server
+
+    xs = [RNG.standard_normal((12000, 8)).astype(np.float32) for _ in range(2)]
+    bodies = [json.dumps({"instances": x.tolist()}).encode() for x in xs]
+    assert all(len(b) > http_server.MAX_PIPELINED_BYTES for b in bodies)
+    answers = await exchange(client.server.rest_port,
+                             post("/v1/models/mlp:predict", bodies[0])
+                             + post("/v1/models/mlp:predict", bodies[1]), 2)
+    assert [a[0] for a in answers] == [200, 200]
+    for x, (_, _, body) in zip(xs, answers, strict=True):
+        np.testing.assert_allclose(json.loads(body)["predictions"], mlp_numpy(x),
+                                   rtol=1e-5, atol=1e-5)
+
+
 async def test_http_idle_and_slow_head_connections_are_closed(models):
     """A connection waiting for its next request longer than idle_timeout_s is closed,
     as the aiohttp server's keep-alive timeout closed it: an idle one, and one whose

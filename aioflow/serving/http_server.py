@@ -227,7 +227,7 @@ class _Connection(asyncio.Protocol):
         or more bytes."""
         while self.task is None and not self.writing_paused and \
                 not self.transport.is_closing():
-            if self.reading_paused and len(self.buf) <= MAX_PIPELINED_BYTES:
+            if self.reading_paused:  # answering again: read on (a body may be partly in)
                 self.reading_paused = False
                 self.transport.resume_reading()
             try:
