@@ -1313,7 +1313,8 @@ async def test_http_oversize_chunked_body_is_not_buffered(models):
                 writer.write(b"y" * (1 << 16))
                 await writer.drain()
                 await asyncio.sleep(0)
-                held.append(max(len(conn.buf) for conn in c.server._http.connections))
+                held.append(max((len(conn.buf) for conn in c.server._http.connections),
+                                default=0))
             writer.write(b"\r\n0\r\n\r\n" + post("/v1/models/mlp:predict",
                                                      b'{"instances": [[1,2,3,4,5,6,7,8]]}'))
             (s1, _, b1), (s2, _, b2) = [await read_response(reader) for _ in range(2)]
