@@ -845,6 +845,42 @@ def test_workers_stop_when_one_fails_to_start(tmp_path):
     assert result.returncode == 1 and "--workers needs a fixed --port" in result.stderr
 
 
+def test_workers_a_stop_while_starting_them_starts_no_more(monkeypatch, tmp_path):
+    """SIGTERM while the workers are being started (a supervisor stopping the service at
+    once): the workers started already are stopped and no other starts, so the parent
+    exits at once (a worker started after the signal was never signalled: the parent
+    waited for it for ever). Each worker here is a sleep that only a signal ends."""
+    import argparse
+    import multiprocessing
+
+    from aioflow.serving import workers
+
+    spawn = multiprocessing.get_context("spawn")
+
+    class Worker:
+        """A sleep for a worker; SIGTERM reaches the parent as the first one starts."""
+
+        def __init__(self, name, **_):
+            self.proc = spawn.Process(target=time.sleep, args=(60,), name=name)
+
+        def __getattr__(self, attr):
+            return getattr(self.proc, attr)
+
+        def start(self):
+            self.proc.start()
+            if self.proc.name.endswith("-0"):
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    class Context:
+        Process = Worker
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Context())
+    monkeypatch.setenv(workers.METRICS_DIR_ENV, str(tmp_path))
+    began = time.monotonic()
+    workers.run_workers(argparse.Namespace(port=1, rest_api_port=2, workers=3))
+    assert time.monotonic() - began < 30
+
+
 # -- configuration ---------------------------------------------------------------------------
 
 def test_model_config_file_and_batching_parameters(tmp_path):
