@@ -845,6 +845,42 @@ def test_workers_stop_when_one_fails_to_start(tmp_path):
     assert result.returncode == 1 and "--workers needs a fixed --port" in result.stderr
 
 
+def test_workers_a_stop_while_starting_them_starts_no_more(monkeypatch, tmp_path):
+    """SIGTERM while the workers are being started (a supervisor stopping the service at
+    once): the workers started already are stopped and no other starts, so the parent
+    exits at once (a worker started after the signal was never signalled: the parent
+    waited for it for ever). Each worker here is a sleep that only a signal ends."""
+    import argparse
+    import multiprocessing
+
+    from aioflow.serving import workers
+
+    spawn = multiprocessing.get_context("spawn")
+
+    class Worker:
+        """A sleep for a worker; SIGTERM reaches the parent as the first one starts."""
+
+        def __init__(self, name, **_):
+            self.proc = spawn.Process(target=time.sleep, args=(60,), name=name)
+
+        def __getattr__(self, attr):
+            return getattr(self.proc, attr)
+
+        def start(self):
+            self.proc.start()
+            if self.proc.name.endswith("-0"):
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    class Context:
+        Process = Worker
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Context())
+    monkeypatch.setenv(workers.METRICS_DIR_ENV, str(tmp_path))
+    began = time.monotonic()
+    workers.run_workers(argparse.Namespace(port=1, rest_api_port=2, workers=3))
+    assert time.monotonic() - began < 30
+
+
 # -- configuration ---------------------------------------------------------------------------
 
 def test_model_config_file_and_batching_parameters(tmp_path):
@@ -1225,6 +1261,20 @@ async def test_http_connection_close_and_http_1_0(client):
      b"zz\r\n", 400, "Bad chunk size"),
     (b"GET /v1/models/mlp HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431,
      "Request Header Fields Too Large"),
+    # digits Python reads but HTTP does not (a latin-1 superscript), and a length too
+    # long for int(): answered, not a failed data_received and a reset
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}", 400,
+     "Bad Content-Length"),
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nContent-Length: " + b"9" * 5000
+     + b"\r\n\r\n", 400, "Bad Content-Length"),
+    # chunk sizes are hex digits only: no sign, no 0x, no underscores (int(text, 16)
+    # takes them all; "-2" would be a chunk that moves back)
+    *[(b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       + size + b"\r\n{}\r\n0\r\n\r\n", 400, "Bad chunk size")
+      for size in (b"0x2", b"+2", b"-2", b"0_2")],
+    # trailers are bounded as a head is
+    (b"POST /v1/models/mlp:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"0\r\nX-Trailer: " + b"a" * 70000, 431, "Request Header Fields Too Large"),
 ])
 async def test_http_malformed_requests_answered_then_closed(client, data, status, message):
     reader, writer = await asyncio.open_connection("127.0.0.1", client.server.rest_port)
@@ -1277,4 +1327,142 @@ async def test_http_oversize_bodies(models):
                               status="INVALID_ARGUMENT") == 3
     finally:
         await c.close()
+
+
+async def test_http_oversize_chunked_body_is_not_buffered(models):
+    """An over-long chunked body is dropped as it comes: what the server holds stays
+    bounded (not the whole body, nor a whole announced chunk), and the answer is 413
+    once the last chunk is in, the connection going on."""
+    c = await start(models, max_request_bytes=1024)
+    try:
+        port = c.server.rest_port
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"POST /v1/models/mlp:predict HTTP/1.1\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            held = []
+            # many small chunks, then one announced chunk of 4 MiB sent in pieces
+            for _ in range(200):
+                writer.write(b"400\r\n" + b"x" * 1024 + b"\r\n")
+            writer.write(b"400000\r\n")
+            for _ in range(64):
+                writer.write(b"y" * (1 << 16))
+                await writer.drain()
+                await asyncio.sleep(0)
+                held.append(max((len(conn.buf) for conn in c.server._http.connections),
+                                default=0))
+            writer.write(b"\r\n0\r\n\r\n" + post("/v1/models/mlp:predict",
+                                                     b'{"instances": [[1,2,3,4,5,6,7,8]]}'))
+            (s1, _, b1), (s2, _, b2) = [await read_response(reader) for _ in range(2)]
+            assert s1 == 413 and "Maximum request body size 1024 exceeded" in \
+                json.loads(b1)["error"]
+            assert s2 == 200 and "predictions" in json.loads(b2)
+            assert max(held) <= 1 << 17, held
+        finally:
+            writer.close()
+    finally:
+        await c.close()
+
+
+async def test_http_pipelined_bodies_larger_than_the_pipelining_buffer(client):
+    """Two predicts of 1.5 MB bodies in one write: the second arrives while the first
+    runs, and reading pauses past MAX_PIPELINED_BYTES; once the first is answered,
+    reading resumes even though its body is only partly in (else it waits for ever)."""
+    from aioflow.serving import http_server
+
+    xs = [RNG.standard_normal((12000, 8)).astype(np.float32) for _ in range(2)]
+    bodies = [json.dumps({"instances": x.tolist()}).encode() for x in xs]
+    assert all(len(b) > http_server.MAX_PIPELINED_BYTES for b in bodies)
+    answers = await exchange(client.server.rest_port,
+                             post("/v1/models/mlp:predict", bodies[0])
+                             + post("/v1/models/mlp:predict", bodies[1]), 2)
+    assert [a[0] for a in answers] == [200, 200]
+    for x, (_, _, body) in zip(xs, answers, strict=True):
+        np.testing.assert_allclose(json.loads(body)["predictions"], mlp_numpy(x),
+                                   rtol=1e-5, atol=1e-5)
+
+
+async def test_http_idle_and_slow_head_connections_are_closed(models):
+    """A connection waiting for its next request longer than idle_timeout_s is closed,
+    as the aiohttp server's keep-alive timeout closed it: an idle one, and one whose
+    head comes a byte at a time (slowloris); one that keeps asking is answered on."""
+    c = await start(models)
+    try:
+        port = c.server.rest_port
+        c.server._http.idle_timeout_s = 0.3
+        idle = await asyncio.open_connection("127.0.0.1", port)
+        slow = await asyncio.open_connection("127.0.0.1", port)
+        busy = await asyncio.open_connection("127.0.0.1", port)
+        slow[1].write(b"GET /v1/models/mlp HTTP/1.1\r\nX-Slow: ")
+        statuses = []
+        for _ in range(12):  # 1.2 s: four timeouts
+            await asyncio.sleep(0.1)
+            if not slow[0].at_eof():
+                try:
+                    slow[1].write(b"a")
+                except ConnectionError:
+                    pass  # closed by the server since
+            busy[1].write(b"GET /v1/models/mlp HTTP/1.1\r\n\r\n")
+            statuses.append((await read_response(busy[0]))[0])
+        assert statuses == [200] * 12
+        assert await asyncio.wait_for(idle[0].read(), 5) == b""
+        assert await asyncio.wait_for(slow[0].read(), 5) == b""
+        for _, writer in (idle, slow, busy):
+            writer.close()
+    finally:
+        await c.close()
+
+def test_http_pipelined_requests_pause_reading_while_writes_are_paused():
+    """A client that pipelines requests and reads no answers: once the transport says
+    its write buffer is full, what arrives is held up to MAX_PIPELINED_BYTES, then
+    reading pauses (else the server buffers without limit)."""
+    from aioflow.serving import http_server
+
+    class Transport:
+        def __init__(self):
+            self.reading = True
+            self.written = []
+
+        def get_extra_info(self, name):
+            return ("127.0.0.1", 1)
+
+        def is_closing(self):
+            return False
+
+        def write(self, data):
+            self.written.append(data)
+
+        def writelines(self, parts):
+            self.written.extend(parts)
+
+        def pause_reading(self):
+            self.reading = False
+
+        def resume_reading(self):
+            self.reading = True
+
+    class Api:
+        max_request_bytes = 1 << 20
+
+        def get(self, name, path):
+            return 200, b"{}"
+
+    async def run():
+        server = http_server.HttpServer(Api())
+        conn = http_server._Connection(server)
+        transport = Transport()
+        conn.connection_made(transport)
+        conn.pause_writing()
+        request = b"GET /v1/models/mlp HTTP/1.1\r\n\r\n"
+        for _ in range(2 * http_server.MAX_PIPELINED_BYTES // len(request)):
+            conn.data_received(request)
+            if not transport.reading:
+                break
+        assert not transport.reading and len(conn.buf) <= \
+            http_server.MAX_PIPELINED_BYTES + len(request)
+        conn.resume_writing()  # the client reads again: all answered, reading resumed
+        assert transport.reading and not conn.buf
+        assert sum(w.startswith(b"HTTP/1.1 200") for w in transport.written) > 1000
+
+    asyncio.run(run())
 

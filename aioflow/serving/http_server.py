@@ -17,7 +17,10 @@ Per connection (all on the event loop):
   connection closes after those that leave the byte stream unusable. An over-long body
   announced by Content-Length is read and dropped, then answered 413, so the client
   reads the answer rather than a reset (with "Expect: 100-continue" it is answered at
-  once instead, and the body never sent).
+  once instead, and the body never sent);
+- a connection that waits for a request longer than `idle_timeout_s` (idle, or its head
+  still coming: a client sending a byte now and then) is closed by a sweep, as the
+  aiohttp server's keep-alive timeout closed an idle one.
 `stop()` closes the listening socket, closes idle connections, lets each request in
 flight finish and closes its connection after the answer, and cancels what is left when
 the grace period ends.
@@ -39,6 +42,8 @@ from aioflow.serving.rest_app import RestApi, TooLarge, access_line
 MAX_HEAD_BYTES = 64 << 10
 #: Pipelined bytes buffered behind a request being answered before reading pauses.
 MAX_PIPELINED_BYTES = 1 << 20
+#: How long a connection may wait for a request's head (aiohttp's keep-alive timeout).
+IDLE_TIMEOUT_S = 75.0
 
 _REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
 _REASONS[499] = b"Client Closed Request"
@@ -46,6 +51,7 @@ _JSON = b"application/json"
 _MODELS = "/v1/models/"
 _METRICS = "/monitoring/prometheus/metrics"
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
+_HEX = b"0123456789abcdefABCDEF"
 _AGAIN = object()  # _take answered a request itself (413): look for the next one
 
 
@@ -75,24 +81,42 @@ class HttpServer:
     """Serves `api` over HTTP/1.1; access lines (rest_app.access_line) go to
     `access_log` when it is given."""
 
-    def __init__(self, api: RestApi, access_log: logging.Logger | None = None):
+    def __init__(self, api: RestApi, access_log: logging.Logger | None = None,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S):
         self.api = api
         self.access_log = access_log
         self.max_body = api.max_request_bytes
+        self.idle_timeout_s = idle_timeout_s
         self.connections: set[_Connection] = set()
         self.stopping = False
         self._server: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
 
     async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
         """Listen on host:port (SO_REUSEPORT: beside other workers); the bound port."""
         self._server = await asyncio.get_running_loop().create_server(
             lambda: _Connection(self), host, port, backlog=1024,
             reuse_port=reuse_port or None)
+        self._sweep()
         return self._server.sockets[0].getsockname()[1]
+
+    def _sweep(self) -> None:
+        """Close the connections that have waited too long for a request's head (none
+        has a request being answered or a body coming); again in a while."""
+        limit = self.idle_timeout_s
+        expired = time.monotonic() - limit
+        for conn in self.connections:
+            if conn.since < expired and conn.task is None and conn.head is None and \
+                    not conn.discard and not conn.writing_paused:
+                conn.transport.close()
+        self._sweeper = asyncio.get_running_loop().call_later(min(1.0, limit / 4),
+                                                              self._sweep)
 
     async def stop(self, grace_s: float) -> None:
         """Refuse new connections, finish the requests in flight (up to grace_s), close."""
         self.stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -129,11 +153,13 @@ class _Connection(asyncio.Protocol):
         self.writing_paused = False
         self.say_keep_alive = False  # the request is HTTP/1.0 with keep-alive
         self.status = self.sent = 0  # the last answer's status and body size (access log)
+        self.since = 0.0  # when it began to wait for its next request (time.monotonic)
 
     # -- transport callbacks ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
         self.loop = asyncio.get_running_loop()
+        self.since = time.monotonic()
         peer = transport.get_extra_info("peername")
         self.remote = peer[0] if isinstance(peer, tuple) else peer
         self.server.connections.add(self)
@@ -164,7 +190,8 @@ class _Connection(asyncio.Protocol):
             self.buf = data
         if self.task is None:
             self._next()
-        elif len(self.buf) > MAX_PIPELINED_BYTES and not self.reading_paused:
+        if (self.task is not None or self.writing_paused) and \
+                len(self.buf) > MAX_PIPELINED_BYTES and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()
 
@@ -200,7 +227,7 @@ class _Connection(asyncio.Protocol):
         or more bytes."""
         while self.task is None and not self.writing_paused and \
                 not self.transport.is_closing():
-            if self.reading_paused and len(self.buf) <= MAX_PIPELINED_BYTES:
+            if self.reading_paused:  # answering again: read on (a body may be partly in)
                 self.reading_paused = False
                 self.transport.resume_reading()
             try:
@@ -304,7 +331,8 @@ class _Connection(asyncio.Protocol):
             length = None
         else:
             text = headers.get("content-length", "0")
-            if not text.isdigit():
+            # (ASCII digits only, and few enough for int(): str.isdigit takes "²")
+            if not (text.isascii() and text.isdigit()) or len(text) > 18:
                 raise _BadRequest(400, f"Bad Content-Length: {text[:40]!r}")
             length = int(text)
         expect = headers.get("expect", "").lower() == "100-continue"
@@ -327,16 +355,18 @@ class _Connection(asyncio.Protocol):
                     raise _BadRequest(400, "Bad chunk size line")
                 break
             size_text = bytes(buf[at:eol]).split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise _BadRequest(400, f"Bad chunk size: {size_text[:20]!r}") from None
+            # (hex digits only: int(text, 16) also takes a sign, "0x" and underscores)
+            if not size_text or len(size_text) > 15 or size_text.translate(None, _HEX):
+                raise _BadRequest(400, f"Bad chunk size: {size_text[:20]!r}")
+            size = int(size_text, 16)
             if size == 0:  # the last chunk: then trailers, up to an empty line
                 if buf[eol:eol + 4] == b"\r\n\r\n":
                     end = eol + 4
                 else:
                     stop = buf.find(b"\r\n\r\n", eol)
                     if stop < 0:
+                        if len(buf) - eol > MAX_HEAD_BYTES:
+                            raise _BadRequest(431, "Request Header Fields Too Large")
                         break
                     end = stop + 4
                 body = b"".join(self.chunks)
@@ -350,6 +380,13 @@ class _Connection(asyncio.Protocol):
                     return _AGAIN, 0
                 return body, end
             if len(buf) < eol + 2 + size + 2:
+                held = len(buf) - eol - 2
+                if self.chunk_size + size > self.server.max_body and 0 < held < size:
+                    # dropped anyway: take what is in, and leave the rest as a chunk of
+                    # its own (its size line rewritten), so that it is not held whole
+                    self.chunk_size += held
+                    buf = self.buf = b"%x\r\n" % (size - held)
+                    at = 0
                 break
             if buf[eol + 2 + size:eol + 4 + size] != b"\r\n":
                 raise _BadRequest(400, "Chunk data not followed by CRLF")
@@ -357,6 +394,9 @@ class _Connection(asyncio.Protocol):
             if self.chunk_size <= self.server.max_body:  # else read on and drop
                 self.chunks.append(bytes(buf[eol + 2:eol + 2 + size]))
             at = eol + 4 + size
+        if at:  # the chunks taken are in self.chunks: let their bytes go
+            self.buf = buf[at:]
+            at = 0
         self.chunk_at = at
         return None, 0
 
@@ -440,6 +480,7 @@ class _Connection(asyncio.Protocol):
     def _write(self, status: int, body: bytes, content_type: bytes = _JSON,
                extra: bytes = b"", head_only: bool = False) -> None:
         self.status, self.sent = status, len(body)
+        self.since = time.monotonic()  # (waiting for the next request from now)
         close = self.close_after or self.server.stopping
         if close:
             extra += b"Connection: close\r\n"

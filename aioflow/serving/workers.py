@@ -47,20 +47,26 @@ def run_workers(args) -> int:
     procs = [ctx.Process(target=_worker, args=(args, metrics_dir, os.getpid()),
                          name=f"aioflow-serve-worker-{i}") for i in range(args.workers)]
     stopping = False
+    signalled = set()
 
     def stop(*_):
         nonlocal stopping
         stopping = True
         for p in procs:
-            if p.pid is not None and p.exitcode is None:
+            if p.pid is not None and p.exitcode is None and p.pid not in signalled:
+                signalled.add(p.pid)
                 os.kill(p.pid, signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     status = 0
     try:
         for p in procs:
+            if stopping:  # a signal came while starting them: start no more
+                break
             p.start()
-        running = list(procs)
+        if stopping:  # (one started as the signal came: it is stopped too)
+            stop()
+        running = [p for p in procs if p.pid is not None]
         while running:
             for sentinel in multiprocessing.connection.wait([p.sentinel for p in running]):
                 p = next(p for p in running if p.sentinel == sentinel)
