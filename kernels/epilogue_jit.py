@@ -7,6 +7,10 @@ and np.minimum keep it."""
 
 from __future__ import annotations
 
+import threading
+
+import numpy as np
+
 from .jit import njit
 
 
@@ -35,9 +39,42 @@ def available() -> bool:
     return _compiled is not None
 
 
+_ready = threading.Event()
+_started = False
+
+
 def ready() -> bool:
-    """Whether a call runs without compiling first."""
-    return _compiled is not None and _compiled.ready()
+    """Whether the loop is compiled for float32 and float64 (callers run NumPy's passes
+    until then, and call compile_in_background)."""
+    return _ready.is_set()
+
+
+def compile_in_background() -> None:
+    """Compile the loop for float32 and float64 on a daemon thread, once. Callers never
+    wait for it (nor send their kernel to the pool for it): a kernel that said
+    "expensive" only while the loop compiled made concurrent runs fall back from their
+    compiled segment for good (a served MLP ran node by node: +8 µs a run)."""
+    global _started
+    if _started or _compiled is None:
+        return
+    _started = True
+    threading.Thread(target=_compile, name="aioflow-epilogue-jit", daemon=True).start()
+
+
+def _compile() -> None:
+    try:
+        for t in (np.float32, np.float64):
+            y, bias = np.zeros((1, 1), t), np.zeros(1, t)
+            _compiled(y, bias, bias, t(0), t(1), False)
+    except Exception:  # noqa: BLE001 - numba could not compile: NumPy's passes stay
+        return
+    _ready.set()
+
+
+def wait_ready(timeout: float | None = None) -> bool:
+    """Start the compile if needed and wait for it (tests, and warm-ups that may block)."""
+    compile_in_background()
+    return _ready.wait(timeout)
 
 
 def scale_bias_clip(y, scale, bias, lo: float, hi: float) -> None:
