@@ -183,6 +183,7 @@ class FusedMatMulOp(MatMulOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "MatMul", MATMUL_ACTIVATIONS)
+        self._epilogue = None  # the last call's, kept while its bias is the same array
 
     def is_expensive(self, inputs: list) -> bool:
         return super().is_expensive(inputs[:2])
@@ -195,5 +196,14 @@ class FusedMatMulOp(MatMulOp):
 
     def compute(self, ctx, inputs):
         (y,) = super().compute(ctx, inputs[:2])
-        make_epilogue(*self._fusion, inputs[2:], y.shape[-1], y.dtype)(y)
+        ep = self._epilogue
+        bias = inputs[2] if len(inputs) == 3 else None
+        # A constant bias is the same array every run: its epilogue is made once (made
+        # again when the array, its size or the product's dtype differ; the epilogue
+        # holds the array itself, not a copy, so its values are always the current ones).
+        if ep is None or bias is not ep.bias or y.dtype != bias.dtype or \
+                y.shape[-1] != bias.shape[0]:
+            ep = make_epilogue(*self._fusion, inputs[2:], y.shape[-1], y.dtype)
+            self._epilogue = ep if ep.bias is bias else None
+        ep(y)
         return (y.astype(self._half) if self._half is not None else y,)

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 from aioflow.kernels import epilogue_jit, fused_kernels
-from kernel_testutil import run1
+from kernel_testutil import create, run1
 
 import aioflow as af
 from aioflow.runtime.executor import observe_steps
@@ -143,3 +143,37 @@ async def test_runs_started_before_the_loop_compiles_keep_their_compiled_segment
     assert fused  # the optimizer fused MatMul, BiasAdd and Relu
     segments = [s for s in impl.segments if fused[0] in s.members]
     assert segments and all(s.fn is not None and s.fallbacks == 0 for s in segments)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])  # (TF has no float64 one)
+def test_fused_matmul_follows_its_bias_from_call_to_call(dtype):
+    """_FusedMatMul keeps its epilogue while the bias is the same array: a new array, a
+    changed value of the same array, another width or dtype each give the right answer."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 5)).astype(dtype)
+    b = rng.standard_normal((5, 4)).astype(dtype)
+    bias = rng.standard_normal(4).astype(dtype)
+    kernel = create("_FusedMatMul", [a, b, bias], fused_ops=["BiasAdd", "Relu"], num_args=1)
+
+    def want(a, b, bias):
+        y = a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32)
+        return np.maximum(y, 0).astype(dtype)
+
+    def got(a, b, bias):
+        with np.errstate(all="ignore"):
+            (y,) = kernel.compute(None, [a, b, bias])
+        return y
+
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-6)
+    for _ in range(2):  # the same bias twice
+        np.testing.assert_allclose(got(a, b, bias), want(a, b, bias), **tol)
+    bias[:] = rng.standard_normal(4) * 3  # the same array, new values
+    np.testing.assert_allclose(got(a, b, bias), want(a, b, bias), **tol)
+    other = rng.standard_normal(4).astype(dtype)  # another array
+    np.testing.assert_allclose(got(a, b, other), want(a, b, other), **tol)
+    wide_b = rng.standard_normal((5, 6)).astype(dtype)
+    wide = rng.standard_normal(6).astype(dtype)
+    np.testing.assert_allclose(got(a, wide_b, wide), want(a, wide_b, wide), **tol)
+    with pytest.raises(af.errors.InvalidArgumentError,
+                       match="bias must be 1-dimensional of size 4"):
+        got(a, b, wide)  # checked again once the bias differs

@@ -273,6 +273,7 @@ class Session:
         eak = self._direct.get_executors(tuple(sorted(names)), plan.sorted_fetches,
                                          plan.sorted_targets)
         order = [names.index(n) for n in eak.feeds]
+        in_order = order == list(range(len(order)))  # feed_list already as eak wants it
         single = plan.single
 
         async def call(*feed_values, options=None, run_metadata=None):
@@ -286,8 +287,8 @@ class Session:
                 self._check_open()
             started = perf_counter()
             values = [spec.convert(v) for spec, v in zip(specs, feed_values, strict=True)]
-            retvals = await self._run(eak, [values[i] for i in order], options, run_metadata,
-                                      gate, started)
+            retvals = await self._run(eak, values if in_order else [values[i] for i in order],
+                                      options, run_metadata, gate, started)
             if single is not None:
                 value = retvals[0]
                 return _fetched(value) if not _copy_is_large(value) else (
@@ -423,7 +424,7 @@ class _FeedSpec:
     """What converting a feed of one tensor needs, looked up once: its name and static
     dims (valid while the tensor keeps its TensorShape object: set_shape replaces it)."""
 
-    __slots__ = ("tensor", "name", "shape", "dims", "scalar_type")
+    __slots__ = ("tensor", "name", "shape", "dims", "scalar_type", "np_dtype")
 
     def __init__(self, tensor: ops.Tensor):
         self.tensor = tensor
@@ -435,9 +436,16 @@ class _FeedSpec:
         # type converts it as np.asarray(value, dtype)[()] would, in one call.
         scalar = dtype.is_floating and self.dims in (None, ())
         self.scalar_type = dtype.as_numpy_dtype if scalar else None
+        # An array already of the tensor's dtype needs only the shape check (a served
+        # request's: its codec made it so); strings and 0-d values take the full path.
+        self.np_dtype = None if dtype == dtypes.string else np.dtype(dtype.as_numpy_dtype)
 
     def convert(self, value):
-        if type(value) is float and self.scalar_type is not None:
+        if type(value) is np.ndarray and value.dtype is self.np_dtype and value.ndim:
+            dims = self.dims
+            if dims is None or _dims_match(dims, value.shape):
+                return value
+        elif type(value) is float and self.scalar_type is not None:
             return self.scalar_type(value)
         return convert_feed_value(self.tensor, value, self.dims)
 
