@@ -40,6 +40,7 @@ def available() -> bool:
 
 
 _ready = threading.Event()
+_finished = threading.Event()  # the compile ended, compiled or not
 _started = False
 
 
@@ -66,15 +67,19 @@ def _compile() -> None:
         for t in (np.float32, np.float64):
             y, bias = np.zeros((1, 1), t), np.zeros(1, t)
             _compiled(y, bias, bias, t(0), t(1), False)
-    except Exception:  # noqa: BLE001 - numba could not compile: NumPy's passes stay
-        return
-    _ready.set()
+        _ready.set()
+    except Exception:  # noqa: BLE001, S110 - numba could not compile: NumPy's passes stay
+        pass
+    finally:
+        _finished.set()
 
 
 def wait_ready(timeout: float | None = None) -> bool:
-    """Start the compile if needed and wait for it (tests, and warm-ups that may block)."""
+    """Start the compile if needed and wait for it to end (tests, and warm-ups that may
+    block); whether the loop is compiled."""
     compile_in_background()
-    return _ready.wait(timeout)
+    _finished.wait(timeout)
+    return _ready.is_set()
 
 
 def scale_bias_clip(y, scale, bias, lo: float, hi: float) -> None:
