@@ -54,7 +54,8 @@ def test_compiled_epilogue_equals_numpy(base, act, dtype):
         rng.standard_normal(c).astype(dtype), rng.uniform(0.5, 2, c).astype(dtype)]
     fn = {None: None, "Relu": fused_kernels._relu, "Relu6": fused_kernels._relu6}[act]
     ep = fused_kernels.make_epilogue(base, fn, 0.001, 0.2, args, c, dtype)
-    assert ep._clip is not None and epilogue_jit.wait_ready(120)  # the compiled loop runs
+    assert ep._clip is not None  # the compiled loop runs, once compiled:
+    assert epilogue_jit.wait_ready(120), repr(epilogue_jit.last_error)
     y = _block(dtype)
     want = _numpy_chain(y, ep.scale, ep.bias, act)
     ep(y)
@@ -177,3 +178,36 @@ def test_fused_matmul_follows_its_bias_from_call_to_call(dtype):
     with pytest.raises(af.errors.InvalidArgumentError,
                        match="bias must be 1-dimensional of size 4"):
         got(a, b, wide)  # checked again once the bias differs
+
+
+@needs_jit
+def test_a_failed_background_compile_is_tried_again_a_few_times(monkeypatch):
+    """A compile that fails (a numba cache another process is writing, say) leaves
+    NumPy's passes in place, and a later call tries again, at most _MAX_ATTEMPTS times."""
+    calls = []
+
+    def flaky(*args):
+        calls.append(args[0].dtype)
+        if len(calls) == 1:
+            raise OSError("cache being written")
+
+    for name, value in (("_ready", threading.Event()), ("_finished", threading.Event()),
+                        ("_started", False), ("_attempts", 0), ("last_error", None),
+                        ("_compiled", flaky)):
+        monkeypatch.setattr(epilogue_jit, name, value)
+    assert not epilogue_jit.wait_ready(30)
+    assert isinstance(epilogue_jit.last_error, OSError) and not epilogue_jit.ready()
+    assert epilogue_jit.wait_ready(30)  # the second attempt compiles both types
+    assert calls[1:] == [np.dtype(np.float32), np.dtype(np.float64)]
+
+    def broken(*args):
+        calls.append(None)
+        raise OSError("no compiler")
+
+    for name, value in (("_ready", threading.Event()), ("_finished", threading.Event()),
+                        ("_started", False), ("_attempts", 0), ("_compiled", broken)):
+        monkeypatch.setattr(epilogue_jit, name, value)
+    calls.clear()
+    for _ in range(epilogue_jit._MAX_ATTEMPTS + 2):
+        assert not epilogue_jit.wait_ready(30)
+    assert len(calls) == epilogue_jit._MAX_ATTEMPTS  # then NumPy's passes for good
