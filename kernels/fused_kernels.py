@@ -117,15 +117,11 @@ _CLIPS = {None: (-np.inf, np.inf), _relu: (0.0, np.inf), _relu6: (0.0, 6.0)}
 _JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _compiles_first() -> bool:
-    """Whether the next epilogue call would compile first (then not on the event loop)."""
-    return epilogue_jit.available() and not epilogue_jit.ready()
-
-
 class Epilogue:
     """The chain as fn(block), in place on a block (..., channels) of output: through the
     compiled one-pass loop (kernels/epilogue_jit.py) for a bias or batch norm with no
-    activation, Relu or Relu6 on a contiguous float32/float64 block, else NumPy passes."""
+    activation, Relu or Relu6 on a contiguous float32/float64 block once it is compiled
+    (a background thread compiles it on the first such call), else NumPy passes."""
 
     def __init__(self, scale, bias, act, alpha):
         self.scale, self.bias, self.act, self.alpha = scale, bias, act, alpha
@@ -135,9 +131,11 @@ class Epilogue:
     def __call__(self, block):
         if self._clip is not None and block.flags.c_contiguous and block.size and \
                 block.dtype == self.bias.dtype:
-            epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
-                                         self.bias, *self._clip)
-            return
+            if epilogue_jit.ready():
+                epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
+                                             self.bias, *self._clip)
+                return
+            epilogue_jit.compile_in_background()
         if self.scale is not None:
             block *= self.scale
         block += self.bias
@@ -158,7 +156,7 @@ class FusedConv2DOp(Conv2DOp):
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
-        return _compiles_first() or np.size(x) * (
+        return np.size(x) * (
             np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) > POOL_FLOPS
 
     def epilogue(self, inputs, channels: int):
@@ -174,9 +172,6 @@ class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "DepthwiseConv2d", CONV_ACTIVATIONS)
 
-    def is_expensive(self, inputs: list) -> bool:
-        return _compiles_first() or super().is_expensive(inputs)
-
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:], channels, self._compute_type)
 
@@ -188,9 +183,10 @@ class FusedMatMulOp(MatMulOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "MatMul", MATMUL_ACTIVATIONS)
+        self._epilogue = None  # the last call's, kept while its bias is the same array
 
     def is_expensive(self, inputs: list) -> bool:
-        return _compiles_first() or super().is_expensive(inputs[:2])
+        return super().is_expensive(inputs[:2])
 
     def _matmul(self, a, b):
         """The product, in float32 for half/bfloat16 (rounded once, after the chain)."""
@@ -200,5 +196,14 @@ class FusedMatMulOp(MatMulOp):
 
     def compute(self, ctx, inputs):
         (y,) = super().compute(ctx, inputs[:2])
-        make_epilogue(*self._fusion, inputs[2:], y.shape[-1], y.dtype)(y)
+        ep = self._epilogue
+        bias = inputs[2] if len(inputs) == 3 else None
+        # A constant bias is the same array every run: its epilogue is made once (made
+        # again when the array, its size or the product's dtype differ; the epilogue
+        # holds the array itself, not a copy, so its values are always the current ones).
+        if ep is None or bias is not ep.bias or y.dtype != bias.dtype or \
+                y.shape[-1] != bias.shape[0]:
+            ep = make_epilogue(*self._fusion, inputs[2:], y.shape[-1], y.dtype)
+            self._epilogue = ep if ep.bias is bias else None
+        ep(y)
         return (y.astype(self._half) if self._half is not None else y,)

@@ -308,6 +308,27 @@ async def test_make_callable(graph):
             await call(1.0)
 
 
+async def test_make_callable_checks_array_feeds_of_the_tensors_dtype(graph):
+    """An array already of the fed tensor's dtype goes in as it is, its shape checked;
+    others are converted (or refused) as by sess.run."""
+    with graph.as_default():
+        x = af.placeholder(af.float32, shape=[None, 3], name="x")
+        y = af.identity(x * 2.0, name="y")
+    async with af.Session(graph=graph) as sess:
+        call = sess.make_callable(y, [x])
+        v = np.arange(6, dtype=np.float32).reshape(2, 3)
+        np.testing.assert_array_equal(await call(v), v * 2)
+        np.testing.assert_array_equal(await call(v.astype(np.float64)), v * 2)
+        np.testing.assert_array_equal(await call(v.astype(">f4")), v * 2)  # byte order
+        with pytest.raises(ValueError, match=r"^Cannot feed value of shape \(2, 2\) for "
+                                             r"Tensor x:0, which has shape \(None, 3\)"):
+            await call(np.zeros((2, 2), np.float32))
+        with pytest.raises(ValueError, match=r"^Cannot feed value of shape \(3,\)"):
+            await call(np.zeros(3, np.float32))
+        with pytest.raises(ValueError, match=r"^Cannot feed value of shape \(\)"):
+            await call(np.float32(1.0))
+
+
 async def test_incremental_extend(graph):
     with graph.as_default():
         a = af.constant(2.0, name="a")

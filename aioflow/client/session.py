@@ -273,6 +273,7 @@ class Session:
         eak = self._direct.get_executors(tuple(sorted(names)), plan.sorted_fetches,
                                          plan.sorted_targets)
         order = [names.index(n) for n in eak.feeds]
+        in_order = order == list(range(len(order)))  # feed_list already as eak wants it
         single = plan.single
 
         async def call(*feed_values, options=None, run_metadata=None):
@@ -286,8 +287,14 @@ class Session:
                 self._check_open()
             started = perf_counter()
             values = [spec.convert(v) for spec, v in zip(specs, feed_values, strict=True)]
-            retvals = await self._run(eak, [values[i] for i in order], options, run_metadata,
-                                      gate, started)
+            budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
+            try:  # (self._run, inline: one coroutine less a call)
+                retvals = await self._direct.run_executors(
+                    eak, values if in_order else [values[i] for i in order], options,
+                    run_metadata, time_budget_s=budget, warn_overrun=self._warn_overrun,
+                    gate=gate, started=started)
+            except errors.OpError as e:
+                raise self._with_origin(e) from e.__cause__
             if single is not None:
                 value = retvals[0]
                 return _fetched(value) if not _copy_is_large(value) else (
@@ -423,7 +430,7 @@ class _FeedSpec:
     """What converting a feed of one tensor needs, looked up once: its name and static
     dims (valid while the tensor keeps its TensorShape object: set_shape replaces it)."""
 
-    __slots__ = ("tensor", "name", "shape", "dims", "scalar_type")
+    __slots__ = ("tensor", "name", "shape", "dims", "scalar_type", "np_dtype", "rows_of")
 
     def __init__(self, tensor: ops.Tensor):
         self.tensor = tensor
@@ -435,9 +442,22 @@ class _FeedSpec:
         # type converts it as np.asarray(value, dtype)[()] would, in one call.
         scalar = dtype.is_floating and self.dims in (None, ())
         self.scalar_type = dtype.as_numpy_dtype if scalar else None
+        # An array already of the tensor's dtype needs only the shape check (a served
+        # request's: its codec made it so); strings and 0-d values take the full path.
+        self.np_dtype = None if dtype == dtypes.string else np.dtype(dtype.as_numpy_dtype)
+        # [None, d1, ...] with d1... known (a batch of rows): the shape check is one
+        # tuple comparison of the rest.
+        dims = self.dims
+        self.rows_of = dims[1:] if dims and dims[0] is None and None not in dims[1:] \
+            else None
 
     def convert(self, value):
-        if type(value) is float and self.scalar_type is not None:
+        if type(value) is np.ndarray and value.dtype is self.np_dtype and value.ndim:
+            dims = self.dims
+            if dims is None or value.shape[1:] == self.rows_of or _dims_match(dims,
+                                                                               value.shape):
+                return value
+        elif type(value) is float and self.scalar_type is not None:
             return self.scalar_type(value)
         return convert_feed_value(self.tensor, value, self.dims)
 

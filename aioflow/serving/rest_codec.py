@@ -296,6 +296,13 @@ def _map_bytes(value, fn):
 
 def format_predict(outputs: dict[str, np.ndarray], fmt: str) -> bytes:
     """The response body for `outputs` in the request's format."""
+    if len(outputs) == 1:  # one output (the usual case): no batch sizes to compare
+        ((key, value),) = outputs.items()
+        value = _json_value(key, np.asarray(value))
+        body = {"predictions" if fmt != "columnar" else "outputs": value}
+        if isinstance(value, _NonFinite):
+            return json.dumps(body, default=_plain, allow_nan=True).encode()
+        return dumps(body)
     values = {k: _json_value(k, np.asarray(v)) for k, v in outputs.items()}
     if fmt == "columnar":
         body = {"outputs": next(iter(values.values())) if len(values) == 1 else values}
