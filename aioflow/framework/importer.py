@@ -304,7 +304,8 @@ def _colocation_names(attrs: dict) -> list[str]:
     value = attrs.get("_class")
     if value is None:
         return []
-    return [s[5:].decode() for s in value.list.s if s.startswith(b"loc:@")]
+    return [s[5:].decode(errors="surrogateescape") for s in value.list.s
+            if s.startswith(b"loc:@")]
 
 
 def _prefixed_class(value, prefix: str, created, graph_def):
@@ -315,7 +316,7 @@ def _prefixed_class(value, prefix: str, created, graph_def):
     names = {n.name for n in graph_def.node}
     del out.list.s[:]
     for s in value.list.s:
-        if s.startswith(b"loc:@") and s[5:].decode() in names:
+        if s.startswith(b"loc:@") and s[5:].decode(errors="replace") in names:
             s = b"loc:@" + prefix.encode() + s[5:]
         out.list.s.append(s)
     return out

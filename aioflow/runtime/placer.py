@@ -48,7 +48,7 @@ def _group_of(node) -> str:
     if "_class" in attrs:
         for s in attrs["_class"].list.s:
             if s.startswith(b"loc:@"):
-                return s[5:].decode()
+                return s[5:].decode(errors="surrogateescape")  # (any bytes: a group)
     return node_def.name
 
 

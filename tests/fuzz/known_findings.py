@@ -180,6 +180,18 @@ def _fold_batch_norm_invalid_const(dtype: int = DT_FLOAT, unknown_rank: bool = T
         {"x:0": [[1.0, 2.0]]}, ["y:0"])
 
 
+def _colocation_name_not_utf8(with_target: bool = True):
+    """A `_class: loc:@<bytes>` colocation list whose name is not UTF-8: the importer
+    (with a second node, the colocation loop runs) and the placer decoded it and raised.
+    Such a name matches no node (names are checked); TF groups by the bytes."""
+    y = node("y", "Identity", ["x"], T=attr(type=DT_FLOAT))
+    y.attr["_class"].list.s.append(b"loc:@\xb3\xff")
+    nodes = [placeholder("x", shape=[]), y]
+    if with_target:
+        nodes.append(node("z", "Identity", ["y"], T=attr(type=DT_FLOAT)))
+    return FuzzCase("repro", graph(*nodes), {"x:0": 1.5}, ["y:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -223,6 +235,12 @@ FINDINGS = [
     Finding("fold-batch-norm-const-of-unknown-dtype",
             "FAIL:TypeError@run@framework/tensor_util.py:_make_ndarray",
             lambda: _fold_batch_norm_invalid_const(dtype=24, unknown_rank=False)),
+    Finding("colocation-name-not-utf8",
+            "FAIL:UnicodeDecodeError@import@framework/importer.py:_colocation_names*",
+            _colocation_name_not_utf8),
+    Finding("colocation-name-not-utf8-placer",
+            "FAIL:UnicodeDecodeError@run@runtime/placer.py:_group_of",
+            lambda: _colocation_name_not_utf8(with_target=False)),
 ]
 
 
