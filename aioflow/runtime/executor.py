@@ -307,7 +307,7 @@ class ExecutorImpl:
                                      ) if into_segment or control else ()
             item.out_data_cf = item.out_merge_cf = item.out_control_cf = ()
             item.out_control_merge_cf = item.out_segment_cf = ()
-            item.has_rare_edges_cf = item.control_edges_only_cf = False
+            item.has_rare_edges_cf = False
             return
         item.out_data = item.out_control = ()
         item.out_data_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if not d.is_merge)
@@ -318,8 +318,6 @@ class ExecutorImpl:
                                     for seg, member, slot, idx in into_segment)
         item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
                                       or item.out_control_merge_cf or item.out_segment_cf)
-        item.control_edges_only_cf = bool(item.out_control_cf and not (
-            item.out_merge_cf or item.out_control_merge_cf or item.out_segment_cf))
 
     # -- running ------------------------------------------------------------------------
     def timeline_labels(self) -> list[str]:

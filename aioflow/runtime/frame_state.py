@@ -298,20 +298,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                 append((dst, frame, it, dst_dead))
                 activated += 1
         if item.has_rare_edges_cf:
-            if item.control_edges_only_cf:  # the common rare case, written out (no call)
-                for dst, pid in item.out_control_cf:
-                    if is_dead:
-                        dead[pid] += 1
-                    c = pending[pid] - 1
-                    pending[pid] = c
-                    if not c:
-                        dst_dead = dead[pid] > 0
-                        if dst_dead and dst.is_control_trigger:
-                            dst_dead = False
-                        append((dst, frame, it, dst_dead))
-                        activated += 1
-            else:
-                activated += self._activate_rare(item, is_dead, frame, it, outs)
+            activated += self._activate_rare(item, is_dead, frame, it, outs)
         it.outstanding_ops += activated
 
     def _activate_rare(self, item, is_dead: bool, frame: FrameState, it: IterationState,

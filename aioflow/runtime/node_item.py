@@ -43,7 +43,6 @@ class NodeItem:
                               #   -1 for control, dst_slot_index, segment_pending_id,
                               #   member_pending_id), ...): deadness counts on the member
         "has_rare_edges_cf",  # any of the four lists above is non-empty
-        "control_edges_only_cf",  # of those, only out_control_cf is (activate's fast case)
         "frame_name",         # the while-loop frame it runs in ("" for the root)
         "enter_frame_name",   # Enter: the child frame it opens
         "parallel_iterations",  # Enter: the child frame's parallel_iterations
