@@ -13,7 +13,7 @@ from aioflow.framework import (
     ops,
 )
 from aioflow.framework.gc_util import paused_gc
-from aioflow.proto import graph_pb2
+from aioflow.proto import attr_value_pb2, graph_pb2
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
@@ -160,6 +160,8 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
     created: dict[str, ops.Operation] = {}
     node_defs = []
     colocations = []  # (op, the names of the ops it is colocated with)
+    scope_class = _scope_class(graph)
+    prefix_names = None  # the GraphDef's node names, once, for prefixing `_class`
     for node in _own_copy(graph_def):
         reg = op_def_registry.get_registration(node.op)
         fdef = graph._library.find(node.op) if reg is None else None
@@ -182,17 +184,25 @@ def _import_nodes(graph: ops.Graph, graph_def, input_map: dict, prefix: str):
                 node, None, f"Node name '{new_name}' already exists in the Graph")
         node_attrs = node.attr
         attrs = {k: node_attrs[k] for k in node_attrs}  # (keys, then values: no ItemsView)
-        if "_class" in attrs:
-            attrs["_class"] = _prefixed_class(attrs["_class"], prefix, created, graph_def)
+        if scope_class is not None:
+            # Inside `colocate_with`: the scope's groups replace the node's own (as TF's
+            # _create_op_helper does for imported ops).
+            node_attrs["_class"].CopyFrom(scope_class)
+            attrs["_class"] = node_attrs["_class"]
+        elif "_class" in attrs and prefix:
+            if prefix_names is None:
+                prefix_names = {n.name for n in graph_def.node}
+            attrs["_class"] = _prefixed_class(attrs["_class"], prefix, prefix_names)
         op = ops.Operation(graph, graph._next_id, new_name, node.op, [], out_types, attrs,
                            node.device, op_def, [], traceback=False)  # (not made by code)
         op._checked = True  # validate_node_def passed above
         graph._add_op(op)
-        colocated = _colocation_names(attrs)
+        colocated = _colocation_names(attrs, new_name)
         if colocated:
-            # As TF's _ProcessNewOps: a colocated op keeps its own device (no device
-            # scope) until the device of the op it is colocated with replaces it, below.
-            op._device = device_spec.canonical(node.device) if node.device else ""
+            # As TF's _ProcessNewOps: a colocated op drops its own device (and the device
+            # scopes) for the device of the first op it is colocated with that has one,
+            # below, if any.
+            op._device = ""
             colocations.append((op, colocated))
         elif graph._device_stack or node.device:
             # As TF's _ProcessNewOps: the node's device inside the device scopes, canonical.
@@ -299,21 +309,31 @@ _COPY_WHOLE_NODES = 16384
 _COPY_CHUNK = 1000
 
 
-def _colocation_names(attrs: dict) -> list[str]:
-    """The names in an op's `_class: loc:@name` colocation list, in order."""
+def _colocation_names(attrs: dict, own_name: str) -> list[str]:
+    """The names in an op's `_class: loc:@name` colocation list, in order, but its own."""
     value = attrs.get("_class")
     if value is None:
         return []
-    return [s[5:].decode(errors="surrogateescape") for s in value.list.s
-            if s.startswith(b"loc:@")]
+    names = [s[5:].decode(errors="surrogateescape") for s in value.list.s
+             if s.startswith(b"loc:@")]
+    return [name for name in names if name != own_name]
 
 
-def _prefixed_class(value, prefix: str, created, graph_def):
-    if not prefix:
-        return value
+def _scope_class(graph: ops.Graph):
+    """The `_class` value of the graph's colocation scope (its groups, sorted), or None."""
+    if not graph._colocation_stack:
+        return None
+    groups = set()
+    for other in graph._colocation_stack:
+        groups.update(ops._colocation_groups(other))
+    value = attr_value_pb2.AttrValue()
+    value.list.s.extend(sorted(groups))
+    return value
+
+
+def _prefixed_class(value, prefix: str, names: set):
     out = type(value)()
     out.CopyFrom(value)
-    names = {n.name for n in graph_def.node}
     del out.list.s[:]
     for s in value.list.s:
         if s.startswith(b"loc:@") and s[5:].decode(errors="replace") in names:
