@@ -185,7 +185,7 @@ class _OutType(OpKernel):
         self._out = ctx.get_attr("out_type", dtypes.int32).as_numpy_dtype
 
 
-@register_kernel("Shape", "CPU")
+@register_kernel("Shape", "CPU", host_memory=("output",))  # (as TF's)
 class ShapeOp(_OutType):
     """The input's shape as a vector of out_type."""
 
@@ -193,7 +193,7 @@ class ShapeOp(_OutType):
         return (np.array(np.shape(inputs[0]), dtype=self._out),)
 
 
-@register_kernel("ShapeN", "CPU")
+@register_kernel("ShapeN", "CPU", host_memory=("output",))  # (as TF's)
 class ShapeNOp(_OutType):
     """Each input's shape."""
 
@@ -202,7 +202,7 @@ class ShapeNOp(_OutType):
         return [np.array(np.shape(x), dtype=out) for x in inputs]
 
 
-@register_kernel("Size", "CPU")
+@register_kernel("Size", "CPU", host_memory=("output",))  # (as TF's)
 class SizeOp(_OutType):
     """The number of elements, as out_type."""
 
@@ -210,7 +210,7 @@ class SizeOp(_OutType):
         return (self._out(np.size(inputs[0])),)
 
 
-@register_kernel("Rank", "CPU")
+@register_kernel("Rank", "CPU", host_memory=("output",))  # (as TF's)
 class RankOp(OpKernel):
     """The number of dimensions, as int32."""
 

@@ -16,7 +16,7 @@ _Recv (so the _Recv runs once per iteration), as TF's Partition does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from aioflow.framework import dtypes, op_def_registry
 from aioflow.framework.function_library import graph_functions
@@ -26,13 +26,17 @@ from aioflow.graph.partition_control_flow import (
     add_control_flow,
     is_control_loop_merge,
     recv_op_for,
+    send_op_for,
 )
 from aioflow.proto import attr_value_pb2, node_def_pb2, tensor_pb2, tensor_shape_pb2
 
 
-def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int]) -> dict[str, Graph]:
-    """{device name: its partition}; every op node must have an assigned device."""
-    names = _Names(graph)
+def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int],
+                        counter: Iterator[int] | None = None) -> dict[str, Graph]:
+    """{device name: its partition}; every op node must have an assigned device.
+    `counter` numbers the new nodes (a session's, as TF's edge_name_counter_, so names
+    go on counting across the session's steps); a fresh one by default."""
+    names = _Names(graph, counter)
     add_control_flow(graph, names.new_name)
     parts: dict[str, Graph] = {}
     copies: dict[int, Node] = {}
@@ -69,9 +73,9 @@ class _Names:
     """New node names "prefix/_N" from one counter (TF's PartitionOptions.new_name),
     shared by the control loops and the transfer nodes."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, counter: Iterator[int] | None = None):
         self.names = {n.name for n in graph.op_nodes()}
-        self.counter = itertools.count()
+        self.counter = itertools.count() if counter is None else counter
 
     def new_name(self, prefix: str) -> str:
         while True:
@@ -157,17 +161,20 @@ class _Cutter:
         return identity
 
     def _send_recv(self, edge, recv_device: str, recv_op: str) -> Node:
-        """Add the _Send (after a dummy Const for a control edge) and the _Recv (a
-        _HostRecv where the destination reads the input from host memory)."""
+        """Add the _Send (after a dummy Const for a control edge; a _HostSend where the
+        source writes the output to host memory) and the _Recv (a _HostRecv where the
+        destination reads the input from host memory)."""
         src = edge.src
         send_device = src.assigned_device_name
         send_part, recv_part = self.parts[send_device], self.parts[recv_device]
         if edge.is_control_edge:
             send_from, slot = self._dummy_const(src, send_part), 0
             dtype = dtypes.float32.as_datatype_enum
+            send_op = "_Send"
         else:
             send_from, slot = self.copies[src.id], edge.src_output
             dtype = _base_type(src.output_types[slot])
+            send_op = send_op_for(src, slot)
         attrs = {
             "tensor_name": attr_value_pb2.AttrValue(
                 s=f"edge_{edge.id}_{src.name}".encode()),
@@ -177,7 +184,7 @@ class _Cutter:
             "recv_device": attr_value_pb2.AttrValue(s=recv_device.encode()),
             "client_terminated": attr_value_pb2.AttrValue(b=False),
         }
-        send_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op="_Send",
+        send_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op=send_op,
                                         device=send_device)
         send_def.attr["T"].type = dtype
         recv_def = node_def_pb2.NodeDef(name=self._new_name(src.name), op=recv_op,
@@ -186,7 +193,7 @@ class _Cutter:
         for key, value in attrs.items():
             send_def.attr[key].CopyFrom(value)
             recv_def.attr[key].CopyFrom(value)
-        send = _add(send_part, send_def, op_def_registry.get("_Send"), [dtype], [],
+        send = _add(send_part, send_def, op_def_registry.get(send_op), [dtype], [],
                     send_device)
         send_part.add_edge(send_from, slot, send, 0)
         return _add(recv_part, recv_def, op_def_registry.get(recv_op), [], [dtype],

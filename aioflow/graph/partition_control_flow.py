@@ -216,19 +216,32 @@ class _ControlFlowAdder:
 def recv_op_for(dst: Node, dst_input: int) -> str:
     """"_HostRecv" when `dst`'s kernel reads input `dst_input` from host memory (its
     registered host-memory args; TF's MemoryTypesForNode), else "_Recv"."""
-    device_type = DeviceSpec.from_string(dst.assigned_device_name).device_type or "CPU"
-    host = host_memory_args(dst.def_, device_type)
-    if not host or dst.op_def is None:
-        return "_Recv"
+    host = _in_host_memory(dst, dst_input, "input_arg")
+    return "_HostRecv" if host else "_Recv"
+
+
+def send_op_for(src: Node, src_output: int) -> str:
+    """"_HostSend" when `src`'s kernel writes output `src_output` to host memory (TF's
+    AddSend: a Shape's or a Rank's output on CPU, say), else "_Send"."""
+    return "_HostSend" if _in_host_memory(src, src_output, "output_arg") else "_Send"
+
+
+def _in_host_memory(node: Node, index: int, args: str) -> bool:
+    """Whether input or output `index` of `node` (`args`: "input_arg" / "output_arg") is
+    one of its kernel's host-memory args."""
+    device_type = DeviceSpec.from_string(node.assigned_device_name).device_type or "CPU"
+    host = host_memory_args(node.def_, device_type)
+    if not host or node.op_def is None:
+        return False
     slot = 0
-    for arg in dst.op_def.input_arg:
+    for arg in getattr(node.op_def, args):
         if arg.number_attr:
-            count = dst.def_.attr[arg.number_attr].i
+            count = node.def_.attr[arg.number_attr].i
         elif arg.type_list_attr:
-            count = len(dst.def_.attr[arg.type_list_attr].list.type)
+            count = len(node.def_.attr[arg.type_list_attr].list.type)
         else:
             count = 1
-        if slot <= dst_input < slot + count:
-            return "_HostRecv" if arg.name in host else "_Recv"
+        if slot <= index < slot + count:
+            return arg.name in host
         slot += count
-    return "_Recv"
+    return False

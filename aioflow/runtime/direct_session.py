@@ -126,6 +126,7 @@ class DirectSession:
         # place_pruned_graph: where stateful nodes were placed, by name (_lock).
         self._stateful_placements: dict[str, str] = {}
         self._partial_handles = itertools.count()  # TF's handle_name_counter_
+        self._edge_names = itertools.count()  # TF's edge_name_counter_
         self._runner = None
         self.closed = False
         self._closed_by_reset = False
@@ -358,7 +359,7 @@ class DirectSession:
             graph.library = reachable_library(graph.library, graph)
             return {name: graph}
         return partition_by_device(
-            graph, lambda name: self.device_mgr.lookup(name).incarnation)
+            graph, lambda name: self.device_mgr.lookup(name).incarnation, self._edge_names)
 
     # -- running ----------------------------------------------------------------------------
     def _run_states(self, eak: ExecutorsAndKeys, options, ctx, runner) -> list:

@@ -203,12 +203,17 @@ class GraphState:
             old = groups.get(key)
             touched[key] = [*old, node] if old else [node]
             joined = joined or bool(old)
+        # TF places the whole graph again: a generator or an Identity placed before whose
+        # consumers changed may move with them (the placer's heuristics).
+        for key in _placed_sources_of(new, groups, touched):
+            touched[key] = groups[key]
+            joined = True
         allow_soft = self.config.allow_soft_placement
         keys = sorted(touched, key=lambda k: touched[k][0].id) if joined else touched
         first_new = new[0].id if new else 0
         for key, members in placer.placement_order({k: touched[k] for k in keys}):
-            device_name = placer.choose_device(key, members, self.device_mgr,
-                                               allow_soft).name
+            device_name = placer.choose_device(key, members, self.device_mgr, allow_soft,
+                                               placer.preferred_device(members)).name
             for node in members:
                 if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
@@ -237,6 +242,24 @@ class GraphState:
                 return _copy(self.graph, None)
             roots.append(node)
         return _copy(self.graph, reverse_reachable(roots))
+
+
+def _placed_sources_of(new: list[Node], groups: dict, touched: dict) -> list[str]:
+    """The groups placed before that feed a new node and whose device the placer's
+    heuristics tie to their consumers: generators and Identity nodes."""
+    keys = []
+    first_new = new[0].id if new else 0
+    for node in new:
+        for edge in node.in_edges:
+            src = edge.src
+            if src.id >= first_new or not src.is_op:
+                continue
+            if not (placer._is_generator(src) or src.type_string in placer._IDENTITY_OPS):
+                continue
+            key = placer._group_of(src)
+            if key not in touched and key not in keys and key in groups:
+                keys.append(key)
+    return keys
 
 
 def _place_with_passes(options: PassOptions, device_mgr, config) -> None:

@@ -19,7 +19,8 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
         if assigned:  # placed already (a stateful node kept where an earlier step put it)
             device = device_mgr.lookup(assigned)
         else:
-            device = choose_device(key, members, device_mgr, allow_soft_placement)
+            device = choose_device(key, members, device_mgr, allow_soft_placement,
+                                   preferred_device(members))
         for node in members:
             node.assigned_device_name = device.name
 
@@ -40,6 +41,42 @@ def _is_generator(node) -> bool:
     outputs = node.output_types
     return (not node.input_types and len(outputs) == 1
             and outputs[0] < 100)  # a ref type's enum is its base's + 100
+
+
+# TF's NC_METADATA and NC_IDENTITY node classes (graph.cc).
+_METADATA_OPS = frozenset({"Shape", "Size", "Rank"})
+_IDENTITY_OPS = frozenset({"Identity", "RefIdentity"})
+
+
+def preferred_device(members) -> str:
+    """The device TF's Placer heuristics would give the group, if it can run there ("" for
+    none), decided by the member TF places first. Heuristic A: generators (placed last)
+    go with their consumers when those all share one device. Heuristic B: a metadata op
+    (Shape, Size, Rank), or an unrequested Identity with one input and one consumer
+    that request the same device, goes with its input, if that is placed already."""
+    first = next((n for n in members if not _is_generator(n)), None)
+    if first is None:
+        consumers = [e.dst for e in members[0].out_edges if not e.dst.is_sink]
+        if not consumers:
+            return ""
+        device = consumers[0].assigned_device_name
+        return device if all(c.assigned_device_name == device for c in consumers) else ""
+    op = first.type_string
+    if op in _METADATA_OPS or (op in _IDENTITY_OPS and _matches_identity(first)):
+        return first.in_edges[0].src.assigned_device_name if first.in_edges else ""
+    return ""
+
+
+def _matches_identity(node) -> bool:
+    """TF's MatchIdentityOperation: no requested device, one in-edge, one out-edge (the
+    sink's when there is no consumer), and both ends request the same device."""
+    if node.requested_device or len(node.in_edges) != 1:
+        return False
+    outs = [e for e in node.out_edges if not e.dst.is_sink]
+    if len(outs) > 1:
+        return False
+    consumer_request = outs[0].dst.requested_device if outs else ""
+    return node.in_edges[0].src.requested_device == consumer_request
 
 
 def _group_of(node) -> str:
@@ -104,22 +141,32 @@ def _parse(node, requested: str):
                              f"{{{{node {node.name}}}}}: {e}") from None
 
 
-def choose_device(key: str, members, device_mgr, allow_soft: bool):
+def choose_device(key: str, members, device_mgr, allow_soft: bool, preferred: str = ""):
     """The device of the colocation group `key`: its members' merged request, then the
-    first device (in the manager's order) with a kernel for every member."""
+    `preferred` device if it fits, else the first device (in the manager's order) with
+    a kernel for every member."""
     if len(members) == 1:  # the common case, without the merge: one node, no request
         node = members[0]
         if not node.requested_device:
             node_def = node.def_
-            for device in device_mgr.devices:
+            devices = device_mgr.devices
+            device = _named(device_mgr, preferred)
+            if device is not None:
+                devices = [device, *devices]
+            for device in devices:
                 if op_kernel.find_kernel_class(node_def, device.device_type) is not None:
                     return device
             # (no kernel anywhere: _choose below words the error)
     requested = merged_request(key, members, allow_soft)
-    return _choose(members, requested, device_mgr, allow_soft)
+    return _choose(members, requested, device_mgr, allow_soft, preferred)
 
 
-def _choose(members, requested: str, device_mgr, allow_soft: bool):
+def _named(device_mgr, name: str):
+    """The manager's device of that full name, or None (also for "")."""
+    return device_mgr._by_name.get(name) if name else None
+
+
+def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: str = ""):
     candidates = device_mgr.devices
     if requested:
         node = next((n for n in members if n.requested_device), members[0])
@@ -136,6 +183,9 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool):
                 f"are [ {', '.join(d.name for d in candidates)} ]. Make sure the device "
                 f"specification refers to a valid device.{gpu}")
         candidates = matching or candidates
+    device = _named(device_mgr, preferred)
+    if device is not None and device in candidates:
+        candidates = [device, *candidates]
     for device in candidates:
         if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None
                for n in members):
