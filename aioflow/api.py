@@ -126,6 +126,8 @@ from aioflow.ops.linalg_ops import (
     matrix_set_diag,
     qr,
 )
+from aioflow.ops.logging_ops import Print
+from aioflow.ops.logging_ops import print_v2 as print  # noqa: A001 - TF's name (tf.print)
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -224,7 +226,7 @@ from aioflow.ops.sparse_ops import sparse_placeholder, sparse_to_dense
 from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
-    "Assert", "case", "cond", "while_loop", "TensorArray",
+    "Assert", "case", "cond", "while_loop", "TensorArray", "Print", "print",
     # modules / namespaces
     "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image", "random",
     # random ops and seeds

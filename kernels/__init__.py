@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     io_kernels,
     linalg_kernels,
     list_kernels,
+    logging_kernels,
     matmul_kernels,
     nms_kernels,
     nn_kernels,

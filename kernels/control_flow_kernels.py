@@ -13,6 +13,8 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
+from .tensor_summary import summarize_value
+
 # Control flow only routes values, so one kernel would serve NumPy and CuPy arrays alike;
 # add "GPU" here (TF keeps `pred`, `value_index` and LoopCond in host memory) once the
 # GPU kernel set exists, so that the Placer keeps loops next to their data. TF's CPU
@@ -140,88 +142,6 @@ class AbortOp(OpKernel):
 
 
 # -- Assert ----------------------------------------------------------------------------------
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "'": "\\'", '"': '\\"'}
-
-
-def _c_escape(data: bytes) -> str:
-    """absl::Utf8SafeCEscape: C escapes for control bytes, quotes and invalid UTF-8."""
-    out = []
-    for ch in data.decode("utf-8", "surrogateescape"):
-        code = ord(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\{code:03o}")
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\{code - 0xDC00:03o}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _element_str(value) -> str:
-    """TF's PrintOneElement (print_v2=false): %g-style floats, 1/0 bools, escaped bytes."""
-    if isinstance(value, (bytes, np.bytes_)):
-        return _c_escape(bytes(value))
-    if isinstance(value, str):
-        return _c_escape(value.encode("utf-8"))
-    if isinstance(value, (bool, np.bool_)):
-        return "1" if value else "0"
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):g}"
-    if isinstance(value, (complex, np.complexfloating)):
-        return f"({value.real:g},{value.imag:g})"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    return str(value)
-
-
-def summarize_value(value, max_entries: int) -> str:
-    """TF's Tensor::SummarizeValue(max_entries): the first entries, nested in [] by
-    dimension, with "..." where entries were left out."""
-    array = np.asarray(value)
-    num_elts = array.size
-    if max_entries < 0:
-        max_entries = num_elts
-    limit = min(max_entries, num_elts)
-    flat = array.reshape(-1)
-    shape = array.shape
-    if not shape:
-        ret = " ".join(_element_str(flat[i]) for i in range(limit))
-        return ret + ("..." if num_elts > limit else "")
-    out: list[str] = []
-    index = [0]
-
-    def one_dim(dim: int) -> None:
-        if index[0] >= limit:
-            return
-        count = shape[dim]
-        if dim == len(shape) - 1:
-            for i in range(count):
-                if index[0] >= limit:
-                    if dim != 0:
-                        out.append("...")
-                    return
-                if i > 0:
-                    out.append(" ")
-                out.append(_element_str(flat[index[0]]))
-                index[0] += 1
-            return
-        for _ in range(count):
-            opened = False
-            if index[0] < limit:
-                out.append("[")
-                opened = True
-            one_dim(dim + 1)
-            if index[0] < limit or opened:
-                out.append("]")
-
-    one_dim(0)
-    if num_elts > limit:
-        out.append("...")
-    return "".join(out)
-
 
 @register_kernel("Assert", "CPU")
 class AssertOp(OpKernel):

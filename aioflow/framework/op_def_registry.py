@@ -210,8 +210,9 @@ def _parse_scalar(text: str, kind: str):
         return float(text)
     if kind == "bool":
         return text == "true"
-    if kind == "string":
-        return text.strip("'\"")
+    if kind == "string":  # C escapes read as TF's text-format parse reads them
+        text = text.strip("'\"")
+        return text.encode().decode("unicode_escape") if "\\" in text else text
     if kind == "type":
         name = text[3:].lower() if text.startswith("DT_") else text
         return _TYPE_NAMES[name]

@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     io_ops,
     linalg_ops,
     list_ops,
+    logging_ops,
     math_extra_ops,
     math_ops,
     nn_conv_ops,

@@ -25,6 +25,28 @@ def _with_rank(op, index: int, rank: int) -> TensorShape:
     return shape if shape.rank is not None else TensorShape([None] * rank)
 
 
+def _as_bytes(value) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
+
+
+def template_pieces(template: bytes, placeholder: bytes) -> list[bytes]:
+    """StringFormat's template cut at each placeholder (TF's str_util::Split)."""
+    if not placeholder:
+        return list(template[i:i + 1] for i in range(len(template))) or [b""]
+    return template.split(placeholder)
+
+
+def _string_format(op) -> list[TensorShape]:
+    """A scalar; the template must have one placeholder per input."""
+    pieces = template_pieces(_as_bytes(op.get_attr("template")),
+                             _as_bytes(op.get_attr("placeholder")))
+    if len(pieces) - 1 != len(op.inputs):
+        raise ValueError(f"num placeholders in template and num inputs must match: "
+                         f"{len(pieces) - 1} vs. {len(op.inputs)} for '{op.name}' "
+                         f"({op.type})")
+    return [_SCALAR]
+
+
 def _string_join(op) -> list[TensorShape]:
     """Non-scalar inputs share one shape, the output's; all scalars give a scalar."""
     out = None
@@ -106,4 +128,5 @@ for _name in ("StringUpper", "StringLower"):
     .set_shape_fn(cs.unchanged_shape))
 (register_op("StringFormat").input("inputs: T").output("output: string")
     .attr("T: list(type) >= 0").attr("template: string = '%s'")
-    .attr("placeholder: string = '%s'").attr("summarize: int = 3").set_shape_fn(cs.scalar))
+    .attr("placeholder: string = '%s'").attr("summarize: int = 3")
+    .set_shape_fn(_string_format))
