@@ -214,6 +214,13 @@ from aioflow.ops.math_ops import (
     truncatemod,
 )
 from aioflow.ops.parallel_stack_op import parallel_stack
+from aioflow.ops.parsing_ops import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
 from aioflow.ops.random_ops import (
     multinomial,
     random_gamma,
@@ -227,6 +234,8 @@ from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray", "Print", "print",
+    "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
+    "parse_single_example",
     # modules / namespaces
     "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image", "random",
     # random ops and seeds

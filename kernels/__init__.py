@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     nn_kernels,
     normalization_kernels,
     parallel_concat_kernels,
+    parsing_kernels,
     pooling_kernels,
     random_kernels,
     reduction_kernels,

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     nn_ops,
     no_op,
     parallel_concat_ops,
+    parsing_ops,
     random_ops,
     script_ops,
     segment_ops,
