@@ -55,7 +55,7 @@ from aioflow.framework.ops import (
 from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, image, io, linalg, math, nn, random, sparse, strings
+from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, random, sparse, strings
 from aioflow.ops.array_extra_ops import (
     broadcast_dynamic_shape,
     clip_by_value,
@@ -128,6 +128,7 @@ from aioflow.ops.linalg_ops import (
 )
 from aioflow.ops.logging_ops import Print
 from aioflow.ops.logging_ops import print_v2 as print  # noqa: A001 - TF's name (tf.print)
+from aioflow.ops.lookup_ops import initialize_all_tables, tables_initializer
 from aioflow.ops.math_ops import (
     abs,
     acos,
@@ -281,6 +282,7 @@ __all__ = [
     "strings",
     "io",
     "read_file",
+    "lookup", "tables_initializer", "initialize_all_tables",
     "saved_model", "train", "summary",
 ]
 

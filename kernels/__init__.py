@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     linalg_kernels,
     list_kernels,
     logging_kernels,
+    lookup_kernels,
     matmul_kernels,
     nms_kernels,
     nn_kernels,

@@ -25,6 +25,8 @@ class GraphKeys:
     LOCAL_INIT_OP = "local_init_op"
     READY_OP = "ready_op"
     SUMMARIES = "summaries"
+    TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
     VARIABLES = GLOBAL_VARIABLES
 
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     linalg_ops,
     list_ops,
     logging_ops,
+    lookup_ops,
     math_extra_ops,
     math_ops,
     nn_conv_ops,
