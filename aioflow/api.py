@@ -230,13 +230,22 @@ from aioflow.ops.random_ops import (
     random_uniform,
     truncated_normal,
 )
+from aioflow.ops.space_batch_ops import (
+    batch_to_space,
+    batch_to_space_nd,
+    depth_to_space,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)
 from aioflow.ops.sparse_ops import sparse_placeholder, sparse_to_dense
 from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray", "Print", "print",
     "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
-    "parse_single_example",
+    "parse_single_example", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
+    "batch_to_space", "space_to_depth", "depth_to_space",
     # modules / namespaces
     "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image", "random",
     # random ops and seeds

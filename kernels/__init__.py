@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     script_kernels,
     segment_kernels,
     sendrecv_kernels,
+    space_batch_kernels,
     sparse_kernels,
     special_math_kernels,
     string_kernels,

@@ -32,8 +32,10 @@ from aioflow.ops.nn_ops import (
     softsign,
     tanh,
 )
+from aioflow.ops.space_batch_ops import depth_to_space, space_to_depth  # noqa: E402
 
 __all__ = [
+    "space_to_depth", "depth_to_space",
     "relu", "relu6", "elu", "selu", "softplus", "softsign", "leaky_relu", "softmax",
     "log_softmax", "bias_add", "sigmoid", "tanh",
     "conv2d", "conv2d_transpose", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native",

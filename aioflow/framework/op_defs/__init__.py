@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     script_ops,
     segment_ops,
     sendrecv_ops,
+    space_batch_ops,
     sparse_ops,
     state_ops,
     string_ops,
