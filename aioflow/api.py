@@ -71,6 +71,19 @@ from aioflow.ops.array_extra_ops import (
     unique,
     unique_with_counts,
 )
+from aioflow.ops.array_manip_ops import (
+    dynamic_partition,
+    dynamic_stitch,
+    fake_quant_with_min_max_args,
+    fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_per_channel,
+    invert_permutation,
+    linspace,
+    quantization,
+    roll,
+    setdiff1d,
+    timestamp,
+)
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_to,
@@ -132,13 +145,16 @@ from aioflow.ops.lookup_ops import initialize_all_tables, tables_initializer
 from aioflow.ops.math_ops import (
     abs,
     acos,
+    acosh,
     add,
     add_n,
     argmax,
     argmin,
     asin,
+    asinh,
     atan,
     atan2,
+    atanh,
     cast,
     ceil,
     conj,
@@ -245,7 +261,10 @@ __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray", "Print", "print",
     "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
     "parse_single_example", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
-    "batch_to_space", "space_to_depth", "depth_to_space",
+    "batch_to_space", "space_to_depth", "depth_to_space", "dynamic_partition",
+    "dynamic_stitch", "invert_permutation", "linspace", "roll", "setdiff1d", "timestamp",
+    "quantization", "fake_quant_with_min_max_args", "fake_quant_with_min_max_vars",
+    "fake_quant_with_min_max_vars_per_channel",
     # modules / namespaces
     "dtypes", "errors", "nn", "math", "bitwise", "linalg", "image", "random",
     # random ops and seeds
@@ -281,7 +300,8 @@ __all__ = [
     "floordiv", "floormod", "mod", "truncatediv", "truncatemod", "pow", "maximum",
     "minimum", "squared_difference", "negative", "abs", "sign", "square", "sqrt", "rsqrt",
     "exp", "expm1", "log", "log1p", "log_sigmoid", "sin", "cos", "tan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "floor", "ceil",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
+    "reciprocal", "floor", "ceil",
     "round", "rint", "erf", "lgamma", "digamma", "conj", "is_nan", "is_inf", "is_finite",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "logical_not", "logical_xor", "add_n", "scalar_mul", "matmul", "range",

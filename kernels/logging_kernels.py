@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -49,6 +50,14 @@ def write(stream, data: bytes) -> None:
     else:
         stream.write(data.decode("utf-8", "replace"))
         stream.flush()
+
+
+@register_kernel("Timestamp", "CPU")
+class TimestampOp(OpKernel):
+    """Seconds since the epoch, as a double (time.time(), as TF's Env::NowMicros)."""
+
+    def compute(self, ctx, inputs):
+        return (np.float64(time.time()),)
 
 
 @register_kernel("Print", "CPU")

@@ -267,6 +267,30 @@ class _NmsKernel(OpKernel):
         return indices, out_scores, np.int32(valid)
 
 
+@register_kernel("NonMaxSuppression", "CPU")
+class NonMaxSuppressionV1Op(_NmsKernel):
+    """TF 1's NMS: float boxes, iou_threshold an attr, no score threshold."""
+
+    version = 1
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.iou = np.float32(ctx.get_attr("iou_threshold", 0.5))
+
+    def compute(self, ctx, inputs):
+        return (self.run([*inputs[:3], self.iou, np.float32(-np.inf)])[0],)
+
+
+@register_kernel("NonMaxSuppressionV2", "CPU")
+class NonMaxSuppressionV2Op(_NmsKernel):
+    """NMS with iou_threshold an input, no score threshold."""
+
+    version = 2
+
+    def compute(self, ctx, inputs):
+        return (self.run([*inputs[:4], self.np_dtype.type(-np.inf)])[0],)
+
+
 @register_kernel("NonMaxSuppressionV3", "CPU")
 class NonMaxSuppressionV3Op(_NmsKernel):
     """selected_indices of greedy NMS (unpadded)."""

@@ -5,13 +5,16 @@ from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.math_ops import (
     abs,
     acos,
+    acosh,
     add,
     add_n,
     argmax,
     argmin,
     asin,
+    asinh,
     atan,
     atan2,
+    atanh,
     ceil,
     conj,
     cos,
@@ -99,7 +102,8 @@ from aioflow.ops.segment_ops import (
 )
 
 __all__ = [
-    "abs", "acos", "add", "add_n", "argmax", "argmin", "asin", "atan", "atan2", "ceil",
+    "abs", "acos", "acosh", "asinh", "atanh", "add", "add_n", "argmax", "argmin", "asin",
+    "atan", "atan2", "ceil",
     "conj", "cos", "cosh", "cumprod", "cumsum", "digamma", "divide", "divide_no_nan",
     "equal", "erf", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
     "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "lgamma", "log",

@@ -111,6 +111,16 @@ def _nms_size(op) -> int | None:
     return int(value) if int(value) >= 0 else None
 
 
+def _nms_v1_shape(op) -> list[TensorShape]:
+    _nms_checks(op, 1)
+    return [TensorShape([None])]
+
+
+def _nms_v2_shape(op) -> list[TensorShape]:
+    _nms_checks(op, 2)
+    return [TensorShape([None])]
+
+
 def _nms_v3_shape(op) -> list[TensorShape]:
     _nms_checks(op, 3)
     return [TensorShape([None])]
@@ -172,6 +182,13 @@ _resize("ResizeBicubic", _NN_TYPES, "float")
     .attr("method: {'bilinear', 'nearest'} = 'bilinear'")
     .attr("extrapolation_value: float = 0").set_shape_fn(_crop_and_resize_shape))
 
+(register_op("NonMaxSuppression").input("boxes: float").input("scores: float")
+    .input("max_output_size: int32").output("selected_indices: int32")
+    .attr("iou_threshold: float = 0.5").set_shape_fn(_nms_v1_shape))
+(register_op("NonMaxSuppressionV2").input("boxes: T").input("scores: T")
+    .input("max_output_size: int32").input("iou_threshold: T_threshold")
+    .output("selected_indices: int32").attr("T: {half, float} = DT_FLOAT")
+    .attr("T_threshold: {half, float} = DT_FLOAT").set_shape_fn(_nms_v2_shape))
 (register_op("NonMaxSuppressionV3").input("boxes: T").input("scores: T")
     .input("max_output_size: int32").input("iou_threshold: T_threshold")
     .input("score_threshold: T_threshold").output("selected_indices: int32")

@@ -71,6 +71,8 @@ _unary("Square", "{bfloat16, half, float, double, int8, int16, int32, int64, uin
 for _name in ("Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Asin",
               "Acos", "Atan", "Sinh", "Cosh", "Tanh", "Sigmoid"):
     _unary(_name, _FLOAT_COMPLEX)
+for _name in ("Asinh", "Acosh", "Atanh"):
+    _unary(_name, _FLOAT_COMPLEX)
 _unary("Reciprocal", _SIGNED_COMPLEX)
 _unary("Inv", _SIGNED_COMPLEX)
 for _name in ("Floor", "Ceil"):
