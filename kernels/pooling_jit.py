@@ -1,22 +1,34 @@
-"""2-D max pooling's loop, compiled by numba when it is installed (kernels/jit.py): each
-output pixel the maximum of its window's taps inside the input, read straight from the
-unpadded input (positions outside are skipped: padding never wins a max), instead of a
-padded, stride-split copy and one NumPy maximum pass per tap. NaN wins, as np.maximum's
-(the NumPy path's) does. Channels are the inner loop over 0-based slices, which LLVM
-vectorizes."""
+"""Pooling's loops, compiled by numba when it is installed (kernels/jit.py): each output
+pixel the maximum, or the mean, of its window's taps inside the input, read straight from
+the unpadded input (positions outside are skipped: padding never wins a max and is not
+counted in a mean), instead of a padded, stride-split copy of the input and one NumPy pass
+per tap. One loop serves 2-D and 3-D pooling: a 2-D input is the 3-D one with depth 1.
+Channels are the inner loop over 0-based slices, which LLVM vectorizes. NaN wins a max,
+as np.maximum's (the NumPy path's) does; a mean is the sum of the taps divided by their
+count, as TF's CPU kernels divide.
+
+The loops compile on a daemon thread (kernels/background_jit.py): callers run NumPy until
+`ready()`."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .background_jit import BackgroundCompile
 from .jit import njit
 
 
-def _max_rows(x, out, b, r0, r1, kh, kw, sh, sw, top, left):
-    """out[b, r0:r1] = max pooling of x (N, H, W, C) with a kh x kw window."""
-    h, wd, c = x.shape[1], x.shape[2], x.shape[3]
-    ow = out.shape[2]
-    for y in range(r0, r1):
+def _max_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left):
+    """out[b] rows r0:r1 (row r = plane r // OH, row r % OH) of the max pooling of x
+    (N, D, H, W, C), window kd x kh x kw."""
+    d, h, wd, c = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    oh, ow = out.shape[2], out.shape[3]
+    for r in range(r0, r1):
+        z = r // oh
+        y = r - z * oh
+        iz0 = z * sd - front
+        iz1 = min(iz0 + kd, d)
+        iz0 = max(iz0, 0)
         iy0 = y * sh - top
         iy1 = min(iy0 + kh, h)
         iy0 = max(iy0, 0)
@@ -24,35 +36,96 @@ def _max_rows(x, out, b, r0, r1, kh, kw, sh, sw, top, left):
             ix0 = xo * sw - left
             ix1 = min(ix0 + kw, wd)
             ix0 = max(ix0, 0)
-            acc = out[b, y, xo]
-            if iy0 >= iy1 or ix0 >= ix1:  # no tap inside: the padding's lowest value
+            acc = out[b, z, y, xo]
+            if iz0 >= iz1 or iy0 >= iy1 or ix0 >= ix1:  # no tap inside: the padding's -inf
                 acc[:] = -np.inf
                 continue
-            first = x[b, iy0, ix0]
+            first = x[b, iz0, iy0, ix0]
             for ch in range(c):
                 acc[ch] = first[ch]
-            for iy in range(iy0, iy1):
-                for ix in range(ix0, ix1):
-                    src = x[b, iy, ix]
-                    for ch in range(c):
-                        v = src[ch]
-                        a = acc[ch]
-                        acc[ch] = v if (v > a or v != v) else a
+            for iz in range(iz0, iz1):
+                for iy in range(iy0, iy1):
+                    for ix in range(ix0, ix1):
+                        src = x[b, iz, iy, ix]
+                        for ch in range(c):
+                            v = src[ch]
+                            a = acc[ch]
+                            acc[ch] = v if (v > a or v != v) else a
 
 
-_compiled = njit(_max_rows)
+def _avg_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left):
+    """out[b] rows r0:r1 of the average pooling of x (N, D, H, W, C): the sum of the taps
+    inside the input divided by their number."""
+    d, h, wd, c = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+    oh, ow = out.shape[2], out.shape[3]
+    for r in range(r0, r1):
+        z = r // oh
+        y = r - z * oh
+        iz0 = z * sd - front
+        iz1 = min(iz0 + kd, d)
+        iz0 = max(iz0, 0)
+        iy0 = y * sh - top
+        iy1 = min(iy0 + kh, h)
+        iy0 = max(iy0, 0)
+        for xo in range(ow):
+            ix0 = xo * sw - left
+            ix1 = min(ix0 + kw, wd)
+            ix0 = max(ix0, 0)
+            acc = out[b, z, y, xo]
+            for ch in range(c):
+                acc[ch] = 0
+            count = max(iz1 - iz0, 0) * max(iy1 - iy0, 0) * max(ix1 - ix0, 0)
+            for iz in range(iz0, iz1):
+                for iy in range(iy0, iy1):
+                    for ix in range(ix0, ix1):
+                        src = x[b, iz, iy, ix]
+                        for ch in range(c):
+                            acc[ch] += src[ch]
+            n = acc.dtype.type(count)
+            for ch in range(c):
+                acc[ch] = acc[ch] / n
+
+
+_compiled_max = njit(_max_rows)
+_compiled_avg = njit(_avg_rows)
+TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _warm_up() -> None:
+    for t in TYPES:
+        x = np.zeros((1, 1, 1, 1, 1), t)
+        for fn in (_compiled_max, _compiled_avg):
+            fn(x, np.empty_like(x), 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0)
+
+
+_group = BackgroundCompile("pooling", _warm_up, _compiled_max is not None)
 
 
 def available() -> bool:
-    """Whether numba can compile the loop (else the caller keeps its NumPy path)."""
-    return _compiled is not None
+    """Whether numba can compile the loops (else the caller keeps its NumPy path)."""
+    return _compiled_max is not None
 
 
 def ready() -> bool:
-    """Whether a call runs without compiling first."""
-    return _compiled is not None and _compiled.ready()
+    """Whether the loops are compiled for float32 and float64 (callers run NumPy until
+    then, and call compile_in_background)."""
+    return _group.ready()
 
 
-def max_rows(x, out, b, r0, r1, kh, kw, sh, sw, top, left) -> None:
-    """out[b, r0:r1] of the max pooling of x (N, H, W, C), C-contiguous, float32/64."""
-    _compiled(x, out, b, r0, r1, kh, kw, sh, sw, top, left)
+def compile_in_background() -> None:
+    """Compile the loops on a daemon thread, once (callers never wait for it)."""
+    _group.start()
+
+
+def wait_ready(timeout: float | None = None) -> bool:
+    """Start the compile if needed and wait for it (tests); whether the loops compiled."""
+    return _group.wait_ready(timeout)
+
+
+def pool_rows(op: str, x, out, b, r0, r1, ksizes, strides, pads) -> None:
+    """out[b] rows r0:r1 (over the flattened output depth x height) of the "max" or
+    "avg" pooling of x (N, D, H, W, C), C-contiguous float32/64; out (N, OD, OH, OW, C);
+    ksizes, strides: 3 each; pads: the 3 leading paddings."""
+    fn = _compiled_max if op == "max" else _compiled_avg
+    (kd, kh, kw), (sd, sh, sw), (front, top, left) = ksizes, strides, pads
+    fn(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left)

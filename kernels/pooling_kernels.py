@@ -9,8 +9,9 @@ rows (conv_kernels.padded_rows), never a copy of the whole input. A window cover
 whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest value for
 integers), so padding never wins; average pooling divides by the number of taps inside
 the input (TF's SAME padding excludes the padding from the count). With numba (the `jit`
-extra), 2-D float max pooling runs a compiled loop instead (kernels/pooling_jit.py).
-MaxPool's depthwise
+extra), float pooling, max and average, 2-D and 3-D, runs a compiled loop over the
+unpadded input instead (kernels/pooling_jit.py; half/bfloat16 through float32), once
+the loop has compiled in the background: NumPy's passes until then. MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
 channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
 """
@@ -60,8 +61,7 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     if out.size == 0:
         return out
     fill = _lowest(x.dtype) if op == "max" else 0
-    if all(o == 1 for o in out_sizes) and tuple(ksizes) == x.shape[1:-1] and \
-            not any(b or a for b, a in pads):
+    if _is_global(x, ksizes, pads, out_sizes):
         # A global pooling (the window is the whole input): one reduction.
         axes = tuple(range(1, x.ndim - 1))
         (np.max if op == "max" else np.sum)(x, axis=axes, keepdims=True, out=out)
@@ -71,15 +71,50 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
     oh = out_sizes[0]
     taps = list(np.ndindex(*ksizes))
-    if op == "max" and len(out_sizes) == 2 and _COMPILED_MAX and x.dtype in _JIT_TYPES:
-        block = _compiled_max_blocks(np.ascontiguousarray(x), out, ksizes, strides, pads,
-                                     rows_per_block)
-    elif len(out_sizes) == 2:
+    if len(out_sizes) == 2:
         block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
     else:
         block = _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce)
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
                     0 if n == 1 else out.size * len(taps))
+    return out
+
+
+def compiled_ready(dtype) -> bool:
+    """Whether pool_compiled runs for x of this dtype now (else the caller pools by NumPy;
+    the loops' compile is started in the background, never waited for)."""
+    if not _COMPILED or np.dtype(dtype) not in pooling_jit.TYPES:
+        return False
+    if pooling_jit.ready():
+        return True
+    pooling_jit.compile_in_background()
+    return False
+
+
+def pool_compiled(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str) -> np.ndarray:
+    """The "max" or "avg" (sum over the taps inside, divided by their count) of x
+    (N, *spatial, C), 2 or 3 spatial dimensions, float32/64, over each window, by the
+    compiled loop (kernels/pooling_jit.py): it reads the unpadded input, no copy."""
+    n, c = x.shape[0], x.shape[-1]
+    out = np.empty((n,) + tuple(out_sizes) + (c,), x.dtype)
+    if out.size == 0:
+        return out
+    lead = 5 - x.ndim  # a 2-D pooling is a 3-D one of depth 1
+    x5 = np.ascontiguousarray(x).reshape((n,) + (1,) * lead + x.shape[1:])
+    out5 = out.reshape((n,) + (1,) * lead + out.shape[1:])
+    k3 = (1,) * lead + tuple(ksizes)
+    s3 = (1,) * lead + tuple(strides)
+    p3 = (0,) * lead + tuple(before for before, _ in pads)
+    rows = out5.shape[1] * out5.shape[2]
+    rows_per_block = max(1, _BLOCK_BYTES // max(1, out5[0, 0, 0].nbytes))
+    taps = int(np.prod(ksizes))
+
+    def block(item):
+        b, r0 = item
+        pooling_jit.pool_rows(op, x5, out5, b, r0, min(r0 + rows_per_block, rows), k3, s3, p3)
+
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, rows, rows_per_block)],
+                    block, 0 if n == 1 else out.size * taps)
     return out
 
 
@@ -104,23 +139,7 @@ def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce
     return block
 
 
-_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_COMPILED_MAX = pooling_jit.available()
-
-
-def _compiled_max_blocks(x, out, ksizes, strides, pads, rows_per_block):
-    """fn((b, r0)) max-pooling a block of output rows through the compiled loop (it reads
-    the unpadded input: no copy per block; it releases the GIL)."""
-    (kh, kw), (sh, sw) = ksizes, strides
-    (top, _), (left, _) = pads
-    oh = out.shape[1]
-
-    def block(item):
-        b, r0 = item
-        pooling_jit.max_rows(x, out, b, r0, min(r0 + rows_per_block, oh), kh, kw, sh, sw,
-                             top, left)
-
-    return block
+_COMPILED = pooling_jit.available()
 
 
 def _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce):
@@ -144,6 +163,12 @@ def _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce):
             reduce(acc, views.view(b, start, sizes, tap), out=acc)
 
     return block
+
+
+def _is_global(x, ksizes, pads, out_sizes) -> bool:
+    """Whether the window is the whole input (pool_channels_last's one reduction)."""
+    return all(o == 1 for o in out_sizes) and tuple(ksizes) == x.shape[1:-1] and \
+        not any(b or a for b, a in pads)
 
 
 def _valid_counts(in_sizes, ksizes, strides, pads, out_sizes) -> np.ndarray:
@@ -222,9 +247,6 @@ class _PoolBase(OpKernel):
 
     def is_expensive(self, inputs: list) -> bool:
         x = inputs[0]
-        if self.op == "max" and _COMPILED_MAX and self.num_spatial == 2 and \
-                not pooling_jit.ready():
-            return True  # a first call compiles: not on the event loop
         window = self._window
         taps = int(np.prod(window[0])) if window is not None else 9
         return np.size(x) * taps > POOL_WORK * max(1, int(np.prod(
@@ -272,6 +294,12 @@ class _PoolBase(OpKernel):
 
     def _spatial(self, x, ksizes, strides):
         outs, pads = self._geometry(x, ksizes, strides)
+        work_type = np.float32 if self._half else x.dtype
+        if compiled_ready(work_type) and not _is_global(x, ksizes, pads, outs):
+            # half/bfloat16 pool in float32 (a max exactly; a mean rounded once).
+            xc = x.astype(np.float32) if self._half else x
+            y = pool_compiled(xc, ksizes, strides, pads, outs, self.op)
+            return y.astype(self._np_type) if self._half else y
         if self.op == "max":
             return pool_channels_last(x, ksizes, strides, pads, outs, "max")
         xc = x.astype(np.float32) if self._half else x
