@@ -18,11 +18,22 @@ from .background_jit import BackgroundCompile
 from .jit import njit
 
 
-def _max_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left):
-    """out[b] rows r0:r1 (row r = plane r // OH, row r % OH) of the max pooling of x
-    (N, D, H, W, C), window kd x kh x kw."""
+def _window_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left, op):
+    """out[b] rows r0:r1 (row r: plane r // OH, row r % OH) of the pooling of x
+    (N, D, H, W, C), window kd x kh x kw; op 0: max, 1: mean.
+
+    Separably: the window's kd x kh input rows are reduced into one row first (long
+    contiguous passes), then each output pixel reduces kw pixels of that row; the window
+    is clipped to the input, so the padding is never read."""
     d, h, wd, c = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
     oh, ow = out.shape[2], out.shape[3]
+    # Only the input columns some window covers are reduced.
+    c0 = max(0, -left)
+    c1 = min(wd, (ow - 1) * sw - left + kw)
+    if c1 <= c0:
+        c0 = c1 = 0
+    row = np.empty(max(c1 - c0, 1) * c, out.dtype)
+    pixels = row.reshape(max(c1 - c0, 1), c)
     for r in range(r0, r1):
         z = r // oh
         y = r - z * oh
@@ -32,78 +43,75 @@ def _max_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left):
         iy0 = y * sh - top
         iy1 = min(iy0 + kh, h)
         iy0 = max(iy0, 0)
+        orow = out[b, z, y]
+        if iz0 >= iz1 or iy0 >= iy1 or c1 <= c0:  # no tap inside: the padding's -inf
+            for xo in range(ow):
+                acc = orow[xo]
+                for ch in range(c):
+                    acc[ch] = -np.inf
+            continue
+        n = (c1 - c0) * c
+        first = x[b, iz0, iy0, c0:c1].reshape(n)
+        for i in range(n):
+            row[i] = first[i]
+        for iz in range(iz0, iz1):
+            for iy in range(iy0, iy1):
+                if iz == iz0 and iy == iy0:
+                    continue
+                src = x[b, iz, iy, c0:c1].reshape(n)
+                if op == 0:
+                    for i in range(n):
+                        v = src[i]
+                        a = row[i]
+                        row[i] = v if (v > a or v != v) else a
+                else:
+                    for i in range(n):
+                        row[i] += src[i]
+        taps = (iz1 - iz0) * (iy1 - iy0)
         for xo in range(ow):
             ix0 = xo * sw - left
             ix1 = min(ix0 + kw, wd)
             ix0 = max(ix0, 0)
-            acc = out[b, z, y, xo]
-            if iz0 >= iz1 or iy0 >= iy1 or ix0 >= ix1:  # no tap inside: the padding's -inf
-                acc[:] = -np.inf
+            acc = orow[xo]
+            if ix0 >= ix1:
+                for ch in range(c):
+                    acc[ch] = -np.inf
                 continue
-            first = x[b, iz0, iy0, ix0]
+            p = pixels[ix0 - c0]
             for ch in range(c):
-                acc[ch] = first[ch]
-            for iz in range(iz0, iz1):
-                for iy in range(iy0, iy1):
-                    for ix in range(ix0, ix1):
-                        src = x[b, iz, iy, ix]
-                        for ch in range(c):
-                            v = src[ch]
-                            a = acc[ch]
-                            acc[ch] = v if (v > a or v != v) else a
+                acc[ch] = p[ch]
+            for ix in range(ix0 + 1, ix1):
+                p = pixels[ix - c0]
+                if op == 0:
+                    for ch in range(c):
+                        v = p[ch]
+                        a = acc[ch]
+                        acc[ch] = v if (v > a or v != v) else a
+                else:
+                    for ch in range(c):
+                        acc[ch] += p[ch]
+            if op == 1:
+                count = acc.dtype.type(taps * (ix1 - ix0))
+                for ch in range(c):
+                    acc[ch] = np.divide(acc[ch], count)
 
 
-def _avg_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left):
-    """out[b] rows r0:r1 of the average pooling of x (N, D, H, W, C): the sum of the taps
-    inside the input divided by their number."""
-    d, h, wd, c = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
-    oh, ow = out.shape[2], out.shape[3]
-    for r in range(r0, r1):
-        z = r // oh
-        y = r - z * oh
-        iz0 = z * sd - front
-        iz1 = min(iz0 + kd, d)
-        iz0 = max(iz0, 0)
-        iy0 = y * sh - top
-        iy1 = min(iy0 + kh, h)
-        iy0 = max(iy0, 0)
-        for xo in range(ow):
-            ix0 = xo * sw - left
-            ix1 = min(ix0 + kw, wd)
-            ix0 = max(ix0, 0)
-            acc = out[b, z, y, xo]
-            for ch in range(c):
-                acc[ch] = 0
-            count = max(iz1 - iz0, 0) * max(iy1 - iy0, 0) * max(ix1 - ix0, 0)
-            for iz in range(iz0, iz1):
-                for iy in range(iy0, iy1):
-                    for ix in range(ix0, ix1):
-                        src = x[b, iz, iy, ix]
-                        for ch in range(c):
-                            acc[ch] += src[ch]
-            n = acc.dtype.type(count)
-            for ch in range(c):
-                acc[ch] = acc[ch] / n
-
-
-_compiled_max = njit(_max_rows)
-_compiled_avg = njit(_avg_rows)
+_compiled = njit(_window_rows)
 TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _warm_up() -> None:
     for t in TYPES:
         x = np.zeros((1, 1, 1, 1, 1), t)
-        for fn in (_compiled_max, _compiled_avg):
-            fn(x, np.empty_like(x), 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0)
+        _compiled(x, np.empty_like(x), 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0)
 
 
-_group = BackgroundCompile("pooling", _warm_up, _compiled_max is not None)
+_group = BackgroundCompile("pooling", _warm_up, _compiled is not None)
 
 
 def available() -> bool:
     """Whether numba can compile the loops (else the caller keeps its NumPy path)."""
-    return _compiled_max is not None
+    return _compiled is not None
 
 
 def ready() -> bool:
@@ -126,6 +134,6 @@ def pool_rows(op: str, x, out, b, r0, r1, ksizes, strides, pads) -> None:
     """out[b] rows r0:r1 (over the flattened output depth x height) of the "max" or
     "avg" pooling of x (N, D, H, W, C), C-contiguous float32/64; out (N, OD, OH, OW, C);
     ksizes, strides: 3 each; pads: the 3 leading paddings."""
-    fn = _compiled_max if op == "max" else _compiled_avg
     (kd, kh, kw), (sd, sh, sw), (front, top, left) = ksizes, strides, pads
-    fn(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left)
+    _compiled(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left,
+              0 if op == "max" else 1)
