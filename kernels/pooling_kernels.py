@@ -1,17 +1,18 @@
 """CPU kernels (NumPy) for pooling: MaxPool, MaxPoolV2, AvgPool, MaxPool3D, AvgPool3D, with
 TF 2.21's checks and messages.
 
-A pooled output is reduced over the window's taps as views of the (padded) input (split
-into stride phases first when strided, so each view is contiguous; conv_kernels.TapViews),
-one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
-time so that the block stays in cache; 2-D poolings pad and split each block's own input
-rows (conv_kernels.padded_rows), never a copy of the whole input. A window covering the
-whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest value for
-integers), so padding never wins; average pooling divides by the number of taps inside
-the input (TF's SAME padding excludes the padding from the count). With numba (the `jit`
-extra), float pooling, max and average, 2-D and 3-D, runs a compiled loop over the
-unpadded input instead (kernels/pooling_jit.py; half/bfloat16 through float32), once
-the loop has compiled in the background: NumPy's passes until then. MaxPool's depthwise
+2-D: a pooled output is reduced over the window's taps as views of the block's own padded
+input rows (conv_kernels.padded_rows, split into stride phases when strided, so each view
+is contiguous: conv_kernels.TapViews), one ``np.maximum``/``np.add`` per tap into the
+output, a block of output rows at a time so that the block stays in cache; never a copy of
+the whole input. 3-D: separably, one spatial axis after the other (a box window's max or
+sum is the max or sum along each axis in turn), per batch item. A window covering the
+whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest
+value for integers), so padding never wins; average pooling divides by the number of taps
+inside the input (TF's SAME padding excludes the padding from the count). With numba (the
+`jit` extra), float pooling, max and average, 2-D and 3-D, runs a compiled loop over the
+unpadded input instead (kernels/pooling_jit.py; half/bfloat16 through float32), once the
+loop has compiled in the background: NumPy's passes until then. MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
 channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
 """
@@ -73,10 +74,11 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     taps = list(np.ndindex(*ksizes))
     if len(out_sizes) == 2:
         block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
+        blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
     else:
-        block = _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce)
-    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    0 if n == 1 else out.size * len(taps))
+        block = _separable_item(x, out, ksizes, strides, pads, fill, reduce)
+        blocks = list(range(n))
+    parallel_blocks(blocks, block, 0 if n == 1 else out.size * len(taps))
     return out
 
 
@@ -142,25 +144,28 @@ def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce
 _COMPILED = pooling_jit.available()
 
 
-def _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce):
-    """fn((b, r0)) pooling a block of output rows, over views of the padded input."""
+def _separable_item(x, out, ksizes, strides, pads, fill, reduce):
+    """fn(b) pooling batch item b one spatial axis at a time: a box window's max or sum is
+    the max or sum along each axis in turn, each a few passes over strided views of the
+    previous axis's (smaller) result; no stride-phase copy of the input, and 3x3x3 taps
+    cost 3 + 3 + 3 passes instead of 27."""
     out_sizes = out.shape[1:-1]
-    oh = out_sizes[0]
-    views = TapViews(pad_spatial(x, pads, fill), strides)
-    if views.split:
-        views.prepare(taps)
-    sizes_rest = tuple(out_sizes[1:])
-    zeros = (0,) * (len(out_sizes) - 1)
+    last = len(out_sizes) - 1
 
-    def block(item):
-        b, r0 = item
-        r = min(rows_per_block, oh - r0)
-        acc = out[b, r0:r0 + r]
-        start = (r0,) + zeros
-        sizes = (r,) + sizes_rest
-        np.copyto(acc, views.view(b, start, sizes, taps[0]))
-        for tap in taps[1:]:
-            reduce(acc, views.view(b, start, sizes, tap), out=acc)
+    def block(b):
+        y = pad_spatial(x[b:b + 1], pads, fill)[0]
+        for axis, (k, s, o) in enumerate(zip(ksizes, strides, out_sizes, strict=True)):
+            def view(t, y=y, axis=axis, s=s, o=o):
+                index = [slice(None)] * y.ndim
+                index[axis] = slice(t, t + (o - 1) * s + 1, s)
+                return y[tuple(index)]
+
+            first = view(0)
+            acc = out[b] if axis == last else np.empty(first.shape, first.dtype)
+            np.copyto(acc, first)
+            for t in range(1, k):
+                reduce(acc, view(t), out=acc)
+            y = acc
 
     return block
 
