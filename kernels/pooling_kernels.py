@@ -6,7 +6,7 @@ input rows (conv_kernels.padded_rows, split into stride phases when strided, so 
 is contiguous: conv_kernels.TapViews), one ``np.maximum``/``np.add`` per tap into the
 output, a block of output rows at a time so that the block stays in cache; never a copy of
 the whole input. 3-D: separably, one spatial axis after the other (a box window's max or
-sum is the max or sum along each axis in turn), per batch item. A window covering the
+sum is the max or sum along each axis in turn), a plane at a time. A window covering the
 whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest
 value for integers), so padding never wins; average pooling divides by the number of taps
 inside the input (TF's SAME padding excludes the padding from the count). With numba (the
@@ -29,7 +29,6 @@ from .conv_kernels import (
     TapViews,
     attr_str,
     invalid,
-    pad_spatial,
     padded_rows,
     parallel_blocks,
     to_channels_first,
@@ -76,8 +75,9 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
         block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
         blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
     else:
-        block = _separable_item(x, out, ksizes, strides, pads, fill, reduce)
-        blocks = list(range(n))
+        block = _separable_planes(x, out, ksizes, strides, pads, fill, reduce)
+        step = max(1, (2 * _BLOCK_BYTES) // max(1, x[0, 0].nbytes * ksizes[0]))
+        blocks = [(b, z, min(z + step, oh)) for b in range(n) for z in range(0, oh, step)]
     parallel_blocks(blocks, block, 0 if n == 1 else out.size * len(taps))
     return out
 
@@ -144,27 +144,48 @@ def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce
 _COMPILED = pooling_jit.available()
 
 
-def _separable_item(x, out, ksizes, strides, pads, fill, reduce):
-    """fn(b) pooling batch item b one spatial axis at a time: a box window's max or sum is
-    the max or sum along each axis in turn, each a few passes over strided views of the
-    previous axis's (smaller) result; no stride-phase copy of the input, and 3x3x3 taps
-    cost 3 + 3 + 3 passes instead of 27."""
+def _separable_planes(x, out, ksizes, strides, pads, fill, reduce):
+    """fn((b, z0, z1)) pooling output planes z0:z1 (of the first spatial axis) of batch item
+    b one spatial axis at a time: a box window's max or sum is the max or sum along each axis in
+    turn, each a few passes over strided views of the previous axis's (smaller) result, a
+    few planes at a time so that they stay in cache; 3x3x3 taps cost 3 + 3 + 3 passes instead of
+    27. The padding is never materialised: each tap reduces into the outputs whose input
+    it reaches (the rest keep `fill`)."""
     out_sizes = out.shape[1:-1]
     last = len(out_sizes) - 1
 
-    def block(b):
-        y = pad_spatial(x[b:b + 1], pads, fill)[0]
-        for axis, (k, s, o) in enumerate(zip(ksizes, strides, out_sizes, strict=True)):
-            def view(t, y=y, axis=axis, s=s, o=o):
-                index = [slice(None)] * y.ndim
-                index[axis] = slice(t, t + (o - 1) * s + 1, s)
-                return y[tuple(index)]
-
-            first = view(0)
-            acc = out[b] if axis == last else np.empty(first.shape, first.dtype)
-            np.copyto(acc, first)
-            for t in range(1, k):
-                reduce(acc, view(t), out=acc)
+    def block(item):
+        b, z0, z1 = item
+        y = x[b]
+        for axis, (k, s, o, (before, _)) in enumerate(zip(ksizes, strides, out_sizes, pads,
+                                                          strict=True)):
+            if axis == 0:  # only output planes z0:z1: shift the geometry to start there
+                o, before = z1 - z0, before - z0 * s
+            size = y.shape[axis]
+            shape = y.shape[:axis] + (o,) + y.shape[axis + 1:]
+            acc = out[b, z0:z1] if axis == last else np.empty(shape, y.dtype)
+            index = [slice(None)] * y.ndim
+            covered = False  # a tap has been copied in (later ones reduce)
+            for t in range(k):
+                # Output j reads input j * s + t - before, inside when in [0, size).
+                j0 = max(0, -(-(before - t) // s))
+                j1 = min(o, (size - 1 - t + before) // s + 1)
+                if j1 <= j0:
+                    continue
+                i0 = j0 * s + t - before
+                index[axis] = slice(i0, i0 + (j1 - j0 - 1) * s + 1, s)
+                src = y[tuple(index)]
+                index[axis] = slice(j0, j1)
+                dst = acc[tuple(index)]
+                if not covered:
+                    if j0 or j1 < o:
+                        acc.fill(fill)
+                    np.copyto(dst, src)
+                    covered = True
+                else:
+                    reduce(dst, src, out=dst)
+            if not covered:
+                acc.fill(fill)
             y = acc
 
     return block
