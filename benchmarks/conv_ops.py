@@ -102,6 +102,25 @@ CASES = [
      dict(ksize=[1, 2, 2, 2, 1], strides=[1, 2, 2, 2, 1], padding="VALID")),
     ("alexnet/lrn_27x96", "LRN", [("B", 27, 27, 96)],
      dict(depth_radius=2, alpha=2e-5, beta=0.75, bias=1.0)),
+    # The other poolings of the models the issue lists, each padding, and MaxPoolV2.
+    ("inceptionv3/maxpool3x3s2_147x64", "MaxPool", [("B", 147, 147, 64)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="VALID")),
+    ("inceptionv3/avgpool3x3s1_35x192", "AvgPool", [("B", 35, 35, 192)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
+    ("densenet121/avgpool2x2s2_56x128", "AvgPool", [("B", 56, 56, 128)],
+     dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")),
+    ("vgg/maxpool2x2s2_56x256", "MaxPool", [("B", 56, 56, 256)],
+     dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")),
+    ("resnet50/maxpoolv2_3x3s2_112x64", "MaxPoolV2",
+     [("B", 112, 112, 64), ("shape", 1, 3, 3, 1), ("shape", 1, 2, 2, 1)],
+     dict(padding="SAME")),
+    ("video/maxpool3d3x3x3s2_16x56x64", "MaxPool3D", [("B", 16, 56, 56, 64)],
+     dict(ksize=[1, 3, 3, 3, 1], strides=[1, 2, 2, 2, 1], padding="SAME")),
+    ("video/avgpool3d3x3x3s1_8x28x64", "AvgPool3D", [("B", 8, 28, 28, 64)],
+     dict(ksize=[1, 3, 3, 3, 1], strides=[1, 1, 1, 1, 1], padding="SAME")),
+    ("resnet50/fbn_nchw_256x56", "FusedBatchNormV3",
+     [("B", 256, 56, 56), (256,), (256,), (256,), (256,)],
+     dict(is_training=False, epsilon=1.001e-5, data_format="NCHW")),
 ]
 
 
@@ -179,7 +198,8 @@ def _arg_names(op: str) -> list[str]:
         "Conv2D": ["input", "filter"], "Conv3D": ["input", "filter"],
         "DepthwiseConv2dNative": ["input", "filter"],
         "Conv2DBackpropInput": ["input_sizes", "filter", "out_backprop"],
-        "MaxPool": ["input"], "AvgPool": ["value"], "MaxPool3D": ["input"],
+        "MaxPool": ["input"], "MaxPoolV2": ["input", "ksize", "strides"],
+        "AvgPool": ["value"], "MaxPool3D": ["input"],
         "AvgPool3D": ["input"], "LRN": ["input"],
         "FusedBatchNormV3": ["x", "scale", "offset", "mean", "variance"],
     }[op]
@@ -241,6 +261,10 @@ def main() -> None:
         from aioflow.runtime.allocator import retain_freed_memory
 
         memory_policy = retain_freed_memory()
+    from aioflow.kernels import epilogue_jit, normalization_jit, pooling_jit
+
+    for loops in (epilogue_jit, normalization_jit, pooling_jit):
+        loops.wait_ready(300)  # compiled in the background: NumPy runs until they are
     if args.intra_op > 0:
         from aioflow.runtime.device import _limit_blas_threads
 

@@ -2,9 +2,11 @@
 LRN, L2Loss, and BiasAddV1 (BiasAdd over the last dimension), with TF 2.21's checks.
 
 FusedBatchNorm at inference folds scale/mean/variance into one multiplier and one offset
-per channel (two passes over x); training computes the batch statistics over every axis
-but the channel one, normalises with the biased variance and reports the unbiased one,
-blended into the running statistics by `exponential_avg_factor` as TF's CPU kernel does.
+per channel (two passes over x; one compiled pass with numba, kernels/normalization_jit.py,
+as is LRN, once the loops have compiled in the background); training computes the batch
+statistics over every axis but the channel one, normalises with the biased variance and
+reports the unbiased one, blended into the running statistics by `exponential_avg_factor`
+as TF's CPU kernel does.
 half/bfloat16 compute in float32 and round once.
 """
 
@@ -15,11 +17,54 @@ import numpy as np
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
-from .conv_kernels import attr_str, invalid
+from . import normalization_jit
+from .conv_kernels import attr_str, invalid, parallel_blocks
 from .cwise_kernels import BIG, shape_str
 from .nn_kernels import _NON_QUANTIZED_NUMBERS, BiasAddOp
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+_COMPILED = normalization_jit.available()
+#: Bytes of x per block handed to a compiled loop (blocks are shared among threads).
+_BLOCK_BYTES = 1 << 18
+
+
+def _compiled_ready() -> bool:
+    """Whether the compiled loops run now (else NumPy; their compile is started in the
+    background, never waited for)."""
+    if not _COMPILED:
+        return False
+    if normalization_jit.ready():
+        return True
+    normalization_jit.compile_in_background()
+    return False
+
+
+def _blocks(count: int, per_item_bytes: int) -> list[tuple[int, int]]:
+    """(start, stop) ranges of count items, about _BLOCK_BYTES each."""
+    step = max(1, _BLOCK_BYTES // max(1, per_item_bytes))
+    return [(i, min(i + step, count)) for i in range(0, count, step)]
+
+
+def scale_shift(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: int) -> np.ndarray:
+    """x * scale + shift along axis (1 or the last), float32, by the compiled loop: one pass,
+    blocks shared among threads."""
+    x = np.ascontiguousarray(x)
+    y = np.empty_like(x)
+    if x.size == 0:
+        return y
+    channels_last = axis == x.ndim - 1
+    view = x.reshape(-1, x.shape[-1]) if channels_last else x.reshape(
+        x.shape[0] * x.shape[1], -1)
+    out = y.reshape(view.shape)
+    scale = np.ascontiguousarray(scale, np.float32)
+    shift = np.ascontiguousarray(shift, np.float32)
+
+    def block(item):
+        normalization_jit.scale_shift(view, out, scale, shift, item[0], item[1],
+                                      channels_last)
+
+    parallel_blocks(_blocks(view.shape[0], view[0].nbytes), block, x.size)
+    return y
 
 
 def _debug(shape) -> str:
@@ -78,8 +123,11 @@ class _FusedBatchNormBase(OpKernel):
             scale_f = scale.astype(np.float32) / np.sqrt(var.astype(np.float32)
                                                          + np.float32(self._epsilon))
             shift = offset.astype(np.float32) - mean.astype(np.float32) * scale_f
-            y = xf * scale_f.reshape(shape)
-            y += shift.reshape(shape)
+            if _compiled_ready():
+                y = scale_shift(xf, scale_f, shift, axis)
+            else:
+                y = xf * scale_f.reshape(shape)
+                y += shift.reshape(shape)
             # reserve_space_1/2 are not read after inference: TF leaves them unset.
             zeros = np.zeros(channels, u)
             outs = [y.astype(self._np_type, copy=False), mean, var, zeros, zeros]
@@ -160,6 +208,8 @@ class LRNOp(OpKernel):
         if x.size > 2**31 - 1:
             raise invalid("argument to LRN too large")
         xf = x.astype(np.float32) if x.dtype != np.float32 else x
+        if _compiled_ready():
+            return (self._compiled(xf).astype(self._np_type, copy=False),)
         depth = x.shape[-1]
         r = max(0, self._radius)
         sq = np.square(xf)
@@ -178,6 +228,22 @@ class LRNOp(OpKernel):
         else:
             y = xf * np.power(base, np.float32(-self._beta))
         return (y.astype(self._np_type, copy=False),)
+
+    def _compiled(self, xf: np.ndarray) -> np.ndarray:
+        """LRN of float32 xf by the compiled loop, a block of pixels at a time."""
+        xf = np.ascontiguousarray(xf)
+        y = np.empty_like(xf)
+        if xf.size == 0:
+            return y
+        view = xf.reshape(-1, xf.shape[-1])
+        out = y.reshape(view.shape)
+
+        def block(item):
+            normalization_jit.lrn_rows(view, out, item[0], item[1], self._radius,
+                                       self._bias, self._alpha, self._beta)
+
+        parallel_blocks(_blocks(view.shape[0], view[0].nbytes), block, xf.size * 8)
+        return y
 
 
 @register_kernel("L2Loss", "CPU", T=[dtypes.float16, dtypes.bfloat16, dtypes.float32,

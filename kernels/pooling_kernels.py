@@ -1,16 +1,18 @@
 """CPU kernels (NumPy) for pooling: MaxPool, MaxPoolV2, AvgPool, MaxPool3D, AvgPool3D, with
 TF 2.21's checks and messages.
 
-A pooled output is reduced over the window's taps as views of the (padded) input (split
-into stride phases first when strided, so each view is contiguous; conv_kernels.TapViews),
-one ``np.maximum``/``np.add`` per tap into the output, a block of output rows at a
-time so that the block stays in cache; 2-D poolings pad and split each block's own input
-rows (conv_kernels.padded_rows), never a copy of the whole input. A window covering the
-whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest value for
-integers), so padding never wins; average pooling divides by the number of taps inside
-the input (TF's SAME padding excludes the padding from the count). With numba (the `jit`
-extra), 2-D float max pooling runs a compiled loop instead (kernels/pooling_jit.py).
-MaxPool's depthwise
+2-D: a pooled output is reduced over the window's taps as views of the block's own padded
+input rows (conv_kernels.padded_rows, split into stride phases when strided, so each view
+is contiguous: conv_kernels.TapViews), one ``np.maximum``/``np.add`` per tap into the
+output, a block of output rows at a time so that the block stays in cache; never a copy of
+the whole input. 3-D: separably, one spatial axis after the other (a box window's max or
+sum is the max or sum along each axis in turn), a plane at a time. A window covering the
+whole input (global pooling) is one reduction. Max pooling pads with -inf (the smallest
+value for integers), so padding never wins; average pooling divides by the number of taps
+inside the input (TF's SAME padding excludes the padding from the count). With numba (the
+`jit` extra), float pooling, max and average, 2-D and 3-D, runs a compiled loop over the
+unpadded input instead (kernels/pooling_jit.py; half/bfloat16 through float32), once the
+loop has compiled in the background: NumPy's passes until then. MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
 channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
 """
@@ -27,7 +29,6 @@ from .conv_kernels import (
     TapViews,
     attr_str,
     invalid,
-    pad_spatial,
     padded_rows,
     parallel_blocks,
     to_channels_first,
@@ -60,8 +61,7 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     if out.size == 0:
         return out
     fill = _lowest(x.dtype) if op == "max" else 0
-    if all(o == 1 for o in out_sizes) and tuple(ksizes) == x.shape[1:-1] and \
-            not any(b or a for b, a in pads):
+    if _is_global(x, ksizes, pads, out_sizes):
         # A global pooling (the window is the whole input): one reduction.
         axes = tuple(range(1, x.ndim - 1))
         (np.max if op == "max" else np.sum)(x, axis=axes, keepdims=True, out=out)
@@ -71,15 +71,52 @@ def pool_channels_last(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str)
     rows_per_block = max(1, _BLOCK_BYTES // row_bytes)
     oh = out_sizes[0]
     taps = list(np.ndindex(*ksizes))
-    if op == "max" and len(out_sizes) == 2 and _COMPILED_MAX and x.dtype in _JIT_TYPES:
-        block = _compiled_max_blocks(np.ascontiguousarray(x), out, ksizes, strides, pads,
-                                     rows_per_block)
-    elif len(out_sizes) == 2:
+    if len(out_sizes) == 2:
         block = _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce)
+        blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
     else:
-        block = _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce)
-    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    0 if n == 1 else out.size * len(taps))
+        block = _separable_planes(x, out, ksizes, strides, pads, fill, reduce)
+        step = max(1, (2 * _BLOCK_BYTES) // max(1, x[0, 0].nbytes * ksizes[0]))
+        blocks = [(b, z, min(z + step, oh)) for b in range(n) for z in range(0, oh, step)]
+    parallel_blocks(blocks, block, 0 if n == 1 else out.size * len(taps))
+    return out
+
+
+def compiled_ready(dtype) -> bool:
+    """Whether pool_compiled runs for x of this dtype now (else the caller pools by NumPy;
+    the loops' compile is started in the background, never waited for)."""
+    if not _COMPILED or np.dtype(dtype) not in pooling_jit.TYPES:
+        return False
+    if pooling_jit.ready():
+        return True
+    pooling_jit.compile_in_background()
+    return False
+
+
+def pool_compiled(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str) -> np.ndarray:
+    """The "max" or "avg" (sum over the taps inside, divided by their count) of x
+    (N, *spatial, C), 2 or 3 spatial dimensions, float32/64, over each window, by the
+    compiled loop (kernels/pooling_jit.py): it reads the unpadded input, no copy."""
+    n, c = x.shape[0], x.shape[-1]
+    out = np.empty((n,) + tuple(out_sizes) + (c,), x.dtype)
+    if out.size == 0:
+        return out
+    lead = 5 - x.ndim  # a 2-D pooling is a 3-D one of depth 1
+    x5 = np.ascontiguousarray(x).reshape((n,) + (1,) * lead + x.shape[1:])
+    out5 = out.reshape((n,) + (1,) * lead + out.shape[1:])
+    k3 = (1,) * lead + tuple(ksizes)
+    s3 = (1,) * lead + tuple(strides)
+    p3 = (0,) * lead + tuple(before for before, _ in pads)
+    rows = out5.shape[1] * out5.shape[2]
+    rows_per_block = max(1, _BLOCK_BYTES // max(1, out5[0, 0, 0].nbytes))
+    taps = int(np.prod(ksizes))
+
+    def block(item):
+        b, r0 = item
+        pooling_jit.pool_rows(op, x5, out5, b, r0, min(r0 + rows_per_block, rows), k3, s3, p3)
+
+    parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, rows, rows_per_block)],
+                    block, 0 if n == 1 else out.size * taps)
     return out
 
 
@@ -104,46 +141,60 @@ def _blocks_2d(x, out, ksizes, strides, pads, taps, rows_per_block, fill, reduce
     return block
 
 
-_JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_COMPILED_MAX = pooling_jit.available()
+_COMPILED = pooling_jit.available()
 
 
-def _compiled_max_blocks(x, out, ksizes, strides, pads, rows_per_block):
-    """fn((b, r0)) max-pooling a block of output rows through the compiled loop (it reads
-    the unpadded input: no copy per block; it releases the GIL)."""
-    (kh, kw), (sh, sw) = ksizes, strides
-    (top, _), (left, _) = pads
-    oh = out.shape[1]
-
-    def block(item):
-        b, r0 = item
-        pooling_jit.max_rows(x, out, b, r0, min(r0 + rows_per_block, oh), kh, kw, sh, sw,
-                             top, left)
-
-    return block
-
-
-def _blocks_nd(x, out, strides, pads, taps, rows_per_block, fill, reduce):
-    """fn((b, r0)) pooling a block of output rows, over views of the padded input."""
+def _separable_planes(x, out, ksizes, strides, pads, fill, reduce):
+    """fn((b, z0, z1)) pooling output planes z0:z1 (of the first spatial axis) of batch item
+    b one spatial axis at a time: a box window's max or sum is the max or sum along each axis in
+    turn, each a few passes over strided views of the previous axis's (smaller) result, a
+    few planes at a time so that they stay in cache; 3x3x3 taps cost 3 + 3 + 3 passes instead of
+    27. The padding is never materialised: each tap reduces into the outputs whose input
+    it reaches (the rest keep `fill`)."""
     out_sizes = out.shape[1:-1]
-    oh = out_sizes[0]
-    views = TapViews(pad_spatial(x, pads, fill), strides)
-    if views.split:
-        views.prepare(taps)
-    sizes_rest = tuple(out_sizes[1:])
-    zeros = (0,) * (len(out_sizes) - 1)
+    last = len(out_sizes) - 1
 
     def block(item):
-        b, r0 = item
-        r = min(rows_per_block, oh - r0)
-        acc = out[b, r0:r0 + r]
-        start = (r0,) + zeros
-        sizes = (r,) + sizes_rest
-        np.copyto(acc, views.view(b, start, sizes, taps[0]))
-        for tap in taps[1:]:
-            reduce(acc, views.view(b, start, sizes, tap), out=acc)
+        b, z0, z1 = item
+        y = x[b]
+        for axis, (k, s, o, (before, _)) in enumerate(zip(ksizes, strides, out_sizes, pads,
+                                                          strict=True)):
+            if axis == 0:  # only output planes z0:z1: shift the geometry to start there
+                o, before = z1 - z0, before - z0 * s
+            size = y.shape[axis]
+            shape = y.shape[:axis] + (o,) + y.shape[axis + 1:]
+            acc = out[b, z0:z1] if axis == last else np.empty(shape, y.dtype)
+            index = [slice(None)] * y.ndim
+            covered = False  # a tap has been copied in (later ones reduce)
+            for t in range(k):
+                # Output j reads input j * s + t - before, inside when in [0, size).
+                j0 = max(0, -(-(before - t) // s))
+                j1 = min(o, (size - 1 - t + before) // s + 1)
+                if j1 <= j0:
+                    continue
+                i0 = j0 * s + t - before
+                index[axis] = slice(i0, i0 + (j1 - j0 - 1) * s + 1, s)
+                src = y[tuple(index)]
+                index[axis] = slice(j0, j1)
+                dst = acc[tuple(index)]
+                if not covered:
+                    if j0 or j1 < o:
+                        acc.fill(fill)
+                    np.copyto(dst, src)
+                    covered = True
+                else:
+                    reduce(dst, src, out=dst)
+            if not covered:
+                acc.fill(fill)
+            y = acc
 
     return block
+
+
+def _is_global(x, ksizes, pads, out_sizes) -> bool:
+    """Whether the window is the whole input (pool_channels_last's one reduction)."""
+    return all(o == 1 for o in out_sizes) and tuple(ksizes) == x.shape[1:-1] and \
+        not any(b or a for b, a in pads)
 
 
 def _valid_counts(in_sizes, ksizes, strides, pads, out_sizes) -> np.ndarray:
@@ -222,9 +273,6 @@ class _PoolBase(OpKernel):
 
     def is_expensive(self, inputs: list) -> bool:
         x = inputs[0]
-        if self.op == "max" and _COMPILED_MAX and self.num_spatial == 2 and \
-                not pooling_jit.ready():
-            return True  # a first call compiles: not on the event loop
         window = self._window
         taps = int(np.prod(window[0])) if window is not None else 9
         return np.size(x) * taps > POOL_WORK * max(1, int(np.prod(
@@ -272,6 +320,12 @@ class _PoolBase(OpKernel):
 
     def _spatial(self, x, ksizes, strides):
         outs, pads = self._geometry(x, ksizes, strides)
+        work_type = np.float32 if self._half else x.dtype
+        if compiled_ready(work_type) and not _is_global(x, ksizes, pads, outs):
+            # half/bfloat16 pool in float32 (a max exactly; a mean rounded once).
+            xc = x.astype(np.float32) if self._half else x
+            y = pool_compiled(xc, ksizes, strides, pads, outs, self.op)
+            return y.astype(self._np_type) if self._half else y
         if self.op == "max":
             return pool_channels_last(x, ksizes, strides, pads, outs, "max")
         xc = x.astype(np.float32) if self._half else x

@@ -269,9 +269,11 @@ def max_pool_path(request, monkeypatch):
     """MaxPool's NumPy path, and its compiled one where numba is installed."""
     from aioflow.kernels import pooling_kernels
     if request.param == "numpy":
-        monkeypatch.setattr(pooling_kernels, "_COMPILED_MAX", False)
-    elif not pooling_kernels._COMPILED_MAX:
+        monkeypatch.setattr(pooling_kernels, "_COMPILED", False)
+    elif not pooling_kernels._COMPILED:
         pytest.skip("numba (the jit extra) is not installed")
+    else:
+        assert pooling_kernels.pooling_jit.wait_ready(120)
     return request.param
 
 
