@@ -17,7 +17,6 @@ inline as a cheap node does. Dead values travel as dead, as TF sends them.
 
 from __future__ import annotations
 
-from functools import partial
 from hashlib import blake2b
 from time import perf_counter, perf_counter_ns, time_ns
 
@@ -98,6 +97,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ctx = self.kctx
         popleft = ready.popleft
         rendezvous = self.rendezvous
+        recv_done = self._recv_done
         stats = self.stats
         if stats is not None:
             stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
@@ -159,8 +159,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                                     continue
                                 outs = ()
                             else:
-                                outs = rendezvous.recv_callback(
-                                    key, partial(self._recv_done, tagged))
+                                outs = rendezvous.recv_or_wait(key, recv_done, tagged)
                                 if outs is None:
                                     self.in_flight += 1  # `_recv_done` will come
                                     continue
@@ -220,14 +219,25 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
     def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
         """The value of a waiting framed Recv arrived (called by the sender's send, or
-        with `error` by the rendezvous's abort): queue it for `process`."""
+        with `error` by the rendezvous's abort). Propagated here at once when this
+        state's own `process` is not running (the sender is another partition's drain:
+        nothing of this state is being iterated); else queued for `process`."""
         if error is not None or self.error is not None:
             self._callback_done(tagged, None, error)
             return
         self.in_flight -= 1
-        self.completed.append((tagged, (None if is_dead else value,)))
+        runner = self.runner
+        if runner.current is self:
+            self.completed.append((tagged, (None if is_dead else value,)))
+        else:  # what `process` does for a completion (a Recv is no Enter/Exit/NextIteration)
+            item, frame, it, node_dead = tagged
+            self.activate(item, node_dead, frame, it, (None if is_dead else value,))
+            it.outstanding_ops -= 1
+            if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+                self.frame_done(frame)
+            if not self.ready and self.in_flight:
+                return  # nothing to run yet: it waits for the rest of what is in flight
         if not self.queued:
-            runner = self.runner
             if runner.draining:  # the sender's drain gets to it next (runner.submit)
                 self.queued = True
                 runner.queue.append(self)

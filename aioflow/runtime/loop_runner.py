@@ -37,6 +37,7 @@ class LoopRunner:
         self.queue: deque = deque()
         self.draining = False
         self.scheduled = False
+        self.current = None  # the state whose `process` is running (frame_state's hand-off)
         self.budget = DEFAULT_TIME_BUDGET_S  # for runs that do not set their own
         self._completions: list = []
         self._lock = threading.Lock()
@@ -123,6 +124,7 @@ class LoopRunner:
             if deadline is None:
                 deadline = start + budget
             own = began + budget
+            self.current = state
             try:
                 state.process(own if own < deadline else deadline)
             except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
@@ -131,6 +133,7 @@ class LoopRunner:
                 err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
                 err.__cause__ = e
                 state.fail(err)
+            self.current = None
             ended = perf_counter()
             if state.ctx is not None and state.ctx.warn_overrun:
                 _check_overrun(ended - began, budget)

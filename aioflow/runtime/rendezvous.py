@@ -19,16 +19,18 @@ class Rendezvous:
 
     def __init__(self):
         self._sent: dict[str, tuple] = {}       # key -> (value, is_dead)
-        self._waiting: dict[str, object] = {}   # key -> done(value, is_dead, error)
+        # key -> (arrived, token): `arrived(token, value, is_dead, error)` is called at
+        # the key's send or at the step's abort
+        self._waiting: dict[str, tuple] = {}
         self._error: errors.OpError | None = None
 
     def send(self, key: str, value, is_dead: bool) -> None:
         """Deliver a value (or deadness) for `key`; a second send of a key is an error."""
         if self._error is not None:
             raise self._error
-        done = self._waiting.pop(key, None)
-        if done is not None:
-            done(value, is_dead, None)
+        waiter = self._waiting.pop(key, None)
+        if waiter is not None:
+            waiter[0](waiter[1], value, is_dead, None)
             return
         if key in self._sent:
             raise errors.AbortedError(None, None, f"Duplicated send: {key}")
@@ -38,12 +40,18 @@ class Rendezvous:
         """(value, is_dead) when `key` was sent already; else None, and
         `done(value, is_dead, error)` is called at its send or at the step's abort
         (TF's RecvAsync: no task, no future)."""
+        return self.recv_or_wait(key, _call_done, done)
+
+    def recv_or_wait(self, key: str, arrived, token) -> tuple | None:
+        """recv_callback without a closure per call: `arrived(token, value, is_dead,
+        error)` (a waiting Recv inside a loop: the state's bound method and its node)."""
         if self._error is not None:
             raise self._error
         item = self._sent.pop(key, None)
         if item is not None:
             return item
-        if self._waiting.setdefault(key, done) is not done:
+        waiter = (arrived, token)
+        if self._waiting.setdefault(key, waiter) is not waiter:
             raise errors.AbortedError(None, None, f"Duplicated recv: {key}")
         return None
 
@@ -65,7 +73,8 @@ class Rendezvous:
         try:
             return await future
         finally:
-            if self._waiting.get(key) is done:
+            waiter = self._waiting.get(key)
+            if waiter is not None and waiter[1] is done:
                 del self._waiting[key]
 
     def abort(self, err: errors.OpError) -> None:
@@ -75,9 +84,14 @@ class Rendezvous:
         self._error = err
         self._sent.clear()
         waiting, self._waiting = self._waiting, {}
-        for done in waiting.values():
-            done(None, False, err)
+        for arrived, token in waiting.values():
+            arrived(token, None, False, err)
 
     def __len__(self) -> int:
         """Entries still held: values sent but not received, and receivers waiting."""
         return len(self._sent) + len(self._waiting)
+
+
+def _call_done(done, value, is_dead: bool, error) -> None:
+    """A recv_callback's waiter: `done` takes no token."""
+    done(value, is_dead, error)
