@@ -8,7 +8,8 @@ Iterations and frames are freed as soon as they are done, so memory stays bounde
 however many iterations a loop runs.
 
 Transfers inside a while loop (mode FRAMED: a loop split over devices) run in `process`
-itself, once per iteration, under the key `kernel.frame_prefix + "frame_id:iter"`. The
+itself, once per iteration, under the key `(kernel.frame_prefix, "frame_id:iter")` (TF's
+key is their concatenation; a pair is cheaper to make and hash every iteration). The
 hand-off is direct: a Send whose Recv waits already calls that partition's `_recv_done`,
 which queues the value on its state (its own `process` propagates it, in the same drain:
 no task, no pool, no turn of the loop); a Recv whose value was sent first completes
@@ -76,6 +77,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         # then the ready queue holds one placeholder.
         self.root = None
         self.rendezvous = self.kctx.rendezvous if self.kctx is not None else None
+        self.takers = (None, None) if self.rendezvous is None else self.rendezvous.takers()
         self.ready.append(None)
         self.runner.run_now(self)
 
@@ -98,6 +100,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         popleft = ready.popleft
         rendezvous = self.rendezvous
         recv_done = self._recv_done
+        take_waiter, take_sent = self.takers
         stats = self.stats
         if stats is not None:
             stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
@@ -115,8 +118,11 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             if mode == FRAMED:
-                                self.rendezvous.send(item.kernel.frame_prefix + (
-                                    it.frame_iter or _frame_iter(frame, it)), None, True)
+                                self.rendezvous.send((item.kernel.frame_prefix,
+                                                      it.frame_iter or _frame_iter(frame, it)),
+                                                     None, True)
+                                if self.error is not None:
+                                    return  # the receiver's nested drain failed
                             else:
                                 item.compute(ctx, (None,))
                     elif mode == SEGMENT:
@@ -145,11 +151,17 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         else:
                             # A transfer inside a while loop, handed over directly (see
                             # `_recv_done`); written out here: it runs every iteration.
-                            key = item.kernel.frame_prefix + (it.frame_iter
-                                                              or _frame_iter(frame, it))
+                            key = (item.kernel.frame_prefix,
+                                   it.frame_iter or _frame_iter(frame, it))
                             if item.is_send:
                                 value = args[0]
-                                rendezvous.send(key, value, value is None)
+                                waiter = take_waiter(key, None)
+                                if waiter is None:
+                                    rendezvous.send(key, value, value is None)
+                                else:  # its Recv waits: hand it over (`_recv_done`)
+                                    waiter[0](waiter[1], value, value is None, None)
+                                    if self.error is not None:
+                                        return  # the receiver's nested drain failed
                                 if not (item.out_data_cf or item.has_rare_edges_cf):
                                     # Nothing to activate: only its iteration's count.
                                     it.outstanding_ops -= 1
@@ -159,10 +171,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
                                     continue
                                 outs = ()
                             else:
-                                outs = rendezvous.recv_or_wait(key, recv_done, tagged)
+                                outs = take_sent(key, None)
                                 if outs is None:
-                                    self.in_flight += 1  # `_recv_done` will come
-                                    continue
+                                    outs = rendezvous.recv_or_wait(key, recv_done, tagged)
+                                    if outs is None:
+                                        self.in_flight += 1  # `_recv_done` will come
+                                        continue
                                 outs = (None if outs[1] else outs[0],)
                 except Suspended as s:
                     suspended.append((tagged, s.gen))
@@ -219,37 +233,50 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
     def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
         """The value of a waiting framed Recv arrived (called by the sender's send, or
-        with `error` by the rendezvous's abort). Propagated here at once when this
-        state's own `process` is not running (the sender is another partition's drain:
-        nothing of this state is being iterated); else queued for `process`."""
+        with `error` by the rendezvous's abort). When this state's `process` is on the
+        stack, queued for it; else propagated here, and this state's ready nodes run at
+        once, nested in the sender's drain (the loop's value goes to the other
+        partition and back every iteration: no pass through the runner's queue)."""
         if error is not None or self.error is not None:
             self._callback_done(tagged, None, error)
             return
         self.in_flight -= 1
-        runner = self.runner
-        if runner.current is self:
+        if self.running:
             self.completed.append((tagged, (None if is_dead else value,)))
-        else:  # what `process` does for a completion (a Recv is no Enter/Exit/NextIteration)
-            item, frame, it, node_dead = tagged
-            self.activate(item, node_dead, frame, it, (None if is_dead else value,))
-            it.outstanding_ops -= 1
-            if not it.outstanding_ops and self.cleanup_iterations(frame, it):
-                self.frame_done(frame)
-            if not self.ready and self.in_flight:
-                return  # nothing to run yet: it waits for the rest of what is in flight
-        if not self.queued:
-            if runner.draining:  # the sender's drain gets to it next (runner.submit)
+            return  # its process gets to it before it stops (or queues it again)
+        # What `process` does for a completion (a Recv is no Enter/Exit/NextIteration).
+        item, frame, it, node_dead = tagged
+        self.activate(item, node_dead, frame, it, (None if is_dead else value,))
+        it.outstanding_ops -= 1
+        if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+            self.frame_done(frame)
+        if self.queued:
+            return
+        runner = self.runner
+        if runner.draining and self.ready:
+            self.running = True
+            try:
+                self.process(runner.deadline)
+            except Exception as e:  # noqa: BLE001 - as the runner's slice does
+                err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+                err.__cause__ = e
+                self.fail(err)
+            finally:
+                self.running = False
+            if (self.ready or self.completed or self.suspended) and self.error is None:
                 self.queued = True
                 runner.queue.append(self)
-            else:
-                runner.submit(self)
+            elif not self.in_flight:
+                self.maybe_finish()
+        elif self.ready or not self.in_flight:
+            runner.submit(self)
 
     def traced_transfer(self, item, tagged, args):
         """A transfer inside a while loop in a traced run: what `process` does for mode
         FRAMED, timed as the other kernels are. Returns the outputs, or None for a Recv
         whose value is not there yet (its `done` queues them)."""
         _, frame, it, _ = tagged
-        key = item.kernel.frame_prefix + (it.frame_iter or _frame_iter(frame, it))
+        key = (item.kernel.frame_prefix, it.frame_iter or _frame_iter(frame, it))
         stats = self.stats
         start, op_start = time_ns(), perf_counter_ns()
         if item.is_send:

@@ -1,8 +1,10 @@
 """The per-step Rendezvous: carries tensors from a partition's _Send to another
 partition's _Recv (TF's IntraProcessRendezvous / LocalRendezvous), on the event loop.
 
-A key names one transfer (framework/rendezvous_key.py). Send never waits; Recv awaits
-the matching Send, or the step's abort. Each key is used once per step.
+A key names one transfer (framework/rendezvous_key.py); a transfer inside a while loop
+is keyed by the pair (its key's prefix, "frame_id:iter"), whose concatenation is TF's
+key. Send never waits; Recv awaits the matching Send, or the step's abort. Each key is
+used once per step.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class Rendezvous:
         self._waiting: dict[str, tuple] = {}
         self._error: errors.OpError | None = None
 
-    def send(self, key: str, value, is_dead: bool) -> None:
+    def send(self, key: str | tuple, value, is_dead: bool) -> None:
         """Deliver a value (or deadness) for `key`; a second send of a key is an error."""
         if self._error is not None:
             raise self._error
@@ -33,7 +35,7 @@ class Rendezvous:
             waiter[0](waiter[1], value, is_dead, None)
             return
         if key in self._sent:
-            raise errors.AbortedError(None, None, f"Duplicated send: {key}")
+            raise errors.AbortedError(None, None, f"Duplicated send: {_text(key)}")
         self._sent[key] = (value, is_dead)
 
     def recv_callback(self, key: str, done) -> tuple | None:
@@ -42,7 +44,7 @@ class Rendezvous:
         (TF's RecvAsync: no task, no future)."""
         return self.recv_or_wait(key, _call_done, done)
 
-    def recv_or_wait(self, key: str, arrived, token) -> tuple | None:
+    def recv_or_wait(self, key: str | tuple, arrived, token) -> tuple | None:
         """recv_callback without a closure per call: `arrived(token, value, is_dead,
         error)` (a waiting Recv inside a loop: the state's bound method and its node)."""
         if self._error is not None:
@@ -52,8 +54,15 @@ class Rendezvous:
             return item
         waiter = (arrived, token)
         if self._waiting.setdefault(key, waiter) is not waiter:
-            raise errors.AbortedError(None, None, f"Duplicated recv: {key}")
+            raise errors.AbortedError(None, None, f"Duplicated recv: {_text(key)}")
         return None
+
+    def takers(self) -> tuple:
+        """(take_waiter, take_sent): the executor's fast path for transfers inside a
+        loop, `pop(key, None)` of the waiting receivers and of the values sent. A miss
+        goes through send / recv_or_wait, which check the step's abort (it empties
+        both) and duplicates."""
+        return self._waiting.pop, self._sent.pop
 
     async def recv(self, key: str) -> tuple:
         """(value, is_dead) for `key`, awaiting its send if need be."""
@@ -83,8 +92,9 @@ class Rendezvous:
             return
         self._error = err
         self._sent.clear()
-        waiting, self._waiting = self._waiting, {}
-        for arrived, token in waiting.values():
+        waiting = list(self._waiting.values())
+        self._waiting.clear()  # (the same dict: `takers` hold its pop)
+        for arrived, token in waiting:
             arrived(token, None, False, err)
 
     def __len__(self) -> int:
@@ -95,3 +105,8 @@ class Rendezvous:
 def _call_done(done, value, is_dead: bool, error) -> None:
     """A recv_callback's waiter: `done` takes no token."""
     done(value, is_dead, error)
+
+
+def _text(key) -> str:
+    """A key as TF writes it (a transfer in a loop is keyed by its two parts)."""
+    return key if isinstance(key, str) else "".join(key)
