@@ -231,6 +231,22 @@ class ControlFlowExecutorState(ExecutorStateBase):
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
 
+    def _recv_now(self, item, frame: FrameState, it: IterationState) -> int:
+        """Run a ready Recv inside a loop from `activate`: 0 when its value was there
+        (propagated now), 1 when it waits parked or, when something is wrong (an abort,
+        a duplicate), is queued to run as a node and raise its error there."""
+        key = (item.kernel.frame_prefix, it.frame_iter or _frame_iter(frame, it))
+        got = self.takers[1](key, None)
+        if got is not None:
+            self.activate(item, False, frame, it, (None if got[1] else got[0],))
+            return 0
+        tagged = (item, frame, it, False)
+        if self.rendezvous.wait_if_absent(key, self._recv_done, tagged):
+            self.in_flight += 1
+        else:
+            self.ready.append(tagged)
+        return 1
+
     def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
         """The value of a waiting framed Recv arrived (called by the sender's send, or
         with `error` by the rendezvous's abort). When this state's `process` is on the
@@ -374,6 +390,20 @@ class ControlFlowExecutorState(ExecutorStateBase):
                     dst_dead = False
                 append((dst, frame, it, dst_dead))
                 activated += 1
+        for dst, pid in item.out_recv_cf:
+            # A Recv inside a loop, ready: it takes its value at once (propagated here) or
+            # waits for it parked in the rendezvous (an outstanding op of its iteration
+            # until `_recv_done` propagates it), with no pass through the ready queue.
+            if is_dead:
+                dead[pid] += 1
+            c = pending[pid] - 1
+            pending[pid] = c
+            if not c:
+                if dead[pid] or self.stats is not None:
+                    append((dst, frame, it, dead[pid] > 0))
+                    activated += 1
+                else:
+                    activated += self._recv_now(dst, frame, it)
         for dst, pid in item.out_control_merge_cf:
             count = pending[pid] - 2
             pending[pid] = count

@@ -57,6 +57,14 @@ class Rendezvous:
             raise errors.AbortedError(None, None, f"Duplicated recv: {_text(key)}")
         return None
 
+    def wait_if_absent(self, key: str | tuple, arrived, token) -> bool:
+        """Park `(arrived, token)` as recv_or_wait does when `key` was not sent yet and
+        nothing is wrong (no abort, no receiver waiting already); else False, touching
+        nothing (the Recv then runs as a node, and gets its value or its error)."""
+        if self._error is not None or key in self._sent:
+            return False
+        return self._waiting.setdefault(key, (arrived, token))[1] is token
+
     def takers(self) -> tuple:
         """(take_waiter, take_sent): the executor's fast path for transfers inside a
         loop, `pop(key, None)` of the waiting receivers and of the values sent. A miss
