@@ -4,7 +4,7 @@ value that is dead on one device is dead on the other.
 
 Inside a while loop one transfer happens per iteration: the key then ends in the
 frame's id and the iteration ("frame_id:iter", as TF's frame_iter); the executor (mode
-FRAMED) sends and receives under `(frame_prefix, frame_iter)` itself, handing the value
+FRAMED) sends and receives under `(frame_prefix, frame_id, iter)` itself, handing the value
 straight to the receiving partition (runtime/frame_state.py). `_HostSend`/`_HostRecv`
 are the same kernels: on a CPU, host memory is the device's memory."""
 

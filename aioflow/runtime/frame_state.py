@@ -7,13 +7,16 @@ pending counts, dead counts and input slots copied from its frame's templates.
 Iterations and frames are freed as soon as they are done, so memory stays bounded
 however many iterations a loop runs.
 
-Transfers inside a while loop (mode FRAMED: a loop split over devices) run in `process`
-itself, once per iteration, under the key `(kernel.frame_prefix, "frame_id:iter")` (TF's
-key is their concatenation; a pair is cheaper to make and hash every iteration). The
-hand-off is direct: a Send whose Recv waits already calls that partition's `_recv_done`,
-which queues the value on its state (its own `process` propagates it, in the same drain:
-no task, no pool, no turn of the loop); a Recv whose value was sent first completes
-inline as a cheap node does. Dead values travel as dead, as TF sends them.
+Transfers inside a while loop (mode FRAMED: a loop split over devices) run in the
+propagator itself, once per iteration, under the key `(kernel.frame_prefix, frame_id,
+iter)` (TF's key is the prefix and "frame_id:iter"; a tuple is cheaper to make and hash
+every iteration). A Recv runs as it becomes ready (`_recv_now`, from `activate`): it
+takes a value sent already, or waits parked in the rendezvous. A Send whose Recv waits
+hands the value to that partition's `_recv_done`, which propagates it there and runs that
+partition's ready nodes at once, nested in the sender's drain (the loop's value goes to
+the other device and back every iteration: no task, no pool, no turn of the loop, no
+pass through the runner's queue); when the receiving partition's own drain is the one
+running, the value is queued for it. Dead values travel as dead, as TF sends them.
 """
 
 from __future__ import annotations
@@ -31,11 +34,10 @@ class IterationState:
     """One iteration of one frame: pending counts, dead counts, input slots."""
 
     __slots__ = ("iter_num", "pending", "dead", "inputs", "outstanding_ops",
-                 "outstanding_frame_count", "child_frames", "frame_iter")
+                 "outstanding_frame_count", "child_frames")
 
     def __init__(self, iter_num: int, info):
         self.iter_num = iter_num
-        self.frame_iter = None  # "frame_id:iter" of its transfers, made on first use
         self.pending = info.pending_template[:]
         self.dead = info.zeros[:]
         self.inputs = [None] * info.total_inputs
@@ -119,8 +121,8 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             if mode == FRAMED:
                                 self.rendezvous.send((item.kernel.frame_prefix,
-                                                      it.frame_iter or _frame_iter(frame, it)),
-                                                     None, True)
+                                                      frame.frame_id or _frame_id(frame),
+                                                      it.iter_num), None, True)
                                 if self.error is not None:
                                     return  # the receiver's nested drain failed
                             else:
@@ -152,7 +154,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                             # A transfer inside a while loop, handed over directly (see
                             # `_recv_done`); written out here: it runs every iteration.
                             key = (item.kernel.frame_prefix,
-                                   it.frame_iter or _frame_iter(frame, it))
+                                   frame.frame_id or _frame_id(frame), it.iter_num)
                             if item.is_send:
                                 value = args[0]
                                 waiter = take_waiter(key, None)
@@ -235,7 +237,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         """Run a ready Recv inside a loop from `activate`: 0 when its value was there
         (propagated now), 1 when it waits parked or, when something is wrong (an abort,
         a duplicate), is queued to run as a node and raise its error there."""
-        key = (item.kernel.frame_prefix, it.frame_iter or _frame_iter(frame, it))
+        key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
         got = self.takers[1](key, None)
         if got is not None:
             self.activate(item, False, frame, it, (None if got[1] else got[0],))
@@ -292,7 +294,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         FRAMED, timed as the other kernels are. Returns the outputs, or None for a Recv
         whose value is not there yet (its `done` queues them)."""
         _, frame, it, _ = tagged
-        key = (item.kernel.frame_prefix, it.frame_iter or _frame_iter(frame, it))
+        key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
         stats = self.stats
         start, op_start = time_ns(), perf_counter_ns()
         if item.is_send:
@@ -523,13 +525,6 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if parent_it.outstanding_ops or not self.cleanup_iterations(parent, parent_it):
                 return
             frame = parent
-
-
-def _frame_iter(frame: FrameState, it: IterationState) -> str:
-    """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
-    frame_id = frame.frame_id
-    it.frame_iter = key = f"{_frame_id(frame) if frame_id is None else frame_id}:{it.iter_num}"
-    return key
 
 
 def _frame_id(frame: FrameState) -> int:

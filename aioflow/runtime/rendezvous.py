@@ -2,8 +2,8 @@
 partition's _Recv (TF's IntraProcessRendezvous / LocalRendezvous), on the event loop.
 
 A key names one transfer (framework/rendezvous_key.py); a transfer inside a while loop
-is keyed by the pair (its key's prefix, "frame_id:iter"), whose concatenation is TF's
-key. Send never waits; Recv awaits the matching Send, or the step's abort. Each key is
+is keyed by (its key's prefix, frame_id, iter): TF's key is the prefix and
+"frame_id:iter". Send never waits; Recv awaits the matching Send, or the step's abort. Each key is
 used once per step.
 """
 
@@ -116,5 +116,5 @@ def _call_done(done, value, is_dead: bool, error) -> None:
 
 
 def _text(key) -> str:
-    """A key as TF writes it (a transfer in a loop is keyed by its two parts)."""
-    return key if isinstance(key, str) else "".join(key)
+    """A key as TF writes it (a transfer in a loop is keyed by its parts)."""
+    return key if isinstance(key, str) else f"{key[0]}{key[1]}:{key[2]}"
