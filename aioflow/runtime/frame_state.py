@@ -79,7 +79,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
         # then the ready queue holds one placeholder.
         self.root = None
         self.rendezvous = self.kctx.rendezvous if self.kctx is not None else None
-        self.takers = (None, None) if self.rendezvous is None else self.rendezvous.takers()
+        self.take_waiter, self.take_sent = ((None, None) if self.rendezvous is None
+                                            else self.rendezvous.takers())
+        self.recv_done = self._recv_done  # bound once: parked with every waiting Recv
         self.ready.append(None)
         self.runner.run_now(self)
 
@@ -101,8 +103,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ctx = self.kctx
         popleft = ready.popleft
         rendezvous = self.rendezvous
-        recv_done = self._recv_done
-        take_waiter, take_sent = self.takers
+        recv_done = self.recv_done
+        take_waiter = self.take_waiter
+        take_sent = self.take_sent
         stats = self.stats
         if stats is not None:
             stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
@@ -159,7 +162,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                                 value = args[0]
                                 waiter = take_waiter(key, None)
                                 if waiter is None:
-                                    rendezvous.send(key, value, value is None)
+                                    rendezvous.put(key, value, value is None)
                                 else:  # its Recv waits: hand it over (`_recv_done`)
                                     waiter[0](waiter[1], value, value is None, None)
                                     if self.error is not None:
@@ -238,12 +241,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
         (propagated now), 1 when it waits parked or, when something is wrong (an abort,
         a duplicate), is queued to run as a node and raise its error there."""
         key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
-        got = self.takers[1](key, None)
+        got = self.take_sent(key, None)
         if got is not None:
             self.activate(item, False, frame, it, (None if got[1] else got[0],))
             return 0
         tagged = (item, frame, it, False)
-        if self.rendezvous.wait_if_absent(key, self._recv_done, tagged):
+        if self.rendezvous.park(key, self.recv_done, tagged):
             self.in_flight += 1
         else:
             self.ready.append(tagged)

@@ -57,13 +57,22 @@ class Rendezvous:
             raise errors.AbortedError(None, None, f"Duplicated recv: {_text(key)}")
         return None
 
-    def wait_if_absent(self, key: str | tuple, arrived, token) -> bool:
-        """Park `(arrived, token)` as recv_or_wait does when `key` was not sent yet and
-        nothing is wrong (no abort, no receiver waiting already); else False, touching
-        nothing (the Recv then runs as a node, and gets its value or its error)."""
-        if self._error is not None or key in self._sent:
+    def park(self, key: str | tuple, arrived, token) -> bool:
+        """recv_or_wait's waiting half, for a caller that found nothing sent under `key`
+        (`takers`): park `(arrived, token)` and return True; False, touching nothing,
+        after an abort or when a receiver waits already (the Recv then runs as a node
+        and raises its error)."""
+        if self._error is not None:
             return False
         return self._waiting.setdefault(key, (arrived, token))[1] is token
+
+    def put(self, key: str | tuple, value, is_dead: bool) -> None:
+        """send's storing half, for a caller that found no receiver waiting (`takers`)."""
+        if self._error is not None:
+            raise self._error
+        if key in self._sent:
+            raise errors.AbortedError(None, None, f"Duplicated send: {_text(key)}")
+        self._sent[key] = (value, is_dead)
 
     def takers(self) -> tuple:
         """(take_waiter, take_sent): the executor's fast path for transfers inside a
