@@ -3,8 +3,8 @@ partition's _Recv (TF's IntraProcessRendezvous / LocalRendezvous), on the event 
 
 A key names one transfer (framework/rendezvous_key.py); a transfer inside a while loop
 is keyed by (its key's prefix, frame_id, iter): TF's key is the prefix and
-"frame_id:iter". Send never waits; Recv awaits the matching Send, or the step's abort. Each key is
-used once per step.
+"frame_id:iter". Send never waits; Recv awaits the matching Send, or the step's abort.
+Each key is used once per step.
 """
 
 from __future__ import annotations
