@@ -285,8 +285,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
             finally:
                 self.running = False
             if (self.ready or self.completed or self.suspended) and self.error is None:
-                self.queued = True
-                runner.queue.append(self)
+                if not self.queued:  # (a callback during the drain may have queued it)
+                    self.queued = True
+                    runner.queue.append(self)
             elif not self.in_flight:
                 self.maybe_finish()
         elif self.ready or not self.in_flight:
