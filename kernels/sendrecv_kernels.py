@@ -4,9 +4,11 @@ value that is dead on one device is dead on the other.
 
 Inside a while loop one transfer happens per iteration: the key then ends in the
 frame's id and the iteration ("frame_id:iter", as TF's frame_iter); the executor (mode
-FRAMED) sends and receives under `frame_prefix + frame_iter` itself, handing the value
+FRAMED) sends and receives under `(frame_prefix, frame_id, iter)` itself, handing the value
 straight to the receiving partition (runtime/frame_state.py). `_HostSend`/`_HostRecv`
 are the same kernels: on a CPU, host memory is the device's memory."""
+
+import sys
 
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.rendezvous_key import create_key
@@ -18,8 +20,9 @@ def _key(ctx) -> str:
 
 
 def _frame_prefix(key: str) -> str:
-    """The key without its "frame:iter" (the root frame's "0:0")."""
-    return key[:key.rindex(";") + 1]
+    """The key without its "frame:iter" (the root frame's "0:0"); interned: the Send's
+    and the Recv's are then one object, compared by identity in the rendezvous."""
+    return sys.intern(key[:key.rindex(";") + 1])
 
 
 @register_kernel("_HostSend", "CPU")

@@ -385,3 +385,144 @@ async def test_the_other_devices_body_runs_as_one_segment(monkeypatch):
             members
     finally:
         direct.close()
+
+
+def _count_top_level_drains(monkeypatch) -> dict:
+    """Counts the partitions' `process` calls that the runner made itself (not nested in
+    another partition's drain)."""
+    from aioflow.runtime.frame_state import ControlFlowExecutorState
+
+    calls = {"top": 0, "nested": 0, "depth": 0}
+    original = ControlFlowExecutorState.process
+
+    def process(self, deadline):
+        calls["top" if calls["depth"] == 0 else "nested"] += 1
+        calls["depth"] += 1
+        try:
+            return original(self, deadline)
+        finally:
+            calls["depth"] -= 1
+
+    monkeypatch.setattr(ControlFlowExecutorState, "process", process)
+    return calls
+
+
+@pytest.mark.segment_modes("no_segments")
+async def test_the_receiving_partition_runs_nested_in_the_senders_drain(monkeypatch):
+    """The loop's value goes to /cpu:1 and back every iteration: /cpu:1 runs nested in
+    /cpu:0's drain when its Recv's value arrives, so the runner itself processes the
+    partitions a few times per step, not twice per iteration."""
+    xv = np.ones(4, np.float32)
+    g, x, out = _split_loop(200, 10)
+    async with af.Session(graph=g, config=TWO_CPUS, time_budget_ms=60_000) as sess:
+        await sess.run(out, {x: xv})  # built and warm
+        calls = _count_top_level_drains(monkeypatch)
+        value = await asyncio.wait_for(sess.run(out, {x: xv}), 30)
+    np.testing.assert_allclose(value, _expected(200, xv), rtol=1e-4)
+    assert calls["top"] <= 10, calls
+    assert calls["nested"] >= 200, calls  # at least once per iteration
+
+
+async def test_an_error_in_the_nested_drain_stops_both_partitions():
+    """The body on /cpu:1 fails at iteration 4 while it runs nested in /cpu:0's drain:
+    the error names its node and iteration, /cpu:0 runs nothing after it (its ready
+    queue is empty, nothing is in flight), and the rendezvous holds nothing."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+
+        def body(i, acc):
+            with af.device("/cpu:1"):
+                acc = af.check_numerics(acc * af.cast(4 - i, af.float32) ** -1.0, "acc",
+                                        name="inverse_checked")
+            return i + 1, acc
+
+        _, out = af.while_loop(lambda i, acc: i < 10, body, [af.constant(0), x])
+    steps = []
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        with observe_steps(steps.append):
+            with pytest.raises(errors.InvalidArgumentError,
+                               match=r"inverse_checked.*iteration 4"):
+                await asyncio.wait_for(sess.run(out, {x: np.ones(3, np.float32)}), 30)
+        for state in steps[0]:
+            assert state.error is not None
+            assert not state.ready and not state.completed and state.in_flight == 0
+        assert len(steps[0][0].ctx.rendezvous) == 0
+
+
+async def test_cancelling_a_running_split_loop_mid_way_releases_everything():
+    """A long split loop cancelled while its partitions are being drained (slice after
+    slice, no Recv left waiting on anything outside the step): the deadline aborts both
+    partitions, no task or rendezvous entry is left, and the session runs it again."""
+    g, x, out = _split_loop(2_000_000, 10)
+    g_short, x_short, out_short = _split_loop(30, 10)
+    xv = np.ones(4, np.float32)
+    steps = []
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        before = set(asyncio.all_tasks())
+        with observe_steps(steps.append):
+            with pytest.raises(errors.DeadlineExceededError):
+                await asyncio.wait_for(sess.run(
+                    out, {x: xv}, options=af.RunOptions(timeout_in_ms=200)), 30)
+        await asyncio.sleep(0)
+        assert set(asyncio.all_tasks()) - before == set()
+        states = steps[0]
+        assert [state.in_flight for state in states] == [0, 0]
+        assert all(not state.ready and state.error is not None for state in states)
+        assert len(states[0].ctx.rendezvous) == 0
+        # A task cancelled from outside mid-loop ends the same way.
+        task = asyncio.ensure_future(sess.run(out, {x: xv}))
+        await asyncio.sleep(0.1)
+        assert not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [state.in_flight for state in steps[0]] == [0, 0]
+    async with af.Session(graph=g_short, config=TWO_CPUS) as sess:
+        value = await asyncio.wait_for(sess.run(out_short, {x_short: xv}), 30)
+    np.testing.assert_allclose(value, _expected(30, xv), rtol=1e-5)
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 10])
+async def test_nested_loops_split_over_devices_match_numpy(parallel_iterations):
+    """An outer loop on /cpu:0 whose inner loop's body is on /cpu:1 (a control loop per
+    device per frame, frames nested on both sides): TF's result, and the same as on one
+    device."""
+    def build(inner_device):
+        g = af.Graph()
+        with g.as_default():
+            x = af.placeholder(af.float32, [3], name="x")
+
+            def outer(i, acc):
+                def inner(j, a):
+                    with af.device(inner_device):
+                        a = a * 0.5 + af.cast(i * j, af.float32)
+                    return j + 1, a
+
+                _, acc = af.while_loop(lambda j, a: j < i + 1, inner, [af.constant(0), acc],
+                                       parallel_iterations=parallel_iterations)
+                return i + 1, acc + 1.0
+
+            with af.device("/cpu:0"):
+                _, out = af.while_loop(lambda i, acc: i < 6, outer, [af.constant(0), x],
+                                       parallel_iterations=parallel_iterations)
+        return g, x, out
+
+    xv = np.array([1.0, -3.0, 8.0], np.float32)
+    expected = xv.copy()
+    for i in range(6):
+        for j in range(i + 1):
+            expected = expected * np.float32(0.5) + np.float32(i * j)
+        expected = expected + np.float32(1)
+    g, x, out = build("/cpu:1")
+    async with af.Session(graph=g, config=TWO_CPUS) as sess:
+        md = af.RunMetadata()
+        split = await asyncio.wait_for(sess.run(
+            out, {x: xv}, options=af.RunOptions(output_partition_graphs=True),
+            run_metadata=md), 30)
+    g1, x1, out1 = build("/cpu:0")
+    async with af.Session(graph=g1, config=TWO_CPUS) as sess:
+        single = await asyncio.wait_for(sess.run(out1, {x1: xv}), 30)
+    np.testing.assert_allclose(split, expected, rtol=1e-6)
+    np.testing.assert_array_equal(split, single)
+    assert len(md.partition_graphs) == 2  # the inner body really runs on /cpu:1

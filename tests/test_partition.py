@@ -289,6 +289,37 @@ def test_rendezvous_callbacks_without_tasks():
     assert len(rv) == 0
 
 
+def test_rendezvous_loop_transfers_park_and_put():
+    """The loop's transfers (keys (prefix, frame_id, iter)): a parked receiver gets the
+    value through `arrived(token, ...)` at its send, a value put first is taken, a second
+    put of a key is TF's error with TF's key text, and the step's abort reaches the parked
+    receivers and refuses later parking."""
+    rv = Rendezvous()
+    take_waiter, take_sent = rv.takers()
+    arrived = []
+    key = ("dev0;0000000000000001;dev1;edge_5_x;", 77, 3)
+    assert take_sent(key, None) is None
+    assert rv.park(key, lambda token, *rest: arrived.append((token, *rest)), "tok")
+    assert not rv.park(key, lambda *a: None, "other")  # a receiver waits already
+    waiter = take_waiter(key, None)
+    waiter[0](waiter[1], 5.0, False, None)
+    assert arrived == [("tok", 5.0, False, None)]
+    rv.put(key, 6.0, False)
+    with pytest.raises(errors.AbortedError,
+                       match="Duplicated send: dev0;0000000000000001;dev1;edge_5_x;77:3"):
+        rv.put(key, 7.0, False)
+    assert take_sent(key, None) == (6.0, False)
+    later = ("dev0;0000000000000001;dev1;edge_5_x;", 77, 4)
+    assert rv.park(later, lambda token, *rest: arrived.append((token, *rest)), "late")
+    err = errors.CancelledError(None, None, "step cancelled")
+    rv.abort(err)
+    assert arrived[-1] == ("late", None, False, err)
+    assert take_waiter(later, None) is None and len(rv) == 0
+    assert not rv.park(later, lambda *a: None, "after")
+    with pytest.raises(errors.CancelledError):
+        rv.put(later, 1.0, False)
+
+
 async def test_recv_waits_without_a_task_per_transfer():
     # The receiving partition starts first and waits on its _Recv: no asyncio task is
     # created for it (TF's RecvAsync), only the run's own.

@@ -306,18 +306,23 @@ class ExecutorImpl:
                                      + [seg.id for seg, _, _, idx in into_segment if idx < 0]
                                      ) if into_segment or control else ()
             item.out_data_cf = item.out_merge_cf = item.out_control_cf = ()
-            item.out_control_merge_cf = item.out_segment_cf = ()
+            item.out_control_merge_cf = item.out_segment_cf = item.out_recv_cf = ()
             item.has_rare_edges_cf = False
             return
         item.out_data = item.out_control = ()
         item.out_data_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if not d.is_merge)
         item.out_merge_cf = tuple((d, s, i, d.pending_id) for d, s, i in data if d.is_merge)
-        item.out_control_cf = tuple((d, d.pending_id) for d in control if not d.is_merge)
+        item.out_control_cf = tuple((d, d.pending_id) for d in control
+                                    if not d.is_merge and not _is_framed_recv(d))
+        # Control edges into a Recv inside a loop (the control loop's Merge gates it): the
+        # propagator parks it in the rendezvous as it becomes ready (frame_state.py).
+        item.out_recv_cf = tuple((d, d.pending_id) for d in control if _is_framed_recv(d))
         item.out_control_merge_cf = tuple((d, d.pending_id) for d in control if d.is_merge)
         item.out_segment_cf = tuple((seg, slot, idx, seg.pending_id, member.pending_id)
                                     for seg, member, slot, idx in into_segment)
         item.has_rare_edges_cf = bool(item.out_merge_cf or item.out_control_cf
-                                      or item.out_control_merge_cf or item.out_segment_cf)
+                                      or item.out_control_merge_cf or item.out_segment_cf
+                                      or item.out_recv_cf)
 
     # -- running ------------------------------------------------------------------------
     def timeline_labels(self) -> list[str]:
@@ -338,6 +343,10 @@ class ExecutorImpl:
     async def run(self, ctx, runner) -> None:
         """Run one step of this partition; raises the step's first error."""
         await run_states([self.new_state(ctx, runner)], ctx)
+
+
+def _is_framed_recv(item: NodeItem) -> bool:
+    return item.mode == FRAMED and not item.is_send
 
 
 def _mode_of(kernel, num_inputs: int, inline_all: bool) -> int:

@@ -83,6 +83,7 @@ class ExecutorStateBase:
         self.completed: deque = deque()  # (token, outputs) of kernels that ran elsewhere
         self.suspended: deque = deque()  # (token, generator) of compiled loops to resume
         self.queued = False
+        self.running = False  # its `process` is on the stack (loop_runner, frame_state)
         self.in_flight = 0
         self.error: errors.OpError | None = None
         self.jobs: dict = {}        # id(token) -> concurrent future of its pool job

@@ -7,17 +7,20 @@ pending counts, dead counts and input slots copied from its frame's templates.
 Iterations and frames are freed as soon as they are done, so memory stays bounded
 however many iterations a loop runs.
 
-Transfers inside a while loop (mode FRAMED: a loop split over devices) run in `process`
-itself, once per iteration, under the key `kernel.frame_prefix + "frame_id:iter"`. The
-hand-off is direct: a Send whose Recv waits already calls that partition's `_recv_done`,
-which queues the value on its state (its own `process` propagates it, in the same drain:
-no task, no pool, no turn of the loop); a Recv whose value was sent first completes
-inline as a cheap node does. Dead values travel as dead, as TF sends them.
+Transfers inside a while loop (mode FRAMED: a loop split over devices) run in the
+propagator itself, once per iteration, under the key `(kernel.frame_prefix, frame_id,
+iter)` (TF's key is the prefix and "frame_id:iter"; a tuple is cheaper to make and hash
+every iteration). A Recv runs as it becomes ready (`_recv_now`, from `activate`): it
+takes a value sent already, or waits parked in the rendezvous. A Send whose Recv waits
+hands the value to that partition's `_recv_done`, which propagates it there and runs that
+partition's ready nodes at once, nested in the sender's drain (the loop's value goes to
+the other device and back every iteration: no task, no pool, no turn of the loop, no
+pass through the runner's queue); when the receiving partition's own drain is the one
+running, the value is queued for it. Dead values travel as dead, as TF sends them.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from hashlib import blake2b
 from time import perf_counter, perf_counter_ns, time_ns
 
@@ -31,11 +34,10 @@ class IterationState:
     """One iteration of one frame: pending counts, dead counts, input slots."""
 
     __slots__ = ("iter_num", "pending", "dead", "inputs", "outstanding_ops",
-                 "outstanding_frame_count", "child_frames", "frame_iter")
+                 "outstanding_frame_count", "child_frames")
 
     def __init__(self, iter_num: int, info):
         self.iter_num = iter_num
-        self.frame_iter = None  # "frame_id:iter" of its transfers, made on first use
         self.pending = info.pending_template[:]
         self.dead = info.zeros[:]
         self.inputs = [None] * info.total_inputs
@@ -77,6 +79,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
         # then the ready queue holds one placeholder.
         self.root = None
         self.rendezvous = self.kctx.rendezvous if self.kctx is not None else None
+        self.take_waiter, self.take_sent = ((None, None) if self.rendezvous is None
+                                            else self.rendezvous.takers())
+        self.recv_done = self._recv_done  # bound once: parked with every waiting Recv
         self.ready.append(None)
         self.runner.run_now(self)
 
@@ -98,6 +103,9 @@ class ControlFlowExecutorState(ExecutorStateBase):
         ctx = self.kctx
         popleft = ready.popleft
         rendezvous = self.rendezvous
+        recv_done = self.recv_done
+        take_waiter = self.take_waiter
+        take_sent = self.take_sent
         stats = self.stats
         if stats is not None:
             stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
@@ -115,8 +123,11 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         outs = None
                         if item.is_send:  # a dead value is sent as dead (TF runs transfers)
                             if mode == FRAMED:
-                                self.rendezvous.send(item.kernel.frame_prefix + (
-                                    it.frame_iter or _frame_iter(frame, it)), None, True)
+                                self.rendezvous.send((item.kernel.frame_prefix,
+                                                      frame.frame_id or _frame_id(frame),
+                                                      it.iter_num), None, True)
+                                if self.error is not None:
+                                    return  # the receiver's nested drain failed
                             else:
                                 item.compute(ctx, (None,))
                     elif mode == SEGMENT:
@@ -145,11 +156,17 @@ class ControlFlowExecutorState(ExecutorStateBase):
                         else:
                             # A transfer inside a while loop, handed over directly (see
                             # `_recv_done`); written out here: it runs every iteration.
-                            key = item.kernel.frame_prefix + (it.frame_iter
-                                                              or _frame_iter(frame, it))
+                            key = (item.kernel.frame_prefix,
+                                   frame.frame_id or _frame_id(frame), it.iter_num)
                             if item.is_send:
                                 value = args[0]
-                                rendezvous.send(key, value, value is None)
+                                waiter = take_waiter(key, None)
+                                if waiter is None:
+                                    rendezvous.put(key, value, value is None)
+                                else:  # its Recv waits: hand it over (`_recv_done`)
+                                    waiter[0](waiter[1], value, value is None, None)
+                                    if self.error is not None:
+                                        return  # the receiver's nested drain failed
                                 if not (item.out_data_cf or item.has_rare_edges_cf):
                                     # Nothing to activate: only its iteration's count.
                                     it.outstanding_ops -= 1
@@ -159,11 +176,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
                                     continue
                                 outs = ()
                             else:
-                                outs = rendezvous.recv_callback(
-                                    key, partial(self._recv_done, tagged))
+                                outs = take_sent(key, None)
                                 if outs is None:
-                                    self.in_flight += 1  # `_recv_done` will come
-                                    continue
+                                    outs = rendezvous.recv_or_wait(key, recv_done, tagged)
+                                    if outs is None:
+                                        self.in_flight += 1  # `_recv_done` will come
+                                        continue
                                 outs = (None if outs[1] else outs[0],)
                 except Suspended as s:
                     suspended.append((tagged, s.gen))
@@ -218,28 +236,69 @@ class ControlFlowExecutorState(ExecutorStateBase):
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
 
+    def _recv_now(self, item, frame: FrameState, it: IterationState) -> int:
+        """Run a ready Recv inside a loop from `activate`: 0 when its value was there
+        (propagated now), 1 when it waits parked or, when something is wrong (an abort,
+        a duplicate), is queued to run as a node and raise its error there."""
+        key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
+        got = self.take_sent(key, None)
+        if got is not None:
+            self.activate(item, False, frame, it, (None if got[1] else got[0],))
+            return 0
+        tagged = (item, frame, it, False)
+        if self.rendezvous.park(key, self.recv_done, tagged):
+            self.in_flight += 1
+        else:
+            self.ready.append(tagged)
+        return 1
+
     def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
         """The value of a waiting framed Recv arrived (called by the sender's send, or
-        with `error` by the rendezvous's abort): queue it for `process`."""
+        with `error` by the rendezvous's abort). When this state's `process` is on the
+        stack, queued for it; else propagated here, and this state's ready nodes run at
+        once, nested in the sender's drain (the loop's value goes to the other
+        partition and back every iteration: no pass through the runner's queue)."""
         if error is not None or self.error is not None:
             self._callback_done(tagged, None, error)
             return
         self.in_flight -= 1
-        self.completed.append((tagged, (None if is_dead else value,)))
-        if not self.queued:
-            runner = self.runner
-            if runner.draining:  # the sender's drain gets to it next (runner.submit)
-                self.queued = True
-                runner.queue.append(self)
-            else:
-                runner.submit(self)
+        if self.running:
+            self.completed.append((tagged, (None if is_dead else value,)))
+            return  # its process gets to it before it stops (or queues it again)
+        # What `process` does for a completion (a Recv is no Enter/Exit/NextIteration).
+        item, frame, it, node_dead = tagged
+        self.activate(item, node_dead, frame, it, (None if is_dead else value,))
+        it.outstanding_ops -= 1
+        if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+            self.frame_done(frame)
+        if self.queued:
+            return
+        runner = self.runner
+        if runner.draining and self.ready:
+            self.running = True
+            try:
+                self.process(runner.deadline)
+            except Exception as e:  # noqa: BLE001 - as the runner's slice does
+                err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+                err.__cause__ = e
+                self.fail(err)
+            finally:
+                self.running = False
+            if (self.ready or self.completed or self.suspended) and self.error is None:
+                if not self.queued:  # (a callback during the drain may have queued it)
+                    self.queued = True
+                    runner.queue.append(self)
+            elif not self.in_flight:
+                self.maybe_finish()
+        elif self.ready or not self.in_flight:
+            runner.submit(self)
 
     def traced_transfer(self, item, tagged, args):
         """A transfer inside a while loop in a traced run: what `process` does for mode
         FRAMED, timed as the other kernels are. Returns the outputs, or None for a Recv
         whose value is not there yet (its `done` queues them)."""
         _, frame, it, _ = tagged
-        key = item.kernel.frame_prefix + (it.frame_iter or _frame_iter(frame, it))
+        key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
         stats = self.stats
         start, op_start = time_ns(), perf_counter_ns()
         if item.is_send:
@@ -337,6 +396,20 @@ class ControlFlowExecutorState(ExecutorStateBase):
                     dst_dead = False
                 append((dst, frame, it, dst_dead))
                 activated += 1
+        for dst, pid in item.out_recv_cf:
+            # A Recv inside a loop, ready: it takes its value at once (propagated here) or
+            # waits for it parked in the rendezvous (an outstanding op of its iteration
+            # until `_recv_done` propagates it), with no pass through the ready queue.
+            if is_dead:
+                dead[pid] += 1
+            c = pending[pid] - 1
+            pending[pid] = c
+            if not c:
+                if dead[pid] or self.stats is not None:
+                    append((dst, frame, it, dead[pid] > 0))
+                    activated += 1
+                else:
+                    activated += self._recv_now(dst, frame, it)
         for dst, pid in item.out_control_merge_cf:
             count = pending[pid] - 2
             pending[pid] = count
@@ -456,13 +529,6 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if parent_it.outstanding_ops or not self.cleanup_iterations(parent, parent_it):
                 return
             frame = parent
-
-
-def _frame_iter(frame: FrameState, it: IterationState) -> str:
-    """The "frame_id:iter" that ends the rendezvous keys of `it`'s transfers."""
-    frame_id = frame.frame_id
-    it.frame_iter = key = f"{_frame_id(frame) if frame_id is None else frame_id}:{it.iter_num}"
-    return key
 
 
 def _frame_id(frame: FrameState) -> int:

@@ -37,6 +37,7 @@ class LoopRunner:
         self.queue: deque = deque()
         self.draining = False
         self.scheduled = False
+        self.deadline = 0.0  # of the state being processed (a nested drain keeps to it)
         self.budget = DEFAULT_TIME_BUDGET_S  # for runs that do not set their own
         self._completions: list = []
         self._lock = threading.Lock()
@@ -123,14 +124,17 @@ class LoopRunner:
             if deadline is None:
                 deadline = start + budget
             own = began + budget
+            state.running = True
+            self.deadline = own = own if own < deadline else deadline
             try:
-                state.process(own if own < deadline else deadline)
+                state.process(own)
             except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
                 # (kernel errors are caught in process; this is propagation going wrong,
                 # e.g. a kernel returning fewer outputs than its node has)
                 err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
                 err.__cause__ = e
                 state.fail(err)
+            state.running = False
             ended = perf_counter()
             if state.ctx is not None and state.ctx.warn_overrun:
                 _check_overrun(ended - began, budget)

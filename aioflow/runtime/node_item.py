@@ -42,7 +42,8 @@ class NodeItem:
         "out_segment_cf",     # edges into a segment's member: ((segment_item, src_slot or
                               #   -1 for control, dst_slot_index, segment_pending_id,
                               #   member_pending_id), ...): deadness counts on the member
-        "has_rare_edges_cf",  # any of the four lists above is non-empty
+        "out_recv_cf",        # control edges to a Recv inside a loop (mode FRAMED), same form
+        "has_rare_edges_cf",  # any of the five lists above is non-empty
         "frame_name",         # the while-loop frame it runs in ("" for the root)
         "enter_frame_name",   # Enter: the child frame it opens
         "parallel_iterations",  # Enter: the child frame's parallel_iterations
