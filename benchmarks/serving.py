@@ -218,6 +218,7 @@ class _Connection(asyncio.Protocol):
         self.request, self.run = request, run
         self.buffer = b""
         self.sent = 0.0
+        self.answers = 0  # measured answers on this connection
 
     def connection_made(self, transport):
         self.transport = transport
@@ -270,6 +271,7 @@ class _Run:
         self.answered: set = set()  # connections answered during the warm-up
         self.start = None  # perf_counter at the measurement's start
         self.latencies: list[float] = []
+        self.finished_at: list[float] = []  # when each measured answer came
         self.failures = 0
         self.warmup_failures = 0
         self.open = concurrency
@@ -288,7 +290,9 @@ class _Run:
             return
         if sent >= self.start:
             self.latencies.append(now - sent)
+            self.finished_at.append(now)
             self.failures += not ok
+            conn.answers += 1
 
     def _begin(self, now: float) -> None:
         self.start = now
@@ -334,16 +338,25 @@ async def _load(port: int, name: str, body: bytes, concurrency: int, warmup: flo
         started["client_cpu"] = time.process_time()
 
     run = _Run(concurrency, warmup, duration, max_requests, on_start)
+    conns = []
     # (a connection never answered during the warm-up: measure what there is after a while)
     loop.call_later(warmup + 10.0, lambda: run.start is None and run._begin(time.perf_counter()))
     for _ in range(concurrency):
-        await loop.create_connection(lambda: _Connection(request, run), "127.0.0.1", port)
+        conns.append((await loop.create_connection(lambda: _Connection(request, run),
+                                                   "127.0.0.1", port))[1])
     await run.finished
     elapsed = time.perf_counter() - run.start
     cpu = _cpu_seconds(pid) - started["cpu"] if pid else float("nan")
     client_cpu = time.process_time() - started["client_cpu"]
     lat = np.array(run.latencies) * 1e3
+    gaps = np.diff(np.array(run.finished_at)) * 1e3 if len(lat) > 1 else np.zeros(1)
+    answers = [c.answers for c in conns]
     return {"requests": len(lat), "failures": run.failures + run.warmup_failures,
+            # (no answer at all for > 5 ms: the server, or the load generator, off the CPU)
+            "stalls_s": float(gaps[gaps > 5].sum() / 1e3), "max_gap_ms": float(gaps.max()),
+            # (fairness: the connection answered least often against the one answered most)
+            "answers_min_max": min(answers) / max(max(answers), 1),
+            "p90_ms": float(np.percentile(lat, 90)),
             "server_cpu_us": cpu / max(len(lat), 1) * 1e6,
             "client_cpu_us": client_cpu / max(len(lat), 1) * 1e6,
             "throughput": len(lat) / elapsed,
@@ -377,8 +390,9 @@ def bench_model(name, servers, body, concurrencies, args, duration) -> dict:
         row = {}
         for label, rs in runs.items():
             row[label] = {k: statistics.median(r[k] for r in rs)
-                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us",
-                                    "client_cpu_us")}
+                          for k in ("throughput", "p50_ms", "p90_ms", "p99_ms",
+                                    "server_cpu_us", "client_cpu_us", "stalls_s", "max_gap_ms",
+                                    "answers_min_max")}
             row[label]["requests"] = sum(r["requests"] for r in rs)
             row[label]["failures"] = sum(r["failures"] for r in rs)
         tf = row["tf"]
