@@ -98,6 +98,7 @@ class HttpServer:
         self.connections: set[_Connection] = set()
         self.stopping = False
         self._listeners: list[socket.socket] = []
+        self._connecting: set[asyncio.Task] = set()  # accepted, transport being made
         self._sweeper: asyncio.TimerHandle | None = None
 
     async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
@@ -136,6 +137,8 @@ class HttpServer:
                 sock, _addr = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
+            except ConnectionAbortedError:  # reset by its client while it waited
+                continue
             except OSError as e:  # out of file descriptors, or the like: try again soon
                 _log.warning("aioflow serve: accept failed: %s", e)
                 loop.remove_reader(listener.fileno())
@@ -143,7 +146,9 @@ class HttpServer:
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            loop.create_task(self._connect(loop, sock))
+            task = loop.create_task(self._connect(loop, sock))
+            self._connecting.add(task)  # (held: the loop holds its tasks weakly)
+            task.add_done_callback(self._connecting.discard)
 
     def _resume_accepting(self, listener: socket.socket) -> None:
         if not self.stopping and listener.fileno() >= 0:
