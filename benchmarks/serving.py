@@ -18,7 +18,10 @@ skipped with --no-mobilenet) at concurrency 16, one image a request, default thr
 
 The load generator (this process: raw keep-alive HTTP/1.1 connections on uvloop, the
 request encoded once, a few µs a request) keeps `concurrency` requests in flight for
---duration seconds or --max-requests requests, whichever comes first. The servers take
+--duration seconds or --max-requests requests, whichever comes first, after a warm-up on
+the same connections (a quarter of --duration, at most 0.5 s, and until every connection
+has been answered once: the numbers are those of established connections, for every
+server alike; see _Run). The servers take
 turns, A B C A B C (--rounds); the medians of the rounds are reported: throughput
 (requests/s), p50 and p99 latency (ms), the server process's CPU time per request (µs,
 user + system of all its threads, from /proc: the steadiest number on a shared machine),
@@ -215,6 +218,7 @@ class _Connection(asyncio.Protocol):
         self.request, self.run = request, run
         self.buffer = b""
         self.sent = 0.0
+        self.answers = 0  # measured answers on this connection
 
     def connection_made(self, transport):
         self.transport = transport
@@ -238,7 +242,7 @@ class _Connection(asyncio.Protocol):
                           else None]) if at >= 0 else 0
         if len(self.buffer) < head_end + 4 + length:
             return
-        self.run.done(time.perf_counter() - self.sent, head.startswith(b"http/1.1 200"))
+        self.run.done(self, self.sent, time.perf_counter(), head.startswith(b"http/1.1 200"))
         self.buffer = self.buffer[head_end + 4 + length:]
         self.send()
 
@@ -247,21 +251,54 @@ class _Connection(asyncio.Protocol):
 
 
 class _Run:
-    def __init__(self, concurrency, duration, max_requests):
-        self.deadline = time.perf_counter() + duration
+    """The requests of one load run: a warm-up on the run's own connections (answers not
+    counted), then `duration` seconds (or `max_requests` answers) measured.
+
+    The measurement starts only once every connection is open and has been answered
+    (and the warm-up time is over), and counts the requests sent after it started: a
+    server accepting new connections slowly under load (uvloop accepts one a turn of
+    its loop) would otherwise have the first requests of its last connections, and the
+    ramp to full concurrency, in the measured numbers, for whichever server it is."""
+
+    def __init__(self, concurrency, warmup, duration, max_requests, on_start=None):
+        self.loop = asyncio.get_running_loop()
+        self.warmup_until = time.perf_counter() + warmup
+        self.duration = duration
+        self.deadline = float("inf")  # set when the measurement starts
         self.max_requests = max_requests
+        self.on_start = on_start
+        self.concurrency = concurrency
+        self.answered: set = set()  # connections answered during the warm-up
+        self.start = None  # perf_counter at the measurement's start
         self.latencies: list[float] = []
+        self.finished_at: list[float] = []  # when each measured answer came
         self.failures = 0
+        self.warmup_failures = 0
         self.open = concurrency
-        self.finished = asyncio.get_running_loop().create_future()
+        self.finished = self.loop.create_future()
 
     def more(self) -> bool:
         return (time.perf_counter() < self.deadline
                 and len(self.latencies) < self.max_requests)
 
-    def done(self, latency: float, ok: bool) -> None:
-        self.latencies.append(latency)
-        self.failures += not ok
+    def done(self, conn, sent: float, now: float, ok: bool) -> None:
+        if self.start is None:
+            self.warmup_failures += not ok
+            self.answered.add(conn)
+            if len(self.answered) >= self.concurrency and now >= self.warmup_until:
+                self._begin(now)
+            return
+        if sent >= self.start:
+            self.latencies.append(now - sent)
+            self.finished_at.append(now)
+            self.failures += not ok
+            conn.answers += 1
+
+    def _begin(self, now: float) -> None:
+        self.start = now
+        self.deadline = now + self.duration
+        if self.on_start is not None:
+            self.on_start()
 
     def closed(self) -> None:
         self.open -= 1
@@ -288,24 +325,38 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-async def _load(port: int, name: str, body: bytes, concurrency: int, duration: float,
-                max_requests: int, pid: int | None = None) -> dict:
+async def _load(port: int, name: str, body: bytes, concurrency: int, warmup: float,
+                duration: float, max_requests: int, pid: int | None = None) -> dict:
     request = (f"POST /v1/models/{name}:predict HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
                ).encode() + body
     loop = asyncio.get_running_loop()
-    run = _Run(concurrency, duration, max_requests)
-    cpu = _cpu_seconds(pid) if pid else 0.0
-    client_cpu = time.process_time()
-    start = time.perf_counter()
+    started = {}
+
+    def on_start():  # the measurement begins: the CPU counters from here
+        started["cpu"] = _cpu_seconds(pid) if pid else 0.0
+        started["client_cpu"] = time.process_time()
+
+    run = _Run(concurrency, warmup, duration, max_requests, on_start)
+    conns = []
+    # (a connection never answered during the warm-up: measure what there is after a while)
+    loop.call_later(warmup + 10.0, lambda: run.start is None and run._begin(time.perf_counter()))
     for _ in range(concurrency):
-        await loop.create_connection(lambda: _Connection(request, run), "127.0.0.1", port)
+        conns.append((await loop.create_connection(lambda: _Connection(request, run),
+                                                   "127.0.0.1", port))[1])
     await run.finished
-    elapsed = time.perf_counter() - start
-    cpu = _cpu_seconds(pid) - cpu if pid else float("nan")
-    client_cpu = time.process_time() - client_cpu
+    elapsed = time.perf_counter() - run.start
+    cpu = _cpu_seconds(pid) - started["cpu"] if pid else float("nan")
+    client_cpu = time.process_time() - started["client_cpu"]
     lat = np.array(run.latencies) * 1e3
-    return {"requests": len(lat), "failures": run.failures,
+    gaps = np.diff(np.array(run.finished_at)) * 1e3 if len(lat) > 1 else np.zeros(1)
+    answers = [c.answers for c in conns]
+    return {"requests": len(lat), "failures": run.failures + run.warmup_failures,
+            # (no answer at all for > 5 ms: the server, or the load generator, off the CPU)
+            "stalls_s": float(gaps[gaps > 5].sum() / 1e3), "max_gap_ms": float(gaps.max()),
+            # (fairness: the connection answered least often against the one answered most)
+            "answers_min_max": min(answers) / max(max(answers), 1),
+            "p90_ms": float(np.percentile(lat, 90)),
             "server_cpu_us": cpu / max(len(lat), 1) * 1e6,
             "client_cpu_us": client_cpu / max(len(lat), 1) * 1e6,
             "throughput": len(lat) / elapsed,
@@ -332,15 +383,16 @@ def bench_model(name, servers, body, concurrencies, args, duration) -> dict:
         runs = {s.label: [] for s in servers}
         for _ in range(args.rounds):
             for s in servers:  # A B C, A B C, ...
-                asyncio.run(_load(s.port, name, body, c, min(0.5, duration / 4), 10**9))
                 runs[s.label].append(asyncio.run(
-                    _load(s.port, name, body, c, duration, args.max_requests, s.proc.pid)))
+                    _load(s.port, name, body, c, min(0.5, duration / 4), duration,
+                          args.max_requests, s.proc.pid)))
                 time.sleep(args.settle)
         row = {}
         for label, rs in runs.items():
             row[label] = {k: statistics.median(r[k] for r in rs)
-                          for k in ("throughput", "p50_ms", "p99_ms", "server_cpu_us",
-                                    "client_cpu_us")}
+                          for k in ("throughput", "p50_ms", "p90_ms", "p99_ms",
+                                    "server_cpu_us", "client_cpu_us", "stalls_s", "max_gap_ms",
+                                    "answers_min_max")}
             row[label]["requests"] = sum(r["requests"] for r in rs)
             row[label]["failures"] = sum(r["failures"] for r in rs)
         tf = row["tf"]

@@ -89,6 +89,15 @@ def wait_ready(timeout: float | None = None) -> bool:
     return _ready.is_set()
 
 
+def wait_started(timeout: float | None = None) -> bool:
+    """Wait for a compile already started to end, starting none (a model server, before
+    it freezes what it has loaded out of the collector's way: numba's objects too);
+    whether the loop is compiled."""
+    if _started:
+        _finished.wait(timeout)
+    return _ready.is_set()
+
+
 def scale_bias_clip(y, scale, bias, lo: float, hi: float) -> None:
     """y (rows, C), C-contiguous, in place; scale None for a plain bias."""
     t = y.dtype.type  # bounds in the block's type: the loop stays in that type

@@ -117,6 +117,16 @@ _CLIPS = {None: (-np.inf, np.inf), _relu: (0.0, np.inf), _relu6: (0.0, 6.0)}
 _JIT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def compile_for(ctx, fusion) -> None:
+    """Start the compiled epilogue's compile when the kernel being built will use it (its
+    type float32/float64, its chain a bias or batch norm and no activation, Relu or
+    Relu6): at build, so that a graph loaded ahead of serving (a model server's load)
+    has it compiled before its first run, which would otherwise start it."""
+    if fusion[1] in _CLIPS and epilogue_jit.available() and \
+            np.dtype(ctx.get_attr("T").as_numpy_dtype) in _JIT_TYPES:
+        epilogue_jit.compile_in_background()
+
+
 class Epilogue:
     """The chain as fn(block), in place on a block (..., channels) of output: through the
     compiled one-pass loop (kernels/epilogue_jit.py) for a bias or batch norm with no
@@ -153,6 +163,7 @@ class FusedConv2DOp(Conv2DOp):
         if (fmt.decode() if isinstance(fmt, bytes) else fmt) != "HWIO":
             raise errors.InvalidArgumentError(None, None, "Invalid filter format")
         self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS)
+        compile_for(ctx, self._fusion)
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
@@ -171,6 +182,7 @@ class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "DepthwiseConv2d", CONV_ACTIVATIONS)
+        compile_for(ctx, self._fusion)
 
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:], channels, self._compute_type)
@@ -183,6 +195,7 @@ class FusedMatMulOp(MatMulOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "MatMul", MATMUL_ACTIVATIONS)
+        compile_for(ctx, self._fusion)
         self._epilogue = None  # the last call's, kept while its bias is the same array
 
     def is_expensive(self, inputs: list) -> bool:

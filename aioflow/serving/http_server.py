@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from email.utils import formatdate
 from http import HTTPStatus
@@ -44,6 +46,12 @@ MAX_HEAD_BYTES = 64 << 10
 MAX_PIPELINED_BYTES = 1 << 20
 #: How long a connection may wait for a request's head (aiohttp's keep-alive timeout).
 IDLE_TIMEOUT_S = 75.0
+#: Connections waiting to be accepted (listen's backlog), and the most accepted a turn.
+LISTEN_BACKLOG = 1024
+#: After a failed accept (out of file descriptors), accepting resumes this much later.
+ACCEPT_RETRY_S = 0.1
+
+_log = logging.getLogger("aioflow.serving")
 
 _REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
 _REASONS[499] = b"Client Closed Request"
@@ -89,16 +97,76 @@ class HttpServer:
         self.idle_timeout_s = idle_timeout_s
         self.connections: set[_Connection] = set()
         self.stopping = False
-        self._server: asyncio.AbstractServer | None = None
+        self._listeners: list[socket.socket] = []
+        self._connecting: set[asyncio.Task] = set()  # accepted, transport being made
         self._sweeper: asyncio.TimerHandle | None = None
 
     async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
-        """Listen on host:port (SO_REUSEPORT: beside other workers); the bound port."""
-        self._server = await asyncio.get_running_loop().create_server(
-            lambda: _Connection(self), host, port, backlog=1024,
-            reuse_port=reuse_port or None)
+        """Listen on host:port (SO_REUSEPORT: beside other workers); the bound port.
+
+        The server accepts its connections itself: libuv (uvloop) accepts one
+        connection per turn of the loop, and a turn of a busy server lasts milliseconds,
+        so 64 clients connecting at once waited up to 64 turns (~0.2 s) for their first
+        answer, while the connections already open were served again and again. Here
+        every connection waiting is accepted in the turn the listening socket is ready,
+        in the order they came."""
+        loop = asyncio.get_running_loop()
+        # (the loop's create_server binds as asyncio does: every address of `host`, an
+        # IPv6 one IPv6-only, SO_REUSEADDR; not serving, and its sockets duplicated)
+        server = await loop.create_server(asyncio.Protocol, host, port, backlog=LISTEN_BACKLOG,
+                                          reuse_port=reuse_port or None, start_serving=False)
+        try:
+            for sock in server.sockets:
+                listener = socket.socket(sock.family, sock.type, sock.proto,
+                                         fileno=os.dup(sock.fileno()))
+                listener.setblocking(False)
+                self._listeners.append(listener)
+                listener.listen(LISTEN_BACKLOG)  # (asyncio listens when it starts serving)
+        finally:
+            server.close()
+        for listener in self._listeners:
+            loop.add_reader(listener.fileno(), self._accept, listener)
         self._sweep()
-        return self._server.sockets[0].getsockname()[1]
+        return self._listeners[0].getsockname()[1]
+
+    def _accept(self, listener: socket.socket) -> None:
+        """Accept every connection waiting (up to the backlog's size a turn)."""
+        loop = asyncio.get_running_loop()
+        for _ in range(LISTEN_BACKLOG):
+            try:
+                sock, _addr = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:  # reset by its client while it waited
+                continue
+            except OSError as e:  # out of file descriptors, or the like: try again soon
+                _log.warning("aioflow serve: accept failed: %s", e)
+                loop.remove_reader(listener.fileno())
+                loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, listener)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._connect(loop, sock))
+            self._connecting.add(task)  # (held: the loop holds its tasks weakly)
+            task.add_done_callback(self._connecting.discard)
+
+    def _resume_accepting(self, listener: socket.socket) -> None:
+        if not self.stopping and listener.fileno() >= 0:
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
+
+    async def _connect(self, loop, sock: socket.socket) -> None:
+        try:
+            await loop.connect_accepted_socket(lambda: _Connection(self), sock)
+        except OSError:  # the client is gone already
+            sock.close()
+
+    def _close_listeners(self) -> None:
+        loop = asyncio.get_running_loop()
+        for listener in self._listeners:
+            if listener.fileno() >= 0:
+                loop.remove_reader(listener.fileno())
+                listener.close()
+        self._listeners = []
 
     def _sweep(self) -> None:
         """Close the connections that have waited too long for a request's head (none
@@ -117,8 +185,7 @@ class HttpServer:
         self.stopping = True
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._server is not None:
-            self._server.close()
+        self._close_listeners()
         for conn in list(self.connections):
             conn.shutdown()
         deadline = time.monotonic() + grace_s
@@ -126,8 +193,6 @@ class HttpServer:
             await asyncio.sleep(0.02)
         for conn in list(self.connections):
             conn.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
 
 
 class _Connection(asyncio.Protocol):

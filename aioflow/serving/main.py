@@ -14,6 +14,7 @@ from google.protobuf import json_format, text_format
 from aioflow.proto import config_pb2
 from aioflow.proto.serving import batching_parameters_pb2, model_server_config_pb2
 from aioflow.serving.batching import BatchingOptions
+from aioflow.serving.gc_guard import GcGuard
 from aioflow.serving.loader import LoadOptions, parse_tensor_flags
 from aioflow.serving.model_registry import ModelConfig, VersionPolicy
 
@@ -98,23 +99,37 @@ async def serve(args, worker=None) -> int:
         grace_s=args.shutdown_grace_seconds, rest_api_server=args.rest_api_server,
         reuse_port=worker is not None, metrics_dir=worker[0] if worker else None)
     server.install_signal_handlers()
-    await server.start()
+    await server.start(on_loaded=_settle)
     failed = server.registry.unservable()
     if failed:  # as TF Serving, which does not start when a model's versions fail to load
         await server.stop()
         raise ValueError("no version could be loaded: " + "; ".join(
             f"{name}: {err}" for name, err in failed.items()))
-    # The models' graphs and sessions live as long as the server: out of the collector's
-    # way, so that a full collection does not walk them (tens of ms, a latency spike).
-    gc.collect()
-    gc.freeze()
+    guard = GcGuard(asyncio.get_running_loop()).install()
     print(f"aioflow serve: gRPC on {args.host}:{server.grpc_port}"
           + (f", REST on {args.host}:{server.rest_port}" if server.rest_port else "")
           + f"; models {', '.join(server.registry.configs)}", file=sys.stderr, flush=True)
     if worker is not None:
         asyncio.ensure_future(_stop_when_orphaned(server, worker[1]))
-    await server.wait_stopped()
+    try:
+        await server.wait_stopped()
+    finally:
+        guard.uninstall()
     return 0
+
+
+async def _settle() -> None:
+    """Before the ports open: the models' graphs and sessions live as long as the server,
+    so out of the collector's way (gc.freeze), so that a full collection does not walk
+    them (tens of ms, a latency spike); with them numba's objects, once the compile of
+    the fused kernels' epilogue that their build started (a thread; cached on disk:
+    ~0.3 s, a few s the first time on a machine) has ended. Later long-lived objects:
+    gc_guard.GcGuard."""
+    from aioflow.kernels import epilogue_jit
+
+    await asyncio.to_thread(epilogue_jit.wait_started, 60.0)
+    gc.collect()
+    gc.freeze()
 
 
 async def _stop_when_orphaned(server, parent: int) -> None:

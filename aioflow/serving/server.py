@@ -60,8 +60,12 @@ class ModelServer:
         self._stopped = asyncio.Event()
         self._stopping = False
 
-    async def start(self) -> None:
+    async def start(self, on_loaded=None) -> None:
+        """Load the models, await `on_loaded()` when given (before any port is bound),
+        then bind the ports."""
         await self.registry.start()
+        if on_loaded is not None:
+            await on_loaded()
         if self._port is not None:
             # No message size limit (gRPC's default refuses requests over 4 MiB), as
             # TF Serving sets its server's to the largest there is.
