@@ -57,12 +57,20 @@ class LookupTable:
     """One table: key and value types, a dict, a lock; `initializable` tables are
     filled once (HashTable), the others change by insert/remove/import."""
 
-    def __init__(self, key_dtype, value_dtype, initializable: bool):
+    def __init__(self, key_dtype, value_dtype, initializable: bool, container: str = "",
+                 name: str = ""):
         self.key_dtype, self.value_dtype = key_dtype, value_dtype
+        self.container, self.name = container, name
         self.initializable = initializable
         self.initialized = not initializable
         self.data: dict = {}
         self.lock = threading.Lock()
+
+    def read_ref(self, input_name: str) -> np.ndarray:
+        """A TF 1 ref handle read as a value (fetched, say): TF's [container, name]."""
+        out = np.empty(2, dtype=object)
+        out[:] = [self.container.encode(), self.name.encode()]
+        return out
 
     def check_types(self, keys, values_or_default, what: str = "Value") -> None:
         key_dtype = dtypes.as_dtype(keys.dtype) if keys.dtype != object else dtypes.string
@@ -160,9 +168,11 @@ class _TableOp(OpKernel):
         mgr, value = self._cached
         if mgr is ctx.resource_mgr:
             return (value,)
+        container = self.container or ctx.resource_mgr.default_container
         table = ctx.resource_mgr.lookup_or_create(
             self.container, TABLE_TYPE, self.table_name,
-            lambda: LookupTable(self.key_dtype, self.value_dtype, self.initializable))
+            lambda: LookupTable(self.key_dtype, self.value_dtype, self.initializable,
+                                container, self.table_name))
         if (table.key_dtype, table.value_dtype) != (self.key_dtype, self.value_dtype):
             raise _invalid(f"Conflicting key/value dtypes {_type_name(self.key_dtype)}->"
                            f"{_type_name(self.value_dtype)} with "

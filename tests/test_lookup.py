@@ -240,3 +240,12 @@ async def test_tables_in_a_saved_model_initialize_on_load(tmp_path):
                              {sig.inputs["words"].name: ["z", "x", "w"]})
     assert got[:2].tolist() == [2, 0]
     assert 3 <= got[2] < 5
+
+
+async def test_a_ref_handle_fetched_is_tfs_container_and_name():
+    with af.Graph().as_default():
+        t = apply_op("HashTable", key_dtype=af.string, value_dtype=af.int64,
+                     shared_name="vocab")
+        async with af.Session() as sess:
+            handle = await sess.run(t)
+    assert handle.tolist() == [b"localhost", b"vocab"]
