@@ -10,6 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np  # noqa: F401 - the VALUES expressions (eval) use it
+from tf_error_text import error_record
+
 # Tensors as NumPy expressions (the test evaluates the same strings).
 VALUES = [
     "np.arange(10, dtype=np.float32)",
@@ -76,10 +79,7 @@ def outcome(fn):
     try:
         return {"value": fn()}
     except Exception as e:  # noqa: BLE001 - the error is the fixture
-        text = str(e).replace("Graph execution error:\n\n", "")
-        if text.startswith("Detected at node"):  # the Python traceback TF puts first
-            text = text.rsplit("\nNode: ", 1)[1].split("\n", 1)[1]
-        return {"error": type(e).__name__, "message": text.split("\n")[0]}
+        return error_record(e)
 
 
 def main():

@@ -10,6 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from tf_error_text import error_record
+
 OPS = ["HashTableV2", "MutableHashTableV2", "LookupTableFindV2", "LookupTableInsertV2",
        "LookupTableRemoveV2", "LookupTableImportV2", "LookupTableSizeV2",
        "LookupTableExportV2", "InitializeTableV2", "InitializeTableFromTextFileV2",
@@ -55,13 +57,9 @@ def main():
                     got = sess.run(fetch)
             return {"value": plain(got)}
         except Exception as e:  # noqa: BLE001 - the error is the fixture
-            text = str(e)
-            if text.startswith("Graph execution error"):
-                text = text.split("\n\n", 1)[1]
-            if text.startswith("Detected at node"):
-                text = text.rsplit("\nNode: ", 1)[1].split("\n", 1)[1]
-            return {"error": type(e).__name__,
-                    "message": text.split("\n\t [[")[0].replace(vocab, "{vocab}")}
+            record = error_record(e)
+            record["message"] = record["message"].replace(vocab, "{vocab}")
+            return record
 
     L = tf.lookup
     cases = {}

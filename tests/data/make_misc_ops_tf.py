@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from tf_error_text import error_record
 
 OPS = ["DynamicPartition", "DynamicStitch", "ParallelDynamicStitch", "Roll",
        "InvertPermutation", "ListDiff", "LinSpace", "Bincount", "Acosh", "Asinh", "Atanh",
@@ -162,12 +163,7 @@ def main():
             got = [as_json(g) for g in got] if isinstance(got, (list, tuple)) else [as_json(got)]
             record = {"outputs": got}
         except Exception as e:  # noqa: BLE001 - the error is the fixture
-            text = str(e)
-            if text.startswith("Graph execution error"):
-                text = text.split("\n\n", 1)[1]
-            if text.startswith("Detected at node"):
-                text = text.rsplit("\nNode: ", 1)[1].split("\n", 1)[1]
-            record = {"error": type(e).__name__, "message": text.split("\n\t [[")[0]}
+            record = error_record(e)
         out["cases"][name] = {"op": op, "inputs": inputs, "attrs": attrs, "result": record}
     path = Path(__file__).with_name("misc_ops_tf.json")
     path.write_text(json.dumps(out, indent=1) + "\n")

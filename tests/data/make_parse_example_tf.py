@@ -7,6 +7,8 @@ Run with TF 2.21: /work/peers-venv/bin/python tests/data/make_parse_example_tf.p
 import json
 from pathlib import Path
 
+from tf_error_text import error_record
+
 # Examples: {key: [kind, values]} with kind "f" (float), "i" (int64), "b" (bytes, latin-1
 # text), "none" (a Feature with no kind); or {"raw": latin-1 text} for bytes as they are.
 EX = {
@@ -69,7 +71,7 @@ def serialize(example) -> bytes:
             feature.int64_list.value.extend(values)
         elif kind == "b":
             feature.bytes_list.value.extend(v.encode("latin-1") for v in values)
-    return proto.SerializeToString()
+    return proto.SerializeToString(deterministic=True)
 
 
 def features_of(spec, tf):
@@ -102,12 +104,7 @@ def outcome(fn):
     try:
         return {"value": fn()}
     except Exception as e:  # noqa: BLE001 - the error is the fixture
-        text = str(e)
-        if "\n\n" in text and text.startswith("Graph execution error"):
-            text = text.split("\n\n", 1)[1]
-        if text.startswith("Detected at node"):
-            text = text.rsplit("\nNode: ", 1)[1].split("\n", 1)[1]
-        return {"error": type(e).__name__, "message": text.split("\n\t [[")[0]}
+        return error_record(e)
 
 
 def run_case(tf, examples, names, spec, single=False):

@@ -28,7 +28,7 @@ def examples(example_pb2):
                 feature.int64_list.value.extend(values)
             else:
                 feature.bytes_list.value.extend(values)
-        out.append(proto.SerializeToString())
+        out.append(proto.SerializeToString(deterministic=True))
     return out
 
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from tf_error_text import error_record
 
 OPS = ["SpaceToBatchND", "BatchToSpaceND", "SpaceToBatch", "BatchToSpace", "SpaceToDepth",
        "DepthToSpace"]
@@ -85,12 +86,7 @@ def main():
             result = {"shape": list(got.shape), "data": got.reshape(-1).tolist(),
                       "dtype": str(got.dtype)}
         except Exception as e:  # noqa: BLE001 - the error is the fixture
-            text = str(e)
-            if text.startswith("Graph execution error"):
-                text = text.split("\n\n", 1)[1]
-            if text.startswith("Detected at node"):
-                text = text.rsplit("\nNode: ", 1)[1].split("\n", 1)[1]
-            result = {"error": type(e).__name__, "message": text.split("\n\t [[")[0]}
+            result = error_record(e)
         out["cases"][name] = {"op": op, "shape": shape, "dtype": dtype,
                               "args": {k: np.asarray(v).tolist() for k, v in spec.items()},
                               "arg_dtypes": {k: str(np.asarray(v).dtype) for k, v in
