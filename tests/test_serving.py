@@ -312,7 +312,9 @@ async def test_rest_status_and_metadata(rest_client):
     ("post", "/v1/models/multi:predict", {"inputs": {"a": [[float("nan"), 0, 0]],
                                                      "b": [[1, 2, 3]], "text": ["t"]}}, 400,
      "a holds NaN or Inf"),
-    ("post", "/v1/models/mlp:classify", {"examples": []}, 501, "not supported"),
+    ("post", "/v1/models/mlp:classify", {"examples": []}, 400, "Input is empty."),
+    ("post", "/v1/models/mlp:regress", {"examples": [{"a": 1}]}, 400,
+     "Expected regression signature method_name"),
     ("get", "/v1/models/mlp/versions/one", None, 400, "Failed to convert version: one"),
     ("get", "/v1/other", None, 404, "Not Found"),
 ])

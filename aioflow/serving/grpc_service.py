@@ -1,5 +1,5 @@
-"""TF Serving's gRPC API on grpc's asyncio server: PredictionService.Predict and
-GetModelMetadata, ModelService.GetModelStatus, registered under TF Serving's service
+"""TF Serving's gRPC API on grpc's asyncio server: PredictionService.Predict, Classify,
+Regress and GetModelMetadata, ModelService.GetModelStatus, registered under TF Serving's service
 names (tensorflow.serving.PredictionService, tensorflow.serving.ModelService) with
 aioflow's wire-compatible messages, so TF Serving's stubs call them unchanged.
 
@@ -16,7 +16,14 @@ import grpc
 import numpy as np
 
 from aioflow.framework import errors, tensor_util
-from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2, predict_pb2
+from aioflow.proto.serving import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    predict_pb2,
+    regression_pb2,
+)
+from aioflow.serving import classify
 from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import SIGNATURE_DEF_MAP_URL, signature_def_map, status_response
 from aioflow.serving.status import as_op_error
@@ -66,8 +73,16 @@ class GrpcApi:
             self.get_model_status,
             request_deserializer=get_model_status_pb2.GetModelStatusRequest.FromString,
             response_serializer=get_model_status_pb2.GetModelStatusResponse.SerializeToString)
+        classify_ = grpc.unary_unary_rpc_method_handler(
+            self.classify,
+            request_deserializer=classification_pb2.ClassificationRequest.FromString,
+            response_serializer=classification_pb2.ClassificationResponse.SerializeToString)
+        regress = grpc.unary_unary_rpc_method_handler(
+            self.regress, request_deserializer=regression_pb2.RegressionRequest.FromString,
+            response_serializer=regression_pb2.RegressionResponse.SerializeToString)
         return [grpc.method_handlers_generic_handler(
-                    PREDICTION_SERVICE, {"Predict": predict, "GetModelMetadata": metadata}),
+                    PREDICTION_SERVICE, {"Predict": predict, "GetModelMetadata": metadata,
+                                         "Classify": classify_, "Regress": regress}),
                 grpc.method_handlers_generic_handler(
                     MODEL_SERVICE, {"GetModelStatus": status})]
 
@@ -105,6 +120,53 @@ class GrpcApi:
             response.outputs[key].CopyFrom(tensor_util.make_tensor_proto(value))
         self.service.record("grpc", name, mv_version, signature_name, started)
         return response
+
+    async def classify(self, request, context):
+        """PredictionService.Classify: tf.Examples through a classification signature."""
+        response = classification_pb2.ClassificationResponse()
+        rows = await self._examples_call("classify", request, context, response)
+        for row in rows:
+            item = response.result.classifications.add()
+            for label, score in row:
+                item.classes.add(label=label, score=score)
+        return response
+
+    async def regress(self, request, context):
+        """PredictionService.Regress: tf.Examples through a regression signature."""
+        response = regression_pb2.RegressionResponse()
+        for value in await self._examples_call("regress", request, context, response):
+            response.result.regressions.add(value=value)
+        return response
+
+    async def _examples_call(self, api: str, request, context, response) -> list:
+        started = time.perf_counter()
+        name, version, label = _spec_args(request.model_spec)
+        mv_version, signature_name = None, request.model_spec.signature_name
+        try:
+            serialized = classify.examples_from_input(request.input)
+            with self.service.version(name, version, label) as mv:
+                mv_version = mv.version
+                sig = self.service.signature(mv, signature_name)
+                signature_name = sig.name
+                keys = (classify.classify_outputs(sig) if api == "classify"
+                        else classify.regress_outputs(sig))
+                outputs = await self.service.run(mv, sig, classify.inputs_of(serialized),
+                                                 keys, _timeout_ms(context))
+            results = (classify.classifications(outputs, len(serialized)) if api == "classify"
+                       else classify.regressions(outputs, len(serialized)))
+        except asyncio.CancelledError:
+            self.service.record("grpc", name, mv_version, signature_name, started,
+                                errors.CancelledError(None, None, "call cancelled"))
+            raise
+        except Exception as e:
+            err = as_op_error(e)
+            self.service.record("grpc", name, mv_version, signature_name, started, err)
+            await self._abort(context, err)
+        response.model_spec.name = name
+        response.model_spec.version.value = mv_version
+        response.model_spec.signature_name = signature_name
+        self.service.record("grpc", name, mv_version, signature_name, started)
+        return results
 
     async def get_model_metadata(self, request, context):
         name, version, label = _spec_args(request.model_spec)

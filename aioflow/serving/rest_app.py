@@ -28,7 +28,7 @@ from google.protobuf import json_format
 
 from aioflow.framework import errors
 from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2
-from aioflow.serving import rest_codec
+from aioflow.serving import classify, rest_codec
 from aioflow.serving.loader import DEFAULT_SIGNATURE
 from aioflow.serving.predict import PredictService
 from aioflow.serving.status import as_op_error, http_status
@@ -161,11 +161,10 @@ class RestApi:
         service = self.service
         try:
             name, version, label, rest = self._route(tail, "POST", path)
+            if rest in (":classify", ":regress"):
+                return await self.examples_api(rest[1:], name, version, label, read,
+                                               timeout, started)
             if rest != ":predict":
-                if rest in (":classify", ":regress"):
-                    raise errors.UnimplementedError(
-                        None, None, f"{rest[1:]} (tf.Example inputs) is not supported by "
-                                    "aioflow serve; use :predict")
                 raise errors.InvalidArgumentError(None, None, f"Malformed request: POST {path}")
             timeout_ms = self._timeout_ms(timeout)
             body = read if isinstance(read, bytes) else await read()
@@ -211,6 +210,48 @@ class RestApi:
             return http_status(err), rest_codec.dumps({"error": err.message})
         service.record("rest", name, mv_version, signature_name, started)
         return 200, body
+
+    async def examples_api(self, api: str, name: str, version, label, read,
+                           timeout: str | None, started: float) -> tuple[int, bytes]:
+        """POST ...:classify / :regress: JSON tf.Examples through a classification or
+        regression signature, {"results": ...} as TF Serving answers."""
+        service = self.service
+        mv_version, signature_name = None, ""
+        try:
+            timeout_ms = self._timeout_ms(timeout)
+            body = read if isinstance(read, bytes) else await read()
+            doc = rest_codec.loads(body)
+            if not isinstance(doc, dict):
+                raise errors.InvalidArgumentError(None, None, "Request body must be a JSON "
+                                                              "object")
+            signature_name = doc.get("signature_name", "") or DEFAULT_SIGNATURE
+            serialized = classify.examples_from_json(doc)
+            with service.version(name, version, label) as mv:
+                mv_version = mv.version
+                sig = service.signature(mv, signature_name)
+                keys = (classify.classify_outputs(sig) if api == "classify"
+                        else classify.regress_outputs(sig))
+                outputs = await service.run(mv, sig, classify.inputs_of(serialized), keys,
+                                            timeout_ms, self.timeout_ms)
+            if api == "classify":
+                results = [[[label_, score] for label_, score in row] for row in
+                           classify.classifications(outputs, len(serialized))]
+            else:
+                results = classify.regressions(outputs, len(serialized))
+        except TooLarge as e:
+            err = errors.InvalidArgumentError(None, None, str(e))
+            service.record("rest", name, mv_version, signature_name, started, err)
+            return 413, rest_codec.dumps({"error": err.message})
+        except asyncio.CancelledError:
+            service.record("rest", name, mv_version, signature_name, started,
+                           errors.CancelledError(None, None, "client disconnected"))
+            raise
+        except Exception as e:
+            err = as_op_error(e)
+            service.record("rest", name, mv_version, signature_name, started, err)
+            return http_status(err), rest_codec.dumps({"error": err.message})
+        service.record("rest", name, mv_version, signature_name, started)
+        return 200, rest_codec.dumps({"results": results})
 
     def get(self, tail: str, path: str) -> tuple[int, bytes]:
         """GET /v1/models/{tail}: model status or metadata, (status, JSON body)."""
