@@ -258,6 +258,9 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     # run at a time; the patches are then copied tap by tap instead (K-major, one run of
     # ow strided elements each) and multiplied transposed.
     k_major = ksizes[-1] * c <= _K_MAJOR_RUN
+    if k_major and nd == 3 and dilations[0] == 1:
+        _conv3d_by_depth_slices(xp, wmat, out, ksizes, strides, dilations, epilogue)
+        return out
 
     def gemm_block(item):
         b, r0 = item
@@ -292,6 +295,36 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
         # single-threaded threads each GEMM itself).
         parallel_blocks(blocks, gemm_block, PARALLEL_WORK + 1 if split else 0, threads)
     return out
+
+
+def _conv3d_by_depth_slices(xp, wmat, out, ksizes, strides, dilations, epilogue) -> None:
+    """A 3-D convolution of short patch rows (kw*C <= _K_MAJOR_RUN) and depth dilation 1,
+    image by image: each input depth slice's 2-D patches copied once, K-major, into
+    slices (z, kh*kw*C, oh*ow); output depth d's patch matrix is then the contiguous run
+    of slices [d*sd, d*sd + kd), multiplied transposed with no further copy (the
+    3-D K-major copy made each slice's patches kd times: 3x the copying)."""
+    n, od, oh, ow, o = out.shape
+    kd = ksizes[0]
+    sd = strides[0]
+    k2 = wmat.shape[0] // kd
+    used = (od - 1) * sd + kd  # input depth slices the output reads
+    flat_out = out.reshape(n, od, oh * ow, o)
+
+    def image(b):
+        slices = np.empty((used,) + (ksizes[1], ksizes[2], xp.shape[-1], oh, ow), xp.dtype)
+        for z in range(used):
+            np.copyto(slices[z], _window_view_k_major(
+                xp[b], (oh, ow), ksizes[1:], strides[1:], dilations[1:], 0, oh, z))
+        slices = slices.reshape(used * k2, oh * ow)
+        for d in range(od):
+            block = flat_out[b, d]
+            np.matmul(slices[d * sd * k2:(d * sd + kd) * k2].T, wmat, out=block)
+            if epilogue is not None:
+                epilogue(block)
+
+    with own_threads() as threads:
+        split = threads > 1 and out.size * wmat.shape[0] > _CONV_SPLIT_MACS
+        parallel_blocks(list(range(n)), image, PARALLEL_WORK + 1 if split else 0, threads)
 
 
 def conv_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue, threads: int) -> None:
