@@ -225,3 +225,41 @@ def test_conv3d_k_major_patches_match_reference(x_shape, k, s, d, padding, k_maj
             pads.append((0, 0))
     got = run1("Conv3D", [x, w], strides=[1, *s, 1], dilations=[1, *d, 1], padding=padding)
     np.testing.assert_allclose(got, _ref_conv(x, w, s, d, pads), rtol=1e-4, atol=1e-4)
+
+
+# -- a small MatMul after convolutions ------------------------------------------------------------
+
+@needs_openblas
+@pytest.mark.parametrize("shape", [(8, 1280, 1000), (3, 700, 1001)])
+def test_small_matmul_after_a_convolution_runs_single_threaded(shape, blas_count, monkeypatch):
+    """BLAS's workers idle since a convolution: a small product runs single-threaded (no
+    wake-up), the same values; a product run threaded marks them busy again."""
+    from aioflow.kernels import matmul_kernels
+
+    blas_count(2)
+    m, k, n = shape
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    seen = []
+    real = blas_gate.own_threads.__enter__
+
+    def enter(self):
+        seen.append(BlasThreads.find().get())
+        return real(self)
+
+    monkeypatch.setattr(blas_gate.own_threads, "__enter__", enter)
+    monkeypatch.setattr(blas_gate, "threads_idle", False)  # put back after the test
+    with blas_gate.own_threads():  # a convolution ran
+        pass
+    assert blas_gate.threads_idle
+    seen.clear()
+    got = run1("MatMul", [a, b])
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    assert seen == [2]  # inside a section
+    assert BlasThreads.find().get() == 2
+    monkeypatch.setattr(blas_gate, "threads_idle", False)
+    seen.clear()
+    np.testing.assert_allclose(run1("MatMul", [a, b]), got, rtol=1e-5, atol=1e-4)
+    assert seen == [] and not blas_gate.threads_idle  # BLAS's own threads
+    assert matmul_kernels._ONE_THREAD_MACS[0] < m * k * n <= matmul_kernels._ONE_THREAD_MACS[1]

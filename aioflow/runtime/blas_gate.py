@@ -185,6 +185,14 @@ class own_threads:  # noqa: N801 - used as a context manager, like a function
             _sections -= 1
             if _sections == 0 and _outside != 1:
                 _find_blas().set(_outside)
+        global threads_idle
+        threads_idle = True
+
+
+#: Whether BLAS's worker threads have been idle since a convolution's section (asleep,
+#: not spinning): a small multi-threaded BLAS call would wake them first
+#: (kernels/matmul_kernels.py).
+threads_idle = False
 
 
 def blas_threads_outside() -> int:
