@@ -307,24 +307,31 @@ def _conv3d_by_depth_slices(xp, wmat, out, ksizes, strides, dilations, epilogue)
     kd = ksizes[0]
     sd = strides[0]
     k2 = wmat.shape[0] // kd
-    used = (od - 1) * sd + kd  # input depth slices the output reads
     flat_out = out.reshape(n, od, oh * ow, o)
 
-    def image(b):
-        slices = np.empty((used,) + (ksizes[1], ksizes[2], xp.shape[-1], oh, ow), xp.dtype)
-        for z in range(used):
-            np.copyto(slices[z], _window_view_k_major(
+    def depths(item):
+        b, d0, d1 = item
+        z0, z1 = d0 * sd, (d1 - 1) * sd + kd  # the input depth slices these outputs read
+        slices = np.empty((z1 - z0,) + (ksizes[1], ksizes[2], xp.shape[-1], oh, ow), xp.dtype)
+        for z in range(z0, z1):
+            np.copyto(slices[z - z0], _window_view_k_major(
                 xp[b], (oh, ow), ksizes[1:], strides[1:], dilations[1:], 0, oh, z))
-        slices = slices.reshape(used * k2, oh * ow)
-        for d in range(od):
+        slices = slices.reshape(-1, oh * ow)
+        for d in range(d0, d1):
             block = flat_out[b, d]
-            np.matmul(slices[d * sd * k2:(d * sd + kd) * k2].T, wmat, out=block)
+            z = (d * sd - z0) * k2
+            np.matmul(slices[z:z + kd * k2].T, wmat, out=block)
             if epilogue is not None:
                 epilogue(block)
 
     with own_threads() as threads:
         split = threads > 1 and out.size * wmat.shape[0] > _CONV_SPLIT_MACS
-        parallel_blocks(list(range(n)), image, PARALLEL_WORK + 1 if split else 0, threads)
+        # A whole image a job, or parts of its output depths when there are fewer images
+        # than two a thread (each part copies the kd - 1 slices it shares again).
+        parts = min(od, -(-2 * threads // n)) if split and n < 2 * threads else 1
+        step = -(-od // parts)
+        jobs = [(b, d0, min(od, d0 + step)) for b in range(n) for d0 in range(0, od, step)]
+        parallel_blocks(jobs, depths, PARALLEL_WORK + 1 if split else 0, threads)
 
 
 def conv_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue, threads: int) -> None:
