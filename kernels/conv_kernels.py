@@ -53,8 +53,10 @@ _K_MAJOR_RUN = 12
 #: matmul_kernels.py at intra_op_parallelism_threads=1).
 _MATMUL_WORK_DIVISOR = 8
 #: A convolution's GEMM is shared among threads above this many multiply-adds (about
-#: 0.1 ms on one core), BLAS single-threaded either way.
-_CONV_SPLIT_MACS = 1 << 22
+#: 0.2 ms on one core), BLAS single-threaded either way. MobileNetV2 batch 1, one process
+#: taking turns: 13.1 ms at 2**22, 12.1 at 2**24 (its small 1x1s not worth a hand-off),
+#: 12.1 at 2**26; ResNet50 batch 1 and MobileNetV2 batch 8 slower from 2**26.
+_CONV_SPLIT_MACS = 1 << 24
 #: A convolution's GEMM of fewer rows than this per thread is split by columns.
 _COLUMN_SPLIT_ROWS = 256
 _MIN_COLUMNS = 32
