@@ -16,6 +16,11 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
 * The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
   strided adds into the padded result (col2im), then the padding is cropped.
 
+Each GEMM runs BLAS single-threaded (blas_gate.own_threads), its blocks of rows (or, for a
+few rows, its columns) shared among the kernel's own threads, at most
+intra_op_parallelism_threads of them, as TF splits a convolution over its own pool.
+3-D convolutions of short patch rows copy each input depth slice's patches once.
+
 NCHW/NCDHW inputs run as TF's CPU graphs do (its layout pass runs them in NHWC): transposed
 to channels-last, computed, transposed back. half/bfloat16 compute in float32 and round
 once. Kernels go to the thread pool when their multiply-adds exceed POOL_FLOPS.
