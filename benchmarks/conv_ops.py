@@ -12,9 +12,9 @@ defaults (oneDNN on, every core); `--tf-eigen` turns oneDNN off (TF's plain Eige
 kernels). aioflow's kernels run under the host memory policy a session applies
 (aioflow/runtime/allocator.py: freed buffers reused, not page-faulted in again;
 `--no-memory-policy` leaves malloc as it is) and, with `--intra-op N`, with the BLAS
-thread count a session with intra_op_parallelism_threads=N sets (1: single-threaded BLAS
-calls, the conv kernels share their blocks among helper threads: what
-docs/performance.md recommends on a shared machine).
+thread count a session with intra_op_parallelism_threads=N sets (the convolutions then
+split their blocks over at most N threads; by default over the cores, BLAS single-threaded
+inside each convolution either way).
 
 Usage: python benchmarks/conv_ops.py [--quick] [--only substring] [--batches 1,8]
            [--tf-python /work/peers-venv/bin/python] [--tf-eigen] [--mallopt]

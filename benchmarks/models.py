@@ -370,8 +370,8 @@ def main() -> None:
                    help="seconds between turns, so neither side's idle threads spin into "
                         "the other's")
     p.add_argument("--intra-op", type=int, default=0,
-                   help="aioflow's intra_op_parallelism_threads (1: single-threaded BLAS "
-                        "calls, the conv kernels share their GEMM blocks among threads)")
+                   help="aioflow's intra_op_parallelism_threads (N: BLAS calls and the "
+                        "conv kernels' own block split use at most N threads)")
     p.add_argument("--no-fusion", action="store_true")
     p.add_argument("--no-trace", action="store_true")
     p.add_argument("--traces", type=int, default=5,

@@ -427,9 +427,9 @@ def main() -> None:
                    help="intra-op threads of both servers for the MLP (one BLAS thread: its "
                         "GEMMs are too small to share); MobileNetV2 runs with the defaults")
     p.add_argument("--mobilenet-intra-op", type=int, default=1,
-                   help="aioflow's intra-op threads for MobileNetV2 (1, as docs/performance.md "
-                        "advises for a shared host: its conv kernels still share their GEMM "
-                        "blocks among helper threads); TF keeps its defaults")
+                   help="aioflow's intra-op threads for MobileNetV2 (1: each kernel on one "
+                        "thread, concurrent requests' kernels side by side; 0: the conv "
+                        "kernels split their blocks over the cores); TF keeps its defaults")
     p.add_argument("--workers", type=int, default=2,
                    help="also serve the MLP by `aioflow serve --workers N` (batching off and "
                         "on); 0 or 1: not")

@@ -16,6 +16,11 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
 * The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
   strided adds into the padded result (col2im), then the padding is cropped.
 
+Each GEMM runs BLAS single-threaded (blas_gate.own_threads), its blocks of rows (or, for a
+few rows, its columns) shared among the kernel's own threads, at most
+intra_op_parallelism_threads of them, as TF splits a convolution over its own pool.
+3-D convolutions of short patch rows copy each input depth slice's patches once.
+
 NCHW/NCDHW inputs run as TF's CPU graphs do (its layout pass runs them in NHWC): transposed
 to channels-last, computed, transposed back. half/bfloat16 compute in float32 and round
 once. Kernels go to the thread pool when their multiply-adds exceed POOL_FLOPS.
@@ -33,6 +38,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.runtime.blas_gate import blas_threads_outside, own_threads
 
 from . import depthwise_jit
 from .cwise_kernels import shape_str
@@ -48,9 +54,18 @@ _BLOCK_BYTES = 1 << 21
 #: Patch rows of at most this many contiguous elements (kw * C) are copied K-major (3x3 on
 #: 3 channels: 0.075 -> 0.045 ms a block; 7x7 on 3, 21 elements, was slower K-major).
 _K_MAJOR_RUN = 12
-#: Multiply-adds of GEMM counted as one unit of PARALLEL_WORK (a GEMM block is worth
-#: handing to a helper thread above about 2**21 * 8 multiply-adds).
-_GEMM_WORK_DIVISOR = 8
+#: Multiply-adds of a MatMul's GEMM counted as one unit of PARALLEL_WORK (kernels/
+#: matmul_kernels.py at intra_op_parallelism_threads=1).
+_MATMUL_WORK_DIVISOR = 8
+#: A convolution's GEMM is shared among threads above this many multiply-adds (about
+#: 0.2 ms on one core), BLAS single-threaded either way. MobileNetV2 batch 1, one process
+#: taking turns: 13.1 ms at 2**22, 12.1 at 2**24 (its small 1x1s not worth a hand-off),
+#: 12.1 at 2**26; ResNet50 batch 1 and MobileNetV2 batch 8 slower from 2**26.
+_CONV_SPLIT_MACS = 1 << 24
+#: A convolution's GEMM of fewer rows than this per thread is split by columns.
+_COLUMN_SPLIT_ROWS = 256
+_MIN_COLUMNS = 32
+_MIN_ROWS = 64
 #: Bytes of GEMM output finished by a fused epilogue per block of rows (kept in cache).
 _EPILOGUE_BLOCK_BYTES = 1 << 19
 #: Bytes of depthwise output accumulated per block of rows (kept in cache).
@@ -65,12 +80,13 @@ _helpers: ThreadPoolExecutor | None = None
 _helpers_lock = threading.Lock()
 
 
-def parallel_blocks(blocks: list, fn, work: int) -> None:
+def parallel_blocks(blocks: list, fn, work: int, threads: int | None = None) -> None:
     """fn(block) for every block; shared with helper threads (NumPy releases the GIL in
     its loops) when the work is worth a hand-off, else all in this thread. Blocks are
-    handed out one at a time, so a helper that gets no core costs at most one block."""
+    handed out one at a time, so a helper that gets no core costs at most one block.
+    `threads` bounds the threads used (intra_op_parallelism_threads); None: the cores."""
     global _helpers
-    parts = min(_CORES, len(blocks)) if work > PARALLEL_WORK else 1
+    parts = min(_CORES, len(blocks), threads or _CORES) if work > PARALLEL_WORK else 1
     if parts <= 1:
         for block in blocks:
             fn(block)
@@ -196,12 +212,15 @@ def _window_view(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: in
 
 def _window_view_k_major(xp: np.ndarray, out_sizes, ksizes, strides, dilations, row0: int,
                          rows: int, b: int):
-    """The (kh, kw, C, rows, ow) patch view of image b of a padded (N, H, W, C) input for
-    output rows [row0, row0 + rows): the patch matrix transposed (K-major)."""
+    """The (*k, C, rows, *out[1:]) patch view of image b of a padded (N, *spatial, C)
+    input for output rows [row0, row0 + rows) of the first spatial dimension: the patch
+    matrix transposed (K-major)."""
+    nd = len(out_sizes)
     s = xp.strides
     offset = b * s[0] + row0 * strides[0] * s[1]
-    shape = (ksizes[0], ksizes[1], xp.shape[-1], rows, out_sizes[1])
-    st = (s[1] * dilations[0], s[2] * dilations[1], s[3], s[1] * strides[0], s[2] * strides[1])
+    shape = tuple(ksizes) + (xp.shape[-1], rows) + tuple(out_sizes[1:])
+    st = (tuple(s[1 + i] * dilations[i] for i in range(nd)) + (s[-1],)
+          + tuple(s[1 + i] * strides[i] for i in range(nd)))
     base = xp.reshape(-1)
     return as_strided(base[offset // xp.itemsize:], shape=shape, strides=st, writeable=False)
 
@@ -230,7 +249,8 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
-        gemm_rows(xs.reshape(-1, c), wmat, out.reshape(-1, o), epilogue)
+        with own_threads() as threads:
+            conv_gemm(xs.reshape(-1, c), wmat, out.reshape(-1, o), epilogue, threads)
         return out
     xp = pad_spatial(x, pads)
     # The patch view needs the padded input contiguous (a view in x's own strides).
@@ -244,7 +264,10 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     # of an RGB image: 3x3 on 3 channels, 9 elements) makes the patch copy slow, one tiny
     # run at a time; the patches are then copied tap by tap instead (K-major, one run of
     # ow strided elements each) and multiplied transposed.
-    k_major = nd == 2 and ksizes[1] * c <= _K_MAJOR_RUN
+    k_major = ksizes[-1] * c <= _K_MAJOR_RUN
+    if k_major and nd == 3 and dilations[0] == 1:
+        _conv3d_by_depth_slices(xp, wmat, out, ksizes, strides, dilations, epilogue)
+        return out
 
     def gemm_block(item):
         b, r0 = item
@@ -261,15 +284,93 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
         if epilogue is not None:
             epilogue(block)
 
-    blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
-    if blas_single_threaded():
-        # BLAS runs each call on one thread (intra_op_parallelism_threads=1): the blocks
-        # (patch copy, GEMM, epilogue) are shared among helper threads instead.
-        parallel_blocks(blocks, gemm_block, out.size * wmat.shape[0] // _GEMM_WORK_DIVISOR)
-    else:
-        for item in blocks:
-            gemm_block(item)
+    with own_threads() as threads:
+        macs = out.size * wmat.shape[0]
+        split = threads > 1 and macs > _CONV_SPLIT_MACS
+        if split and out.size // o < _COLUMN_SPLIT_ROWS * threads:
+            # A few output rows (7x7, 14x14): the patches whole, the GEMM split by columns.
+            cols = _window_view(xp, out_sizes, ksizes, strides, dilations).reshape(
+                -1, wmat.shape[0])
+            conv_gemm(np.ascontiguousarray(cols), wmat, out.reshape(-1, o), epilogue,
+                      threads)
+            return out
+        if split:  # at least two blocks per thread
+            rows_per_block = min(rows_per_block, max(1, -(-n * oh // (2 * threads))))
+        blocks = [(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)]
+        # BLAS runs each call on one thread: the blocks (patch copy, GEMM, epilogue) are
+        # shared among this kernel's own threads instead (0: a BLAS that cannot be made
+        # single-threaded threads each GEMM itself).
+        parallel_blocks(blocks, gemm_block, PARALLEL_WORK + 1 if split else 0, threads)
     return out
+
+
+def _conv3d_by_depth_slices(xp, wmat, out, ksizes, strides, dilations, epilogue) -> None:
+    """A 3-D convolution of short patch rows (kw*C <= _K_MAJOR_RUN) and depth dilation 1,
+    image by image: each input depth slice's 2-D patches copied once, K-major, into
+    slices (z, kh*kw*C, oh*ow); output depth d's patch matrix is then the contiguous run
+    of slices [d*sd, d*sd + kd), multiplied transposed with no further copy (the
+    3-D K-major copy made each slice's patches kd times: 3x the copying)."""
+    n, od, oh, ow, o = out.shape
+    kd = ksizes[0]
+    sd = strides[0]
+    k2 = wmat.shape[0] // kd
+    flat_out = out.reshape(n, od, oh * ow, o)
+
+    def depths(item):
+        b, d0, d1 = item
+        z0, z1 = d0 * sd, (d1 - 1) * sd + kd  # the input depth slices these outputs read
+        slices = np.empty((z1 - z0,) + (ksizes[1], ksizes[2], xp.shape[-1], oh, ow), xp.dtype)
+        for z in range(z0, z1):
+            np.copyto(slices[z - z0], _window_view_k_major(
+                xp[b], (oh, ow), ksizes[1:], strides[1:], dilations[1:], 0, oh, z))
+        slices = slices.reshape(-1, oh * ow)
+        for d in range(d0, d1):
+            block = flat_out[b, d]
+            z = (d * sd - z0) * k2
+            np.matmul(slices[z:z + kd * k2].T, wmat, out=block)
+            if epilogue is not None:
+                epilogue(block)
+
+    with own_threads() as threads:
+        split = threads > 1 and out.size * wmat.shape[0] > _CONV_SPLIT_MACS
+        # A whole image a job, or parts of its output depths when there are fewer images
+        # than two a thread (each part copies the kd - 1 slices it shares again).
+        parts = min(od, -(-2 * threads // n)) if split and n < 2 * threads else 1
+        step = -(-od // parts)
+        jobs = [(b, d0, min(od, d0 + step)) for b in range(n) for d0 in range(0, od, step)]
+        parallel_blocks(jobs, depths, PARALLEL_WORK + 1 if split else 0, threads)
+
+
+def conv_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue, threads: int) -> None:
+    """out = a @ b for a convolution inside own_threads (BLAS single-threaded): blocks of
+    rows (each finished by `epilogue` while in cache) shared among `threads` threads
+    when the work pays; a few rows (a 7x7 or 14x14 image) split by columns instead, so
+    that each thread packs only its part of b. `threads` 0: one GEMM, BLAS's own threads."""
+    m, k = a.shape
+    split = threads > 1 and m * k * b.shape[1] > _CONV_SPLIT_MACS
+    if not split and epilogue is None:
+        np.matmul(a, b, out=out)
+        return
+    if split and m < _COLUMN_SPLIT_ROWS * threads:
+        n_cols = b.shape[1]
+        step = max(_MIN_COLUMNS, -(-n_cols // threads))
+        parallel_blocks(list(range(0, n_cols, step)),
+                        lambda c0: np.matmul(a, b[:, c0:c0 + step], out=out[:, c0:c0 + step]),
+                        PARALLEL_WORK + 1, threads)
+        if epilogue is not None:
+            epilogue(out)
+        return
+    rows = max(1, _EPILOGUE_BLOCK_BYTES // max(1, out.shape[1] * out.itemsize))
+    if split:  # at least two blocks per thread
+        rows = min(rows, max(_MIN_ROWS, -(-m // (2 * threads))))
+
+    def block(r0):
+        part = out[r0:r0 + rows]
+        np.matmul(a[r0:r0 + rows], b, out=part)
+        if epilogue is not None:
+            epilogue(part)
+
+    parallel_blocks(list(range(0, m, rows)), block, PARALLEL_WORK + 1 if split else 0, threads)
 
 
 def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue=None) -> None:
@@ -290,27 +391,25 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue=None) -> N
 
     starts = range(0, a.shape[0], rows)
     if single:
-        parallel_blocks(list(starts), block, out.size * a.shape[1] // _GEMM_WORK_DIVISOR)
+        parallel_blocks(list(starts), block, out.size * a.shape[1] // _MATMUL_WORK_DIVISOR)
     else:
         for r0 in starts:
             block(r0)
 
 
-_blas_threads = None
-
-
 def blas_single_threaded() -> bool:
     """Whether each BLAS call runs on one thread (the session asked for
-    intra_op_parallelism_threads=1, or the machine has one core). Read from OpenBLAS on
-    every call (a C call; the session may change it)."""
-    global _blas_threads
-    if _CORES <= 1:
-        return False  # nothing to share
-    if _blas_threads is None:
-        from aioflow.runtime.blas_gate import BlasThreads
+    intra_op_parallelism_threads=1) on a machine of several cores. Read from OpenBLAS on
+    every call (a C call; the session may change it), as the count outside the
+    convolutions' own single-threaded sections."""
+    return _CORES > 1 and blas_threads_outside() == 1
 
-        _blas_threads = BlasThreads.find() or False
-    return bool(_blas_threads) and _blas_threads.get() == 1
+
+def intra_op_threads() -> int:
+    """The threads a kernel that splits its own work may use: BLAS's count outside the
+    convolutions' sections (intra_op_parallelism_threads when the session set it), else
+    the cores."""
+    return min(_CORES, blas_threads_outside() or _CORES)
 
 
 def grouped_conv(x, w, strides, dilations, pads, out_sizes, epilogue=None) -> np.ndarray:
@@ -435,7 +534,7 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pa
             epilogue(acc)
 
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    0 if n == 1 else out.size * kh * kw)
+                    0 if n == 1 else out.size * kh * kw, intra_op_threads())
     return out
 
 
@@ -464,7 +563,7 @@ def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.nda
     # ms an image, and a helper preempted mid-block on a busy machine would stall the call
     # by a scheduler time slice (measured: 0.26 ms alone, 0.28-0.33 shared, at load 5).
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
-                    0 if n == 1 else out.size * w.shape[0] * w.shape[1])
+                    0 if n == 1 else out.size * w.shape[0] * w.shape[1], intra_op_threads())
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.runtime import blas_gate
 
 from .conv_kernels import blas_single_threaded, gemm_rows
 from .cwise_kernels import shape_str
@@ -33,6 +34,10 @@ def _size_error(a, b) -> errors.InvalidArgumentError:
 
 # Multiply-adds above which a product goes to the thread pool.
 POOL_FLOPS = 1 << 21
+#: Products of (lo, hi] multiply-adds run BLAS single-threaded when BLAS's workers are
+#: idle since a convolution (at most ~0.3 ms on one core; below lo OpenBLAS threads
+#: nothing anyway). Back to back, a chain of them keeps BLAS's threads (1.7x faster hot).
+_ONE_THREAD_MACS = (1 << 20, 1 << 25)
 
 
 class _MatMulBase(OpKernel):
@@ -84,6 +89,15 @@ class MatMulOp(_MatMulBase):
             out = np.empty((x.shape[0], y.shape[1]), x.dtype)
             gemm_rows(x, y, out)
             return (out,)
+        macs = x.shape[0] * x.shape[1] * y.shape[1]
+        if macs > _ONE_THREAD_MACS[0]:
+            if blas_gate.threads_idle and macs <= _ONE_THREAD_MACS[1]:
+                # A small product after convolutions (a classifier's head): BLAS's workers
+                # are asleep and waking them cost more than the product (in the models:
+                # 0.3 -> 13-47 ms at load 4-6); single-threaded, as the convolutions'.
+                with blas_gate.own_threads():
+                    return (self._matmul(x, y),)
+            blas_gate.threads_idle = False  # BLAS's threads run (and spin) again
         return (self._matmul(x, y),)
 
 

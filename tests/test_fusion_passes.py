@@ -363,8 +363,8 @@ async def test_fused_conv_bias_of_the_wrong_size_is_invalid_argument():
 
 @pytest.mark.parametrize("ksize,stride", [(1, 1), (3, 1), (3, 2)])
 def test_gemm_blocks_shared_among_threads_give_the_same_values(monkeypatch, ksize, stride):
-    # With intra_op_parallelism_threads=1 each BLAS call is single-threaded and the conv
-    # kernels hand their GEMM blocks (patch copy, GEMM, fused epilogue) to helper threads.
+    # BLAS single-threaded inside a convolution, the conv kernels hand their GEMM blocks
+    # (patch copy, GEMM, fused epilogue) to helper threads.
     from kernels import conv_kernels, fused_kernels
 
     x, w, bias = _f32(4, 40, 40, 16), _f32(ksize, ksize, 16, 24), _f32(24)
@@ -372,9 +372,10 @@ def test_gemm_blocks_shared_among_threads_give_the_same_values(monkeypatch, ksiz
     pads = [(before, after)] * 2
     epilogue = fused_kernels.make_epilogue("BiasAdd", fused_kernels._relu6, 0.0, 0.2, [bias],
                                            24, np.float32)
+    monkeypatch.setattr(conv_kernels, "_CONV_SPLIT_MACS", 1 << 62)  # one thread
     want = conv_kernels.conv_channels_last(x, w, (stride, stride), (1, 1), pads, (out, out),
                                            epilogue)
-    monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
+    monkeypatch.setattr(conv_kernels, "_CONV_SPLIT_MACS", 0)
     monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)
     got = conv_kernels.conv_channels_last(x, w, (stride, stride), (1, 1), pads, (out, out),
                                           epilogue)

@@ -86,8 +86,7 @@ class BlasGate:
         at most the pool's size."""
         threads = intra_op_threads
         if threads <= 0:
-            blas = BlasThreads.find()
-            threads = blas.get() if blas is not None else _blas_threads_any()
+            threads = blas_threads_outside() or _blas_threads_any()
         cores = os.cpu_count() or 1
         return cls(min(pool_size, cores // max(1, threads)))
 
@@ -132,3 +131,90 @@ def _blas_threads_any() -> int:
                     if i.get("user_api") == "blas"), default=1)
     except Exception:  # noqa: BLE001 - without threadpoolctl assume one thread
         return 1
+
+
+# -- the convolutions' own threads: BLAS single-threaded while they run ------------------------
+
+_blas: BlasThreads | None | bool = None  # found on first use (False: none to control)
+_section_lock = threading.Lock()
+_sections = 0  # convolutions now inside own_threads()
+_outside = 0  # BLAS's thread count outside the sections (while any is open)
+
+
+def _find_blas() -> BlasThreads | None:
+    global _blas
+    if _blas is None:
+        _blas = BlasThreads.find() or False
+    return _blas or None
+
+
+class own_threads:  # noqa: N801 - used as a context manager, like a function
+    """Within: every BLAS call runs on one thread, and the kernel splits its work over
+    `threads` of its own (the value of `with`): BLAS's count outside, i.e. the session's
+    intra_op_parallelism_threads when set, else BLAS's default (the cores).
+
+    TF's convolutions split their work over TF's own intra-op pool; a multi-threaded
+    OpenBLAS call leaves its helper thread spinning for up to ~0.1 s afterwards, taking
+    the core the next kernel's helper thread needs (MobileNetV2 batch 8: the depthwise
+    family 4.2x TF's behind the threaded 1x1 GEMMs, 2.6x with them single-threaded).
+    Counted, so that kernels running at once share one section; 0 when the BLAS loaded
+    cannot be controlled (the kernel then leaves BLAS to thread itself)."""
+
+    __slots__ = ("threads",)
+
+    def __enter__(self) -> int:
+        global _sections, _outside
+        blas = _find_blas()
+        if blas is None:
+            self.threads = 0
+            return 0
+        with _section_lock:
+            if _sections == 0:
+                _outside = blas.get()
+                if _outside != 1:
+                    blas.set(1)
+            _sections += 1
+            self.threads = _outside
+        return self.threads
+
+    def __exit__(self, *exc) -> None:
+        global _sections
+        if not self.threads:
+            return
+        with _section_lock:
+            _sections -= 1
+            if _sections == 0 and _outside != 1:
+                _find_blas().set(_outside)
+        global threads_idle
+        threads_idle = True
+
+
+#: Whether BLAS's worker threads have been idle since a convolution's section (asleep,
+#: not spinning): a small multi-threaded BLAS call would wake them first
+#: (kernels/matmul_kernels.py).
+threads_idle = False
+
+
+def blas_threads_outside() -> int:
+    """BLAS's thread count outside the convolutions' sections (0: no OpenBLAS to read)."""
+    blas = _find_blas()
+    if blas is None:
+        return 0
+    with _section_lock:
+        return _outside if _sections else blas.get()
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set BLAS's thread count (intra_op_parallelism_threads), process-wide; while a
+    convolution's section is open, the count it restores on leaving. False when no
+    controllable OpenBLAS is loaded."""
+    global _outside
+    blas = BlasThreads.find()  # afresh: a BLAS loaded since (scipy's) is set too
+    if blas is None:
+        return False
+    with _section_lock:
+        if _sections:
+            _outside = n
+        else:
+            blas.set(n)
+    return True

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from aioflow.framework import device_spec, errors
 from aioflow.framework.resource_mgr import ResourceMgr
-from aioflow.runtime.blas_gate import BlasGate, BlasThreads
+from aioflow.runtime.blas_gate import BlasGate, set_blas_threads
 from aioflow.runtime.kernel_library import load_builtin_kernels
 from aioflow.runtime.ref_inputs import OpSegment
 from aioflow.runtime.thread_pools import InterOpPool, num_inter_op_threads
@@ -108,9 +108,7 @@ class DeviceAttributes:
 
 def _limit_blas_threads(n: int) -> None:
     """Bound the BLAS threads a kernel uses (intra-op parallelism), process-wide for BLAS."""
-    blas = BlasThreads.find()
-    if blas is not None:
-        blas.set(n)
+    if set_blas_threads(n):
         return
     try:
         from threadpoolctl import threadpool_limits
