@@ -155,3 +155,15 @@ def regressions(outputs: dict, batch: int) -> list[float]:
         raise _invalid(f"Expected output Tensor shape to be either [batch_size] or "
                        f"[batch_size, 1] but got [{','.join(map(str, values.shape))}]")
     return [float(v) for v in values.reshape(-1)]
+
+
+async def run_examples(service, mv, sig: Signature, api: str, serialized: list[bytes],
+                       timeout_ms: int = 0, default_timeout_ms: int = 0) -> list:
+    """Classify ("classify") or regress ("regress") the serialized examples through
+    `sig` of model version `mv`: per example its (label, score) pairs, or its value."""
+    keys = classify_outputs(sig) if api == "classify" else regress_outputs(sig)
+    outputs = await service.run(mv, sig, inputs_of(serialized), keys, timeout_ms,
+                                default_timeout_ms)
+    if api == "classify":
+        return classifications(outputs, len(serialized))
+    return regressions(outputs, len(serialized))

@@ -148,12 +148,8 @@ class GrpcApi:
                 mv_version = mv.version
                 sig = self.service.signature(mv, signature_name)
                 signature_name = sig.name
-                keys = (classify.classify_outputs(sig) if api == "classify"
-                        else classify.regress_outputs(sig))
-                outputs = await self.service.run(mv, sig, classify.inputs_of(serialized),
-                                                 keys, _timeout_ms(context))
-            results = (classify.classifications(outputs, len(serialized)) if api == "classify"
-                       else classify.regressions(outputs, len(serialized)))
+                results = await classify.run_examples(self.service, mv, sig, api, serialized,
+                                                      _timeout_ms(context))
         except asyncio.CancelledError:
             self.service.record("grpc", name, mv_version, signature_name, started,
                                 errors.CancelledError(None, None, "call cancelled"))

@@ -196,20 +196,26 @@ class RestApi:
                 body = rest_codec.format_predict(outputs, fmt)
             finally:
                 service.release(mv)
-        except TooLarge as e:
-            err = errors.InvalidArgumentError(None, None, str(e))
-            service.record("rest", name, mv_version, signature_name, started, err)
-            return 413, rest_codec.dumps({"error": err.message})
         except asyncio.CancelledError:
             service.record("rest", name, mv_version, signature_name, started,
                            errors.CancelledError(None, None, "client disconnected"))
             raise
         except Exception as e:
-            err = as_op_error(e)
-            service.record("rest", name, mv_version, signature_name, started, err)
-            return http_status(err), rest_codec.dumps({"error": err.message})
+            return self._failure(e, name, mv_version, signature_name, started)
         service.record("rest", name, mv_version, signature_name, started)
         return 200, body
+
+    def _failure(self, e: Exception, name: str, mv_version, signature_name: str,
+                 started: float) -> tuple[int, bytes]:
+        """The answer to a request that failed with `e`, recorded in the metrics: TF
+        Serving's HTTP status for its error class (413 for a body over the limit)."""
+        if isinstance(e, TooLarge):
+            err, status = errors.InvalidArgumentError(None, None, str(e)), 413
+        else:
+            err = as_op_error(e)
+            status = http_status(err)
+        self.service.record("rest", name, mv_version, signature_name, started, err)
+        return status, rest_codec.dumps({"error": err.message})
 
     async def examples_api(self, api: str, name: str, version, label, read,
                            timeout: str | None, started: float) -> tuple[int, bytes]:
@@ -229,27 +235,16 @@ class RestApi:
             with service.version(name, version, label) as mv:
                 mv_version = mv.version
                 sig = service.signature(mv, signature_name)
-                keys = (classify.classify_outputs(sig) if api == "classify"
-                        else classify.regress_outputs(sig))
-                outputs = await service.run(mv, sig, classify.inputs_of(serialized), keys,
-                                            timeout_ms, self.timeout_ms)
-            if api == "classify":
-                results = [[[label_, score] for label_, score in row] for row in
-                           classify.classifications(outputs, len(serialized))]
-            else:
-                results = classify.regressions(outputs, len(serialized))
-        except TooLarge as e:
-            err = errors.InvalidArgumentError(None, None, str(e))
-            service.record("rest", name, mv_version, signature_name, started, err)
-            return 413, rest_codec.dumps({"error": err.message})
+                results = await classify.run_examples(service, mv, sig, api, serialized,
+                                                      timeout_ms, self.timeout_ms)
+            if api == "classify":  # (label, score) pairs as JSON lists
+                results = [[list(pair) for pair in row] for row in results]
         except asyncio.CancelledError:
             service.record("rest", name, mv_version, signature_name, started,
                            errors.CancelledError(None, None, "client disconnected"))
             raise
         except Exception as e:
-            err = as_op_error(e)
-            service.record("rest", name, mv_version, signature_name, started, err)
-            return http_status(err), rest_codec.dumps({"error": err.message})
+            return self._failure(e, name, mv_version, signature_name, started)
         service.record("rest", name, mv_version, signature_name, started)
         return 200, rest_codec.dumps({"results": results})
 
