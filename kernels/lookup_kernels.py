@@ -49,10 +49,6 @@ def _as_keys(array: np.ndarray, dtype) -> list:
     return flat
 
 
-def _element_str(value) -> str:
-    return _text(value)
-
-
 class LookupTable:
     """One table: key and value types, a dict, a lock; `initializable` tables are
     filled once (HashTable), the others change by insert/remove/import."""
@@ -110,8 +106,8 @@ class LookupTable:
                 old = data.setdefault(k, v)
                 if old != v:
                     raise _failed(f"HashTable has different value for same key. Key "
-                                  f"{_element_str(k)} has {_element_str(old)} and trying "
-                                  f"to add value {_element_str(v)}")
+                                  f"{_text(k)} has {_text(old)} and trying "
+                                  f"to add value {_text(v)}")
             self.data = data
             self.initialized = True
 
@@ -409,7 +405,10 @@ class InitializeTableFromTextFileOp(OpKernel):
             return token
         try:
             if dtype in (dtypes.int64, dtypes.int32):
-                value = int(token.strip() if token.strip() == token else "x")
+                text = token.strip()  # (TF's safe_strto64 skips spaces at either end)
+                if b"_" in text:
+                    raise ValueError
+                value = int(text)
                 info = np.iinfo(dtype.as_numpy_dtype)
                 if not info.min <= value <= info.max:
                     raise ValueError
