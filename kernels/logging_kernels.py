@@ -87,7 +87,13 @@ class PrintOp(OpKernel):
 
 @register_kernel("PrintV2", "CPU")
 class PrintV2Op(OpKernel):
-    """Writes its scalar string input and `end` to `output_stream`."""
+    """Writes its scalar string input and `end` to `output_stream` (appending to a file on
+    the pool, off the event loop)."""
+
+    expensive = None
+
+    def is_expensive(self, inputs) -> bool:
+        return self.stream.startswith(_FILE_PREFIX)
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -165,3 +165,18 @@ async def test_print_runs_inside_an_async_session(capfd):
             out = await sess.run(y, {x: [1.0, 2.0]})
     np.testing.assert_array_equal(out, [2.0, 4.0])
     assert capfd.readouterr().err == "got [1 2]\n"
+
+
+def test_print_v2_appends_to_a_file_off_the_loop():
+    """Writing to a file is I/O: the kernel asks for the pool; the streams stay inline."""
+    from aioflow.framework.op_kernel import create_kernel
+    from aioflow.proto import node_def_pb2
+
+    def kernel(stream):
+        node = node_def_pb2.NodeDef(name="p", op="PrintV2")
+        node.attr["output_stream"].s = stream.encode()
+        node.attr["end"].s = b"\n"
+        return create_kernel(node)
+
+    assert kernel("file:///tmp/x.txt").is_expensive([np.array(b"x", object)])
+    assert not kernel("stderr").is_expensive([np.array(b"x", object)])

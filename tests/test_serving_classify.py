@@ -166,3 +166,15 @@ def test_json_features_become_tf_example_lists():
     assert list(feature["s"].bytes_list.value) == [b"abc"]
     assert list(feature["b"].bytes_list.value) == [b"\x00\x01"]
     assert feature["e"].WhichOneof("kind") is None
+
+
+async def test_rest_classify_a_body_over_a_mebibyte(server):
+    """A large body is parsed off the loop, to the same answer."""
+    pad = "p" * 2000
+    body = {"examples": [{"x": X[i % 2].tolist(), "note": pad} for i in range(600)]}
+    assert len(json.dumps(body)) > 1 << 20
+    status, doc = await _post(server, "classify", body)
+    assert status == 200, doc
+    want = softmax(X @ W + B)
+    np.testing.assert_allclose([[p[1] for p in doc["results"][i]] for i in (0, 1, 599)],
+                               want[[0, 1, 1]], rtol=1e-6)

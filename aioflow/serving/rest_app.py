@@ -226,12 +226,15 @@ class RestApi:
         try:
             timeout_ms = self._timeout_ms(timeout)
             body = read if isinstance(read, bytes) else await read()
-            doc = rest_codec.loads(body)
+            doc = (await asyncio.to_thread(rest_codec.loads, body)
+                   if len(body) > PARSE_OFF_LOOP_BYTES else rest_codec.loads(body))
             if not isinstance(doc, dict):
                 raise errors.InvalidArgumentError(None, None, "Request body must be a JSON "
                                                               "object")
             signature_name = doc.get("signature_name", "") or DEFAULT_SIGNATURE
-            serialized = classify.examples_from_json(doc)
+            serialized = (await asyncio.to_thread(classify.examples_from_json, doc)
+                          if len(body) > PARSE_OFF_LOOP_BYTES
+                          else classify.examples_from_json(doc))
             with service.version(name, version, label) as mv:
                 mv_version = mv.version
                 sig = service.signature(mv, signature_name)
