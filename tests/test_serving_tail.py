@@ -2,7 +2,7 @@
 (not one a turn of the loop, as uvloop's libuv does), full collections kept short
 (gc_guard.GcGuard, and the fused kernels' epilogue compiled when the model is built, so
 that the server freezes numba's objects with the model's), and connections served in
-turn."""
+turn: the predicts of one turn start longest-waiting connection first."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from aioflow.kernels import epilogue_jit
 from kernel_testutil import create
 
 from aioflow.serving.gc_guard import GcGuard
-from aioflow.serving.http_server import HttpServer
+from aioflow.serving.http_server import HttpServer, _Connection
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -156,3 +156,109 @@ def test_wait_started_waits_for_a_started_compile_only(monkeypatch):
     threading.Thread(target=finish).start()
     assert epilogue_jit.wait_started(10.0)
     assert time.perf_counter() - began >= 0.2
+
+
+class _PredictApi(_StatusApi):
+    """Answers every predict at once, noting the order the predicts started in."""
+
+    def __init__(self):
+        self.started: list[str] = []
+
+    async def predict(self, tail, path, body, timeout, started):
+        self.started.append(tail)
+        return 200, b"{}"
+
+
+class _Transport:
+    """What a connection asks of its transport, keeping what it writes."""
+
+    def __init__(self):
+        self.written, self.closed = [], False
+
+    def write(self, data):
+        self.written.append(bytes(data))
+
+    def writelines(self, parts):
+        self.written.append(b"".join(parts))
+
+    def get_extra_info(self, name):
+        return ("127.0.0.1", 1)
+
+    def is_closing(self):
+        return self.closed
+
+    def close(self):
+        self.closed = True
+
+    abort = close
+
+
+def _connections(http, n):
+    conns = []
+    for _ in range(n):
+        conn = _Connection(http)
+        conn.connection_made(_Transport())
+        conns.append(conn)
+    return conns
+
+
+def _post(name: str) -> bytes:
+    return b"POST /v1/models/%s:predict HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}" % (
+        name.encode())
+
+
+async def test_a_turns_predicts_start_longest_waiting_first():
+    """Four requests come in one turn (one poll reports them in the order c0..c3); c3's
+    connection has waited longest since its last answer, c1's least. c0, the turn's
+    first, starts at once (a lone request loses no turn); the others start in the next
+    turn, c3 first: epoll's order would put a connection answered late last again and
+    again."""
+    api = _PredictApi()
+    http = HttpServer(api)
+    conns = _connections(http, 4)
+    now = time.monotonic()
+    for conn, waited in zip(conns, (0.002, 0.001, 0.003, 0.009), strict=True):
+        conn.since = now - waited
+    for i, conn in enumerate(conns):  # one turn's data_received calls
+        conn.data_received(_post(f"c{i}"))
+    assert api.started == []  # (the tasks' first steps come in a later turn)
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert api.started == ["c0:predict", "c3:predict", "c2:predict", "c1:predict"]
+    for conn in conns:
+        assert conn.task is None
+        assert conn.transport.written and conn.transport.written[0].startswith(
+            b"HTTP/1.1 200 OK")
+
+
+async def test_a_predict_waiting_in_its_line_is_dropped_when_its_client_goes():
+    """A connection lost while its predict waits for the turn's line never starts it."""
+    api = _PredictApi()
+    http = HttpServer(api)
+    first, gone, kept = _connections(http, 3)
+    first.data_received(_post("first"))
+    gone.data_received(_post("gone"))
+    kept.data_received(_post("kept"))
+    gone.connection_lost(None)
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert api.started == ["first:predict", "kept:predict"]
+    assert gone.task is None and not gone.transport.written
+    assert kept.task is None and kept.transport.written
+
+
+async def test_the_next_turns_first_predict_starts_at_once_again():
+    """After the line has started, a new request is again a turn's first: it is not
+    held for a line of its own."""
+    api = _PredictApi()
+    http = HttpServer(api)
+    a, b = _connections(http, 2)
+    a.data_received(_post("a"))
+    b.data_received(_post("b"))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert api.started == ["a:predict", "b:predict"]
+    a.data_received(_post("a2"))
+    assert isinstance(a.task, asyncio.Task)  # started at once, not in a line
+    await asyncio.sleep(0)
+    assert api.started[-1] == "a2:predict"
