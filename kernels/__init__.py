@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     functional_kernels,
     fused_kernels,
     gather_scatter_nd_kernels,
+    image_codec_kernels,
     image_kernels,
     io_kernels,
     linalg_kernels,

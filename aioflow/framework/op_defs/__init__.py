@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     data_flow_ops,
     function_ops,
     fused_ops,
+    image_codec_ops,
     image_ops,
     io_ops,
     linalg_ops,
