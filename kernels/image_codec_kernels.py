@@ -12,6 +12,11 @@ values (tests/test_image_codec.py against tests/data/image_codec_tf.npz).
   unfiltering when it is installed.
 - As TF's DecodeImageV2, every decode op sniffs the format and decodes what it finds
   (DecodeJpeg reads a PNG too); GIF decoding is not built (UnimplementedError).
+- Known differences: a truncated JPEG fails whatever try_recover_truncated says (TF's
+  default); DecodeAndCropJpeg crops the whole decode (TF's decodes the crop's columns
+  only: with fancy upsampling its crop's edge pixels differ by up to 3 levels);
+  EncodeJpeg writes TF's header and tables but libjpeg-turbo 3.1's scan, baseline
+  also when progressive or optimize_size is asked (the same pixels, a larger file).
 Decoding and encoding run on the pool (`expensive`): a photo takes milliseconds."""
 
 from __future__ import annotations

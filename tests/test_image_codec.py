@@ -275,3 +275,16 @@ def test_convert_image_dtype_as_tensorflow():
     np.testing.assert_array_equal(to_u8, (f * np.float32(255.5)).astype(np.uint8))
     np.testing.assert_array_equal(to_i32, u8.astype(np.int32) * (2 ** 23))
     np.testing.assert_array_equal(narrowed, [0, 255])
+
+
+def test_encode_jpeg_variable_quality_takes_its_quality_as_an_input():
+    """Quality 20 and 95 through the input: the lower writes a smaller file that reads
+    back further from the source; both decode."""
+    case = "jpeg_encode/auto_c3_q95_p0_o0_c1"
+    source = DATA[f"{case}/image"]
+    files = [run1("EncodeJpegVariableQuality", [source, np.int32(q)]).item() for q in (20, 95)]
+    errors_ = [np.abs(run1("DecodeJpeg", [np.array(f, dtype=object)]).astype(int)
+                      - source).mean() for f in files]
+    assert len(files[0]) < len(files[1]) and errors_[0] > errors_[1]
+    with pytest.raises(errors.InvalidArgumentError, match="quality must be in"):
+        run1("EncodeJpegVariableQuality", [source, np.int32(101)])
