@@ -2,10 +2,11 @@
 EncodeJpegVariableQuality, DecodePng, EncodePng, DecodeBmp, DecodeImage, to TF 2.21's
 values (tests/test_image_codec.py against tests/data/image_codec_tf.npz).
 
-- JPEG goes through libjpeg-turbo (the `simplejpeg` package, the `image` extra), with
-  TF's flags: dct_method '' and INTEGER_FAST are libjpeg's fast integer DCT,
-  INTEGER_ACCURATE its accurate one; fancy_upscaling off is libjpeg's fast upsampling;
-  `ratio` is libjpeg's 1/ratio scaling. Pixels equal TF's bit for bit.
+- JPEG goes through libjpeg-turbo (the `image` extra). Decoding uses the `simplejpeg`
+  package with TF's flags: dct_method '' and INTEGER_FAST are libjpeg's fast integer
+  DCT, INTEGER_ACCURATE its accurate one; fancy_upscaling off is libjpeg's fast
+  upsampling; `ratio` is libjpeg's 1/ratio scaling. Pixels equal TF's bit for bit.
+  Encoding uses Pillow's libjpeg with TF's settings: files equal TF's byte for byte.
 - PNG and BMP are read here (zlib and NumPy): every PNG colour type, bit depths 1-16,
   palettes, tRNS and Adam7 interlacing, with libpng's conversions as TF asks for them
   (gray <-> RGB, alpha added or stripped, 8 <-> 16 bits); numba compiles the row
@@ -14,13 +15,12 @@ values (tests/test_image_codec.py against tests/data/image_codec_tf.npz).
   (DecodeJpeg reads a PNG too); GIF decoding is not built (UnimplementedError).
 - Known differences: a truncated JPEG fails whatever try_recover_truncated says (TF's
   default); DecodeAndCropJpeg crops the whole decode (TF's decodes the crop's columns
-  only: with fancy upsampling its crop's edge pixels differ by up to 3 levels);
-  EncodeJpeg writes TF's header and tables but libjpeg-turbo 3.1's scan, baseline
-  also when progressive or optimize_size is asked (the same pixels, a larger file).
+  only: with fancy upsampling its crop's edge pixels differ by up to 3 levels).
 Decoding and encoding run on the pool (`expensive`): a photo takes milliseconds."""
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 
@@ -49,6 +49,16 @@ def _simplejpeg(op: str):
             None, None, f"{op} needs libjpeg-turbo through the simplejpeg package: "
                         f"pip install 'aioflow[image]'") from None
     return simplejpeg
+
+
+def _pillow(op: str):
+    try:
+        from PIL import Image
+    except ImportError:
+        raise errors.UnimplementedError(
+            None, None, f"{op} needs libjpeg through Pillow: pip install 'aioflow[image]'"
+        ) from None
+    return Image
 
 
 def _sniff(data: bytes) -> str | None:
@@ -112,10 +122,12 @@ def jpeg_shape(data: bytes) -> list[int]:
     return [height, width, {"Gray": 1, "CMYK": 4, "YCCK": 4}.get(colorspace, 3)]
 
 
-def encode_jpeg(image: np.ndarray, fmt: str, quality: int, chroma_downsampling: bool,
-                density: tuple[int, int, int] = (1, 300, 300)) -> bytes:
-    """TF's EncodeJpeg: 1 or 3 channels (`format` must agree when set), libjpeg's tables
-    at `quality`, 4:2:0 or 4:4:4, and TF's JFIF density (unit: 1 inch, 2 cm)."""
+def encode_jpeg(image: np.ndarray, fmt: str, quality: int, progressive: bool = False,
+                optimize_size: bool = False, chroma_downsampling: bool = True,
+                density: tuple[int, int, int] = (1, 300, 300), xmp: bytes = b"") -> bytes:
+    """TF's EncodeJpeg, byte for byte: libjpeg (through Pillow) with jpeg_set_defaults,
+    the quality's tables, 4:2:0 unless chroma_downsampling is off, TF's JFIF density
+    (unit 1: inch, 2: cm) and its XMP packet in an APP1 segment."""
     if image.ndim != 3:
         raise _invalid(f"image must be 3-dimensional[{','.join(map(str, image.shape))}]")
     depth = image.shape[2]
@@ -128,12 +140,23 @@ def encode_jpeg(image: np.ndarray, fmt: str, quality: int, chroma_downsampling: 
                        f"[{','.join(map(str, image.shape))}]")
     if not 0 <= quality <= 100:
         raise _invalid(f"quality must be in [0,100], got {quality}")
-    sj = _simplejpeg("EncodeJpeg")
-    data = sj.encode_jpeg(np.ascontiguousarray(image, np.uint8), quality=max(quality, 1),
-                          colorspace="GRAY" if depth == 1 else "RGB",
-                          colorsubsampling="420" if chroma_downsampling else "444")
-    if data[6:11] == b"JFIF\0":  # the APP0 segment's density, as TF writes it
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise _invalid(f"Invalid image size: {image.shape[1]} x {image.shape[0]}")
+    pil = _pillow("EncodeJpeg")
+    pixels = np.ascontiguousarray(image[..., 0] if depth == 1 else image, np.uint8)
+    out = io.BytesIO()
+    pil.fromarray(pixels).save(
+        out, "JPEG", quality=max(quality, 1), progressive=progressive, optimize=optimize_size,
+        subsampling=2 if chroma_downsampling and depth == 3 else 0,
+        dpi=(density[1], density[2]))
+    data = out.getvalue()
+    if data[6:11] == b"JFIF\0":  # the APP0 segment's unit and density, as TF writes them
         data = data[:13] + struct.pack(">BHH", *density) + data[18:]
+    if xmp:
+        packet = b"http://ns.adobe.com/xap/1.0/\0" + xmp
+        app0_end = 4 + struct.unpack(">H", data[4:6])[0]
+        data = (data[:app0_end] + b"\xff\xe1" + struct.pack(">H", len(packet) + 2) + packet
+                + data[app0_end:])
     return data
 
 
@@ -502,17 +525,22 @@ class EncodeJpegOp(OpKernel):
         fmt = ctx.get_attr("format", b"")
         self.format = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
         self.quality = int(ctx.get_attr("quality", 95))
+        self.progressive = bool(ctx.get_attr("progressive", False))
+        self.optimize = bool(ctx.get_attr("optimize_size", False))
         self.chroma = bool(ctx.get_attr("chroma_downsampling", True))
         unit = ctx.get_attr("density_unit", b"in")
         self.density = (2 if unit in (b"cm", "cm") else 1, int(ctx.get_attr("x_density", 300)),
                         int(ctx.get_attr("y_density", 300)))
+        xmp = ctx.get_attr("xmp_metadata", b"")
+        self.xmp = xmp if isinstance(xmp, bytes) else str(xmp).encode("utf-8")
         if not 0 <= self.quality <= 100:
             raise errors.InvalidArgumentError(
                 ctx.node_def, None, f"quality must be in [0,100], got {self.quality}")
 
     def compute(self, ctx, inputs):
         return (_bytes_scalar(encode_jpeg(np.asarray(inputs[0]), self.format, self.quality,
-                                          self.chroma, self.density)),)
+                                          self.progressive, self.optimize, self.chroma,
+                                          self.density, self.xmp)),)
 
 
 @register_kernel("EncodeJpegVariableQuality", "CPU")
@@ -526,7 +554,7 @@ class EncodeJpegVariableQualityOp(OpKernel):
         if quality.ndim != 0:
             raise _invalid(f"quality must be a scalar: "
                            f"[{','.join(map(str, quality.shape))}]")
-        return (_bytes_scalar(encode_jpeg(np.asarray(inputs[0]), "", int(quality), True)),)
+        return (_bytes_scalar(encode_jpeg(np.asarray(inputs[0]), "", int(quality))),)
 
 
 @register_kernel("EncodePng", "CPU")

@@ -148,15 +148,17 @@ record("jpeg_bad/dct", tf.io.decode_jpeg, jpeg, dict(dct_method="FLOAT"))
 record("jpeg_bad/shape_not_jpeg", tf.io.extract_jpeg_shape, store("nope", b"nope"), {})
 
 # -- JPEG encoding: TF's file, and what TF's decoder reads back from it ----------------------
-for fmt, c, q, prog, opt, chroma in [("", 3, 95, False, False, True),
-                                     ("", 1, 80, True, True, True),
-                                     ("rgb", 3, 60, False, False, False),
-                                     ("grayscale", 1, 90, False, False, True)]:
+for fmt, c, q, prog, opt, chroma, extra in [
+        ("", 3, 95, False, False, True, {}), ("", 1, 80, True, True, True, {}),
+        ("rgb", 3, 60, False, False, False, {}), ("grayscale", 1, 90, False, False, True, {}),
+        ("", 3, 0, True, False, True, dict(density_unit="cm", x_density=72, y_density=96)),
+        ("", 3, 100, False, True, False, dict(xmp_metadata="<x:xmpmeta>aioflow</x:xmpmeta>"))]:
     src = picture(13, 19, c)
     attrs = dict(format=fmt, quality=q, progressive=prog, optimize_size=opt,
-                 chroma_downsampling=chroma)
+                 chroma_downsampling=chroma, **extra)
     enc = tf.io.encode_jpeg(src, **attrs).numpy()
-    case = f"jpeg_encode/{fmt or 'auto'}_c{c}_q{q}_p{int(prog)}_o{int(opt)}_c{int(chroma)}"
+    case = (f"jpeg_encode/{fmt or 'auto'}_c{c}_q{q}_p{int(prog)}_o{int(opt)}_c{int(chroma)}"
+            f"{'_' + '_'.join(map(str, extra.values())) if extra else ''}")
     fixtures[f"{case}/image"] = src
     cases[case] = {"op": "EncodeJpeg", "attrs": attrs}
     fixtures[f"{case}/bytes"] = np.frombuffer(enc, np.uint8)
