@@ -86,23 +86,29 @@ def _scalar_bytes(value, what: str = "contents") -> bytes:
 
 def decode_jpeg(data: bytes, channels: int, ratio: int = 1, fancy: bool = True,
                 dct_method: str = "", crop=None) -> np.ndarray:
-    """HxWxC uint8 as TF's jpeg::Uncompress: C is `channels`, or the file's (1 or 3)."""
+    """HxWxC uint8 as TF's jpeg::Uncompress: C is `channels`, or the file's (1 or 3; a
+    CMYK file is converted to RGB as TF does)."""
+    if channels == 4:
+        raise _invalid("JPEG does not support 4 channels")
     sj = _simplejpeg("DecodeJpeg")
     try:
         height, width, colorspace, _ = sj.decode_jpeg_header(data)
     except ValueError:
         raise _invalid(_JPEG_FAILED) from None
+    cmyk = colorspace in ("CMYK", "YCCK")
     depth = channels or (1 if colorspace == "Gray" else 3)
+    if cmyk and depth == 1:  # (libjpeg has no CMYK -> gray conversion)
+        raise _invalid(_JPEG_FAILED)
     try:
         image = sj.decode_jpeg(
-            data, colorspace="GRAY" if depth == 1 else "RGB",
+            data, colorspace="CMYK" if cmyk else "GRAY" if depth == 1 else "RGB",
             fastdct=dct_method != "INTEGER_ACCURATE", fastupsample=not fancy,
             min_height=-(-height // ratio), min_width=-(-width // ratio))
     except ValueError:
         raise _invalid(_JPEG_FAILED) from None
     image = image.reshape(image.shape[0], image.shape[1], -1)
-    if depth == 4:  # (TF: RGB with an opaque alpha)
-        image = np.concatenate([image, np.full(image.shape[:2] + (1,), 255, np.uint8)], -1)
+    if cmyk:
+        image = _cmyk_to_rgb(image, _has_adobe_marker(data))
     if crop is not None:
         y, x, h, w = (int(v) for v in crop)
         if y < 0 or x < 0 or h <= 0 or w <= 0 or y + h > image.shape[0] or \
@@ -110,6 +116,26 @@ def decode_jpeg(data: bytes, channels: int, ratio: int = 1, fancy: bool = True,
             raise _invalid(_JPEG_FAILED)
         image = image[y:y + h, x:x + w]
     return np.ascontiguousarray(image)
+
+
+def _has_adobe_marker(data: bytes) -> bool:
+    """Whether an APP14 "Adobe" segment comes before the scan (libjpeg's
+    saw_Adobe_marker: its CMYK is stored inverted)."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF and data[i + 1] != 0xDA:
+        length = int.from_bytes(data[i + 2:i + 4], "big")
+        if data[i + 1] == 0xEE and data[i + 4:i + 9] == b"Adobe":
+            return True
+        i += 2 + length
+    return False
+
+
+def _cmyk_to_rgb(cmyk: np.ndarray, adobe: bool) -> np.ndarray:
+    """TF's CMYK -> RGB: k*c/255 (Adobe's inverted CMYK), else (255-k)*(255-c)/255."""
+    c = cmyk.astype(np.int32)
+    k = c[..., 3:]
+    rgb = k * c[..., :3] // 255 if adobe else (255 - k) * (255 - c[..., :3]) // 255
+    return rgb.astype(np.uint8)
 
 
 def jpeg_shape(data: bytes) -> list[int]:

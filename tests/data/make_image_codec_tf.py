@@ -134,6 +134,17 @@ for name in jpegs:
                                              fancy_upscaling=fancy, dct_method=dct))
     record(f"jpeg_shape/{name}", tf.io.extract_jpeg_shape, name, {})
     record(f"jpeg_shape64/{name}", tf.io.extract_jpeg_shape, name, dict(output_type=tf.int64))
+# CMYK (written by simplejpeg's libjpeg-turbo: TF has no CMYK encoder), with the Adobe marker
+try:
+    import simplejpeg
+    cmyk = np.ascontiguousarray(np.concatenate([picture(13, 19, 3), picture(13, 19, 1)], -1))
+    store("cmyk.jpg", simplejpeg.encode_jpeg(cmyk, quality=90, colorspace="CMYK"))
+    for channels in (0, 1, 3, 4):
+        record(f"jpeg/cmyk.jpg/c{channels}", tf.io.decode_jpeg, "cmyk.jpg",
+               dict(channels=channels))
+    record("jpeg_shape/cmyk.jpg", tf.io.extract_jpeg_shape, "cmyk.jpg", {})
+except ImportError:
+    sys.exit("the CMYK JPEG needs simplejpeg beside TensorFlow: pip install simplejpeg")
 jpeg = jpegs[0]
 for window in ([0, 0, 13, 19], [3, 5, 10, 7], [12, 18, 1, 1], [0, 9, 13, 8],
                [5, 5, 9, 10], [-1, 0, 4, 4], [0, 0, 0, 4]):
@@ -143,6 +154,8 @@ record("jpeg_bad/not_jpeg", tf.io.decode_jpeg, store("text", b"not a jpeg at all
 half = fixtures[f"files/{jpeg}"].tobytes()
 record("jpeg_bad/truncated", tf.io.decode_jpeg, store("half.jpg", half[: len(half) // 2]), {})
 record("jpeg_bad/channels", tf.io.decode_jpeg, jpeg, dict(channels=2))
+record("jpeg_bad/channels4", tf.io.decode_jpeg, jpeg, dict(channels=4))
+record("jpeg_bad/image_channels4", tf.io.decode_image, jpeg, dict(channels=4))
 record("jpeg_bad/ratio", tf.io.decode_jpeg, jpeg, dict(ratio=3))
 record("jpeg_bad/dct", tf.io.decode_jpeg, jpeg, dict(dct_method="FLOAT"))
 record("jpeg_bad/shape_not_jpeg", tf.io.extract_jpeg_shape, store("nope", b"nope"), {})
