@@ -1,5 +1,5 @@
 """Image codec kernels: DecodeJpeg, DecodeAndCropJpeg, ExtractJpegShape, EncodeJpeg,
-EncodeJpegVariableQuality, DecodePng, EncodePng, DecodeBmp, DecodeImage, to TF 2.21's
+EncodeJpegVariableQuality, DecodePng, EncodePng, DecodeBmp, DecodeGif, DecodeImage, to TF 2.21's
 values (tests/test_image_codec.py against tests/data/image_codec_tf.npz).
 
 - JPEG goes through libjpeg-turbo (the `image` extra). Decoding uses the `simplejpeg`
@@ -12,7 +12,8 @@ values (tests/test_image_codec.py against tests/data/image_codec_tf.npz).
   (gray <-> RGB, alpha added or stripped, 8 <-> 16 bits); numba compiles the row
   unfiltering when it is installed.
 - As TF's DecodeImageV2, every decode op sniffs the format and decodes what it finds
-  (DecodeJpeg reads a PNG too); GIF decoding is not built (UnimplementedError).
+  (DecodeJpeg reads a PNG too); GIFs are read here too (LZW in NumPy, numba-compiled
+  when installed), frames composed as TF's gif_io does.
 - Known differences: a truncated JPEG fails whatever try_recover_truncated says (TF's
   default); DecodeAndCropJpeg crops the whole decode (TF's decodes the crop's columns
   only: with fancy upsampling its crop's edge pixels differ by up to 3 levels).
@@ -97,6 +98,8 @@ def decode_jpeg(data: bytes, channels: int, ratio: int = 1, fancy: bool = True,
         raise _invalid(_JPEG_FAILED) from None
     cmyk = colorspace in ("CMYK", "YCCK")
     depth = channels or (1 if colorspace == "Gray" else 3)
+    if height * width * depth >= 1 << 29:  # (TF's limit: "Image too large")
+        raise _invalid(_JPEG_FAILED)
     if cmyk and depth == 1:  # (libjpeg has no CMYK -> gray conversion)
         raise _invalid(_JPEG_FAILED)
     try:
@@ -286,16 +289,23 @@ class _Png:
         if per_pixel is None or self.depth not in (1, 2, 4, 8, 16) or \
                 (self.color_type == 3 and self.palette is None):
             raise bad
-        try:
-            raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
+        bits = per_pixel * self.depth
+        passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
+        sizes = [(len(range(y0, self.height, dy)), len(range(x0, self.width, dx)))
+                 for y0, x0, dy, dx in passes]
+        expected = sum(h * ((w * bits + 7) // 8 + 1) for h, w in sizes if h and w)
+        if self.width == 0 or self.height == 0 or \
+                self.width * self.height * per_pixel * (2 if self.depth == 16 else 1) >= 1 << 31:
+            raise bad
+        try:  # (no more than the image needs: a small file cannot inflate to gigabytes)
+            raw = zlib.decompressobj().decompress(b"".join(idat), expected)
         except zlib.error:
             raise bad from None
-        self.samples = self._read(raw, per_pixel, interlace, bad)
+        self.samples = self._read(np.frombuffer(raw, np.uint8), per_pixel, passes, bad)
 
-    def _read(self, raw, per_pixel: int, interlace: int, bad) -> np.ndarray:
+    def _read(self, raw, per_pixel: int, passes, bad) -> np.ndarray:
         bits = per_pixel * self.depth
         bpp = max(1, bits // 8)
-        passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
         out = np.zeros((self.height, self.width, per_pixel),
                        np.uint16 if self.depth == 16 else np.uint8)
         pos = 0
@@ -433,6 +443,188 @@ def decode_bmp(data: bytes, channels: int) -> np.ndarray:
     return np.ascontiguousarray(px)
 
 
+# -- GIF -------------------------------------------------------------------------------------
+
+def _lzw_decode(data, min_size: int, count: int):
+    """GIF's LZW: (the first `count` colour indices, how many came, 1 if the stream was
+    defective)."""
+    clear = 1 << min_size
+    end = clear + 1
+    prefix = np.full(4096, -1, np.int32)
+    suffix = np.zeros(4096, np.uint8)
+    first = np.zeros(4096, np.uint8)
+    for i in range(clear):
+        suffix[i] = i
+        first[i] = i
+    out = np.zeros(count, np.uint8)
+    stack = np.zeros(4096, np.uint8)
+    n = 0
+    size = min_size + 1
+    nxt = end + 1
+    prev = -1
+    bit = 0
+    total = data.shape[0] * 8
+    while n < count and bit + size <= total:
+        code = 0
+        for b in range(size):
+            at = bit + b
+            code |= ((int(data[at >> 3]) >> (at & 7)) & 1) << b
+        bit += size
+        if code == clear:
+            size = min_size + 1
+            nxt = end + 1
+            prev = -1
+            continue
+        if code == end:
+            break
+        if prev == -1:
+            if code >= clear:
+                return out, n, 1
+            out[n] = code
+            n += 1
+            prev = code
+            continue
+        if code > nxt or (code == nxt and nxt >= 4096):
+            return out, n, 1
+        known = code < nxt
+        head = first[code] if known else first[prev]
+        if nxt < 4096:
+            prefix[nxt] = prev
+            suffix[nxt] = head
+            first[nxt] = first[prev]
+            nxt += 1
+            if nxt == (1 << size) and size < 12:
+                size += 1
+        depth = 0
+        walk = code
+        while walk >= 0:
+            stack[depth] = suffix[walk]
+            depth += 1
+            walk = prefix[walk]
+        while depth > 0 and n < count:
+            depth -= 1
+            out[n] = stack[depth]
+            n += 1
+        prev = code
+    return out, n, 0
+
+
+_lzw_jit = jit.njit(_lzw_decode)
+
+
+def _sub_blocks(data: bytes, pos: int):
+    """The bytes of the sub-blocks from `pos` and where they end; None when cut short."""
+    parts = []
+    while pos < len(data):
+        size = data[pos]
+        if size == 0:
+            return b"".join(parts), pos + 1
+        if pos + 1 + size > len(data):
+            return None, len(data)
+        parts.append(data[pos + 1:pos + 1 + size])
+        pos += 1 + size
+    return None, pos
+
+
+def _color_table(data: bytes, pos: int, flags: int):
+    """(the table as Nx3 uint8 or None, the position after it; None if cut short)."""
+    if not flags & 0x80:
+        return None, pos
+    n = 2 << (flags & 7)
+    if pos + 3 * n > len(data):
+        return False, pos
+    return np.frombuffer(data, np.uint8, 3 * n, pos).reshape(n, 3), pos + 3 * n
+
+
+def _gif_frames(data: bytes, fail):
+    """The image records of a GIF: (indices HxW, left, top, colour table, transparent)."""
+    if len(data) < 13:
+        raise fail("failed to open gif file: No screen descriptor detected")
+    global_table, pos = _color_table(data, 13, data[10])
+    if global_table is False:
+        raise fail("failed to open gif file: No screen descriptor detected")
+    frames, transparent = [], None
+    while pos < len(data):
+        kind = data[pos]
+        if kind == 0x3B:
+            break
+        if kind == 0x21 and pos + 1 < len(data):
+            body, after = _sub_blocks(data, pos + 2)
+            if body is None:
+                break  # (a cut after the last whole image: the images stand, as in TF)
+            if data[pos + 1] == 0xF9 and len(body) >= 4:
+                transparent = body[3] if body[0] & 1 else None
+            pos = after
+        elif kind == 0x2C:
+            if pos + 10 > len(data):
+                raise fail("failed to slurp gif file: Failed to read from given file")
+            left, top, w, h, flags = struct.unpack_from("<HHHHB", data, pos + 1)
+            table, pos = _color_table(data, pos + 10, flags)
+            if table is False or pos >= len(data):
+                raise fail("failed to slurp gif file: Failed to read from given file")
+            min_size = data[pos]
+            body, pos = _sub_blocks(data, pos + 1)
+            if body is None:
+                raise fail("failed to slurp gif file: Failed to read from given file")
+            if not 1 <= min_size <= 11:
+                raise fail("failed to slurp gif file: Image is defective, decoding aborted")
+            codes = len(body) * 8 // (min_size + 1)  # (each code adds at most one pixel
+            if w * h > codes * min(codes, 4096):     # more than the one before it)
+                raise fail("failed to slurp gif file: Image is defective, decoding aborted")
+            fn = _lzw_jit if _lzw_jit is not None else _lzw_decode
+            indices, got, defective = fn(np.frombuffer(body, np.uint8), min_size, w * h)
+            if defective or got < w * h:
+                raise fail("failed to slurp gif file: Image is defective, decoding aborted")
+            indices = indices.reshape(h, w)
+            if flags & 0x40:  # interlaced: rows stored by passes
+                order = np.concatenate([np.arange(0, h, 8), np.arange(4, h, 8),
+                                        np.arange(2, h, 4), np.arange(1, h, 2)])
+                rows = np.empty_like(indices)
+                rows[order] = indices
+                indices = rows
+            frames.append((indices, left, top, table if table is not None else global_table,
+                           transparent))
+            transparent = None
+        else:
+            if frames and pos >= len(data) - 1:
+                break
+            raise fail("failed to slurp gif file: Wrong record type detected")
+    if not frames:
+        raise fail("gif file does not contain any image")
+    return frames
+
+
+def decode_gif(data: bytes, expand_animations: bool = True) -> np.ndarray:
+    """NxHxWx3 uint8 as TF's gif::Decode: the canvas is the largest frame's size; each
+    frame starts as the previous one, a frame's transparent pixels keep it (black in
+    the first), nothing of the disposal methods."""
+    fail = lambda message: _invalid(  # noqa: E731
+        f"Invalid GIF data (size {len(data)}), {message}")
+    frames = _gif_frames(data, fail)
+    height = max(f[0].shape[0] for f in frames)
+    width = max(f[0].shape[1] for f in frames)
+    count = len(frames) if expand_animations else 1
+    out = np.zeros((count, height, width, 3), np.uint8)
+    for k, (indices, left, top, table, transparent) in enumerate(frames[:count]):
+        if k:
+            out[k] = out[k - 1]
+        if table is None:
+            raise fail(f"missing color map for frame {k}")
+        h, w = indices.shape
+        bottom, right = min(top + h, height), min(left + w, width)
+        if top >= bottom or left >= right:
+            continue
+        region = indices[:bottom - top, :right - left]
+        paint = region != transparent if transparent is not None else \
+            np.ones(region.shape, bool)
+        used = region[paint]
+        if used.size and int(used.max()) >= len(table):
+            raise fail(f"found color index {int(used.max())} outside of color map range "
+                       f"{len(table)}")
+        out[k, top:bottom, left:right][paint] = table[used]
+    return out
+
+
 # -- kernels -----------------------------------------------------------------------------------
 
 class _Decode(OpKernel):
@@ -462,6 +654,9 @@ class _Decode(OpKernel):
                                     "'INTEGER_ACCURATE'}")
         self.dtype = np.dtype(dtypes.as_dtype(ctx.get_attr("dtype")).as_numpy_dtype) \
             if ctx.has_attr("dtype") else np.dtype(np.uint8)
+        # A GIF's frames (4-D) for DecodeGif, and DecodeImage unless expand_animations is
+        # off; its first frame (3-D) for the other ops.
+        self.expand = bool(ctx.get_attr("expand_animations", False))
 
     def decode(self, data: bytes, crop=None) -> np.ndarray:
         kind = _sniff(data)
@@ -476,8 +671,11 @@ class _Decode(OpKernel):
         elif kind == "bmp":
             image = decode_bmp(data, self.channels)
         elif kind == "gif":
-            raise errors.UnimplementedError(
-                None, None, f"{self.op}: GIF decoding is not built in aioflow")
+            if self.channels not in (0, 3):
+                raise _invalid(f"channels must be 0 or 3 for GIF, got {self.channels}")
+            image = decode_gif(data, self.expand)
+            if not self.expand:
+                image = image[0]
         else:
             raise _invalid(_UNKNOWN_FORMAT)
         return _as_dtype(image, self.dtype)
@@ -514,6 +712,19 @@ class DecodeImageOp(_Decode):
 @register_kernel("DecodeBmp", "CPU")
 class DecodeBmpOp(_Decode):
     """A BMP (or JPEG, PNG) as HxWxC uint8."""
+
+
+@register_kernel("DecodeGif", "CPU")
+class DecodeGifOp(_Decode):
+    """A GIF's frames as NxHxWx3 uint8 (a JPEG, PNG or BMP: one frame of 3 channels)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.channels, self.expand = 3, True
+
+    def decode(self, data: bytes, crop=None) -> np.ndarray:
+        image = super().decode(data)
+        return image if _sniff(data) == "gif" else image[None]
 
 
 @register_kernel("DecodeAndCropJpeg", "CPU")

@@ -6,6 +6,7 @@ from aioflow.ops.image_codec_ops import (
     convert_image_dtype,
     decode_and_crop_jpeg,
     decode_bmp,
+    decode_gif,
     decode_image,
     decode_jpeg,
     decode_png,
@@ -30,6 +31,6 @@ __all__ = [
     "ResizeMethod", "resize", "resize_images", "resize_bilinear", "resize_nearest_neighbor",
     "resize_bicubic", "crop_and_resize", "non_max_suppression",
     "non_max_suppression_with_scores", "convert_image_dtype", "decode_jpeg",
-    "decode_and_crop_jpeg", "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_image",
-    "encode_jpeg", "encode_png",
+    "decode_and_crop_jpeg", "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_gif",
+    "decode_image", "encode_jpeg", "encode_png",
 ]

@@ -47,9 +47,14 @@ def decode_bmp(contents, channels=0, name=None):
     return apply_op("DecodeBmp", name=name, contents=contents, channels=channels)
 
 
+def decode_gif(contents, name=None):
+    """A GIF's frames as an NxHxWx3 uint8 tensor."""
+    return apply_op("DecodeGif", name=name, contents=contents)
+
+
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
                  expand_animations=True):
-    """Any of JPEG, PNG, BMP (sniffed) as an image of `dtype` (TF 2's decode_image:
+    """Any of JPEG, PNG, GIF, BMP (sniffed) as an image of `dtype` (TF 2's decode_image:
     another dtype than uint8, uint16 or float32 is converted from uint8)."""
     dtype = dtypes.as_dtype(dtype)
     direct = dtype in (dtypes.uint8, dtypes.uint16, dtypes.float32)

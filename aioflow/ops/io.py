@@ -5,6 +5,7 @@ the image codecs also in af.image)."""
 from aioflow.ops.image_codec_ops import (
     decode_and_crop_jpeg,
     decode_bmp,
+    decode_gif,
     decode_image,
     decode_jpeg,
     decode_png,
@@ -25,5 +26,5 @@ from aioflow.ops.string_ops import decode_base64, encode_base64
 __all__ = ["read_file", "decode_base64", "encode_base64", "FixedLenFeature",
            "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example", "decode_jpeg", "decode_and_crop_jpeg",
-           "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_image", "encode_jpeg",
-           "encode_png"]
+           "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_gif", "decode_image",
+           "encode_jpeg", "encode_png"]

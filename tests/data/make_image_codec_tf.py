@@ -27,7 +27,8 @@ from tf_error_text import error_record  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "image_codec_tf.npz")
 OPS = ["DecodeJpeg", "DecodeAndCropJpeg", "ExtractJpegShape", "EncodeJpeg",
-       "EncodeJpegVariableQuality", "DecodePng", "EncodePng", "DecodeBmp", "DecodeImage"]
+       "EncodeJpegVariableQuality", "DecodePng", "EncodePng", "DecodeBmp", "DecodeGif",
+       "DecodeImage"]
 rng = np.random.default_rng(7)
 
 
@@ -77,7 +78,8 @@ def bmp_bytes(img: np.ndarray, bits: int, top_down: bool = False) -> bytes:
 OP_OF = {tf.io.decode_jpeg: "DecodeJpeg", tf.io.decode_and_crop_jpeg: "DecodeAndCropJpeg",
          tf.io.extract_jpeg_shape: "ExtractJpegShape", tf.io.encode_jpeg: "EncodeJpeg",
          tf.io.decode_png: "DecodePng", tf.io.encode_png: "EncodePng",
-         tf.io.decode_bmp: "DecodeBmp", tf.io.decode_image: "DecodeImage"}
+         tf.io.decode_bmp: "DecodeBmp", tf.io.decode_image: "DecodeImage",
+         tf.io.decode_gif: "DecodeGif"}
 fixtures: dict[str, np.ndarray] = {}
 cases: dict[str, dict] = {}  # case -> {"source", "extra", "attrs", "error"?}
 
@@ -221,6 +223,107 @@ for name in bmps:
     for channels in (0, 3, 4):
         record(f"bmp/{name}/c{channels}", tf.io.decode_bmp, name, dict(channels=channels))
 record("bmp_bad/not_bmp", tf.io.decode_bmp, store("bmxx", b"BMxx"), {})
+
+# -- GIF (written here: TF has no GIF encoder) ------------------------------------------------
+def lzw(indices: np.ndarray, min_size: int) -> bytes:
+    """GIF's LZW of the colour indices, in 255-byte sub-blocks."""
+    clear, end = 1 << min_size, (1 << min_size) + 1
+    table = {bytes([i]): i for i in range(clear)}
+    size, nxt, out, acc, nbits = min_size + 1, end + 1, bytearray(), 0, 0
+
+    def emit(code):
+        nonlocal acc, nbits
+        acc |= code << nbits
+        nbits += size
+        while nbits >= 8:
+            out.append(acc & 255)
+            acc >>= 8
+            nbits -= 8
+    emit(clear)
+    run = b""
+    for v in indices.reshape(-1).tolist():
+        grown = run + bytes([v])
+        if grown in table:
+            run = grown
+            continue
+        emit(table[run])
+        if nxt < 4096:
+            table[grown] = nxt
+            nxt += 1
+            if nxt > (1 << size) and size < 12:
+                size += 1
+        else:
+            emit(clear)
+            table = {bytes([i]): i for i in range(clear)}
+            size, nxt = min_size + 1, end + 1
+        run = bytes([v])
+    emit(table[run])
+    emit(end)
+    if nbits:
+        out.append(acc & 255)
+    blocks = b"".join(bytes([len(out[i:i + 255])]) + bytes(out[i:i + 255])
+                      for i in range(0, len(out), 255))
+    return bytes([min_size]) + blocks + b"\x00"
+
+
+def gif_bytes(screen: tuple[int, int], palette: np.ndarray, frames: list) -> bytes:
+    """A GIF89a: frames are (indices HxW, left, top, transparent or None, local palette
+    or None, interlaced)."""
+    bits = max(1, int(np.ceil(np.log2(len(palette)))))
+    out = b"GIF89a" + struct.pack("<HHBBB", screen[1], screen[0], 0x80 | (bits - 1), 0, 0)
+    out += palette.astype(np.uint8).tobytes().ljust(3 << bits, b"\x00")
+    for idx, left, top, transparent, local, interlaced in frames:
+        flags = 1 if transparent is not None else 0
+        out += b"\x21\xf9\x04" + struct.pack("<BHB", flags, 10, transparent or 0) + b"\x00"
+        packed = 0x40 if interlaced else 0
+        rows = idx
+        if interlaced:
+            order = [*range(0, idx.shape[0], 8), *range(4, idx.shape[0], 8),
+                     *range(2, idx.shape[0], 4), *range(1, idx.shape[0], 2)]
+            rows = idx[order]
+        local_bytes = b""
+        if local is not None:
+            lbits = max(1, int(np.ceil(np.log2(len(local)))))
+            packed |= 0x80 | (lbits - 1)
+            local_bytes = local.astype(np.uint8).tobytes().ljust(3 << lbits, b"\x00")
+        out += b"\x2c" + struct.pack("<HHHHB", left, top, idx.shape[1], idx.shape[0], packed)
+        out += local_bytes + lzw(rows, max(2, bits))
+    return out + b"\x3b"
+
+
+gif_palette = rng.integers(0, 256, (16, 3))
+big = rng.integers(0, 16, (9, 11)).astype(np.uint8)
+gifs = [store("one.gif", gif_bytes((9, 11), gif_palette, [(big, 0, 0, None, None, False)])),
+        store("anim.gif", gif_bytes((9, 11), gif_palette, [
+            (big, 0, 0, None, None, False),
+            (rng.integers(0, 16, (4, 5)).astype(np.uint8), 3, 2, 7, None, False),
+            (rng.integers(0, 4, (9, 11)).astype(np.uint8), 0, 0, 2,
+             rng.integers(0, 256, (4, 3)), False)])),
+        store("interlaced.gif", gif_bytes((13, 6), gif_palette, [
+            (rng.integers(0, 16, (13, 6)).astype(np.uint8), 0, 0, None, None, True)])),
+        store("small_first.gif", gif_bytes((9, 11), gif_palette, [
+            (rng.integers(0, 16, (5, 6)).astype(np.uint8), 2, 1, 3, None, False)])),
+        store("long_lzw.gif", gif_bytes((64, 80), gif_palette, [
+            (rng.integers(0, 16, (64, 80)).astype(np.uint8), 0, 0, None, None, False)]))]
+for name in gifs:
+    record(f"gif/{name}", tf.io.decode_gif, name, {})
+    for channels, expand in itertools.product([0, 3, 1], [True, False]):
+        record(f"image/{name}/c{channels}_e{int(expand)}", tf.io.decode_image, name,
+               dict(channels=channels, expand_animations=expand))
+bad_index = gif_bytes((3, 3), gif_palette[:2], [(np.full((3, 3), 3, np.uint8), 0, 0, None,
+                                                  None, False)])
+record("gif_bad/index", tf.io.decode_gif, store("bad_index.gif", bad_index), {})
+record("gif_bad/truncated", tf.io.decode_gif,
+       store("truncated.gif", fixtures["files/one.gif"].tobytes()[:40]), {})
+record("gif_bad/png", tf.io.decode_gif, "c3_uint8.png", {})
+record("gif_bad/png_gray", tf.io.decode_gif, "c1_uint8.png", {})
+record("gif_bad/jpeg", tf.io.decode_gif, jpeg, {})
+one = fixtures["files/one.gif"].tobytes()
+record("gif_bad/cut_in_data", tf.io.decode_gif, store("cut.gif", one[:len(one) - 12]), {})
+record("gif_bad/no_trailer", tf.io.decode_gif, store("no_trailer.gif", one[:-1]), {})
+for dtype in (tf.uint16, tf.float32):
+    record(f"image/anim.gif/c0_{dtype.name}", tf.io.decode_image, "anim.gif",
+           dict(dtype=dtype))
 
 # -- DecodeImage: the format sniffed, dtype float32 scaled as convert_image_dtype -------------
 for name in (jpeg, "c4_uint16.png", "c3_uint8.png", "rgb24.bmp"):

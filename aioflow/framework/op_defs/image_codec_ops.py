@@ -1,6 +1,6 @@
 """OpDefs of TF's image codec ops (tensorflow/core/ops/image_ops.cc): DecodeJpeg,
 DecodeAndCropJpeg, ExtractJpegShape, EncodeJpeg, EncodeJpegVariableQuality, DecodePng,
-EncodePng, DecodeBmp, DecodeImage.
+EncodePng, DecodeBmp, DecodeGif, DecodeImage.
 
 Spelled as TF 2.21's OpDefs (tests/test_image_codec.py compares them with the ones
 TensorFlow wrote into tests/data/image_codec_tf.npz). Shape functions as TF's: the
@@ -52,6 +52,11 @@ def _encode_variable(op) -> list[TensorShape]:
     return [TensorShape([])]
 
 
+def _gif(op) -> list[TensorShape]:
+    _with_rank(op, 0, 0)
+    return [TensorShape([None, None, None, 3])]
+
+
 def _decode_image(op) -> list[TensorShape]:
     """Rank 3 or 4 (a GIF's frames) unless expand_animations is off."""
     _with_rank(op, 0, 0)
@@ -94,6 +99,9 @@ _op.set_shape_fn(_crop)
 
 (register_op("DecodeBmp").input("contents: string").output("image: uint8")
     .attr("channels: int = 0").set_shape_fn(_image))
+
+(register_op("DecodeGif").input("contents: string").output("image: uint8")
+    .set_shape_fn(_gif))
 
 (register_op("DecodeImage").input("contents: string").output("image: dtype")
     .attr("channels: int = 0").attr("dtype: {uint8, uint16, float} = DT_UINT8")
