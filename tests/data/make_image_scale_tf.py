@@ -72,6 +72,34 @@ def builder_resize_v1(tf):
     tf.v1image.resize_images(img3, [2, 3], method=3, name="r3")
 
 
+# End-to-end calls: name -> (input key, function of (namespace, images)); their results
+# are stored as `api:<name>` (TF eager) and compared with aioflow's session runs.
+API_CALLS = {
+    "area_down": ("u8", lambda tf, x: tf.image.resize(x, [4, 3], method="area")),
+    "area_up_3d": ("f32_3d", lambda tf, x: tf.image.resize(x, [9, 11], method="area")),
+    "lanczos3": ("u8", lambda tf, x: tf.image.resize(x, [5, 4], method="lanczos3")),
+    "lanczos3_aa": ("u8", lambda tf, x: tf.image.resize(x, [5, 4], method="lanczos3",
+                                                        antialias=True)),
+    "lanczos5_up": ("f32_3d", lambda tf, x: tf.image.resize(x, [10, 13], method="lanczos5")),
+    "gaussian_aa": ("u8", lambda tf, x: tf.image.resize(x, [3, 5], method="gaussian",
+                                                        antialias=True)),
+    "mitchellcubic": ("u8", lambda tf, x: tf.image.resize(x, [12, 5],
+                                                          method="mitchellcubic")),
+    "bilinear_aa": ("u8", lambda tf, x: tf.image.resize(x, [4, 3], antialias=True)),
+    "bicubic_aa": ("f32_3d", lambda tf, x: tf.image.resize(x, [3, 5], method="bicubic",
+                                                           antialias=True)),
+    "v1_area_align": ("u8", lambda tf, x: tf.v1image.resize_images(x, [5, 4], method=3,
+                                                                  align_corners=True)),
+    "v1_resize_area": ("f32_3d", lambda tf, x: tf.v1image.resize_area(x[None], [4, 5])),
+}
+
+
+def api_inputs() -> dict:
+    rng = np.random.default_rng(7)
+    return {"u8": rng.integers(0, 256, (2, 9, 7, 3)).astype(np.uint8),
+            "f32_3d": rng.integers(0, 256, (6, 8, 1)).astype(f32)}
+
+
 OP_NAMES = ["ResizeArea", "ScaleAndTranslate", "ScaleAndTranslateGrad"]
 BUILDERS = [builder_resize_area_v2, builder_scale_and_translate, builder_resize_v1]
 
@@ -190,8 +218,8 @@ def _cases():
     return cases
 
 
-def _make_builders(real_tf):
-    """{builder name: the GraphDef TF's Python writes for it (graph mode)}."""
+def _namespace(real_tf):
+    """TF's functions the builder programs and API_CALLS use, under their names there."""
     v1 = real_tf.compat.v1
 
     class Namespace:
@@ -206,6 +234,12 @@ def _make_builders(real_tf):
     mod.v1image = Namespace()
     mod.v1image.resize_area = v1.image.resize_area
     mod.v1image.resize_images = v1.image.resize_images
+    return mod
+
+
+def _make_builders(real_tf):
+    """{builder name: the GraphDef TF's Python writes for it (graph mode)}."""
+    mod = _namespace(real_tf)
     graph_defs = {}
     for fn in BUILDERS:
         g = real_tf.Graph()
@@ -243,6 +277,10 @@ def main():
             record.update(outcome="ok", n_outputs=1)
             arrays[f"out:{case_id}:0"] = out.numpy()
         records.append(record)
+    mod = _namespace(tf)
+    inputs = api_inputs()
+    for name, (key, call) in API_CALLS.items():
+        arrays[f"api:{name}"] = call(mod, tf.constant(inputs[key])).numpy()
     with open(os.path.join(HERE, "image_scale_cases.json"), "w") as f:
         json.dump(records, f, indent=1, sort_keys=True)
         f.write("\n")
