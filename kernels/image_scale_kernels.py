@@ -1,5 +1,5 @@
-"""CPU kernels (NumPy) for area and filtered resizing, ResizeArea and ScaleAndTranslate, to
-TF 2.21's values bit for bit.
+"""CPU kernels (NumPy) for area and filtered resizing, ResizeArea and ScaleAndTranslate (and
+ScaleAndTranslateGrad, its transpose), to TF 2.21's values bit for bit.
 
 Both resizes are separable. Each axis gets a table of taps built once per call: for every
 output index, the input indices it reads (`idx`, [taps, out]) and their float32 weights
@@ -75,6 +75,10 @@ def _reduce(values: np.ndarray, axis: int, taps: _Taps, from_zero: bool) -> np.n
     term (then every output uses tap 0)."""
     shape = [1, 1, 1, 1]
     shape[axis] = -1
+    if taps.idx.shape[0] == 0:  # no taps at all: every output is 0
+        out_shape = list(values.shape)
+        out_shape[axis] = taps.idx.shape[1]
+        return np.zeros(out_shape, _F32)
     out = None if not from_zero else 0
     for k in range(taps.idx.shape[0]):
         term = np.take(values, taps.idx[k], axis=axis) * taps.w[k].reshape(shape)
@@ -329,10 +333,12 @@ class _ScaleTranslateBase(OpKernel):
         self.antialias = bool(ctx.get_attr("antialias", True))
         self.kernel = sampling_kernel(ctx.get_attr("kernel_type", "lanczos3"))
 
+    def spans(self, out_size: int, in_size: int, scale, translate) -> tuple:
+        return scale_translate_spans(self.kernel, out_size, in_size, scale, translate,
+                                     self.antialias)
+
     def taps(self, out_size: int, in_size: int, scale, translate) -> _Taps:
-        starts, weights, span = scale_translate_spans(self.kernel, out_size, in_size, scale,
-                                                      translate, self.antialias)
-        return _gather_taps(starts, weights, span, in_size)
+        return _gather_taps(*self.spans(out_size, in_size, scale, translate), in_size)
 
 
 @register_kernel("ScaleAndTranslate", "CPU")
@@ -370,4 +376,58 @@ class ScaleAndTranslateOp(_ScaleTranslateBase):
             rows = self.taps(out_h, in_h, row_scale, row_shift)
             img = images.astype(_F32, copy=False)
             inter = _reduce(img, 1, rows, from_zero=True)
+            return (_reduce(inter, 2, cols, from_zero=True),)
+
+
+def grad_taps(starts, weights, span_size: int, fwd_out: int, fwd_in: int) -> _Taps:
+    """TF's ComputeGradSpansCore: the forward spans transposed. Input index i reads the
+    forward outputs from the first one that weighed it (0 if none), over the longest such
+    range of any input; its weights are the forward nonzero weights, 0 elsewhere."""
+    k = np.arange(span_size)[:, None]
+    src = starts + k  # [span, fwd_out]: the forward input each tap read
+    outs = np.broadcast_to(np.arange(fwd_out), src.shape)
+    hit = (weights != 0) & (src < fwd_in)
+    src, outs, w = src[hit], outs[hit], weights[hit]
+    first = np.full(fwd_in, fwd_out, np.int64)
+    last = np.full(fwd_in, -1, np.int64)
+    np.minimum.at(first, src, outs)
+    np.maximum.at(last, src, outs)
+    seen = last >= 0
+    grad_span = int((last - first + 1)[seen].max(initial=0))
+    first = np.where(seen, first, 0)
+    grad_w = np.zeros((grad_span, fwd_in), _F32)
+    grad_w[outs - first[src], src] = w
+    return _gather_taps(first, grad_w, grad_span, fwd_out)
+
+
+@register_kernel("ScaleAndTranslateGrad", "CPU")
+class ScaleAndTranslateGradOp(_ScaleTranslateBase):
+    """The gradient of ScaleAndTranslate with respect to its images: `grads` (of the
+    resized images' shape) spread back over original_image's height and width by the
+    forward weights, rows first then columns; float32."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        grads, original = np.shape(inputs[0]), np.shape(inputs[1])
+        if len(grads) != 4 or len(original) != 4:
+            return False
+        return grads[0] * grads[3] * original[1] * original[2] > POOL_ABOVE
+
+    def compute(self, ctx, inputs):
+        grads, original, scale, translation = (np.asarray(v) for v in inputs)
+        if grads.ndim != 4:
+            raise _invalid(f"input_grad must be 4-dimensional{shape_str(grads.shape)}")
+        if original.ndim != 4:
+            raise _invalid(f"original_image must be 4-dimensional{shape_str(original.shape)}")
+        batch, out_h, out_w, channels = grads.shape
+        in_h, in_w = original.shape[1:3]
+        if in_h > _INT32_MAX or in_w > _INT32_MAX:
+            raise _invalid("original sizes must be between 0 and max int32")
+        (row_scale, col_scale), (row_shift, col_shift) = _scale_translation(scale,
+                                                                             translation)
+        if batch * in_h * in_w * channels == 0 or out_h * out_w == 0:
+            return (np.zeros((batch, in_h, in_w, channels), _F32),)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            rows = grad_taps(*self.spans(out_h, in_h, row_scale, row_shift), out_h, in_h)
+            cols = grad_taps(*self.spans(out_w, in_w, col_scale, col_shift), out_w, in_w)
+            inter = _reduce(grads, 1, rows, from_zero=True)
             return (_reduce(inter, 2, cols, from_zero=True),)

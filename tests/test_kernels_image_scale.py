@@ -1,8 +1,9 @@
-"""ResizeArea and ScaleAndTranslate kernels against TensorFlow 2.21's own results
-(tests/data/image_scale_cases.*, from tests/data/make_image_scale_tf.py), their input
-checks in TF's order, classes and words, their OpDefs, and the af.image builders
-(tf.image.resize with area / lanczos / gaussian / mitchellcubic / antialias, the v1
-resize_area and resize_images) against the GraphDefs TF's Python writes."""
+"""ResizeArea, ScaleAndTranslate and ScaleAndTranslateGrad kernels against TensorFlow
+2.21's own results (tests/data/image_scale_cases.*, from tests/data/make_image_scale_tf.py),
+their input checks in TF's order, classes and words, their OpDefs, and the af.image
+builders (tf.image.resize with area / lanczos / gaussian / mitchellcubic / antialias, the
+v1 resize_area and resize_images) against the GraphDefs TF's Python writes and the values
+TF's tf.image.resize gives."""
 
 from __future__ import annotations
 
@@ -76,14 +77,16 @@ def test_resize_area_matches_tf(case_id):
     check_ok(case_id, exact=True)
 
 
-@pytest.mark.parametrize("case_id", case_ids("ScaleAndTranslate", "ok"))
+@pytest.mark.parametrize("case_id", case_ids("ScaleAndTranslate", "ok")
+                         + case_ids("ScaleAndTranslateGrad", "ok"))
 def test_scale_and_translate_matches_tf(case_id):
     lanczos = CASES[case_id]["attrs"].get("kernel_type", "lanczos3").lower().startswith("lanc")
     check_ok(case_id, exact=not lanczos or image_scale_kernels._c_sinf() is not None)
 
 
 @pytest.mark.parametrize("case_id", case_ids("ResizeArea", "error")
-                         + case_ids("ScaleAndTranslate", "error"))
+                         + case_ids("ScaleAndTranslate", "error")
+                         + case_ids("ScaleAndTranslateGrad", "error"))
 def test_checks_as_tf(case_id):
     check_error(case_id)
 

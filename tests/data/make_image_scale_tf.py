@@ -1,9 +1,9 @@
 """Writes tests/data/image_scale_cases.{json,npz} (TensorFlow 2.21's CPU results for the
-ResizeArea and ScaleAndTranslate kernels, case by case), image_scale_op_defs.pb (TF's
-OpDefs of ResizeArea, ScaleAndTranslate, ScaleAndTranslateGrad) and
-image_scale_builders.npz (the GraphDefs TF's Python writes for the `builder_*` programs
-below: tf.image.resize with the area / lanczos / gaussian / mitchellcubic methods and
-antialias, tf.compat.v1.image.resize_area and resize_images).
+ResizeArea, ScaleAndTranslate and ScaleAndTranslateGrad kernels, case by case, and of the
+tf.image.resize calls in API_CALLS end to end), image_scale_op_defs.pb (TF's OpDefs of
+those three ops) and image_scale_builders.npz (the GraphDefs TF's Python writes for the
+`builder_*` programs below: tf.image.resize with the area / lanczos / gaussian /
+mitchellcubic methods and antialias, tf.compat.v1.image.resize_area and resize_images).
 
 Each case runs one raw op eagerly (`tf.raw_ops.<Op>`) with oneDNN off and records its
 outputs, or its error class and message (without the eager wrapper's "{{function_node
@@ -190,8 +190,35 @@ def _cases():
                                                    f32([0, 0])], kernel_type="box")
     add("st_big", "ScaleAndTranslate",
         [image((1, 33, 27, 3)), i32([14, 50]), f32([14 / 33, 50 / 27]), f32([0, 0])])
-    zeros = np.zeros((1, 3, 4, 2), f32)
+    # ScaleAndTranslateGrad: the forward op's transpose (grads of the output's shape, the
+    # original image for its size).
+    grad_shapes = [((7, 6), (3, 4), f32([3 / 7, 4 / 6]), f32([0, 0])),
+                   ((4, 5), (9, 8), f32([9 / 4, 8 / 5]), f32([0, 0])),
+                   ((8, 7), (6, 9), f32([0.7, 1.6]), f32([-1.3, 2.5]))]
+    grads = [rng.integers(-9, 10, (2 - min(n, 1), oh, ow, 2)).astype(f32)
+             for n, (_, (oh, ow), _, _) in enumerate(grad_shapes)]
+    originals = [np.zeros((2 - min(n, 1), ih, iw, 2), f32)
+                 for n, ((ih, iw), _, _, _) in enumerate(grad_shapes)]
+    for kernel in KERNEL_TYPES:
+        for aa in (True, False):
+            for n, (_, _, scale, shift) in enumerate(grad_shapes):
+                add(f"grad_{kernel}_{'aa' if aa else 'noaa'}_{n}", "ScaleAndTranslateGrad",
+                    [grads[n], originals[n], scale, shift], kernel_type=kernel, antialias=aa)
+    g, o = grads[0], originals[0]
     one, zero2 = f32([1, 1]), f32([0, 0])
+    g_inf = g.copy()
+    g_inf[0, 1, 2, 0] = np.inf
+    add("grad_nonfinite", "ScaleAndTranslateGrad", [g_inf, o, grad_shapes[0][2], zero2])
+    add("grad_err_rank", "ScaleAndTranslateGrad", [g[0], o, one, zero2])
+    add("grad_err_original_rank", "ScaleAndTranslateGrad", [g, o[0], one, zero2])
+    add("grad_err_scale_len", "ScaleAndTranslateGrad", [g, o, f32([1, 1, 1]), zero2])
+    add("grad_err_scale_zero", "ScaleAndTranslateGrad", [g, o, f32([0, 1]), zero2])
+    add("grad_err_translation_rank", "ScaleAndTranslateGrad", [g, o, one, f32([[0, 0]])])
+    add("grad_err_kernel", "ScaleAndTranslateGrad", [g, o, one, zero2], kernel_type="cubic")
+    add("grad_empty_batch", "ScaleAndTranslateGrad",
+        [np.zeros((0, 3, 4, 2), f32), np.zeros((0, 5, 5, 2), f32), one, zero2])
+
+    zeros = np.zeros((1, 3, 4, 2), f32)
     add("st_err_rank", "ScaleAndTranslate", [zeros[0], i32([2, 2]), one, zero2])
     add("st_err_size_rank", "ScaleAndTranslate", [zeros, i32([[2, 2]]), one, zero2])
     add("st_err_size_len", "ScaleAndTranslate", [zeros, i32([1, 2, 3]), one, zero2])
