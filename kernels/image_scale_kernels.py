@@ -51,13 +51,16 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
-def _output_elements(inputs) -> int:
+def _resize_is_expensive(inputs) -> bool:
+    """Whether the input or the output has more than POOL_ABOVE elements (a resize passes
+    over both once per tap)."""
     images, size = inputs[0], inputs[1]
     shape = np.shape(images)
     if len(shape) != 4 or np.shape(size) != (2,):
-        return 0
+        return False
     h, w = int(size[0]), int(size[1])
-    return shape[0] * shape[3] * h * w if h > 0 and w > 0 else 0
+    out = shape[0] * shape[3] * h * w if h > 0 and w > 0 else 0
+    return max(out, int(np.prod(shape))) > POOL_ABOVE
 
 
 class _Taps:
@@ -72,26 +75,22 @@ class _Taps:
 def _reduce(values: np.ndarray, axis: int, taps: _Taps, from_zero: bool) -> np.ndarray:
     """Per output index, the sum over its used taps k of values[idx[k]] * w[k] along `axis`
     (1 or 2 of NHWC), added in tap order: to 0 when `from_zero`, else to the first tap's
-    term (then every output uses tap 0)."""
+    term (every output then uses tap 0)."""
     shape = [1, 1, 1, 1]
     shape[axis] = -1
-    if taps.idx.shape[0] == 0:  # no taps at all: every output is 0
+    num_taps = taps.idx.shape[0]
+    if from_zero or num_taps == 0:
         out_shape = list(values.shape)
         out_shape[axis] = taps.idx.shape[1]
-        return np.zeros(out_shape, _F32)
-    out = None if not from_zero else 0
-    for k in range(taps.idx.shape[0]):
-        term = np.take(values, taps.idx[k], axis=axis) * taps.w[k].reshape(shape)
-        if out is None:
-            out = term
-            continue
+        out, first = np.zeros(out_shape, _F32), 0
+    else:
+        out, first = np.take(values, taps.idx[0], axis=axis) * taps.w[0].reshape(shape), 1
+    for k in range(first, num_taps):
         use = taps.use[k]
-        if use.all():
-            out = out + term
-        elif use.any():
-            out = np.where(use.reshape(shape), out + term, out)
-        elif k == 0:
-            out = np.zeros_like(term)
+        if not use.any():
+            continue
+        term = np.take(values, taps.idx[k], axis=axis) * taps.w[k].reshape(shape)
+        out = out + term if use.all() else np.where(use.reshape(shape), out + term, out)
     return out
 
 
@@ -151,7 +150,7 @@ class ResizeAreaOp(OpKernel):
         self.align_corners = bool(ctx.get_attr("align_corners", False))
 
     def is_expensive(self, inputs: list) -> bool:
-        return _output_elements(inputs) > POOL_ABOVE
+        return _resize_is_expensive(inputs)
 
     def compute(self, ctx, inputs):
         images, size = inputs
@@ -347,7 +346,7 @@ class ScaleAndTranslateOp(_ScaleTranslateBase):
     translation (per axis), antialiased when downscaling; float32 output."""
 
     def is_expensive(self, inputs: list) -> bool:
-        return _output_elements(inputs) > POOL_ABOVE
+        return _resize_is_expensive(inputs)
 
     def compute(self, ctx, inputs):
         images, size, scale, translation = (np.asarray(v) for v in inputs)
@@ -410,7 +409,8 @@ class ScaleAndTranslateGradOp(_ScaleTranslateBase):
         grads, original = np.shape(inputs[0]), np.shape(inputs[1])
         if len(grads) != 4 or len(original) != 4:
             return False
-        return grads[0] * grads[3] * original[1] * original[2] > POOL_ABOVE
+        out = grads[0] * grads[3] * original[1] * original[2]
+        return max(out, int(np.prod(grads))) > POOL_ABOVE
 
     def compute(self, ctx, inputs):
         grads, original, scale, translation = (np.asarray(v) for v in inputs)

@@ -110,13 +110,14 @@ def test_cases_cover_the_brief():
 @pytest.mark.parametrize("op, extra", [("ResizeArea", []),
                                        ("ScaleAndTranslate", [np.float32([2, 2]),
                                                               np.float32([0, 0])])])
-def test_large_outputs_go_to_the_pool_and_are_vectorised(op, extra):
+def test_large_resizes_go_to_the_pool_and_are_vectorised(op, extra):
     img = np.random.default_rng(0).uniform(0, 255, (1, 256, 256, 3)).astype(np.float32)
     size = np.int32([512, 512])
     kernel = create(op, [img, size, *extra])
     assert kernel.expensive is None
     assert kernel.is_expensive([img, size, *extra])
-    assert not kernel.is_expensive([img, np.int32([8, 8]), *extra])
+    assert kernel.is_expensive([img, np.int32([8, 8]), *extra])  # a large input
+    assert not kernel.is_expensive([img[:, :32, :32], np.int32([8, 8]), *extra])
     start = time.perf_counter()
     out = kernel.compute(None, [img, size, *extra])[0]
     assert out.shape == (1, 512, 512, 3)
