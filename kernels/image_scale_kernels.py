@@ -72,25 +72,33 @@ class _Taps:
         self.idx, self.w, self.use = idx, w, use
 
 
-def _reduce(values: np.ndarray, axis: int, taps: _Taps, from_zero: bool) -> np.ndarray:
-    """Per output index, the sum over its used taps k of values[idx[k]] * w[k] along `axis`
-    (1 or 2 of NHWC), added in tap order: to 0 when `from_zero`, else to the first tap's
-    term (every output then uses tap 0)."""
+def _reduce(values: np.ndarray, axis: int, taps: _Taps) -> np.ndarray:
+    """Per output index, the sum from 0 over its used taps k of values[idx[k]] * w[k] along
+    `axis` (1 or 2 of NHWC), added in tap order as TF adds them.
+
+    When `values` are all finite an unused tap may be added with weight 0 instead (it adds
+    +-0, which leaves a sum that started from +0 unchanged), so every tap is one in-place
+    multiply-add over the whole output; otherwise unused taps are masked out (0 * inf
+    would be NaN)."""
     shape = [1, 1, 1, 1]
     shape[axis] = -1
-    num_taps = taps.idx.shape[0]
-    if from_zero or num_taps == 0:
-        out_shape = list(values.shape)
-        out_shape[axis] = taps.idx.shape[1]
-        out, first = np.zeros(out_shape, _F32), 0
-    else:
-        out, first = np.take(values, taps.idx[0], axis=axis) * taps.w[0].reshape(shape), 1
-    for k in range(first, num_taps):
+    out_shape = list(values.shape)
+    out_shape[axis] = taps.idx.shape[1]
+    out = np.zeros(out_shape, _F32)
+    term = np.empty(out_shape, _F32)
+    finite = bool(np.isfinite(values).all())
+    for k in range(taps.idx.shape[0]):
         use = taps.use[k]
-        if not use.any():
+        every = bool(use.all())
+        if not every and not use.any():
             continue
-        term = np.take(values, taps.idx[k], axis=axis) * taps.w[k].reshape(shape)
-        out = out + term if use.all() else np.where(use.reshape(shape), out + term, out)
+        w = taps.w[k] if every or not finite else np.where(use, taps.w[k], _ZERO)
+        np.take(values, taps.idx[k], axis=axis, out=term)
+        term *= w.reshape(shape)
+        if every or finite:
+            out += term
+        else:
+            out = np.where(use.reshape(shape), out + term, out)
     return out
 
 
@@ -166,8 +174,8 @@ class ResizeAreaOp(OpKernel):
         rows = area_row_taps(st.in_h, st.out_h, h_scale)
         scale = _F32(1.0 / float(h_scale * w_scale))
         with np.errstate(invalid="ignore", over="ignore"):
-            summed = _reduce(img, 2, cols, from_zero=False)
-            out = _reduce(summed, 1, rows, from_zero=True)
+            summed = _reduce(img, 2, cols)
+            out = _reduce(summed, 1, rows)
             return ((out * scale).astype(_F32, copy=False),)
 
 
@@ -374,8 +382,8 @@ class ScaleAndTranslateOp(_ScaleTranslateBase):
             cols = self.taps(out_w, in_w, col_scale, col_shift)
             rows = self.taps(out_h, in_h, row_scale, row_shift)
             img = images.astype(_F32, copy=False)
-            inter = _reduce(img, 1, rows, from_zero=True)
-            return (_reduce(inter, 2, cols, from_zero=True),)
+            inter = _reduce(img, 1, rows)
+            return (_reduce(inter, 2, cols),)
 
 
 def grad_taps(starts, weights, span_size: int, fwd_out: int, fwd_in: int) -> _Taps:
@@ -429,5 +437,5 @@ class ScaleAndTranslateGradOp(_ScaleTranslateBase):
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             rows = grad_taps(*self.spans(out_h, in_h, row_scale, row_shift), out_h, in_h)
             cols = grad_taps(*self.spans(out_w, in_w, col_scale, col_shift), out_w, in_w)
-            inter = _reduce(grads, 1, rows, from_zero=True)
-            return (_reduce(inter, 2, cols, from_zero=True),)
+            inter = _reduce(grads, 1, rows)
+            return (_reduce(inter, 2, cols),)
