@@ -280,7 +280,8 @@ def scale_translate_spans(kernel: tuple, out_size: int, in_size: int, scale, tra
     inv_translate = -inv_scale * _F32(translate)
     kernel_scale = max(inv_scale, _ONE) if antialias else _ONE
     reach = radius * kernel_scale
-    span_size = min(2 * int(np.ceil(reach)) + 1, in_size)
+    # (an infinite reach, from a subnormal scale, spans the whole input)
+    span_size = min(2 * int(np.ceil(reach)) + 1, in_size) if np.isfinite(reach) else in_size
     one_over_kernel_scale = _ONE / kernel_scale
     sample = (np.arange(out_size).astype(_F32) + _HALF) * inv_scale + inv_translate
     inside = ~((sample < 0) | (sample > _F32(in_size)))
@@ -314,13 +315,16 @@ def _gather_taps(starts, weights, span_size: int, in_size: int) -> _Taps:
 
 
 def _vector(t, what: str = "t") -> tuple:
-    """TF's GetValues: the two floats of a 1-D, 2-element tensor."""
+    """TF's GetValues: the two floats of a 1-D, 2-element tensor, subnormals read as 0 (TF's
+    CPU kernels run with denormals-are-zero: a scale of 1e-45 is not greater than 0)."""
     t = np.asarray(t)
     if t.ndim != 1:
         raise _invalid(f"{what} must be 1-dimensional{shape_str(t.shape)}")
     if t.size != 2:
         raise _invalid(f"{what} must have two elements{shape_str(t.shape)}")
-    return _F32(t[0]), _F32(t[1])
+    values = t.astype(_F32)
+    values = np.where(np.abs(values) < np.finfo(_F32).tiny, _ZERO, values)
+    return values[0], values[1]
 
 
 def _scale_translation(scale, translation) -> tuple:

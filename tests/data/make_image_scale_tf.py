@@ -232,6 +232,8 @@ def _cases():
     add("st_err_scale_len", "ScaleAndTranslate", [zeros, i32([2, 2]), f32([1, 1, 1]), zero2])
     add("st_err_scale_zero", "ScaleAndTranslate", [zeros, i32([2, 2]), f32([1, 0]), zero2])
     add("st_err_scale_neg", "ScaleAndTranslate", [zeros, i32([2, 2]), f32([-1, 1]), zero2])
+    add("st_err_scale_subnormal", "ScaleAndTranslate",  # denormals are zero in TF's kernels
+        [zeros, i32([2, 2]), f32([1, 1e-45]), zero2])
     add("st_err_scale_nan", "ScaleAndTranslate",
         [zeros, i32([2, 2]), f32([np.nan, 1]), zero2])
     add("st_err_translation_len", "ScaleAndTranslate",
