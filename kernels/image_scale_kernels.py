@@ -86,15 +86,20 @@ def _reduce(values: np.ndarray, axis: int, taps: _Taps) -> np.ndarray:
     out_shape[axis] = taps.idx.shape[1]
     out = np.zeros(out_shape, _F32)
     term = np.empty(out_shape, _F32)
-    finite = bool(np.isfinite(values).all())
+    finite = None  # whether `values` are all finite: asked at the first partly used tap
     for k in range(taps.idx.shape[0]):
-        use = taps.use[k]
+        use, w = taps.use[k], taps.w[k]
         every = bool(use.all())
-        if not every and not use.any():
-            continue
-        w = taps.w[k] if every or not finite else np.where(use, taps.w[k], _ZERO)
+        if not every:
+            if not use.any():
+                continue
+            if finite is None:
+                finite = bool(np.isfinite(values).all())
+            if finite:
+                w = np.where(use, w, _ZERO)
         np.take(values, taps.idx[k], axis=axis, out=term)
-        term *= w.reshape(shape)
+        if not (w == _ONE).all():  # (ResizeArea's inner cells weigh exactly 1)
+            term *= w.reshape(shape)
         if every or finite:
             out += term
         else:
