@@ -203,10 +203,12 @@ def _c_sinf():
 
 
 def _sinf(x: np.ndarray) -> np.ndarray:
-    """sinf as TF's Lanczos kernel calls it (the C library's). glibc's is within 0.56 ulp:
-    it equals the double sine rounded to float except near a rounding tie (measured: never
-    when the double lies more than 0.44 ulp from the float). So: the double sine rounded,
-    and the C library's own value where that lies over 0.4 ulp from it (a fifth of them)."""
+    """sinf as TF's Lanczos kernel calls it (the C library's). glibc's is not correctly
+    rounded, but it is the double sine rounded to float except near a rounding tie: on
+    400,000 random floats in [0, 16] (Lanczos's arguments lie in [0, 5 pi]) it differed
+    only where the double lay over 0.44 ulp from that float. So: the double sine rounded,
+    and the C library's own value where the double lies over 0.4 ulp from it (about a
+    fifth of the values, one call each)."""
     exact = np.sin(x.astype(np.float64))
     out = exact.astype(_F32)
     c_sinf = _c_sinf()
