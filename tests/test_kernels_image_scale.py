@@ -237,3 +237,12 @@ def test_api_runs_to_tf_values(name, graph):
     want = ARRAYS[f"api:{name}"]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif(image_scale_kernels._c_sinf() is None, reason="no C library sinf")
+def test_lanczos_sine_is_the_c_librarys():
+    """The Lanczos weights' sinf equals the C library's (TF's) on every argument tried."""
+    c_sinf = image_scale_kernels._c_sinf()
+    x = np.random.default_rng(3).uniform(0, 5 * np.pi, 60000).astype(np.float32)
+    want = np.array([c_sinf(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(image_scale_kernels._sinf(x), want)
