@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     gather_scatter_nd_kernels,
     image_codec_kernels,
     image_kernels,
+    image_scale_kernels,
     io_kernels,
     linalg_kernels,
     list_kernels,

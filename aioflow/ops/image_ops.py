@@ -1,8 +1,9 @@
 """Image and detection builders with TF's Python names, and the ops TF's Python writes:
 `resize` (TF 2's tf.image.resize: ResizeBilinear / ResizeNearestNeighbor / ResizeBicubic
-with half_pixel_centers, ExpandDims/Squeeze for a single image, the Cast/RealDiv/Round
-chain of preserve_aspect_ratio), the tf.compat.v1 `resize_bilinear`,
-`resize_nearest_neighbor`, `resize_bicubic`, `crop_and_resize`, `non_max_suppression`
+with half_pixel_centers, ResizeArea, ScaleAndTranslate for the filtered and antialiased
+methods, ExpandDims/Squeeze for a single image, the Cast/RealDiv/Round chain of
+preserve_aspect_ratio), TF 1's `resize_images`, the tf.compat.v1 `resize_bilinear`,
+`resize_nearest_neighbor`, `resize_bicubic`, `resize_area`, `crop_and_resize`, `non_max_suppression`
 (V3), `non_max_suppression_with_scores` (V5), `top_k` (TopKV2) and `in_top_k` (InTopKV2,
 TF 2's argument order)."""
 
@@ -29,10 +30,17 @@ class ResizeMethod:
     MITCHELLCUBIC = "mitchellcubic"
 
 
-_UNSUPPORTED = {ResizeMethod.AREA: "ResizeArea", ResizeMethod.LANCZOS3: "ScaleAndTranslate",
-                ResizeMethod.LANCZOS5: "ScaleAndTranslate",
-                ResizeMethod.GAUSSIAN: "ScaleAndTranslate",
-                ResizeMethod.MITCHELLCUBIC: "ScaleAndTranslate"}
+class ResizeMethodV1:
+    """TF 1's resize methods (tf.compat.v1.image.ResizeMethod): integers."""
+
+    BILINEAR = 0
+    NEAREST_NEIGHBOR = 1
+    BICUBIC = 2
+    AREA = 3
+
+
+_SCALE_AND_TRANSLATE_METHODS = (ResizeMethod.LANCZOS3, ResizeMethod.LANCZOS5,
+                                ResizeMethod.GAUSSIAN, ResizeMethod.MITCHELLCUBIC)
 
 
 def _image_dimensions(image, rank: int) -> list:
@@ -103,27 +111,59 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio: bo
            antialias: bool = False, name: str | None = None) -> ops.Tensor:
     """TF 2's tf.image.resize: `images` ([batch,] height, width, channels) resized to
     `size` = [new_height, new_width] with half-pixel centres; float32 except for
-    "nearest", which keeps the images' type."""
+    "nearest", which keeps the images' type. "area" writes ResizeArea; lanczos3/5,
+    gaussian and mitchellcubic, and bilinear / bicubic with `antialias`, write
+    ScaleAndTranslate (kernel triangle / keyscubic for those two) at scale new / old."""
     method = getattr(method, "value", method)
 
+    def scale_and_translate_fn(images_t, new_size, kernel_type):
+        scale = (math_ops.cast(new_size, dtype=dtypes.float32)
+                 / math_ops.cast(array_ops.shape(images_t)[1:3], dtype=dtypes.float32))
+        return scale_and_translate(images_t, new_size, scale, array_ops.zeros([2]),
+                                   kernel_type=kernel_type, antialias=antialias)
+
     def resize_fn(images_t, new_size):
-        if antialias or method in _UNSUPPORTED:
-            op = "ScaleAndTranslate" if antialias else _UNSUPPORTED[method]
-            raise NotImplementedError(
-                f"tf.image.resize with method={method!r}"
-                f"{', antialias=True' if antialias else ''} writes {op}, which aioflow "
-                "does not implement")
         if method == ResizeMethod.BILINEAR:
+            if antialias:
+                return scale_and_translate_fn(images_t, new_size, "triangle")
             return resize_bilinear(images_t, new_size, half_pixel_centers=True)
         if method == ResizeMethod.NEAREST_NEIGHBOR:
             return resize_nearest_neighbor(images_t, new_size, half_pixel_centers=True)
         if method == ResizeMethod.BICUBIC:
+            if antialias:
+                return scale_and_translate_fn(images_t, new_size, "keyscubic")
             return resize_bicubic(images_t, new_size, half_pixel_centers=True)
+        if method == ResizeMethod.AREA:
+            return resize_area(images_t, new_size)
+        if method in _SCALE_AND_TRANSLATE_METHODS:
+            return scale_and_translate_fn(images_t, new_size, method)
         raise ValueError(f"Resize method is not implemented: {method}")
 
     return _resize_images_common(images, resize_fn, size,
                                  preserve_aspect_ratio=preserve_aspect_ratio, name=name,
                                  skip_resize_if_same=False)
+
+
+def resize_images(images, size, method=ResizeMethodV1.BILINEAR, align_corners: bool = False,
+                  preserve_aspect_ratio: bool = False, name: str | None = None) -> ops.Tensor:
+    """TF 1's tf.compat.v1.image.resize_images: bilinear, nearest, bicubic or area (TF 1's
+    integer methods or TF 2's names) with `align_corners` and without half-pixel centres;
+    the images themselves when their static size is already `size`."""
+
+    def resize_fn(images_t, new_size):
+        if method in (ResizeMethodV1.BILINEAR, ResizeMethod.BILINEAR):
+            return resize_bilinear(images_t, new_size, align_corners=align_corners)
+        if method in (ResizeMethodV1.NEAREST_NEIGHBOR, ResizeMethod.NEAREST_NEIGHBOR):
+            return resize_nearest_neighbor(images_t, new_size, align_corners=align_corners)
+        if method in (ResizeMethodV1.BICUBIC, ResizeMethod.BICUBIC):
+            return resize_bicubic(images_t, new_size, align_corners=align_corners)
+        if method in (ResizeMethodV1.AREA, ResizeMethod.AREA):
+            return resize_area(images_t, new_size, align_corners=align_corners)
+        raise ValueError(f"Resize method is not implemented: {method}")
+
+    return _resize_images_common(images, resize_fn, size,
+                                 preserve_aspect_ratio=preserve_aspect_ratio, name=name,
+                                 skip_resize_if_same=True)
 
 
 def resize_bilinear(images, size, align_corners: bool = False, name: str | None = None,
@@ -146,6 +186,22 @@ def resize_bicubic(images, size, align_corners: bool = False, name: str | None =
     """A ResizeBicubic op (tf.compat.v1.image.resize_bicubic); float32 output."""
     return apply_op("ResizeBicubic", name=name, images=images, size=size,
                     align_corners=align_corners, half_pixel_centers=half_pixel_centers)
+
+
+def resize_area(images, size, align_corners: bool = False,
+                name: str | None = None) -> ops.Tensor:
+    """A ResizeArea op (tf.compat.v1.image.resize_area): each output pixel the mean of the
+    input area it covers; float32 output."""
+    return apply_op("ResizeArea", name=name, images=images, size=size,
+                    align_corners=align_corners)
+
+
+def scale_and_translate(images, size, scale, translation, kernel_type: str = "lanczos3",
+                        antialias: bool = True, name: str | None = None) -> ops.Tensor:
+    """A ScaleAndTranslate op (tf.raw_ops.ScaleAndTranslate): `images` resampled to `size`
+    by `kernel_type` at output = input * scale + translation per axis; float32 output."""
+    return apply_op("ScaleAndTranslate", name=name, images=images, size=size, scale=scale,
+                    translation=translation, kernel_type=kernel_type, antialias=antialias)
 
 
 def crop_and_resize(image, boxes, box_indices=None, crop_size=None, method: str = "bilinear",
@@ -212,7 +268,8 @@ def in_top_k_v1(predictions, targets, k, name: str | None = None) -> ops.Tensor:
 
 
 __all__ = [
-    "ResizeMethod", "resize", "resize_bilinear", "resize_nearest_neighbor", "resize_bicubic",
+    "ResizeMethod", "ResizeMethodV1", "resize", "resize_images", "resize_bilinear",
+    "resize_nearest_neighbor", "resize_bicubic", "resize_area", "scale_and_translate",
     "crop_and_resize", "non_max_suppression", "non_max_suppression_with_scores", "top_k",
     "in_top_k", "in_top_k_v1",
 ]

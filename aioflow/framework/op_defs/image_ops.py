@@ -1,6 +1,7 @@
 """OpDefs of TF's image resizing, detection post-processing and top-k ops
 (tensorflow/core/ops/image_ops.cc, nn_ops.cc): ResizeBilinear, ResizeNearestNeighbor,
-ResizeBicubic, CropAndResize, NonMaxSuppressionV3/V4/V5, TopKV2, InTopKV2.
+ResizeBicubic, ResizeArea, ScaleAndTranslate(Grad), CropAndResize,
+NonMaxSuppressionV3/V4/V5, TopKV2, InTopKV2.
 
 Attrs, defaults and allowed types are TF 2.21's. Shape functions give what the input
 shapes (and constant inputs: the size, crop_size, k, max_output_size) determine, raising
@@ -176,6 +177,17 @@ def _resize(name: str, types: str, output: str) -> None:
 _resize("ResizeBilinear", _RESIZE_TYPES, "float")
 _resize("ResizeNearestNeighbor", _NN_TYPES, "T")
 _resize("ResizeBicubic", _NN_TYPES, "float")
+(register_op("ResizeArea").input("images: T").input("size: int32")
+    .output("resized_images: float").attr(f"T: {_NN_TYPES}")
+    .attr("align_corners: bool = false").set_shape_fn(_resize_shape))
+(register_op("ScaleAndTranslate").input("images: T").input("size: int32").input("scale: float")
+    .input("translation: float").output("resized_images: float").attr(f"T: {_RESIZE_TYPES}")
+    .attr("kernel_type: string = 'lanczos3'").attr("antialias: bool = true")
+    .set_shape_fn(_resize_shape))
+(register_op("ScaleAndTranslateGrad").input("grads: T").input("original_image: T")
+    .input("scale: float").input("translation: float").output("output: T")
+    .attr("T: {float}").attr("kernel_type: string = 'lanczos3'")
+    .attr("antialias: bool = true").set_shape_fn(lambda op: [op.inputs[1].shape]))
 
 (register_op("CropAndResize").input("image: T").input("boxes: float").input("box_ind: int32")
     .input("crop_size: int32").output("crops: float").attr(f"T: {_CROP_TYPES}")
