@@ -8,7 +8,7 @@ which write TF's bytes for JPEG):
   jpeg_224_ratio2  DecodeJpeg 224x224, ratio 2
   png_224          DecodePng 224x224 RGB (aioflow's file: rows unfiltered)
   png_224_paeth    DecodePng 224x224 RGB, every row Paeth-filtered
-  gif_128          DecodeGif 128x128, one frame, 16 colours
+  gif_128          DecodeGif 128x128, one frame, 16 colours (Pillow's file)
   encode_jpeg_224  EncodeJpeg 224x224 RGB, quality 95
   encode_png_224   EncodePng 224x224 RGB
 aioflow's kernel is called directly (its compute, as the executor's pool thread would);
@@ -24,14 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import struct
 import subprocess
 import tempfile
-import time
 import zlib
 
 import numpy as np
+from peer_timing import measure, summarize
 
 
 def picture(h: int, w: int) -> np.ndarray:
@@ -62,42 +61,19 @@ def paeth_png(image: np.ndarray) -> bytes:
 
 
 def gif_file(h: int, w: int) -> bytes:
-    """A one-frame GIF of 16 colours, LZW-coded here."""
+    """A one-frame GIF of 16 colours (written by Pillow)."""
+    import io
+
+    from PIL import Image
+
     rng = np.random.default_rng(1)
     indices = (np.add.outer(np.arange(h) // 9, np.arange(w) // 7) + rng.integers(0, 2, (h, w))
                ) % 16
-    clear, end, size, nxt = 16, 17, 5, 18
-    table = {bytes([i]): i for i in range(16)}
-    codes, run = [(clear, size)], b""
-    for v in indices.astype(np.uint8).reshape(-1).tolist():
-        grown = run + bytes([v])
-        if grown in table:
-            run = grown
-            continue
-        codes.append((table[run], size))
-        if nxt < 4096:
-            table[grown], nxt = nxt, nxt + 1
-            size += nxt > (1 << size) and size < 12
-        else:
-            codes.append((clear, size))
-            table, size, nxt = {bytes([i]): i for i in range(16)}, 5, 18
-        run = bytes([v])
-    codes += [(table[run], size), (end, size)]
-    acc = nbits = 0
-    out = bytearray()
-    for code, width in codes:
-        acc |= code << nbits
-        nbits += width
-        while nbits >= 8:
-            out.append(acc & 255)
-            acc >>= 8
-            nbits -= 8
-    out.append(acc & 255)
-    blocks = b"".join(bytes([len(out[i:i + 255])]) + out[i:i + 255]
-                      for i in range(0, len(out), 255))
-    palette = rng.integers(0, 256, (16, 3)).astype(np.uint8).tobytes()
-    return (b"GIF89a" + struct.pack("<HHBBB", w, h, 0x83, 0, 0) + palette + b"\x2c"
-            + struct.pack("<HHHHB", 0, 0, w, h, 0) + b"\x04" + blocks + b"\x00\x3b")
+    image = Image.fromarray(indices.astype(np.uint8), "P")
+    image.putpalette(rng.integers(0, 256, 48).astype(np.uint8).tobytes())
+    out = io.BytesIO()
+    image.save(out, "GIF")
+    return out.getvalue()
 
 
 class _Construction:
@@ -131,20 +107,6 @@ def files() -> dict:
     }
 
 
-def _measure(fns: dict, runs: int) -> dict:
-    """{workload: [ms per call] over `runs` calls}, after one warm-up call each."""
-    out = {}
-    for name, fn in fns.items():
-        fn()
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e3)
-        out[name] = times
-    return out
-
-
 def child_tf(path: str, runs: int) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
@@ -161,7 +123,7 @@ def child_tf(path: str, runs: int) -> dict:
             raw = getattr(tf.raw_ops, op)
             arg = "contents" if op.startswith("Decode") else "image"
             fns[name] = lambda f=raw, a={arg: value}, k=attrs: f(**a, **k).numpy()
-    return _measure(fns, runs)
+    return measure(fns, runs)
 
 
 def main() -> None:
@@ -195,7 +157,7 @@ def main() -> None:
         path = os.path.join(tmp, "files.npz")
         np.savez(path, spec=np.array(json.dumps(spec)), **arrays)
         for _ in range(args.reps):
-            for name, t in _measure(fns, args.runs).items():
+            for name, t in measure(fns, args.runs).items():
                 times[name]["aioflow"] += t
             if args.tf_python:
                 out = subprocess.run([args.tf_python, __file__, "--child", path,
@@ -203,12 +165,7 @@ def main() -> None:
                                      capture_output=True, text=True, check=True)
                 for name, t in json.loads(out.stdout.strip().splitlines()[-1]).items():
                     times[name]["tf"] += t
-    result = {}
-    for name, peers in times.items():
-        ms = {peer: round(statistics.median(t), 3) for peer, t in peers.items() if t}
-        if "tf" in ms:
-            ms["aioflow_over_tf"] = round(ms["aioflow"] / ms["tf"], 2)
-        result[name] = ms
+    result = summarize(times)
     print(json.dumps(result, indent=1))
 
 

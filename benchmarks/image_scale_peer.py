@@ -25,11 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
-import time
 
 import numpy as np
+from peer_timing import measure, summarize
 
 F32 = np.float32
 
@@ -58,20 +57,6 @@ def workloads() -> dict:
     }
 
 
-def _measure(fns: dict, runs: int) -> dict:
-    """{workload: [ms per call] over `runs` calls}, after one warm-up call each."""
-    out = {}
-    for name, fn in fns.items():
-        fn()
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e3)
-        out[name] = times
-    return out
-
-
 def child_tf(runs: int) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
@@ -86,7 +71,7 @@ def child_tf(runs: int) -> dict:
                 for arg, v in zip(op_def_registry.get(op).input_arg, inputs, strict=True)}
         raw = getattr(tf.raw_ops, op)
         fns[name] = lambda f=raw, a=args, k=attrs: f(**a, **k).numpy()
-    return _measure(fns, runs)
+    return measure(fns, runs)
 
 
 class _Construction:
@@ -125,19 +110,14 @@ def main() -> None:
     fns = aioflow_fns()
     times = {name: {"aioflow": [], "tf": []} for name in fns}
     for _ in range(args.reps):
-        for name, t in _measure(fns, args.runs).items():
+        for name, t in measure(fns, args.runs).items():
             times[name]["aioflow"] += t
         if args.tf_python:
             out = subprocess.run([args.tf_python, __file__, "--child", "--runs", str(args.runs)],
                                  capture_output=True, text=True, check=True)
             for name, t in json.loads(out.stdout.strip().splitlines()[-1]).items():
                 times[name]["tf"] += t
-    result = {}
-    for name, peers in times.items():
-        ms = {peer: round(statistics.median(t), 3) for peer, t in peers.items() if t}
-        if "tf" in ms:
-            ms["aioflow_over_tf"] = round(ms["aioflow"] / ms["tf"], 2)
-        result[name] = ms
+    result = summarize(times)
     print(json.dumps(result, indent=1))
 
 
