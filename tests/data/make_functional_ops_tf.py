@@ -1,0 +1,145 @@
+"""Make the TensorFlow-written fixtures of TF 1.x's functional ops (map_fn, scan, foldl,
+foldr) in tests/data.
+
+Run from the project root with a throwaway TensorFlow install (never a dependency)::
+
+    TF_CPP_MIN_LOG_LEVEL=3 /work/peers-venv/bin/python tests/data/make_functional_ops_tf.py
+
+Each ``program_*`` below takes the TF-1-like module (``tf.compat.v1`` here, ``aioflow``
+in tests/test_functional_ops.py) and uses only names both share, so the test rebuilds the
+same program with ``af`` and compares its GraphDef with TF's node for node. The programs
+run in graph mode with v1 control flow (``disable_v2_behavior``). For each program
+``<name>`` this writes ``functional_<name>.pb`` (the GraphDef), ``functional_<name>.npz``
+(``feed:``/``fetch:`` arrays) and an entry of ``functional_ops_tf.json`` (feeds,
+fetches, ops, node count, program).
+This module does not import TensorFlow at import time.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+# -- programs: each returns (fetches, {placeholder name: value to feed}) ---------------------
+
+def program_map_basic(tf):
+    """map_fn over a static [4, 3] and a dynamic [None, 3] float matrix, a fn that reduces,
+    and a named map over an int vector."""
+    x = tf.placeholder(tf.float32, [4, 3], name="x")
+    y = tf.placeholder(tf.float32, [None, 3], name="y")
+    k = tf.placeholder(tf.int32, [None], name="k")
+    doubled = tf.map_fn(lambda e: e * 2.0 + 1.0, x)
+    sums = tf.map_fn(lambda e: tf.reduce_sum(e * e), y)
+    squares = tf.map_fn(lambda e: e * e - 3, k, name="squares")
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(4, 3) - 5.0,
+             "y": np.linspace(-2.0, 3.0, 15, dtype=np.float32).reshape(5, 3),
+             "k": np.array([3, -1, 0, 7, 2, 9], np.int32)}
+    return [doubled, sums, squares], feeds
+
+
+def program_map_nested(tf):
+    """Nested elems (a tuple and a dict), `dtype` giving a different output structure and
+    dtypes, and a fn with a cond inside."""
+    a = tf.placeholder(tf.float32, [None, 2], name="a")
+    b = tf.placeholder(tf.int32, [None], name="b")
+    pair = tf.map_fn(lambda e: (tf.reduce_sum(e[0]) * tf.cast(e[1], tf.float32), e[1] + 1),
+                     (a, b), dtype=(tf.float32, tf.int32))
+    as_int = tf.map_fn(lambda d: tf.cast(d["a"], tf.int32) * d["b"], {"a": a, "b": b},
+                       dtype=tf.int32)
+    chosen = tf.map_fn(lambda e: tf.cond(tf.reduce_sum(e) > 0.0, lambda: e * 10.0,
+                                         lambda: -e), a)
+    feeds = {"a": np.array([[1.5, 2.0], [-3.0, 0.5], [0.25, -0.25], [4.0, 1.0]], np.float32),
+             "b": np.array([2, -1, 5, 3], np.int32)}
+    return [pair[0], pair[1], as_int, chosen], feeds
+
+
+def program_map_strings(tf):
+    """A batch of strings mapped through per-element string ops: lengths (dtype=int32,
+    not the elems' string) and base64 decoding (string to string)."""
+    s = tf.placeholder(tf.string, [None], name="s")
+    lengths = tf.map_fn(lambda e: tf.strings.length(e), s, dtype=tf.int32)
+    decoded = tf.map_fn(tf.io.decode_base64, s, name="decode")
+    words = [b"", b"a", b"serving", b"jpeg bytes \x00\xff"]
+    encoded = [base64.urlsafe_b64encode(w).rstrip(b"=") for w in words]
+    return [lengths, decoded], {"s": np.array(encoded, dtype=np.bytes_)}
+
+
+def program_scan(tf):
+    """scan: a running sum without initializer, reversed, and a tuple accumulator with an
+    initializer over nested (tuple) elems."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    v = tf.placeholder(tf.int32, [None], name="v")
+    cumsum = tf.scan(lambda acc, e: acc + e, x)
+    rcumsum = tf.scan(lambda acc, e: acc + e, x, reverse=True)
+    total, count = tf.scan(lambda acc, e: (acc[0] + tf.reduce_sum(e[0]), acc[1] + e[1]),
+                           (x, v), initializer=(tf.constant(0.5), tf.constant(0)))
+    feeds = {"x": np.array([[1.0, 2.0], [3.0, -4.0], [0.5, 0.25], [-1.0, 8.0]], np.float32),
+             "v": np.array([1, 5, -2, 7], np.int32)}
+    return [cumsum, rcumsum, total, count], feeds
+
+
+def program_fold(tf):
+    """foldl and foldr with and without initializer, over a vector and nested elems."""
+    v = tf.placeholder(tf.float32, [None], name="v")
+    m = tf.placeholder(tf.int32, [None, 2], name="m")
+    left = tf.foldl(lambda a, e: a * 2.0 + e, v)
+    left_init = tf.foldl(lambda a, e: a - e, v, initializer=tf.constant(100.0))
+    right = tf.foldr(lambda a, e: a * 2.0 + e, v)
+    right_init = tf.foldr(lambda a, e: (a[0] + e[0], a[1] * e[1][0]), (v, m),
+                          initializer=(tf.constant(0.0), tf.constant(1)))
+    feeds = {"v": np.array([1.0, -2.0, 3.5, 0.25, 4.0], np.float32),
+             "m": np.array([[2, 0], [-1, 1], [3, 1], [1, 5], [2, 2]], np.int32)}
+    return [left, left_init, right, right_init[0], right_init[1]], feeds
+
+
+PROGRAMS = ["map_basic", "map_nested", "map_strings", "scan", "fold"]
+
+
+def main() -> None:
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    v1.disable_v2_behavior()
+    manifest = {}
+    for name in PROGRAMS:
+        program = globals()[f"program_{name}"]
+        graph = tf.Graph()
+        with graph.as_default():
+            fetches, feeds = program(v1)
+        feed_dict = {graph.get_tensor_by_name(f"{k}:0"): v for k, v in feeds.items()}
+        with v1.Session(graph=graph) as sess:
+            values = sess.run(fetches, feed_dict)
+        gdef = graph.as_graph_def()
+        fixture = f"functional_{name}"
+        (HERE / f"{fixture}.pb").write_bytes(gdef.SerializeToString(deterministic=True))
+        arrays = {f"feed:{k}:0": np.asarray(v) for k, v in feeds.items()}
+        for t, value in zip(fetches, values, strict=True):
+            value = np.asarray(value)
+            if value.dtype == object:  # strings: fixed-width bytes (no trailing NULs here)
+                as_bytes = value.astype(np.bytes_)
+                assert as_bytes.tolist() == value.tolist(), t.name
+                value = as_bytes
+            arrays[f"fetch:{t.name}"] = value
+        np.savez(HERE / f"{fixture}.npz", **arrays)
+        manifest[fixture] = {
+            "program": f"program_{name}",
+            "description": " ".join(program.__doc__.split()),
+            "feeds": [f"{k}:0" for k in feeds],
+            "fetches": [t.name for t in fetches],
+            "ops": sorted({n.op for n in gdef.node}),
+            "num_nodes": len(gdef.node),
+        }
+        print(f"{fixture}: {len(gdef.node)} nodes", file=sys.stderr)
+    (HERE / "functional_ops_tf.json").write_text(
+        json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
