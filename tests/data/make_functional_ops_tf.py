@@ -18,6 +18,7 @@ This module does not import TensorFlow at import time.
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import sys
 from pathlib import Path
@@ -99,7 +100,67 @@ def program_fold(tf):
     return [left, left_init, right, right_init[0], right_init[1]], feeds
 
 
-PROGRAMS = ["map_basic", "map_nested", "map_strings", "scan", "fold"]
+def program_empty(tf):
+    """Zero elements (a fed [0, 2] matrix): map_fn, and scan/foldl/foldr with an
+    initializer, return empty stacks or the initializer."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    mapped = tf.map_fn(lambda e: e * 2.0, x)
+    scanned = tf.scan(lambda a, e: a + e, x, initializer=tf.ones([2]))
+    left = tf.foldl(lambda a, e: a + e, x, initializer=tf.ones([2]))
+    right = tf.foldr(lambda a, e: a - e, x, initializer=tf.ones([2]))
+    return [mapped, scanned, left, right], {"x": np.zeros((0, 2), np.float32)}
+
+
+def program_errors(tf):
+    """Fetches that fail when run (each alone): fn's result of another dtype than map_fn's
+    `dtype`, and scan/foldl/foldr without initializer over zero elements."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    wrong_dtype = tf.map_fn(lambda e: tf.cast(e, tf.int32), x, dtype=tf.float32)
+    scanned = tf.scan(lambda a, e: a + e, x)
+    left = tf.foldl(lambda a, e: a + e, x)
+    right = tf.foldr(lambda a, e: a + e, x)
+    feeds = {"x": np.zeros((0, 2), np.float32)}
+    return [wrong_dtype, scanned, left, right], feeds
+
+
+ERROR_FEEDS = {"map": np.ones((3, 2), np.float32)}
+"""Per fetch's name scope in program_errors, a feed that replaces the default one."""
+
+
+PROGRAMS = ["map_basic", "map_nested", "map_strings", "scan", "fold", "empty", "errors"]
+
+
+def nest_cases():
+    """Pairs of structures that tf.nest.assert_same_structure rejects (ValueError or
+    TypeError), with Python leaves so that both sides print them alike."""
+    pair = collections.namedtuple("pair", "a b")
+    other = collections.namedtuple("other", "a b")
+    return [((1, 2), 1), (1, (1, 2)), ((1, 2), [1, 2]), ((1, 2), (1, 2, 3)),
+            ({"a": 1}, {"b": 1}), ({"a": 1}, {"a": 1, "b": 2}), ((1, (2, 3)), (1, (2,))),
+            ((1, (2, 3)), (1, [2, 3])), ([1, [2]], [1, 2]), ((1, 2), [1, 2, 3]),
+            ({"a": 1}, (1,)), (pair(1, 2), (1, 2)), (pair(1, 2), other(1, 2)),
+            ((1,), (pair(1, 2),))]
+
+
+def _run_errors(v1, graph, fetches, feed_dict) -> dict:
+    """{fetch name: [error class, failing node, the kernel's message]} for fetches that
+    must fail (the message is the line before TF's "[[{{node ...}}]]" line)."""
+    errors = {}
+    with v1.Session(graph=graph) as sess:
+        for t in fetches:
+            feeds = dict(feed_dict)
+            scope = t.name.split("/")[0]
+            if scope in ERROR_FEEDS:
+                feeds = {k: ERROR_FEEDS[scope] for k in feeds}
+            try:
+                sess.run(t, feeds)
+            except Exception as e:  # noqa: BLE001 - recorded, then checked below
+                lines = e.message.splitlines()
+                at = next(i for i, line in enumerate(lines) if line.startswith("\t [[{{node"))
+                errors[t.name] = [type(e).__name__, e.op.name, lines[at - 1]]
+            else:
+                raise AssertionError(f"{t.name} ran")
+    return errors
 
 
 def main() -> None:
@@ -114,13 +175,18 @@ def main() -> None:
         with graph.as_default():
             fetches, feeds = program(v1)
         feed_dict = {graph.get_tensor_by_name(f"{k}:0"): v for k, v in feeds.items()}
-        with v1.Session(graph=graph) as sess:
-            values = sess.run(fetches, feed_dict)
+        errors = None
+        if name == "errors":
+            errors = _run_errors(v1, graph, fetches, feed_dict)
+            values = []
+        else:
+            with v1.Session(graph=graph) as sess:
+                values = sess.run(fetches, feed_dict)
         gdef = graph.as_graph_def()
         fixture = f"functional_{name}"
         (HERE / f"{fixture}.pb").write_bytes(gdef.SerializeToString(deterministic=True))
         arrays = {f"feed:{k}:0": np.asarray(v) for k, v in feeds.items()}
-        for t, value in zip(fetches, values, strict=True):
+        for t, value in zip(fetches[:len(values)], values, strict=True):
             value = np.asarray(value)
             if value.dtype == object:  # strings: fixed-width bytes (no trailing NULs here)
                 as_bytes = value.astype(np.bytes_)
@@ -136,7 +202,18 @@ def main() -> None:
             "ops": sorted({n.op for n in gdef.node}),
             "num_nodes": len(gdef.node),
         }
+        if errors is not None:
+            manifest[fixture]["errors"] = errors
         print(f"{fixture}: {len(gdef.node)} nodes", file=sys.stderr)
+    nest_errors = []
+    for a, b in nest_cases():
+        try:
+            tf.nest.assert_same_structure(a, b)
+        except (TypeError, ValueError) as e:
+            nest_errors.append([type(e).__name__, str(e)])
+        else:
+            raise AssertionError(f"{a} and {b} match")
+    manifest["nest_errors"] = nest_errors
     (HERE / "functional_ops_tf.json").write_text(
         json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
