@@ -28,7 +28,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
-# -- programs: each returns (fetches, {placeholder name: value to feed}) ---------------------
+# -- programs: each returns (fetches, {placeholder name: value to feed, or a function of the
+# module that makes it}); the test feeds the values saved in the .npz ------------------------
 
 def program_map_basic(tf):
     """map_fn over a static [4, 3] and a dynamic [None, 3] float matrix, a fn that reduces,
@@ -70,6 +71,37 @@ def program_map_strings(tf):
     words = [b"", b"a", b"serving", b"jpeg bytes \x00\xff"]
     encoded = [base64.urlsafe_b64encode(w).rstrip(b"=") for w in words]
     return [lengths, decoded], {"s": np.array(encoded, dtype=np.bytes_)}
+
+
+def program_map_jpeg(tf):
+    """The serving case: a batch of JPEG strings decoded one by one by map_fn, with
+    dtype=float32 (not the elems' string), each image scaled to floats in [0, 1]."""
+    image_bytes = tf.placeholder(tf.string, [None], name="image_bytes")
+
+    def decode_one(data):
+        image = tf.image.decode_jpeg(data, channels=3)
+        # A product, not "/ 255.0": TF's Grappler turns that division into this product,
+        # 1 ulp off true division, which aioflow computes.
+        return tf.cast(image, tf.float32) * (1.0 / 255.0)
+
+    images = tf.map_fn(decode_one, image_bytes, dtype=tf.float32)
+    return [images], {"image_bytes": _encoded_jpegs}
+
+
+def _encoded_jpegs(tf):
+    """Three 6x5 RGB images (gradients and noise) as TF's encode_jpeg writes them."""
+    rng = np.random.default_rng(5)
+    rows, cols = np.mgrid[0:6, 0:5]
+    base = np.stack([rows * 40, cols * 50, (rows + cols) * 20], axis=-1)
+    images = [np.clip(base + rng.integers(0, 30, base.shape) + 60 * k, 0, 255).astype(np.uint8)
+              for k in range(3)]
+    graph = tf.Graph()
+    with graph.as_default():
+        pixels = tf.placeholder(tf.uint8, [6, 5, 3])
+        encoded = tf.image.encode_jpeg(pixels, quality=90)
+        with tf.Session(graph=graph) as sess:
+            data = [sess.run(encoded, {pixels: image}) for image in images]
+    return np.array(data, dtype=np.bytes_)
 
 
 def program_scan(tf):
@@ -127,7 +159,8 @@ ERROR_FEEDS = {"map": np.ones((3, 2), np.float32)}
 """Per fetch's name scope in program_errors, a feed that replaces the default one."""
 
 
-PROGRAMS = ["map_basic", "map_nested", "map_strings", "scan", "fold", "empty", "errors"]
+PROGRAMS = ["map_basic", "map_nested", "map_strings", "map_jpeg", "scan", "fold", "empty",
+            "errors"]
 
 
 def nest_cases():
@@ -174,6 +207,7 @@ def main() -> None:
         graph = tf.Graph()
         with graph.as_default():
             fetches, feeds = program(v1)
+        feeds = {k: v(v1) if callable(v) else v for k, v in feeds.items()}
         feed_dict = {graph.get_tensor_by_name(f"{k}:0"): v for k, v in feeds.items()}
         errors = None
         if name == "errors":
