@@ -248,6 +248,19 @@ async def test_map_fn_nested_map():
                                   x.max(axis=2, keepdims=True) - x)
 
 
+@pytest.mark.parametrize("take_map", [True, False])
+async def test_inside_cond_and_while(take_map):
+    """The fixture program in_control_flow with both branches taken, against NumPy."""
+    x = np.array([[1.0, -2.0], [0.5, 3.0], [4.0, 0.25]], np.float32)
+    graph, (fetches, _) = _build(lambda: tf_programs.program_in_control_flow(af))
+    feeds = {graph.get_tensor_by_name("x:0"): x, graph.get_tensor_by_name("p:0"): take_map}
+    branch, looped, inner = await _run(graph, fetches, feeds)
+    np.testing.assert_array_equal(branch, x * 2.0 if take_map else np.cumsum(x, axis=0))
+    np.testing.assert_allclose(looped, sum(x[0] + (x[1:] * i).sum(axis=0) for i in range(3)),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(inner, x * x + 1.0)
+
+
 def test_static_shapes_from_signature_and_infer_shape():
     """As TF 2.21: the fn's static shape is inferred unless infer_shape=False, which
     leaves the result's shape unknown (even its rank, even with a static n)."""

@@ -132,6 +132,26 @@ def program_fold(tf):
     return [left, left_init, right, right_init[0], right_init[1]], feeds
 
 
+def program_in_control_flow(tf):
+    """map_fn and scan inside a cond's branches, foldl inside a while_loop's body, and a
+    map_fn inside map_fn's fn (loops in conds, loops in loops)."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    branch = tf.cond(p, lambda: tf.map_fn(lambda e: e * 2.0, x),
+                     lambda: tf.scan(lambda a, e: a + e, x), name="branch")
+
+    def body(i, acc):
+        scale = tf.cast(i, tf.float32)
+        return i + 1, acc + tf.foldl(lambda a, e: a + e * scale, x)
+
+    _, looped = tf.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), tf.zeros([2])],
+                              name="loop")
+    inner = tf.map_fn(lambda row: tf.map_fn(lambda v: v * v + 1.0, row), x, name="outer")
+    feeds = {"x": np.array([[1.0, -2.0], [0.5, 3.0], [4.0, 0.25]], np.float32),
+             "p": np.array(False)}
+    return [branch, looped, inner], feeds
+
+
 def program_empty(tf):
     """Zero elements (a fed [0, 2] matrix): map_fn, and scan/foldl/foldr with an
     initializer, return empty stacks or the initializer."""
@@ -159,8 +179,8 @@ ERROR_FEEDS = {"map": np.ones((3, 2), np.float32)}
 """Per fetch's name scope in program_errors, a feed that replaces the default one."""
 
 
-PROGRAMS = ["map_basic", "map_nested", "map_strings", "map_jpeg", "scan", "fold", "empty",
-            "errors"]
+PROGRAMS = ["map_basic", "map_nested", "map_strings", "map_jpeg", "scan", "fold",
+            "in_control_flow", "empty", "errors"]
 
 
 def nest_cases():
