@@ -164,19 +164,22 @@ def program_empty(tf):
 
 
 def program_errors(tf):
-    """Fetches that fail when run (each alone): fn's result of another dtype than map_fn's
-    `dtype`, and scan/foldl/foldr without initializer over zero elements."""
+    """Fetches that fail when run (each alone, with all the feeds): fn's result of another
+    dtype than map_fn's `dtype`; scan/foldl/foldr without initializer over zero elements;
+    fn results of different shapes, with infer_shape (a write fails) and without (the
+    stack fails)."""
+    rows = tf.placeholder(tf.float32, [None, 2], name="rows")
     x = tf.placeholder(tf.float32, [None, 2], name="x")
-    wrong_dtype = tf.map_fn(lambda e: tf.cast(e, tf.int32), x, dtype=tf.float32)
+    k = tf.placeholder(tf.int32, [None], name="k")
+    wrong_dtype = tf.map_fn(lambda e: tf.cast(e, tf.int32), rows, dtype=tf.float32)
     scanned = tf.scan(lambda a, e: a + e, x)
     left = tf.foldl(lambda a, e: a + e, x)
     right = tf.foldr(lambda a, e: a + e, x)
-    feeds = {"x": np.zeros((0, 2), np.float32)}
-    return [wrong_dtype, scanned, left, right], feeds
-
-
-ERROR_FEEDS = {"map": np.ones((3, 2), np.float32)}
-"""Per fetch's name scope in program_errors, a feed that replaces the default one."""
+    ragged = tf.map_fn(tf.range, k, name="ragged")
+    ragged_free = tf.map_fn(tf.range, k, infer_shape=False, name="ragged_free")
+    feeds = {"rows": np.ones((3, 2), np.float32), "x": np.zeros((0, 2), np.float32),
+             "k": np.array([1, 3, 2], np.int32)}
+    return [wrong_dtype, scanned, left, right, ragged, ragged_free], feeds
 
 
 PROGRAMS = ["map_basic", "map_nested", "map_strings", "map_jpeg", "scan", "fold",
@@ -201,12 +204,8 @@ def _run_errors(v1, graph, fetches, feed_dict) -> dict:
     errors = {}
     with v1.Session(graph=graph) as sess:
         for t in fetches:
-            feeds = dict(feed_dict)
-            scope = t.name.split("/")[0]
-            if scope in ERROR_FEEDS:
-                feeds = {k: ERROR_FEEDS[scope] for k in feeds}
             try:
-                sess.run(t, feeds)
+                sess.run(t, feed_dict)
             except Exception as e:  # noqa: BLE001 - recorded, then checked below
                 lines = e.message.splitlines()
                 at = next(i for i, line in enumerate(lines) if line.startswith("\t [[{{node"))
