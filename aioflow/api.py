@@ -130,6 +130,7 @@ from aioflow.ops.array_ops import (
 )
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
+from aioflow.ops.functional_ops import foldl, foldr, map_fn, scan
 from aioflow.ops.io_ops import read_file
 from aioflow.ops.linalg_ops import (
     einsum,
@@ -259,6 +260,7 @@ from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = [
     "Assert", "case", "cond", "while_loop", "TensorArray", "Print", "print",
+    "map_fn", "scan", "foldl", "foldr",
     "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
     "parse_single_example", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
     "batch_to_space", "space_to_depth", "depth_to_space", "dynamic_partition",

@@ -75,7 +75,9 @@ class _Block:
         if self.kind == _WHOLE:
             return self.value
         if self.kind == _ROWS:
-            return self.value[p]
+            # [p, ...]: a 0-d array for a vector's row, where [p] gives a bare scalar
+            # (a Python bytes object for strings, which kernels cannot take).
+            return self.value[p, ...]
         start = int(self.starts[p])
         return self.value[start:start + int(self.lengths[p])]
 
@@ -249,7 +251,7 @@ class TensorArray:
             n = indices.size
             if n < _BULK or not self._bulk_write(indices, value, value_dtype):
                 for j, index in enumerate(indices.tolist()):
-                    self._write(index, value[j], value_dtype)
+                    self._write(index, value[j, ...], value_dtype)
 
     def write_pieces(self, value: np.ndarray, lengths: np.ndarray, value_dtype=None) -> None:
         """value split along its first dimension into pieces of `lengths`, piece i at

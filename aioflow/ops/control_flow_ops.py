@@ -108,27 +108,72 @@ def pack_sequence_as(structure, flat_sequence):
     return pack(structure)
 
 
-def assert_same_structure(a, b, check_types: bool = True) -> None:
-    """ValueError/TypeError unless `a` and `b` nest the same way."""
+def _describe_structure(x) -> str:
+    return f"type={type(x).__name__} str={x}"
+
+
+class _Dot:
+    """A leaf printed as "." (TF's "Entire ... structure" lines)."""
+
+    def __repr__(self) -> str:
+        return "."
+
+
+def _same_sequence_type(a, b) -> bool:
+    """tf.nest's check_types: mappings match mappings; namedtuples of one name and fields
+    match; list subtypes match lists; otherwise the types must be equal."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return True
+    if _is_namedtuple(a) and _is_namedtuple(b):
+        return type(a).__name__ == type(b).__name__ and a._fields == b._fields
+    if isinstance(a, list) and isinstance(b, list):
+        return True
+    return type(a) is type(b)
+
+
+def _structure_mismatch(a, b, check_types: bool):
+    """(error class, TF's "More specifically" reason) for the first mismatch, or None."""
     if is_nested(a) != is_nested(b):
-        raise ValueError(f"The two structures don't have the same nested structure.\n\n"
-                         f"First structure: {a}\n\nSecond structure: {b}")
+        seq, other = (a, b) if is_nested(a) else (b, a)
+        return ValueError, (f'Substructure "{_describe_structure(seq)}" is a sequence, while '
+                            f'substructure "{_describe_structure(other)}" is not')
     if not is_nested(a):
-        return
-    if check_types and type(a) is not type(b):
-        raise TypeError(f"The two structures don't have the same sequence type. First "
-                        f"structure has type {type(a)}, while second structure has type "
-                        f"{type(b)}.")
-    if isinstance(a, dict) and sorted(a) != sorted(b):
-        raise ValueError(f"The two dictionaries don't have the same set of keys. First "
-                         f"structure has keys {sorted(a)}, while second structure has keys "
-                         f"{sorted(b)}.")
+        return None
+    if check_types and not _same_sequence_type(a, b):
+        return TypeError, (f"The two namedtuples don't have the same sequence type. First "
+                           f"structure {_describe_structure(a)} has type {type(a).__name__}, "
+                           f"while second structure {_describe_structure(b)} has type "
+                           f"{type(b).__name__}")
+    if isinstance(a, dict) and isinstance(b, dict) and sorted(a) != sorted(b):
+        return ValueError, (f"The two dictionaries don't have the same set of keys. First "
+                            f"structure has keys {_describe_structure(sorted(a))}, while "
+                            f"second structure has keys {_describe_structure(sorted(b))}")
     ca, cb = _children(a), _children(b)
     if len(ca) != len(cb):
-        raise ValueError(f"The two structures don't have the same number of elements.\n\n"
-                         f"First structure: {a}\n\nSecond structure: {b}")
+        return ValueError, (f"The two structures don't have the same number of elements. "
+                            f"First structure: {_describe_structure(a)}. Second structure: "
+                            f"{_describe_structure(b)}")
     for x, y in zip(ca, cb, strict=True):
-        assert_same_structure(x, y, check_types)
+        found = _structure_mismatch(x, y, check_types)
+        if found is not None:
+            return found
+    return None
+
+
+def assert_same_structure(a, b, check_types: bool = True) -> None:
+    """ValueError (nesting, lengths, dict keys) or TypeError (sequence types) unless `a`
+    and `b` nest the same way; the message is tf.nest's."""
+    found = _structure_mismatch(a, b, check_types)
+    if found is None:
+        return
+    error, reason = found
+    dots = [pack_sequence_as(s, [_Dot()] * len(flatten(s))) for s in (a, b)]
+    raise error(f"The two structures don't have the same nested structure.\n\n"
+                f"First structure: {_describe_structure(a)}\n\n"
+                f"Second structure: {_describe_structure(b)}\n\n"
+                f"More specifically: {reason}\n"
+                f"Entire first structure:\n{dots[0]}\n"
+                f"Entire second structure:\n{dots[1]}")
 
 
 def map_structure(fn, *structures):
