@@ -131,6 +131,7 @@ from aioflow.ops.array_ops import (
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
 from aioflow.ops.functional_ops import foldl, foldr, map_fn, scan
+from aioflow.ops.image_codec_ops import saturate_cast
 from aioflow.ops.io_ops import read_file
 from aioflow.ops.linalg_ops import (
     einsum,
@@ -274,7 +275,8 @@ __all__ = [
     "random_shuffle", "multinomial", "random_gamma",
     # linalg and extra array ops
     "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "qr",
-    "broadcast_dynamic_shape", "clip_by_value", "reverse_sequence", "unique",
+    "broadcast_dynamic_shape", "clip_by_value", "saturate_cast", "reverse_sequence",
+    "unique",
     "unique_with_counts", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
     "tensor_scatter_nd_sub", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
     "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub",

@@ -231,26 +231,40 @@ async def test_a_graph_decodes_a_jpeg_to_floats():
     np.testing.assert_array_equal(got_size, DATA["jpeg_shape/rgb_q90_p0_c1.jpg/output"])
 
 
-def test_convert_image_dtype_as_tensorflow():
-    """int -> float by 1/max, float -> int by (max + 0.5) truncated, int -> int by the
-    ratio of the ranges (TF's convert_image_dtype)."""
+def test_convert_image_dtype_and_saturate_cast_as_tensorflow():
+    """tf.image.convert_image_dtype and tf.saturate_cast between 18 dtype pairs, saturating
+    or not: the graph TF 2.21 builds (node for node) and the values its session computes
+    (tests/data/make_convert_image_dtype_tf.py)."""
+    import importlib.util
+
+    from graph_compare import assert_same_graph
+
+    from aioflow.proto import graph_pb2
+
+    spec = importlib.util.spec_from_file_location(
+        "make_convert_image_dtype_tf", Path(__file__).parent / "data" /
+        "make_convert_image_dtype_tf.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    ref = graph_pb2.GraphDef()
+    ref.ParseFromString((Path(__file__).parent / "data" / "convert_image_dtype.pb").read_bytes())
+    want = np.load(Path(__file__).parent / "data" / "convert_image_dtype.npz")
     g = af.Graph()
     with g.as_default():
-        u8 = np.array([0, 1, 128, 255], np.uint8)
-        f = np.array([0.0, 0.2, 0.5, 0.999, 1.0], np.float32)
-        outs = [af.image.convert_image_dtype(u8, af.float32),
-                af.image.convert_image_dtype(f, af.uint8),
-                af.image.convert_image_dtype(u8, af.int32),
-                af.image.convert_image_dtype(np.array([0, 65535], np.uint16), af.uint8)]
+        fetches, _ = maker.program(af)
+    assert_same_graph(g.as_graph_def(), ref)
+    feeds = {g.get_tensor_by_name(k[len("feed:"):]): want[k] for k in want.files
+             if k.startswith("feed:")}
+
     async def main():
         async with af.Session(graph=g) as sess:
-            return await sess.run(outs)
+            return await sess.run(fetches, feeds)
     import asyncio
-    to_float, to_u8, to_i32, narrowed = asyncio.run(main())
-    np.testing.assert_array_equal(to_float, u8.astype(np.float32) * np.float32(1 / 255))
-    np.testing.assert_array_equal(to_u8, (f * np.float32(255.5)).astype(np.uint8))
-    np.testing.assert_array_equal(to_i32, u8.astype(np.int32) * (2 ** 23))
-    np.testing.assert_array_equal(narrowed, [0, 255])
+    got = asyncio.run(main())
+    for name, value in got.items():
+        expected = want[f"fetch:{name}"]
+        assert value.dtype == expected.dtype, name
+        np.testing.assert_array_equal(value, expected, err_msg=name)
 
 
 def test_encode_jpeg_variable_quality_takes_its_quality_as_an_input():

@@ -1,12 +1,14 @@
-"""TF's image codec functions (`tf.io.decode_jpeg` ..., also under `tf.image`) and
-`convert_image_dtype`, over the ops of framework/op_defs/image_codec_ops.py."""
+"""TF's image codec functions (`tf.io.decode_jpeg` ..., also under `tf.image`),
+`convert_image_dtype` and `saturate_cast`, over the ops of
+framework/op_defs/image_codec_ops.py and math ops."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from aioflow.framework import dtypes, ops
 from aioflow.framework.op_def_library import apply_op
-from aioflow.ops import math_ops
-from aioflow.ops.constant_op import constant
+from aioflow.ops import array_ops, math_ops
 
 
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
@@ -80,29 +82,50 @@ def encode_png(image, compression=-1, name=None):
     return apply_op("EncodePng", name=name, image=image, compression=compression)
 
 
+def saturate_cast(value, dtype, name=None):
+    """`value` cast to `dtype`, clamped first to the range both types hold (TF's
+    saturate_cast: a limit the input type rounds outwards is nudged inwards)."""
+    with ops.name_scope(name, "saturate_cast", [value]) as name:
+        value = ops.convert_to_tensor(value, name="value")
+        dtype = dtypes.as_dtype(dtype).base_dtype
+        source = value.dtype.base_dtype
+        if source.min < dtype.min or source.max > dtype.max:
+            kind = source.as_numpy_dtype  # (the limits: both types' common range)
+            low = kind(max(source.min, dtype.min))
+            high = kind(min(source.max, dtype.max))
+            if low.item() < dtype.min:  # (.item(): compared exactly, not in `kind`)
+                low = np.nextafter(low, kind(0))
+            if high.item() > dtype.max:
+                high = np.nextafter(high, kind(0))
+            value = apply_op("ClipByValue", name="clamp", t=value,
+                             clip_value_min=ops.convert_to_tensor(low, dtype=source),
+                             clip_value_max=ops.convert_to_tensor(high, dtype=source))
+        return math_ops.cast(value, dtype, name=name)
+
+
 def convert_image_dtype(image, dtype, saturate=False, name=None):
-    """TF's convert_image_dtype: integers are scaled to their type's range, floats are
-    in [0, 1]; int -> int shifts, int -> float divides by the maximum, float -> int
-    multiplies by (maximum + 0.5) and truncates."""
+    """TF's convert_image_dtype: integers span their type's range, floats [0, 1].
+    int -> int: shift by the ratio of the ranges; int -> float: times 1/max; float ->
+    int: times (max + 0.5), truncated (clamped first with `saturate`)."""
     image = ops.convert_to_tensor(image, name="image")
     dtype = dtypes.as_dtype(dtype)
-    src = image.dtype.base_dtype
-    if src == dtype:
-        return image
-    with ops.name_scope(name, "convert_image", [image]):
-        if src.is_integer and dtype.is_integer:
-            if src.max > dtype.max:
-                scale = (src.max + 1) // (dtype.max + 1)
-                return math_ops.cast(math_ops.floordiv(image, scale), dtype)
-            scale = (dtype.max + 1) // (src.max + 1)
-            return math_ops.multiply(math_ops.cast(image, dtype), scale)
-        if src.is_floating and dtype.is_floating:
-            return math_ops.cast(image, dtype)
-        if src.is_integer:
-            scale = constant(1.0 / src.max, dtype=dtype)
-            return math_ops.multiply(math_ops.cast(image, dtype), scale)
-        scale = constant(dtype.max + 0.5, dtype=src)
-        scaled = math_ops.multiply(image, scale)
-        if saturate:
-            scaled = math_ops.minimum(math_ops.maximum(scaled, 0.0), float(dtype.max))
-        return math_ops.cast(scaled, dtype)
+    if not dtype.is_floating and not dtype.is_integer:
+        raise AttributeError("dtype must be either floating point or integer")
+    if not image.dtype.is_floating and not image.dtype.is_integer:
+        raise AttributeError("image dtype must be either floating point or integer")
+    if dtype == image.dtype:
+        return array_ops.identity(image, name=name)
+    with ops.name_scope(name, "convert_image", [image]) as name:
+        source = image.dtype.base_dtype
+        if source.is_integer and dtype.is_integer:
+            if source.max > dtype.max:  # narrowing: scale, then cast
+                scaled = math_ops.floordiv(image, (source.max + 1) // (dtype.max + 1))
+                return (saturate_cast if saturate else math_ops.cast)(scaled, dtype, name=name)
+            cast = (saturate_cast if saturate else math_ops.cast)(image, dtype)
+            return math_ops.multiply(cast, (dtype.max + 1) // (source.max + 1), name=name)
+        if source.is_floating and dtype.is_floating:
+            return math_ops.cast(image, dtype, name=name)
+        if source.is_integer:
+            return math_ops.multiply(math_ops.cast(image, dtype), 1.0 / source.max, name=name)
+        scaled = math_ops.multiply(image, dtype.max + 0.5)
+        return (saturate_cast if saturate else math_ops.cast)(scaled, dtype, name=name)
