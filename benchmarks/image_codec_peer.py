@@ -91,15 +91,16 @@ class _Construction:
 
 def files() -> dict:
     """The inputs: encoded by aioflow's kernels (JPEG: TF's bytes)."""
-    from aioflow.kernels import image_codec_kernels as k
+    from aioflow.kernels.jpeg_codec import encode_jpeg
+    from aioflow.kernels.png_codec import encode_png
 
     small, large = picture(224, 224), picture(480, 640)
-    jpeg = k.encode_jpeg(small, "", 90)
+    jpeg = encode_jpeg(small, "", 90)
     return {
         "jpeg_224": ("DecodeJpeg", jpeg, {}),
-        "jpeg_640": ("DecodeJpeg", k.encode_jpeg(large, "", 90), {}),
+        "jpeg_640": ("DecodeJpeg", encode_jpeg(large, "", 90), {}),
         "jpeg_224_ratio2": ("DecodeJpeg", jpeg, {"ratio": 2}),
-        "png_224": ("DecodePng", k.encode_png(small, -1), {}),
+        "png_224": ("DecodePng", encode_png(small, -1), {}),
         "png_224_paeth": ("DecodePng", paeth_png(small), {}),
         "gif_128": ("DecodeGif", gif_file(128, 128), {}),
         "encode_jpeg_224": ("EncodeJpeg", small, {"quality": 95}),
