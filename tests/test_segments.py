@@ -166,7 +166,9 @@ def broadcasting():
     bv = np.array([[0.25, -4.0, 8.0, 1.0]])
     cv = np.array([1.0, -1.0, 0.5, 2.0])
     p, m = av + bv * cv, np.maximum(av, bv) - cv
-    want = [[p, m, np.minimum(p, m) / (np.abs(cv) + 1.0)]]
+    # (abs(c) + 1 folds to a Const, and a division by a Const is a multiplication by its
+    # reciprocal, as in TF's default session: passes/div_to_reciprocal_mul.py)
+    want = [[p, m, np.minimum(p, m) * (1.0 / (np.abs(cv) + 1.0))]]
     return g, [prod, mx, out], [{a: av, b: bv}], want
 
 

@@ -14,6 +14,8 @@ from aioflow.passes.constant_folding import (
     remove_dead_nodes,
 )
 from aioflow.passes.cse import optimize_cse
+from aioflow.passes.div_to_reciprocal_mul import enabled as reciprocal_mul_enabled
+from aioflow.passes.div_to_reciprocal_mul import reduce_div_to_reciprocal_mul
 from aioflow.passes.remapper import remap
 from aioflow.proto import config_pb2
 
@@ -33,10 +35,15 @@ def optimizer_settings(options: config_pb2.OptimizerOptions | None) -> tuple[boo
 def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
                    device_type: str = "CPU", rewrite_options=None) -> bool:
     """Optimize `graph` (one partition, on a device of `device_type`) in place; True when
-    anything changed. After folding and CSE, the remapper (TF's grappler remapper: batch
-    norms folded into constant weights, contraction + bias + activation fused) as
-    `rewrite_options` (RewriterConfig) and the level ask."""
+    anything changed. After folding and CSE, two of TF's grappler rewrites as
+    `rewrite_options` (RewriterConfig) and the level ask: division by a constant as
+    multiplication by its reciprocal (div_to_reciprocal_mul.py), then the remapper
+    (batch norms folded into constant weights, contraction + bias + activation fused)."""
     changed = _fold_and_cse(graph, optimizer_options, device_type)
+    if reciprocal_mul_enabled(optimizer_options, rewrite_options) and \
+            reduce_div_to_reciprocal_mul(graph):
+        fixup_source_and_sink_edges(graph)
+        changed = True
     if remap(graph, optimizer_options, rewrite_options, device_type):
         fixup_source_and_sink_edges(graph)
         changed = True
