@@ -17,12 +17,16 @@ DATA = Path(__file__).parent / "data"
 WANT = np.load(DATA / "div_reciprocal_tf.npz")
 
 
-def _program():
+def _module():
     spec = importlib.util.spec_from_file_location("make_div_reciprocal_tf",
                                                   DATA / "make_div_reciprocal_tf.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.program
+    return module
+
+
+def _program():
+    return _module().program
 
 
 def _config(**rewrites) -> config_pb2.ConfigProto:
@@ -60,14 +64,24 @@ async def test_with_grappler_off_it_is_a_true_division(rewrites):
     _assert_equal(await _run(_config(**rewrites)), "plain")
 
 
-async def test_the_fixture_really_tells_the_two_apart():
-    """Guard: for these inputs the reciprocal and the true division differ (so the two
-    tests above cannot both pass by accident)."""
-    assert not np.array_equal(WANT["default:by_255"], WANT["plain:by_255"])
+def test_the_fixture_really_tells_the_two_apart():
+    """Guard: for these inputs the reciprocal and the true division differ (so the tests
+    above cannot both pass by accident)."""
+    for name in ("by_255", "by_3_f64", "by_3_f16", "in_loop"):
+        assert not np.array_equal(WANT[f"default:{name}"], WANT[f"plain:{name}"]), name
+
+
+@pytest.mark.parametrize("extra, least", [(0, 0), (1, 0), (0, -1)])
+async def test_a_graph_under_min_graph_nodes_is_left_alone(extra, least):
+    """Grappler skips a session graph of fewer than RewriterConfig.min_graph_nodes nodes
+    (4 when 0; never when negative): x / 255 alone (3 nodes) is a true division, one
+    more unrelated node makes it a multiplication."""
     g = af.Graph()
     with g.as_default():
-        x = af.placeholder(af.float32, [None], name="x")
-        af.divide(x, 255.0, name="y")  # fetched by name: the rewrite keeps it
-    async with af.Session(graph=g) as sess:
-        got = await sess.run("y:0", {x: WANT["feed:x32"]})
-    np.testing.assert_array_equal(got, WANT["feed:x32"] * np.float32(1 / 255))
+        y = _module().small_program(af, extra)
+    async with af.Session(graph=g, config=_config(min_graph_nodes=least)) as sess:
+        got = await sess.run(y, {"x:0": WANT["feed:x32"]})
+    want = WANT[f"small_{extra}_{least}"]
+    np.testing.assert_array_equal(got, want)
+    reciprocal = WANT["feed:x32"] * np.float32(1 / 255)
+    assert np.array_equal(want, reciprocal) == (extra > 0 or least < 0)

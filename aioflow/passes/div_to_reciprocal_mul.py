@@ -9,7 +9,9 @@ Div's name (a fetch of it still works); a Const inside a loop frame keeps its co
 inputs on the reciprocal. Part of the graph optimizer (graph_optimizer.optimize_graph):
 on at OptimizerOptions L1 (the default), off at L0; RewriterConfig.constant_folding OFF,
 or disable_meta_optimizer, turns it off whatever the level (TF: no grappler, true
-division). Xdivy and complex types, which grappler also rewrites, are left as they are.
+division), and so does a session graph of fewer than RewriterConfig.min_graph_nodes
+nodes (4 by default), which grappler leaves alone. Xdivy and complex types, which
+grappler also rewrites, are left as they are.
 """
 
 from __future__ import annotations
@@ -31,10 +33,20 @@ _REAL_FLOATS = frozenset(t.as_datatype_enum for t in (
     dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64))
 
 
+#: RewriterConfig.min_graph_nodes when it is 0: grappler leaves smaller graphs alone.
+DEFAULT_MIN_GRAPH_NODES = 4
+
+
 def enabled(optimizer_options: config_pb2.OptimizerOptions | None,
-            rewrite_options: rewriter_config_pb2.RewriterConfig | None) -> bool:
+            rewrite_options: rewriter_config_pb2.RewriterConfig | None,
+            graph_nodes: int) -> bool:
     """Grappler's constant folding ON/OFF (or the meta optimizer off) decides; DEFAULT
-    follows the optimizer level, as the other grappler passes here do."""
+    follows the optimizer level, as the other grappler passes here do. As grappler, a
+    graph of fewer than min_graph_nodes nodes (`graph_nodes`: the session graph's) is
+    left alone."""
+    least = rewrite_options.min_graph_nodes if rewrite_options is not None else 0
+    if graph_nodes < (least or DEFAULT_MIN_GRAPH_NODES):
+        return False
     if rewrite_options is not None:
         if rewrite_options.disable_meta_optimizer or \
                 rewrite_options.constant_folding == rewriter_config_pb2.RewriterConfig.OFF:

@@ -33,14 +33,20 @@ def optimizer_settings(options: config_pb2.OptimizerOptions | None) -> tuple[boo
 
 
 def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
-                   device_type: str = "CPU", rewrite_options=None) -> bool:
+                   device_type: str = "CPU", rewrite_options=None,
+                   graph_nodes: int | None = None) -> bool:
     """Optimize `graph` (one partition, on a device of `device_type`) in place; True when
     anything changed. After folding and CSE, two of TF's grappler rewrites as
     `rewrite_options` (RewriterConfig) and the level ask: division by a constant as
     multiplication by its reciprocal (div_to_reciprocal_mul.py), then the remapper
-    (batch norms folded into constant weights, contraction + bias + activation fused)."""
+    (batch norms folded into constant weights, contraction + bias + activation fused).
+    `graph_nodes`: the nodes of the whole graph `graph` was cut from (the session's: TF's
+    grappler leaves a graph of fewer than RewriterConfig.min_graph_nodes alone); by
+    default `graph`'s own."""
     changed = _fold_and_cse(graph, optimizer_options, device_type)
-    if reciprocal_mul_enabled(optimizer_options, rewrite_options) and \
+    if graph_nodes is None:
+        graph_nodes = sum(1 for _ in graph.op_nodes())
+    if reciprocal_mul_enabled(optimizer_options, rewrite_options, graph_nodes) and \
             reduce_div_to_reciprocal_mul(graph):
         fixup_source_and_sink_edges(graph)
         changed = True

@@ -299,6 +299,7 @@ class DirectSession:
         self._check_open()
         with self._lock:
             graph = self._state.snapshot(feeds + fetches + targets)
+            graph_nodes = len(self._state.by_name)  # (what grappler's size test counts)
         device = self.device_mgr.default_device
         rewrite_graph_for_execution(graph, list(feeds), list(fetches), list(targets), device.name,
                                     use_function_convention=not partial,
@@ -327,7 +328,7 @@ class DirectSession:
             # The GraphOptimizer per partition: constant folding and CSE, as TF's
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
-                           self.config.graph_options.rewrite_options)
+                           self.config.graph_options.rewrite_options, graph_nodes)
             kwargs = dict(inline_all=self.inline_all, deadness=deadness, segments=segments,
                           function_library=self.function_runtime(device, segments))
             eak.executors.append(factory.new_executor(part, device, **kwargs))

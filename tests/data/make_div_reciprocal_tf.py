@@ -49,6 +49,24 @@ def program(tf):
     return out
 
 
+def small_program(tf, extra: int):
+    """x / 255 in a graph of 3 + `extra` nodes (grappler skips graphs under 4)."""
+    x = tf.placeholder(tf.float32, [None], name="x")
+    for k in range(extra):
+        tf.constant(float(k), name=f"unused_{k}")
+    return x / 255.0
+
+
+def run_small(v1, x, extra: int, least: int):
+    graph = v1.Graph()
+    with graph.as_default():
+        y = small_program(v1, extra)
+    config = v1.ConfigProto()
+    config.graph_options.rewrite_options.min_graph_nodes = least
+    with v1.Session(graph=graph, config=config) as sess:
+        return sess.run(y, {graph.get_tensor_by_name("x:0"): x})
+
+
 def main() -> None:
     import tensorflow as tf
 
@@ -65,9 +83,12 @@ def main() -> None:
     config.graph_options.rewrite_options.disable_meta_optimizer = True
     with v1.Session(graph=graph, config=config) as sess:
         plain = sess.run(fetches, feed)
+    small = {}
+    for extra, least in ((0, 0), (1, 0), (0, -1)):
+        small[f"small_{extra}_{least}"] = run_small(v1, values["x32"], extra, least)
     np.savez(HERE / "div_reciprocal_tf.npz", **{f"feed:{k}": v for k, v in values.items()},
              **{f"default:{k}": v for k, v in default.items()},
-             **{f"plain:{k}": v for k, v in plain.items()})
+             **{f"plain:{k}": v for k, v in plain.items()}, **small)
     differ = [k for k in fetches if not np.array_equal(default[k], plain[k], equal_nan=True)]
     print(f"{len(fetches)} fetches; grappler changed: {differ}")
 
