@@ -197,20 +197,30 @@ async def test_the_loop_keeps_running_while_a_dequeue_waits():
         beat.cancel()
 
 
+async def _until_size(sess, size, n: int) -> None:
+    """Poll the queue's size until it is `n` (a run started elsewhere got that far)."""
+    for _ in range(500):
+        if await sess.run(size) == n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the queue's size never became {n}")
+
+
 async def test_close_wakes_every_waiting_dequeue_with_out_of_range():
     with af.Graph().as_default() as g:
         q = af.FIFOQueue(4, [af.int32], shapes=[[]])
         deq, many, up_to, close = q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(3), q.close()
         enq = q.enqueue(5)
     async with af.Session(graph=g) as sess:
-        waiters = [asyncio.create_task(sess.run(t)) for t in (deq, many, up_to, many)]
+        first = asyncio.create_task(sess.run(deq))
         await asyncio.sleep(0.05)
-        await sess.run(enq)  # the first dequeue takes it; the others keep waiting
-        assert await asyncio.wait_for(waiters[0], 10) == 5
-        await asyncio.sleep(0.02)
-        assert not any(w.done() for w in waiters[1:])
+        await sess.run(enq)
+        assert await asyncio.wait_for(first, 10) == 5
+        waiters = [asyncio.create_task(sess.run(t)) for t in (many, up_to, many)]
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiters)
         await sess.run(close)
-        results = await asyncio.wait_for(asyncio.gather(*waiters[1:], return_exceptions=True), 10)
+        results = await asyncio.wait_for(asyncio.gather(*waiters, return_exceptions=True), 10)
         assert [type(r) for r in results] == [errors.OutOfRangeError] * 3
         assert [re.search(r"requested (\d+)", r.message).group(1) for r in results] == [
             "2", "3", "2"]
@@ -251,13 +261,14 @@ async def test_cancelling_the_awaiting_task_leaves_the_queue_whole(traced):
         many, two = q.dequeue_many(3), q.dequeue_many(2)
     options = af.RunOptions(trace_level=af.RunOptions.FULL_TRACE) if traced else None
     async with af.Session(graph=g) as sess:
+        await sess.run(enq, {x: 0})
+        assert await sess.run(deq, options=options, run_metadata=af.RunMetadata()) == 0
         await sess.run(enq, {x: 1})
         await sess.run(enq, {x: 2})
         task = asyncio.create_task(sess.run(many, options=options,
                                             run_metadata=af.RunMetadata()))
-        await asyncio.sleep(0.05)
+        await _until_size(sess, size, 0)  # the waiting batch holds both
         assert not task.done()
-        assert await sess.run(size) == 0  # the waiting batch holds both
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -265,7 +276,7 @@ async def test_cancelling_the_awaiting_task_leaves_the_queue_whole(traced):
         assert list(await sess.run(two)) == [1, 2]  # back, in their order
         waiting = asyncio.create_task(sess.run(deq, options=options,
                                                run_metadata=af.RunMetadata()))
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
@@ -314,9 +325,9 @@ async def test_a_close_waits_behind_a_blocked_enqueue_as_tfs():
     async with af.Session(graph=g) as sess:
         await sess.run(enq, {x: 1})
         blocked = asyncio.create_task(sess.run(enq, {x: 2}))
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         closing = asyncio.create_task(sess.run(close))
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         assert not closing.done() and not await sess.run(closed)
         assert await sess.run(deq) == 1
         await asyncio.wait_for(asyncio.gather(blocked, closing), 10)
