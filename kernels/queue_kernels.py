@@ -579,7 +579,7 @@ class _QueueOp(OpKernel):
         """TF's MatchesNodeDef: a shared queue must be what this node asks for."""
         prefix = f"Shared queue '{queue.name}' has"
         if type(queue) is not type(self.make(queue.name)):
-            raise _invalid(f"Expected {self.op_type[:-2]}, found {type(queue).__name__}")
+            raise _invalid(f"Expected {queue.kind}, found {self.op_type}")
         capacity = UNBOUNDED if self.capacity < 0 else self.capacity
         if queue.capacity != capacity:
             raise _invalid(f"{prefix} capacity {queue.capacity} but requested capacity was "

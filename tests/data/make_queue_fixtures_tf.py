@@ -229,10 +229,14 @@ def program_shared(tf):
     b = tf.FIFOQueue(4, tf.int32, shapes=[[]], shared_name="common", name="b")
     c = tf.FIFOQueue(4, tf.float32, shapes=[[]], shared_name="common", name="c")
     d = tf.FIFOQueue(5, tf.int32, shapes=[[]], shared_name="common", name="d")
+    e = tf.FIFOQueue(4, tf.int32, shapes=[[1]], shared_name="common", name="e")
+    f = tf.PaddingFIFOQueue(4, tf.int32, shapes=[[]], shared_name="common", name="f")
     things = {"put": a.enqueue(41), "take": b.dequeue(), "size_a": a.size(),
-              "size_b": b.size(), "size_c": c.size(), "size_d": d.size()}
+              "size_b": b.size(), "size_c": c.size(), "size_d": d.size(),
+              "size_e": e.size(), "size_f": f.size()}
     steps = [(["put"], {}, 0), (["put"], {}, 0), (["size_b"], {}, 0), (["take"], {}, 0),
-             (["size_a"], {}, 0), (["size_c"], {}, 0), (["size_d"], {}, 0)]
+             (["size_a"], {}, 0), (["size_c"], {}, 0), (["size_d"], {}, 0),
+             (["size_e"], {}, 0), (["size_f"], {}, 0)]
     return things, steps
 
 
