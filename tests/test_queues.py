@@ -396,3 +396,63 @@ def test_python_api_errors_are_tfs():
 
     assert v1.io.PaddingFIFOQueue is af.PaddingFIFOQueue
     assert v1.queue.PriorityQueue is v1.PriorityQueue is af.PriorityQueue
+
+
+# -- QueueRunner and Coordinator as asyncio tasks ----------------------------------------------
+
+async def test_a_queue_runner_fills_a_queue_from_a_closed_source_then_closes_it():
+    """An input pipeline as TF 1 wrote it: a runner moves the elements of a source queue
+    (closed once filled) into a second queue; when the source runs dry its OutOfRange ends
+    the runner, which closes the second queue; the consumer then gets OutOfRange too."""
+    with af.Graph().as_default() as g:
+        source = af.FIFOQueue(10, af.int32, shapes=[[]], name="filenames")
+        fill = source.enqueue_many([np.arange(1, 8, dtype=np.int32)])
+        close_source = source.close()
+        out = af.FIFOQueue(2, af.int32, shapes=[[]], name="records")
+        runner = af.train.QueueRunner(out, [out.enqueue(source.dequeue() * 10)])
+        af.train.add_queue_runner(runner)
+        take = out.dequeue()
+    async with af.Session(graph=g) as sess:
+        await sess.run(fill)
+        await sess.run(close_source)
+        coord = af.train.Coordinator()
+        tasks = af.train.start_queue_runners(sess, coord)
+        assert len(tasks) == 2  # the enqueue loop, and the task that cancels on stop
+        got = []
+        with pytest.raises(errors.OutOfRangeError):
+            while True:
+                got.append(int(await asyncio.wait_for(sess.run(take), 10)))
+        assert got == [10, 20, 30, 40, 50, 60, 70]
+        coord.request_stop()
+        await asyncio.wait_for(coord.join(tasks), 10)
+        assert runner.exceptions_raised == []
+
+
+async def test_a_coordinator_stop_cancels_the_runners_blocked_enqueues():
+    with af.Graph().as_default() as g:
+        q = af.FIFOQueue(3, af.int32, shapes=[[]])
+        runner = af.train.QueueRunner(q, [q.enqueue(1), q.enqueue(2)])
+        take = q.dequeue_many(3)
+    async with af.Session(graph=g) as sess:
+        coord = af.train.Coordinator()
+        tasks = runner.create_tasks(sess, coord)
+        assert sorted(await asyncio.wait_for(sess.run(take), 10)) in ([1, 1, 2], [1, 2, 2],
+                                                                      [1, 1, 1], [2, 2, 2],
+                                                                      [1, 2, 1], [2, 1, 2])
+        await asyncio.sleep(0.05)  # both enqueue loops now wait on the full queue
+        coord.request_stop()
+        await asyncio.wait_for(coord.join(tasks), 10)
+        assert all(t.done() for t in tasks)
+        assert runner.exceptions_raised == []
+
+
+async def test_a_runners_error_reaches_the_coordinators_join():
+    with af.Graph().as_default() as g:
+        q = af.FIFOQueue(3, af.float32, shapes=[[]])
+        bad = af.placeholder(af.float32, [], name="never_fed")
+        runner = af.train.QueueRunner(q, [q.enqueue(bad)])
+    async with af.Session(graph=g) as sess:
+        coord = af.train.Coordinator()
+        tasks = runner.create_tasks(sess, coord)
+        with pytest.raises(errors.InvalidArgumentError, match="never_fed"):
+            await asyncio.wait_for(coord.join(tasks), 10)

@@ -240,6 +240,19 @@ def program_shared(tf):
     return things, steps
 
 
+def program_queue_runner(tf):
+    """A QueueRunner's graph: the queue's close and cancel ops, built by the runner."""
+    q = tf.FIFOQueue(4, tf.int32, shapes=[[]], name="input")
+    enq = q.enqueue_many([[1, 2, 3]])
+    qr = tf.train.QueueRunner(q, [enq])
+    tf.train.add_queue_runner(qr)
+    things = {"enq": enq, "close": qr.close_op, "cancel": qr.cancel_op, "deq": q.dequeue()}
+    steps = [(["deq"], {}, 100), (["enq"], {}, 0), (["deq"], {}, 0), (["enq"], {}, 100),
+             (["cancel"], {}, 0), (["close"], {}, 0), (["deq"], {}, 0), (["deq"], {}, 0),
+             (["deq"], {}, 0)]
+    return things, steps
+
+
 def raw_wrong_dtype(tf):
     """QueueEnqueueV2 / QueueEnqueueManyV2 fed components TF's Python would refuse."""
     raw = tf.raw_ops
