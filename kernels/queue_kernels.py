@@ -1,6 +1,8 @@
 """Kernels of TF's queues: FIFOQueueV2, PaddingFIFOQueueV2, RandomShuffleQueueV2 and
 PriorityQueueV2 (the queue lives in the device's ResourceMgr, shared by every run of the
-session, and across nodes by shared_name), and the enqueue / dequeue / close / size ops.
+session, and across nodes by shared_name), and the enqueue / dequeue / close / size ops;
+each kernel also serves TF 1's op of the same name without "V2" (a Ref(string) handle,
+which here carries the queue itself).
 
 A queue works as TF's QueueBase does (queue_base.cc, fifo_queue.cc, ...): enqueues and
 dequeues are *attempts* kept in two FIFO lists; every change runs `_flush`, which lets the
@@ -126,10 +128,17 @@ class Queue:
         self.shapes = shapes  # [] (unspecified) or one tuple per component (None: unknown)
         self.name = name
         self.closed = False
+        self.container = ""
         self.lock = threading.Lock()
         self.enqueues: collections.deque[_Attempt] = collections.deque()
         self.dequeues: collections.deque[_Attempt] = collections.deque()
         self._init_storage()
+
+    def read_ref(self, input_name: str) -> np.ndarray:
+        """A TF 1 ref handle read as a value (fetched, say): TF's [container, name]."""
+        out = np.empty(2, dtype=object)
+        out[:] = [self.container.encode(), self.name.encode()]
+        return out
 
     # -- storage (one per kind) --------------------------------------------------------------
     def _init_storage(self) -> None:
@@ -531,7 +540,10 @@ class PriorityQueue(Queue):
 
 class _QueueOp(OpKernel):
     """A queue's handle; the queue made the first time (or found by shared_name, and then
-    checked against this node as TF's MatchesNodeDef does)."""
+    checked against this node as TF's MatchesNodeDef does). `ref_handle`: TF 1's op, whose
+    Ref(string) output carries the queue itself."""
+
+    ref_handle = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -568,9 +580,11 @@ class _QueueOp(OpKernel):
         queue = ctx.resource_mgr.lookup_or_create(self.container, QUEUE_TYPE, name,
                                                   lambda: self.make(name))
         self.matches(queue)
-        value = handle_value(ResourceHandle(
-            self.device, self.container or ctx.resource_mgr.default_container, name,
-            QUEUE_TYPE))
+        queue.container = self.container or ctx.resource_mgr.default_container
+        if self.ref_handle:
+            self._cached = (ctx.resource_mgr, queue)
+            return (queue,)
+        value = handle_value(ResourceHandle(self.device, queue.container, name, QUEUE_TYPE))
         value.flags.writeable = False
         self._cached = (ctx.resource_mgr, value)
         return (value,)
@@ -671,6 +685,29 @@ class PriorityQueueOp(_QueueOp):
         return PriorityQueue(self.capacity, self.queue_types(), self.queue_shapes(), name)
 
 
+for _kind in (FIFOQueueOp, PaddingFIFOQueueOp, RandomShuffleQueueOp, PriorityQueueOp):
+    register_kernel(_kind.__name__[:-2], "CPU")(
+        type(f"Ref{_kind.__name__}", (_kind,), {"ref_handle": True,
+                                                "__doc__": "TF 1's op: a ref handle."}))
+
+
+def queue_of(ctx, value) -> Queue:
+    """The queue an input carries: the queue itself (ref handle) or its resource handle."""
+    if isinstance(value, Queue):
+        return value
+    handle = handle_of(value)
+    return ctx.resource_mgr.lookup(handle.container, QUEUE_TYPE, handle.name)
+
+
+def _register(name: str):
+    """Register a kernel for the V2 op `name` and TF 1's ref-handle op."""
+    def wrap(cls):
+        register_kernel(name, "CPU")(cls)
+        register_kernel(name[:-2], "CPU")(cls)
+        return cls
+    return wrap
+
+
 class _QueueUser(AsyncOpKernel):
     """An op on a queue given by its handle (input 0). `start_async` is the executor's
     task-free path; `compute_async` (traced runs) awaits the same."""
@@ -681,8 +718,7 @@ class _QueueUser(AsyncOpKernel):
         self.output_types = [dtypes.as_dtype(t) for t in ctx.output_dtypes]
 
     def queue(self, ctx, value) -> Queue:
-        handle = handle_of(value)
-        return ctx.resource_mgr.lookup(handle.container, QUEUE_TYPE, handle.name)
+        return queue_of(ctx, value)
 
     def start_async(self, ctx, inputs, done):
         return self.start(ctx, inputs, done, [])
@@ -715,7 +751,7 @@ class _QueueUser(AsyncOpKernel):
             raise
 
 
-@register_kernel("QueueEnqueueV2", "CPU")
+@_register("QueueEnqueueV2")
 class QueueEnqueueOp(_QueueUser):
     """Enqueue one element; waits while the queue is full."""
 
@@ -724,7 +760,7 @@ class QueueEnqueueOp(_QueueUser):
     def start(self, ctx, inputs, done, started):
         queue = self.queue(ctx, inputs[0])
         started.append(queue)
-        want = [dtypes.resource, *queue.dtypes]
+        want = [self.input_types[0], *queue.dtypes]
         if self.input_types != want:
             raise _signature_error(self.input_types, [], want, [])
         components = [np.asarray(v) for v in inputs[1:]]
@@ -741,14 +777,14 @@ class QueueEnqueueOp(_QueueUser):
         return queue.enqueue(elements, ctx, done)
 
 
-@register_kernel("QueueEnqueueManyV2", "CPU")
+@_register("QueueEnqueueManyV2")
 class QueueEnqueueManyOp(QueueEnqueueOp):
     """Enqueue the slices of a batch along dimension 0, in order."""
 
     many = True
 
 
-@register_kernel("QueueDequeueV2", "CPU")
+@_register("QueueDequeueV2")
 class QueueDequeueOp(_QueueUser):
     """Dequeue one element; waits while the queue is empty (and open)."""
 
@@ -764,7 +800,7 @@ class QueueDequeueOp(_QueueUser):
         return queue.dequeue(ctx, done)
 
 
-@register_kernel("QueueDequeueManyV2", "CPU")
+@_register("QueueDequeueManyV2")
 class QueueDequeueManyOp(QueueDequeueOp):
     """Dequeue a batch of n elements, stacked (padded for a PaddingFIFOQueue)."""
 
@@ -781,7 +817,7 @@ class QueueDequeueManyOp(QueueDequeueOp):
         return queue.dequeue_many(n, self.allow_small, ctx, done)
 
 
-@register_kernel("QueueDequeueUpToV2", "CPU")
+@_register("QueueDequeueUpToV2")
 class QueueDequeueUpToOp(QueueDequeueManyOp):
     """Like DequeueMany, but once the queue is closed a smaller batch of what is left."""
 
@@ -789,7 +825,7 @@ class QueueDequeueUpToOp(QueueDequeueManyOp):
     label = "DequeueUpToOp"
 
 
-@register_kernel("QueueCloseV2", "CPU")
+@_register("QueueCloseV2")
 class QueueCloseOp(_QueueUser):
     """Close the queue (cancel_pending_enqueues: and cancel the enqueues waiting)."""
 
@@ -803,22 +839,19 @@ class QueueCloseOp(_QueueUser):
         return queue.close(self.cancel_pending, ctx, done)
 
 
-@register_kernel("QueueSizeV2", "CPU")
+@_register("QueueSizeV2")
 class QueueSizeOp(OpKernel):
     """The number of elements in the queue now (int32)."""
 
     def compute(self, ctx, inputs):
-        handle = handle_of(inputs[0])
-        queue = ctx.resource_mgr.lookup(handle.container, QUEUE_TYPE, handle.name)
+        queue = queue_of(ctx, inputs[0])
         with queue.lock:
             return (np.array(queue.size(), np.int32),)
 
 
-@register_kernel("QueueIsClosedV2", "CPU")
+@_register("QueueIsClosedV2")
 class QueueIsClosedOp(OpKernel):
     """Whether the queue is closed."""
 
     def compute(self, ctx, inputs):
-        handle = handle_of(inputs[0])
-        queue = ctx.resource_mgr.lookup(handle.container, QUEUE_TYPE, handle.name)
-        return (np.array(queue.closed),)
+        return (np.array(queue_of(ctx, inputs[0]).closed),)

@@ -26,7 +26,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 OPS = ["FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2", "PriorityQueueV2",
        "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
-       "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2", "QueueIsClosedV2"]
+       "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2", "QueueIsClosedV2",
+       # TF 1's ref-handle ops, which graphs written before the V2 ops carry
+       "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue", "QueueEnqueue",
+       "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo",
+       "QueueClose", "QueueSize", "QueueIsClosed"]
 
 
 def program_fifo_basic(tf):
@@ -284,6 +288,39 @@ def raw_unknown_many(tf):
         handle=q.queue_ref, components=[tf.constant([1, 2]), tf.constant([3])], name="many"),
         "size": q.size()}
     return things, [(["many"], {}, 0), (["size"], {}, 0)]
+
+
+def raw_ref_ops(tf):
+    """The TF 1 ref-handle ops (FIFOQueue, QueueEnqueue, ...) of older GraphDefs."""
+    raw = tf.raw_ops
+    q = raw.FIFOQueue(component_types=[tf.int32, tf.string], shapes=[[], []], capacity=3,
+                      name="old")
+    p = raw.PaddingFIFOQueue(component_types=[tf.float32], shapes=[[None]], name="old_pad")
+    things = {
+        "enq": raw.QueueEnqueue(handle=q, components=[tf.constant(4), tf.constant("d")],
+                                name="enq"),
+        "many": raw.QueueEnqueueMany(handle=q, components=[tf.constant([5, 6]),
+                                                           tf.constant(["e", "f"])],
+                                     name="many"),
+        "deq": raw.QueueDequeue(handle=q, component_types=[tf.int32, tf.string], name="deq"),
+        "deq2": raw.QueueDequeueMany(handle=q, n=2, component_types=[tf.int32, tf.string],
+                                     name="deq2"),
+        "size": raw.QueueSize(handle=q, name="size"),
+        "closed": raw.QueueIsClosed(handle=q, name="closed"),
+        "close": raw.QueueClose(handle=q, name="close"),
+        "upto": raw.QueueDequeueUpTo(handle=q, n=2, component_types=[tf.int32, tf.string],
+                                     name="upto"),
+        "pad_enq": raw.QueueEnqueue(handle=p, components=[tf.constant([1.5, 2.5])],
+                                    name="pad_enq"),
+        "pad_enq1": raw.QueueEnqueue(handle=p, components=[tf.constant([3.5])],
+                                     name="pad_enq1"),
+        "pad_deq": raw.QueueDequeueMany(handle=p, n=2, component_types=[tf.float32],
+                                        name="pad_deq"),
+    }
+    steps = [([k], {}, 0) for k in ("enq", "many", "size", "deq", "deq2", "enq", "closed",
+                                    "close", "closed", "upto", "upto", "pad_enq", "pad_enq1",
+                                    "pad_deq")]
+    return things, steps
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
