@@ -456,3 +456,15 @@ async def test_a_runners_error_reaches_the_coordinators_join():
         tasks = runner.create_tasks(sess, coord)
         with pytest.raises(errors.InvalidArgumentError, match="never_fed"):
             await asyncio.wait_for(coord.join(tasks), 10)
+
+
+async def test_a_ref_handle_fetched_is_tfs_container_and_name():
+    from aioflow.framework.op_def_library import apply_op
+
+    with af.Graph().as_default():
+        h = apply_op("FIFOQueue", component_types=[af.int32], shapes=[[]], shared_name="q")
+        size = apply_op("QueueSize", handle=h)
+        async with af.Session() as sess:
+            handle, n = await sess.run([h, size])
+    assert handle.tolist() == [b"localhost", b"q"]
+    assert n == 0
