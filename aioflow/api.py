@@ -55,7 +55,7 @@ from aioflow.framework.ops import (
 from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
-from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, random, sparse, strings
+from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
 from aioflow.ops.array_extra_ops import (
     broadcast_dynamic_shape,
     clip_by_value,
@@ -240,6 +240,13 @@ from aioflow.ops.parsing_ops import (
     parse_example,
     parse_single_example,
 )
+from aioflow.ops.queue_ops import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from aioflow.ops.random_ops import (
     multinomial,
     random_gamma,
@@ -316,6 +323,8 @@ __all__ = [
     "io",
     "read_file",
     "lookup", "tables_initializer", "initialize_all_tables",
+    "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
+    "PriorityQueue",
     "saved_model", "train", "summary",
 ]
 

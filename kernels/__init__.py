@@ -30,6 +30,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     parsing_kernels,
     partition_stitch_kernels,
     pooling_kernels,
+    queue_kernels,
     random_kernels,
     reduction_kernels,
     resource_variable_kernels,

@@ -27,6 +27,7 @@ class GraphKeys:
     SUMMARIES = "summaries"
     TABLE_INITIALIZERS = "table_initializer"
     ASSET_FILEPATHS = "asset_filepaths"
+    QUEUE_RUNNERS = "queue_runners"
     VARIABLES = GLOBAL_VARIABLES
 
 

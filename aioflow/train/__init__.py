@@ -21,6 +21,12 @@ from aioflow.train.checkpoint_utils import (
     load_variable,
 )
 from aioflow.train.meta_graph import export_meta_graph, import_meta_graph
+from aioflow.train.queue_runner import (
+    Coordinator,
+    QueueRunner,
+    add_queue_runner,
+    start_queue_runners,
+)
 from aioflow.train.saver import Saver, SaverDef
 
 __all__ = [
@@ -29,4 +35,5 @@ __all__ = [
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",
     "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
     "update_checkpoint_state", "update_checkpoint_state_internal",
+    "Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners",
 ]

@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     parallel_concat_ops,
     parsing_ops,
     partition_stitch_ops,
+    queue_ops,
     random_ops,
     script_ops,
     segment_ops,
