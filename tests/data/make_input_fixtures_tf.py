@@ -12,7 +12,8 @@ Run from the project root with TF 2.21 (never a dependency):
 Each ``program_*`` takes the TF-1-like module (``tf.compat.v1`` here, ``aioflow`` in
 tests/test_input_pipelines.py) and returns the list of tensors a step fetches, or None
 (graph only). Resource variables are off, as in TF 1 (aioflow's af.Variable is a ref
-variable unless use_resource): limit_epochs' counter is a VariableV2 counted by CountUpTo.
+variable unless use_resource): limit_epochs' counter is a VariableV2 counted by CountUpTo;
+so is control flow v2 (maybe_batch's cond is TF 1's Switch / Merge, as af.cond builds).
 A run: initialize the global and local variables, start the queue runners
 with a Coordinator, fetch until OutOfRangeError (at most MAX_STEPS). This module does not
 import TensorFlow at import time."""
@@ -159,6 +160,34 @@ def program_maybe_batch_vector(tf):
     return _as_list(out)
 
 
+def program_maybe_batch_scalar(tf):
+    """maybe_batch with a scalar keep_input fed at run time: the enqueue under a cond
+    (Switch, the enqueue in the true branch, a NoOp in the false one, Merge)."""
+    keep = tf.placeholder(tf.bool, [], name="keep")
+    x = tf.placeholder(tf.float32, [3], name="x")
+    out = tf.train.maybe_batch([x], keep, batch_size=4, num_threads=2, capacity=16)
+    del out
+    return None
+
+
+def program_string_input_producer_graph_seed(tf):
+    """string_input_producer with a graph seed only (the op seed from the op count):
+    three epochs in TF's order."""
+    tf.set_random_seed(7)
+    q = tf.train.string_input_producer(["f0", "f1", "f2", "f3"], num_epochs=3)
+    return [q.dequeue()]
+
+
+def program_slice_then_shuffle_batch_names(tf):
+    """slice_input_producer feeding batch with names given, dynamic_pad, a shared name."""
+    a, b = tf.train.slice_input_producer([tf.constant([[1, 2], [3, 4]]), tf.constant([5, 6])],
+                                         shuffle=False)
+    out = tf.train.batch({"a": a, "b": b}, batch_size=2, dynamic_pad=True,
+                         shared_name="shared_batch", name="named")
+    del out
+    return None
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in globals().items()
             if name.startswith("program_")}
 
@@ -212,6 +241,7 @@ def main():
     v1 = tf.compat.v1
     v1.disable_eager_execution()
     v1.disable_resource_variables()  # TF 1's ref variables, as aioflow's Variable makes
+    v1.disable_control_flow_v2()  # TF 1's cond (Switch / Merge), as aioflow's cond builds
     out = {"tensorflow": tf.__version__, "programs": {}}
     for name, fn in PROGRAMS.items():
         out["programs"][name] = record(v1, fn, tf_errors)
