@@ -9,6 +9,7 @@ streams). Then properties that hold whatever the timing: every element once per 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -129,3 +130,149 @@ async def test_pipeline_values_equal_tfs(program):
             assert _tf_error_line(w["message"]) in _lines(g["message"]), (i, g["message"])
         else:
             assert g == w, (i, g, w)
+
+
+# What holds whatever the tasks' interleaving: each element once per epoch ---------------
+
+async def _drain(graph, fetches, timeout=60) -> tuple[list, list]:
+    """All the batches a pipeline yields until OutOfRangeError (bounded in time: a
+    pipeline that hangs fails the test)."""
+    steps = await asyncio.wait_for(_run_pipeline(graph, fetches, max_steps=1000), timeout)
+    assert isinstance(steps[-1], dict) and steps[-1]["error"] == "OutOfRangeError"
+    return steps[:-1], steps[-1]
+
+
+async def test_shuffle_batch_of_a_shuffled_slice_producer_sees_each_element_once_per_epoch():
+    graph = af.Graph()
+    with graph.as_default():
+        (x,) = af.train.slice_input_producer([af.constant(np.arange(50))], num_epochs=2,
+                                             seed=1, capacity=16)
+        out = af.train.shuffle_batch([x], batch_size=7, capacity=30, min_after_dequeue=10,
+                                     num_threads=3, seed=2, allow_smaller_final_batch=True)
+    batches, _ = await _drain(graph, [out])
+    sizes = [b[0]["shape"][0] for b in batches]
+    assert sizes == [7] * 14 + [2]
+    seen = sorted(v for b in batches for v in b[0]["value"])
+    assert seen == sorted(list(range(50)) * 2)
+
+
+async def test_batch_with_many_threads_keeps_every_element():
+    graph = af.Graph()
+    with graph.as_default():
+        q = af.train.range_input_producer(20, num_epochs=1, shuffle=False)
+        i = q.dequeue()
+        out = af.train.batch({"i": i, "sq": i * i}, batch_size=6, num_threads=4,
+                             allow_smaller_final_batch=True)
+    batches, _ = await _drain(graph, [out["i"], out["sq"]])
+    assert [b[0]["shape"] for b in batches] == [[6], [6], [6], [2]]
+    ids = [v for b in batches for v in b[0]["value"]]
+    squares = [v for b in batches for v in b[1]["value"]]
+    assert sorted(ids) == list(range(20))
+    assert squares == [v * v for v in ids]  # the components of an element stay together
+
+
+async def test_string_input_producer_feeds_file_reads(tmp_path):
+    names = []
+    for k in range(3):
+        path = tmp_path / f"part-{k}.txt"
+        path.write_bytes(f"contents {k}".encode())
+        names.append(str(path))
+    graph = af.Graph()
+    with graph.as_default():
+        q = af.train.string_input_producer(names, num_epochs=2, seed=3)
+        name = q.dequeue()
+        out = af.train.batch([name, af.io.read_file(name)], batch_size=4,
+                             allow_smaller_final_batch=True)
+    batches, _ = await _drain(graph, out)
+    read = [(n, c) for b in batches for n, c in zip(b[0]["value"], b[1]["value"], strict=True)]
+    assert len(read) == 6
+    assert sorted(n for n, _ in read) == sorted(names * 2)
+    assert all(c == f"contents {n[-5]}" for n, c in read)
+    first, second = [n for n, _ in read[:3]], [n for n, _ in read[3:]]
+    assert sorted(first) == sorted(second) == sorted(names)  # epoch by epoch
+
+
+async def test_dynamic_pad_pads_each_batch_to_its_longest():
+    graph = af.Graph()
+    with graph.as_default():
+        q = af.train.range_input_producer(7, num_epochs=1, shuffle=False)
+        n = q.dequeue()
+        seq = af.fill(af.expand_dims(n, 0), n + 1)  # n copies of n + 1
+        out = af.train.batch([seq], batch_size=3, dynamic_pad=True,
+                             allow_smaller_final_batch=True)  # (one component: a tensor)
+    batches, _ = await _drain(graph, [out])
+    got = [np.array(b[0]["value"]).reshape(b[0]["shape"]) for b in batches]
+    want = []
+    for start in range(0, 7, 3):
+        rows = list(range(start, min(start + 3, 7)))
+        padded = np.zeros((len(rows), max(rows)), np.int32)
+        for r, k in enumerate(rows):
+            padded[r, :k] = k + 1
+        want.append(padded)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+async def test_limit_epochs_counts_in_a_local_variable():
+    graph = af.Graph()
+    with graph.as_default():
+        out = af.train.limit_epochs(af.constant([1.5]), num_epochs=3)
+        (epochs,) = af.local_variables()
+        assert af.global_variables() == []
+    async with af.Session(graph=graph) as sess:
+        with graph.as_default():
+            await sess.run(af.local_variables_initializer())
+        for _ in range(3):
+            assert (await sess.run(out)).tolist() == [1.5]
+        with pytest.raises(errors.OutOfRangeError, match="Reached limit of 3"):
+            await sess.run(out)
+        assert await sess.run(epochs) == 3
+        with graph.as_default():
+            await sess.run(af.local_variables_initializer())  # a new count
+        assert (await sess.run(out)).tolist() == [1.5]
+
+
+async def test_an_empty_string_tensor_fails_the_producer_and_the_coordinator_reports_it():
+    graph = af.Graph()
+    with graph.as_default():
+        q = af.train.string_input_producer(af.constant([], af.string), shuffle=False)
+        name = q.dequeue()
+    async with af.Session(graph=graph) as sess:
+        coord = af.train.Coordinator()
+        tasks = af.train.start_queue_runners(sess, coord)
+        with pytest.raises(errors.OutOfRangeError, match="is closed"):  # by the stop
+            await asyncio.wait_for(sess.run(name), 30)
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="string_input_producer requires a non-null input tensor"):
+            await coord.join(tasks, stop_grace_period_secs=10)
+
+
+# Bad arguments: TF's errors at graph construction ---------------------------------------
+
+def test_bad_arguments_raise_tfs_errors():
+    with af.Graph().as_default():
+        x = af.constant([1, 2])
+        with pytest.raises(ValueError, match="capacity 10 must be bigger than "
+                                             "min_after_dequeue 10"):
+            af.train.shuffle_batch([x], 2, capacity=10, min_after_dequeue=10)
+        with pytest.raises(ValueError, match="num_epochs must be > 0 not 0"):
+            af.train.limit_epochs(x, num_epochs=0)
+        with pytest.raises(ValueError, match="requires a non-null input tensor"):
+            af.train.string_input_producer([])
+        with pytest.raises(ValueError, match=r"Expected at least one tensor in batch\(\)"):
+            af.train.batch([], 2)
+        with pytest.raises(ValueError, match="Cannot infer Tensor's rank"):
+            af.train.batch([af.placeholder(af.float32)], 2)
+        with pytest.raises(ValueError, match="must have a fully defined shape"):
+            af.train.input_producer(af.placeholder(af.float32, [None, None]))
+        with pytest.raises(ValueError, match="cannot be a vector when `enqueue_many=False`"):
+            af.train.maybe_batch([x], af.constant([True, False]), 2)
+        with pytest.raises(ValueError, match="All dictionaries in tensors_list must have"):
+            af.train.batch_join([{"a": x}, {"b": x}], 2)
+        with pytest.raises(TypeError, match="Expected types to be consistent: int32 vs. "
+                                            "float32"):
+            af.train.batch_join([[x], [af.constant([1.0])]], 2)
+        sparse = af.SparseTensor([[0]], [1.0], [3])
+        with pytest.raises(TypeError, match="SparseTensor inputs .* not supported"):
+            af.train.batch([sparse], 2)
