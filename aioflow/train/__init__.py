@@ -27,6 +27,9 @@ from aioflow.train.input import (
     input_producer,
     limit_epochs,
     maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
     range_input_producer,
     shuffle_batch,
     shuffle_batch_join,
@@ -50,6 +53,7 @@ __all__ = [
     "update_checkpoint_state", "update_checkpoint_state_internal",
     "Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners",
     "batch", "batch_join", "input_producer", "limit_epochs", "maybe_batch",
+    "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
     "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
     "string_input_producer",
 ]

@@ -1,6 +1,6 @@
 """TF 1's queue-based input pipelines (tf.train.batch, shuffle_batch, limit_epochs,
-input_producer, string/range/slice_input_producer, batch_join, shuffle_batch_join,
-maybe_batch), building the graphs TF 1.x builds (tensorflow/python/training/input.py): a
+input_producer, string/range/slice_input_producer, batch_join, shuffle_batch_join and
+the maybe_* forms), building the graphs TF 1.x builds (tensorflow/python/training/input.py): a
 queue, its enqueue ops in a QueueRunner added to GraphKeys.QUEUE_RUNNERS, a ScalarSummary
 of how full the queue is, and the dequeue op named for the helper's scope.
 
@@ -387,6 +387,37 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
     """shuffle_batch of several lists (or dicts) of tensors, one runner task each."""
     return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
                                keep_input=True, seed=seed, enqueue_many=enqueue_many,
+                               shapes=shapes,
+                               allow_smaller_final_batch=allow_smaller_final_batch,
+                               shared_name=shared_name, name=name)
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):
+    """batch_join, enqueueing only what `keep_input` keeps."""
+    return _batch_join(tensors_list, batch_size, keep_input, capacity=capacity,
+                       enqueue_many=enqueue_many, shapes=shapes, dynamic_pad=dynamic_pad,
+                       allow_smaller_final_batch=allow_smaller_final_batch,
+                       shared_name=shared_name, name=name)
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None, name=None):
+    """shuffle_batch, enqueueing only what `keep_input` keeps."""
+    return _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                          num_threads=num_threads, seed=seed, enqueue_many=enqueue_many,
+                          shapes=shapes, allow_smaller_final_batch=allow_smaller_final_batch,
+                          shared_name=shared_name, name=name)
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
+                             keep_input, seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None, name=None):
+    """shuffle_batch_join, enqueueing only what `keep_input` keeps."""
+    return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
+                               keep_input, seed=seed, enqueue_many=enqueue_many,
                                shapes=shapes,
                                allow_smaller_final_batch=allow_smaller_final_batch,
                                shared_name=shared_name, name=name)

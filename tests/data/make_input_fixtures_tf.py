@@ -1,8 +1,8 @@
 """Writes input_pipelines_tf.json: the GraphDefs TF 2.21's TF 1 input helpers
 (tf.compat.v1.train.batch, shuffle_batch, limit_epochs, input_producer,
 string_input_producer, range_input_producer, slice_input_producer, batch_join,
-shuffle_batch_join, maybe_batch) build, and, for the programs whose values do not depend
-on thread timing, what a v1 session fetches from the pipeline run by its queue runners,
+shuffle_batch_join and the maybe_* forms) build, and, for the programs whose values do
+not depend on thread timing, what a v1 session fetches from the pipeline run by its queue runners,
 step after step, until OutOfRangeError.
 
 Run from the project root with TF 2.21 (never a dependency):
@@ -184,6 +184,35 @@ def program_slice_then_shuffle_batch_names(tf):
                                          shuffle=False)
     out = tf.train.batch({"a": a, "b": b}, batch_size=2, dynamic_pad=True,
                          shared_name="shared_batch", name="named")
+    del out
+    return None
+
+
+def program_maybe_shuffle_batch_vector(tf):
+    """maybe_shuffle_batch of one epoch of rows, a vector keep_input, an op seed: the rows
+    kept, in TF's order."""
+    rows = tf.train.limit_epochs(tf.constant(np.arange(10) * 10), num_epochs=1)
+    keep = tf.constant([True, True, False, True, True, True, False, True, True, True])
+    out = tf.train.maybe_shuffle_batch([rows], batch_size=3, capacity=16, min_after_dequeue=2,
+                                       keep_input=keep, seed=6, enqueue_many=True,
+                                       allow_smaller_final_batch=True)
+    return _as_list(out)
+
+
+def program_maybe_batch_join_scalar(tf):
+    """maybe_batch_join of two readers with a scalar keep_input (a cond per enqueue)."""
+    keep = tf.placeholder(tf.bool, [], name="keep")
+    out = tf.train.maybe_batch_join([[tf.constant(1)], [tf.constant(2)]], keep,
+                                    batch_size=2)
+    del out
+    return None
+
+
+def program_maybe_shuffle_batch_join(tf):
+    """maybe_shuffle_batch_join with keep_input known at construction (no cond)."""
+    out = tf.train.maybe_shuffle_batch_join([[tf.constant([1.0])], [tf.constant([2.0])]],
+                                            batch_size=2, capacity=8, min_after_dequeue=1,
+                                            keep_input=True, seed=3)
     del out
     return None
 
