@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from op_def_compare import ours, without_docs
 
 import aioflow as af
 from aioflow.framework import errors
-from aioflow.proto import graph_pb2
+from aioflow.proto import graph_pb2, op_def_pb2
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -276,3 +277,64 @@ def test_bad_arguments_raise_tfs_errors():
         sparse = af.SparseTensor([[0]], [1.0], [3])
         with pytest.raises(TypeError, match="SparseTensor inputs .* not supported"):
             af.train.batch([sparse], 2)
+
+
+# TF 2's default GraphDefs (resource variables: ResourceCountUpTo), imported -------------
+
+@pytest.mark.parametrize("program", sorted(FIXTURE["tf2_default"]))
+async def test_tf2_default_graph_defs_import_and_run_as_in_tf(program):
+    record = FIXTURE["tf2_default"][program]
+    graph_def = _graph_def(record)
+    assert "ResourceCountUpTo" in {n.op for n in graph_def.node}
+    graph = af.Graph()
+    with graph.as_default():
+        af.import_graph_def(graph_def, name="")
+    fetches = [graph.as_graph_element(n) for n in record["fetch"]]
+    got = []
+    async with af.Session(graph=graph) as sess:
+        await sess.run(graph.as_graph_element(record["init"]))
+        for runner in record["runners"]:  # (what a QueueRunner's tasks do, in turn)
+            enqueue = [graph.as_graph_element(n) for n in runner["enqueue"]]
+            with pytest.raises(errors.OutOfRangeError, match="Reached limit of"):
+                for _ in range(tf_programs.MAX_STEPS):
+                    await sess.run(enqueue)
+            await sess.run(graph.as_graph_element(runner["close"]))
+        for _ in range(tf_programs.MAX_STEPS):
+            try:
+                got.append([_plain(v) for v in await sess.run(fetches)])
+            except errors.OutOfRangeError as e:
+                got.append({"error": "OutOfRangeError", "message": e.message})
+                break
+    want = record["steps"]
+    assert [g for g in got if isinstance(g, list)] == [w for w in want if isinstance(w, list)]
+    assert isinstance(got[-1], dict) and len(got) == len(want)
+    assert _tf_error_line(want[-1]["message"]) in _lines(got[-1]["message"])
+
+
+def test_resource_count_up_to_op_def_equals_tfs():
+    want = op_def_pb2.OpDef()
+    want.ParseFromString(bytes.fromhex(FIXTURE["opdefs"]["ResourceCountUpTo"]))
+    assert ours("ResourceCountUpTo") == without_docs(want)
+
+
+async def test_a_resource_variable_counts_up_to_its_limit():
+    graph = af.Graph()
+    with graph.as_default():
+        v = af.Variable(np.int64(5), use_resource=True)
+        up = v.count_up_to(7)
+        m = af.Variable([1, 2], use_resource=True)
+        bad = m.count_up_to(3)
+        never = af.Variable(0, use_resource=True, name="never").count_up_to(1)
+        init = [v.initializer, m.initializer]
+    assert up.op.type == "ResourceCountUpTo" and up.dtype == af.int64 and up.shape == []
+    async with af.Session(graph=graph) as sess:
+        await sess.run(init)
+        assert [int(await sess.run(up)) for _ in range(2)] == [5, 6]
+        with pytest.raises(errors.OutOfRangeError, match="Reached limit of 7"):
+            await sess.run(up)
+        assert await sess.run(v.value()) == 7
+        with pytest.raises(errors.InvalidArgumentError, match=r"input is not a scalar: \[2\]"):
+            await sess.run(bad)
+        with pytest.raises(errors.NotFoundError,
+                           match="Resource localhost/never/.* does not exist"):
+            await sess.run(never)

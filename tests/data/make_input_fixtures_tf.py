@@ -2,8 +2,8 @@
 (tf.compat.v1.train.batch, shuffle_batch, limit_epochs, input_producer,
 string_input_producer, range_input_producer, slice_input_producer, batch_join,
 shuffle_batch_join and the maybe_* forms) build, and, for the programs whose values do
-not depend on thread timing, what a v1 session fetches from the pipeline run by its queue runners,
-step after step, until OutOfRangeError.
+not depend on thread timing, what a v1 session fetches from the pipeline run by its queue
+runners, step after step, until OutOfRangeError.
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -263,6 +263,40 @@ def record(tf, fn, errors_module):
     return out
 
 
+# Programs recorded again as TF 2.21's tf.compat.v1 writes them by default (resource
+# variables: limit_epochs counts with ResourceCountUpTo): the GraphDef a TF 2 user's old
+# pipeline code produces, replayed by importing it.
+TF2_DEFAULT = ["limit_epochs", "batch_in_order", "string_input_producer"]
+
+
+def record_tf2_default(tf, fn, errors_module):
+    """`fn`'s graph with resource variables, its init op and queue runners' op names, and
+    TF's fetches: each runner's enqueue ops run until OutOfRangeError, then its close op
+    (every queue here holds all its input), then the fetches until OutOfRangeError."""
+    with tf.Graph().as_default() as g:
+        fetches = fn(tf)
+        init = tf.local_variables_initializer()
+        runners = [{"enqueue": [op.name for op in qr.enqueue_ops], "close": qr.close_op.name}
+                   for qr in tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)]
+        out = {"graph_def": g.as_graph_def().SerializeToString().hex(), "init": init.name,
+               "runners": runners, "fetch": [t.name for t in fetches], "steps": []}
+        with tf.Session() as sess:
+            sess.run(init)
+            for runner in runners:
+                try:
+                    for _ in range(MAX_STEPS):
+                        sess.run(runner["enqueue"])
+                except errors_module.OutOfRangeError:
+                    sess.run(runner["close"])
+            for _ in range(MAX_STEPS):
+                try:
+                    out["steps"].append([plain(v) for v in sess.run(fetches)])
+                except errors_module.OutOfRangeError as e:
+                    out["steps"].append({"error": "OutOfRangeError", "message": e.message})
+                    break
+    return out
+
+
 def main():
     import tensorflow as tf
     from tensorflow.python.framework import errors as tf_errors
@@ -271,9 +305,16 @@ def main():
     v1.disable_eager_execution()
     v1.disable_resource_variables()  # TF 1's ref variables, as aioflow's Variable makes
     v1.disable_control_flow_v2()  # TF 1's cond (Switch / Merge), as aioflow's cond builds
-    out = {"tensorflow": tf.__version__, "programs": {}}
+    from tensorflow.python.framework import op_def_registry
+
+    out = {"tensorflow": tf.__version__, "programs": {}, "tf2_default": {},
+           "opdefs": {"ResourceCountUpTo":
+                      op_def_registry.get("ResourceCountUpTo").SerializeToString().hex()}}
     for name, fn in PROGRAMS.items():
         out["programs"][name] = record(v1, fn, tf_errors)
+    v1.enable_resource_variables()
+    for name in TF2_DEFAULT:
+        out["tf2_default"][name] = record_tf2_default(v1, PROGRAMS[name], tf_errors)
     (HERE / "input_pipelines_tf.json").write_text(
         json.dumps(out, indent=1, sort_keys=True) + "\n")
 
