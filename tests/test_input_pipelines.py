@@ -311,10 +311,11 @@ async def test_tf2_default_graph_defs_import_and_run_as_in_tf(program):
     assert _tf_error_line(want[-1]["message"]) in _lines(got[-1]["message"])
 
 
-def test_resource_count_up_to_op_def_equals_tfs():
+@pytest.mark.parametrize("name", sorted(FIXTURE["opdefs"]))
+def test_new_op_defs_equal_tfs(name):
     want = op_def_pb2.OpDef()
-    want.ParseFromString(bytes.fromhex(FIXTURE["opdefs"]["ResourceCountUpTo"]))
-    assert ours("ResourceCountUpTo") == without_docs(want)
+    want.ParseFromString(bytes.fromhex(FIXTURE["opdefs"][name]))
+    assert ours(name) == without_docs(want)
 
 
 async def test_a_resource_variable_counts_up_to_its_limit():
@@ -338,3 +339,45 @@ async def test_a_resource_variable_counts_up_to_its_limit():
         with pytest.raises(errors.NotFoundError,
                            match="Resource localhost/never/.* does not exist"):
             await sess.run(never)
+
+
+# MatchingFiles and match_filenames_once --------------------------------------------------
+
+async def test_matching_files_finds_what_tf_finds(tmp_path):
+    for name in tf_programs.MATCH_TREE:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
+    root = str(tmp_path)
+    graph = af.Graph()
+    cases = []
+    with graph.as_default():
+        for pattern, want in FIXTURE["matching_files"]:
+            full = ([f"{root}/{p}" for p in pattern] if isinstance(pattern, list)
+                    else f"{root}/{pattern}")
+            cases.append((af.io.matching_files(full), want))
+        bad = af.io.matching_files(af.placeholder(af.string))
+    async with af.Session(graph=graph) as sess:
+        got = await sess.run([t for t, _ in cases])
+        for value, (_, want) in zip(got, cases, strict=True):
+            assert value.shape == (len(want),)
+            assert [f.decode()[len(root) + 1:] for f in value] == want
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"must be scalar or vector, but had shape: \[1,1\]"):
+            await sess.run(bad, {bad.op.inputs[0]: np.array([[b"x"]], dtype=object)})
+
+
+async def test_match_filenames_once_feeds_a_producer(tmp_path):
+    for k in range(4):
+        (tmp_path / f"shard-{k}.txt").write_text(f"line {k}")
+    (tmp_path / "other.csv").write_text("no")
+    graph = af.Graph()
+    with graph.as_default():
+        files = af.train.match_filenames_once(str(tmp_path / "shard-*.txt"))
+        q = af.train.string_input_producer(files, shuffle=False, num_epochs=1)
+        name = q.dequeue()
+        contents = af.io.read_file(name)
+        assert files in af.local_variables() and files.shape.rank is None
+    batches, _ = await _drain(graph, [name, contents])
+    assert [(b[0]["value"][0], b[1]["value"][0]) for b in batches] == [
+        (str(tmp_path / f"shard-{k}.txt"), f"line {k}") for k in range(4)]

@@ -1,11 +1,12 @@
 """TF 1's queue-based input pipelines (tf.train.batch, shuffle_batch, limit_epochs,
-input_producer, string/range/slice_input_producer, batch_join, shuffle_batch_join and
-the maybe_* forms), building the graphs TF 1.x builds (tensorflow/python/training/input.py): a
-queue, its enqueue ops in a QueueRunner added to GraphKeys.QUEUE_RUNNERS, a ScalarSummary
-of how full the queue is, and the dequeue op named for the helper's scope.
+match_filenames_once, input_producer, string/range/slice_input_producer, batch_join,
+shuffle_batch_join and the maybe_* forms), building the graphs TF 1.x builds
+(tensorflow/python/training/input.py): a queue, its enqueue ops in a QueueRunner added to
+GraphKeys.QUEUE_RUNNERS, a ScalarSummary of how full the queue is, and the dequeue op
+named for the helper's scope.
 
 The runners run as asyncio tasks (af.train.start_queue_runners). `num_epochs` counts in a
-local int64 variable (`<scope>/limit_epochs/epochs`, initialised by
+local variable (`<scope>/limit_epochs/epochs`, int64, initialised by
 af.local_variables_initializer()); once it is spent the producer's enqueue fails with
 OutOfRangeError, its runner closes the queue, and the consumer's dequeue fails in turn.
 SparseTensor inputs (TF stores them in a SparseTensorsMap) are not supported."""
@@ -15,13 +16,22 @@ from __future__ import annotations
 from aioflow.framework import constant_value as _constant_value
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.sparse_tensor import SparseTensor
-from aioflow.ops import array_ops, control_flow_ops, math_ops, random_ops, variables
+from aioflow.ops import array_ops, control_flow_ops, io_ops, math_ops, random_ops, variables
 from aioflow.ops.array_manip_ops import dynamic_partition
 from aioflow.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from aioflow.summary import summary_ops
 from aioflow.train import queue_runner
 
 _NOT_NULL = "string_input_producer requires a non-null input tensor"
+
+
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the sorted names of the files matching `pattern` (a glob,
+    or a vector of them), listed once: when af.local_variables_initializer() runs."""
+    with ops.name_scope(name, "matching_filenames", [pattern]) as name:
+        return variables.Variable(name=name, initial_value=io_ops.matching_files(pattern),
+                                  trainable=False, validate_shape=False,
+                                  collections=[variables.GraphKeys.LOCAL_VARIABLES])
 
 
 def limit_epochs(tensor, num_epochs=None, name=None):
@@ -70,7 +80,8 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
                           capacity=32, shared_name=None, name=None, cancel_op=None):
     """input_producer of a 1-D string tensor (file names, say); a run fails with
     InvalidArgumentError when the tensor is empty."""
-    if not isinstance(string_tensor, ops.Tensor) and not len(string_tensor):
+    if (not isinstance(string_tensor, (ops.Tensor, variables.Variable))
+            and not len(string_tensor)):
         raise ValueError(_NOT_NULL)
     with ops.name_scope(name, "input_producer", [string_tensor]) as name:
         string_tensor = ops.convert_to_tensor(string_tensor, dtype=dtypes.string)

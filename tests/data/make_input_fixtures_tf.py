@@ -217,6 +217,15 @@ def program_maybe_shuffle_batch_join(tf):
     return None
 
 
+def program_match_filenames_once(tf):
+    """match_filenames_once of a glob (a local variable of unknown shape) feeding
+    string_input_producer."""
+    files = tf.train.match_filenames_once("logs/*.txt")
+    q = tf.train.string_input_producer(files, shuffle=False, num_epochs=1)
+    del q
+    return None
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in globals().items()
             if name.startswith("program_")}
 
@@ -297,6 +306,31 @@ def record_tf2_default(tf, fn, errors_module):
     return out
 
 
+# MatchingFiles on a small tree: (pattern or patterns, relative to the tree's root) -> the
+# names found, relative to it.
+MATCH_TREE = ["b.txt", "a.txt", ".h.txt", "c.csv", "sub/z.txt"]
+MATCH_PATTERNS = ["*.txt", ["*.csv", "*.txt"], "nope/*.txt", "a.txt", "*", "?.txt",
+                  "[ab].txt", "*/*.txt", "sub", "missing.txt"]
+
+
+def record_matching_files(tf):
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as root:
+        for name in MATCH_TREE:
+            path = Path(root, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(name)
+        with tf.Graph().as_default(), tf.Session() as sess:
+            for pattern in MATCH_PATTERNS:
+                full = ([f"{root}/{p}" for p in pattern] if isinstance(pattern, list)
+                        else f"{root}/{pattern}")
+                found = sess.run(tf.io.matching_files(full))
+                out.append([pattern, [f.decode()[len(root) + 1:] for f in found]])
+    return out
+
+
 def main():
     import tensorflow as tf
     from tensorflow.python.framework import errors as tf_errors
@@ -308,8 +342,9 @@ def main():
     from tensorflow.python.framework import op_def_registry
 
     out = {"tensorflow": tf.__version__, "programs": {}, "tf2_default": {},
-           "opdefs": {"ResourceCountUpTo":
-                      op_def_registry.get("ResourceCountUpTo").SerializeToString().hex()}}
+           "opdefs": {name: op_def_registry.get(name).SerializeToString().hex()
+                      for name in ("ResourceCountUpTo", "MatchingFiles")}}
+    out["matching_files"] = record_matching_files(v1)
     for name, fn in PROGRAMS.items():
         out["programs"][name] = record(v1, fn, tf_errors)
     v1.enable_resource_variables()
