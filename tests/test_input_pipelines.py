@@ -21,7 +21,7 @@ from op_def_compare import ours, without_docs
 
 import aioflow as af
 from aioflow.framework import errors
-from aioflow.proto import graph_pb2, op_def_pb2
+from aioflow.proto import graph_pb2, op_def_pb2, summary_pb2
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -381,3 +381,33 @@ async def test_match_filenames_once_feeds_a_producer(tmp_path):
     batches, _ = await _drain(graph, [name, contents])
     assert [(b[0]["value"][0], b[1]["value"][0]) for b in batches] == [
         (str(tmp_path / f"shard-{k}.txt"), f"line {k}") for k in range(4)]
+
+
+async def test_the_fraction_full_summaries_measure_the_queues():
+    graph = af.Graph()
+    with graph.as_default():
+        rows = af.constant(np.arange(10))
+        af.train.batch([rows], batch_size=2, enqueue_many=True)
+        af.train.shuffle_batch([rows], batch_size=2, capacity=20, min_after_dequeue=4,
+                               enqueue_many=True)
+        (batch_runner, shuffle_runner) = graph.get_collection(
+            af.train.queue_runner.QUEUE_RUNNERS)
+        summaries = graph.get_collection(af.GraphKeys.SUMMARIES)
+    assert [s.name for s in summaries] == ["batch/fraction_of_32_full:0",
+                                           "shuffle_batch/fraction_over_4_of_16_full:0"]
+    tags = ["batch/fraction_of_32_full", "shuffle_batch/fraction_over_4_of_16_full"]
+
+    def values(serialized) -> list[float]:
+        out = []
+        for tag, blob in zip(tags, serialized, strict=True):
+            summary = summary_pb2.Summary()
+            summary.ParseFromString(blob)
+            (value,) = summary.value
+            assert value.tag == tag
+            out.append(value.simple_value)
+        return out
+
+    async with af.Session(graph=graph) as sess:
+        assert values(await sess.run(summaries)) == [0.0, 0.0]
+        await sess.run([batch_runner.enqueue_ops[0], shuffle_runner.enqueue_ops[0]])
+        assert values(await sess.run(summaries)) == [10 / 32, (10 - 4) / 16]
