@@ -1,6 +1,7 @@
 """CPU kernels of TF's resource variables: VarHandleOp, ReadVariableOp, AssignVariableOp,
-AssignAdd/SubVariableOp, ResourceGather, ResourceScatter{Update,Add,Sub,Mul,Div,Min,Max},
-VarIsInitializedOp, VariableShape and DestroyResourceOp, with TF's messages.
+AssignAdd/SubVariableOp, ResourceCountUpTo, ResourceGather,
+ResourceScatter{Update,Add,Sub,Mul,Div,Min,Max}, VarIsInitializedOp, VariableShape and
+DestroyResourceOp, with TF's messages.
 
 A handle (a 0-d object array holding a ResourceHandle) names the variable's container and
 name; the variable itself lives in the device's ResourceMgr, created by the first assign.
@@ -183,6 +184,33 @@ class AssignAddVariableOp(_AssignUpdateVariableOp):
 @register_kernel("AssignSubVariableOp")
 class AssignSubVariableOp(_AssignUpdateVariableOp):
     ufunc = np.subtract
+
+
+@register_kernel("ResourceCountUpTo")
+class ResourceCountUpToOp(_ResourceKernel):
+    """Increments a scalar resource variable and returns its old value, up to `limit`
+    (OutOfRangeError "Reached limit of N" once there): the epoch counter of a TF 2-written
+    limit_epochs."""
+
+    expensive = False
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.limit = ctx.get_attr("limit")
+
+    def compute(self, ctx, inputs):
+        handle = handle_of(inputs[0])
+        var = lookup_var(ctx, handle)
+        with var.lock:
+            before = initialized(var, handle)
+            if before.ndim != 0:
+                raise _invalid(f"input is not a scalar: {shape_str(before.shape)}")
+            value = before[()]
+            if value >= self.limit:
+                raise errors.OutOfRangeError(None, None, f"Reached limit of {self.limit}")
+            buf = var.writable()
+            buf[()] = value + 1
+        return (np.asarray(value),)
 
 
 @register_kernel("ResourceGather")

@@ -17,6 +17,7 @@ EXPECTED = {
     "await_io_in_graph.py": "20 runs each awaiting 50 ms",
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
+    "input_pipeline.py": "5 batches; every file read twice: True",
     "sync_session.py": "hypotenuse(5, 12) = 13.0",
     "trace_two_devices.py": "wrote ",
     "variables_and_checkpoints.py": "restored total: 100.0",

@@ -13,7 +13,7 @@ from aioflow.ops.image_codec_ops import (
     encode_png,
     extract_jpeg_shape,
 )
-from aioflow.ops.io_ops import read_file
+from aioflow.ops.io_ops import matching_files, read_file
 from aioflow.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -23,7 +23,7 @@ from aioflow.ops.parsing_ops import (
 )
 from aioflow.ops.string_ops import decode_base64, encode_base64
 
-__all__ = ["read_file", "decode_base64", "encode_base64", "FixedLenFeature",
+__all__ = ["read_file", "matching_files", "decode_base64", "encode_base64", "FixedLenFeature",
            "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example", "decode_jpeg", "decode_and_crop_jpeg",
            "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_gif", "decode_image",

@@ -1,4 +1,5 @@
-"""Builders of TF's file ops: read_file (a `ReadFile` op)."""
+"""Builders of TF's file ops: read_file (a `ReadFile` op), matching_files
+(`MatchingFiles`)."""
 
 from __future__ import annotations
 
@@ -12,4 +13,10 @@ def read_file(filename, name: str | None = None) -> ops.Tensor:
     return apply_op("ReadFile", name=name, filename=filename)
 
 
-__all__ = ["read_file"]
+def matching_files(pattern, name: str | None = None) -> ops.Tensor:
+    """The sorted names of the files matching the glob `pattern` (a string, or a vector of
+    them), as a vector of strings; listed on the device's thread pool."""
+    return apply_op("MatchingFiles", name=name, pattern=pattern)
+
+
+__all__ = ["matching_files", "read_file"]

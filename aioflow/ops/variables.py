@@ -309,8 +309,11 @@ class ResourceVariable(Variable):
         return self._lazy_read(op) if read_value else op
 
     def count_up_to(self, limit: int):
-        raise NotImplementedError("count_up_to of a resource variable (ResourceCountUpTo) "
-                                  "is not supported by aioflow")
+        """The value before an increment (ResourceCountUpTo); OutOfRangeError at `limit`."""
+        from aioflow.framework.op_def_library import apply_op
+
+        return apply_op("ResourceCountUpTo", resource=self._handle, limit=limit,
+                        T=self._dtype)
 
     def is_initialized(self, name=None) -> ops_mod.Tensor:
         return state_ops.var_is_initialized_op(self._handle, name=name)

@@ -1,6 +1,7 @@
 """af.train: checkpoints in TensorFlow's V2 format (reading, the `checkpoint` state file),
 the Saver (saver.py: its graph runs SaveV2 / RestoreV2; it keeps the state file with
-update_checkpoint_state_internal) and meta graphs (meta_graph.py).
+update_checkpoint_state_internal), meta graphs (meta_graph.py), queue runners
+(queue_runner.py) and TF 1's queue-based input pipelines (input.py).
 """
 
 from aioflow.train.checkpoint_management import (
@@ -20,6 +21,22 @@ from aioflow.train.checkpoint_utils import (
     load_checkpoint,
     load_variable,
 )
+from aioflow.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from aioflow.train.meta_graph import export_meta_graph, import_meta_graph
 from aioflow.train.queue_runner import (
     Coordinator,
@@ -36,4 +53,8 @@ __all__ = [
     "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
     "update_checkpoint_state", "update_checkpoint_state_internal",
     "Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners",
+    "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once", "maybe_batch",
+    "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
+    "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
+    "string_input_producer",
 ]

@@ -2,7 +2,8 @@
 io_ops.cc): SaveV2, RestoreV2, MergeV2Checkpoints (so such graphs import; their kernels
 belong to the checkpoint package), ShardedFilename and ShardedFilespec (kernels in
 kernels/string_kernels.py), and ReadFile (kernels/file_io_kernels.py: what reads a
-SavedModel's assets)."""
+SavedModel's assets) and MatchingFiles (the same kernel file: the names a glob finds).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +12,16 @@ from aioflow.framework.op_def_registry import register_op
 from aioflow.framework.tensor_shape import TensorShape
 
 _SCALAR = TensorShape([])
+
+
+def _matching_files(op) -> list[TensorShape]:
+    """A vector of the names found; the pattern(s) a scalar or a vector."""
+    rank = op.inputs[0].shape.rank
+    if rank is not None and rank > 1:
+        raise ValueError(f"Shape must be at most rank 1 but is rank {rank} for "
+                         f"'{op.name}' (MatchingFiles) with input shapes: "
+                         f"{op.inputs[0].shape}.")
+    return [TensorShape([None])]
 
 
 def _scalar_inputs(op) -> list[TensorShape]:
@@ -41,5 +52,7 @@ def _restore_v2(op) -> list[TensorShape]:
     .input("num_shards: int32").output("filename: string").set_shape_fn(_scalar_inputs))
 (register_op("ShardedFilespec").input("basename: string").input("num_shards: int32")
     .output("filename: string").set_shape_fn(_scalar_inputs))
+(register_op("MatchingFiles").input("pattern: string").output("filenames: string")
+    .set_shape_fn(_matching_files))
 register_op("ReadFile").input("filename: string").output("contents: string") \
     .set_shape_fn(_scalar_inputs)

@@ -97,6 +97,8 @@ for _name in ("AssignAdd", "AssignSub"):
     .attr("dtype: type").set_allows_uninitialized_input().set_shape_fn(cs.scalar))
 (register_op("CountUpTo").input("ref: Ref(T)").output("output: T").attr("limit: int")
     .attr("T: {int32, int64}").set_shape_fn(_count_up_to_shape))
+(register_op("ResourceCountUpTo").input("resource: resource").output("output: T")
+    .attr("limit: int").attr("T: {int32, int64}").set_is_stateful().set_shape_fn(cs.scalar))
 (register_op("RefIdentity").input("input: Ref(T)").output("output: Ref(T)").attr("T: type")
     .set_allows_uninitialized_input().set_shape_fn(cs.unchanged_shape))
 (register_op("ScatterUpdate").input("ref: Ref(T)").input("indices: Tindices")
