@@ -380,7 +380,8 @@ async def test_a_deadline_holds_against_a_kernel_that_swallows_cancellation(grap
     loop.set_exception_handler(lambda loop, context: errors_logged.append(context))
     async with af.Session(graph=graph) as sess:
         start = time.perf_counter()
-        with pytest.raises(errors.DeadlineExceededError, match="200 ms"):
+        with pytest.raises(errors.DeadlineExceededError,
+                           match="^Timed out waiting for notification"):
             await sess.run(y, options=af.RunOptions(timeout_in_ms=200))
         took = time.perf_counter() - start
         assert took < 0.45  # 3.2 s before: the run waited for the kernel

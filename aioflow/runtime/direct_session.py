@@ -600,6 +600,10 @@ class DirectSession:
         return len(self._partial_runs)
 
 
+#: TF's DirectSession message for a run past RunOptions.timeout_in_ms (WaitForNotification).
+TIMED_OUT = "Timed out waiting for notification"
+
+
 async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
     """Await `step`, but raise DeadlineExceededError once `timeout_ms` has passed.
 
@@ -611,8 +615,7 @@ async def _with_deadline(step, ctx: StepContext, timeout_ms: int, loop) -> None:
     to finish on its own: its result is dropped, and the step, already failed, releases
     its state when it returns; the run has raised on time.
     """
-    err = errors.DeadlineExceededError(
-        None, None, f"Timed out after {timeout_ms} ms waiting for the step to finish")
+    err = errors.DeadlineExceededError(None, None, TIMED_OUT)
     task = loop.create_task(step)
     try:
         done, _ = await asyncio.wait((task,), timeout=timeout_ms / 1000.0)

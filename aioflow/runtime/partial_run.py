@@ -142,8 +142,8 @@ class PartialRun:
                     raise errors.InvalidArgumentError(
                         None, None, f"The tensor returned for {name} was not valid.")
             except TimeoutError:
-                err = errors.DeadlineExceededError(
-                    None, None, f"Timed out after {timeout_ms} ms waiting for {name}")
+                err = errors.DeadlineExceededError(  # (TF's WaitForNotification's)
+                    None, None, "Timed out waiting for notification")
                 self.ctx.on_error(err)
                 raise err from None
             except asyncio.CancelledError:
