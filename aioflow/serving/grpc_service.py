@@ -91,41 +91,25 @@ class GrpcApi:
         await context.abort(_grpc_code(err.error_code), err.message)
 
     async def predict(self, request, context):
-        started = time.perf_counter()
-        name, version, label = _spec_args(request.model_spec)
-        mv_version, signature_name = None, request.model_spec.signature_name
-        try:
-            with self.service.version(name, version, label) as mv:
-                mv_version = mv.version
-                sig = self.service.signature(mv, signature_name)
-                signature_name = sig.name
+        call = _Call(self, context, request.model_spec)
+        async with call:
+            with self.service.version(call.name, call.version, call.label) as mv:
+                call.mv_version = mv.version  # (recorded even if the signature is wrong)
+                sig = call.use(self.service.signature(mv, call.signature_name))
                 inputs = {k: _to_array(v) for k, v in request.inputs.items()}
                 self.service.check_inputs(sig, inputs)
                 self.service.check_dtypes(sig, inputs)
                 keys = self.service.output_keys(sig, list(request.output_filter))
                 outputs = await self.service.run(mv, sig, inputs, keys, _timeout_ms(context))
-        except asyncio.CancelledError:
-            self.service.record("grpc", name, mv_version, signature_name, started,
-                                errors.CancelledError(None, None, "call cancelled"))
-            raise
-        except Exception as e:
-            err = as_op_error(e)
-            self.service.record("grpc", name, mv_version, signature_name, started, err)
-            await self._abort(context, err)
         response = predict_pb2.PredictResponse()
-        response.model_spec.name = name
-        response.model_spec.version.value = mv_version
-        response.model_spec.signature_name = signature_name
         for key, value in outputs.items():
             response.outputs[key].CopyFrom(tensor_util.make_tensor_proto(value))
-        self.service.record("grpc", name, mv_version, signature_name, started)
-        return response
+        return call.answer(response)
 
     async def classify(self, request, context):
         """PredictionService.Classify: tf.Examples through a classification signature."""
         response = classification_pb2.ClassificationResponse()
-        rows = await self._examples_call("classify", request, context, response)
-        for row in rows:
+        for row in await self._examples_call("classify", request, context, response):
             item = response.result.classifications.add()
             for label, score in row:
                 item.classes.add(label=label, score=score)
@@ -139,29 +123,17 @@ class GrpcApi:
         return response
 
     async def _examples_call(self, api: str, request, context, response) -> list:
-        started = time.perf_counter()
-        name, version, label = _spec_args(request.model_spec)
-        mv_version, signature_name = None, request.model_spec.signature_name
-        try:
+        """Run a Classify or Regress request: its rows of results (`response` gets the
+        model spec)."""
+        call = _Call(self, context, request.model_spec)
+        async with call:
             serialized = classify.examples_from_input(request.input)
-            with self.service.version(name, version, label) as mv:
-                mv_version = mv.version
-                sig = self.service.signature(mv, signature_name)
-                signature_name = sig.name
+            with self.service.version(call.name, call.version, call.label) as mv:
+                call.mv_version = mv.version  # (recorded even if the signature is wrong)
+                sig = call.use(self.service.signature(mv, call.signature_name))
                 results = await classify.run_examples(self.service, mv, sig, api, serialized,
                                                       _timeout_ms(context))
-        except asyncio.CancelledError:
-            self.service.record("grpc", name, mv_version, signature_name, started,
-                                errors.CancelledError(None, None, "call cancelled"))
-            raise
-        except Exception as e:
-            err = as_op_error(e)
-            self.service.record("grpc", name, mv_version, signature_name, started, err)
-            await self._abort(context, err)
-        response.model_spec.name = name
-        response.model_spec.version.value = mv_version
-        response.model_spec.signature_name = signature_name
-        self.service.record("grpc", name, mv_version, signature_name, started)
+        call.answer(response)
         return results
 
     async def get_model_metadata(self, request, context):
@@ -198,6 +170,47 @@ class GrpcApi:
             return status_response(self.service.registry, name, version)
         except Exception as e:
             await self._abort(context, as_op_error(e))
+
+
+class _Call:
+    """A Predict, Classify or Regress call's bookkeeping: what it serves, and one metrics
+    record of its outcome. An error leaving the `async with` aborts the call with TF
+    Serving's status for its class; a cancellation is recorded and goes on."""
+
+    def __init__(self, api: GrpcApi, context, spec):
+        self.api, self.context = api, context
+        self.name, self.version, self.label = _spec_args(spec)
+        self.mv_version, self.signature_name = None, spec.signature_name
+        self.started = time.perf_counter()
+
+    def use(self, sig):
+        """The signature the call runs (for its record and answer)."""
+        self.signature_name = sig.name
+        return sig
+
+    async def __aenter__(self) -> _Call:
+        return self
+
+    async def __aexit__(self, kind, exc, tb) -> bool:
+        if isinstance(exc, asyncio.CancelledError):
+            self._record(errors.CancelledError(None, None, "call cancelled"))
+        elif isinstance(exc, Exception):
+            err = as_op_error(exc)
+            self._record(err)
+            await self.api._abort(self.context, err)
+        return False
+
+    def answer(self, response):
+        """`response` with the model spec filled in, the success recorded."""
+        response.model_spec.name = self.name
+        response.model_spec.version.value = self.mv_version
+        response.model_spec.signature_name = self.signature_name
+        self._record()
+        return response
+
+    def _record(self, err: errors.OpError | None = None) -> None:
+        self.api.service.record("grpc", self.name, self.mv_version, self.signature_name,
+                                self.started, err)
 
 
 def _grpc_code(code: int) -> grpc.StatusCode:
