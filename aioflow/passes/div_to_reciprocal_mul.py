@@ -22,6 +22,7 @@ from aioflow.framework import dtypes, tensor_util
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.pattern_util import (
     input_node,
+    make_const,
     make_node,
     take_over,
     unique_name,
@@ -80,20 +81,6 @@ def _reciprocal(denominator: Node) -> np.ndarray | None:
         return (np.ones((), c.dtype) / c).astype(c.dtype)
 
 
-def _const_like(graph: Graph, like: Node, name: str, value: np.ndarray) -> Node:
-    """A Const of `value` where `like` is: on its device, after what it waits for (the
-    source, or a loop frame's pivot: the new Const stays in that frame)."""
-    dtype = dtypes.as_dtype(value.dtype)
-    proto = tensor_util.make_tensor_proto(value, dtype)
-    const = make_node(graph, like, name, "Const", [], {
-        "dtype": lambda a: setattr(a, "type", dtype.as_datatype_enum),
-        "value": lambda a: a.tensor.CopyFrom(proto)})
-    for e in like.in_edges:
-        if e.is_control_edge:
-            graph.add_control_edge(e.src, const)
-    return const
-
-
 def _rewrite(graph: Graph, div: Node, names: set[str]) -> bool:
     t = div.attr("T")
     if t is None or t.type not in _REAL_FLOATS:
@@ -105,7 +92,8 @@ def _rewrite(graph: Graph, div: Node, names: set[str]) -> bool:
     recip = _reciprocal(denom[0])
     if recip is None:
         return False
-    const = _const_like(graph, denom[0], unique_name(names, f"{div.name}_recip"), recip)
+    const = make_const(graph, div, unique_name(names, f"{div.name}_recip"), recip,
+                       after=denom[0])
     mul = make_node(graph, div, unique_name(names, f"{div.name}/mul"), "Mul", [x, (const, 0)],
                     {"T": lambda a: setattr(a, "type", t.type)})
     take_over(graph, div, mul, [div])

@@ -98,14 +98,20 @@ def _output_type(op_def, node_def) -> int:
     return node_def.attr[arg.type_attr].type if arg.type_attr else arg.type
 
 
-def make_const(graph: Graph, like: Node, name: str, value: np.ndarray) -> Node:
-    """A Const node holding `value`, on `like`'s device, run at the start of the step."""
+def make_const(graph: Graph, like: Node, name: str, value: np.ndarray,
+               after: Node | None = None) -> Node:
+    """A Const node holding `value`, on `like`'s device, run at the start of the step; or,
+    given `after` (a Const it replaces), after what `after` waits for (a loop frame's
+    pivot keeps the new Const in that frame)."""
     dtype = dtypes.as_dtype(value.dtype)
     proto = tensor_util.make_tensor_proto(value, dtype)
     node = make_node(graph, like, name, "Const", [], {
         "dtype": lambda a: setattr(a, "type", dtype.as_datatype_enum),
         "value": lambda a: a.tensor.CopyFrom(proto)})
-    graph.add_control_edge(graph.source_node, node)
+    sources = [graph.source_node] if after is None else \
+        [e.src for e in after.in_edges if e.is_control_edge]
+    for src in sources:
+        graph.add_control_edge(src, node)
     return node
 
 
