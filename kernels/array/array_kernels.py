@@ -13,12 +13,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from aioflow.kernels.math.cwise_kernels import (
+    BIG,
+    incompatible_shapes,
+    number_str,
+    shape_str,
+    tf_type_name,
+)
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
 from aioflow.framework.op_kernel import OpKernel, register_kernel
-
-from .cwise_kernels import BIG, incompatible_shapes, number_str, shape_str, tf_type_name
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-
-from .image_errors import invalid as _invalid
+from aioflow.kernels.image.image_errors import invalid as _invalid
 
 
 def decode_bmp(data: bytes, channels: int) -> np.ndarray:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-
-from . import jit
-from .image_errors import invalid as _invalid
+from aioflow.kernels import jit
+from aioflow.kernels.image.image_errors import invalid as _invalid
 
 
 def _lzw_decode(data, min_size: int, count: int):

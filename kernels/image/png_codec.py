@@ -9,9 +9,8 @@ import struct
 import zlib
 
 import numpy as np
-
-from . import jit
-from .image_errors import invalid as _invalid
+from aioflow.kernels import jit
+from aioflow.kernels.image.image_errors import invalid as _invalid
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _ADAM7 = ((0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2),

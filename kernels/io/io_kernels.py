@@ -18,12 +18,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
 
 from aioflow.framework import crc32c, dtypes, errors, tensor_bundle
 from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
-
-from .cwise_kernels import shape_str, tf_type_name
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

@@ -23,13 +23,12 @@ from functools import cache
 
 import ml_dtypes
 import numpy as np
+from aioflow.kernels.math.cwise_kernels import shape_str
 from google.protobuf.message import DecodeError
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.proto import summary_pb2, tensor_pb2
-
-from .cwise_kernels import shape_str
 
 _DBL_MAX = sys.float_info.max
 # Widened to double through a float (cvtss2sd, which flushes subnormal inputs to zero);

@@ -12,13 +12,12 @@ with helper threads, as the convolutions' GEMMs are (conv_kernels.gemm_rows).
 from __future__ import annotations
 
 import numpy as np
+from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.nn.conv_kernels import blas_single_threaded, gemm_rows
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.runtime import blas_gate
-
-from .conv_kernels import blas_single_threaded, gemm_rows
-from .cwise_kernels import shape_str
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 # TF's CPU kernels have no unsigned matmul.

@@ -10,7 +10,7 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
   np.matmul (OpenBLAS) straight into the output. Patch rows of a few elements (kw*C <= 12,
   a 3x3 convolution of an RGB image) are copied K-major, tap by tap, instead.
 * Depthwise convolutions, with numba installed (the `jit` extra, kernels/jit.py): one
-  compiled pass over each block of output rows (kernels/depthwise_jit.py). Without it,
+  compiled pass over each block of output rows (kernels/nn/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
   ``out += view * w`` through a small scratch buffer.
 * The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
@@ -34,14 +34,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.nn import depthwise_jit
 from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.runtime.blas_gate import blas_threads_outside, own_threads
-
-from . import depthwise_jit
-from .cwise_kernels import shape_str
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _CONV_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32]

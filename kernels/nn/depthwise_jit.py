@@ -9,8 +9,7 @@ indexing on C-contiguous arrays, so that LLVM vectorizes the channel loop."""
 from __future__ import annotations
 
 import numpy as np
-
-from .jit import njit
+from aioflow.kernels.jit import njit
 
 
 def _rows_m1(x, w, out, b, r0, r1, sh, sw, dh, dw, top, left):

@@ -10,8 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-
-from .jit import njit
+from aioflow.kernels.jit import njit
 
 
 def _scale_bias_clip(y, scale, bias, lo, hi, use_scale):

@@ -13,9 +13,8 @@ The loops compile on a daemon thread (kernels/background_jit.py): callers run Nu
 from __future__ import annotations
 
 import numpy as np
-
-from .background_jit import BackgroundCompile
-from .jit import njit
+from aioflow.kernels.background_jit import BackgroundCompile
+from aioflow.kernels.jit import njit
 
 
 def _window_rows(x, out, b, r0, r1, kd, kh, kw, sd, sh, sw, front, top, left, op):

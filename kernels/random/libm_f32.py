@@ -6,7 +6,7 @@ to float differs from them on about 1% of inputs. Those inputs are few and known
 sees u = k * 2**-23 (k < 2**23; 0 is clamped to 1e-7) and sinf/cosf only
 v = float(2 * pi * k * 2**-23). `libm_f32.npz` lists, per function, the k where glibc's float
 result is one ulp away from the double result rounded to float, and the direction; it was
-made by running glibc 2.36 (x86-64) on every k (`python -m aioflow.kernels.libm_f32`).
+made by running glibc 2.36 (x86-64) on every k (`python -m aioflow.kernels.random.libm_f32`).
 So `logf(k)`, `sinf(k)`, `cosf(k)` below give glibc's values, and TF's normals, bit for bit.
 The double result rounded to float is the same whichever double log/sin/cos computes it
 (NumPy's SIMD ones, the C library's, long double's: checked on every k), so the table holds
