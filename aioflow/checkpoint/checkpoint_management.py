@@ -17,7 +17,7 @@ import tempfile
 
 from google.protobuf import text_format
 
-from aioflow.framework import tensor_bundle
+from aioflow.lib import tensor_bundle
 from aioflow.proto.checkpoint_state_pb2 import CheckpointState
 
 _log = logging.getLogger(__name__)

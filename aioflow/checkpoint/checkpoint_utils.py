@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 
-from aioflow.framework import dtypes, tensor_bundle
+from aioflow.checkpoint.checkpoint_management import latest_checkpoint
+from aioflow.framework import dtypes
+from aioflow.lib import tensor_bundle
 from aioflow.proto import types_pb2
-
-from .checkpoint_management import latest_checkpoint
 
 __all__ = ["CheckpointReader", "NewCheckpointReader", "list_variables", "load_checkpoint",
            "load_variable"]

@@ -269,7 +269,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     """Import a MetaGraphDef (or a file holding one) into the default graph; returns its
     Saver (None when the graph has no variables). Reads the file in the caller's thread:
     from a coroutine, call it through asyncio.to_thread or pass a parsed MetaGraphDef."""
-    from .saver import Saver
+    from aioflow.checkpoint.saver import Saver
 
     if kwargs:
         raise TypeError("unexpected arguments: " + ", ".join(sorted(kwargs)))

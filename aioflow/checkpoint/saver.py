@@ -28,14 +28,13 @@ import time
 
 import numpy as np
 
+from aioflow.checkpoint import checkpoint_management
 from aioflow.framework import ops as ops_mod
 from aioflow.framework.device_spec import DeviceSpec
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, state_ops
 from aioflow.ops import variables as variables_mod
 from aioflow.proto.saver_pb2 import SaverDef
-
-from . import checkpoint_management
 
 __all__ = ["Saver", "SaverDef"]
 
@@ -311,7 +310,7 @@ class Saver:
                                         model_checkpoint_path, latest_filename,
                                         meta_graph_suffix)
         if write_meta_graph:
-            from .meta_graph import export_meta_graph_async
+            from aioflow.checkpoint.meta_graph import export_meta_graph_async
 
             await export_meta_graph_async(
                 f"{checkpoint_file}.{meta_graph_suffix}", graph=sess.graph, saver=self,
@@ -389,7 +388,7 @@ class Saver:
                           save_debug_info=False):
         """The MetaGraphDef of this Saver's graph with its SaverDef (written to filename
         when given; blocking)."""
-        from .meta_graph import export_meta_graph
+        from aioflow.checkpoint.meta_graph import export_meta_graph
 
         return export_meta_graph(filename=filename, graph=self._graph, saver=self,
                                  collection_list=collection_list, as_text=as_text,

@@ -15,8 +15,8 @@ import socket
 import threading
 import time
 
+from aioflow.lib.record_io import encode_record
 from aioflow.proto import event_pb2
-from aioflow.summary.record_io import encode_record
 
 FILE_VERSION = "brain.Event:2"
 SOURCE_WRITER = "aioflow"

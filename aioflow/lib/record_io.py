@@ -8,7 +8,8 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from aioflow.framework import crc32c, errors
+from aioflow.framework import errors
+from aioflow.lib import crc32c
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")

@@ -36,7 +36,8 @@ import struct
 
 import numpy as np
 
-from aioflow.framework import crc32c, dtypes, errors
+from aioflow.framework import dtypes, errors
+from aioflow.lib import crc32c
 from aioflow.proto import tensor_bundle_pb2, tensor_shape_pb2, versions_pb2
 
 HEADER_KEY = b""

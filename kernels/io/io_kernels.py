@@ -1,5 +1,5 @@
 """Kernels of the V2 checkpoint ops (tensorflow/core/kernels/save_restore_v2_ops.cc):
-SaveV2, RestoreV2 and MergeV2Checkpoints, over aioflow/framework/tensor_bundle.py.
+SaveV2, RestoreV2 and MergeV2Checkpoints, over aioflow/lib/tensor_bundle.py.
 
 All three are pool kernels: their file I/O and checksums run on the device's thread
 pool, never on the event loop. Inputs are checked as TF's kernels check them, with TF's
@@ -20,9 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
 
-from aioflow.framework import crc32c, dtypes, errors, tensor_bundle
+from aioflow.framework import dtypes, errors
 from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.lib import crc32c, tensor_bundle
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

@@ -21,7 +21,7 @@ Semantics worth knowing (each as TF's kernel):
 - StringUpper/StringLower with encoding "" change ASCII letters only; with "utf-8" they
   apply Unicode's full case mappings (ß -> SS), invalid bytes becoming U+FFFD.
 - StringToHashBucketFast is ``Fingerprint64(s) % num_buckets`` (FarmHash, see
-  aioflow/framework/fingerprint.py); ...Strong is ``SipHash-2-4(key, s) % num_buckets``.
+  aioflow/lib/fingerprint.py); ...Strong is ``SipHash-2-4(key, s) % num_buckets``.
 - DecodeBase64 follows TF's decoder (web-safe alphabet, padding optional, trailing bits
   ignored) and its two errors.
 """
@@ -37,8 +37,8 @@ from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
 from aioflow.kernels.strings import re2_compat
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.fingerprint import fingerprint64, siphash
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.lib.fingerprint import fingerprint64, siphash
 
 #: String kernels go to the thread pool above this many elements (their work is a Python
 #: call per element, a few microseconds each: far above a pool hand-off's ~40 µs here).
