@@ -17,6 +17,9 @@ Add/Sub/Max/Min and ScatterNdNonAliasingAdd, with TF 2.21's checks and messages.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.array.array_kernels import OUTPUT_POOL_ABOVE
 from aioflow.kernels.array.gather_scatter_nd_kernels import (
     _bad_rows,
@@ -27,9 +30,6 @@ from aioflow.kernels.array.gather_scatter_nd_kernels import (
     _valid_empty,
 )
 from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 _INDEX = [dtypes.int32, dtypes.int64]
 

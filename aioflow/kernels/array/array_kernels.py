@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     incompatible_shapes,
@@ -20,10 +24,6 @@ from aioflow.kernels.math.cwise_kernels import (
     shape_str,
     tf_type_name,
 )
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
-from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
