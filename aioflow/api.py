@@ -395,6 +395,7 @@ __all__ += [
 ]
 
 # -- symbolic gradients ------------------------------------------------------------------
+from aioflow import test  # noqa: E402  (af.test.compute_gradient)
 from aioflow.framework.indexed_slices import IndexedSlices  # noqa: E402
 from aioflow.gradients import (  # noqa: E402
     AggregationMethod,
@@ -408,5 +409,5 @@ from aioflow.gradients import (  # noqa: E402
 
 __all__ += [
     "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
-    "RegisterGradient", "UnconnectedGradients", "gradients", "hessians",
+    "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]
