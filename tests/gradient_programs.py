@@ -105,7 +105,7 @@ def program_hyperbolic(tf):
 
 def program_special(tf):
     x = _ph(tf, [4], "x")
-    z = tf.log1p(tf.abs(x)) + tf.expm1(x) + tf.erf(x) + tf.erfc(x) + tf.lgamma(tf.abs(x) + 1.0)
+    z = tf.log1p(tf.abs(x)) + tf.expm1(x) + tf.erf(x) + tf.lgamma(tf.abs(x) + 1.0)
     z = z + tf.negative(x) * tf.sign(x)
     return {"ys": [z], "xs": [x], "feeds": {x: _rand(4)}}
 
@@ -145,7 +145,7 @@ def program_reduce_max_min(tf):
 
 
 def program_reduce_prod(tf):
-    x = _ph(tf, [3, 4], "x")
+    x = _ph(tf, [None, 4], "x")
     z = tf.reduce_prod(x, axis=1)
     return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
 
@@ -334,7 +334,7 @@ def program_l2_loss_bias_add_nchw(tf):
 
 
 def program_top_k(tf):
-    x = _ph(tf, [2, 5], "x")
+    x = _ph(tf, [None, 5], "x")
     values, _ = tf.nn.top_k(x, 2)
     return {"ys": [values * 2.0], "xs": [x], "feeds": {x: _rand(2, 5)}}
 

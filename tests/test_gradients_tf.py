@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gradient_programs
 import numpy as np
 import pytest
+from graph_compare import assert_same_graph
 
 import aioflow.compat.v1 as tf
 from aioflow.proto import graph_pb2
-
-import gradient_programs
-from graph_compare import assert_same_graph
 
 DATA = Path(__file__).resolve().parent / "data" / "gradients_tf"
 INDEX = json.loads((DATA / "index.json").read_text())

@@ -39,10 +39,10 @@ def zeros_like(op, index):
     if not is_switch(op):
         if val.dtype == dtypes.resource:
             raise NotImplementedError(f"zeros for the resource output {val.name}")
-        return array_ops.zeros_like(val, optimize=False)
+        return _tagged_zeros(array_ops.zeros_like(val, optimize=False))
     ctxt = op._control_flow_context
     if ctxt is None:
-        return array_ops.zeros_like(val, optimize=False)
+        return _tagged_zeros(array_ops.zeros_like(val, optimize=False))
     pred, branch = ctxt.pred, ctxt.branch
     switch_val = control_flow_ops.switch(op.inputs[0], pred)[1 - branch]
     pivot = array_ops.identity(switch_val)
@@ -50,4 +50,11 @@ def zeros_like(op, index):
         raise NotImplementedError(f"zeros for the resource output {val.name} in a cond")
     zeros_shape = apply_op("Shape", input=switch_val)
     with ops.control_dependencies([pivot]):
-        return array_ops.zeros(zeros_shape, dtype=val.dtype)
+        return _tagged_zeros(array_ops.zeros(zeros_shape, dtype=val.dtype))
+
+
+def _tagged_zeros(tensor):
+    """Mark zeros made for a missing gradient, as TF's zeros_like does: a fused op's
+    gradient function (the cross-entropies) skips its second-order term for them."""
+    tensor._is_zeros_tensor = True
+    return tensor

@@ -482,11 +482,22 @@ def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = Tru
         return apply_op("ZerosLike", name=name, x=tensor)
 
 
+def _shape_without_out_type(tensor, optimize: bool) -> ops.Tensor:
+    """TF's shape_internal(tensor, optimize) without an out_type: a known shape is the
+    Const "Shape/shape_as_tensor" (int64 only for a dim >= 2**31), else a Shape op."""
+    with ops.name_scope(None, "Shape", [tensor]) as name:
+        if optimize and tensor.shape.is_fully_defined():
+            dims = tensor.shape.as_list()
+            dtype = dtypes.int64 if any(d >= 2**31 for d in dims) else dtypes.int32
+            return constant(dims, dtype=dtype, name="shape_as_tensor")
+        return apply_op("Shape", name=name, input=tensor, out_type=dtypes.int32)
+
+
 def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> ops.Tensor:
     """Ones with the shape of `tensor` (Shape, then Fill, as TF)."""
     with ops.name_scope(name, "ones_like", [tensor]) as name:
         tensor = ops.convert_to_tensor(tensor, name="tensor")
-        ones_shape = shape(tensor) if optimize else apply_op("Shape", input=tensor)
+        ones_shape = _shape_without_out_type(tensor, optimize)
         ret = ones(ones_shape, dtype=dtype or tensor.dtype, name=name)
         ret.set_shape(tensor.shape)
         return ret
