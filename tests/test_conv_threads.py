@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from aioflow.kernels import conv_kernels, fused_kernels
+from aioflow.kernels.nn import conv_kernels, fused_kernels
 from kernel_testutil import run1
 
 from aioflow.runtime import blas_gate
@@ -234,8 +234,7 @@ def test_conv3d_k_major_patches_match_reference(x_shape, k, s, d, padding, k_maj
 def test_small_matmul_after_a_convolution_runs_single_threaded(shape, blas_count, monkeypatch):
     """BLAS's workers idle since a convolution: a small product runs single-threaded (no
     wake-up), the same values; a product run threaded marks them busy again."""
-    from aioflow.kernels import matmul_kernels
-
+    from aioflow.kernels.math import matmul_kernels
     blas_count(2)
     m, k, n = shape
     rng = np.random.default_rng(m)

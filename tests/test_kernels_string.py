@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aioflow.kernels import re2_compat, string_kernels
+from aioflow.kernels.strings import re2_compat, string_kernels
 from google.protobuf import text_format
 from kernel_testutil import create
 from op_def_compare import ours
@@ -88,7 +88,7 @@ def assert_tensor_equal(got, want: dict) -> None:
 
 
 #: Patterns RE2 accepts that aioflow refuses (they cannot be translated to Python's `re`;
-#: kernels/re2_compat.py lists them): TF's InvalidArgumentError wording instead of values.
+#: kernels/strings/re2_compat.py lists them): TF's InvalidArgumentError wording instead of values.
 REFUSED_PATTERNS = {"\\p{Greek}": "invalid character class range: \\p{Greek}"}
 
 

@@ -191,7 +191,7 @@ class own_threads:  # noqa: N801 - used as a context manager, like a function
 
 #: Whether BLAS's worker threads have been idle since a convolution's section (asleep,
 #: not spinning): a small multi-threaded BLAS call would wake them first
-#: (kernels/matmul_kernels.py).
+#: (kernels/math/matmul_kernels.py).
 threads_idle = False
 
 

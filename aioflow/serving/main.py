@@ -125,8 +125,7 @@ async def _settle() -> None:
     the fused kernels' epilogue that their build started (a thread; cached on disk:
     ~0.3 s, a few s the first time on a machine) has ended. Later long-lived objects:
     gc_guard.GcGuard."""
-    from aioflow.kernels import epilogue_jit
-
+    from aioflow.kernels.nn import epilogue_jit
     await asyncio.to_thread(epilogue_jit.wait_started, 60.0)
     gc.collect()
     gc.freeze()
