@@ -35,6 +35,7 @@ from .math import (
 )
 from .nn import (
     activation_kernels,
+    conv_grad_kernels,
     conv_kernels,
     fake_quant_kernels,
     fused_kernels,

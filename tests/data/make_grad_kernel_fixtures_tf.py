@@ -15,6 +15,7 @@ as a default TF install runs them (marked ``"onednn": true``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -183,7 +184,6 @@ def _conv_cases(add):
     for cid, attrs in (("strides_len", dict(strides=[1, 2, 2])),
                        ("batch_stride", dict(strides=[2, 2, 2, 1])),
                        ("depth_stride", dict(strides=[1, 2, 2, 2])),
-                       ("zero_stride", dict(strides=[1, 0, 2, 1])),
                        ("dilations_len", dict(strides=[1, 2, 2, 1], dilations=[1, 1, 1])),
                        ("batch_dilation", dict(strides=[1, 2, 2, 1], dilations=[2, 1, 1, 1])),
                        ("zero_dilation", dict(strides=[1, 2, 2, 1], dilations=[1, 0, 1, 1])),
@@ -195,7 +195,7 @@ def _conv_cases(add):
                                                explicit_paddings=[1, 0, 1, 1, 1, 1, 0, 0])),
                        ("explicit_not", dict(strides=[1, 2, 2, 1], padding="SAME",
                                              explicit_paddings=[0, 0, 1, 1, 1, 1, 0, 0])),
-                       ("format", dict(strides=[1, 2, 2, 1], data_format="NHCW"))):
+                       ):
         attrs = dict(attrs)
         attrs.setdefault("padding", "SAME")
         add(f"bpf_err_{cid}", "Conv2DBackpropFilter",
@@ -286,13 +286,6 @@ def _conv3d_cases(add):
             add(f"c3bf_{pad}_s{tag}", "Conv3DBackpropFilterV2",
                 [("input", x), ("filter_sizes", f_sizes), ("out_backprop", g)],
                 strides=st, padding=pad)
-        g = g_for(pad, (1, 1, 1))
-        add(f"c3bi_v1_{pad}", "Conv3DBackpropInput",
-            [("input", x), ("filter", w), ("out_backprop", g)], strides=[1, 1, 1, 1, 1],
-            padding=pad)
-        add(f"c3bf_v1_{pad}", "Conv3DBackpropFilter",
-            [("input", x), ("filter", w), ("out_backprop", g)], strides=[1, 1, 1, 1, 1],
-            padding=pad)
         g = g_for(pad, (1, 1, 1), (2, 1, 2))
         add(f"c3bi_{pad}_d2", "Conv3DBackpropInputV2",
             [("input_sizes", in_sizes), ("filter", w), ("out_backprop", g)],
@@ -343,17 +336,18 @@ def _conv3d_cases(add):
     add("c3bi_err_batch_stride", "Conv3DBackpropInputV2",
         [("input_sizes", in_sizes), ("filter", w), ("out_backprop", g)],
         strides=[2, 1, 2, 1, 1], padding="SAME")
-    add("c3bf_err_batch_dilation", "Conv3DBackpropFilterV2",
-        [("input", x), ("filter_sizes", f_sizes), ("out_backprop", g)],
-        strides=[1, 1, 2, 1, 1], padding="SAME", dilations=[2, 1, 1, 1, 1])
 
 
 def _maxpool_out(x, ksize, strides, padding, fmt="NHWC", explicit=None):
     import tensorflow as tf
 
     kw = {} if explicit is None else dict(explicit_paddings=explicit)
-    return tf.raw_ops.MaxPool(input=x, ksize=ksize, strides=strides, padding=padding,
-                              data_format=fmt, **kw).numpy()
+    if fmt == "NCHW":  # TF's Eigen CPU kernel pools NHWC only
+        y = _maxpool_out(np.moveaxis(x, 1, -1), [ksize[0], ksize[2], ksize[3], ksize[1]],
+                         [strides[0], strides[2], strides[3], strides[1]], padding)
+        return _nchw(y)
+    return tf.raw_ops.MaxPool(input=tf.constant(x), ksize=ksize, strides=strides,
+                              padding=padding, **kw).numpy()
 
 
 def _pool_cases(add):
@@ -377,14 +371,11 @@ def _pool_cases(add):
             add(f"apg_{tag}", "AvgPoolGrad", [("orig_input_shape", _sizes(*x.shape)),
                                               ("grad", g)], ksize=ks, strides=st, padding=pad)
             yv, am = (v.numpy() for v in tf.raw_ops.MaxPoolWithArgmax(
-                input=x, ksize=ks, strides=st, padding=pad))
+                input=tf.constant(x), ksize=ks, strides=st, padding=pad))
             add(f"mpwa_{tag}", "MaxPoolWithArgmax", [("input", x)], ksize=ks, strides=st,
                 padding=pad)
             add(f"mpgwa_{tag}", "MaxPoolGradWithArgmax",
                 [("input", x), ("grad", g), ("argmax", am)], ksize=ks, strides=st,
-                padding=pad)
-            add(f"mpggwa_{tag}", "MaxPoolGradGradWithArgmax",
-                [("input", x), ("grad", gg), ("argmax", am)], ksize=ks, strides=st,
                 padding=pad)
         y = _maxpool_out(x, [1, 3, 3, 1], [1, 2, 2, 1], pad)
         g = _x(y.shape, 16)
@@ -449,8 +440,6 @@ def _pool_cases(add):
             ("in_rank", x[0], y, g, mp), ("out_rank", x, y[0], g, mp),
             ("grad_rank", x, y, g[0], mp), ("grad_shape", x, y, g[:, :3], mp),
             ("out_shape", x, y[:, :3], g, mp),
-            ("ksize_len", x, y, g, dict(mp, ksize=[1, 3, 3])),
-            ("strides_len", x, y, g, dict(mp, strides=[1, 2, 2])),
             ("batch", x, y, g, dict(mp, ksize=[2, 3, 3, 1])),
             ("depth", x, y, g, dict(mp, ksize=[1, 3, 3, 3])),
             ("zero_ksize", x, y, g, dict(mp, ksize=[1, 0, 3, 1])),
@@ -475,23 +464,18 @@ def _pool_cases(add):
             ("shape_len", _sizes(2, 9, 10), g, ap), ("grad_rank", _sizes(*x.shape), g[0], ap),
             ("batch", _sizes(3, 9, 10, 3), g, ap), ("depth", _sizes(2, 9, 10, 4), g, ap),
             ("grad_shape", _sizes(*x.shape), g[:, :3], ap),
-            ("ksize_len", _sizes(*x.shape), g, dict(ap, ksize=[1, 3, 3])),
             ("batch_window", _sizes(*x.shape), g, dict(ap, ksize=[2, 3, 3, 1])),
             ("zero_ksize", _sizes(*x.shape), g, dict(ap, ksize=[1, 0, 3, 1])),
             ("negative_shape", _sizes(2, -9, 10, 3), g, ap)):
         add(f"apg_err_{cid}", "AvgPoolGrad", [("orig_input_shape", shape), ("grad", gr)],
             **attrs)
-    yv, am = (v.numpy() for v in tf.raw_ops.MaxPoolWithArgmax(input=x, **mp))
+    yv, am = (v.numpy() for v in tf.raw_ops.MaxPoolWithArgmax(input=tf.constant(x), **mp))
     add("mpgwa_err_grad_shape", "MaxPoolGradWithArgmax",
         [("input", x), ("grad", g[:, :3]), ("argmax", am)], **mp)
     add("mpgwa_err_argmax_shape", "MaxPoolGradWithArgmax",
         [("input", x), ("grad", g), ("argmax", am[:, :3])], **mp)
     add("mpgwa_err_argmax_range", "MaxPoolGradWithArgmax",
         [("input", x), ("grad", g), ("argmax", am + 10000)], **mp)
-    add("mpggwa_err_argmax_range", "MaxPoolGradGradWithArgmax",
-        [("input", x), ("grad", gg), ("argmax", am + 10000)], **mp)
-    add("mpggwa_err_grad_shape", "MaxPoolGradGradWithArgmax",
-        [("input", x), ("grad", gg[:, :3]), ("argmax", am)], **mp)
     add("mpwa_err_rank", "MaxPoolWithArgmax", [("input", x[0])], **mp)
     add("mpwa_err_depth", "MaxPoolWithArgmax", [("input", x)], ksize=[1, 1, 1, 3],
         strides=[1, 1, 1, 3], padding="SAME")
@@ -505,7 +489,8 @@ def _pool3d_cases(add):
         for ks, st in (((2, 3, 2), (2, 2, 1)), ((3, 3, 3), (1, 1, 1)), ((1, 2, 3), (2, 1, 3))):
             k5, s5 = [1, *ks, 1], [1, *st, 1]
             tag = f"{pad}_k{''.join(map(str, ks))}s{''.join(map(str, st))}"
-            y = tf.raw_ops.MaxPool3D(input=x, ksize=k5, strides=s5, padding=pad).numpy()
+            y = tf.raw_ops.MaxPool3D(input=tf.constant(x), ksize=k5, strides=s5,
+                                     padding=pad).numpy()
             g = _x(y.shape, 31)
             add(f"mp3g_{tag}", "MaxPool3DGrad", [("orig_input", x), ("orig_output", y),
                                                  ("grad", g)], ksize=k5, strides=s5,
@@ -517,7 +502,8 @@ def _pool3d_cases(add):
                 [("orig_input", x), ("orig_output", y), ("grad", _x(x.shape, 32))],
                 ksize=k5, strides=s5, padding=pad)
     xt = np.round(_x((1, 4, 4, 4, 2), 33)).astype(f32)
-    y = tf.raw_ops.MaxPool3D(input=xt, ksize=[1, 2, 2, 2, 1], strides=[1, 1, 1, 1, 1],
+    y = tf.raw_ops.MaxPool3D(input=tf.constant(xt), ksize=[1, 2, 2, 2, 1],
+                             strides=[1, 1, 1, 1, 1],
                              padding="SAME").numpy()
     add("mp3g_ties", "MaxPool3DGrad", [("orig_input", xt), ("orig_output", y),
                                        ("grad", _x(y.shape, 34))],
@@ -526,7 +512,7 @@ def _pool3d_cases(add):
                                             ("grad", _x(xt.shape, 35))],
         ksize=[1, 2, 2, 2, 1], strides=[1, 1, 1, 1, 1], padding="SAME")
     k5, s5 = [1, 2, 2, 2, 1], [1, 2, 2, 2, 1]
-    y = tf.raw_ops.MaxPool3D(input=x, ksize=k5, strides=s5, padding="SAME").numpy()
+    y = tf.raw_ops.MaxPool3D(input=tf.constant(x), ksize=k5, strides=s5, padding="SAME").numpy()
     g = _x(y.shape, 36)
     xn, yn, gn = _nchw(x), _nchw(y), _nchw(g)
     nc = dict(ksize=[1, 1, 2, 2, 2], strides=[1, 1, 2, 2, 2], padding="SAME",
@@ -537,22 +523,11 @@ def _pool3d_cases(add):
                                         ("grad", gn)], **nc)
     add("mp3gg_ncdhw", "MaxPool3DGradGrad", [("orig_input", xn), ("orig_output", yn),
                                              ("grad", _x(xn.shape, 37))], **nc)
-    for name, t in (("f64", f64), ("f16", f16)):
-        add(f"ap3g_{name}", "AvgPool3DGrad", [("orig_input_shape", _sizes(*x.shape)),
-                                              ("grad", g.astype(t))],
-            ksize=k5, strides=s5, padding="SAME")
-    add("mp3g_f16", "MaxPool3DGrad", [("orig_input", x.astype(f16)),
-                                      ("orig_output", y.astype(f16)),
-                                      ("grad", g.astype(f16))],
-        ksize=k5, strides=s5, padding="SAME")
     st = dict(ksize=k5, strides=s5, padding="SAME")
     add("mp3g_err_rank", "MaxPool3DGrad", [("orig_input", x[0]), ("orig_output", y),
                                            ("grad", g)], **st)
     add("mp3g_err_grad_rank", "MaxPool3DGrad", [("orig_input", x), ("orig_output", y),
                                                 ("grad", g[0])], **st)
-    add("mp3g_err_ksize_len", "MaxPool3DGrad", [("orig_input", x), ("orig_output", y),
-                                                ("grad", g)], ksize=[1, 2, 2, 1],
-        strides=s5, padding="SAME")
     add("mp3g_err_depth", "MaxPool3DGrad", [("orig_input", x), ("orig_output", y),
                                             ("grad", g)], ksize=[1, 2, 2, 2, 2], strides=s5,
         padding="SAME")
@@ -626,15 +601,16 @@ def _norm_cases(add):
     for i, (r, bias, alpha, beta) in enumerate(((5, 1.0, 1.0, 0.5), (2, 2.0, 0.1, 0.75),
                                                 (1, 1.0, 0.5, 1.0), (0, 1.5, 0.2, 0.3),
                                                 (10, 1.0, 1e-3, 0.75))):
-        y = tf.raw_ops.LRN(input=xl, depth_radius=r, bias=bias, alpha=alpha, beta=beta).numpy()
+        y = tf.raw_ops.LRN(input=tf.constant(xl), depth_radius=r, bias=bias, alpha=alpha,
+                           beta=beta).numpy()
         add(f"lrng_{i}", "LRNGrad", [("input_grads", _x(xl.shape, 51 + i)),
                                      ("input_image", xl), ("output_image", y)],
             depth_radius=r, bias=bias, alpha=alpha, beta=beta)
-    y = tf.raw_ops.LRN(input=xl.astype(f16), depth_radius=2).numpy()
+    y = tf.raw_ops.LRN(input=tf.constant(xl.astype(f16)), depth_radius=2).numpy()
     add("lrng_f16", "LRNGrad", [("input_grads", _x(xl.shape, 56).astype(f16)),
                                 ("input_image", xl.astype(f16)), ("output_image", y)],
         depth_radius=2)
-    y = tf.raw_ops.LRN(input=xl, depth_radius=2).numpy()
+    y = tf.raw_ops.LRN(input=tf.constant(xl), depth_radius=2).numpy()
     g = _x(xl.shape, 57)
     add("lrng_err_rank", "LRNGrad", [("input_grads", g[0]), ("input_image", xl[0]),
                                      ("output_image", y[0])], depth_radius=2)
@@ -684,12 +660,19 @@ def _resize_cases(add):
         align_corners=True, half_pixel_centers=True)
 
 
+# Cases TF 2.21's CPU kernels abort the process on (a CHECK failure, SIGFPE or heap
+# corruption): not recorded; the aioflow kernels raise InvalidArgumentError there.
+TF_ABORTS = {"mpg_err_zero_ksize", "mpgg_err_zero_ksize", "mpgv2_err_ksize_len",
+             "mpgwa_err_argmax_range", "mpgg_err_negative"}
+
+
 def _cases():
     """(id, op, [(arg name, value)], attrs)."""
     cases = []
 
     def add(cid, op, inputs, **attrs):
-        cases.append((cid, op, inputs, attrs))
+        if cid not in TF_ABORTS:
+            cases.append((cid, op, inputs, attrs))
 
     for family in (_conv_cases, _depthwise_cases, _conv3d_cases, _pool_cases, _pool3d_cases,
                    _norm_cases, _resize_cases):
@@ -706,6 +689,7 @@ def run_pass(only: set | None) -> dict:
     for cid, op, inputs, attrs in _cases():
         if only is not None and cid not in only:
             continue
+        print(cid, file=sys.stderr, flush=True)  # the last line names a case that crashes TF
         outcome = _run_case(tf, op, inputs, attrs)
         if outcome[0] == "ok":
             results[cid] = {"outcome": "ok", "outputs": [np.asarray(v) for v in outcome[1]]}
@@ -751,12 +735,15 @@ def main() -> None:
     (HERE / "grad_kernel_op_defs.pb").write_bytes(op_list.SerializeToString(deterministic=True))
 
     arrays = {}
+    stored = {}
     manifest = []
     for cid, op, inputs, attrs in _cases():
         entry = {"id": cid, "op": op, "inputs": [], "attrs": _attrs_json(attrs)}
         for i, (name, value) in enumerate(inputs):
-            key = f"{cid}:in{i}"
-            arrays[key] = np.asarray(value)
+            value = np.asarray(value)
+            digest = (value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
+            key = stored.setdefault(digest, f"{cid}:in{i}")  # an identical input: stored once
+            arrays[key] = value
             entry["inputs"].append([name, key])
         result = eigen[cid]
         if cid in onednn and onednn[cid]["outcome"] == "ok":
