@@ -18,7 +18,7 @@ from op_def_compare import assert_equal_to_tf
 import aioflow as af
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_def_library import apply_op
-from aioflow.kernels.nn import depthwise_grad_jit
+from aioflow.kernels.nn import depthwise_grad_jit, pooling_grad_jit
 from aioflow.proto import op_def_pb2
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -31,7 +31,7 @@ _TYPE_ATTRS = ("T", "Targmax", "Tshape", "TInput", "U")
 def _tolerance(dtype, op: str) -> dict:
     if dtype == np.float16 or dtype.name == "bfloat16":
         return dict(rtol=1e-2, atol=2e-2)
-    if dtype == np.float64:
+    if dtype == np.float64 and not op.startswith("Resize"):  # TF resizes in float32
         return dict(rtol=1e-9, atol=1e-9)
     if op.startswith("FusedBatchNorm") or op == "LRNGrad":
         return dict(rtol=1e-4, atol=1e-4)
@@ -61,6 +61,10 @@ def _check(case):
     outputs = _run(case)
     expected = [_ARRAYS[key] for key in case["outputs"]]
     assert len(outputs) == len(expected)
+    if case["op"].startswith("FusedBatchNormGrad") and case.get("onednn"):
+        # oneDNN's kernel (NCHW inference) returns scalar placeholders for the unused
+        # reserve spaces; TF's own CPU kernel, as ours, returns them empty ([0]).
+        outputs, expected = outputs[:3], expected[:3]
     for i, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         got = np.asarray(got)
         assert got.dtype == want.dtype, (i, got.dtype, want.dtype)
@@ -80,7 +84,7 @@ def test_matches_tensorflow(case):
 @pytest.fixture(scope="module")
 def compiled():
     """The numba loops compiled (the kernels run NumPy until then)."""
-    if not depthwise_grad_jit.wait_ready(120):
+    if not (depthwise_grad_jit.wait_ready(120) and pooling_grad_jit.wait_ready(120)):
         pytest.skip("numba is not installed")
 
 

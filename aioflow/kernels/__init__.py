@@ -16,7 +16,13 @@ from .array import (
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
-from .image import image_codec_kernels, nms_kernels, resize_area_kernels, resize_kernels
+from .image import (
+    image_codec_kernels,
+    nms_kernels,
+    resize_area_kernels,
+    resize_grad_kernels,
+    resize_kernels,
+)
 from .io import (
     file_io_kernels,
     io_kernels,
@@ -39,7 +45,9 @@ from .nn import (
     conv_kernels,
     fake_quant_kernels,
     fused_kernels,
+    normalization_grad_kernels,
     normalization_kernels,
+    pooling_grad_kernels,
     pooling_kernels,
     topk_kernels,
 )

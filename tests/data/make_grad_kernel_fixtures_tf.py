@@ -661,8 +661,12 @@ def _resize_cases(add):
 
 
 # Cases TF 2.21's CPU kernels abort the process on (a CHECK failure, SIGFPE or heap
-# corruption): not recorded; the aioflow kernels raise InvalidArgumentError there.
-TF_ABORTS = {"mpg_err_zero_ksize", "mpgg_err_zero_ksize", "mpgv2_err_ksize_len",
+# corruption), or answer with memory they never wrote (an empty out_backprop's filter
+# gradient, an average pool gradient whose grad does not fit the shape, a depthwise
+# argmax pool): not recorded; aioflow's kernels raise InvalidArgumentError or compute.
+TF_ABORTS = {"bpf_empty_out", "apg_err_batch", "apg_err_depth", "apg_err_grad_shape",
+             "apg_err_zero_ksize", "mpwa_err_depth",
+             "mpg_err_zero_ksize", "mpgg_err_zero_ksize", "mpgv2_err_ksize_len",
              "mpgwa_err_argmax_range", "mpgg_err_negative"}
 
 

@@ -68,7 +68,6 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
                          pads) -> np.ndarray:
     """The gradient of a channels-last convolution with respect to its filter: x
     (N, *in, C) and dy (N, *out, O) give (*ksizes, C, O)."""
-    nd = len(ksizes)
     n, c, o = x.shape[0], x.shape[-1], dy.shape[-1]
     out_sizes = dy.shape[1:-1]
     k = int(np.prod(ksizes, dtype=np.int64)) * c
