@@ -5,13 +5,14 @@ kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
 from .array import (
-    array_extra_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
-    manip_kernels,
     parallel_concat_kernels,
     partition_stitch_kernels,
+    reorder_kernels,
     space_batch_kernels,
+    tensor_scatter_kernels,
+    unique_kernels,
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
@@ -33,6 +34,7 @@ from .io import (
 from .math import (
     bitwise_kernels,
     cwise_kernels,
+    histogram_kernels,
     linalg_kernels,
     matmul_kernels,
     reduction_kernels,

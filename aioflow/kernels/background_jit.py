@@ -1,10 +1,10 @@
-"""A group of numba loops (kernels/jit.py) compiled together on a daemon thread, so that a
+"""A group of numba loops (aioflow/kernels/jit.py) compiled together on a daemon thread, so that a
 kernel's first call never waits for numba's import or a compile: the kernel asks
 `ready()`, runs its NumPy path while the answer is no, and calls `start()`; a failed
 compile is tried again on a later call, a few times, and then NumPy stays for good.
 
-Used by the pooling and normalisation loops (kernels/nn/pooling_jit.py,
-kernels/nn/normalization_jit.py); the pattern is epilogue_jit's."""
+Used by the pooling and normalisation loops (aioflow/kernels/nn/pooling_jit.py,
+aioflow/kernels/nn/normalization_jit.py); the pattern is epilogue_jit's."""
 
 from __future__ import annotations
 

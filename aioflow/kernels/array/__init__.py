@@ -1,3 +1,3 @@
 """The array kernels: constants, shapes, reshaping, slicing, gathers and scatters, rearrangements.
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from aioflow.kernels.array.array_kernels import _fill_value, _invalid
-from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.array.array_kernels import _fill_value, _invalid
+from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
 
 _POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")
 _ND_CASES = range(1, 8)  # index depths TF's kernels are compiled for

@@ -5,10 +5,10 @@ overwrites an earlier one, indices never named are zeros), with TF's checks and 
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

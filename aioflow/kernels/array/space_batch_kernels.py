@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

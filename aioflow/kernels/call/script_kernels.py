@@ -4,11 +4,11 @@ awaited on the loop (a graph can await I/O mid-run without holding a thread)."""
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import tf_type_name
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.py_func_registry import lookup
+from aioflow.kernels.math.cwise_kernels import tf_type_name
 
 
 def _outputs(name: str, result, tout) -> tuple:

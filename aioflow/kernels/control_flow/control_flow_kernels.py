@@ -9,10 +9,10 @@ output, and Merge receives None for dead or missing inputs.
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.io.tensor_summary import summarize_value
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.io.tensor_summary import summarize_value
 
 # Control flow only routes values, so one kernel would serve NumPy and CuPy arrays alike;
 # add "GPU" here (TF keeps `pred`, `value_index` and LoopCond in host memory) once the

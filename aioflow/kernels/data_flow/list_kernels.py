@@ -21,11 +21,11 @@ to grow a list are uninitialized here; TF 2.21 fills them with empty float tenso
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.data_flow.tensor_array_kernels import type_string
-from aioflow.kernels.math.cwise_kernels import BIG
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.data_flow.tensor_array_kernels import type_string
+from aioflow.kernels.math.cwise_kernels import BIG
 
 __all__ = ["TensorList", "make_list", "get_list"]
 

@@ -28,13 +28,13 @@ import threading
 from functools import partial
 
 import numpy as np
-from aioflow.kernels.random.philox import Philox
-from aioflow.kernels.state.resource_variable_kernels import handle_of
-from aioflow.kernels.state.variable_kernels import _type_name
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.var import ResourceHandle, handle_value
+from aioflow.kernels.random.philox import Philox
+from aioflow.kernels.state.resource_variable_kernels import handle_of
+from aioflow.kernels.state.variable_kernels import _type_name
 
 QUEUE_TYPE = "Queue"
 UNBOUNDED = 2 ** 31 - 1  # TF's kUnbounded (capacity < 0)

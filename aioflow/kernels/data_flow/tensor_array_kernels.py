@@ -14,10 +14,10 @@ import itertools
 import threading
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG
 
 from aioflow.framework import dtypes, errors, tensor_shape
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG
 
 _counter = itertools.count()
 

@@ -1,3 +1,3 @@
 """The image kernels: resizing, non-max suppression, codecs (JPEG, PNG, GIF, BMP).
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+
 from aioflow.kernels.image.image_errors import invalid as _invalid
 
 

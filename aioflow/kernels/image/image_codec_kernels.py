@@ -13,14 +13,14 @@ Decoding and encoding run on the pool (`expensive`): a photo takes milliseconds.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.image.bmp_codec import decode_bmp
 from aioflow.kernels.image.gif_codec import decode_gif
 from aioflow.kernels.image.image_errors import invalid as _invalid
 from aioflow.kernels.image.jpeg_codec import decode_jpeg, encode_jpeg, jpeg_shape
 from aioflow.kernels.image.png_codec import decode_png, encode_png
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 _UNKNOWN_FORMAT = ("Unknown image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, WebP "
                    "required.")

@@ -1,4 +1,5 @@
-"""JPEG through libjpeg-turbo with TF 2.21's settings (kernels/image/image_codec_kernels.py's
+"""JPEG through libjpeg-turbo with TF 2.21's settings
+(aioflow/kernels/image/image_codec_kernels.py's
 DecodeJpeg, DecodeAndCropJpeg, ExtractJpegShape, EncodeJpeg): decoding with the
 `simplejpeg` package (dct_method '' and INTEGER_FAST are libjpeg's fast integer DCT,
 INTEGER_ACCURATE its accurate one, fancy_upscaling off its fast upsampling, `ratio` its
@@ -11,9 +12,9 @@ import io
 import struct
 
 import numpy as np
-from aioflow.kernels.image.image_errors import invalid as _invalid
 
 from aioflow.framework import errors
+from aioflow.kernels.image.image_errors import invalid as _invalid
 
 _JPEG_FAILED = "jpeg::Uncompress failed. Invalid JPEG data or crop window."
 

@@ -26,10 +26,10 @@ import ctypes.util
 import heapq
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str
 
 #: NMS calls with more boxes than this go to the thread pool.
 POOL_ABOVE = 1024

@@ -9,6 +9,7 @@ import struct
 import zlib
 
 import numpy as np
+
 from aioflow.kernels import jit
 from aioflow.kernels.image.image_errors import invalid as _invalid
 

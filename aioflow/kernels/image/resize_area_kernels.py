@@ -35,11 +35,11 @@ import ctypes.util
 import functools
 
 import numpy as np
-from aioflow.kernels.image.resize_kernels import POOL_ABOVE, resize_scale, validate_resize
-from aioflow.kernels.math.cwise_kernels import shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.image.resize_kernels import POOL_ABOVE, resize_scale, validate_resize
+from aioflow.kernels.math.cwise_kernels import shape_str
 
 _F32 = np.float32
 _ZERO, _HALF, _ONE = _F32(0.0), _F32(0.5), _F32(1.0)

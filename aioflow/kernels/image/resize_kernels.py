@@ -28,10 +28,10 @@ thread pool when its output has more than POOL_ABOVE elements.
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str
 
 #: Kernels whose output has more elements than this go to the thread pool (a resize does
 #: ~10 NumPy passes over its output: 32k float32 elements take about a pool round trip).

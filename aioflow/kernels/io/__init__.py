@@ -1,3 +1,3 @@
 """The I/O kernels: checkpoints (SaveV2/RestoreV2), files, tf.Example parsing, summaries, printing.
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

@@ -11,10 +11,10 @@ import glob
 import os
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str
 
 _ERRNO_CLASSES = {
     errno.ENOENT: errors.NotFoundError,

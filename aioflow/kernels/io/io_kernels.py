@@ -18,11 +18,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
 from aioflow.lib import crc32c, tensor_bundle
 
 

@@ -2,7 +2,7 @@
 message + [summary of each data tensor] to stderr, the first `first_n` times), PrintV2 (TF
 2: writes one string to stdout, stderr, the `aioflow` logger, or appends it to a file) and
 StringFormat (the string tf.print and tf.strings.format build: tensors summarized into a
-template, kernels/io/tensor_summary.py).
+template, aioflow/kernels/io/tensor_summary.py).
 
 Text goes to Python's sys.stdout / sys.stderr (as bytes, through their buffer, so what
 the user redirects or captures gets it), where TF writes to the process's descriptors;
@@ -17,11 +17,11 @@ import threading
 import time
 
 import numpy as np
-from aioflow.kernels.io.tensor_summary import summarize_value
 
 from aioflow.framework import errors
 from aioflow.framework.op_defs.string_ops import template_pieces
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.io.tensor_summary import summarize_value
 
 _STREAMS = ("stdout", "stderr", "log(info)", "log(warning)", "log(error)")
 _LEVELS = {"log(info)": logging.INFO, "log(warning)": logging.WARNING,

@@ -23,11 +23,11 @@ from functools import cache
 
 import ml_dtypes
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
 from google.protobuf.message import DecodeError
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.proto import summary_pb2, tensor_pb2
 
 _DBL_MAX = sys.float_info.max

@@ -11,10 +11,10 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BinaryKernel, UnaryKernel
 
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import register_kernel
+from aioflow.kernels.math.cwise_kernels import BinaryKernel, UnaryKernel
 
 _INTS = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
          dtypes.uint32, dtypes.uint64]

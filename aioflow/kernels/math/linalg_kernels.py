@@ -22,12 +22,12 @@ import math
 import string
 
 import numpy as np
-from aioflow.kernels.array.array_kernels import OUTPUT_POOL_ABOVE, _fill_value
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
-from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, _BatchMatMul
 
 from aioflow.framework import dtypes, einsum_spec, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.array.array_kernels import OUTPUT_POOL_ABOVE, _fill_value
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
+from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, _BatchMatMul
 
 _HALF = (np.dtype(np.float16), np.dtype(dtypes.bfloat16.as_numpy_dtype))
 

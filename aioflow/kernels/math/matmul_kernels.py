@@ -12,12 +12,11 @@ with helper threads, as the convolutions' GEMMs are (conv_kernels.gemm_rows).
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors, intra_op_threads
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn.conv_kernels import blas_single_threaded, gemm_rows
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
-from aioflow.runtime import blas_gate
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 # TF's CPU kernels have no unsigned matmul.
@@ -90,13 +89,13 @@ class MatMulOp(_MatMulBase):
             return (out,)
         macs = x.shape[0] * x.shape[1] * y.shape[1]
         if macs > _ONE_THREAD_MACS[0]:
-            if blas_gate.threads_idle and macs <= _ONE_THREAD_MACS[1]:
+            if intra_op_threads.threads_idle and macs <= _ONE_THREAD_MACS[1]:
                 # A small product after convolutions (a classifier's head): BLAS's workers
                 # are asleep and waking them cost more than the product (in the models:
                 # 0.3 -> 13-47 ms at load 4-6); single-threaded, as the convolutions'.
-                with blas_gate.own_threads():
+                with intra_op_threads.own_threads():
                     return (self._matmul(x, y),)
-            blas_gate.threads_idle = False  # BLAS's threads run (and spin) again
+            intra_op_threads.threads_idle = False  # BLAS's threads run (and spin) again
         return (self._matmul(x, y),)
 
 

@@ -9,10 +9,10 @@ empty set give the reducer's identity; ArgMax/ArgMin skip NaN as TF's do.
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG, is_int, shape_str
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG, is_int, shape_str
 
 _NON_QUANTIZED_NUMBERS = [
     dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,

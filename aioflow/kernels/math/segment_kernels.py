@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
 
 _REAL = [t for t in _NON_QUANTIZED_NUMBERS if not t.is_complex]
 _FLOAT = [dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64]

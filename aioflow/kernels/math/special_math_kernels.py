@@ -21,10 +21,10 @@ zeros of lgamma at 1 and 2), float32 within 2e-6.
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import UnaryKernel
 
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import register_kernel
+from aioflow.kernels.math.cwise_kernels import UnaryKernel
 
 _FLOAT = [dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64]
 

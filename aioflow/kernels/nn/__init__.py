@@ -1,3 +1,3 @@
 """The neural-network kernels: activations, convolutions, pooling, normalisation, fused ops.
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

@@ -7,6 +7,9 @@ keep the input dtype.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import register_kernel
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     CwiseKernel,
@@ -15,9 +18,6 @@ from aioflow.kernels.math.cwise_kernels import (
     shape_str,
     via_float32,
 )
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import register_kernel
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717

@@ -10,14 +10,14 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
   and no batch-8 patch matrix is ever whole), and multiplied by the filter matrix with
   np.matmul (OpenBLAS) straight into the output. Patch rows of a few elements (kw*C <= 12,
   a 3x3 convolution of an RGB image) are copied K-major, tap by tap, instead.
-* Depthwise convolutions, with numba installed (the `jit` extra, kernels/jit.py): one
-  compiled pass over each block of output rows (kernels/nn/depthwise_jit.py). Without it,
+* Depthwise convolutions, with numba installed (the `jit` extra, aioflow/kernels/jit.py): one
+  compiled pass over each block of output rows (aioflow/kernels/nn/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
   ``out += view * w`` through a small scratch buffer.
 * The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
   strided adds into the padded result (col2im), then the padding is cropped.
 
-Each GEMM runs BLAS single-threaded (blas_gate.own_threads), its blocks of rows (or, for a
+Each GEMM runs BLAS single-threaded (intra_op_threads.own_threads), its blocks of rows (or, for a
 few rows, its columns) shared among the kernel's own threads, at most
 intra_op_parallelism_threads of them, as TF splits a convolution over its own pool.
 3-D convolutions of short patch rows copy each input depth slice's patches once.
@@ -35,13 +35,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
-from aioflow.kernels.nn import depthwise_jit
 from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
+from aioflow.framework.intra_op_threads import blas_threads_outside, own_threads
 from aioflow.framework.op_kernel import OpKernel, register_kernel
-from aioflow.runtime.blas_gate import blas_threads_outside, own_threads
+from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.nn import depthwise_jit
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _CONV_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32]

@@ -1,5 +1,5 @@
 """The depthwise convolution's loops, compiled by numba when it is installed
-(kernels/jit.py): a block of output rows in one pass instead of a NumPy multiply and add
+(aioflow/kernels/jit.py): a block of output rows in one pass instead of a NumPy multiply and add
 pass over the block per tap. With column stride 1 (most depthwise layers) each output row
 is accumulated in place, tap by tap, each tap one long contiguous multiply-add; otherwise
 each output pixel's window taps are summed into a channel vector. Positions outside the
@@ -9,6 +9,7 @@ indexing on C-contiguous arrays, so that LLVM vectorizes the channel loop."""
 from __future__ import annotations
 
 import numpy as np
+
 from aioflow.kernels.jit import njit
 
 

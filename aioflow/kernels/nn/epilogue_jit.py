@@ -1,5 +1,5 @@
 """The fused ops' epilogue (a bias or a folded batch norm, then Relu or Relu6), compiled by
-numba when it is installed (kernels/jit.py): one pass over a block of output while it is
+numba when it is installed (aioflow/kernels/jit.py): one pass over a block of output while it is
 in cache, instead of one NumPy pass per step (multiply, add, maximum, minimum), which cost
 more than the depthwise convolution itself (112x112x32: 0.18 ms convolution, +0.4 ms
 epilogue). Same operations in the same order as the NumPy path, NaN kept as np.maximum
@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+
 from aioflow.kernels.jit import njit
 
 

@@ -6,10 +6,10 @@ the results are TF's to the bit)."""
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 _F = np.float32
 

@@ -14,13 +14,13 @@ what the fusion is for. Chains TF does not fuse are TF's Unimplemented errors.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.math.matmul_kernels import MatMulOp
 from aioflow.kernels.nn import epilogue_jit
 from aioflow.kernels.nn.conv_kernels import POOL_FLOPS, Conv2DOp, DepthwiseConv2dNativeOp
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import register_kernel
 
 _FLOAT_TYPES = [dtypes.float16, dtypes.float32, dtypes.float64]
 
@@ -128,7 +128,7 @@ def compile_for(ctx, fusion) -> None:
 
 class Epilogue:
     """The chain as fn(block), in place on a block (..., channels) of output: through the
-    compiled one-pass loop (kernels/nn/epilogue_jit.py) for a bias or batch norm with no
+    compiled one-pass loop (aioflow/kernels/nn/epilogue_jit.py) for a bias or batch norm with no
     activation, Relu or Relu6 on a contiguous float32/float64 block once it is compiled
     (a background thread compiles it on the first such call), else NumPy passes."""
 

@@ -1,4 +1,4 @@
-"""Normalisation's loops, compiled by numba when it is installed (kernels/jit.py):
+"""Normalisation's loops, compiled by numba when it is installed (aioflow/kernels/jit.py):
 FusedBatchNorm at inference as one pass (x * scale + shift per channel, instead of NumPy's
 multiply into a new array and add in place: two passes and a temporary), and LRN as one
 pass per pixel (the squares, the window's sum over neighbouring channels and the power, in
@@ -6,12 +6,13 @@ cache; NumPy's path makes a cumulative sum, a gather and a power of whole arrays
 float32 operations in the same order as the NumPy paths, up to the order of the window's
 sum (here tap by tap, as TF's), and beta = 0.75 as two square roots.
 
-The loops compile on a daemon thread (kernels/background_jit.py): callers run NumPy until
+The loops compile on a daemon thread (aioflow/kernels/background_jit.py): callers run NumPy until
 `ready()`."""
 
 from __future__ import annotations
 
 import numpy as np
+
 from aioflow.kernels.background_jit import BackgroundCompile
 from aioflow.kernels.jit import njit
 

@@ -2,7 +2,8 @@
 LRN, L2Loss, and BiasAddV1 (BiasAdd over the last dimension), with TF 2.21's checks.
 
 FusedBatchNorm at inference folds scale/mean/variance into one multiplier and one offset
-per channel (two passes over x; one compiled pass with numba, kernels/nn/normalization_jit.py,
+per channel (two passes over x; one compiled pass with numba,
+aioflow/kernels/nn/normalization_jit.py,
 as is LRN, once the loops have compiled in the background); training computes the batch
 statistics over every axis but the channel one, normalises with the biased variance and
 reports the unbiased one, blended into the running statistics by `exponential_avg_factor`
@@ -13,13 +14,13 @@ half/bfloat16 compute in float32 and round once.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 from aioflow.kernels.nn import normalization_jit
 from aioflow.kernels.nn.activation_kernels import _NON_QUANTIZED_NUMBERS, BiasAddOp
 from aioflow.kernels.nn.conv_kernels import attr_str, invalid, parallel_blocks
-
-from aioflow.framework import dtypes
-from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _COMPILED = normalization_jit.available()

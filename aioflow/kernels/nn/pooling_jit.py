@@ -1,4 +1,4 @@
-"""Pooling's loops, compiled by numba when it is installed (kernels/jit.py): each output
+"""Pooling's loops, compiled by numba when it is installed (aioflow/kernels/jit.py): each output
 pixel the maximum, or the mean, of its window's taps inside the input, read straight from
 the unpadded input (positions outside are skipped: padding never wins a max and is not
 counted in a mean), instead of a padded, stride-split copy of the input and one NumPy pass
@@ -7,12 +7,13 @@ Channels are the inner loop over 0-based slices, which LLVM vectorizes. NaN wins
 as np.maximum's (the NumPy path's) does; a mean is the sum of the taps divided by their
 count, as TF's CPU kernels divide.
 
-The loops compile on a daemon thread (kernels/background_jit.py): callers run NumPy until
+The loops compile on a daemon thread (aioflow/kernels/background_jit.py): callers run NumPy until
 `ready()`."""
 
 from __future__ import annotations
 
 import numpy as np
+
 from aioflow.kernels.background_jit import BackgroundCompile
 from aioflow.kernels.jit import njit
 

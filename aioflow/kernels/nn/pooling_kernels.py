@@ -11,7 +11,7 @@ whole input (global pooling) is one reduction. Max pooling pads with -inf (the s
 value for integers), so padding never wins; average pooling divides by the number of taps
 inside the input (TF's SAME padding excludes the padding from the count). With numba (the
 `jit` extra), float pooling, max and average, 2-D and 3-D, runs a compiled loop over the
-unpadded input instead (kernels/nn/pooling_jit.py; half/bfloat16 through float32), once the
+unpadded input instead (aioflow/kernels/nn/pooling_jit.py; half/bfloat16 through float32), once the
 loop has compiled in the background: NumPy's passes until then. MaxPool's depthwise
 pooling (a window over channels only) is a reshape and a max. NCHW/NCDHW inputs run in
 channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
@@ -20,6 +20,9 @@ channels-last, as TF's CPU graphs do. half/bfloat16 average in float32.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.nn import pooling_jit
 from aioflow.kernels.nn.conv_kernels import (
     TapViews,
@@ -32,9 +35,6 @@ from aioflow.kernels.nn.conv_kernels import (
     unimplemented,
     windowed_output_size,
 )
-
-from aioflow.framework import dtypes
-from aioflow.framework.op_kernel import OpKernel, register_kernel
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _MAX_POOL_TYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
@@ -95,7 +95,7 @@ def compiled_ready(dtype) -> bool:
 def pool_compiled(x: np.ndarray, ksizes, strides, pads, out_sizes, op: str) -> np.ndarray:
     """The "max" or "avg" (sum over the taps inside, divided by their count) of x
     (N, *spatial, C), 2 or 3 spatial dimensions, float32/64, over each window, by the
-    compiled loop (kernels/nn/pooling_jit.py): it reads the unpadded input, no copy."""
+    compiled loop (aioflow/kernels/nn/pooling_jit.py): it reads the unpadded input, no copy."""
     n, c = x.shape[0], x.shape[-1]
     out = np.empty((n,) + tuple(out_sizes) + (c,), x.dtype)
     if out.size == 0:

@@ -11,10 +11,10 @@ false, as TF.
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

@@ -15,6 +15,7 @@ import functools
 import math
 
 import numpy as np
+
 from aioflow.kernels.random import libm_f32
 
 # Philox-4x32's constants (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").

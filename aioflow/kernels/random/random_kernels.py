@@ -16,11 +16,11 @@ import os
 import threading
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
-from aioflow.kernels.random import philox
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.random import philox
 
 #: Outputs above this many elements are generated on the thread pool: a call costs ~50 us
 #: plus 10 ns (uniform) to 70 ns (truncated normal, doubles) an element, so 4096 elements

@@ -1,3 +1,3 @@
 """The sparse-tensor kernels.
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

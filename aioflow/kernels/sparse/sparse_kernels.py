@@ -16,11 +16,11 @@ A call goes to the thread pool when it moves many elements (`is_expensive`).
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.array.array_kernels import _invalid
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.array.array_kernels import _invalid
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
 _INDEX = [dtypes.int32, dtypes.int64]
 _REAL = [dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,

@@ -1,3 +1,3 @@
 """The state kernels: ref and resource variables, lookup tables.
 
-kernels/__init__.py imports each module (importing registers its kernels)."""
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""

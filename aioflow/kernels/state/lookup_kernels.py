@@ -14,13 +14,13 @@ import itertools
 import threading
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str
-from aioflow.kernels.state.resource_variable_kernels import handle_of
-from aioflow.kernels.state.variable_kernels import _type_name
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.framework.var import ResourceHandle, handle_value
+from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.state.resource_variable_kernels import handle_of
+from aioflow.kernels.state.variable_kernels import _type_name
 
 TABLE_TYPE = "LookupTable"
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

@@ -14,12 +14,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import BIG, shape_str
-from aioflow.kernels.state.variable_kernels import _type_name, as_value, check_indices, scatter_rows
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.framework.var import ANONYMOUS_NAME, VAR_TYPE, ResourceHandle, Var, handle_value
+from aioflow.kernels.math.cwise_kernels import BIG, shape_str
+from aioflow.kernels.state.variable_kernels import _type_name, as_value, check_indices, scatter_rows
 
 _CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 _anonymous = itertools.count()

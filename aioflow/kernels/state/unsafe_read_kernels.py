@@ -11,9 +11,9 @@ value once fetched therefore never changes, and it cannot be written through."""
 from __future__ import annotations
 
 import numpy as np
-from aioflow.kernels.state.resource_variable_kernels import ReadVariableOp, handle_of, lookup_var
 
 from aioflow.framework.op_kernel import register_kernel
+from aioflow.kernels.state.resource_variable_kernels import ReadVariableOp, handle_of, lookup_var
 
 
 class VariableBuffer(np.ndarray):

@@ -12,16 +12,16 @@ concurrent runs lose no update whatever `use_locking` says.
 from __future__ import annotations
 
 import numpy as np
+
+from aioflow.framework import dtypes, errors
+from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.var import LEGACY_VAR_TYPE, Var
 from aioflow.kernels.array.gather_scatter_nd_kernels import (
     _bad_rows,
     _check_scatter_shapes,
     _out_of_range,
 )
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
-
-from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
-from aioflow.framework.var import LEGACY_VAR_TYPE, Var
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:

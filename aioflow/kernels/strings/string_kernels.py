@@ -17,7 +17,7 @@ Semantics worth knowing (each as TF's kernel):
 - StringToNumber parses as TF's safe_strto*: ASCII whitespace around the number is
   allowed, floats accept "inf"/"nan"/hex, and overflow to inf; integers are plain decimal
   and out of range is an error.
-- Regexes are RE2's (kernels/strings/re2_compat.py says how they map onto Python's `re`).
+- Regexes are RE2's (aioflow/kernels/strings/re2_compat.py says how they map onto Python's `re`).
 - StringUpper/StringLower with encoding "" change ASCII letters only; with "utf-8" they
   apply Unicode's full case mappings (ß -> SS), invalid bytes becoming U+FFFD.
 - StringToHashBucketFast is ``Fingerprint64(s) % num_buckets`` (FarmHash, see
@@ -33,11 +33,11 @@ import math
 import re
 
 import numpy as np
-from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
-from aioflow.kernels.strings import re2_compat
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
+from aioflow.kernels.strings import re2_compat
 from aioflow.lib.fingerprint import fingerprint64, siphash
 
 #: String kernels go to the thread pool above this many elements (their work is a Python
