@@ -9,7 +9,7 @@ Algorithms:
   im2col patches (conv_kernels' window views of the padded input), a block of output
   rows at a time (the copy stays in cache), each block's ``cols.T @ dy`` added into a
   per-thread (K, O) accumulator; the blocks are shared among the kernel's own threads
-  (BLAS single-threaded, conv_kernels.own_threads) and the accumulators summed. 1x1
+  (BLAS single-threaded, intra_op_threads.own_threads) and the accumulators summed. 1x1
   windows use the (strided, cropped) input itself as the patch matrix. Patch rows of a
   few elements (kw*C <= 12: the RGB input layer) are copied K-major instead.
 * The depthwise gradients are kh*kw multiply-adds of shifted (strided) views, one per
@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes
+from aioflow.framework.intra_op_threads import own_threads
 from aioflow.framework.op_kernel import register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn import depthwise_grad_jit
@@ -42,7 +43,6 @@ from aioflow.kernels.nn.conv_kernels import (
     crop_spatial,
     intra_op_threads,
     invalid,
-    own_threads,
     pad_spatial,
     parallel_blocks,
     to_channels_first,
