@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     function_ops,
     fused_ops,
     image_codec_ops,
+    image_grad_ops,
     image_ops,
     io_ops,
     linalg_ops,
@@ -16,11 +17,15 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     logging_ops,
     lookup_ops,
     manip_ops,
+<<<<<<< HEAD
     math_extra_ops,
     math_grad_ops,
+=======
+>>>>>>> grad_kernels
     math_ops,
     nn_activation_grad_ops,
     nn_conv_ops,
+    nn_grad_ops,
     nn_ops,
     no_op,
     parallel_concat_ops,
