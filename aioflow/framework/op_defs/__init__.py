@@ -17,11 +17,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     logging_ops,
     lookup_ops,
     manip_ops,
-<<<<<<< HEAD
-    math_extra_ops,
     math_grad_ops,
-=======
->>>>>>> grad_kernels
     math_ops,
     nn_activation_grad_ops,
     nn_conv_ops,
