@@ -47,3 +47,4 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     unsafe_read_kernels,
     variable_kernels,
 )
+from . import gpu  # noqa: E402,F401  (GPU kernels: after the CPU kernels they reuse)
