@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from time import sleep
 
 import numpy as np
 
@@ -119,6 +120,11 @@ class SimulatedStream:
             finally:
                 with self._lock:
                     self._queued -= 1
+            # Hand the GIL over between items: the loop thread, waiting for it, would
+            # otherwise wait out the interpreter's switch interval (5 ms) behind a busy
+            # stream, as it never waits behind a real GPU's (measured: heartbeat p50
+            # 5 ms -> 0.1 ms with 200 runs in flight, at some cost in throughput).
+            sleep(0)
 
 
 class SimulatedGpu(GpuBackend):
