@@ -153,6 +153,12 @@ async def test_heartbeat_with_200_gpu_runs_in_flight(monkeypatch):
             y = af.nn.relu(af.matmul(y, x) * 0.05)
         af.identity(y, name="y")
     feeds = {"x:0": np.full((32, 32), 0.5, np.float32)}
+    # The machine's own scheduling noise, measured first: the runs may add 5 ms to it.
+    idle = []
+    for _ in range(300):
+        t = time.perf_counter()
+        await asyncio.sleep(0.001)
+        idle.append(time.perf_counter() - t - 0.001)
     lags = []
     async with af.Session(graph=g) as sess:
         want = await sess.run("y:0", feeds)
@@ -171,4 +177,5 @@ async def test_heartbeat_with_200_gpu_runs_in_flight(monkeypatch):
     for out in outs:
         np.testing.assert_array_equal(out, want)
     assert len(lags) >= 10
-    assert np.percentile(lags, 99) < 0.005, np.percentile(lags, 99)
+    p99, idle_p99 = np.percentile(lags, 99), np.percentile(idle, 99)
+    assert p99 < 0.005 + idle_p99, (p99, idle_p99)
