@@ -570,7 +570,23 @@ ops.Tensor._override_operator("__gt__", greater)
 ops.Tensor._override_operator("__ge__", greater_equal)
 
 
+def bucketize(input, boundaries, name: str | None = None) -> ops.Tensor:  # noqa: A002
+    """The index of the bucket each value falls in: the number of `boundaries` <= it (a
+    `Bucketize` op; TF exposes it only as tf.raw_ops.Bucketize)."""
+    return apply_op("Bucketize", name=name, input=input,
+                    boundaries=[float(b) for b in boundaries])
+
+
+def linspace(start, stop, num, name=None) -> ops.Tensor:
+    """`num` evenly spaced values from start to stop, both included."""
+    with ops.name_scope(name, "LinSpace", [start, stop]):
+        start = ops.convert_to_tensor(start, name="start")
+        stop = ops.convert_to_tensor(stop, dtype=start.dtype, name="stop")
+        return apply_op("LinSpace", start=start, stop=stop, num=num)
+
+
 __all__ = [
+    "bucketize", "linspace",
     "cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16",
     "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos",
     "atan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "floor", "ceil", "rint", "erf",

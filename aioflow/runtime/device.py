@@ -9,9 +9,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from aioflow.framework import device_spec, errors
+from aioflow.framework.intra_op_threads import set_blas_threads
 from aioflow.framework.resource_mgr import ResourceMgr
 from aioflow.gpu.discovery import visible_gpus
-from aioflow.runtime.blas_gate import BlasGate, set_blas_threads
+from aioflow.runtime.blas_gate import BlasGate
 from aioflow.runtime.kernel_library import load_builtin_kernels
 from aioflow.runtime.ref_inputs import OpSegment
 from aioflow.runtime.thread_pools import InterOpPool, num_inter_op_threads
@@ -152,9 +153,7 @@ class DeviceMgr:
     @classmethod
     def from_config(cls, config, inter_op_pool: InterOpPool | None = None) -> DeviceMgr:
         """The CPU devices `config` asks for, on `inter_op_pool` (None: a pool of their
-        own, sized by inter_op_parallelism_threads), then the GPUs it sees
-        (AIOFLOW_SIMULATED_GPUS or CuPy's; gpu_options.visible_device_list and
-        device_count["GPU"] choose among them)."""
+        own, sized by inter_op_parallelism_threads)."""
         from aioflow.runtime.allocator import retain_freed_memory
 
         load_builtin_kernels()

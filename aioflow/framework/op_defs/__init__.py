@@ -15,7 +15,6 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     logging_ops,
     lookup_ops,
     manip_ops,
-    math_extra_ops,
     math_ops,
     nn_conv_ops,
     nn_ops,
