@@ -1,7 +1,8 @@
-"""GPU kernels (device type "GPU"), registered on import. Host-memory registrations
-come first (the registry takes the first registration that matches a node), the
-kernels in array-module form next, the CPU kernels streamed on the device last."""
+"""GPU kernels (device type "GPU"), registered on import: host-memory registrations of
+the CPU's kernels for int32 and shape values (host_kernels), kernels in array-module
+form (array, cwise, math, nn, state), control flow and transfers, and the CPU kernels
+streamed on the device for the other ops TF runs on a GPU (streamed). Their type
+constraints do not overlap, so the order of the imports does not matter."""
 
-from . import host_kernels  # noqa: F401  (first: int32 and shape registrations)
-from . import array, control_flow, cwise, math, nn, state, transfer  # noqa: F401
-from . import streamed  # noqa: F401  (last: only ops without a kernel of their own)
+# ruff: noqa: F401  (importing a module registers its kernels)
+from . import array, control_flow, cwise, host_kernels, math, nn, state, streamed, transfer

@@ -64,8 +64,6 @@ STREAMED_OPS = {
     "Fill": ("dims",),
     "BroadcastTo": ("shape",),
     "Unpack": (),
-    "SquaredDifference": (),
-    "Rsqrt": (),
     "L2Loss": (),
 }
 
