@@ -179,3 +179,16 @@ async def test_heartbeat_with_200_gpu_runs_in_flight(monkeypatch):
     assert len(lags) >= 10
     p99, idle_p99 = np.percentile(lags, 99), np.percentile(idle, 99)
     assert p99 < 0.005 + idle_p99, (p99, idle_p99)
+
+
+async def test_copies_stage_through_gpu_compatible_host_memory(device):
+    ctx = OpKernelContext(1, [], 0)
+    before = dict(device.host_bytes)
+    future = asyncio.get_running_loop().create_future()
+    device.copy_to_device(ctx, "h2d", np.zeros(10, np.float32), lambda o, e: future.set_result(o))
+    (dev,) = await future
+    future = asyncio.get_running_loop().create_future()
+    device.copy_to_host(ctx, "d2h", dev, lambda o, e: future.set_result(o))
+    await future
+    assert device.host_bytes["gpu_compatible"] - before["gpu_compatible"] == 80
+    assert device.host_bytes["pageable"] == before["pageable"]

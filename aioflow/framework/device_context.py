@@ -16,10 +16,25 @@ it (aioflow/gpu/), and kernels (kernels/gpu/) reach a device only through it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # done(outputs or None, error or None): called on the event loop thread.
 Done = Callable[[Sequence[Any] | None, BaseException | None], None]
+
+
+@dataclass(frozen=True)
+class AllocatorAttributes:
+    """Where a buffer goes (TF's AllocatorAttributes): `on_host` for a device's host-memory
+    values, `gpu_compatible` for host memory a GPU's DMA engine reads and writes
+    directly (pinned, page-locked memory: the staging buffers of host/device copies)."""
+
+    on_host: bool = False
+    gpu_compatible: bool = False
+
+
+# What a copy between a GPU and the host stages through (TF's _CopyFromGpuToHost output).
+COPY_STAGING = AllocatorAttributes(on_host=True, gpu_compatible=True)
 
 
 class DeviceContext:
@@ -52,6 +67,11 @@ class DeviceContext:
 
     def copy_on_device(self, ctx, node_name: str, value, done: Done) -> None:
         """Device → device (a new buffer) on the device-to-device stream."""
+        raise NotImplementedError
+
+    def host_buffer(self, shape, dtype, attrs: AllocatorAttributes):
+        """An uninitialized host array for this device's use; pinned memory when
+        `attrs.gpu_compatible` (on a GPU), plain host memory otherwise."""
         raise NotImplementedError
 
     def upload(self, host_value):

@@ -16,7 +16,7 @@ import asyncio
 import threading
 
 from aioflow.framework import errors
-from aioflow.framework.device_context import DeviceContext
+from aioflow.framework.device_context import COPY_STAGING, DeviceContext
 
 STREAM_KINDS = ("compute", "host_to_device", "device_to_host", "device_to_device")
 
@@ -68,6 +68,8 @@ class GpuBackend(DeviceContext):
         self.events = events
         self._lock = threading.Lock()
         self.in_flight = 0
+        # Host memory handed out by `host_buffer`, by kind (what tests and benchmarks read).
+        self.host_bytes = {"gpu_compatible": 0, "pageable": 0}
         self.streams = {kind: self._new_stream(kind) for kind in STREAM_KINDS}
 
     # -- what a subclass provides -------------------------------------------------------
@@ -78,12 +80,29 @@ class GpuBackend(DeviceContext):
         raise NotImplementedError
 
     def _h2d(self, xp, host):
-        """The work of a host-to-device copy (on the host-to-device stream)."""
+        """The work of a host-to-device copy (on the host-to-device stream), staged
+        through gpu-compatible host memory."""
         raise NotImplementedError
 
     def _d2h(self, xp, raw):
-        """The work of a device-to-host copy (on the device-to-host stream)."""
+        """The work of a device-to-host copy (on the device-to-host stream), into a
+        gpu-compatible host buffer (the copy's output: on_host, gpu_compatible)."""
         raise NotImplementedError
+
+    def _allocate_host(self, shape, dtype, pinned: bool):
+        raise NotImplementedError
+
+    def host_buffer(self, shape, dtype, attrs):
+        pinned = attrs.gpu_compatible
+        buffer = self._allocate_host(shape, dtype, pinned)
+        kind = "gpu_compatible" if pinned else "pageable"
+        with self._lock:
+            self.host_bytes[kind] += buffer.nbytes
+        return buffer
+
+    def staging_buffer(self, shape, dtype):
+        """A buffer for a copy between this device and the host (COPY_STAGING)."""
+        return self.host_buffer(shape, dtype, COPY_STAGING)
 
     def memory_limit(self) -> int:
         raise NotImplementedError

@@ -15,6 +15,10 @@ Importing this module never fails: `available()` says whether CuPy and a GPU are
 
 from __future__ import annotations
 
+from collections import deque
+
+import numpy as np
+
 from aioflow.gpu.backend import GpuBackend
 
 try:  # the optional extra
@@ -56,6 +60,7 @@ class CupyGpu(GpuBackend):
                 # TF reserves its share up front without allow_growth; the pool keeps it.
                 total = cupy.cuda.runtime.memGetInfo()[1]
                 self.memory_pool.malloc(int(total * memory_fraction * 0.95)).mem.free()
+        self._staging: deque = deque()  # (event, pinned buffer) of copies in flight
         super().__init__(physical_id, events)
 
     def _new_stream(self, kind: str):
@@ -76,19 +81,28 @@ class CupyGpu(GpuBackend):
         return value
 
     def _h2d(self, xp, host):
-        import numpy as np
-
-        host = np.ascontiguousarray(host)
-        staged = cupyx.empty_pinned(host.shape, host.dtype)
+        host = np.asarray(host)
+        staged = self.staging_buffer(host.shape, host.dtype)
         staged[...] = host
         out = cupy.empty(host.shape, host.dtype)
-        out.set(staged, stream=self.streams["host_to_device"])
+        stream = self.streams["host_to_device"]
+        out.set(staged, stream=stream)
+        # The pinned buffer lives until the stream has read it (an event says when).
+        staging = self._staging
+        while staging and staging[0][0].done:
+            staging.popleft()
+        staging.append((stream.record(), staged))
         return (out,)
 
     def _d2h(self, xp, raw):
-        staged = cupyx.empty_pinned(raw.shape, raw.dtype)
+        staged = self.staging_buffer(raw.shape, raw.dtype)
         raw.get(stream=self.streams["device_to_host"], out=staged)
         return (staged,)
+
+    def _allocate_host(self, shape, dtype, pinned: bool):
+        if pinned:  # page-locked, from the pinned memory pool: asynchronous DMA
+            return cupyx.empty_pinned(shape, dtype)
+        return np.empty(shape, dtype)
 
     def upload(self, host_value):
         with self._device:

@@ -148,10 +148,18 @@ class SimulatedGpu(GpuBackend):
         return value.array
 
     def _h2d(self, xp, host):
-        return (np.array(host, copy=True),)
+        host = np.asarray(host)
+        staged = self.staging_buffer(host.shape, host.dtype)
+        staged[...] = host
+        return (staged,)  # (the device's memory: the staging buffer stands in for it)
 
     def _d2h(self, xp, raw):
-        return (np.array(raw, copy=True),)
+        out = self.staging_buffer(raw.shape, raw.dtype)
+        out[...] = raw
+        return (out,)
+
+    def _allocate_host(self, shape, dtype, pinned: bool) -> np.ndarray:
+        return np.empty(shape, dtype)  # (no pinned memory without a GPU)
 
     def upload(self, host_value) -> DeviceArray:
         return DeviceArray(np.array(host_value, copy=True), self)
