@@ -66,3 +66,5 @@ from .state import (
 )
 from .strings import string_kernels
 from .transfer import sendrecv_kernels
+
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
