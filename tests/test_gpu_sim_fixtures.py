@@ -78,3 +78,17 @@ async def test_model_runs_to_tensorflow_values_with_a_gpu(name):
     compute = set(on_gpu) - {"_Send", "_Recv", "_HostSend", "_HostRecv", "_CopyFromGpuToHost",
                              "_CopyFromHostToGpu", "Const", "Identity", "NoOp"}
     assert compute, on_gpu  # its compute runs on the GPU
+
+
+FUNCTIONS = json.loads((DATA / "function_fixtures.json").read_text())
+
+
+@pytest.mark.parametrize("lowered", [True, False], ids=["lowered", "called"])
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+async def test_function_fixture_runs_to_tensorflow_values_with_a_gpu(name, lowered):
+    """Functional control flow (If, While, Case, calls): lowered and inlined (the
+    default: the bodies' ops are placed like any other), or kept as calls (a call has
+    no GPU kernel: it and its body run on the CPU)."""
+    from test_functions import called_config, run_fixture
+
+    await run_fixture(name, None if lowered else called_config())
