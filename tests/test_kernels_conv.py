@@ -266,8 +266,11 @@ def _ref_max_pool(x, k, s, pads):
 
 @pytest.fixture(params=["numpy", "jit"])
 def max_pool_path(request, monkeypatch):
-    """MaxPool's NumPy path, and its compiled one where numba is installed."""
+    """MaxPool's NumPy path, and its compiled one where numba is installed (the oneDNN
+    backend, where it is installed, off: it takes TF's NaN handling, tested with it)."""
     from aioflow.kernels.nn import pooling_kernels
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
     if request.param == "numpy":
         monkeypatch.setattr(pooling_kernels, "_COMPILED", False)
     elif not pooling_kernels._COMPILED:

@@ -133,21 +133,25 @@ class AsyncOpKernel(OpKernel):
 
 
 class _KernelDef:
-    __slots__ = ("cls", "constraints", "host_memory")
+    __slots__ = ("cls", "constraints", "host_memory", "priority")
 
-    def __init__(self, cls, constraints, host_memory):
+    def __init__(self, cls, constraints, host_memory, priority=0):
         self.cls = cls
         self.constraints = constraints
         self.host_memory = host_memory
+        self.priority = priority
 
 
 _kernels: dict[tuple[str, str], list[_KernelDef]] = {}
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequence[str] = (),
-                    **type_constraints):
+                    priority: int = 0, **type_constraints):
     """Class decorator registering a kernel for (op type, device type); keyword
-    arguments constrain type attrs, e.g. ``T=[dtypes.float32, dtypes.float64]``."""
+    arguments constrain type attrs, e.g. ``T=[dtypes.float32, dtypes.float64]``.
+    Of the kernels matching a node, the one of highest `priority` is chosen, the first
+    registered among equals (TF's KernelDef.priority: an optional backend's kernels,
+    aioflow/kernels/onednn/, take precedence over the NumPy ones they fall back to)."""
     constraints = {
         name: frozenset(dtypes.as_dtype(t).as_datatype_enum for t in (
             allowed if isinstance(allowed, (list, tuple, set, frozenset)) else [allowed]))
@@ -155,8 +159,9 @@ def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequenc
     }
 
     def wrap(cls):
-        _kernels.setdefault((op_type, device_type), []).append(
-            _KernelDef(cls, constraints, tuple(host_memory)))
+        kdefs = _kernels.setdefault((op_type, device_type), [])
+        at = next((i for i, k in enumerate(kdefs) if k.priority < priority), len(kdefs))
+        kdefs.insert(at, _KernelDef(cls, constraints, tuple(host_memory), priority))
         return cls
 
     return wrap

@@ -56,6 +56,7 @@ from .nn import (
     pooling_kernels,
     topk_kernels,
 )
+from .onednn import batch_norm_onednn, conv_onednn, pooling_onednn  # when oneDNN loads
 from .random import random_kernels
 from .sparse import sparse_kernels
 from .state import (

@@ -1,0 +1,35 @@
+"""Whether the oneDNN backend is on, and how its kernels register: at a priority above the
+NumPy kernels' (op_kernel.register_kernel), only when oneDNN 3.2 loaded (dnnl_api.load:
+the `aioflow[onednn]` extra installed and AIOFLOW_ONEDNN not 0), so that without it the
+registry holds exactly the NumPy kernels."""
+
+from __future__ import annotations
+
+from aioflow.framework.op_kernel import register_kernel
+from aioflow.kernels.nn.conv_kernels import intra_op_threads
+from aioflow.kernels.onednn import dnnl_api
+
+#: Registry priority of the oneDNN kernels (the NumPy kernels': 0).
+PRIORITY = 1
+#: Whether oneDNN loaded (its kernels are registered).
+AVAILABLE = dnnl_api.load() is not None
+#: Whether the registered oneDNN kernels run on oneDNN (read on every call; False: they
+#: run the NumPy code they fall back to, as tests comparing the two in one process do).
+ACTIVE = AVAILABLE
+#: Multiply-adds (or output elements times window taps) from which a primitive runs on
+#: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.
+TEAM_WORK = 1 << 20
+
+
+def onednn_kernel(op_type: str, host_memory=(), **type_constraints):
+    """register_kernel(op_type, "CPU", priority=PRIORITY, ...) when oneDNN loaded, else a
+    decorator that registers nothing."""
+    if not AVAILABLE:
+        return lambda cls: cls
+    return register_kernel(op_type, "CPU", host_memory, priority=PRIORITY, **type_constraints)
+
+
+def team_size(work: int) -> int:
+    """OpenMP threads for a primitive of `work` multiply-adds: the intra-op threads
+    (intra_op_parallelism_threads, else the cores) when the work is worth a team."""
+    return intra_op_threads() if work >= TEAM_WORK else 1
