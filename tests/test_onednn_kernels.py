@@ -1,0 +1,281 @@
+"""The oneDNN backend (aioflow/kernels/onednn/, the `onednn` extra): its kernels chosen over
+the NumPy ones for float32 and falling back to them otherwise, their results against the
+NumPy kernels (the reference; TF's fixtures run on them in test_kernels_conv.py) at the
+shapes, strides, paddings, groups and fused chains MobileNetV2 and ResNet50 use, the
+primitive and weights caches, and AIOFLOW_ONEDNN=0. Skipped without the extra."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from kernel_testutil import create, make_node_def
+
+from aioflow.framework import op_def_registry
+from aioflow.framework.op_kernel import OpKernelConstruction
+from aioflow.kernels.nn import (
+    conv_kernels,
+    fused_kernels,
+    normalization_kernels,
+    pooling_kernels,
+)
+from aioflow.kernels.onednn import backend, dnnl_api
+
+pytestmark = pytest.mark.skipif(not backend.AVAILABLE,
+                                reason=f"oneDNN not loaded: {dnnl_api.load_error()}")
+
+#: TF's oneDNN-vs-Eigen tolerance for float32 convolutions (conv_ops_test: 1e-5 relative,
+#: here with an absolute part for sums of hundreds of products near zero).
+TOL = dict(rtol=1e-5, atol=1e-4)
+
+_REFERENCE = {"Conv2D": conv_kernels.Conv2DOp,
+              "DepthwiseConv2dNative": conv_kernels.DepthwiseConv2dNativeOp,
+              "_FusedConv2D": fused_kernels.FusedConv2DOp,
+              "_FusedDepthwiseConv2dNative": fused_kernels.FusedDepthwiseConv2dNativeOp,
+              "MaxPool": pooling_kernels.MaxPoolOp, "AvgPool": pooling_kernels.AvgPoolOp,
+              "MaxPool3D": pooling_kernels.MaxPool3DOp,
+              "AvgPool3D": pooling_kernels.AvgPool3DOp,
+              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op}
+
+
+def _both(op, inputs, **attrs):
+    """(the oneDNN kernel's outputs, the NumPy kernel's) for one node."""
+    kernel = create(op, inputs, **attrs)
+    assert type(kernel).__module__.startswith("aioflow.kernels.onednn"), type(kernel)
+    got = [np.asarray(v) for v in kernel.compute(None, inputs)]
+    node = make_node_def(op, inputs, **attrs)
+    reference = _REFERENCE[op](OpKernelConstruction(node, op_def_registry.get(op)))
+    want = [np.asarray(v) for v in reference.compute(None, inputs)]
+    return got, want
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+def _const(a):
+    a = np.array(a)
+    a.setflags(write=False)  # as a Const's value
+    return a
+
+
+def test_version_is_3_2():
+    assert dnnl_api.version()[:2] == (3, 2)
+
+
+# -- convolutions ---------------------------------------------------------------------------------
+
+# (input NHWC, filter HWIO, strides, padding, dilations): MobileNetV2/ResNet50 shapes, shrunk
+_CONVS = [
+    ((1, 16, 16, 3), (3, 3, 3, 8), 2, "SAME", 1),       # the RGB stem
+    ((2, 14, 14, 16), (1, 1, 16, 24), 1, "VALID", 1),   # pointwise
+    ((1, 15, 15, 16), (1, 1, 16, 8), 2, "SAME", 1),     # strided 1x1 (ResNet's shortcut)
+    ((2, 12, 12, 8), (3, 3, 8, 8), 1, "SAME", 1),
+    ((1, 13, 11, 8), (3, 3, 8, 12), 2, "VALID", 1),
+    ((1, 17, 17, 4), (7, 7, 4, 8), 2, "SAME", 1),       # ResNet's 7x7 stem
+    ((1, 12, 12, 6), (3, 3, 6, 4), 1, "SAME", 2),       # dilated
+    ((1, 10, 10, 8), (3, 3, 4, 6), 1, "SAME", 1),       # grouped: 2 groups
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _CONVS)
+def test_conv2d_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    got, want = _both("Conv2D", [_rand(*x_shape), _const(_rand(*w_shape, seed=1))],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+def test_conv2d_nchw_and_explicit_padding_match_numpy():
+    x, w = _rand(1, 6, 9, 8), _const(_rand(3, 3, 6, 5, seed=1))
+    got, want = _both("Conv2D", [x, w], strides=[1, 1, 2, 1], padding="EXPLICIT",
+                      explicit_paddings=[0, 0, 0, 0, 2, 1, 0, 3], data_format="NCHW")
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding", [
+    ((1, 16, 16, 8), (3, 3, 8, 1), 1, "SAME"),
+    ((2, 15, 15, 8), (3, 3, 8, 1), 2, "SAME"),
+    ((1, 9, 9, 4), (3, 3, 4, 2), 1, "VALID"),  # channel_multiplier 2
+    ((1, 14, 14, 6), (5, 5, 6, 1), 2, "SAME"),
+])
+def test_depthwise_matches_numpy(x_shape, w_shape, stride, padding):
+    got, want = _both("DepthwiseConv2dNative", [_rand(*x_shape), _const(_rand(*w_shape))],
+                      strides=[1, stride, stride, 1], padding=padding)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+_CHAINS = [(["BiasAdd"], 0.2), (["BiasAdd", "Relu"], 0.2), (["BiasAdd", "Relu6"], 0.2),
+           (["BiasAdd", "Elu"], 0.2), (["BiasAdd", "LeakyRelu"], 0.3),
+           (["BiasAdd", "LeakyRelu"], 1.5), (["FusedBatchNorm"], 0.2),
+           (["FusedBatchNorm", "Relu6"], 0.2)]
+
+
+def _chain_args(fused_ops, channels):
+    if fused_ops[0] == "BiasAdd":
+        return [_rand(channels, seed=3) * 3]
+    rng = np.random.default_rng(4)
+    return [rng.uniform(0.5, 2, channels).astype(np.float32),
+            rng.standard_normal(channels).astype(np.float32),
+            rng.standard_normal(channels).astype(np.float32),
+            rng.uniform(0.1, 3, channels).astype(np.float32)]
+
+
+@pytest.mark.parametrize("fused_ops, alpha", _CHAINS)
+def test_fused_conv2d_matches_numpy(fused_ops, alpha):
+    x, w = _rand(2, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
+    args = _chain_args(fused_ops, 16)
+    got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
+                      fused_ops=fused_ops, num_args=len(args), epsilon=0.001,
+                      leakyrelu_alpha=alpha)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("fused_ops, alpha", [c for c in _CHAINS if c[0] != ["BiasAdd", "Elu"]])
+def test_fused_depthwise_matches_numpy(fused_ops, alpha):
+    x, w = _rand(1, 11, 11, 8), _const(_rand(3, 3, 8, 2, seed=2))
+    args = _chain_args(fused_ops, 16)
+    got, want = _both("_FusedDepthwiseConv2dNative", [x, w, *args], strides=[1, 2, 2, 1],
+                      padding="SAME", fused_ops=fused_ops, num_args=len(args),
+                      epsilon=0.001, leakyrelu_alpha=alpha)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+def test_fused_chain_errors_are_the_numpy_kernels():
+    from aioflow.framework import errors
+    x, w = _rand(1, 5, 5, 3), _const(_rand(3, 3, 3, 4))
+    with pytest.raises(errors.InvalidArgumentError, match="bias must be 1-dimensional of size 4"):
+        create("_FusedConv2D", [x, w, _rand(5)], strides=[1, 1, 1, 1], padding="SAME",
+               fused_ops=["BiasAdd"], num_args=1).compute(None, [x, w, _rand(5)])
+
+
+# -- falling back, caches ---------------------------------------------------------------------
+
+def test_other_types_use_the_numpy_kernels():
+    x64 = _rand(1, 5, 5, 3).astype(np.float64)
+    w64 = _rand(3, 3, 3, 4).astype(np.float64)
+    assert type(create("Conv2D", [x64, w64], strides=[1, 1, 1, 1], padding="SAME")) is \
+        conv_kernels.Conv2DOp
+    x16 = x64.astype(np.float16)
+    assert type(create("MaxPool", [x16], ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                       padding="VALID")) is pooling_kernels.MaxPoolOp
+
+
+def test_empty_input_falls_back():
+    got, want = _both("Conv2D", [np.zeros((0, 5, 5, 3), np.float32), _const(_rand(3, 3, 3, 4))],
+                      strides=[1, 1, 1, 1], padding="SAME")
+    assert got[0].shape == want[0].shape == (0, 5, 5, 4)
+
+
+def test_primitives_are_cached_by_geometry():
+    from aioflow.kernels.onednn import conv_onednn
+    x, w = _rand(1, 7, 9, 5), _const(_rand(3, 3, 5, 7))
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    kernel.compute(None, [x, w])
+    size = len(conv_onednn._CACHE)
+    kernel.compute(None, [x + 1, w])
+    create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME").compute(None, [x, w])
+    assert len(conv_onednn._CACHE) == size
+    kernel.compute(None, [_rand(2, 7, 9, 5), w])
+    assert len(conv_onednn._CACHE) == size + 1
+
+
+def test_constant_filter_is_reordered_once_and_a_writable_one_every_call():
+    x = _rand(1, 8, 8, 16)
+    w = _rand(3, 3, 16, 16)
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    first = kernel.compute(None, [x, w])[0]
+    w *= 2  # a writable filter changed in place: never served from the cache
+    np.testing.assert_allclose(kernel.compute(None, [x, w])[0], 2 * first, **TOL)
+    assert kernel._weights._entry is None
+    wc = _const(w)
+    kernel.compute(None, [x, wc])
+    entry = kernel._weights._entry
+    assert entry is not None and entry[0] is wc
+    kernel.compute(None, [x, wc])
+    assert kernel._weights._entry is entry
+
+
+def test_read_only_view_of_a_writable_buffer_is_not_cached():
+    """A ref variable's read: a read-only view of a buffer Assign writes in place."""
+    x = _rand(1, 8, 8, 16)
+    buf = _rand(3, 3, 16, 16)
+    view = buf.view()
+    view.flags.writeable = False
+    kernel = create("Conv2D", [x, view], strides=[1, 1, 1, 1], padding="SAME")
+    first = kernel.compute(None, [x, view])[0]
+    buf *= -1
+    np.testing.assert_allclose(kernel.compute(None, [x, view])[0], -first, **TOL)
+
+
+# -- pooling and batch norm ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["MaxPool", "AvgPool"])
+@pytest.mark.parametrize("shape, k, s, padding", [
+    ((2, 13, 11, 5), 3, 2, "SAME"),
+    ((1, 12, 12, 16), 3, 2, "SAME"),     # ResNet50's max pool, shrunk
+    ((3, 9, 8, 3), 2, 2, "VALID"),
+    ((1, 7, 7, 32), 7, 1, "VALID"),      # global average pooling
+    ((2, 2, 3, 4), 5, 3, "SAME"),        # the window larger than the input
+])
+def test_pooling_matches_numpy(op, shape, k, s, padding):
+    got, want = _both(op, [_rand(*shape)], ksize=[1, k, k, 1], strides=[1, s, s, 1],
+                      padding=padding)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["MaxPool3D", "AvgPool3D"])
+def test_pooling_3d_matches_numpy(op):
+    got, want = _both(op, [_rand(1, 5, 6, 7, 3)], ksize=[1, 2, 3, 2, 1],
+                      strides=[1, 2, 2, 1, 1], padding="SAME")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_ignores_nan_as_tensorflow_does():
+    """TF 2.21's MaxPool (oneDNN) returns the window's largest number beside a NaN."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    x[0, 0, 0, 0] = np.nan
+    kernel = create("MaxPool", [x], ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+    np.testing.assert_array_equal(kernel.compute(None, [x])[0].ravel(), [5, 7, 13, 15])
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("fmt, shape", [("NHWC", (2, 5, 6, 8)), ("NCHW", (2, 8, 5, 6)),
+                                        ("NDHWC", (1, 3, 4, 5, 8))])
+def test_fused_batch_norm_matches_numpy(training, fmt, shape):
+    rng = np.random.default_rng(5)
+    x = _rand(*shape) * 2 + 1
+    stats = [rng.uniform(0.5, 2, 8).astype(np.float32), _rand(8, seed=6),
+             _rand(8, seed=7), rng.uniform(0.1, 3, 8).astype(np.float32)]
+    got, want = _both("FusedBatchNormV3", [x, *stats], is_training=training,
+                      epsilon=0.001, data_format=fmt, exponential_avg_factor=0.9)
+    for g, w in zip(got[:3], want[:3], strict=True):  # y, batch mean, batch variance
+        np.testing.assert_allclose(g, w, **TOL)
+
+
+# -- turned off ------------------------------------------------------------------------------
+
+def test_environment_variable_turns_the_backend_off():
+    code = ("from aioflow.runtime.kernel_library import load_builtin_kernels\n"
+            "load_builtin_kernels()\n"
+            "from aioflow.kernels.onednn import backend, dnnl_api\n"
+            "from aioflow.framework.op_kernel import registered_kernels\n"
+            "names = [c.__name__ for c in registered_kernels()[('Conv2D', 'CPU')]]\n"
+            "print(backend.AVAILABLE, dnnl_api.load_error(), names)\n")
+    env = dict(os.environ, AIOFLOW_ONEDNN="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "False turned off by AIOFLOW_ONEDNN ['Conv2DOp']"
+
+
+def test_kernels_registered_ahead_of_numpy():
+    from aioflow.framework.op_kernel import registered_kernels
+    for op in ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "MaxPool", "AvgPool",
+               "FusedBatchNormV3"):
+        classes = registered_kernels()[(op, "CPU")]
+        assert classes[0].__module__.startswith("aioflow.kernels.onednn"), op
+        # the NumPy kernel stays registered behind it
+        assert any(c.__module__.startswith("aioflow.kernels.nn") for c in classes), op
