@@ -67,7 +67,9 @@ class _OnednnBatchNorm:
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
     def _plan(self, x, axis: int, training: bool) -> BatchNormPlan:
-        key = (x.shape, x.strides, axis, self._epsilon, training)
+        threads = team_size(x.size)
+        set_threads(threads)  # before the primitive is created: it keeps the count
+        key = (x.shape, x.strides, axis, self._epsilon, training, threads)
         return _CACHE.get(key, lambda: BatchNormPlan(x, axis, self._epsilon, training))
 
     def normalize_inference(self, x, scale, offset, mean, var, axis: int) -> np.ndarray:
@@ -76,7 +78,6 @@ class _OnednnBatchNorm:
         x = np.ascontiguousarray(x)
         y = np.empty_like(x)
         plan = self._plan(x, axis, False)
-        set_threads(team_size(x.size))
         md, smd = plan.md, plan.stat_md
         plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
                            (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
@@ -92,7 +93,6 @@ class _OnednnBatchNorm:
         mean = np.empty(channels, np.float32)
         var = np.empty(channels, np.float32)
         plan = self._plan(x, axis, True)
-        set_threads(team_size(x.size))
         md, smd = plan.md, plan.stat_md
         plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
                            (api.ARG_MEAN, smd, mean), (api.ARG_VARIANCE, smd, var),

@@ -105,7 +105,6 @@ class ConvPlan:
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
                                                                           self.w_md)
-        self.macs = out.size * int(np.prod(w_dims[-3:]))
 
 
 class _OnednnConv:
@@ -137,8 +136,11 @@ class _OnednnConv:
         bias, bn, eltwise = self.fusion(inputs, channels)
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
+        # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
+        threads = team_size(out.size * int(np.prod(w_dims[-3:])))
+        set_threads(threads)
         key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-               tuple(pads), bias is not None, bn is not None, eltwise)
+               tuple(pads), bias is not None, bn is not None, eltwise, threads)
         plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
                                                 self._dilations, pads, bias is not None,
                                                 bn is not None, eltwise))
@@ -152,7 +154,6 @@ class _OnednnConv:
         if bn is not None:
             args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
                      (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
-        set_threads(team_size(plan.macs))
         plan.prim.execute(args)
         return out
 

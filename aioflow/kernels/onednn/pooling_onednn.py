@@ -50,7 +50,6 @@ class PoolPlan:
             api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), None),
             "dnnl_pooling_forward_primitive_desc_create")
-        self.work = out.size * int(np.prod(ksizes))
 
 
 class _OnednnPool:
@@ -67,9 +66,10 @@ class _OnednnPool:
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
-        key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads))
+        threads = team_size(out.size * int(np.prod(ksizes)))
+        set_threads(threads)  # before the primitive is created: it keeps the count
+        key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
         plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
-        set_threads(team_size(plan.work))
         plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
         return out
 

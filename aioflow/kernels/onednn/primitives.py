@@ -15,7 +15,10 @@ kernels share:
   are copy-on-write, so a read-only value held here is never changed in place).
 * the OpenMP team size of each call (`set_threads`): oneDNN 3.x has no
   dnnl_set_max_threads; the wheel's OpenMP runtime (libgomp) takes omp_set_num_threads,
-  which holds for the calling thread's later parallel regions.
+  which holds for the calling thread's later parallel regions. A primitive splits its
+  work for the thread count current when it is CREATED and asks OpenMP for exactly that
+  team whenever it runs, so the count is set before creating and is part of every
+  cache key.
 
 Everything is created on one CPU engine; each thread executes on a stream of its own.
 oneDNN's library scratchpad is thread-local, so one primitive runs in several threads at
