@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not backend.AVAILABLE,
 #: here with an absolute part for sums of hundreds of products near zero).
 TOL = dict(rtol=1e-5, atol=1e-4)
 
-_REFERENCE = {"Conv2D": conv_kernels.Conv2DOp,
+_REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "DepthwiseConv2dNative": conv_kernels.DepthwiseConv2dNativeOp,
               "_FusedConv2D": fused_kernels.FusedConv2DOp,
               "_FusedDepthwiseConv2dNative": fused_kernels.FusedDepthwiseConv2dNativeOp,
@@ -279,3 +279,10 @@ def test_kernels_registered_ahead_of_numpy():
         assert classes[0].__module__.startswith("aioflow.kernels.onednn"), op
         # the NumPy kernel stays registered behind it
         assert any(c.__module__.startswith("aioflow.kernels.nn") for c in classes), op
+
+
+@pytest.mark.parametrize("stride, padding", [(1, "SAME"), (2, "VALID")])
+def test_conv3d_matches_numpy(stride, padding):
+    got, want = _both("Conv3D", [_rand(1, 6, 7, 8, 3), _const(_rand(3, 3, 3, 3, 8, seed=1))],
+                      strides=[1, stride, stride, stride, 1], padding=padding)
+    np.testing.assert_allclose(got[0], want[0], **TOL)

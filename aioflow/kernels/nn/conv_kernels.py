@@ -797,9 +797,13 @@ class Conv3DOp(_ConvBase):
             raise unimplemented("Grouped convolutions are not supported on CPU.")
         outs, pads = self._out_geometry(x.shape[1:4], w.shape[:3])
         xc, wc = self._cast_in(x, w)
-        y = self._cast_out(conv_channels_last(xc, wc, self._strides, self._dilations, pads,
-                                              outs))
+        y = self._cast_out(self.convolve(inputs, xc, wc, pads, outs))
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        """The convolution of checked channels-last x (N, D, H, W, C) and w in the compute
+        type (a backend's kernel overrides this: aioflow/kernels/onednn/)."""
+        return conv_channels_last(x, w, self._strides, self._dilations, pads, out_sizes)
 
 
 @register_kernel("DepthwiseConv2dNative", "CPU", T=_CONV3D_TYPES)

@@ -1,4 +1,4 @@
-"""Conv2D, DepthwiseConv2dNative and the remapper's fused convolutions (_FusedConv2D,
+"""Conv2D, Conv3D, DepthwiseConv2dNative and the remapper's fused convolutions (_FusedConv2D,
 _FusedDepthwiseConv2dNative) on oneDNN's convolution primitive, float32.
 
 The NumPy kernels (aioflow/kernels/nn/conv_kernels.py, fused_kernels.py) check the attrs
@@ -30,6 +30,7 @@ from aioflow.framework import dtypes
 from aioflow.kernels.nn.conv_kernels import (
     POOL_FLOPS,
     Conv2DOp,
+    Conv3DOp,
     DepthwiseConv2dNativeOp,
 )
 from aioflow.kernels.nn.fused_kernels import (
@@ -56,7 +57,11 @@ from aioflow.kernels.onednn.primitives import (
     set_threads,
 )
 
-_NHWC = (0, 3, 1, 2)  # an NHWC array's axes in oneDNN's logical order N C H W
+
+def channels_last_order(ndim: int) -> tuple:
+    """A channels-last array's axes in oneDNN's logical order N C spatial (NHWC: 0 3 1 2)."""
+    return (0, ndim - 1) + tuple(range(1, ndim - 1))
+
 _CACHE = PrimitiveCache()
 
 
@@ -80,12 +85,14 @@ class ConvPlan:
     def __init__(self, x: np.ndarray, w_dims, w_strides, out: np.ndarray, strides,
                  dilations, pads, bias: bool, scaled: bool, eltwise):
         o = out.shape[-1]
-        self.src_md = array_desc(x, _NHWC)
-        self.dst_md = array_desc(out, _NHWC)
+        order = channels_last_order(x.ndim)
+        self.src_md = array_desc(x, order)
+        self.dst_md = array_desc(out, order)
         self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
         any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
         self.bias_md = MemoryDesc.tagged([o], np.float32, api.TAG_X) if bias else None
-        channel_md = MemoryDesc.strided([1, o, 1, 1], np.float32, [o, 1, 1, 1])
+        ones = [1] * (x.ndim - 2)
+        channel_md = MemoryDesc.strided([1, o, *ones], np.float32, [o, 1, *ones])
         spec = []
         if scaled:  # y * scale + offset: an inference batch norm
             spec += [("binary", api.BINARY_MUL, channel_md), ("binary", api.BINARY_ADD,
@@ -130,14 +137,15 @@ class _OnednnConv:
                 x.size == 0 or w.size == 0:
             return super().convolve(inputs, x, w, pads, out_sizes)
         w_dims, w_strides = self.filter_desc(w, x.shape[-1])
-        channels = w_dims[0] * w_dims[1] if len(w_dims) == 5 else w_dims[0]
+        grouped = len(w_dims) == x.ndim + 1
+        channels = w_dims[0] * w_dims[1] if grouped else w_dims[0]
         if 0 in out_sizes:
             return super().convolve(inputs, x, w, pads, out_sizes)
         bias, bn, eltwise = self.fusion(inputs, channels)
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
-        threads = team_size(out.size * int(np.prod(w_dims[-3:])))
+        threads = team_size(out.size * int(np.prod(w_dims[2 if grouped else 1:])))
         set_threads(threads)
         key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
                tuple(pads), bias is not None, bn is not None, eltwise, threads)
@@ -169,6 +177,12 @@ def _hwio_desc(w: np.ndarray, channels: int):
     return [groups, og, fc, kh, kw], [og * s[3], s[3], s[2], s[0], s[1]]
 
 
+def _dhwio_desc(w: np.ndarray, channels: int):
+    """A Conv3D filter (kd, kh, kw, C, O): O I D H W."""
+    s = [st // w.itemsize for st in w.strides]
+    return [w.shape[4], w.shape[3], *w.shape[:3]], [s[4], s[3], s[0], s[1], s[2]]
+
+
 def _depthwise_desc(w: np.ndarray, channels: int):
     """A depthwise filter (kh, kw, C, M): C groups of M outputs from 1 input each."""
     kh, kw, c, m = w.shape
@@ -196,6 +210,17 @@ class OnednnConv2DOp(_OnednnConv, Conv2DOp):
         self._onednn_init()
 
     filter_desc = staticmethod(_hwio_desc)
+
+
+@onednn_kernel("Conv3D", T=dtypes.float32)
+class OnednnConv3DOp(_OnednnConv, Conv3DOp):
+    """Conv3D on oneDNN."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(_dhwio_desc)
 
 
 @onednn_kernel("DepthwiseConv2dNative", T=dtypes.float32)
