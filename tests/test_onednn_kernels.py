@@ -286,3 +286,16 @@ def test_conv3d_matches_numpy(stride, padding):
     got, want = _both("Conv3D", [_rand(1, 6, 7, 8, 3), _const(_rand(3, 3, 3, 3, 8, seed=1))],
                       strides=[1, stride, stride, stride, 1], padding=padding)
     np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("fused_ops, addend_shape", [
+    (["BiasAdd", "Add"], (2, 9, 10, 16)),
+    (["BiasAdd", "Add", "Relu"], (2, 9, 10, 16)),
+    (["BiasAdd", "Add", "Relu6"], (16,)),  # broadcast: added after the primitive
+])
+def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
+    x, w = _rand(2, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
+    args = [_rand(16, seed=3), _rand(*addend_shape, seed=4)]
+    got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
+                      fused_ops=fused_ops, num_args=2)
+    np.testing.assert_allclose(got[0], want[0], **TOL)

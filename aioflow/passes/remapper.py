@@ -11,6 +11,10 @@ no control edge leaving it), all on one device:
 * Conv2D / DepthwiseConv2dNative + FusedBatchNorm* (inference, outputs other than y
   unused) [+ activation] -> fused_ops ["FusedBatchNorm", ...] with its four arguments
   (when fold_batch_norm.py could not fold it: a filter or statistics that are not Consts)
+* Conv2D (NHWC) + BiasAdd + Add|AddV2 (a residual connection) [+ activation]
+  -> _FusedConv2D, fused_ops ["BiasAdd", "Add", ...] with the bias and the other addend
+  (TF's remapper writes this one when oneDNN is on; the oneDNN kernel adds the addend as
+  a sum post-op, the NumPy kernel after its convolution)
 
 The fused node takes the name of the chain's last node (as TF's remapper does).
 
@@ -82,6 +86,19 @@ def _base_step(contraction: Node, nxt: Node):
     return None
 
 
+def _residual_add(bias_add: Node, device: str):
+    """(the Add/AddV2 node, its other input) when the bias add's sole consumer adds it to
+    another tensor, else None."""
+    add = sole_consumer(bias_add)
+    if add is None or add.type_string not in ("Add", "AddV2") or \
+            add.assigned_device_name != device:
+        return None
+    ins = [input_node(add, 0), input_node(add, 1)]
+    if ins.count((bias_add, 0)) != 1 or None in ins:
+        return None
+    return add, ins[1] if ins[0] == (bias_add, 0) else ins[0]
+
+
 def _fusable(node: Node) -> bool:
     op = node.type_string
     if op not in FUSED_OPS:
@@ -109,9 +126,15 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     chain = [nxt]
     fused_ops = [kind]
     alpha = 0.2
-    act = sole_consumer(nxt)
+    if kind == "BiasAdd" and node.type_string == "Conv2D":
+        addend = _residual_add(nxt, device)
+        if addend is not None:
+            chain.append(addend[0])
+            fused_ops.append("Add")
+            args = args + [addend[1]]
+    act = sole_consumer(chain[-1])
     if act is not None and act.type_string in ACTIVATIONS and \
-            act.assigned_device_name == device and input_node(act, 0) == (nxt, 0):
+            act.assigned_device_name == device and input_node(act, 0) == (chain[-1], 0):
         chain.append(act)
         fused_ops.append(act.type_string)
         if act.type_string == "LeakyRelu":

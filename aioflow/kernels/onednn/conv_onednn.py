@@ -40,6 +40,7 @@ from aioflow.kernels.nn.fused_kernels import (
     _leaky_relu,
     _relu,
     _relu6,
+    add_residual,
     make_epilogue,
 )
 from aioflow.kernels.onednn import backend
@@ -83,7 +84,7 @@ class ConvPlan:
     arguments and the reorder of the user's filter into the layout it chose."""
 
     def __init__(self, x: np.ndarray, w_dims, w_strides, out: np.ndarray, strides,
-                 dilations, pads, bias: bool, scaled: bool, eltwise):
+                 dilations, pads, bias: bool, scaled: bool, residual: bool, eltwise):
         o = out.shape[-1]
         order = channels_last_order(x.ndim)
         self.src_md = array_desc(x, order)
@@ -97,6 +98,8 @@ class ConvPlan:
         if scaled:  # y * scale + offset: an inference batch norm
             spec += [("binary", api.BINARY_MUL, channel_md), ("binary", api.BINARY_ADD,
                                                                channel_md)]
+        if residual:  # dst = conv + bias + dst (the addend, copied into dst first)
+            spec.append(("sum", 1.0))
         if eltwise is not None:
             spec.append(eltwise)
         self.channel_md = channel_md
@@ -129,8 +132,9 @@ class _OnednnConv:
         raise NotImplementedError
 
     def fusion(self, inputs, channels: int):
-        """(bias or None, (scale, offset) or None, activation post-op or None)."""
-        return None, None, None
+        """(bias or None, (scale, offset) or None, activation post-op or None, residual
+        addend or None)."""
+        return None, None, None, None
 
     def convolve(self, inputs, x, w, pads, out_sizes):
         if not backend.ACTIVE or x.dtype != np.float32 or w.dtype != np.float32 or \
@@ -141,17 +145,27 @@ class _OnednnConv:
         channels = w_dims[0] * w_dims[1] if grouped else w_dims[0]
         if 0 in out_sizes:
             return super().convolve(inputs, x, w, pads, out_sizes)
-        bias, bn, eltwise = self.fusion(inputs, channels)
+        bias, bn, eltwise, addend = self.fusion(inputs, channels)
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
+        residual = addend is not None and addend.shape == out.shape
+        if residual:
+            np.copyto(out, addend)  # the sum post-op adds the convolution to it
+        elif addend is not None:  # an addend that broadcasts: added after, by NumPy
+            y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, False)
+            return add_residual(y, addend, self._fusion[1], self._fusion[3])
+        return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual)
+
+    def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual):
+        grouped = len(w_dims) == x.ndim + 1
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
         threads = team_size(out.size * int(np.prod(w_dims[2 if grouped else 1:])))
         set_threads(threads)
         key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-               tuple(pads), bias is not None, bn is not None, eltwise, threads)
+               tuple(pads), bias is not None, bn is not None, residual, eltwise, threads)
         plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
                                                 self._dilations, pads, bias is not None,
-                                                bn is not None, eltwise))
+                                                bn is not None, residual, eltwise))
         if plan.w_reorder is None:
             w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
         else:
@@ -196,9 +210,12 @@ def _chain(kernel, inputs, channels: int):
     n = 1 if base == "BiasAdd" else 4
     ep = make_epilogue(base, act, epsilon, alpha, inputs[2:2 + n], channels, np.float32)
     eltwise = _eltwise(act, alpha) if act is not None else None
+    addend = inputs[3] if getattr(kernel, "_residual", False) else None
+    if addend is not None and addend.dtype != np.float32:
+        addend = addend.astype(np.float32)
     if ep.scale is None:
-        return ep.bias, None, eltwise
-    return None, (np.ascontiguousarray(ep.scale), ep.bias), eltwise
+        return ep.bias, None, eltwise, addend
+    return None, (np.ascontiguousarray(ep.scale), ep.bias), eltwise, None
 
 
 @onednn_kernel("Conv2D", T=dtypes.float32)
