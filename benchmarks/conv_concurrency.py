@@ -8,7 +8,8 @@ tf.compat.v1.Session with its defaults (grappler, oneDNN, every core) in a worke
 process, `n` Python threads each calling `sess.run` in a loop (how TF is served from a
 thread pool). Both run the same frozen GraphDef (benchmarks/models.py freezes it into
 --models-dir). The sides take turns, A B A B (--rounds); the best round's throughput
-(images/s) and its median latency are reported, and aioflow / TF ratios.
+(images/s), its median latency and the CPU time per image (the process's, all threads:
+the steadiest figure on a shared machine) are reported, and aioflow / TF ratios.
 
 aioflow's thread policy is the session's (docs/onednn.md): each oneDNN primitive runs on
 an OpenMP team of intra_op_parallelism_threads threads (0: the cores), and the device's
@@ -73,15 +74,28 @@ def _tf_worker(path: str) -> None:
             with lock:
                 latencies.extend(mine)
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         threads = [threading.Thread(target=client) for _ in range(n)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        elapsed = time.perf_counter() - start
-        print(json.dumps({"images_per_s": len(latencies) * batch / elapsed,
-                          "p50_ms": statistics.median(latencies) * 1e3}), flush=True)
+        elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
+        print(json.dumps(_result(latencies, batch, elapsed, cpu)), flush=True)
+
+
+def _cpu() -> float:
+    """This process's CPU seconds (user + system, every thread)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _result(latencies: list, batch: int, elapsed: float, cpu: float) -> dict:
+    images = len(latencies) * batch
+    return {"images_per_s": images / elapsed, "p50_ms": statistics.median(latencies) * 1e3,
+            # CPU time per image: the steadiest figure on a shared machine, where a side
+            # running more threads also takes a larger share of the cores from others
+            "cpu_ms_per_image": cpu / max(1, images) * 1e3}
 
 
 class AioflowSide:
@@ -104,13 +118,12 @@ class AioflowSide:
             for _ in range(2):
                 await peer.sess.run(peer.y, feed)
             latencies: list = []
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu()
             await asyncio.gather(*[client(start + seconds, latencies) for _ in range(n)])
-            return latencies, time.perf_counter() - start
+            return latencies, time.perf_counter() - start, _cpu() - cpu
 
-        latencies, elapsed = peer.loop.run_until_complete(main())
-        return {"images_per_s": len(latencies) * batch / elapsed,
-                "p50_ms": statistics.median(latencies) * 1e3}
+        latencies, elapsed, cpu = peer.loop.run_until_complete(main())
+        return _result(latencies, batch, elapsed, cpu)
 
     def close(self):
         self.peer.close()
@@ -166,11 +179,12 @@ def main() -> None:
                 if k != "in_flight"}
         result = {"in_flight": n}
         for k, r in best.items():
-            result[k] = {"images_per_s": round(r["images_per_s"], 1),
-                         "p50_ms": round(r["p50_ms"], 1)}
+            result[k] = {key: round(v, 1) for key, v in r.items()}
             if k != "tf":
                 result[k]["throughput_vs_tf"] = round(
                     r["images_per_s"] / best["tf"]["images_per_s"], 2)
+                result[k]["cpu_per_image_vs_tf"] = round(
+                    r["cpu_ms_per_image"] / best["tf"]["cpu_ms_per_image"], 2)
         out["results"].append(result)
         print(json.dumps(result), file=sys.stderr, flush=True)
     for side in sides.values():

@@ -194,6 +194,10 @@ class FusedConv2DOp(Conv2DOp):
     or its bias, a residual addend and activation (fused_ops BiasAdd, Add [, act]): the
     addend added after the convolution and its bias, then the activation."""
 
+    #: Whether building the kernel starts the compiled epilogue's compile (a backend's
+    #: kernel that fuses the chain itself sets False).
+    compiles_epilogue = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("filter_format", "HWIO")
@@ -201,7 +205,8 @@ class FusedConv2DOp(Conv2DOp):
             raise errors.InvalidArgumentError(None, None, "Invalid filter format")
         self._residual = has_residual_add(ctx)
         self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS, self._residual)
-        compile_for(ctx, self._fusion)
+        if self.compiles_epilogue:
+            compile_for(ctx, self._fusion)
 
     def convolve(self, inputs, x, w, pads, out_sizes):
         y = super().convolve(inputs, x, w, pads, out_sizes)
@@ -229,10 +234,13 @@ class FusedConv2DOp(Conv2DOp):
 class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
     """DepthwiseConv2dNative and its bias or batch norm and activation, one call."""
 
+    compiles_epilogue = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "DepthwiseConv2d", CONV_ACTIVATIONS)
-        compile_for(ctx, self._fusion)
+        if self.compiles_epilogue:
+            compile_for(ctx, self._fusion)
 
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:], channels, self._compute_type)

@@ -267,6 +267,7 @@ class OnednnFusedConv2DOp(_OnednnConv, FusedConv2DOp):
 
     filter_desc = staticmethod(_hwio_desc)
     fusion = _chain
+    compiles_epilogue = False  # the chain is the primitive's post-ops
 
 
 @onednn_kernel("_FusedDepthwiseConv2dNative", T=dtypes.float32)
@@ -279,4 +280,5 @@ class OnednnFusedDepthwiseConv2dNativeOp(_OnednnConv, FusedDepthwiseConv2dNative
 
     filter_desc = staticmethod(_depthwise_desc)
     fusion = _chain
+    compiles_epilogue = False  # the chain is the primitive's post-ops
     is_expensive = OnednnDepthwiseConv2dNativeOp.is_expensive
