@@ -64,6 +64,10 @@ def channels_last_order(ndim: int) -> tuple:
     return (0, ndim - 1) + tuple(range(1, ndim - 1))
 
 _CACHE = PrimitiveCache()
+#: Multiply-adds above which a Conv2D/Conv3D goes to the thread pool. MobileNetV2 batch 1,
+#: 8 runs in flight, intra_op 1, on 2 busy cores: 18.1 ms of CPU an image at 2**21 (the
+#: NumPy kernels' POOL_FLOPS), 14.3 at 2**24, 12.0 with every conv inline.
+POOL_MACS = 1 << 24
 
 
 def _eltwise(act, alpha: float):
@@ -125,6 +129,16 @@ class _OnednnConv:
 
     def _onednn_init(self):
         self._weights = WeightsCache()
+
+    def is_expensive(self, inputs: list) -> bool:
+        """To the pool above POOL_MACS multiply-adds (about 0.2 ms on oneDNN), else inline:
+        a hand-off to the pool and back costs more than a smaller primitive."""
+        x, w = inputs[0], inputs[1]
+        if np.ndim(x) < 3:
+            return False
+        positions = np.size(x) // max(1, np.shape(x)[1 if self._channels_first else -1])
+        macs = positions * np.size(w) // max(1, int(np.prod(self._strides)))
+        return macs > POOL_MACS
 
     def filter_desc(self, w: np.ndarray, channels: int):
         """(logical dims, strides in elements) of the filter, oneDNN's O I H W or, grouped,
