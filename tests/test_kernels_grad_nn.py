@@ -154,6 +154,49 @@ def test_filter_gradient_is_the_adjoint_of_conv2d(k, s, c, o):
     assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
 
 
+@pytest.mark.parametrize("k,s,d,pad", [(3, 1, 1, "SAME"), (3, 2, 1, "SAME"), (3, 2, 1, "VALID"),
+                                       (2, 3, 1, "SAME"), (5, 2, 1, "SAME"), (1, 2, 1, "VALID"),
+                                       (3, 1, 2, "SAME"), (3, 2, 2, "SAME"), (4, 3, 1, "VALID")])
+def test_input_gradient_is_the_adjoint_of_conv2d(k, s, d, pad):
+    """<conv(x, w), dy> = <x, dX(w, dy)> for every x: each stride phase's convolution, the
+    dilated and the scattered (stride and dilation) paths are exact to rounding."""
+    rng = np.random.default_rng(k * 100 + s * 10 + d)
+    x = rng.standard_normal((2, 17, 14, 5))
+    w = rng.standard_normal((k, k, 5, 6))
+    attrs = dict(strides=[1, s, s, 1], padding=pad, dilations=[1, d, d, 1])
+    y = create("Conv2D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    sizes = np.array(x.shape, np.int32)
+    dx = create("Conv2DBackpropInput", [sizes, w, dy], **attrs).compute(None, [sizes, w, dy])[0]
+    assert dx.shape == x.shape
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+
+
+def test_conv3d_input_gradient_is_the_adjoint():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 7, 9, 8, 3))
+    w = rng.standard_normal((3, 2, 3, 3, 4))
+    attrs = dict(strides=[1, 2, 1, 3, 1], padding="SAME")
+    y = create("Conv3D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    sizes = np.array(x.shape, np.int32)
+    dx = create("Conv3DBackpropInputV2", [sizes, w, dy], **attrs).compute(
+        None, [sizes, w, dy])[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+
+
+def test_conv2d_1x1_with_explicit_padding():
+    """The 1x1 path pads the input first (it used to crop it: a shape error)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 4, 4, 2)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 2, 3)).astype(np.float32)
+    y = create("Conv2D", [x, w], strides=[1, 2, 1, 1], padding="EXPLICIT",
+               explicit_paddings=[0, 0, 1, 2, 1, 0, 0, 0]).compute(None, [x, w])[0]
+    want = np.einsum("nhwc,co->nhwo", np.pad(x, [(0, 0), (1, 2), (1, 0), (0, 0)])[:, ::2],
+                     w[0, 0])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
 # -- errors in a session -----------------------------------------------------------------------
 
 def test_kernel_error_names_the_node():

@@ -15,7 +15,13 @@ Algorithms:
 * The depthwise gradients are kh*kw multiply-adds of shifted (strided) views, one per
   window tap, a block of rows at a time; with numba (kernels/jit.py) one compiled pass
   (kernels/nn/depthwise_grad_jit.py).
-* The 3-D input gradient is conv_kernels.conv_backprop_input (GEMM then col2im).
+* The input gradient (the transposed convolution) is itself a forward convolution
+  (conv_kernels.conv_channels_last: blocked im2col + GEMM, threaded): with stride 1, of
+  out_backprop padded by (k-1)*d - pad before, with the filter flipped in space and its
+  in/out channels swapped; with a stride s > 1, one such stride-1 convolution per stride
+  phase of the input (the rows r, r+s, r+2s, ... receive only the taps congruent to
+  r + pad mod s), written into the phase's strided view. Strides and dilations both
+  above 1 (which TF's CPU only runs through oneDNN) scatter the GEMM's columns instead.
 
 NCHW/NCDHW run channels-last, as TF's CPU graphs do (oneDNN or its layout pass):
 transposed in, computed, transposed back. half/bfloat16 compute in float32 and round
@@ -39,7 +45,7 @@ from aioflow.kernels.nn.conv_kernels import (
     _ConvBase,
     _window_view,
     _window_view_k_major,
-    conv_backprop_input,
+    conv_channels_last,
     crop_spatial,
     intra_op_threads,
     invalid,
@@ -141,6 +147,92 @@ def _accumulate(blocks, patches, dy_block, k, o, dtype, macs) -> np.ndarray:
     for acc in accs[1:]:
         total += acc
     return total
+
+
+# -- the input gradient (the transposed convolution) -------------------------------------------
+
+def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilations,
+                        pads) -> np.ndarray:
+    """The gradient of a channels-last convolution with respect to its input: dy
+    (N, *out, O) and w (*k, C, O) give (N, *in_sizes, C)."""
+    nd = len(in_sizes)
+    n = dy.shape[0]
+    ksizes = w.shape[:nd]
+    c = w.shape[-2]
+    dtype = np.result_type(dy, w)
+    dx = np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
+    if dx.size == 0 or dy.size == 0 or w.size == 0:
+        return dx
+    if all(s == 1 for s in strides):
+        _transposed_phase(dy, _flipped(w, [0] * nd, [1] * nd), dx, [0] * nd, [1] * nd,
+                          [b for b, _ in pads], list(dilations))
+    elif all(d == 1 for d in dilations):
+        for phase in np.ndindex(*strides):
+            # Input index p + s*q receives the taps t = f, f + s, ... (f = (p + pad) mod
+            # s) from dy[q + c - u] for tap f + s*u, c = (p + pad - f) / s.
+            first = [(p + b) % s for p, (b, _), s in zip(phase, pads, strides, strict=True)]
+            if any(f >= k for f, k in zip(first, ksizes, strict=True)):
+                continue  # no tap reaches this phase: its gradient is 0
+            offset = [(p + b - f) // s for p, (b, _), f, s in
+                      zip(phase, pads, first, strides, strict=True)]
+            _transposed_phase(dy, _flipped(w, first, strides), dx, list(phase),
+                              list(strides), offset, [1] * nd)
+    else:
+        _transposed_scatter(dy, w, dx, strides, dilations, pads)
+    return dx
+
+
+def _flipped(w: np.ndarray, first, steps) -> np.ndarray:
+    """The taps first, first + step, ... of w (*k, C, O), flipped in space, channels
+    swapped: (*k', O, C), contiguous."""
+    nd = len(first)
+    sub = w[tuple(slice(f, None, st) for f, st in zip(first, steps, strict=True))]
+    return np.ascontiguousarray(np.swapaxes(sub[(slice(None, None, -1),) * nd], -1, -2))
+
+
+def _transposed_phase(dy, wf, dx, phase, strides, offset, dilations) -> None:
+    """dx[phase::strides] = the stride-1 correlation of dy with the flipped filter wf
+    (*k, O, C): output q reads dy[q + offset - (k - 1) * d + v * d] for flipped tap v."""
+    nd = len(phase)
+    ksizes = wf.shape[:nd]
+    view_index = (slice(None),) + tuple(slice(p, None, s) for p, s in
+                                        zip(phase, strides, strict=True))
+    target = dx[view_index]
+    sizes = target.shape[1:-1]
+    if any(sz == 0 for sz in sizes):
+        return
+    pads = []
+    for size, k, d, off, o in zip(sizes, ksizes, dilations, offset, dy.shape[1:-1],
+                                  strict=True):
+        before = (k - 1) * d - off
+        pads.append((before, size + (k - 1) * d - o - before))
+    src = dy
+    if any(b < 0 or a < 0 for b, a in pads):  # dy reaches past what dx uses: crop it
+        src = dy[(slice(None),) + tuple(slice(max(0, -b), o + min(0, a)) for (b, a), o in
+                                        zip(pads, dy.shape[1:-1], strict=True))]
+        pads = [(max(0, b), max(0, a)) for b, a in pads]
+    dx[view_index] = conv_channels_last(src, wf, [1] * nd, dilations, pads, sizes)
+
+
+def _transposed_scatter(dy, w, dx, strides, dilations, pads) -> None:
+    """dx += the transposed convolution by one GEMM (dy @ filter^T) and a strided add of
+    each tap's columns into the padded result (strides and dilations both above 1)."""
+    nd = dx.ndim - 2
+    ksizes = w.shape[:nd]
+    c, o = w.shape[-2], w.shape[-1]
+    out_sizes = dy.shape[1:-1]
+    padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
+              for s, (b, a), os, st, k, d in zip(dx.shape[1:-1], pads, out_sizes, strides,
+                                                 ksizes, dilations, strict=True)]
+    dxp = np.zeros((dx.shape[0],) + tuple(padded) + (c,), dx.dtype)
+    wmat = w.reshape(-1, c, o).transpose(2, 0, 1).reshape(o, -1)
+    cols = np.matmul(dy.reshape(-1, o), wmat).reshape(dy.shape[:-1] + tuple(ksizes) + (c,))
+    for tap in np.ndindex(*ksizes):
+        idx = (slice(None),) + tuple(
+            slice(t * d, t * d + (os - 1) * st + 1, st)
+            for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
+        dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
+    dx[...] = crop_spatial(dxp, pads, dx.shape[1:-1])
 
 
 # -- depthwise gradients ------------------------------------------------------------------------
