@@ -66,6 +66,9 @@ _BLOCK_BYTES = 1 << 21
 _DW_BLOCK_BYTES = 1 << 18
 #: Multiply-adds above which a gradient's blocks are shared among threads.
 _SPLIT_MACS = 1 << 22
+#: Patch rows (the GEMM's inner dimension) per block of the filter gradient, at least:
+#: fewer make each block's (K, O) product mostly writes (7x7 images, one at a time: 8x).
+_MIN_BLOCK_ROWS = 512
 
 
 # -- the filter gradient ------------------------------------------------------------------------
@@ -82,6 +85,8 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
         return np.zeros(tuple(ksizes) + (c, o), dtype)
     if all(kk == 1 for kk in ksizes):
         used = [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides, strict=True)]
+        if any(b > 0 or a > 0 for b, a in pads):  # explicit padding: zeros around x
+            x, pads = pad_spatial(x, pads), [(0, 0)] * len(pads)
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
@@ -90,27 +95,34 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
                            dy.reshape(-1, o), k, o, dtype).reshape(tuple(ksizes) + (c, o))
     xp = np.ascontiguousarray(pad_spatial(x, pads))
     oh = out_sizes[0]
-    row_elems = int(np.prod(out_sizes[1:], dtype=np.int64)) * k
-    rows_per_block = max(1, _BLOCK_BYTES // max(1, row_elems * xp.itemsize))
+    per_row = int(np.prod(out_sizes[1:], dtype=np.int64))  # patch rows per output row
     k_major = ksizes[-1] * c <= _K_MAJOR_RUN
-    dy_rows = dy.reshape(n, oh, -1, o)
-    blocks = [(b, r0, min(oh, r0 + rows_per_block)) for b in range(n)
-              for r0 in range(0, oh, rows_per_block)]
+    dy_rows = dy.reshape(n, oh, per_row, o)
+    if oh * per_row < _MIN_BLOCK_ROWS and not k_major:
+        # Small images: whole images a block (the patch view spans several).
+        step = -(-_MIN_BLOCK_ROWS // (oh * per_row))
+        blocks = [(b, 0, oh, min(n, b + step)) for b in range(0, n, step)]
+    else:
+        rows_per_block = max(1, _BLOCK_BYTES // max(1, per_row * k * xp.itemsize),
+                             -(-_MIN_BLOCK_ROWS // max(1, per_row)))
+        blocks = [(b, r0, min(oh, r0 + rows_per_block), b + 1) for b in range(n)
+                  for r0 in range(0, oh, rows_per_block)]
 
     def patches(item):
-        b, r0, r1 = item
+        b, r0, r1, b1 = item
         if k_major:
             view = _window_view_k_major(xp, out_sizes, ksizes, strides, dilations, r0,
                                         r1 - r0, b)
             cols_t = np.empty(view.shape, xp.dtype)
             np.copyto(cols_t, view)
             return cols_t.reshape(k, -1), True
-        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r1 - r0, b, 1)
+        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r1 - r0, b,
+                            b1 - b)
         return view.reshape(-1, k), False
 
     def dy_block(item):
-        b, r0, r1 = item
-        return dy_rows[b, r0:r1].reshape(-1, o)
+        b, r0, r1, b1 = item
+        return dy_rows[b:b1, r0:r1].reshape(-1, o)
 
     dw = _accumulate(blocks, patches, dy_block, k, o, dtype, dy.size * k)
     return dw.reshape(tuple(ksizes) + (c, o))
@@ -160,25 +172,33 @@ def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilati
     ksizes = w.shape[:nd]
     c = w.shape[-2]
     dtype = np.result_type(dy, w)
-    dx = np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
-    if dx.size == 0 or dy.size == 0 or w.size == 0:
-        return dx
+    shape = (n,) + tuple(in_sizes) + (c,)
+    if int(np.prod(shape)) == 0 or dy.size == 0 or w.size == 0:
+        return np.zeros(shape, dtype)
     if all(s == 1 for s in strides):
-        _transposed_phase(dy, _flipped(w, [0] * nd, [1] * nd), dx, [0] * nd, [1] * nd,
-                          [b for b, _ in pads], list(dilations))
-    elif all(d == 1 for d in dilations):
-        for phase in np.ndindex(*strides):
-            # Input index p + s*q receives the taps t = f, f + s, ... (f = (p + pad) mod
-            # s) from dy[q + c - u] for tap f + s*u, c = (p + pad - f) / s.
-            first = [(p + b) % s for p, (b, _), s in zip(phase, pads, strides, strict=True)]
-            if any(f >= k for f, k in zip(first, ksizes, strict=True)):
-                continue  # no tap reaches this phase: its gradient is 0
-            offset = [(p + b - f) // s for p, (b, _), f, s in
-                      zip(phase, pads, first, strides, strict=True)]
-            _transposed_phase(dy, _flipped(w, first, strides), dx, list(phase),
-                              list(strides), offset, [1] * nd)
-    else:
+        return _transposed_phase(dy, _flipped(w, [0] * nd, [1] * nd), tuple(in_sizes),
+                                 [b for b, _ in pads], list(dilations))
+    dx = np.empty(shape, dtype)
+    if any(d != 1 for d in dilations):
+        dx.fill(0)
         _transposed_scatter(dy, w, dx, strides, dilations, pads)
+        return dx
+    for phase in np.ndindex(*strides):
+        # Input index p + s*q receives the taps t = f, f + s, ... (f = (p + pad) mod s)
+        # from dy[q + c - u] for tap f + s*u, c = (p + pad - f) / s.
+        index = (slice(None),) + tuple(slice(p, None, s) for p, s in
+                                       zip(phase, strides, strict=True))
+        target = dx[index]
+        if target.size == 0:
+            continue
+        first = [(p + b) % s for p, (b, _), s in zip(phase, pads, strides, strict=True)]
+        if any(f >= k for f, k in zip(first, ksizes, strict=True)):
+            target.fill(0)  # no tap reaches this phase
+            continue
+        offset = [(p + b - f) // s for p, (b, _), f, s in
+                  zip(phase, pads, first, strides, strict=True)]
+        dx[index] = _transposed_phase(dy, _flipped(w, first, strides), target.shape[1:-1],
+                                      offset, [1] * nd)
     return dx
 
 
@@ -190,17 +210,11 @@ def _flipped(w: np.ndarray, first, steps) -> np.ndarray:
     return np.ascontiguousarray(np.swapaxes(sub[(slice(None, None, -1),) * nd], -1, -2))
 
 
-def _transposed_phase(dy, wf, dx, phase, strides, offset, dilations) -> None:
-    """dx[phase::strides] = the stride-1 correlation of dy with the flipped filter wf
-    (*k, O, C): output q reads dy[q + offset - (k - 1) * d + v * d] for flipped tap v."""
-    nd = len(phase)
+def _transposed_phase(dy, wf, sizes, offset, dilations) -> np.ndarray:
+    """The stride-1 correlation of dy with the flipped filter wf (*k, O, C), of spatial
+    `sizes`: output q reads dy[q + offset - (k - 1) * d + v * d] for flipped tap v."""
+    nd = len(sizes)
     ksizes = wf.shape[:nd]
-    view_index = (slice(None),) + tuple(slice(p, None, s) for p, s in
-                                        zip(phase, strides, strict=True))
-    target = dx[view_index]
-    sizes = target.shape[1:-1]
-    if any(sz == 0 for sz in sizes):
-        return
     pads = []
     for size, k, d, off, o in zip(sizes, ksizes, dilations, offset, dy.shape[1:-1],
                                   strict=True):
@@ -211,7 +225,7 @@ def _transposed_phase(dy, wf, dx, phase, strides, offset, dilations) -> None:
         src = dy[(slice(None),) + tuple(slice(max(0, -b), o + min(0, a)) for (b, a), o in
                                         zip(pads, dy.shape[1:-1], strict=True))]
         pads = [(max(0, b), max(0, a)) for b, a in pads]
-    dx[view_index] = conv_channels_last(src, wf, [1] * nd, dilations, pads, sizes)
+    return conv_channels_last(src, wf, [1] * nd, dilations, pads, sizes)
 
 
 def _transposed_scatter(dy, w, dx, strides, dilations, pads) -> None:
