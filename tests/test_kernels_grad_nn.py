@@ -18,7 +18,7 @@ from op_def_compare import assert_equal_to_tf
 import aioflow as af
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_def_library import apply_op
-from aioflow.kernels.nn import depthwise_grad_jit, pooling_grad_jit
+from aioflow.kernels.nn import batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit
 from aioflow.proto import op_def_pb2
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -84,13 +84,15 @@ def test_matches_tensorflow(case):
 @pytest.fixture(scope="module")
 def compiled():
     """The numba loops compiled (the kernels run NumPy until then)."""
-    if not (depthwise_grad_jit.wait_ready(120) and pooling_grad_jit.wait_ready(120)):
+    loops = (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit)
+    if not all(loop.wait_ready(120) for loop in loops):
         pytest.skip("numba is not installed")
 
 
 _JIT_OPS = ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
             "MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2",
-            "MaxPoolWithArgmax", "AvgPoolGrad")
+            "MaxPoolWithArgmax", "FusedBatchNormGrad", "FusedBatchNormGradV2",
+            "FusedBatchNormGradV3")
 JIT_CASES = [c for c in CASES if c["op"] in _JIT_OPS and c["outcome"] == "ok"]
 
 

@@ -1,13 +1,15 @@
 """CPU kernels (NumPy) for the resizing gradients: ResizeBilinearGrad,
 ResizeNearestNeighborGrad and ResizeBicubicGrad, with TF 2.21's checks and messages.
 
-Each resize is separable: the resized image is Ry @ image @ Rx^T per image and channel,
-Ry (resized height, original height) and Rx likewise holding each output pixel's
-interpolation weights along one axis, the same weights the forward kernels use
-(resize_kernels: bilinear_weights, nearest_indices, bicubic_weights). The gradient is
-Ry^T @ grads @ Rx: two matrix products. The nearest neighbour's gradient adds each
-gradient pixel into the pixel it was copied from (exact for integer types). Bilinear and
-bicubic gradients are float32 products cast to the original image's type, as TF's.
+Each resize is separable: along each axis an output pixel reads a few input pixels (its
+taps: 1 nearest, 2 bilinear, 4 bicubic) with weights, the same the forward kernels use
+(resize_kernels: bilinear_weights, nearest_indices, bicubic_weights). The gradient
+reverses it one axis at a time: for each tap, the gradient rows times their weights are
+summed into the input row they read. A tap's input index never decreases along the axis,
+so the rows landing on one input row are a run: one np.add.reduceat per tap and axis,
+added at the distinct indices. The nearest neighbour's gradient is exact for integer
+types; bilinear and bicubic gradients are float32 sums cast to the original image's
+type, as TF's.
 """
 
 from __future__ import annotations
@@ -36,19 +38,22 @@ def _flag(ctx, name: str) -> bool:
     return bool(ctx.get_attr(name, False))
 
 
-def _matrix(rows: int, cols: int, indices, weights) -> np.ndarray:
-    """(rows, cols) float32: row i holds weights[k][i] at column indices[k][i], summed."""
-    m = np.zeros((rows, cols), _F32)
-    r = np.arange(rows)
-    for idx, w in zip(indices, weights, strict=True):
-        np.add.at(m, (r, idx), w.astype(_F32))
-    return m
-
-
-def _apply_transposed(grads: np.ndarray, ry: np.ndarray, rx: np.ndarray) -> np.ndarray:
-    """Ry^T @ grads @ Rx for each image and channel: grads (N, h, w, C) -> (N, H, W, C)."""
-    t = np.einsum("ih,nijc->nhjc", ry, grads, optimize=True)
-    return np.einsum("jw,nhjc->nhwc", rx, t, optimize=True)
+def _reverse_axis(g: np.ndarray, axis: int, size: int, taps) -> np.ndarray:
+    """out (g's shape, `size` along axis): out[idx[i]] += g[i] * weight[i] along axis for
+    each tap (idx, weight) (weight None: 1); each idx non-decreasing."""
+    shape = list(g.shape)
+    shape[axis] = size
+    out = np.zeros(shape, g.dtype)
+    wshape = [1] * g.ndim
+    wshape[axis] = -1
+    for idx, weight in taps:
+        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+        part = g if weight is None else g * weight.astype(g.dtype).reshape(wshape)
+        sums = np.add.reduceat(part, starts, axis=axis)
+        where = [slice(None)] * g.ndim
+        where[axis] = idx[starts]
+        out[tuple(where)] += sums
+    return out
 
 
 class _InterpolationGrad(OpKernel):
@@ -83,12 +88,14 @@ class _InterpolationGrad(OpKernel):
         out = np.zeros((n, oh, ow, c), self._np_type)
         if out.size == 0:
             return (out,)
-        ry = self.weights(oh, h, resize_scale(oh, h, self.align_corners))
-        rx = self.weights(ow, w, resize_scale(ow, w, self.align_corners))
-        dx = _apply_transposed(grads.astype(_F32, copy=False), ry, rx)
+        ry = self.taps(oh, h, resize_scale(oh, h, self.align_corners))
+        rx = self.taps(ow, w, resize_scale(ow, w, self.align_corners))
+        rows = _reverse_axis(grads.astype(_F32, copy=False), 1, oh, ry)
+        dx = _reverse_axis(rows, 2, ow, rx)
         return (dx.astype(self._np_type, copy=False),)
 
-    def weights(self, in_size: int, out_size: int, scale) -> np.ndarray:
+    def taps(self, in_size: int, out_size: int, scale) -> list:
+        """[(input index, weight) per output index] of each tap along one axis."""
         raise NotImplementedError
 
 
@@ -97,18 +104,18 @@ class _InterpolationGrad(OpKernel):
 class ResizeBilinearGradOp(_InterpolationGrad):
     """The gradient of ResizeBilinear with respect to the image."""
 
-    def weights(self, in_size, out_size, scale):
+    def taps(self, in_size, out_size, scale):
         lower, upper, lerp = bilinear_weights(in_size, out_size, scale, self.half_pixel)
-        return _matrix(out_size, in_size, (lower, upper), (_F32(1) - lerp, lerp))
+        return [(lower, _F32(1) - lerp), (upper, lerp)]
 
 
 @register_kernel("ResizeBicubicGrad", "CPU", T=[dtypes.float32, dtypes.float64])
 class ResizeBicubicGradOp(_InterpolationGrad):
     """The gradient of ResizeBicubic with respect to the image."""
 
-    def weights(self, in_size, out_size, scale):
+    def taps(self, in_size, out_size, scale):
         indices, weights = bicubic_weights(in_size, out_size, scale, self.half_pixel)
-        return _matrix(out_size, in_size, list(indices), list(weights))
+        return list(zip(indices, weights, strict=True))
 
 
 @register_kernel("ResizeNearestNeighborGrad", "CPU", host_memory=("size",),
@@ -139,12 +146,11 @@ class ResizeNearestNeighborGradOp(OpKernel):
         if oh <= 0 or ow <= 0:
             raise _invalid("shape_t's elements must be positive")
         n, h, w, c = grads.shape
-        out = np.zeros((n, oh, ow, c), grads.dtype)
-        if out.size == 0 or grads.size == 0:
-            return (out,)
+        if n * oh * ow * c == 0 or grads.size == 0:
+            return (np.zeros((n, oh, ow, c), grads.dtype),)
         ys = nearest_indices(oh, h, resize_scale(oh, h, self.align_corners),
                              self.align_corners, self.half_pixel)
         xs = nearest_indices(ow, w, resize_scale(ow, w, self.align_corners),
                              self.align_corners, self.half_pixel)
-        np.add.at(out, (slice(None), ys[:, None], xs[None, :]), grads)
-        return (out,)
+        rows = _reverse_axis(grads, 1, oh, [(ys, None)])
+        return (_reverse_axis(rows, 2, ow, [(xs, None)]),)
