@@ -263,7 +263,7 @@ def depthwise_backprop_input(dy: np.ndarray, w: np.ndarray, in_hw, strides, pads
     dy = np.ascontiguousarray(dy)
     if depthwise_grad_jit.usable(dtype) and dy.dtype == w.dtype:
         out = np.empty((n, h, wd, c), dtype)
-        w = np.ascontiguousarray(w)
+        w = np.ascontiguousarray(w).reshape(kh, kw, c * m)
         rows = max(1, _DW_BLOCK_BYTES // max(1, wd * c * out.itemsize))
 
         def block(item):
@@ -311,7 +311,7 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
         with own_threads() as threads:
             parts = (min(len(blocks), max(1, threads), intra_op_threads())
                      if dy.size * kh * kw > _SPLIT_MACS else 1)
-            accs = [np.zeros((kh, kw, c, m), dtype) for _ in range(parts)]
+            accs = [np.zeros((kh, kw, c * m), dtype) for _ in range(parts)]
 
             def run(index):
                 for b, r0, r1 in blocks[index::parts]:
@@ -323,7 +323,7 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
         total = accs[0]
         for acc in accs[1:]:
             total += acc
-        return total
+        return total.reshape(kh, kw, c, m)
     ph = max(x.shape[1] + top + bottom, (oh - 1) * sh + kh)
     pw = max(x.shape[2] + left + right, (ow - 1) * sw + kw)
     xp = np.zeros((n, ph, pw, c), dtype)

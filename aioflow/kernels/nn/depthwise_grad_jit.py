@@ -16,10 +16,13 @@ from aioflow.kernels.jit import njit
 
 def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
     """out[b, r0:r1] (input rows) of the input gradient: dy (N, oh, ow, C*M), w (kh, kw,
-    C, M), out (N, H, W, C); each input pixel sums the taps whose window covers it."""
+    C*M) (the filter's channels flattened), out (N, H, W, C); each input pixel sums the
+    taps whose window covers it. M == 1: each tap one multiply-add over the pixel's
+    channels (a contiguous run, vectorized)."""
     oh, ow = dy.shape[1], dy.shape[2]
-    kh, kw, c, m = w.shape[0], w.shape[1], w.shape[2], w.shape[3]
-    wd = out.shape[2]
+    kh, kw, cm = w.shape[0], w.shape[1], w.shape[2]
+    wd, c = out.shape[2], out.shape[3]
+    m = cm // c
     for iy in range(r0, r1):
         orow = out[b, iy]
         orow[:, :] = 0
@@ -31,9 +34,9 @@ def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
             if oy >= oh:
                 continue
             grow = dy[b, oy]
-            for ix in range(wd):
-                acc = orow[ix]
-                for j in range(kw):
+            for j in range(kw):
+                wt = w[i, j]
+                for ix in range(wd):
                     u = ix + left - j
                     if u < 0 or u % sw != 0:
                         continue
@@ -41,24 +44,26 @@ def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
                     if ox >= ow:
                         continue
                     g = grow[ox]
-                    wt = w[i, j]
+                    acc = orow[ix]
                     if m == 1:
                         for ch in range(c):
-                            acc[ch] += g[ch] * wt[ch, 0]
+                            acc[ch] += g[ch] * wt[ch]
                     else:
                         for ch in range(c):
                             s = acc[ch]
                             for k in range(m):
-                                s += g[ch * m + k] * wt[ch, k]
+                                s += g[ch * m + k] * wt[ch * m + k]
                             acc[ch] = s
 
 
 def _filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left):
-    """acc (kh, kw, C, M) += the filter gradient's share of output rows r0:r1 of image b:
-    x (N, H, W, C), dy (N, oh, ow, C*M)."""
+    """acc (kh, kw, C*M) += the filter gradient's share of output rows r0:r1 of image b:
+    x (N, H, W, C), dy (N, oh, ow, C*M). M == 1: each (tap, pixel) one multiply-add over
+    the channels (contiguous runs, vectorized)."""
     h, wd, c = x.shape[1], x.shape[2], x.shape[3]
     ow = dy.shape[2]
-    kh, kw, m = acc.shape[0], acc.shape[1], acc.shape[3]
+    kh, kw, cm = acc.shape[0], acc.shape[1], acc.shape[2]
+    m = cm // c
     for oy in range(r0, r1):
         grow = dy[b, oy]
         for i in range(kh):
@@ -76,12 +81,12 @@ def _filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left):
                     g = grow[ox]
                     if m == 1:
                         for ch in range(c):
-                            a[ch, 0] += px[ch] * g[ch]
+                            a[ch] += px[ch] * g[ch]
                     else:
                         for ch in range(c):
                             v = px[ch]
                             for k in range(m):
-                                a[ch, k] += v * g[ch * m + k]
+                                a[ch * m + k] += v * g[ch * m + k]
 
 
 _input_compiled = njit(_input_rows)
@@ -92,7 +97,7 @@ _TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _warm_up() -> None:
     for t in _TYPES:
         dy = np.zeros((1, 1, 1, 1), t)
-        w = np.zeros((1, 1, 1, 1), t)
+        w = np.zeros((1, 1, 1), t)
         _input_compiled(dy, w, np.zeros((1, 1, 1, 1), t), 0, 0, 1, 1, 1, 0, 0)
         _filter_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 1, 1, 0, 0)
 
@@ -117,10 +122,12 @@ def wait_ready(timeout: float | None = None) -> bool:
 
 
 def input_rows(dy, w, out, b, r0, r1, sh, sw, top, left) -> None:
-    """Input rows r0:r1 of image b of the depthwise input gradient, into out."""
+    """Input rows r0:r1 of image b of the depthwise input gradient, into out; w (kh, kw,
+    C*M)."""
     _input_compiled(dy, w, out, b, r0, r1, sh, sw, top, left)
 
 
 def filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left) -> None:
-    """Add output rows r0:r1 of image b's share of the depthwise filter gradient to acc."""
+    """Add output rows r0:r1 of image b's share of the depthwise filter gradient to acc
+    (kh, kw, C*M)."""
     _filter_compiled(x, dy, acc, b, r0, r1, sh, sw, top, left)
