@@ -91,7 +91,7 @@ def compiled():
 
 _JIT_OPS = ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
             "MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2",
-            "MaxPoolWithArgmax", "FusedBatchNormGrad", "FusedBatchNormGradV2",
+            "MaxPoolWithArgmax", "MaxPoolGradWithArgmax", "FusedBatchNormGrad", "FusedBatchNormGradV2",
             "FusedBatchNormGradV3")
 JIT_CASES = [c for c in CASES if c["op"] in _JIT_OPS and c["outcome"] == "ok"]
 
@@ -118,6 +118,46 @@ def test_op_defs_equal_tf():
     tf_ops.ParseFromString((DATA / "grad_kernel_op_defs.pb").read_bytes())
     assert len(tf_ops.op) == 26
     assert_equal_to_tf(tf_ops)
+
+
+def test_shape_functions():
+    """Each gradient's static shape is what it is the gradient of (TF's shape functions)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [8, 9, 10, 3])
+        dy = af.placeholder(af.float32, [8, 5, 5, 4])
+        y = af.placeholder(af.float32, [8, 5, 5, 3])
+        shapes = {
+            "filter": apply_op("Conv2DBackpropFilter", input=x, filter_sizes=[3, 2, 3, 4],
+                               out_backprop=dy, strides=[1, 2, 2, 1], padding="SAME"),
+            "input": apply_op("DepthwiseConv2dNativeBackpropInput", input_sizes=[8, 9, 10, 3],
+                              filter=af.placeholder(af.float32), out_backprop=dy,
+                              strides=[1, 2, 2, 1], padding="SAME"),
+            "maxpool": apply_op("MaxPoolGrad", orig_input=x, orig_output=y, grad=y,
+                                ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "gradgrad": apply_op("MaxPoolGradGrad", orig_input=x, orig_output=y, grad=x,
+                                 ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "avg": apply_op("AvgPoolGrad", orig_input_shape=[8, 9, 10, 3], grad=y,
+                            ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "argmax": apply_op("MaxPoolWithArgmax", input=x, ksize=[1, 3, 3, 1],
+                               strides=[1, 2, 2, 1], padding="SAME")[1],
+            "resize": apply_op("ResizeBilinearGrad", grads=af.placeholder(af.float32,
+                                                                          [8, 20, 21, 3]),
+                               original_image=x),
+            "nearest": apply_op("ResizeNearestNeighborGrad",
+                                grads=af.placeholder(af.float32, [8, 20, 21, 3]),
+                                size=[9, 10]),
+        }
+        bn = apply_op("FusedBatchNormGradV3", y_backprop=x, x=x,
+                      scale=af.placeholder(af.float32, [3]),
+                      reserve_space_1=af.placeholder(af.float32, [3]),
+                      reserve_space_2=af.placeholder(af.float32, [3]),
+                      reserve_space_3=af.placeholder(af.float32))
+    assert {k: t.shape.as_list() for k, t in shapes.items()} == {
+        "filter": [3, 2, 3, 4], "input": [8, 9, 10, 3], "maxpool": [8, 9, 10, 3],
+        "gradgrad": [8, 5, 5, 3], "avg": [8, 9, 10, 3], "argmax": [8, 5, 5, 3],
+        "resize": [8, 9, 10, 3], "nearest": [8, 9, 10, 3]}
+    assert [t.shape.as_list() for t in bn] == [[8, 9, 10, 3], [3], [3], [0], [0]]
 
 
 # -- the deprecated Conv3D gradients (TF 2.21 no longer builds them: compared with V2) ---------

@@ -153,6 +153,14 @@ def scatter_add(arg: np.ndarray, grad: np.ndarray, in_shape, dtype) -> np.ndarra
 def first_equal_gather(x, y, gg, ksizes, strides, pads) -> np.ndarray:
     """out (y's shape): for each window, gg at the first input (row-major window order)
     equal to y; 0 where none is."""
+    if x.ndim == 4 and x.dtype in pooling_grad_jit.TYPES and y.dtype == gg.dtype == x.dtype \
+            and y.size and pooling_grad_jit.usable(x.dtype):
+        xc, yc, gc = (np.ascontiguousarray(t) for t in (x, y, gg))
+        out = np.empty(y.shape, gg.dtype)
+        parallel_blocks(list(range(x.shape[0])), lambda b: pooling_grad_jit.first_equal_image(
+            xc, yc, gc, out, b, ksizes, strides, (pads[0][0], pads[1][0])),
+            y.size * int(np.prod(ksizes)), intra_op_threads())
+        return out
     out = np.zeros(y.shape, gg.dtype)
     taps = _taps(ksizes, strides, pads, x.shape[1:-1], y.shape[1:-1])
     for _, osl, isl in reversed(taps):  # the earliest match written last
