@@ -4,7 +4,9 @@ sparse). Importing a module registers its kernels; this list imports every one. 
 kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
 from .array import (
+    array_grad_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
     parallel_concat_kernels,
@@ -34,6 +36,7 @@ from .io import (
 from .math import (
     bitwise_kernels,
     cwise_kernels,
+    grad_kernels,
     histogram_kernels,
     linalg_kernels,
     matmul_kernels,
@@ -42,6 +45,7 @@ from .math import (
     special_math_kernels,
 )
 from .nn import (
+    activation_grad_kernels,
     activation_kernels,
     conv_grad_kernels,
     conv_kernels,

@@ -11,6 +11,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.constant_value import constant_value
+from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops.constant_op import constant
 
@@ -219,7 +220,11 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
     """`output_tensor` through an Identity that runs after `dependencies`."""
     with ops.name_scope(name, "control_dependency",
                         list(dependencies) + [output_tensor]) as name:
-        with ops.colocate_with(output_tensor), ops.control_dependencies(dependencies):
+        colocate = output_tensor.op if isinstance(output_tensor, IndexedSlices) else output_tensor
+        with ops.colocate_with(colocate), ops.control_dependencies(dependencies):
+            if isinstance(output_tensor, IndexedSlices):
+                return IndexedSlices(identity(output_tensor.values, name=name),
+                                     output_tensor.indices, output_tensor.dense_shape)
             output_tensor = ops.convert_to_tensor(output_tensor)
             return identity(output_tensor, name=name)
 
@@ -227,7 +232,7 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
 def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noqa: A001
     """The tensors, each gated on all of them (TF1 `tf.tuple`)."""
     with ops.name_scope(name, "tuple", tensors) as name:
-        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor)) or t is None)
+        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor, IndexedSlices)) or t is None)
                    else ops.convert_to_tensor(t) for t in tensors]
         gating = [t if isinstance(t, ops.Operation) else t.op for t in tensors if t is not None]
         for c in control_inputs or ():
@@ -243,7 +248,7 @@ def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noq
         gate = group(*gating)
         out = []
         for t in tensors:
-            if isinstance(t, ops.Tensor):
+            if isinstance(t, (ops.Tensor, IndexedSlices)):
                 out.append(with_dependencies([gate], t))
             elif isinstance(t, ops.Operation):
                 with ops.control_dependencies([gate]):
@@ -478,11 +483,22 @@ def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = Tru
         return apply_op("ZerosLike", name=name, x=tensor)
 
 
+def _shape_without_out_type(tensor, optimize: bool) -> ops.Tensor:
+    """TF's shape_internal(tensor, optimize) without an out_type: a known shape is the
+    Const "Shape/shape_as_tensor" (int64 only for a dim >= 2**31), else a Shape op."""
+    with ops.name_scope(None, "Shape", [tensor]) as name:
+        if optimize and tensor.shape.is_fully_defined():
+            dims = tensor.shape.as_list()
+            dtype = dtypes.int64 if any(d >= 2**31 for d in dims) else dtypes.int32
+            return constant(dims, dtype=dtype, name="shape_as_tensor")
+        return apply_op("Shape", name=name, input=tensor, out_type=dtypes.int32)
+
+
 def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> ops.Tensor:
     """Ones with the shape of `tensor` (Shape, then Fill, as TF)."""
     with ops.name_scope(name, "ones_like", [tensor]) as name:
         tensor = ops.convert_to_tensor(tensor, name="tensor")
-        ones_shape = shape(tensor) if optimize else apply_op("Shape", input=tensor)
+        ones_shape = _shape_without_out_type(tensor, optimize)
         ret = ones(ones_shape, dtype=dtype or tensor.dtype, name=name)
         ret.set_shape(tensor.shape)
         return ret
