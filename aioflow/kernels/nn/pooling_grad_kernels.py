@@ -174,8 +174,25 @@ def spread_average(grad, in_sizes, ksizes, strides, pads) -> np.ndarray:
     """The average pool's input gradient: each output's gradient divided by its window's
     taps inside the input, added to each of them. grad (N, *out, C) in its compute type."""
     out_sizes = grad.shape[1:-1]
+    shape = (grad.shape[0],) + tuple(in_sizes) + (grad.shape[-1],)
+    if tuple(ksizes) == tuple(strides) and not any(b for b, _ in pads) and all(
+            o * k <= size for o, k, size in zip(out_sizes, ksizes, in_sizes, strict=True)):
+        # Windows side by side (a 2x2 stride-2 pool): each input pixel gets its window's
+        # share, written once; the rows no window reaches (VALID's remainder) are 0.
+        dx = np.zeros(shape, grad.dtype) if any(
+            o * k != size for o, k, size in zip(out_sizes, ksizes, in_sizes, strict=True)
+        ) else np.empty(shape, grad.dtype)
+        covered = dx[(slice(None),) + tuple(slice(0, o * k) for o, k in
+                                            zip(out_sizes, ksizes, strict=True))]
+        blocks = covered.reshape((grad.shape[0],) + tuple(
+            d for o, k in zip(out_sizes, ksizes, strict=True) for d in (o, k))
+            + (grad.shape[-1],))
+        spread = grad.reshape((grad.shape[0],) + tuple(
+            d for o in out_sizes for d in (o, 1)) + (grad.shape[-1],))
+        np.multiply(spread, grad.dtype.type(1.0 / int(np.prod(ksizes))), out=blocks)
+        return dx
     scaled = grad / _counts(in_sizes, ksizes, strides, pads, out_sizes).astype(grad.dtype)
-    dx = np.zeros((grad.shape[0],) + tuple(in_sizes) + (grad.shape[-1],), grad.dtype)
+    dx = np.zeros(shape, grad.dtype)
     for _, osl, isl in _taps(ksizes, strides, pads, in_sizes, out_sizes):
         dx[(slice(None),) + tuple(isl)] += scaled[(slice(None),) + tuple(osl)]
     return dx
