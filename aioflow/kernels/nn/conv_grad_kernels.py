@@ -47,6 +47,7 @@ from aioflow.kernels.nn.conv_kernels import (
     _window_view_k_major,
     conv_channels_last,
     crop_spatial,
+    depthwise_channels_last,
     intra_op_threads,
     invalid,
     pad_spatial,
@@ -261,6 +262,11 @@ def depthwise_backprop_input(dy: np.ndarray, w: np.ndarray, in_hw, strides, pads
     if n == 0 or c == 0 or h == 0 or wd == 0 or dy.size == 0 or w.size == 0:
         return np.zeros((n, h, wd, c), dtype)
     dy = np.ascontiguousarray(dy)
+    if m == 1 and dy.dtype == w.dtype and tuple(strides) == (1, 1):
+        # The forward depthwise convolution of dy with the filter flipped (compiled).
+        return depthwise_channels_last(dy, np.ascontiguousarray(w[::-1, ::-1]), (1, 1),
+                                       (1, 1), [(kh - 1 - pads[0][0], 0),
+                                                (kw - 1 - pads[1][0], 0)], (h, wd))
     if depthwise_grad_jit.usable(dtype) and dy.dtype == w.dtype:
         out = np.empty((n, h, wd, c), dtype)
         w = np.ascontiguousarray(w).reshape(kh, kw, c * m)
@@ -308,21 +314,29 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         rows = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * dy.itemsize))
         blocks = [(b, r0, min(oh, r0 + rows)) for b in range(n) for r0 in range(0, oh, rows)]
+        by_rows = m == 1 and sh == 1 and sw == 1  # per-pixel products, summed at the end
         with own_threads() as threads:
             parts = (min(len(blocks), max(1, threads), intra_op_threads())
                      if dy.size * kh * kw > _SPLIT_MACS else 1)
-            accs = [np.zeros((kh, kw, c * m), dtype) for _ in range(parts)]
+            accs = [np.zeros((kh, kw, ow * c if by_rows else c * m), dtype)
+                    for _ in range(parts)]
 
             def run(index):
                 for b, r0, r1 in blocks[index::parts]:
-                    depthwise_grad_jit.filter_rows(x, dy, accs[index], b, r0, r1, sh, sw,
-                                                   top, left)
+                    if by_rows:
+                        depthwise_grad_jit.filter_rows_s1(x, dy, accs[index], b, r0, r1, top,
+                                                          left)
+                    else:
+                        depthwise_grad_jit.filter_rows(x, dy, accs[index], b, r0, r1, sh,
+                                                       sw, top, left)
 
             parallel_blocks(list(range(parts)), run, PARALLEL_WORK + 1 if parts > 1 else 0,
                             parts)
         total = accs[0]
         for acc in accs[1:]:
             total += acc
+        if by_rows:
+            total = total.reshape(kh, kw, ow, c).sum(axis=2)
         return total.reshape(kh, kw, c, m)
     ph = max(x.shape[1] + top + bottom, (oh - 1) * sh + kh)
     pw = max(x.shape[2] + left + right, (ow - 1) * sw + kw)
