@@ -1,7 +1,7 @@
 """CPU kernels (NumPy) for the convolutions' gradients: Conv2DBackpropFilter,
 DepthwiseConv2dNativeBackpropInput/Filter, Conv3DBackpropInputV2/FilterV2 and the
 deprecated Conv3DBackpropInput/Filter, and Conv2DBackpropInput (the transposed
-convolution, conv_kernels.conv_backprop_input), with TF 2.21's checks and messages.
+convolution), with TF 2.21's checks and messages.
 
 Algorithms:
 
@@ -12,9 +12,12 @@ Algorithms:
   (BLAS single-threaded, intra_op_threads.own_threads) and the accumulators summed. 1x1
   windows use the (strided, cropped) input itself as the patch matrix. Patch rows of a
   few elements (kw*C <= 12: the RGB input layer) are copied K-major instead.
-* The depthwise gradients are kh*kw multiply-adds of shifted (strided) views, one per
-  window tap, a block of rows at a time; with numba (kernels/jit.py) one compiled pass
-  (kernels/nn/depthwise_grad_jit.py).
+* The depthwise gradients, with numba (kernels/jit.py): the stride-1 input gradient of
+  channel multiplier 1 is the forward depthwise convolution of out_backprop with the
+  filter flipped (conv_kernels.depthwise_channels_last); the others are one compiled
+  pass over each block of rows (kernels/nn/depthwise_grad_jit.py), the stride-1 filter
+  gradient accumulating each tap's products along whole rows and summing the pixels at
+  the end. Without numba: kh*kw multiply-adds of shifted (strided) views, one per tap.
 * The input gradient (the transposed convolution) is itself a forward convolution
   (conv_kernels.conv_channels_last: blocked im2col + GEMM, threaded): with stride 1, of
   out_backprop padded by (k-1)*d - pad before, with the filter flipped in space and its
@@ -92,8 +95,7 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
         cols = np.ascontiguousarray(xs).reshape(-1, c)
-        return _sum_blocks(cols.shape[0], lambda r0, r1: (cols[r0:r1], False),
-                           dy.reshape(-1, o), k, o, dtype).reshape(tuple(ksizes) + (c, o))
+        return _sum_blocks(cols, dy.reshape(-1, o), dtype).reshape(tuple(ksizes) + (c, o))
     xp = np.ascontiguousarray(pad_spatial(x, pads))
     oh = out_sizes[0]
     per_row = int(np.prod(out_sizes[1:], dtype=np.int64))  # patch rows per output row
@@ -129,11 +131,13 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
     return dw.reshape(tuple(ksizes) + (c, o))
 
 
-def _sum_blocks(rows: int, cols_of, dy_mat, k, o, dtype):
-    """cols.T @ dy over row blocks of a patch matrix given whole (the 1x1 case)."""
-    step = max(1, _BLOCK_BYTES // max(1, k * np.dtype(dtype).itemsize))
+def _sum_blocks(cols: np.ndarray, dy_mat: np.ndarray, dtype) -> np.ndarray:
+    """cols.T @ dy_mat by blocks of rows of a patch matrix given whole (the 1x1 case)."""
+    rows, k = cols.shape
+    o = dy_mat.shape[1]
+    step = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // max(1, k * np.dtype(dtype).itemsize))
     blocks = [(r0, min(rows, r0 + step)) for r0 in range(0, rows, step)]
-    return _accumulate(blocks, lambda item: cols_of(*item),
+    return _accumulate(blocks, lambda item: (cols[item[0]:item[1]], False),
                        lambda item: dy_mat[item[0]:item[1]], k, o, dtype, rows * k * o)
 
 
@@ -179,11 +183,9 @@ def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilati
     if all(s == 1 for s in strides):
         return _transposed_phase(dy, _flipped(w, [0] * nd, [1] * nd), tuple(in_sizes),
                                  [b for b, _ in pads], list(dilations))
-    dx = np.empty(shape, dtype)
     if any(d != 1 for d in dilations):
-        dx.fill(0)
-        _transposed_scatter(dy, w, dx, strides, dilations, pads)
-        return dx
+        return _transposed_scatter(dy, w, shape, strides, dilations, pads)
+    dx = np.empty(shape, dtype)
     for phase in np.ndindex(*strides):
         # Input index p + s*q receives the taps t = f, f + s, ... (f = (p + pad) mod s)
         # from dy[q + c - u] for tap f + s*u, c = (p + pad - f) / s.
@@ -229,17 +231,18 @@ def _transposed_phase(dy, wf, sizes, offset, dilations) -> np.ndarray:
     return conv_channels_last(src, wf, [1] * nd, dilations, pads, sizes)
 
 
-def _transposed_scatter(dy, w, dx, strides, dilations, pads) -> None:
-    """dx += the transposed convolution by one GEMM (dy @ filter^T) and a strided add of
-    each tap's columns into the padded result (strides and dilations both above 1)."""
-    nd = dx.ndim - 2
+def _transposed_scatter(dy, w, shape, strides, dilations, pads) -> np.ndarray:
+    """The transposed convolution (of output `shape`) by one GEMM (dy @ filter^T) and a
+    strided add of each tap's columns into the padded result (strides and dilations
+    both above 1)."""
+    nd = len(shape) - 2
     ksizes = w.shape[:nd]
     c, o = w.shape[-2], w.shape[-1]
     out_sizes = dy.shape[1:-1]
     padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
-              for s, (b, a), os, st, k, d in zip(dx.shape[1:-1], pads, out_sizes, strides,
+              for s, (b, a), os, st, k, d in zip(shape[1:-1], pads, out_sizes, strides,
                                                  ksizes, dilations, strict=True)]
-    dxp = np.zeros((dx.shape[0],) + tuple(padded) + (c,), dx.dtype)
+    dxp = np.zeros((shape[0],) + tuple(padded) + (c,), np.result_type(dy, w))
     wmat = w.reshape(-1, c, o).transpose(2, 0, 1).reshape(o, -1)
     cols = np.matmul(dy.reshape(-1, o), wmat).reshape(dy.shape[:-1] + tuple(ksizes) + (c,))
     for tap in np.ndindex(*ksizes):
@@ -247,7 +250,7 @@ def _transposed_scatter(dy, w, dx, strides, dilations, pads) -> None:
             slice(t * d, t * d + (os - 1) * st + 1, st)
             for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
         dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
-    dx[...] = crop_spatial(dxp, pads, dx.shape[1:-1])
+    return crop_spatial(dxp, pads, shape[1:-1])
 
 
 # -- depthwise gradients ------------------------------------------------------------------------
