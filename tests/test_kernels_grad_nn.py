@@ -101,6 +101,21 @@ def test_compiled_path_matches_tensorflow(case, compiled):
     _check(case)
 
 
+@pytest.fixture
+def numpy_only(monkeypatch):
+    """The NumPy paths (what runs until the compiled loops are ready, or without numba)."""
+    for loops in (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit):
+        monkeypatch.setattr(loops, "usable", lambda *args: False)
+    from aioflow.kernels.nn import conv_kernels
+
+    monkeypatch.setattr(conv_kernels, "_COMPILED_DEPTHWISE", False)
+
+
+@pytest.mark.parametrize("case", JIT_CASES, ids=[c["id"] for c in JIT_CASES])
+def test_numpy_path_matches_tensorflow(case, numpy_only):
+    _check(case)
+
+
 def test_fixture_covers_every_op():
     ops = {c["op"] for c in CASES if c["outcome"] == "ok"}
     assert ops >= {"Conv2DBackpropFilter", "Conv2DBackpropInput",
