@@ -15,9 +15,9 @@ Algorithms:
 * The depthwise gradients, with numba (kernels/jit.py): the stride-1 input gradient of
   channel multiplier 1 is the forward depthwise convolution of out_backprop with the
   filter flipped (conv_kernels.depthwise_channels_last); the others are one compiled
-  pass over each block of rows (kernels/nn/depthwise_grad_jit.py), the stride-1 filter
-  gradient accumulating each tap's products along whole rows and summing the pixels at
-  the end. Without numba: kh*kw multiply-adds of shifted (strided) views, one per tap.
+  pass over each block of rows (kernels/nn/depthwise_grad_jit.py), the column-stride-1
+  filter gradient of channel multiplier 1 keeping each output pixel's tap products
+  apart and summing the pixels at the end. Without numba: kh*kw multiply-adds of shifted (strided) views, one per tap.
 * The input gradient (the transposed convolution) is itself a forward convolution
   (conv_kernels.conv_channels_last: blocked im2col + GEMM, threaded): with stride 1, of
   out_backprop padded by (k-1)*d - pad before, with the filter flipped in space and its
@@ -317,7 +317,8 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         rows = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * dy.itemsize))
         blocks = [(b, r0, min(oh, r0 + rows)) for b in range(n) for r0 in range(0, oh, rows)]
-        by_rows = m == 1 and sh == 1 and sw == 1  # per-pixel products, summed at the end
+        # Column stride 1: per-pixel products along whole rows, summed at the end.
+        by_rows = m == 1 and sw == 1
         with own_threads() as threads:
             parts = (min(len(blocks), max(1, threads), intra_op_threads())
                      if dy.size * kh * kw > _SPLIT_MACS else 1)
@@ -327,8 +328,8 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
             def run(index):
                 for b, r0, r1 in blocks[index::parts]:
                     if by_rows:
-                        depthwise_grad_jit.filter_rows_s1(x, dy, accs[index], b, r0, r1, top,
-                                                          left)
+                        depthwise_grad_jit.filter_rows_by_pixel(x, dy, accs[index], b, r0, r1,
+                                                                sh, sw, top, left)
                     else:
                         depthwise_grad_jit.filter_rows(x, dy, accs[index], b, r0, r1, sh,
                                                        sw, top, left)

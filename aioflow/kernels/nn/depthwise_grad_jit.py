@@ -89,35 +89,47 @@ def _filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left):
                                 a[ch * m + k] += v * g[ch * m + k]
 
 
-def _filter_rows_s1(x, dy, racc, b, r0, r1, top, left):
+def _filter_rows_by_pixel(x, dy, racc, b, r0, r1, sh, sw, top, left):
     """racc (kh, kw, ow*C) += for each tap, the products of output rows r0:r1 of image b
-    of dy (N, oh, ow, C) with the input under them, x (N, H, W, C) (channel multiplier 1,
-    stride 1): per row and tap one long multiply-add over contiguous 0-based runs (which
-    LLVM vectorizes); summing racc over its ow pixels gives the filter gradient."""
+    of dy (N, oh, ow, C) with the input under them, x (N, H, W, C) (channel multiplier
+    1): each output pixel's products land in a slot of their own (no multiply-add waits
+    on the previous pixel's, as one (C,) accumulator per tap made them), and with column
+    stride 1 each row and tap is one long multiply-add over contiguous 0-based runs
+    (which LLVM vectorizes). Summing racc over its ow pixels gives the filter gradient."""
     h, wd, c = x.shape[1], x.shape[2], x.shape[3]
     ow = dy.shape[2]
     kh, kw = racc.shape[0], racc.shape[1]
     for oy in range(r0, r1):
         grow = dy[b, oy].reshape(-1)
         for i in range(kh):
-            iy = oy + i - top
+            iy = oy * sh + i - top
             if iy < 0 or iy >= h:
                 continue
             xrow = x[b, iy].reshape(-1)
             for j in range(kw):
-                lo = max(0, left - j)
-                hi = min(ow, wd + left - j)
+                # Output columns whose input column ox * sw + j - left lies inside.
+                lo = max(0, -((j - left) // sw))
+                hi = min(ow, (wd - 1 - j + left) // sw + 1)
                 if hi <= lo:
                     continue
-                xs = xrow[(lo + j - left) * c:(hi + j - left) * c]
-                gs = grow[lo * c:hi * c]
-                r = racc[i, j, lo * c:hi * c]
-                for k in range(gs.shape[0]):
-                    r[k] += xs[k] * gs[k]
+                r = racc[i, j]
+                if sw == 1:
+                    xs = xrow[(lo + j - left) * c:(hi + j - left) * c]
+                    gs = grow[lo * c:hi * c]
+                    rs = r[lo * c:hi * c]
+                    for k in range(gs.shape[0]):
+                        rs[k] += xs[k] * gs[k]
+                else:
+                    for ox in range(lo, hi):
+                        xs = xrow[(ox * sw + j - left) * c:(ox * sw + j - left + 1) * c]
+                        gs = grow[ox * c:(ox + 1) * c]
+                        rs = r[ox * c:(ox + 1) * c]
+                        for k in range(c):
+                            rs[k] += xs[k] * gs[k]
 
 
 _input_compiled = njit(_input_rows)
-_filter_s1_compiled = njit(_filter_rows_s1)
+_filter_pixel_compiled = njit(_filter_rows_by_pixel)
 _filter_compiled = njit(_filter_rows)
 _TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -128,7 +140,7 @@ def _warm_up() -> None:
         w = np.zeros((1, 1, 1), t)
         _input_compiled(dy, w, np.zeros((1, 1, 1, 1), t), 0, 0, 1, 1, 1, 0, 0)
         _filter_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 1, 1, 0, 0)
-        _filter_s1_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 0, 0)
+        _filter_pixel_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 1, 1, 0, 0)
 
 
 _group = BackgroundCompile("depthwise-grad", _warm_up, _input_compiled is not None)
@@ -162,7 +174,7 @@ def filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left) -> None:
     _filter_compiled(x, dy, acc, b, r0, r1, sh, sw, top, left)
 
 
-def filter_rows_s1(x, dy, racc, b, r0, r1, top, left) -> None:
+def filter_rows_by_pixel(x, dy, racc, b, r0, r1, sh, sw, top, left) -> None:
     """Add output rows r0:r1 of image b's per-pixel tap products to racc (kh, kw, ow*C):
-    stride 1, channel multiplier 1."""
-    _filter_s1_compiled(x, dy, racc, b, r0, r1, top, left)
+    channel multiplier 1."""
+    _filter_pixel_compiled(x, dy, racc, b, r0, r1, sh, sw, top, left)
