@@ -17,7 +17,8 @@ Algorithms:
   filter flipped (conv_kernels.depthwise_channels_last); the others are one compiled
   pass over each block of rows (kernels/nn/depthwise_grad_jit.py), the column-stride-1
   filter gradient of channel multiplier 1 keeping each output pixel's tap products
-  apart and summing the pixels at the end. Without numba: kh*kw multiply-adds of shifted (strided) views, one per tap.
+  apart and summing the pixels at the end. Without numba: kh*kw multiply-adds of
+  shifted (strided) views, one per tap.
 * The input gradient (the transposed convolution) is itself a forward convolution
   (conv_kernels.conv_channels_last: blocked im2col + GEMM, threaded): with stride 1, of
   out_backprop padded by (k-1)*d - pad before, with the filter flipped in space and its
