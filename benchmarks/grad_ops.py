@@ -236,11 +236,12 @@ def main() -> None:
     if args.worker:
         tf_worker()
         return
+    from aioflow.kernels.image import resize_grad_jit
     from aioflow.kernels.nn import batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit
     from aioflow.runtime.allocator import retain_freed_memory
 
     memory_policy = retain_freed_memory()  # as a session applies it
-    for loops in (batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit):
+    for loops in (batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit, resize_grad_jit):
         loops.wait_ready(300)  # compiled in the background: NumPy runs until they are
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     worker = subprocess.Popen([args.tf_python, os.path.abspath(__file__), "--worker"],

@@ -18,6 +18,7 @@ from op_def_compare import assert_equal_to_tf
 import aioflow as af
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_def_library import apply_op
+from aioflow.kernels.image import resize_grad_jit
 from aioflow.kernels.nn import batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit
 from aioflow.proto import op_def_pb2
 
@@ -84,7 +85,7 @@ def test_matches_tensorflow(case):
 @pytest.fixture(scope="module")
 def compiled():
     """The numba loops compiled (the kernels run NumPy until then)."""
-    loops = (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit)
+    loops = (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit, resize_grad_jit)
     if not all(loop.wait_ready(120) for loop in loops):
         pytest.skip("numba is not installed")
 
@@ -92,7 +93,8 @@ def compiled():
 _JIT_OPS = ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
             "MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2",
             "MaxPoolWithArgmax", "FusedBatchNormGrad", "FusedBatchNormGradV2",
-            "FusedBatchNormGradV3")
+            "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeBicubicGrad",
+            "ResizeNearestNeighborGrad")
 JIT_CASES = [c for c in CASES if c["op"] in _JIT_OPS and c["outcome"] == "ok"]
 
 
@@ -104,7 +106,7 @@ def test_compiled_path_matches_tensorflow(case, compiled):
 @pytest.fixture
 def numpy_only(monkeypatch):
     """The NumPy paths (what runs until the compiled loops are ready, or without numba)."""
-    for loops in (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit):
+    for loops in (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit, resize_grad_jit):
         monkeypatch.setattr(loops, "usable", lambda *args: False)
     from aioflow.kernels.nn import conv_kernels
 

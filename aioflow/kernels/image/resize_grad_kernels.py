@@ -18,6 +18,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.image import resize_grad_jit
 from aioflow.kernels.image.resize_kernels import (
     bicubic_weights,
     bilinear_weights,
@@ -25,6 +26,7 @@ from aioflow.kernels.image.resize_kernels import (
     resize_scale,
 )
 from aioflow.kernels.math.cwise_kernels import shape_str
+from aioflow.kernels.nn.conv_kernels import intra_op_threads, parallel_blocks
 
 _F32 = np.float32
 _INT32_MAX = 2**31 - 1
@@ -54,6 +56,22 @@ def _reverse_axis(g: np.ndarray, axis: int, size: int, taps) -> np.ndarray:
             dst = out[lead + (int(idx[s0]),)]
             for r in range(s0, s1):
                 dst += part[lead + (r,)]
+    return out
+
+
+def _compiled(g: np.ndarray, shape, ry, rx) -> np.ndarray:
+    """The gradient by the compiled loop (kernels/image/resize_grad_jit.py), an image a
+    call, images shared among threads; ry, rx: [(index, weight)] per tap of each axis."""
+    def stack(taps):
+        return (np.ascontiguousarray(np.stack([i for i, _ in taps]), np.int64),
+                np.ascontiguousarray(np.stack([w for _, w in taps]), _F32))
+
+    (yi, yw), (xi, xw) = stack(ry), stack(rx)
+    g = np.ascontiguousarray(g)
+    out = np.zeros(shape, _F32)
+    parallel_blocks(list(range(shape[0])),
+                    lambda b: resize_grad_jit.image(g, out, b, yi, yw, xi, xw),
+                    g.size * yi.shape[0] * xi.shape[0], intra_op_threads())
     return out
 
 
@@ -91,8 +109,11 @@ class _InterpolationGrad(OpKernel):
             return (out,)
         ry = self.taps(oh, h, resize_scale(oh, h, self.align_corners))
         rx = self.taps(ow, w, resize_scale(ow, w, self.align_corners))
-        rows = _reverse_axis(grads.astype(_F32, copy=False), 1, oh, ry)
-        dx = _reverse_axis(rows, 2, ow, rx)
+        g = grads.astype(_F32, copy=False)
+        if resize_grad_jit.usable():
+            dx = _compiled(g, (n, oh, ow, c), ry, rx)
+        else:
+            dx = _reverse_axis(_reverse_axis(g, 1, oh, ry), 2, ow, rx)
         return (dx.astype(self._np_type, copy=False),)
 
     def taps(self, in_size: int, out_size: int, scale) -> list:
@@ -153,5 +174,8 @@ class ResizeNearestNeighborGradOp(OpKernel):
                              self.align_corners, self.half_pixel)
         xs = nearest_indices(ow, w, resize_scale(ow, w, self.align_corners),
                              self.align_corners, self.half_pixel)
+        if grads.dtype == _F32 and resize_grad_jit.usable():
+            one = [(ys, np.ones(h, _F32))], [(xs, np.ones(w, _F32))]
+            return (_compiled(grads, (n, oh, ow, c), *one),)
         rows = _reverse_axis(grads, 1, oh, [(ys, None)])
         return (_reverse_axis(rows, 2, ow, [(xs, None)]),)
