@@ -231,6 +231,31 @@ def test_input_gradient_is_the_adjoint_of_conv2d(k, s, d, pad):
     assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
 
 
+def _depthwise_adjoint(m: int, s: int) -> None:
+    rng = np.random.default_rng(m * 10 + s)
+    x = rng.standard_normal((2, 11, 9, 4))
+    w = rng.standard_normal((3, 3, 4, m))
+    attrs = dict(strides=[1, s, s, 1], padding="SAME")
+    y = create("DepthwiseConv2dNative", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    ins = [np.array(x.shape, np.int32), w, dy]
+    dx = create("DepthwiseConv2dNativeBackpropInput", ins, **attrs).compute(None, ins)[0]
+    ins = [x, np.array(w.shape, np.int32), dy]
+    dw = create("DepthwiseConv2dNativeBackpropFilter", ins, **attrs).compute(None, ins)[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+    assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
+
+
+@pytest.mark.parametrize("m,s", [(1, 1), (1, 2), (1, 3), (3, 1), (3, 2)])
+def test_depthwise_gradients_are_adjoints_compiled(m, s, compiled):
+    _depthwise_adjoint(m, s)
+
+
+@pytest.mark.parametrize("m,s", [(1, 1), (1, 2), (3, 2)])
+def test_depthwise_gradients_are_adjoints_numpy(m, s, numpy_only):
+    _depthwise_adjoint(m, s)
+
+
 def test_conv3d_input_gradient_is_the_adjoint():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((1, 7, 9, 8, 3))

@@ -16,9 +16,10 @@ from aioflow.kernels.jit import njit
 
 def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
     """out[b, r0:r1] (input rows) of the input gradient: dy (N, oh, ow, C*M), w (kh, kw,
-    C*M) (the filter's channels flattened), out (N, H, W, C); each input pixel sums the
-    taps whose window covers it. M == 1: each tap one multiply-add over the pixel's
-    channels (a contiguous run, vectorized)."""
+    C*M) (the filter's channels flattened), out (N, H, W, C). Each input row sums, over
+    the taps whose rows reach it, each tap's outputs times its weights added at the
+    input pixels they read (output ox, tap j: pixel ox * sw + j - left); M == 1: one
+    multiply-add over the pixel's contiguous channels."""
     oh, ow = dy.shape[1], dy.shape[2]
     kh, kw, cm = w.shape[0], w.shape[1], w.shape[2]
     wd, c = out.shape[2], out.shape[3]
@@ -36,15 +37,11 @@ def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
             grow = dy[b, oy]
             for j in range(kw):
                 wt = w[i, j]
-                for ix in range(wd):
-                    u = ix + left - j
-                    if u < 0 or u % sw != 0:
-                        continue
-                    ox = u // sw
-                    if ox >= ow:
-                        continue
+                lo = max(0, -((j - left) // sw))  # outputs whose pixel lies inside
+                hi = min(ow, (wd - 1 - j + left) // sw + 1)
+                for ox in range(lo, hi):
                     g = grow[ox]
-                    acc = orow[ix]
+                    acc = orow[ox * sw + j - left]
                     if m == 1:
                         for ch in range(c):
                             acc[ch] += g[ch] * wt[ch]
