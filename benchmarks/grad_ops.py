@@ -8,7 +8,9 @@ reused): for each case the median time of aioflow's kernel (its `compute`, calle
 directly in this process) and of TF 2.21's same raw op (a `tf.compat.v1.Session` running
 only that op, its inputs read from ref variables, in a worker process under TF's
 Python), interleaved A B A B, and the ratio aioflow / TF (ratio_of_mins: the fastest
-calls', what a quiet machine gives). TF runs with its defaults (oneDNN on, every core).
+calls', what a quiet machine gives; cpu_ratio: the process CPU seconds per call, all
+threads, steadier than the wall clock on a loaded machine). TF runs with its defaults
+(oneDNN on, every core).
 The pooling gradients' orig_output is the forward pooling of orig_input (NumPy here, the
 same arrays on both sides), so the argmax searches do their real work.
 
@@ -21,11 +23,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
-from conv_ops import blas_info, time_stats
+from conv_ops import blas_info
+
+
+def time_stats(fn, min_time: float, min_reps: int = 3) -> tuple[float, float, float]:
+    """(median, fastest, median process CPU) seconds of fn() after one warm-up call. The
+    CPU seconds (every thread of the process) are the work a call costs whatever share
+    of the cores it got: on a loaded machine a steadier measure than the wall clock
+    (though a thread pool spinning while it waits counts as work)."""
+    fn()
+    walls, cpus = [], []
+    start = time.perf_counter()
+    while len(walls) < min_reps or time.perf_counter() - start < min_time:
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        if len(walls) >= 200:
+            break
+    return statistics.median(walls), min(walls), statistics.median(cpus)
 
 M = "mobilenetv2"
 R = "resnet50"
@@ -203,9 +225,9 @@ def tf_worker() -> None:
                 sess.run(tf1.global_variables_initializer())
             sessions[key] = (sess, target)
         sess, target = sessions[key]
-        t, fastest = time_stats(lambda sess=sess, target=target: sess.run(target),
-                                req["min_time"])
-        print(json.dumps({"seconds": t, "fastest": fastest}), flush=True)
+        t, fastest, cpu = time_stats(lambda sess=sess, target=target: sess.run(target),
+                                     req["min_time"])
+        print(json.dumps({"seconds": t, "fastest": fastest, "cpu": cpu}), flush=True)
 
 
 def af_kernel(op: str, values, attrs):
@@ -259,22 +281,28 @@ def main() -> None:
             kernel = af_kernel(op, values, attrs)
             req = dict(name=name, op=op, specs=specs, attrs=attrs, batch=batch,
                        min_time=min_time)
-            af_times, tf_times, af_fast, tf_fast = [], [], [], []
+            af_times, tf_times, af_fast, tf_fast, af_cpu, tf_cpu = [], [], [], [], [], []
             for _ in range(rounds):  # A B A B
                 worker.stdin.write(json.dumps(req) + "\n")
                 worker.stdin.flush()
                 answer = json.loads(worker.stdout.readline())
                 tf_times.append(answer["seconds"])
                 tf_fast.append(answer["fastest"])
-                med, fast = time_stats(lambda k=kernel, v=values: k.compute(None, v),
-                                       min_time)
+                tf_cpu.append(answer["cpu"])
+                med, fast, cpu = time_stats(lambda k=kernel, v=values: k.compute(None, v),
+                                            min_time)
                 af_times.append(med)
                 af_fast.append(fast)
+                af_cpu.append(cpu)
             a, t = min(af_times), min(tf_times)
             results.append({"case": name, "op": op, "batch": batch,
                             "aioflow_ms": round(a * 1e3, 3), "tf_ms": round(t * 1e3, 3),
                             "ratio": round(a / t, 2),
-                            "ratio_of_mins": round(min(af_fast) / min(tf_fast), 2)})
+                            "ratio_of_mins": round(min(af_fast) / min(tf_fast), 2),
+                            # CPU seconds a call costs, all threads of each process.
+                            "aioflow_cpu_ms": round(min(af_cpu) * 1e3, 3),
+                            "tf_cpu_ms": round(min(tf_cpu) * 1e3, 3),
+                            "cpu_ratio": round(min(af_cpu) / max(min(tf_cpu), 1e-9), 2)})
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     worker.stdin.close()
     worker.wait()
