@@ -18,9 +18,9 @@ from ..state import resource_variable_kernels, variable_kernels
 from ..transfer import sendrecv_kernels
 from . import (
     array,
-    array_extra,
     control_flow,
     cwise,
+    fill_select_pad,
     host_kernels,
     math,
     nn,
