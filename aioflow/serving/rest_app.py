@@ -18,9 +18,12 @@ aiohttp's runner is made with handler_cancellation=True).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
 import time
+from typing import NamedTuple
+from urllib.parse import parse_qs
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -73,6 +76,76 @@ async def _json_http_errors(request, handler):
                                 k: v for k, v in e.headers.items() if k == "Allow"})
 
 
+JSON = b"application/json"
+
+
+class RestRequest:
+    """A request as the routes' handlers see it, from either HTTP server: `tail` is the
+    path after the route's prefix; `headers.get` takes lower-case names; `body` is the
+    body's bytes or a coroutine function reading them (raising TooLarge past the
+    limit); `started` is time.perf_counter() when it arrived."""
+
+    __slots__ = ("method", "path", "tail", "query", "headers", "body", "started")
+
+    def __init__(self, method: str, path: str, tail: str, query: str, headers, body,
+                 started: float):
+        self.method, self.path, self.tail, self.query = method, path, tail, query
+        self.headers, self.body, self.started = headers, body, started
+
+
+class Route(NamedTuple):
+    """One entry of the REST route table: `path` (with `prefix`, every path under it,
+    its rest the request's `tail`) and, per method, the name of the RestApi handler
+    answering it: handler(RestRequest) -> (status, body, content type), a coroutine
+    function when the answer takes a while. A GET route answers HEAD too."""
+
+    path: str
+    prefix: bool
+    methods: tuple[tuple[str, str], ...]
+
+
+#: The REST API's routes, for both HTTP servers (http_server.HttpServer and `app()`): a
+#: new endpoint is a handler on RestApi and a line here.
+ROUTES = (
+    Route("/v1/models/", True, (("POST", "post_model"), ("GET", "get_model"))),
+    Route("/monitoring/prometheus/metrics", False, (("GET", "metrics"),)),
+)
+
+
+def allowed_methods(route: Route) -> str:
+    """The route's Allow header value (GET brings HEAD)."""
+    methods = {m for m, _ in route.methods}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ",".join(sorted(methods))
+
+
+def _query_value(query: str, key: str) -> str | None:
+    if not query:
+        return None
+    return parse_qs(query).get(key, (None,))[0]
+
+
+def _aiohttp_handler(handler, route: Route):
+    """An aiohttp handler calling a route's handler."""
+    is_async = inspect.iscoroutinefunction(handler)
+
+    async def handle(request: web.Request) -> web.Response:
+        async def read():
+            try:
+                return await request.read()
+            except web.HTTPRequestEntityTooLarge as e:
+                raise TooLarge(e.text or "Request Entity Too Large") from None
+
+        call = RestRequest(request.method, request.path, request.match_info.get("tail", ""),
+                           request.query_string, request.headers, read, time.perf_counter())
+        status, body, content_type = (await handler(call)) if is_async else handler(call)
+        return web.Response(body=body, status=status,
+                            headers={"Content-Type": content_type.decode()})
+
+    return handle
+
+
 def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
     return {"name": name, "signature_name": signature_name, "version": str(version)}
 
@@ -93,33 +166,41 @@ class RestApi:
         self.max_request_bytes = max_request_bytes
 
     def app(self) -> web.Application:
+        """The routes of ROUTES as an aiohttp application (to mount in an app of your own;
+        `aioflow serve --rest_api_server aiohttp` serves it)."""
         app = web.Application(client_max_size=self.max_request_bytes,
                               middlewares=[_json_http_errors])
-        app.router.add_post("/v1/models/{tail:.*}", self.post_model)
-        app.router.add_get("/v1/models/{tail:.*}", self.get_model)
-        app.router.add_get("/monitoring/prometheus/metrics", self.metrics)
+        for route in ROUTES:
+            path = route.path + "{tail:.*}" if route.prefix else route.path
+            for method, name in route.methods:
+                handle = _aiohttp_handler(getattr(self, name), route)
+                if method == "GET":
+                    app.router.add_get(path, handle)  # (HEAD too)
+                else:
+                    app.router.add_route(method, path, handle)
         return app
 
-    # -- the aiohttp app's handlers ---------------------------------------------------------
-    async def post_model(self, request: web.Request) -> web.Response:
-        async def read():
-            try:
-                return await request.read()
-            except web.HTTPRequestEntityTooLarge as e:
-                raise TooLarge(e.text or "Request Entity Too Large") from None
+    # -- the routes' handlers (ROUTES) ------------------------------------------------------
+    async def post_model(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """POST /v1/models/...: predict, classify or regress."""
+        timeout = _query_value(request.query, "timeout_ms") or \
+            request.headers.get("x-request-timeout-ms")
+        status, body = await self.predict(request.tail, request.path, request.body, timeout,
+                                          request.started)
+        return status, body, JSON
 
-        timeout = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
-        status, body = await self.predict(request.match_info["tail"], request.path, read,
-                                          timeout)
-        return web.Response(body=body, status=status, content_type="application/json")
+    def get_model(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """GET /v1/models/...: model status or metadata (answered at once)."""
+        status, body = self.get(request.tail, request.path)
+        return status, body, JSON
 
-    async def get_model(self, request: web.Request) -> web.Response:
-        status, body = self.get(request.match_info["tail"], request.path)
-        return web.Response(body=body, status=status, content_type="application/json")
-
-    async def metrics(self, request: web.Request) -> web.Response:
-        status, body, content_type = self.metrics_text()
-        return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+    async def metrics(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """GET /monitoring/prometheus/metrics, rendered on a worker thread (a page of
+        many series takes milliseconds: not on the loop)."""
+        if self.service.metrics is None:
+            return 404, rest_codec.dumps({"error": "metrics are off"}), JSON
+        status, body, content_type = await asyncio.to_thread(self.metrics_text)
+        return status, body, content_type.encode()
 
     # -- the handlers proper ---------------------------------------------------------------
     @staticmethod
