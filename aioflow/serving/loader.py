@@ -70,6 +70,11 @@ class Signature:
         inputs' dtypes); `timeout_ms` > 0 bounds the run (DeadlineExceededError)."""
         raise NotImplementedError
 
+    def check_shapes(self, inputs: dict[str, np.ndarray]) -> None:
+        """InvalidArgumentError for an input of a shape the signature does not admit,
+        when `run` would not say it in terms of the request itself (a graph's feed check
+        does: "Cannot feed value of shape ...")."""
+
     def to_signature_def(self) -> meta_graph_pb2.SignatureDef:
         sig = meta_graph_pb2.SignatureDef(method_name=self.method_name)
         for key, spec in self.inputs.items():
@@ -310,6 +315,11 @@ def _spec_of(key: str, spec) -> TensorSpec:
     return TensorSpec(key, getattr(spec, "name", None) or key, dtype, dims)
 
 
+def _dims_text(dims) -> str:
+    """[2,3] / [?,3]: a shape as the error messages write it."""
+    return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in dims) + "]"
+
+
 class FunctionSignature(Signature):
     """A TF 2 signature function: `await fn(**inputs)` -> {output key: array}."""
 
@@ -320,6 +330,19 @@ class FunctionSignature(Signature):
                    for k, s in sorted(getattr(fn, "structured_outputs", {}).items())}
         super().__init__(name, inputs, outputs, PREDICT_METHOD)
         self._fn = fn
+
+    def check_shapes(self, inputs: dict[str, np.ndarray]) -> None:
+        """A shape the function's TensorSpec does not admit, said of the request (the
+        function's own TypeError quotes the binding, the arrays and the function)."""
+        for key, spec in self.inputs.items():
+            dims = spec.dims
+            shape = inputs[key].shape
+            if dims is not None and (len(shape) != len(dims) or any(
+                    d is not None and d >= 0 and d != n
+                    for d, n in zip(dims, shape, strict=True))):
+                raise errors.InvalidArgumentError(
+                    None, None, f"input {key!r} has shape {_dims_text(shape)}, which the "
+                                f"signature's {_dims_text(dims)} does not admit")
 
     async def run(self, inputs, output_keys, timeout_ms=0):
         call = self._fn(**inputs)

@@ -146,6 +146,16 @@ def _aiohttp_handler(handler, route: Route):
     return handle
 
 
+def _signature_name(doc: dict) -> str:
+    """The request's "signature_name" ("" when absent), a string (TF Serving's message)."""
+    name = doc.get("signature_name", "")
+    if not isinstance(name, str):
+        raise errors.InvalidArgumentError(
+            None, None, f"JSON Value: {rest_codec._debug(name)} not formatted correctly. "
+                        "'signature_name' key must be a string value.")
+    return name
+
+
 def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
     return {"name": name, "signature_name": signature_name, "version": str(version)}
 
@@ -211,7 +221,7 @@ class RestApi:
             raise errors.InvalidArgumentError(None, None, f"Malformed request: {method} {path}")
         version = m["version"]
         if version is not None:
-            if not version.isdigit():
+            if not (version.isascii() and version.isdigit()):
                 raise errors.InvalidArgumentError(
                     None, None, f"Failed to convert version: {version} to numeric.")
             version = int(version)
@@ -256,12 +266,7 @@ class RestApi:
                 doc = (await asyncio.to_thread(rest_codec.loads, body) if big
                        else rest_codec.loads(body))
                 if isinstance(doc, dict):
-                    signature_name = doc.get("signature_name", "")
-                    if not isinstance(signature_name, str):
-                        raise errors.InvalidArgumentError(
-                            None, None, f"JSON Value: {rest_codec._debug(signature_name)} not "
-                                        "formatted correctly. 'signature_name' key must be a "
-                                        "string value.")
+                    signature_name = _signature_name(doc)
                 signature_name = signature_name or DEFAULT_SIGNATURE
                 sig = mv.servable.signatures.get(signature_name)
                 if sig is None:
@@ -312,7 +317,7 @@ class RestApi:
             if not isinstance(doc, dict):
                 raise errors.InvalidArgumentError(None, None, "Request body must be a JSON "
                                                               "object")
-            signature_name = doc.get("signature_name", "") or DEFAULT_SIGNATURE
+            signature_name = _signature_name(doc) or DEFAULT_SIGNATURE
             serialized = (await asyncio.to_thread(classify.examples_from_json, doc)
                           if len(body) > PARSE_OFF_LOOP_BYTES
                           else classify.examples_from_json(doc))

@@ -1,0 +1,380 @@
+"""`aioflow serve` under hostile clients and untrusted model directories (issue 30): each
+test reproduces one finding against the real server over real sockets (raw bytes where
+the finding is about HTTP itself) and checks what TF Serving, or a well-kept HTTP server,
+does instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("grpc")
+pytest.importorskip("httptools")
+
+from test_serving import (  # noqa: E402
+    DATA,
+    REPO,
+    exchange,
+    free_port,
+    mlp_numpy,
+    models,  # noqa: F401  (the fixture)
+    post,
+    read_response,
+    start,
+    write_mlp,
+)
+
+from aioflow.serving.model_registry import list_versions  # noqa: E402
+
+SMALL = json.dumps({"instances": [[1.0] * 8]}).encode()
+
+
+async def _status_of(port: int, data: bytes) -> tuple[int, bytes, bool]:
+    """Send raw bytes; (status, body, whether a second answer followed the first)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        status, _, body = await read_response(reader)
+        try:
+            rest = await asyncio.wait_for(reader.read(), 5)
+        except (ConnectionError, TimeoutError):
+            rest = b""
+        return status, body, rest.startswith(b"HTTP/")
+    finally:
+        writer.close()
+
+
+# Each is a request a front proxy could read differently from the server (smuggling):
+# the server must answer 400 and never answer a second, smuggled request.
+SMUGGLING = {
+    "bare LF in a chunk extension": (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+        b"\r\n\r\n25;a\nbcd\r\n" + b"x" * 0x25 + b"\r\n0\r\n\r\n"),
+    "whitespace around a chunk size": (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+        b"\r\n\r\n 25 \r\n" + b"x" * 0x25 + b"\r\n0\r\n\r\n"),
+    "LF before a chunk size": (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+        b"\r\n\r\n\n25\r\n" + b"x" * 0x25 + b"\r\n0\r\n\r\n"),
+    "bare LF in a header value": (
+        b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\nContent-Length: 45\r\n\r\n"
+        + b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\n\r\n" + b"x" * 4),
+    "bare CR in a header value": (
+        b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\rX: y\r\n\r\n"),
+    "NUL in a header value": b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\x00y\r\n\r\n",
+    "whitespace in a field name": b"GET /v1/models/mlp HTTP/1.1\r\nHost : x\r\n\r\n",
+    "NUL in a field name": b"GET /v1/models/mlp HTTP/1.1\r\nHo\x00st: x\r\n\r\n",
+    "HTTP/1.1 without Host": b"GET /v1/models/mlp HTTP/1.1\r\n\r\n",
+    "two Host headers": b"GET /v1/models/mlp HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("front", ["native", "aiohttp"])
+async def test_smuggling_shapes_are_answered_400(models, front):  # noqa: F811
+    c = await start(models, rest_api_server=front)
+    try:
+        port = c.server.rest_port
+        for case, data in SMUGGLING.items():
+            status, body, second = await _status_of(port, data)
+            assert status == 400 and not second, (case, status, body)
+            if front == "native":
+                assert json.loads(body)["error"], case
+        # and the server serves on
+        (status, _, _), = await exchange(port, post("/v1/models/mlp:predict", SMALL), 1)
+        assert status == 200
+    finally:
+        await c.close()
+
+
+async def test_header_count_is_capped_and_duplicates_merge_in_linear_time(models):  # noqa: F811
+    """129 fields: 431 (aiohttp's cap is 128). 128 duplicates of 500 bytes each: merged
+    in linear time (pipelined heads of them were 34-52 ms each)."""
+    c = await start(models)
+    try:
+        port = c.server.rest_port
+        many = b"".join(b"X-%d: v\r\n" % i for i in range(129))
+        status, body, _ = await _status_of(
+            port, b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+        assert status == 431 and b"Too many header fields" in body
+        dup = b"X-Dup: " + b"d" * 500 + b"\r\n"
+        head = b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\n" + dup * 120 + b"\r\n"
+        began = time.perf_counter()
+        answers = await exchange(port, head * 50, 50)
+        assert [a[0] for a in answers] == [200] * 50
+        assert time.perf_counter() - began < 5.0
+    finally:
+        await c.close()
+
+
+async def test_pipelined_requests_yield_the_loop_between_them(models):  # noqa: F811
+    """200 pipelined requests in one write are answered a turn each: a probe on another
+    connection is answered before the pile is through."""
+    c = await start(models)
+    try:
+        port = c.server.rest_port
+        pile = b"GET /v1/models/mlp/metadata HTTP/1.1\r\nHost: x\r\n\r\n" * 400
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        probe = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(pile)
+        await asyncio.sleep(0)
+        probe[1].write(b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, _ = await read_response(probe[0])
+        assert status == 200
+        conn = next(conn for conn in c.server._http.connections if conn.requests)
+        assert conn.requests, "the probe waited for the whole pile"
+        for _ in range(400):
+            await read_response(reader)
+        writer.close()
+        probe[1].close()
+    finally:
+        await c.close()
+
+
+# -- bad JSON ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("front", ["native", "aiohttp"])
+async def test_bad_json_is_400_and_counted_invalid_argument(models, front):  # noqa: F811
+    c = await start(models, rest_api_server=front)
+    try:
+        bodies = {
+            "nested past orjson's limit": b"[" * 5000 + b"]" * 5000,
+            "nested past Python's recursion": b'{"instances": ' + b"[" * 1020 + b"1.0"
+                                              + b"]" * 1020 + b"}",
+            "NaN and nested past Python's": b'{"instances": ' + b"[" * 3000 + b"NaN"
+                                            + b"]" * 3000 + b"}",
+            "signature_name an array": b'{"signature_name": [1], "instances": [[1]]}',
+            "signature_name an object": b'{"signature_name": {"a": 1}, "instances": [[1]]}',
+        }
+        for case, body in bodies.items():
+            status, answer = await asyncio.wait_for(
+                c.post("/v1/models/mlp:predict", body), 10)
+            assert status == 400, (case, answer)
+            assert "Traceback" not in answer["error"] and "Recursion" not in answer["error"]
+        status, answer = await c.post("/v1/models/mlp:classify",
+                                      b'{"signature_name": [1], "examples": []}')
+        assert status == 400 and "'signature_name' key must be a string" in answer["error"]
+        assert await c.metric("aioflow_serving_requests_total", model_name="mlp",
+                              status="INVALID_ARGUMENT") == len(bodies) + 1
+    finally:
+        await c.close()
+
+
+# -- metrics -----------------------------------------------------------------------------
+
+async def test_metric_labels_name_only_what_is_served(models):  # noqa: F811
+    """Made-up model and signature names add no series (they are counted as
+    "(unknown)"), and the page is rendered off the loop."""
+    c = await start(models)
+    try:
+        for i in range(50):
+            await c.post(f"/v1/models/nosuch{i}:predict", SMALL)
+            await c.post("/v1/models/mlp:predict",
+                         {"signature_name": f"made_up_{i}", "instances": [[1.0] * 8]})
+        await c.post("/v1/models/mlp:predict", SMALL)
+        metrics = c.server.service.metrics
+        threads = []
+        expose = metrics.expose
+        metrics.expose = lambda: threads.append(threading.current_thread()) or expose()
+        _, text = await c.get("/monitoring/prometheus/metrics")
+        assert threads and threads[0] is not threading.main_thread()
+        assert "nosuch" not in text and "made_up" not in text
+        assert await c.metric("aioflow_serving_requests_total", model_name="(unknown)",
+                              status="NOT_FOUND") == 50
+        assert await c.metric("aioflow_serving_requests_total", model_name="mlp",
+                              signature_name="(unknown)") == 50
+        assert await c.metric("aioflow_serving_requests_total", model_name="mlp",
+                              signature_name="serving_default", status="OK") == 1
+        assert len(c.server.service._children) < 10
+    finally:
+        await c.close()
+
+
+# -- version directories -----------------------------------------------------------------
+
+async def test_version_directories_are_ascii_digits(tmp_path):
+    """"²" and "١" are not versions (TF Serving parses ASCII digits): the server starts
+    and serves version 2; a "²" appearing later does not stop the polls."""
+    write_mlp(tmp_path / "mlp" / "2")
+    (tmp_path / "mlp" / "\u00b2").mkdir()
+    (tmp_path / "mlp" / "\u0661").mkdir()  # (ARABIC-INDIC DIGIT ONE)
+    (tmp_path / "mlp" / ("9" * 30)).mkdir()  # past int64
+    assert list_versions(str(tmp_path / "mlp")) == [2]
+    from test_serving import configs
+
+    c = await start([configs(tmp_path)[0]])
+    try:
+        status, body = await c.get("/v1/models/mlp")
+        assert status == 200 and [v["version"] for v in body["model_version_status"]] == ["2"]
+        write_mlp(tmp_path / "mlp" / "3")
+        await c.server.registry.poll_once()
+        status, body = await c.get("/v1/models/mlp")
+        assert body["model_version_status"][0]["version"] == "3"
+        status, body = await c.get("/v1/models/mlp/versions/\u00b2")
+        assert status == 400 and "Failed to convert version" in body["error"]
+    finally:
+        await c.close()
+
+
+# -- shape errors ------------------------------------------------------------------------
+
+async def test_rest_shape_errors_speak_of_the_request(tmp_path):
+    """A TF 2 SavedModel fed the wrong shape: 400 saying which input and which shapes,
+    not the tf.function binding text (which quoted the arrays and the function)."""
+    shutil.copytree(DATA / "saved_model_v2" / "mlp", tmp_path / "m" / "1")
+    from aioflow.serving.model_registry import ModelConfig
+
+    c = await start([ModelConfig("m", str(tmp_path / "m"))])
+    try:
+        _, meta = await c.get("/v1/models/m/metadata")
+        sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
+        (key, info), = sig["inputs"].items()
+        dims = [int(d["size"]) for d in info["tensor_shape"]["dim"]]
+        wrong = [[1.0] * (dims[-1] + 1)]
+        status, body = await c.post("/v1/models/m:predict", {"instances": wrong})
+        expected = "[" + ",".join("?" if d < 0 else str(d) for d in dims) + "]"
+        assert status == 400 and body["error"] == (
+            f"input {key!r} has shape [1,{dims[-1] + 1}], which the signature's "
+            f"{expected} does not admit")
+    finally:
+        await c.close()
+
+
+# -- slow and stalled clients --------------------------------------------------------------
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _wait_idle(pid: int, timeout_s: float = 60.0) -> None:
+    """Until the process has used no CPU for 0.3 s."""
+    deadline = time.monotonic() + timeout_s
+    last = _cpu_ticks(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = _cpu_ticks(pid)
+        if now == last:
+            return
+        last = now
+
+
+@pytest.mark.parametrize("front", ["native"])
+def test_a_slowloris_crowd_cannot_lock_new_clients_out(tmp_path, front):
+    """A server limited to 256 descriptors; 300 connections that send half a head, 300
+    that send a head announcing a body and then nothing, 50 that ask for large answers
+    and never read: a fresh client's predict is still answered within 2 s, and the
+    server's descriptors stay under its limit."""
+    write_mlp(tmp_path / "mlp" / "1")
+    grpc_port, rest_port = free_port(), free_port()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    limit = 256
+
+    def limit_fds():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aioflow.cli", "serve", "--model_name", "mlp",
+         "--model_base_path", str(tmp_path / "mlp"), "--inputs", "x", "--outputs", "probs",
+         "--port", str(grpc_port), "--rest_api_port", str(rest_port), "--host", "127.0.0.1",
+         "--access_log", "false", "--rest_api_server", front],
+        env=env, stderr=subprocess.PIPE, text=True, preexec_fn=limit_fds)
+    crowd: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 60
+        line = ""
+        while "REST on" not in line:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "server exited"
+            assert time.monotonic() < deadline
+        big = json.dumps({"instances": [[0.5] * 8] * 2000}).encode()
+        waves = ([b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\nX-Slow: "] * 300
+                 + [b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\n"
+                    b"Content-Length: 1000\r\n\r\n{"] * 300
+                 + [post("/v1/models/mlp:predict", big) * 4] * 50)
+        for data in waves:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (reads nothing)
+            s.settimeout(5)
+            try:
+                s.connect(("127.0.0.1", rest_port))
+                s.setblocking(False)
+                try:
+                    s.send(data)
+                except (BlockingIOError, ConnectionError):
+                    pass
+            except OSError:
+                pass  # refused or reset at the cap: allowed
+            crowd.append(s)
+        _wait_idle(proc.pid)  # (the never-reading clients' predicts computed)
+        began = time.monotonic()
+        with socket.create_connection(("127.0.0.1", rest_port), timeout=2) as fresh:
+            fresh.sendall(post("/v1/models/mlp:predict", SMALL))
+            answer = b""
+            while b"predictions" not in answer or not answer.endswith(b"}"):
+                chunk = fresh.recv(65536)
+                assert chunk, answer
+                answer += chunk
+        took = time.monotonic() - began
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+        np.testing.assert_allclose(body["predictions"], mlp_numpy(np.ones((1, 8))),
+                                   rtol=1e-5)
+        assert took < 2.0, took
+        assert _fds(proc.pid) < limit
+    finally:
+        for s in crowd:
+            s.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+async def test_stalled_bodies_and_unread_answers_time_out(models):  # noqa: F811
+    """A head announcing a body that never comes is closed after body_timeout_s; a
+    connection whose answer the client does not read (its transport's buffer full:
+    writing paused) is dropped after write_timeout_s."""
+    c = await start(models)
+    try:
+        http = c.server._http
+        http.body_timeout_s = http.write_timeout_s = 0.3
+        port = c.server.rest_port
+        stalled = await asyncio.open_connection("127.0.0.1", port)
+        stalled[1].write(b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: 100\r\n\r\n{")
+        unread = await asyncio.open_connection("127.0.0.1", port)
+        unread[1].write(b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_response(unread[0])
+        conn, = [conn for conn in http.connections if conn.since and not conn.incoming]
+        conn.pause_writing()  # (as its transport says when its buffer is full)
+        began = time.monotonic()
+        assert await asyncio.wait_for(stalled[0].read(), 5) == b""
+        try:  # (aborted: a reset, or an end)
+            assert await asyncio.wait_for(unread[0].read(), 5) == b""
+        except ConnectionError:
+            pass
+        assert time.monotonic() - began < 2.0 and not http.connections
+        stalled[1].close()
+        unread[1].close()
+    finally:
+        await c.close()
