@@ -13,7 +13,6 @@ import asyncio
 import time
 
 import grpc
-import numpy as np
 
 from aioflow.framework import errors, tensor_util
 from aioflow.proto.serving import (
@@ -27,6 +26,7 @@ from aioflow.serving import classify
 from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import SIGNATURE_DEF_MAP_URL, signature_def_map, status_response
 from aioflow.serving.status import as_op_error
+from aioflow.serving.tensor_decode import decode_inputs
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
@@ -47,18 +47,12 @@ def _timeout_ms(context) -> int:
     return max(1, int(remaining * 1000))
 
 
-def _to_array(proto) -> np.ndarray:
-    try:
-        return tensor_util.make_ndarray(proto)
-    except (ValueError, TypeError) as e:
-        raise errors.InvalidArgumentError(None, None, f"invalid TensorProto: {e}") from None
-
-
 class GrpcApi:
     """The gRPC handlers over a PredictService."""
 
     def __init__(self, service: PredictService):
         self.service = service
+        self.calls_started = 0  # (ModelServer.stop waits until no new call starts)
 
     def handlers(self) -> list:
         predict = grpc.unary_unary_rpc_method_handler(
@@ -96,8 +90,8 @@ class GrpcApi:
             with self.service.version(call.name, call.version, call.label) as mv:
                 call.mv_version = mv.version  # (recorded even if the signature is wrong)
                 sig = call.use(self.service.signature(mv, call.signature_name))
-                inputs = {k: _to_array(v) for k, v in request.inputs.items()}
-                self.service.check_inputs(sig, inputs)
+                inputs = await decode_inputs(sig, request.inputs, self.service.check_keys)
+                sig.check_shapes(inputs)
                 self.service.check_dtypes(sig, inputs)
                 keys = self.service.output_keys(sig, list(request.output_filter))
                 outputs = await self.service.run(mv, sig, inputs, keys, _timeout_ms(context))
@@ -137,6 +131,7 @@ class GrpcApi:
         return results
 
     async def get_model_metadata(self, request, context):
+        self.calls_started += 1
         name, version, label = _spec_args(request.model_spec)
         try:
             if not request.metadata_field:
@@ -159,6 +154,7 @@ class GrpcApi:
             await self._abort(context, as_op_error(e))
 
     async def get_model_status(self, request, context):
+        self.calls_started += 1
         name, version, label = _spec_args(request.model_spec)
         try:
             if label is not None:
@@ -179,6 +175,7 @@ class _Call:
 
     def __init__(self, api: GrpcApi, context, spec):
         self.api, self.context = api, context
+        api.calls_started += 1
         self.name, self.version, self.label = _spec_args(spec)
         self.mv_version, self.signature_name = None, spec.signature_name
         self.started = time.perf_counter()

@@ -134,10 +134,15 @@ class PredictService:
     def check_inputs(sig: Signature, inputs: dict) -> None:
         """Every input of the signature, and no other (TF Serving's message), each of a
         shape the signature admits (Signature.check_shapes)."""
-        if inputs.keys() == sig.inputs.keys():
-            sig.check_shapes(inputs)
+        PredictService.check_keys(sig, inputs.keys())
+        sig.check_shapes(inputs)
+
+    @staticmethod
+    def check_keys(sig: Signature, keys) -> None:
+        """Every input of the signature, and no other (TF Serving's message)."""
+        if keys == sig.inputs.keys():
             return
-        given, wanted = sorted(inputs), sorted(sig.inputs)
+        given, wanted = sorted(keys), sorted(sig.inputs)
         extra = sorted(set(given) - set(wanted))
         missing = sorted(set(wanted) - set(given))
         raise errors.InvalidArgumentError(

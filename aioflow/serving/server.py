@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 
 import grpc
 from aiohttp import web
@@ -21,6 +22,8 @@ from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import JsonAccessLogger, RestApi
 
 _log = logging.getLogger("aioflow.serving")
+#: At a stop, the gRPC server stops once no call has started for this long.
+GRPC_QUIET_S = 0.05
 
 
 class ModelServer:
@@ -55,6 +58,7 @@ class ModelServer:
         self.grace_s = grace_s
         self._runner: web.AppRunner | None = None
         self._grpc: grpc.aio.Server | None = None
+        self._grpc_api: GrpcApi | None = None
         self.grpc_port: int | None = None
         self.rest_port: int | None = None
         self._stopped = asyncio.Event()
@@ -74,7 +78,8 @@ class ModelServer:
             if self._reuse_port:
                 options.append(("grpc.so_reuseport", 1))  # beside the other workers
             self._grpc = grpc.aio.server(options=options)
-            self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
+            self._grpc_api = GrpcApi(self.service)
+            self._grpc.add_generic_rpc_handlers(self._grpc_api.handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
         if self._rest_api_port is not None and self._rest_api_server == "native":
@@ -109,7 +114,7 @@ class ModelServer:
         _log.info("aioflow serve: shutting down, finishing requests in flight")
         waits = []
         if self._grpc is not None:
-            waits.append(self._grpc.stop(self.grace_s))
+            waits.append(self._stop_grpc(time.monotonic() + self.grace_s))
         if self._runner is not None:
             waits.append(self._runner.cleanup())
         if self._http is not None:
@@ -117,6 +122,19 @@ class ModelServer:
         await asyncio.gather(*waits)
         await self.registry.close()
         self._stopped.set()
+
+    async def _stop_grpc(self, deadline: float) -> None:
+        """Stop the gRPC server once the calls that have arrived are dispatched, then
+        let them finish until `deadline`. grpc's stop cancels the calls that reached
+        the server but were not yet handed to a handler (the server takes them one at
+        a time), so first the server goes on taking calls until none has started for
+        GRPC_QUIET_S (or the deadline comes)."""
+        api = self._grpc_api
+        last = -1
+        while api.calls_started != last and time.monotonic() < deadline:
+            last = api.calls_started
+            await asyncio.sleep(GRPC_QUIET_S)
+        await self._grpc.stop(max(0.0, deadline - time.monotonic()))
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
