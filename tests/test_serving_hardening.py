@@ -275,7 +275,7 @@ def _wait_idle(pid: int, timeout_s: float = 60.0) -> None:
         last = now
 
 
-@pytest.mark.parametrize("front", ["native"])
+@pytest.mark.parametrize("front", ["native", "aiohttp"])
 def test_a_slowloris_crowd_cannot_lock_new_clients_out(tmp_path, front):
     """A server limited to 256 descriptors; 300 connections that send half a head, 300
     that send a head announcing a body and then nothing, 50 that ask for large answers
@@ -329,7 +329,7 @@ def test_a_slowloris_crowd_cannot_lock_new_clients_out(tmp_path, front):
             answer = b""
             while b"predictions" not in answer or not answer.endswith(b"}"):
                 chunk = fresh.recv(65536)
-                assert chunk, answer
+                assert chunk, (answer, proc.stderr.read(3000) if proc.poll() else _fds(proc.pid))
                 answer += chunk
         took = time.monotonic() - began
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
@@ -495,5 +495,34 @@ async def test_grpc_calls_that_arrived_before_a_stop_finish(models):  # noqa: F8
         assert not failed, f"{len(failed)} of 128 failed: {failed[0]!r}"
         assert all(tensor_util.make_ndarray(a.outputs["out"]).tolist() == [200]
                    for a in answers)
+    finally:
+        await c.close()
+
+
+async def test_aiohttp_front_end_times_out_stalled_heads_and_bodies(models):  # noqa: F811
+    """The same deadlines on the aiohttp front end (connection_guard.py): a head that
+    never ends and a body that never comes are closed; a client that keeps asking is
+    answered on."""
+    c = await start(models, rest_api_server="aiohttp")
+    try:
+        guard = c.server._guard
+        guard.head_timeout_s = guard.body_timeout_s = 0.3
+        port = c.server.rest_port
+        head = await asyncio.open_connection("127.0.0.1", port)
+        head[1].write(b"GET /v1/models/mlp HTTP/1.1\r\nHost: x\r\nX-Slow: a")
+        body = await asyncio.open_connection("127.0.0.1", port)
+        body[1].write(b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 100\r\n\r\n{")
+        began = time.monotonic()
+        for reader, _ in (head, body):
+            try:
+                assert await asyncio.wait_for(reader.read(), 5) == b""
+            except ConnectionError:
+                pass
+        assert time.monotonic() - began < 2.0
+        (status, _, _), = await exchange(port, post("/v1/models/mlp:predict", SMALL), 1)
+        assert status == 200
+        for _, writer in (head, body):
+            writer.close()
     finally:
         await c.close()

@@ -102,7 +102,8 @@ _REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
 _REASONS[499] = b"Client Closed Request"
 _NEVER = float("inf")
 _REFUSED_BODY = b'{"error":"Too many connections, try again later"}'
-_REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+#: The answer to a connection over the cap.
+REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
             % (len(_REFUSED_BODY), _REFUSED_BODY))
 
@@ -340,7 +341,7 @@ def _refuse(sock: socket.socket) -> None:
     """Answer 503 to a connection over the cap, and close it."""
     try:
         sock.setblocking(False)
-        sock.send(_REFUSED)
+        sock.send(REFUSED)
     except OSError:
         pass
     sock.close()

@@ -175,11 +175,11 @@ class RestApi:
         self.timeout_ms = timeout_ms
         self.max_request_bytes = max_request_bytes
 
-    def app(self) -> web.Application:
+    def app(self, middlewares=()) -> web.Application:
         """The routes of ROUTES as an aiohttp application (to mount in an app of your own;
-        `aioflow serve --rest_api_server aiohttp` serves it)."""
+        `aioflow serve --rest_api_server aiohttp` serves it), `middlewares` outermost."""
         app = web.Application(client_max_size=self.max_request_bytes,
-                              middlewares=[_json_http_errors])
+                              middlewares=[*middlewares, _json_http_errors])
         for route in ROUTES:
             path = route.path + "{tail:.*}" if route.prefix else route.path
             for method, name in route.methods:

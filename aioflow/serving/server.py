@@ -14,6 +14,7 @@ import grpc
 from aiohttp import web
 
 from aioflow.serving.batching import BatchingOptions
+from aioflow.serving.connection_guard import ConnectionGuard
 from aioflow.serving.grpc_service import GrpcApi
 from aioflow.serving.http_server import HttpServer
 from aioflow.serving.metrics import ServingMetrics
@@ -57,6 +58,7 @@ class ModelServer:
         self._http: HttpServer | None = None
         self.grace_s = grace_s
         self._runner: web.AppRunner | None = None
+        self._guard: ConnectionGuard | None = None
         self._grpc: grpc.aio.Server | None = None
         self._grpc_api: GrpcApi | None = None
         self.grpc_port: int | None = None
@@ -91,12 +93,15 @@ class ModelServer:
             kwargs = {"access_log_class": JsonAccessLogger,
                       "access_log": logging.getLogger("aioflow.serving.access")} \
                 if self._access_log else {"access_log": None}
-            self._runner = web.AppRunner(self._rest.app(), handler_cancellation=True,
+            self._guard = ConnectionGuard()
+            self._runner = web.AppRunner(self._rest.app([self._guard.middleware]),
+                                         handler_cancellation=True,
                                          shutdown_timeout=self.grace_s, **kwargs)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, self.host, self._rest_api_port,
-                               reuse_port=self._reuse_port or None)
+            site = _GuardedSite(self._guard, self._runner, self.host, self._rest_api_port,
+                                reuse_port=self._reuse_port or None)
             await site.start()
+            self._guard.start()
             self.rest_port = site._server.sockets[0].getsockname()[1]
 
     def install_signal_handlers(self) -> None:
@@ -116,6 +121,7 @@ class ModelServer:
         if self._grpc is not None:
             waits.append(self._stop_grpc(time.monotonic() + self.grace_s))
         if self._runner is not None:
+            self._guard.stop()
             waits.append(self._runner.cleanup())
         if self._http is not None:
             waits.append(self._http.stop(self.grace_s))
@@ -138,3 +144,19 @@ class ModelServer:
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
+
+
+class _GuardedSite(web.TCPSite):
+    """aiohttp's TCP site, its connections under a ConnectionGuard."""
+
+    def __init__(self, guard: ConnectionGuard, runner, host, port, **kwargs):
+        super().__init__(runner, host, port, **kwargs)
+        self._guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._guard.factory(self._runner.server), self._host, self._port,
+            backlog=self._backlog, reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port)
