@@ -38,8 +38,10 @@ from aioflow.serving.status import as_op_error, http_status
 
 SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
 #: Bodies larger than this are parsed, and their values converted to arrays, on a worker
-#: thread (the loop keeps serving between the GIL's switches).
+#: thread (the loop keeps serving between the GIL's switches), one at a time.
 PARSE_OFF_LOOP_BYTES = 1 << 20
+#: Answers of more values than this are formatted on a worker thread.
+FORMAT_OFF_LOOP_ELEMENTS = 1 << 16
 
 _MODEL_PATH = re.compile(
     r"^/v1/models/(?P<name>[^/:]+)"
@@ -156,6 +158,23 @@ def _signature_name(doc: dict) -> str:
     return name
 
 
+def _parse_request(body: bytes, mv, named: list):
+    """A predict body -> (signature, inputs, "row" or "columnar"), the signature's name
+    appended to `named`; the parsed JSON is dropped as soon as the arrays are made (on a
+    worker thread for a large body)."""
+    doc = rest_codec.loads(body)
+    signature_name = (_signature_name(doc) if isinstance(doc, dict) else "") or \
+        DEFAULT_SIGNATURE
+    named.append(signature_name)
+    sig = mv.servable.signatures.get(signature_name)
+    if sig is None:
+        raise errors.InvalidArgumentError(
+            None, None, f'Serving signature name: "{signature_name}" not found in signature '
+                        'def')
+    inputs, fmt = rest_codec.parse_predict(doc, sig.inputs)
+    return sig, inputs, fmt
+
+
 def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
     return {"name": name, "signature_name": signature_name, "version": str(version)}
 
@@ -174,6 +193,10 @@ class RestApi:
         self.service = service
         self.timeout_ms = timeout_ms
         self.max_request_bytes = max_request_bytes
+        # Large bodies are parsed one at a time: a body's JSON values take tens of times
+        # its bytes while they are turned into arrays, so that N at once would take N
+        # times that (the loop serves small requests meanwhile).
+        self._large_parses = asyncio.Semaphore(1)
 
     def app(self, middlewares=()) -> web.Application:
         """The routes of ROUTES as an aiohttp application (to mount in an app of your own;
@@ -262,24 +285,24 @@ class RestApi:
             mv = service.acquire(name, version, label)
             try:
                 mv_version = mv.version
-                big = len(body) > PARSE_OFF_LOOP_BYTES
-                doc = (await asyncio.to_thread(rest_codec.loads, body) if big
-                       else rest_codec.loads(body))
-                if isinstance(doc, dict):
-                    signature_name = _signature_name(doc)
-                signature_name = signature_name or DEFAULT_SIGNATURE
-                sig = mv.servable.signatures.get(signature_name)
-                if sig is None:
-                    raise errors.InvalidArgumentError(
-                        None, None, f'Serving signature name: "{signature_name}" not found in '
-                                    'signature def')
-                inputs, fmt = (
-                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs) if big
-                    else rest_codec.parse_predict(doc, sig.inputs))
+                named: list[str] = []  # (the signature name, for the record of a failure)
+                try:
+                    if len(body) > PARSE_OFF_LOOP_BYTES:
+                        async with self._large_parses:
+                            sig, inputs, fmt = await asyncio.to_thread(_parse_request, body,
+                                                                       mv, named)
+                    else:
+                        sig, inputs, fmt = _parse_request(body, mv, named)
+                finally:
+                    signature_name = named[0] if named else ""
                 service.check_inputs(sig, inputs)
                 outputs = await service.run(mv, sig, inputs, tuple(sig.outputs), timeout_ms,
                                             self.timeout_ms)
-                body = rest_codec.format_predict(outputs, fmt)
+                del inputs
+                if sum(a.size for a in outputs.values()) > FORMAT_OFF_LOOP_ELEMENTS:
+                    body = await asyncio.to_thread(rest_codec.format_predict, outputs, fmt)
+                else:
+                    body = rest_codec.format_predict(outputs, fmt)
             finally:
                 service.release(mv)
         except asyncio.CancelledError:
