@@ -13,6 +13,7 @@ import asyncio
 import time
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from aioflow.framework import errors, tensor_util
 from aioflow.proto.serving import (
@@ -55,25 +56,20 @@ class GrpcApi:
         self.calls_started = 0  # (ModelServer.stop waits until no new call starts)
 
     def handlers(self) -> list:
-        predict = grpc.unary_unary_rpc_method_handler(
-            self.predict, request_deserializer=predict_pb2.PredictRequest.FromString,
-            response_serializer=predict_pb2.PredictResponse.SerializeToString)
-        metadata = grpc.unary_unary_rpc_method_handler(
-            self.get_model_metadata,
-            request_deserializer=get_model_metadata_pb2.GetModelMetadataRequest.FromString,
-            response_serializer=get_model_metadata_pb2.GetModelMetadataResponse.
-            SerializeToString)
-        status = grpc.unary_unary_rpc_method_handler(
-            self.get_model_status,
-            request_deserializer=get_model_status_pb2.GetModelStatusRequest.FromString,
-            response_serializer=get_model_status_pb2.GetModelStatusResponse.SerializeToString)
-        classify_ = grpc.unary_unary_rpc_method_handler(
-            self.classify,
-            request_deserializer=classification_pb2.ClassificationRequest.FromString,
-            response_serializer=classification_pb2.ClassificationResponse.SerializeToString)
-        regress = grpc.unary_unary_rpc_method_handler(
-            self.regress, request_deserializer=regression_pb2.RegressionRequest.FromString,
-            response_serializer=regression_pb2.RegressionResponse.SerializeToString)
+        def method(handler, request_cls, response_cls):
+            return grpc.unary_unary_rpc_method_handler(
+                _refusing_unparsable(handler), request_deserializer=_parser(request_cls),
+                response_serializer=response_cls.SerializeToString)
+
+        predict = method(self.predict, predict_pb2.PredictRequest, predict_pb2.PredictResponse)
+        metadata = method(self.get_model_metadata, get_model_metadata_pb2.GetModelMetadataRequest,
+                          get_model_metadata_pb2.GetModelMetadataResponse)
+        status = method(self.get_model_status, get_model_status_pb2.GetModelStatusRequest,
+                        get_model_status_pb2.GetModelStatusResponse)
+        classify_ = method(self.classify, classification_pb2.ClassificationRequest,
+                           classification_pb2.ClassificationResponse)
+        regress = method(self.regress, regression_pb2.RegressionRequest,
+                         regression_pb2.RegressionResponse)
         return [grpc.method_handlers_generic_handler(
                     PREDICTION_SERVICE, {"Predict": predict, "GetModelMetadata": metadata,
                                          "Classify": classify_, "Regress": regress}),
@@ -166,6 +162,33 @@ class GrpcApi:
             return status_response(self.service.registry, name, version)
         except Exception as e:
             await self._abort(context, as_op_error(e))
+
+
+class _Unparsable:
+    """A request whose bytes are not its message (grpc would answer UNKNOWN, naming
+    protobuf's exception)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _parser(request_cls):
+    def parse(data: bytes):
+        try:
+            return request_cls.FromString(data)
+        except DecodeError:
+            return _Unparsable(request_cls.DESCRIPTOR.name)
+    return parse
+
+
+def _refusing_unparsable(handler):
+    """`handler`, an unparsable request answered INVALID_ARGUMENT."""
+    async def handle(request, context):
+        if isinstance(request, _Unparsable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"The request is not a valid {request.name} message")
+        return await handler(request, context)
+    return handle
 
 
 class _Call:

@@ -508,14 +508,25 @@ def main(argv: list[str] | None = None) -> int:
     runner = CaseRunner(Limits(run_timeout_ms=args.run_timeout_ms,
                                case_timeout_s=args.timeout, guard_s=args.guard))
     bad = 0
+    serving = None
     with address_space_limit(args.mem_mb << 20):
         for directory in args.cases:
-            outcome = runner.run(FuzzCase.load(directory))
+            case = FuzzCase.load(directory)
+            if case.kind.startswith(("http:", "grpc:")):  # (fuzz_serving.py's targets)
+                if serving is None:
+                    from fuzz_serving import ServingRunner
+
+                    serving = ServingRunner()
+                outcome = serving.run(case)
+            else:
+                outcome = runner.run(case)
             bad += not outcome.acceptable
             print(f"{directory}: {outcome.report()}", flush=True)
     if runner.abandoned:
         os._exit(1)  # a blocked loop thread is still running: do not wait for it
     runner.close()
+    if serving is not None:
+        serving.close()
     return 1 if bad else 0
 
 
