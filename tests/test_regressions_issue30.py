@@ -8,6 +8,7 @@ import pytest
 
 import aioflow as af
 from aioflow.framework import errors
+from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.ops import GRAPH_DEF_VERSION
 
 
@@ -59,3 +60,14 @@ async def test_a_session_extended_with_an_unreadable_graph_def_version_says_whic
         with pytest.raises(errors.InvalidArgumentError) as info:
             await sess.run("s:0")
     assert info.value.message.startswith(message)
+
+
+async def test_scalar_summary_writes_a_non_utf8_tag_as_tf_does():
+    """TF 2.21: tf.raw_ops.ScalarSummary(tags=[b'\\xff\\xfe', b'ok'], values=[1.5, 2.0])."""
+    g = af.Graph()
+    with g.as_default():
+        out = apply_op("ScalarSummary", tags=af.constant([b"\xff\xfe", b"ok"]),
+                       values=af.constant([1.5, 2.0]))
+    async with af.Session(graph=g) as sess:
+        got = await sess.run(out)
+    assert got == b"\n\t\n\x02\xff\xfe\x15\x00\x00\xc0?\n\t\n\x02ok\x15\x00\x00\x00@"
