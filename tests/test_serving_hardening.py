@@ -19,6 +19,8 @@ import time
 import numpy as np
 import pytest
 
+import aioflow as af
+
 pytest.importorskip("aiohttp")
 pytest.importorskip("grpc")
 pytest.importorskip("httptools")
@@ -524,5 +526,88 @@ async def test_aiohttp_front_end_times_out_stalled_heads_and_bodies(models):  # 
         assert status == 200
         for _, writer in (head, body):
             writer.close()
+    finally:
+        await c.close()
+
+
+# -- kernels built before serving; no path in an answer ------------------------------------
+
+def test_the_compiled_epilogue_never_compiles_after_its_warm_up():
+    """Once compiled for float32 and float64 the epilogue's loop compiles nothing more: a
+    call it has no signature for (a strided bias) runs NumPy's passes instead of
+    compiling, which opened numba's cache files (at the descriptor limit: an OSError and
+    a 500 for every predict)."""
+    from aioflow.kernels.nn import epilogue_jit
+    from aioflow.kernels.nn.fused_kernels import Epilogue
+
+    if not epilogue_jit.available():
+        pytest.skip("numba is not installed")
+    assert epilogue_jit.wait_ready(120)
+    dispatcher = epilogue_jit._compiled._compiled
+    signatures = list(dispatcher.signatures)
+    strided = np.arange(6, dtype=np.float32)[::2]
+    block = np.full((2, 3), -1.0, np.float32)
+    Epilogue(None, strided, None, None)(block)  # (no activation: bias only)
+    np.testing.assert_array_equal(block, np.full((2, 3), -1.0) + strided)
+    assert list(dispatcher.signatures) == signatures
+
+
+def test_a_version_is_served_only_once_its_kernels_are_compiled(tmp_path):
+    """A fresh process loading a version whose graph fuses MatMul, BiasAdd and Relu:
+    when load_servable returns, the fused epilogue is compiled (the first request
+    compiles nothing)."""
+    script = f"""
+import asyncio, numpy as np
+import aioflow as af
+from aioflow.kernels.nn import epilogue_jit
+from aioflow.serving.loader import LoadOptions, load_servable
+g = af.Graph()
+with g.as_default():
+    x = af.placeholder(af.float32, [None, 4], name="x")
+    y = af.nn.relu(af.nn.bias_add(af.matmul(x, af.constant(np.ones((4, 4), np.float32))),
+                                  af.constant(np.ones(4, np.float32))), name="y")
+import pathlib
+p = pathlib.Path({str(tmp_path)!r}) / "1"
+p.mkdir()
+(p / "m.pb").write_bytes(g.as_graph_def().SerializeToString())
+assert not epilogue_jit.ready()
+servable = asyncio.run(load_servable(p, LoadOptions(inputs=(("x", "x:0"),),
+                                                     outputs=(("y", "y:0"),))))
+print("READY", epilogue_jit.ready())
+"""
+    if not __import__("aioflow.kernels.jit", fromlist=["ENABLED"]).ENABLED:
+        pytest.skip("numba is not installed")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert "READY True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+
+
+async def test_an_internal_error_names_no_path_of_the_server(tmp_path):
+    """A request failing with an OSError of the server's own files: 500, the error
+    class named, the path not."""
+    from aioflow.serving.loader import function_servable
+    from aioflow.serving.model_registry import ModelConfig
+
+    class Spec:
+        def __init__(self, dims, name):
+            self.shape, self.dtype, self.name = af.TensorShape(dims), af.float32, name
+
+    class Failing:
+        structured_input_signature = ((), {"x": Spec([None, 2], "x")})
+        structured_outputs = {"y": Spec([None, 2], "y")}
+
+        async def __call__(self, *, x):
+            raise OSError(24, "Too many open files",
+                          "/opt/venv/lib/python3.11/site-packages/numba/cache/x.nbi")
+
+    async def loader(path, options):
+        return function_servable({"serving_default": Failing()})
+
+    (tmp_path / "f" / "1").mkdir(parents=True)
+    c = await start([ModelConfig("f", str(tmp_path / "f"), loader=loader)])
+    try:
+        status, body = await c.post("/v1/models/f:predict", {"instances": [[1.0, 2.0]]})
+        assert status == 500 and body["error"].startswith("OSError: [Errno 24] Too many")
+        assert "/opt" not in body["error"] and "<path>" in body["error"]
     finally:
         await c.close()

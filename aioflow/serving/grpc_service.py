@@ -26,7 +26,7 @@ from aioflow.proto.serving import (
 from aioflow.serving import classify
 from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import SIGNATURE_DEF_MAP_URL, signature_def_map, status_response
-from aioflow.serving.status import as_op_error
+from aioflow.serving.status import as_op_error, without_paths
 from aioflow.serving.tensor_decode import decode_inputs
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
@@ -78,7 +78,7 @@ class GrpcApi:
 
     @staticmethod
     async def _abort(context, err: errors.OpError):
-        await context.abort(_grpc_code(err.error_code), err.message)
+        await context.abort(_grpc_code(err.error_code), without_paths(err.message))
 
     async def predict(self, request, context):
         call = _Call(self, context, request.model_spec)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aioflow.client import kernel_compiles
 from aioflow.framework import dtypes, errors
 from aioflow.proto import config_pb2, meta_graph_pb2, tensor_shape_pb2
 
@@ -140,6 +141,10 @@ def _spec_from_info(key: str, info, graph) -> TensorSpec:
     return TensorSpec(key, info.name, dtype, dims)
 
 
+#: How long a version's load waits for the kernels its build compiles.
+KERNEL_COMPILE_TIMEOUT_S = 120.0
+
+
 def graph_servable(session, signature_defs: dict) -> Servable:
     """A Servable of `session`'s graph with these SignatureDefs; builds their executors
     (blocking: call it on a loading thread, or before serving)."""
@@ -153,6 +158,9 @@ def graph_servable(session, signature_defs: dict) -> Servable:
         signature = GraphSignature(name, inputs, outputs, sig.method_name, session)
         signature.build()
         signatures[name] = signature
+    # The kernels the builds compile (numba's loops: the fused ops' epilogue) are ready
+    # before the version serves: its first request never compiles or opens a cache file.
+    kernel_compiles.wait_for_started_compiles(KERNEL_COMPILE_TIMEOUT_S)
     return Servable(signatures, [session.close])
 
 

@@ -34,7 +34,7 @@ from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2
 from aioflow.serving import classify, rest_codec
 from aioflow.serving.loader import DEFAULT_SIGNATURE
 from aioflow.serving.predict import PredictService
-from aioflow.serving.status import as_op_error, http_status
+from aioflow.serving.status import as_op_error, http_status, without_paths
 
 SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
 #: Bodies larger than this are parsed, and their values converted to arrays, on a worker
@@ -324,7 +324,7 @@ class RestApi:
             err = as_op_error(e)
             status = http_status(err)
         self.service.record("rest", name, mv_version, signature_name, started, err)
-        return status, rest_codec.dumps({"error": err.message})
+        return status, rest_codec.dumps({"error": without_paths(err.message)})
 
     async def examples_api(self, api: str, name: str, version, label, read,
                            timeout: str | None, started: float) -> tuple[int, bytes]:
@@ -377,7 +377,7 @@ class RestApi:
             return 200, rest_codec.dumps(status_json(self.service.registry, name, version))
         except Exception as e:
             err = as_op_error(e)
-            return http_status(err), rest_codec.dumps({"error": err.message})
+            return http_status(err), rest_codec.dumps({"error": without_paths(err.message)})
 
     def metadata(self, name: str, version, label) -> dict:
         with self.service.version(name, version, label) as mv:
@@ -414,7 +414,7 @@ def status_response(registry, name: str, version) -> get_model_status_pb2.GetMod
         status.status.SetInParent()  # TF Serving writes {"error_code": "OK", ...} too
         if mv.error is not None:
             status.status.error_code = mv.error.error_code
-            status.status.error_message = mv.error.message
+            status.status.error_message = without_paths(mv.error.message)
     return response
 
 

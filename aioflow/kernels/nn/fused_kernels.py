@@ -141,10 +141,11 @@ class Epilogue:
         if self._clip is not None and block.flags.c_contiguous and block.size and \
                 block.dtype == self.bias.dtype:
             if epilogue_jit.ready():
-                epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
-                                             self.bias, *self._clip)
-                return
-            epilogue_jit.compile_in_background()
+                if epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]),
+                                                self.scale, self.bias, *self._clip):
+                    return
+            else:
+                epilogue_jit.compile_in_background()
         if self.scale is not None:
             block *= self.scale
         block += self.bias
