@@ -41,6 +41,7 @@ from test_serving import (  # noqa: E402
 from aioflow.serving.model_registry import list_versions  # noqa: E402
 
 SMALL = json.dumps({"instances": [[1.0] * 8]}).encode()
+RNG_BIG = np.random.default_rng(11)
 
 
 async def _status_of(port: int, data: bytes) -> tuple[int, bytes, bool]:
@@ -609,5 +610,54 @@ async def test_an_internal_error_names_no_path_of_the_server(tmp_path):
         status, body = await c.post("/v1/models/f:predict", {"instances": [[1.0, 2.0]]})
         assert status == 500 and body["error"].startswith("OSError: [Errno 24] Too many")
         assert "/opt" not in body["error"] and "<path>" in body["error"]
+    finally:
+        await c.close()
+
+
+# -- big bodies ----------------------------------------------------------------------------
+
+async def test_big_bodies_are_parsed_and_formatted_outside_the_servers_process(
+        models, monkeypatch):  # noqa: F811
+    """A predict of 40,000 rows (3 MB of JSON): its body is parsed, and its answer
+    formatted, in the worker process (json_worker.py), so the C calls that hold the GIL
+    for the whole body (orjson, NumPy's conversion of nested lists) never stop the
+    loop, nor grow the server's memory; small predicts are answered meanwhile."""
+    from aioflow.serving import rest_codec
+
+    c = await start(models)
+    try:
+        loads, format_predict = rest_codec.loads, rest_codec.format_predict
+
+        def small_loads(body):
+            assert len(body) < 1 << 20, "a large body parsed in the server's process"
+            return loads(body)
+
+        def small_format(outputs, fmt):
+            assert sum(a.size for a in outputs.values()) < 1 << 16, "formatted in-process"
+            return format_predict(outputs, fmt)
+
+        monkeypatch.setattr(rest_codec, "loads", small_loads)
+        monkeypatch.setattr(rest_codec, "format_predict", small_format)
+        x = RNG_BIG.standard_normal((40000, 8)).astype(np.float32)
+        big = asyncio.ensure_future(c.post("/v1/models/mlp:predict",
+                                           {"instances": x.tolist()}))
+        answered_meanwhile = 0
+        while not big.done():
+            status, _ = await c.post("/v1/models/mlp:predict", SMALL)
+            assert status == 200
+            answered_meanwhile += not big.done()
+        status, body = await big
+        assert status == 200, body
+        np.testing.assert_allclose(body["predictions"][-3:], mlp_numpy(x[-3:]), rtol=1e-4,
+                                   atol=1e-5)
+        assert answered_meanwhile > 0
+        # a body that is not JSON, and one naming no signature served: the worker's
+        # errors are the same answers
+        status, body = await c.post("/v1/models/mlp:predict", b"[" * (2 << 20))
+        assert status == 400 and "JSON Parse error" in body["error"]
+        status, body = await c.post("/v1/models/mlp:predict", {
+            "signature_name": "nope", "instances": x[:20000].tolist()})
+        assert (status, body["error"]) == (
+            400, 'Serving signature name: "nope" not found in signature def')
     finally:
         await c.close()

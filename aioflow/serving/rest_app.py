@@ -31,16 +31,17 @@ from google.protobuf import json_format
 
 from aioflow.framework import errors
 from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2
-from aioflow.serving import classify, rest_codec
+from aioflow.serving import classify, json_worker, rest_codec
 from aioflow.serving.loader import DEFAULT_SIGNATURE
 from aioflow.serving.predict import PredictService
 from aioflow.serving.status import as_op_error, http_status, without_paths
 
 SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
-#: Bodies larger than this are parsed, and their values converted to arrays, on a worker
-#: thread (the loop keeps serving between the GIL's switches), one at a time.
+#: Bodies larger than this are parsed, and their values converted to arrays, in a worker
+#: process (json_worker.py: the loop is not held, the server's memory does not grow),
+#: one at a time.
 PARSE_OFF_LOOP_BYTES = 1 << 20
-#: Answers of more values than this are formatted on a worker thread.
+#: Answers of more values than this are formatted in the worker process.
 FORMAT_OFF_LOOP_ELEMENTS = 1 << 16
 
 _MODEL_PATH = re.compile(
@@ -197,6 +198,26 @@ class RestApi:
         # its bytes while they are turned into arrays, so that N at once would take N
         # times that (the loop serves small requests meanwhile).
         self._large_parses = asyncio.Semaphore(1)
+        self._worker = json_worker.JsonWorker(max_request_bytes)
+
+    def close(self) -> None:
+        """Stop the worker process of large bodies (json_worker.py), if it was started."""
+        self._worker.close()
+
+    async def _parse_large(self, body: bytes, mv, named: list):
+        """_parse_request in the worker process (json_worker.py), one at a time."""
+        signatures = {name: {key: spec.dtype.as_datatype_enum
+                             for key, spec in sig.inputs.items()}
+                      for name, sig in mv.servable.signatures.items()}
+        async with self._large_parses:
+            try:
+                _, name, inputs, fmt = await self._worker.call(
+                    json_worker.parse, body, signatures, DEFAULT_SIGNATURE)
+            except errors.OpError as e:
+                named.append(getattr(e, "signature_name", ""))
+                raise
+        named.append(name)
+        return mv.servable.signatures[name], inputs, fmt
 
     def app(self, middlewares=()) -> web.Application:
         """The routes of ROUTES as an aiohttp application (to mount in an app of your own;
@@ -288,9 +309,7 @@ class RestApi:
                 named: list[str] = []  # (the signature name, for the record of a failure)
                 try:
                     if len(body) > PARSE_OFF_LOOP_BYTES:
-                        async with self._large_parses:
-                            sig, inputs, fmt = await asyncio.to_thread(_parse_request, body,
-                                                                       mv, named)
+                        sig, inputs, fmt = await self._parse_large(body, mv, named)
                     else:
                         sig, inputs, fmt = _parse_request(body, mv, named)
                 finally:
@@ -300,7 +319,9 @@ class RestApi:
                                             self.timeout_ms)
                 del inputs
                 if sum(a.size for a in outputs.values()) > FORMAT_OFF_LOOP_ELEMENTS:
-                    body = await asyncio.to_thread(rest_codec.format_predict, outputs, fmt)
+                    async with self._large_parses:
+                        _, body = await self._worker.call(json_worker.format_answer, outputs,
+                                                          fmt)
                 else:
                     body = rest_codec.format_predict(outputs, fmt)
             finally:

@@ -126,6 +126,7 @@ class ModelServer:
         if self._http is not None:
             waits.append(self._http.stop(self.grace_s))
         await asyncio.gather(*waits)
+        self._rest.close()
         await self.registry.close()
         self._stopped.set()
 
