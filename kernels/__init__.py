@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     bitwise_kernels,
     control_flow_kernels,
     conv_kernels,
+    data,
     cwise_kernels,
     fake_quant_kernels,
     file_io_kernels,
