@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aioflow.framework import dtypes, ops, random_seed, tensor_shape
+from aioflow.framework import dtypes, op_def_registry, ops, random_seed, tensor_shape
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.tensor_spec import TensorSpec
@@ -70,10 +70,10 @@ def _call_with_structure(input_spec):
         ret = fn(*nested) if type(nested) is tuple else fn(nested)
         if isinstance(ret, list):
             ret = tuple(ret)
+        if isinstance(ret, DatasetV1):
+            return [ret._variant_tensor], ret
         flat = [t if isinstance(t, ops.Tensor) else ops.convert_to_tensor(t)
                 for t in structure.flatten(ret)]
-        if isinstance(ret, DatasetV1):
-            flat = [ret._variant_tensor]
         return flat, ret
     return call
 
@@ -121,8 +121,9 @@ class DatasetV1:
 
     def _unary(self, op_type: str, element_spec=None, **inputs) -> DatasetV1:
         spec = self._element_spec if element_spec is None else element_spec
+        if any(a.name == "output_types" for a in op_def_registry.get(op_type).attr):
+            inputs["output_types"] = structure.flat_types(spec)
         variant = apply_op(op_type, input_dataset=self._variant_tensor,
-                           output_types=structure.flat_types(spec),
                            output_shapes=structure.flat_shapes(spec), metadata="", **inputs)
         return DatasetV1(variant, spec)
 
@@ -322,11 +323,12 @@ class DatasetV1:
         return dataset
 
     def reduce(self, initial_state, reduce_func):
-        state = _normalize_element(initial_state)
+        with ops.name_scope("initial_state"):
+            state = _normalize_element(initial_state)
         state_spec = structure.pack_sequence_as(
             initial_state, [TensorSpec(t.shape, t.dtype) for t in state])
         arg_spec = (state_spec, self._element_spec)
-        func, out_spec, captured = _trace("reduce_reduce_func", reduce_func, arg_spec)
+        func, out_spec, captured = _trace("reduce", reduce_func, arg_spec)
         flat = apply_op("ReduceDataset", input_dataset=self._variant_tensor,
                         initial_state=state, other_arguments=captured, f=func,
                         output_types=structure.flat_types(out_spec),

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     iterator_kernels,
     map_kernels,
     prefetch_kernels,
+    reduce_kernels,
     shuffle_kernels,
     source_kernels,
     transform_kernels,

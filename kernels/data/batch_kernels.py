@@ -215,7 +215,7 @@ class _UnbatchIterator(UnaryIterator):
             self.current, self.index, self.size = element, 0, sizes.pop()
         i = self.index
         self.index += 1
-        return [c[i] for c in self.current]
+        return [c[i, ...] for c in self.current]
 
 
 @register_kernel("UnbatchDataset", "CPU")

@@ -85,7 +85,7 @@ class _SliceIterator(DatasetIterator):
         if i >= self.dataset.n:
             return None
         self.i = i + 1
-        return [c[i] for c in self.dataset.components]
+        return [c[i, ...] for c in self.dataset.components]
 
     def take_slices(self, n: int) -> list | None:
         """Up to n next elements, stacked (one array per component), or None at the end."""
