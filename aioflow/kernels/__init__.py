@@ -16,6 +16,16 @@ from .array import (
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
+from .data import (
+    batch_kernels,
+    iterator_kernels,
+    map_kernels,
+    prefetch_kernels,
+    reduce_kernels,
+    shuffle_kernels,
+    source_kernels,
+    transform_kernels,
+)
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
 from .image import image_codec_kernels, nms_kernels, resize_area_kernels, resize_kernels
 from .io import (

@@ -24,7 +24,7 @@ from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.framework.var import ResourceHandle, handle_value
 
-from ..philox import Philox
+from ..random.philox import Philox
 from .dataset import INFINITE, UNKNOWN, dataset_of, scalar_int, variant
 from .transform_kernels import UnaryDataset, UnaryIterator
 
