@@ -10,7 +10,9 @@ from aioflow.data.iterator_ops import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from aioflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = ["AUTOTUNE", "INFINITE", "UNKNOWN", "Dataset", "DatasetV1", "Iterator",
            "experimental", "iterate", "make_initializable_iterator",
-           "make_one_shot_iterator"]
+           "make_one_shot_iterator", "TFRecordDataset", "TextLineDataset",
+           "FixedLengthRecordDataset"]

@@ -310,10 +310,28 @@ class DatasetV1:
                            prefetch_input_elements=prefetch_input, num_parallel_calls=n,
                            f=func, deterministic=det)
 
+    def _legacy_parallel_interleave(self, map_func, cycle_length, block_length,
+                                    sloppy=False, buffer_output_elements=None,
+                                    prefetch_input_elements=None) -> DatasetV1:
+        """TF 1's tf.data.experimental.parallel_interleave (LegacyParallelInterleave)."""
+        func, out, captured = _trace("tf_data_experimental_parallel_interleave", map_func,
+                                     self._element_spec)
+        _check_dataset(out, "parallel_interleave")
+        cycle = _int64(cycle_length, "cycle_length")
+        block = _int64(block_length, "block_length")
+        buffer_output = _int64(2 * block_length if buffer_output_elements is None
+                               else buffer_output_elements, "buffer_output_elements")
+        prefetch_input = _int64(2 * cycle_length if prefetch_input_elements is None
+                                else prefetch_input_elements, "prefetch_input_elements")
+        return self._unary("LegacyParallelInterleaveDatasetV2", out.element_spec,
+                           other_arguments=captured, cycle_length=cycle, block_length=block,
+                           buffer_output_elements=buffer_output,
+                           prefetch_input_elements=prefetch_input, f=func,
+                           deterministic="false" if sloppy else "true")
+
     def cache(self, filename="") -> DatasetV1:
         filename_t = ops.convert_to_tensor(filename, dtype=dtypes.string, name="filename")
-        cache = apply_op("DummyMemoryCache")
-        return self._unary("CacheDatasetV2", filename=filename_t, cache=cache)
+        return self._unary("CacheDataset", filename=filename_t)
 
     def apply(self, transformation_func) -> DatasetV1:
         dataset = transformation_func(self)

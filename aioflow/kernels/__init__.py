@@ -18,6 +18,8 @@ from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
 from .data import (
     batch_kernels,
+    cache_kernels,
+    file_kernels,
     iterator_kernels,
     map_kernels,
     prefetch_kernels,

@@ -332,3 +332,18 @@ class ParallelInterleaveDatasetOp(_FunctionDatasetOp):
         return InterleaveDataset(input_, fn, self.dtypes, self.shapes,
                                  _cycle_length(cycle_length), block_length,
                                  "ParallelInterleaveV4")
+
+
+@register_kernel("LegacyParallelInterleaveDatasetV2", "CPU")
+class LegacyParallelInterleaveDatasetOp(_FunctionDatasetOp):
+    """TF 1's parallel_interleave (and the file readers' num_parallel_reads): with
+    deterministic order ("true"/"default"), the interleave's order; cycle_length,
+    block_length, buffer_output_elements, prefetch_input_elements follow."""
+
+    def make(self, input_, fn, cycle_length, block_length, buffer_output, prefetch_input):
+        if block_length <= 0:
+            raise errors.InvalidArgumentError(
+                None, None, "`block_length` must be > 0")
+        return InterleaveDataset(input_, fn, self.dtypes, self.shapes,
+                                 _cycle_length(cycle_length), block_length,
+                                 "LegacyParallelInterleaveV2")
