@@ -1,13 +1,15 @@
 """tf.data against TensorFlow 2.21 (tests/data/make_data_fixtures_tf.py wrote
-data_tf.json): the OpDefs field by field; the GraphDefs af.data builds for 26 TF 1.x
+data_tf.json): the OpDefs field by field; the GraphDefs af.data builds for 34 TF 1.x
 pipeline programs node for node; and each program's runs (elements, seeded shuffle
-orders, reshuffles, interleave orders, padded batches, the OutOfRangeError at the end,
+orders, reshuffles, interleave orders, padded batches, TFRecord/text/fixed-length files, corrupted records, the
+OutOfRangeError at the end,
 step for step), replayed on the graph aioflow builds and on TF's GraphDef imported (its
 function library run as TF wrote it)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -27,6 +29,15 @@ from graph_compare import assert_same_graph  # noqa: E402
 
 FIXTURE = json.loads((DATA / "data_tf.json").read_text())
 PROGRAMS = FIXTURE["programs"]
+ROOT = DATA.parent.parent  # the file programs name their files from the project root
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _in_project_root():
+    before = os.getcwd()
+    os.chdir(ROOT)
+    yield
+    os.chdir(before)
 
 
 def _graph_def(record) -> graph_pb2.GraphDef:

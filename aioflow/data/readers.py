@@ -61,8 +61,7 @@ def TFRecordDataset(filenames, compression_type=None, buffer_size=None,  # noqa:
             "TFRecordDataset", filenames=filename,
             compression_type=_optional("compression_type", compression_type, "",
                                        dtypes.string),
-            buffer_size=_optional("buffer_size", buffer_size,
-                                  DEFAULT_READER_BUFFER_SIZE_BYTES))
+            buffer_size=_optional("buffer_size", buffer_size, -1))
     return _reader(creator, filenames, num_parallel_reads)
 
 
@@ -84,12 +83,12 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,  # noqa
                              num_parallel_reads=None) -> DatasetV1:
     """Records of `record_bytes` bytes between a header and a footer."""
     def creator(filename):
-        return _one_file(
-            "FixedLengthRecordDatasetV2", filenames=filename,
-            header_bytes=_optional("header_bytes", header_bytes, 0),
-            record_bytes=_optional("record_bytes", record_bytes, None),
-            footer_bytes=_optional("footer_bytes", footer_bytes, 0),
-            buffer_size=_optional("buffer_size", buffer_size, 256 * 1024),
-            compression_type=_optional("compression_type", compression_type, "",
-                                       dtypes.string))
+        record = _optional("record_bytes", record_bytes, None)
+        header = _optional("header_bytes", header_bytes, 0)
+        footer = _optional("footer_bytes", footer_bytes, 0)
+        buffer = _optional("buffer_size", buffer_size, DEFAULT_READER_BUFFER_SIZE_BYTES)
+        compression = _optional("compression_type", compression_type, "", dtypes.string)
+        return _one_file("FixedLengthRecordDatasetV2", filenames=filename, header_bytes=header,
+                         record_bytes=record, footer_bytes=footer, buffer_size=buffer,
+                         compression_type=compression)
     return _reader(creator, filenames, num_parallel_reads)

@@ -237,6 +237,113 @@ def program_take_infinite(tf):
     return _initializable(tf, ds, 8)
 
 
+# -- files (written by TF into data_files/ first; paths relative to the project root) -------
+
+FILES = "tests/data/data_files"
+RECORDS = [b"record-%d" % i * (i + 1) for i in range(5)] + [b"", bytes(range(256)) * 3]
+LINES = b"first line\nsecond\r\n\nlast, no newline"
+
+
+def program_tfrecord_files(tf):
+    """Uncompressed and GZIP files, one after the other."""
+    ds = tf.data.TFRecordDataset([f"{FILES}/records.tfrecord", f"{FILES}/records.tfrecord"])
+    ds = ds.concatenate(tf.data.TFRecordDataset(f"{FILES}/records.gz", "GZIP"))
+    return _initializable(tf, ds.take(17), 18)
+
+
+def program_tfrecord_zlib_parallel_reads(tf):
+    ds = tf.data.TFRecordDataset([f"{FILES}/records.zlib", f"{FILES}/records.zlib"],
+                                 compression_type="ZLIB", num_parallel_reads=2)
+    return _initializable(tf, ds, 15)
+
+
+def program_tfrecord_examples(tf):
+    """TFRecord -> parse_single_example -> map -> shuffle -> batch -> prefetch."""
+    features = {"id": tf.FixedLenFeature([], tf.int64),
+                "score": tf.FixedLenFeature([2], tf.float32),
+                "name": tf.FixedLenFeature([], tf.string)}
+    ds = tf.data.TFRecordDataset(f"{FILES}/examples.tfrecord")
+    ds = ds.map(lambda r: tf.parse_single_example(r, features))
+    ds = ds.map(lambda ex: (ex["id"] * 10, ex["score"] * 2.0, ex["name"]))
+    ds = ds.shuffle(8, seed=11).batch(4).prefetch(2)
+    return _initializable(tf, ds, 4)
+
+
+def program_corrupted_record(tf):
+    ds = tf.data.TFRecordDataset(f"{FILES}/bad_data.tfrecord")
+    return _initializable(tf, ds, 2)
+
+
+def program_text_lines(tf):
+    ds = tf.data.TextLineDataset([f"{FILES}/lines.txt", f"{FILES}/lines.txt.gz"],
+                                 compression_type=None)
+    return _initializable(tf, ds.take(4), 5)
+
+
+def program_text_lines_gzip(tf):
+    ds = tf.data.TextLineDataset(f"{FILES}/lines.txt.gz", compression_type="GZIP")
+    return _initializable(tf, ds, 5)
+
+
+def program_fixed_length(tf):
+    ds = tf.data.FixedLengthRecordDataset(f"{FILES}/fixed.bin", 4, header_bytes=3,
+                                          footer_bytes=2)
+    return _initializable(tf, ds, 5)
+
+
+def program_cache_memory(tf):
+    ds = tf.data.Dataset.range(4).shuffle(4, seed=5).cache().repeat(2)
+    return _initializable(tf, ds, 9)
+
+
+def write_files(tf):
+    """The files the file programs read, and corrupted copies, written by TF."""
+    root = HERE.parent.parent / FILES
+    root.mkdir(exist_ok=True)
+    for name, options in (("records.tfrecord", None), ("records.gz", "GZIP"),
+                          ("records.zlib", "ZLIB")):
+        with tf.io.TFRecordWriter(str(root / name), options=options) as w:
+            for r in RECORDS:
+                w.write(r)
+    raw = (root / "records.tfrecord").read_bytes()
+    (root / "bad_data.tfrecord").write_bytes(raw[:20] + b"X" + raw[21:])
+    (root / "bad_len.tfrecord").write_bytes(raw[:2] + b"\x07" + raw[3:])
+    (root / "trunc.tfrecord").write_bytes(raw[:-3])
+    with tf.io.TFRecordWriter(str(root / "examples.tfrecord")) as w:
+        for i in range(10):
+            ex = tf.train.Example(features=tf.train.Features(feature={
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "score": tf.train.Feature(float_list=tf.train.FloatList(
+                    value=[i / 2, -i])),
+                "name": tf.train.Feature(bytes_list=tf.train.BytesList(
+                    value=[b"ex%d" % i]))}))
+            w.write(ex.SerializeToString())
+    (root / "lines.txt").write_bytes(LINES)
+    import gzip
+    (root / "lines.txt.gz").write_bytes(gzip.compress(LINES, mtime=0))
+    (root / "fixed.bin").write_bytes(b"HDR" + bytes(range(16)) + b"FT")
+
+
+def read_records(tf, errors_module) -> dict:
+    """What TF's tf_record_iterator reads from each file: the records (hex) or the
+    error."""
+    from tf_error_text import error_record
+
+    out = {}
+    for name, options in (("records.tfrecord", None), ("records.gz", "GZIP"),
+                          ("records.zlib", "ZLIB"), ("bad_data.tfrecord", None),
+                          ("bad_len.tfrecord", None), ("trunc.tfrecord", None)):
+        path = str(HERE.parent.parent / FILES / name)
+        got = []
+        try:
+            for r in tf.compat.v1.python_io.tf_record_iterator(path, options):
+                got.append(r.hex())
+            out[name] = {"records": got, "options": options}
+        except errors_module.OpError as e:
+            out[name] = {"records": got, "options": options, **error_record(e)}
+    return out
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 
@@ -288,7 +395,8 @@ def record(tf, fn, errors_module):
                 try:
                     got = sess.run(fetches, feed)
                     results.append({"values": [plain(v) for v in got]})
-                    fetched.update(zip(keys, got, strict=True))
+                    if len(keys) == len(got):
+                        fetched.update(zip(keys, got, strict=True))
                 except errors_module.OpError as e:
                     results.append(error_record(e))
     step_records = [{"fetch": keys, "feed": {k: v if isinstance(v, str) else plain(v)
@@ -305,8 +413,10 @@ def main():
     from tensorflow.python.framework import op_def_registry
 
     v1 = tf.compat.v1
+    write_files(tf)
     v1.disable_eager_execution()
-    out = {"tensorflow": tf.__version__, "opdefs": {}, "programs": {}}
+    out = {"tensorflow": tf.__version__, "opdefs": {}, "programs": {},
+           "records": read_records(tf, tf_errors), "record_list": [r.hex() for r in RECORDS]}
     for name in OPS:
         out["opdefs"][name] = op_def_registry.get(name).SerializeToString().hex()
     for name, fn in PROGRAMS.items():

@@ -70,16 +70,22 @@ class _FileIterator(DatasetIterator):
             if self.reader is None:
                 self.reader = await self.ictx.run_blocking(d.reader_for,
                                                            d.filenames[self.file_index])
-            block = await self.ictx.run_blocking(self.reader.read_many, BLOCK_RECORDS)
+            try:
+                block = await self.ictx.run_blocking(self.reader.read_many, BLOCK_RECORDS)
+            except errors.OpError:
+                self._next_file()  # TF: a bad file is left (or it would fail forever)
+                raise
             if not block:
-                self.reader.close()
-                self.reader = None
-                self.file_index += 1
-                self.consumed = 0
+                self._next_file()
                 continue
             self.records.extend(block)
         self.consumed += 1
         return [_string(self.records.popleft())]
+
+    def _next_file(self):
+        self.close()
+        self.file_index += 1
+        self.consumed = 0
 
     def close(self):
         if self.reader is not None:
@@ -140,7 +146,7 @@ class TFRecordDatasetOp(OpKernel):
         filenames = _filenames(inputs[0])
         compression = _compression(inputs[1])
         buffer_size = scalar_int(inputs[2], "buffer_size")
-        if buffer_size < 0:
+        if buffer_size < -1:  # (-1: the default, TF 2's "choose")
             raise errors.InvalidArgumentError(
                 None, None, "`buffer_size` must be >= 0 (0 == no buffering)")
         return (variant(FileDataset("TFRecord", filenames,
