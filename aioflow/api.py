@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import data, saved_model, summary, train  # tf.data; checkpoints; SavedModels; TensorBoard
+from aioflow import data, saved_model, summary, train  # tf.data; checkpoints; TensorBoard
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
