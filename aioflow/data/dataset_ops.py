@@ -15,10 +15,10 @@ from aioflow.framework import dtypes, op_def_registry, ops, random_seed, tensor_
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.tensor_spec import TensorSpec
-from aioflow.ops import array_ops, math_ops
+from aioflow.ops import array_ops, control_flow_ops, math_ops, string_ops
 from aioflow.ops.constant_op import constant
 
-from . import iterator_ops, structure
+from . import generator_ops, iterator_ops, structure
 from .func_graph import trace
 
 AUTOTUNE = -1
@@ -166,6 +166,46 @@ class DatasetV1:
                            output_types=[output_type], output_shapes=[[]], metadata="",
                            replicate_on_split=False)
         return DatasetV1(variant, TensorSpec([], output_type))
+
+    @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None,
+                       output_signature=None) -> DatasetV1:
+        """The values `generator(*args)` yields (its next() runs on the pool)."""
+        return DatasetV1(*generator_ops.from_generator(
+            generator, output_types, output_shapes, args, output_signature))
+
+    @staticmethod
+    def from_async_generator(agen_fn, output_signature, args=None) -> DatasetV1:
+        """aioflow's: the values an async iterator yields (`agen_fn(*args)`: an async
+        generator, a websocket reader, a queue consumer), awaited on the event loop."""
+        return DatasetV1(*generator_ops.from_async_generator(agen_fn, output_signature,
+                                                             args))
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None) -> DatasetV1:
+        """The files matching `file_pattern` (a pattern or patterns), shuffled unless
+        shuffle=False (TF's list_files: MatchingFiles, then an Assert that some match)."""
+        with ops.name_scope("list_files"):
+            if shuffle is None:
+                shuffle = True
+            file_pattern = ops.convert_to_tensor(file_pattern, dtype=dtypes.string,
+                                                 name="file_pattern")
+            matching = apply_op("MatchingFiles", pattern=file_pattern, name="match_files")
+            condition = math_ops.greater(array_ops.shape(matching)[0], 0,
+                                         name="match_not_empty")
+            message = math_ops.add(
+                "No files matched pattern: ",
+                string_ops.reduce_join(file_pattern, separator=", "), name="message")
+            assert_not_empty = control_flow_ops.Assert(condition, [message], summarize=1,
+                                                       name="assert_not_empty")
+            with ops.control_dependencies([assert_not_empty]):
+                matching = array_ops.identity(matching)
+            dataset = DatasetV1.from_tensor_slices(matching)
+            if shuffle:
+                count = array_ops.shape(matching, out_type=dtypes.int64)[0]
+                buffer_size = math_ops.maximum(count, 1)
+                dataset = dataset.shuffle(buffer_size, seed=seed)
+            return dataset
 
     @staticmethod
     def zip(datasets) -> DatasetV1:

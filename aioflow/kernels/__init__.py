@@ -20,6 +20,7 @@ from .data import (
     batch_kernels,
     cache_kernels,
     file_kernels,
+    generator_kernels,
     iterator_kernels,
     map_kernels,
     prefetch_kernels,
