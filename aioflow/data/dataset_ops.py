@@ -141,7 +141,7 @@ class DatasetV1:
         return DatasetV1(variant, spec)
 
     @staticmethod
-    def from_tensor_slices(tensors) -> DatasetV1:
+    def from_tensor_slices(tensors, is_files: bool = False) -> DatasetV1:
         components = _normalize_element(tensors)
         for t in components:
             if t.shape.ndims == 0:
@@ -150,7 +150,7 @@ class DatasetV1:
         spec = structure.pack_sequence_as(
             tensors, [TensorSpec(t.shape[1:], t.dtype) for t in components])
         variant = apply_op("TensorSliceDataset", components=components,
-                           output_shapes=structure.flat_shapes(spec), is_files=False,
+                           output_shapes=structure.flat_shapes(spec), is_files=is_files,
                            metadata="", replicate_on_split=False)
         return DatasetV1(variant, spec)
 
@@ -190,7 +190,7 @@ class DatasetV1:
                 shuffle = True
             file_pattern = ops.convert_to_tensor(file_pattern, dtype=dtypes.string,
                                                  name="file_pattern")
-            matching = apply_op("MatchingFiles", pattern=file_pattern, name="match_files")
+            matching = apply_op("MatchingFiles", pattern=file_pattern)
             condition = math_ops.greater(array_ops.shape(matching)[0], 0,
                                          name="match_not_empty")
             message = math_ops.add(
@@ -200,7 +200,7 @@ class DatasetV1:
                                                        name="assert_not_empty")
             with ops.control_dependencies([assert_not_empty]):
                 matching = array_ops.identity(matching)
-            dataset = DatasetV1.from_tensor_slices(matching)
+            dataset = DatasetV1.from_tensor_slices(matching, is_files=True)
             if shuffle:
                 count = array_ops.shape(matching, out_type=dtypes.int64)[0]
                 buffer_size = math_ops.maximum(count, 1)

@@ -296,6 +296,21 @@ def program_cache_memory(tf):
     return _initializable(tf, ds, 9)
 
 
+def program_list_files(tf):
+    ds = tf.data.Dataset.list_files(f"{FILES}/records.*", shuffle=False)
+    return _initializable(tf, ds, 4)
+
+
+def program_list_files_shuffled(tf):
+    ds = tf.data.Dataset.list_files(f"{FILES}/*.tfrecord", seed=4)
+    return _initializable(tf, ds, 6, epochs=2)
+
+
+def program_list_files_none(tf):
+    ds = tf.data.Dataset.list_files(f"{FILES}/*.none", shuffle=False)
+    return _initializable(tf, ds, 1)
+
+
 def write_files(tf):
     """The files the file programs read, and corrupted copies, written by TF."""
     root = HERE.parent.parent / FILES
