@@ -243,6 +243,7 @@ class _InterleaveIterator(UnaryIterator):
     def __init__(self, dataset, ictx, prefix):
         super().__init__(dataset, ictx, prefix)
         self.current: list = [None] * dataset.cycle_length
+        self.datasets: list = [None] * dataset.cycle_length
         self.cycle_index = 0
         self.block_index = 0
         self.num_open = 0
@@ -254,8 +255,39 @@ class _InterleaveIterator(UnaryIterator):
 
     async def _open(self, element):
         result = await self.dataset.fn(self.ictx, element)
-        return dataset_of(result[0]).make_iterator(
-            self.ictx, f"{self.prefix}[{self.cycle_index}]")
+        dataset = dataset_of(result[0])
+        self.datasets[self.cycle_index] = dataset
+        return dataset.make_iterator(self.ictx, f"{self.prefix}[{self.cycle_index}]")
+
+    def save(self, state):
+        key = self.key
+        for name in ("cycle_index", "block_index", "num_open"):
+            state[key(name)] = np.array(getattr(self, name), np.int64)
+        if self.end_of_input:
+            state[key("end_of_input")] = np.array(b"", dtype=object)
+        super().save(state)
+        for i, it in enumerate(self.current):
+            if it is not None:
+                # the element's dataset itself (this state lives in the process)
+                holder = np.empty((), dtype=object)
+                holder[()] = self.datasets[i]
+                state[key(f"current_elements[{i}]")] = holder
+                it.save(state)
+
+    def restore(self, state):
+        key = self.key
+        for name in ("cycle_index", "block_index", "num_open"):
+            setattr(self, name, int(state[key(name)]))
+        self.end_of_input = key("end_of_input") in state
+        super().restore(state)
+        self.current = [None] * self.dataset.cycle_length
+        self.datasets = [None] * self.dataset.cycle_length
+        for i in range(self.dataset.cycle_length):
+            holder = state.get(key(f"current_elements[{i}]"))
+            if holder is not None:
+                self.datasets[i] = holder[()]
+                self.current[i] = holder[()].make_iterator(self.ictx, f"{self.prefix}[{i}]")
+                self.current[i].restore(state)
 
     async def get_next(self):
         while not self.end_of_input or self.num_open:
