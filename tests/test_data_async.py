@@ -7,6 +7,7 @@ next element; from_async_generator and af.data.iterate."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -264,3 +265,45 @@ async def test_uninitialized_iterator_is_failed_precondition():
     async with af.Session(graph=graph) as sess:
         with pytest.raises(errors.FailedPreconditionError, match="has not been initialized"):
             await sess.run(nxt)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: af.data.Dataset.range(20).shuffle(7, seed=5).batch(3),
+    lambda: af.data.Dataset.from_tensor_slices((["a", "b", "c", "d", "e"], [1, 2, 3, 4, 5]))
+    .repeat(2).prefetch(2),
+    lambda: af.data.TFRecordDataset(["tests/data/data_files/records.tfrecord"] * 2),
+], ids=["shuffle-batch", "strings-repeat-prefetch", "tfrecord"])
+async def test_iterator_saved_in_a_checkpoint_resumes_at_the_next_element(tmp_path, make,
+                                                                          monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    graph = af.Graph()
+    with graph.as_default():
+        it = af.data.make_initializable_iterator(make())
+        nxt = it.get_next()
+        af.add_to_collection(af.GraphKeys.SAVEABLE_OBJECTS,
+                             af.data.experimental.make_saveable_from_iterator(it))
+        counter = af.Variable(0, name="counter")
+        saver = af.train.Saver()
+    prefix = str(tmp_path / "ckpt")
+    async with af.Session(graph=graph) as sess:
+        await sess.run([it.initializer, counter.initializer])
+        for _ in range(3):
+            await sess.run(nxt)
+        await saver.save(sess, prefix)
+        rest = await _drain(sess, nxt)
+    async with af.Session(graph=graph) as sess:   # a new session: restored from disk
+        await sess.run(it.initializer)
+        await saver.restore(sess, prefix)
+        again = await _drain(sess, nxt)
+    assert len(again) == len(rest) > 0
+    for a, b in zip(again, rest, strict=True):
+        assert repr(a) == repr(b)
+
+
+async def _drain(sess, nxt) -> list:
+    out = []
+    while True:
+        try:
+            out.append(await sess.run(nxt))
+        except errors.OutOfRangeError:
+            return out

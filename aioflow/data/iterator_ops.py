@@ -197,6 +197,35 @@ def _dataset_factory(dataset) -> attr_value_pb2.NameAttrList:
     return attr_value_pb2.NameAttrList(name=fdef.signature.name)
 
 
+class IteratorSaveable:
+    """An iterator's state as a Saver saves it (TF's _IteratorSaveable): the tensor is
+    SerializeIterator's, restored by DeserializeIterator; its key is the iterator
+    resource's op name. Put it in the SAVEABLE_OBJECTS collection (or a var_list)."""
+
+    def __init__(self, iterator_resource, name=None):
+        self._resource = iterator_resource
+        self.op = iterator_resource.op
+        self.name = name or iterator_resource.op.name
+        self.dtype = dtypes.variant
+        self.device = iterator_resource.device
+        self._is_resource = True
+        with ops.colocate_with(iterator_resource.op):
+            self._serialized = apply_op("SerializeIterator", resource_handle=iterator_resource)
+
+    def _as_graph_element(self):
+        return self._serialized
+
+    def restore_from(self, restored):
+        with ops.colocate_with(self._resource.op):
+            return apply_op("DeserializeIterator", resource_handle=self._resource,
+                            serialized=restored)
+
+
+def make_saveable_from_iterator(iterator, external_state_policy=None) -> IteratorSaveable:
+    """tf.data.experimental.make_saveable_from_iterator."""
+    return IteratorSaveable(iterator._iterator_resource)
+
+
 async def iterate(dataset, session):
     """`async for element in af.data.iterate(dataset, session)`: the dataset's elements,
     each fetched by an awaited run of IteratorGetNext (the loop stays free while the

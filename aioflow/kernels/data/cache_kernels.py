@@ -92,7 +92,7 @@ class _MemoryReadIterator(UnaryIterator):
     def save(self, state):
         state[self.key("index")] = np.array(self.index, np.int64)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.index = int(state[self.key("index")])
 
 

@@ -64,7 +64,7 @@ class DatasetIterator:
         raise errors.UnimplementedError(
             None, None, f"{self.dataset.type_string} does not support checkpointing.")
 
-    def restore(self, state: dict) -> None:
+    async def restore(self, state: dict) -> None:
         raise errors.UnimplementedError(
             None, None, f"{self.dataset.type_string} does not support checkpointing.")
 

@@ -96,19 +96,23 @@ class _FileIterator(DatasetIterator):
         state[self.key("current_file_index")] = np.array(self.file_index, np.int64)
         state[self.key("records_consumed")] = np.array(self.consumed, np.int64)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.close()
         self.records.clear()
         self.file_index = int(state[self.key("current_file_index")])
         self.consumed = int(state[self.key("records_consumed")])
         if self.file_index < len(self.dataset.filenames) and self.consumed:
-            self.reader = self.dataset.reader_for(self.dataset.filenames[self.file_index])
-            skipped = 0
-            while skipped < self.consumed:
-                block = self.reader.read_many(min(BLOCK_RECORDS, self.consumed - skipped))
-                if not block:
-                    break
-                skipped += len(block)
+            await self.ictx.run_blocking(self._reopen)
+
+    def _reopen(self):
+        """Open the current file again and skip the records already handed out."""
+        self.reader = self.dataset.reader_for(self.dataset.filenames[self.file_index])
+        skipped = 0
+        while skipped < self.consumed:
+            block = self.reader.read_many(min(BLOCK_RECORDS, self.consumed - skipped))
+            if not block:
+                break
+            skipped += len(block)
 
 
 def _filenames(value) -> list[str]:

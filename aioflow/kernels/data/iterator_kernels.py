@@ -18,10 +18,10 @@ import itertools
 
 import numpy as np
 
-from aioflow.framework import dtypes, errors
+from aioflow.framework import dtypes, errors, tensor_util
 from aioflow.framework.op_kernel import AsyncOpKernel, OpKernel, register_kernel
 from aioflow.framework.var import ResourceHandle, handle_value
-from aioflow.proto import resource_handle_pb2
+from aioflow.proto import resource_handle_pb2, tensor_pb2
 
 from .dataset import (
     PENDING,
@@ -127,12 +127,12 @@ class IteratorResource:
         self.iterator.save(state)
         return state
 
-    def restore(self, state: dict) -> None:
+    async def restore(self, state: dict) -> None:
         self._check()
         self.close()
         self.iterator = self.dataset.make_iterator(
             IteratorContext(self.resource_mgr), "Iterator")
-        self.iterator.restore(state)
+        await self.iterator.restore(state)
 
 
 async def _finish(awaitable):
@@ -446,12 +446,47 @@ def _types(ts) -> str:
 # -- state ----------------------------------------------------------------------------------
 
 class IteratorState:
-    """What SerializeIterator's variant holds: the iterator's state by key."""
+    """What SerializeIterator's variant holds: the iterator's state by key. In a
+    checkpoint it is a VariantTensorDataProto ("tensorflow::Iterator"): a string tensor
+    of the keys, then one tensor per key (`bytes()`; `from_bytes` reads it back)."""
 
     __slots__ = ("state",)
+    TYPE_NAME = "tensorflow::Iterator"
 
     def __init__(self, state: dict):
         self.state = state
+
+    def __bytes__(self) -> bytes:
+        proto = tensor_pb2.VariantTensorDataProto(type_name=self.TYPE_NAME)
+        keys = sorted(self.state)
+        proto.tensors.append(tensor_util.make_tensor_proto(
+            np.array([k.encode() for k in keys], dtype=object)))
+        for k in keys:
+            value = np.asarray(self.state[k])
+            if value.dtype == object and not all(isinstance(v, bytes)
+                                                 for v in value.reshape(-1)):
+                raise errors.UnimplementedError(
+                    None, None, f"The iterator state {k} holds a dataset object: this "
+                                f"iterator (an interleave with open elements) can be "
+                                f"serialized within a session but not written to a "
+                                f"checkpoint")
+            proto.tensors.append(tensor_util.make_tensor_proto(value))
+        return proto.SerializeToString()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> IteratorState:
+        proto = tensor_pb2.VariantTensorDataProto()
+        try:
+            proto.ParseFromString(data)
+        except Exception as e:  # noqa: BLE001 - any parse failure
+            raise errors.DataLossError(None, None, "Could not parse the iterator state") from e
+        if proto.type_name != cls.TYPE_NAME or not proto.tensors:
+            raise errors.InvalidArgumentError(
+                None, None, f"DeserializeIterator: expected a {cls.TYPE_NAME} state, got "
+                            f"'{proto.type_name}'")
+        keys = tensor_util.make_ndarray(proto.tensors[0]).reshape(-1)
+        values = [tensor_util.make_ndarray(t) for t in proto.tensors[1:]]
+        return cls({k.decode(): v for k, v in zip(keys, values, strict=True)})
 
 
 @register_kernel("SerializeIterator", "CPU")
@@ -463,12 +498,16 @@ class SerializeIteratorOp(OpKernel):
 
 
 @register_kernel("DeserializeIterator", "CPU")
-class DeserializeIteratorOp(OpKernel):
-    def compute(self, ctx, inputs):
+class DeserializeIteratorOp(AsyncOpKernel):
+    """Restore the iterator's state (an element's function may run: awaited)."""
+
+    async def compute_async(self, ctx, inputs):
         item = inputs[1][()] if isinstance(inputs[1], np.ndarray) else inputs[1]
+        if isinstance(item, bytes):  # read back from a checkpoint
+            item = IteratorState.from_bytes(item)
         if not isinstance(item, IteratorState):
             raise errors.InvalidArgumentError(
                 None, None, "DeserializeIterator: the serialized value is not an iterator "
                             "state")
-        resource_of(ctx, inputs[0]).restore(item.state)
+        await resource_of(ctx, inputs[0]).restore(item.state)
         return ()

@@ -243,7 +243,7 @@ class _InterleaveIterator(UnaryIterator):
     def __init__(self, dataset, ictx, prefix):
         super().__init__(dataset, ictx, prefix)
         self.current: list = [None] * dataset.cycle_length
-        self.datasets: list = [None] * dataset.cycle_length
+        self.args: list = [None] * dataset.cycle_length
         self.cycle_index = 0
         self.block_index = 0
         self.num_open = 0
@@ -253,13 +253,14 @@ class _InterleaveIterator(UnaryIterator):
         self.block_index = 0
         self.cycle_index = (self.cycle_index + 1) % self.dataset.cycle_length
 
-    async def _open(self, element):
+    async def _open(self, element, slot: int):
         result = await self.dataset.fn(self.ictx, element)
-        dataset = dataset_of(result[0])
-        self.datasets[self.cycle_index] = dataset
-        return dataset.make_iterator(self.ictx, f"{self.prefix}[{self.cycle_index}]")
+        self.args[slot] = element
+        return dataset_of(result[0]).make_iterator(self.ictx, f"{self.prefix}[{slot}]")
 
     def save(self, state):
+        """TF's: the cycle's position, the input, and per open element the input element
+        it was made from (args) and its iterator's state."""
         key = self.key
         for name in ("cycle_index", "block_index", "num_open"):
             state[key(name)] = np.array(getattr(self, name), np.int64)
@@ -268,26 +269,27 @@ class _InterleaveIterator(UnaryIterator):
         super().save(state)
         for i, it in enumerate(self.current):
             if it is not None:
-                # the element's dataset itself (this state lives in the process)
-                holder = np.empty((), dtype=object)
-                holder[()] = self.datasets[i]
-                state[key(f"current_elements[{i}]")] = holder
+                args = self.args[i]
+                state[key(f"args_size[{i}]")] = np.array(len(args), np.int64)
+                for j, value in enumerate(args):
+                    state[key(f"args_list_[{i}][{j}]")] = np.asarray(value)
                 it.save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         key = self.key
         for name in ("cycle_index", "block_index", "num_open"):
             setattr(self, name, int(state[key(name)]))
         self.end_of_input = key("end_of_input") in state
-        super().restore(state)
-        self.current = [None] * self.dataset.cycle_length
-        self.datasets = [None] * self.dataset.cycle_length
-        for i in range(self.dataset.cycle_length):
-            holder = state.get(key(f"current_elements[{i}]"))
-            if holder is not None:
-                self.datasets[i] = holder[()]
-                self.current[i] = holder[()].make_iterator(self.ictx, f"{self.prefix}[{i}]")
-                self.current[i].restore(state)
+        await super().restore(state)
+        n = self.dataset.cycle_length
+        self.current, self.args = [None] * n, [None] * n
+        for i in range(n):
+            if key(f"args_size[{i}]") not in state:
+                continue
+            size = int(state[key(f"args_size[{i}]")])
+            args = [state[key(f"args_list_[{i}][{j}]")] for j in range(size)]
+            self.current[i] = await self._open(args, i)
+            await self.current[i].restore(state)
 
     async def get_next(self):
         while not self.end_of_input or self.num_open:
@@ -300,6 +302,7 @@ class _InterleaveIterator(UnaryIterator):
                         self._advance_cycle()
                     return out
                 self.current[self.cycle_index] = None
+                self.args[self.cycle_index] = None
                 self.num_open -= 1
                 self._advance_cycle()
             elif not self.end_of_input:
@@ -308,7 +311,8 @@ class _InterleaveIterator(UnaryIterator):
                     self.end_of_input = True
                     self.input = None
                 else:
-                    self.current[self.cycle_index] = await self._open(element)
+                    self.current[self.cycle_index] = await self._open(element,
+                                                                      self.cycle_index)
                     self.num_open += 1
             else:
                 self._advance_cycle()

@@ -116,7 +116,7 @@ class _PrefetchIterator(UnaryIterator):
         else:
             self.input.save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.close()
         n = int(state[self.key("buffer_size")])
         self.buffer = deque()
@@ -129,7 +129,7 @@ class _PrefetchIterator(UnaryIterator):
             self.buffer.append((None, None))
         else:
             self.input = self.dataset.input.make_iterator(self.ictx, self.prefix)
-            self.input.restore(state)
+            await self.input.restore(state)
         self.ended = False
 
 

@@ -183,7 +183,7 @@ class _ShuffleIterator(UnaryIterator):
                 for k, value in enumerate(element):
                     state[key(f"buffer_{j % size}_{k}")] = np.asarray(value)
 
-    def restore(self, state):
+    async def restore(self, state):
         key = self.key
         self.seed = int(state[key("seed")])
         self.seed2 = int(state[key("seed2")])
@@ -192,7 +192,7 @@ class _ShuffleIterator(UnaryIterator):
             self.input = None
         else:
             self.input = self.dataset.input.make_iterator(self.ictx, self.prefix)
-            self.input.restore(state)
+            await self.input.restore(state)
         self.epoch = int(state[key("epoch")])
         self.num_elements = int(state[key("num_elements")])
         size = self.dataset.buffer_size

@@ -44,7 +44,7 @@ class _TensorIterator(DatasetIterator):
     def save(self, state):
         state[self.key("produced")] = np.array(int(self.produced), np.int64)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.produced = bool(state[self.key("produced")])
 
 
@@ -99,7 +99,7 @@ class _SliceIterator(DatasetIterator):
     def save(self, state):
         state[self.key("i")] = np.array(self.i, np.int64)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.i = int(state[self.key("i")])
 
 
@@ -170,7 +170,7 @@ class _RangeIterator(DatasetIterator):
     def save(self, state):
         state[self.key("next")] = np.array(self.next, np.int64)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.next = int(state[self.key("next")])
 
 

@@ -45,11 +45,11 @@ class UnaryIterator(DatasetIterator):
     def save(self, state):
         save_input(self.input, state, "input_impl_empty", self)
 
-    def restore(self, state):
+    async def restore(self, state):
         if self.key("input_impl_empty") in state:
             self.input = None
         else:
-            self.input.restore(state)
+            await self.input.restore(state)
 
     def close(self):
         if self.input is not None:
@@ -86,7 +86,7 @@ class _EmptyIterator(DatasetIterator):
     def save(self, state):
         pass
 
-    def restore(self, state):
+    async def restore(self, state):
         pass
 
 
@@ -121,11 +121,11 @@ class _RepeatIterator(UnaryIterator):
         state[self.key("i")] = np.array(self.epoch, np.int64)
         super().save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.epoch = int(state[self.key("i")])
         if self.key("input_impl_empty") not in state:
             self.input = self.dataset.input.make_iterator(self.ictx, self.prefix)
-        super().restore(state)
+        await super().restore(state)
 
 
 @register_kernel("RepeatDataset", "CPU")
@@ -176,9 +176,9 @@ class _TakeIterator(UnaryIterator):
         state[self.key("i")] = np.array(self.i, np.int64)
         super().save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.i = int(state[self.key("i")])
-        super().restore(state)
+        await super().restore(state)
 
 
 @register_kernel("TakeDataset", "CPU")
@@ -227,9 +227,9 @@ class _SkipIterator(UnaryIterator):
         state[self.key("i")] = np.array(self.i, np.int64)
         super().save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.i = int(state[self.key("i")])
-        super().restore(state)
+        await super().restore(state)
 
 
 @register_kernel("SkipDataset", "CPU")
@@ -280,9 +280,9 @@ class _ShardIterator(UnaryIterator):
         state[self.key("next_index")] = np.array(self.next_index, np.int64)
         super().save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.next_index = int(state[self.key("next_index")])
-        super().restore(state)
+        await super().restore(state)
 
 
 @register_kernel("ShardDataset", "CPU")
@@ -355,12 +355,12 @@ class _ZipIterator(DatasetIterator):
             for it in self.inputs:
                 it.save(state)
 
-    def restore(self, state):
+    async def restore(self, state):
         if self.key("input_impls_empty") in state:
             self.inputs = None
         else:
             for it in self.inputs:
-                it.restore(state)
+                await it.restore(state)
 
 
 @register_kernel("ZipDataset", "CPU")
@@ -413,14 +413,14 @@ class _ConcatenateIterator(DatasetIterator):
         state[self.key("i")] = np.array(self.i, np.int64)
         save_input(self.input, state, "input_impl_uninitialized", self)
 
-    def restore(self, state):
+    async def restore(self, state):
         self.i = int(state[self.key("i")])
         if self.key("input_impl_uninitialized") in state or self.i > 1:
             self.input = None
             return
         source = self.dataset.first if self.i == 0 else self.dataset.second
         self.input = source.make_iterator(self.ictx, self.prefix)
-        self.input.restore(state)
+        await self.input.restore(state)
 
 
 @register_kernel("ConcatenateDataset", "CPU")
