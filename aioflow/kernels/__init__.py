@@ -4,7 +4,9 @@ sparse). Importing a module registers its kernels; this list imports every one. 
 kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
 from .array import (
+    array_grad_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
     parallel_concat_kernels,
@@ -30,7 +32,13 @@ from .data import (
     transform_kernels,
 )
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
-from .image import image_codec_kernels, nms_kernels, resize_area_kernels, resize_kernels
+from .image import (
+    image_codec_kernels,
+    nms_kernels,
+    resize_area_kernels,
+    resize_grad_kernels,
+    resize_kernels,
+)
 from .io import (
     file_io_kernels,
     io_kernels,
@@ -41,6 +49,7 @@ from .io import (
 from .math import (
     bitwise_kernels,
     cwise_kernels,
+    grad_kernels,
     histogram_kernels,
     linalg_kernels,
     matmul_kernels,
@@ -49,11 +58,15 @@ from .math import (
     special_math_kernels,
 )
 from .nn import (
+    activation_grad_kernels,
     activation_kernels,
+    conv_grad_kernels,
     conv_kernels,
     fake_quant_kernels,
     fused_kernels,
+    normalization_grad_kernels,
     normalization_kernels,
+    pooling_grad_kernels,
     pooling_kernels,
     topk_kernels,
 )

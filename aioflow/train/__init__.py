@@ -20,8 +20,8 @@ from aioflow.checkpoint.checkpoint_utils import (
     load_checkpoint,
     load_variable,
 )
-from aioflow.checkpoint.meta_graph import export_meta_graph, import_meta_graph
-from aioflow.checkpoint.saver import Saver, SaverDef
+from aioflow.checkpoint.meta_graph import export_meta_graph
+from aioflow.checkpoint.saver import Saver, SaverDef, import_meta_graph
 from aioflow.train.input import (
     batch,
     batch_join,
