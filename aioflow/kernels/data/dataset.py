@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import types
+from time import perf_counter
 
 import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.kernel_context import OpKernelContext
+
+#: How long a pipeline's work runs on the loop before it lets other coroutines run (s).
+SLICE_S = 0.001
 
 INFINITE = -1   # TF's kInfiniteCardinality
 UNKNOWN = -2    # TF's kUnknownCardinality
@@ -92,6 +96,15 @@ class IteratorContext:
         self.kernel_ctx = OpKernelContext(0, [], 0, resource_mgr=resource_mgr)
         self.resource_mgr = resource_mgr
         self.pool = pool
+        self.ran_since = perf_counter()
+
+    async def pause(self) -> None:
+        """Let the loop run when this pipeline has held it for SLICE_S (a chain of
+        inline elements, each short, must not starve the loop's other work)."""
+        now = perf_counter()
+        if now - self.ran_since > SLICE_S:
+            await asyncio.sleep(0)
+            self.ran_since = perf_counter()
 
     async def run_blocking(self, fn, *args):
         """`fn(*args)` on the pool (file reads, decompression): the loop never blocks."""

@@ -104,6 +104,7 @@ class _MapIterator(UnaryIterator):
         out = await _apply(self.dataset, self.ictx, element)
         if out is None:
             self.input = None
+        await self.ictx.pause()
         return out
 
 
@@ -199,6 +200,7 @@ class _FilterIterator(UnaryIterator):
                 self.input = None
                 return None
             result = await self.dataset.predicate(self.ictx, element)
+            await self.ictx.pause()
             if len(result) != 1 or np.ndim(result[0]) != 0 or \
                     np.asarray(result[0]).dtype != np.bool_:
                 raise errors.InvalidArgumentError(

@@ -33,29 +33,35 @@ _MAX_EPOCHS_IN_BUFFER = 2
 
 
 class Words:
-    """32-bit words of Philox(seed, seed2), one at a time (TF's SingleSampleAdapter);
-    `skip(n)` moves n words on (restoring a checkpoint)."""
+    """32-bit words of Philox(seed, seed2), one at a time (TF's SingleSampleAdapter: the
+    four words of each block in order); made 256 blocks at a time. `skip` starts that
+    many words on (restoring a checkpoint)."""
+
+    CHUNK = 256
 
     def __init__(self, seed: int, seed2: int, skip: int = 0):
         self.philox = Philox.from_seeds(seed, seed2)
-        self.count = 0
-        self.buffered: list = []
-        self.block = 0
-        if skip:
-            self.block = skip // 4
-            self.buffered = self._block()[skip % 4:]
-            self.count = skip
+        self.count = skip
+        self.block = skip // 4
+        self.words: list = []
+        self.pos = 0
+        if skip % 4:
+            self._refill()
+            self.pos = skip % 4
 
-    def _block(self) -> list:
-        words = [int(w) for w in self.philox.blocks([self.block])[0]]
-        self.block += 1
-        return words
+    def _refill(self) -> None:
+        offsets = np.arange(self.block, self.block + self.CHUNK, dtype=np.uint64)
+        self.words = self.philox.blocks(offsets).reshape(-1).tolist()
+        self.block += self.CHUNK
+        self.pos = 0
 
     def __call__(self) -> int:
-        if not self.buffered:
-            self.buffered = self._block()
+        if self.pos >= len(self.words):
+            self._refill()
+        word = self.words[self.pos]
+        self.pos += 1
         self.count += 1
-        return self.buffered.pop(0)
+        return word
 
 
 def random_seeds(seed: int, seed2: int) -> tuple[int, int]:
@@ -134,6 +140,7 @@ class _ShuffleIterator(UnaryIterator):
                 self.slices.append([end, end])
                 self.input = d.input.make_iterator(self.ictx, self.prefix)
                 self.first_call = True  # (an epoch must produce something to go on)
+            await self.ictx.pause()
             if element is not None:
                 self.buffer[self.slices[-1][1] % d.buffer_size] = element
                 self.num_elements += 1
