@@ -66,6 +66,8 @@ def _call_with_structure(input_spec):
     does (a plain tuple is unpacked into arguments), and flattens its results (a list
     result is a tuple, leaves become tensors)."""
     def call(fn, args):
+        args = [DatasetV1(a, s.element_spec) if isinstance(s, structure.DatasetSpec) else a
+                for a, s in zip(args, structure.flatten(input_spec), strict=True)]
         nested = structure.pack_sequence_as(input_spec, args)
         ret = fn(*nested) if type(nested) is tuple else fn(nested)
         if isinstance(ret, list):
@@ -368,6 +370,29 @@ class DatasetV1:
                            buffer_output_elements=buffer_output,
                            prefetch_input_elements=prefetch_input, f=func,
                            deterministic="false" if sloppy else "true")
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False) -> DatasetV1:
+        """Windows of the elements: per component, a dataset of up to `size` elements."""
+        size_t = _int64(size, "size")
+        shift_t = _int64(size if shift is None else shift, "shift")
+        stride_t = _int64(stride, "stride")
+        drop_t = _bool(drop_remainder, "drop_remainder")
+        spec = structure.map_structure(structure.DatasetSpec, self._element_spec)
+        return self._unary("WindowDataset", spec, size=size_t, shift=shift_t,
+                           stride=stride_t, drop_remainder=drop_t)
+
+    def cardinality(self) -> ops.Tensor:
+        """The number of elements (-1 infinite, -2 unknown), an int64 scalar tensor."""
+        return apply_op("DatasetCardinality", input_dataset=self._variant_tensor,
+                        cardinality_options="")
+
+    def _shuffle_and_repeat(self, buffer_size, count=None, seed=None) -> DatasetV1:
+        buffer_size_t = _int64(buffer_size, "buffer_size")
+        count_t = _int64(-1 if count is None else count, "count")
+        seed_t, seed2_t = _seeds(seed)
+        return self._unary("ShuffleAndRepeatDataset", buffer_size=buffer_size_t,
+                           seed=seed_t, seed2=seed2_t, count=count_t,
+                           reshuffle_each_iteration=True)
 
     def cache(self, filename="") -> DatasetV1:
         filename_t = ops.convert_to_tensor(filename, dtype=dtypes.string, name="filename")

@@ -5,7 +5,7 @@ structure of TensorSpecs; its flat lists of types and shapes are the ops' attrs.
 
 from __future__ import annotations
 
-from aioflow.framework import ops, tensor_shape
+from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.tensor_spec import TensorSpec
 
 
@@ -63,6 +63,25 @@ def assert_same_structure(a, b) -> None:
     if shape(a) != shape(b):
         raise TypeError(f"The two structures don't have the same nested structure.\n\n"
                         f"First structure: {a}\n\nSecond structure: {b}")
+
+
+class DatasetSpec:
+    """The spec of an element that is itself a dataset (a window's component): a scalar
+    variant whose dataset has `element_spec` (tf.data.DatasetSpec)."""
+
+    dtype = dtypes.variant
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self.element_spec = element_spec
+        self.shape = tensor_shape.TensorShape(dataset_shape)
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self.element_spec!r}, {self.shape!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DatasetSpec) and other.element_spec == self.element_spec
+
+    __hash__ = None
 
 
 def spec_of(tensor: ops.Tensor) -> TensorSpec:

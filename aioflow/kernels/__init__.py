@@ -29,6 +29,7 @@ from .data import (
     shuffle_kernels,
     source_kernels,
     transform_kernels,
+    window_kernels,
 )
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
 from .image import (

@@ -311,6 +311,43 @@ def program_list_files_none(tf):
     return _initializable(tf, ds, 1)
 
 
+def program_shuffle_and_repeat(tf):
+    ds = tf.data.Dataset.range(5).apply(tf.data.experimental.shuffle_and_repeat(3, 2, seed=1))
+    things, steps = _initializable(tf, ds, 11)
+    things["cardinality"] = tf.data.experimental.cardinality(ds)
+    return things, steps + [(["cardinality"], {})]
+
+
+def program_cardinality(tf):
+    ds = tf.data.Dataset.range(10).batch(3).repeat(2)
+    filtered = tf.data.Dataset.range(10).filter(lambda x: x > 2)
+    forever = tf.data.Dataset.range(3).repeat()
+    things = {"a": tf.data.experimental.cardinality(ds),
+              "b": tf.data.experimental.cardinality(filtered),
+              "c": tf.data.experimental.cardinality(forever),
+              "d": tf.data.experimental.cardinality(forever.take(5).skip(1))}
+    return things, [(["a", "b", "c", "d"], {})]
+
+
+def program_window(tf):
+    ds = tf.data.Dataset.range(7).window(3, shift=2, drop_remainder=False)
+    ds = ds.flat_map(lambda w: w.batch(3))
+    return _initializable(tf, ds, 5)
+
+
+def program_window_stride_drop(tf):
+    ds = tf.data.Dataset.zip((tf.data.Dataset.range(10), tf.data.Dataset.range(10, 20)))
+    ds = ds.window(2, shift=3, stride=2, drop_remainder=True)
+    ds = ds.flat_map(lambda a, b: tf.data.Dataset.zip((a.batch(2), b.batch(2))))
+    return _initializable(tf, ds, 4)
+
+
+def program_flat_map_unbatch(tf):
+    ds = tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]])
+    ds = ds.flat_map(lambda v: tf.data.Dataset.from_tensors(v)).unbatch()
+    return _initializable(tf, ds, 5)
+
+
 def write_files(tf):
     """The files the file programs read, and corrupted copies, written by TF."""
     root = HERE.parent.parent / FILES

@@ -26,7 +26,7 @@ from aioflow.framework.var import ResourceHandle, handle_value
 
 from ..random.philox import Philox
 from .dataset import INFINITE, UNKNOWN, dataset_of, scalar_int, variant
-from .transform_kernels import UnaryDataset, UnaryIterator
+from .transform_kernels import RepeatDataset, UnaryDataset, UnaryIterator
 
 SEED_GENERATOR_TYPE = "SeedGenerator"
 _MAX_EPOCHS_IN_BUFFER = 2
@@ -88,6 +88,21 @@ class SeedGenerator:
             return self.words(), self.words()
 
 
+class _FirstSeeds:
+    """A generator's first seeds, every time."""
+
+    def __init__(self, generator: SeedGenerator):
+        self.generator = generator
+        self.seeds = None
+        self.lock = threading.Lock()
+
+    def generate(self) -> tuple[int, int]:
+        with self.lock:
+            if self.seeds is None:
+                self.seeds = self.generator.generate()
+            return self.seeds
+
+
 class ShuffleDataset(UnaryDataset):
     type_string = "Shuffle"
 
@@ -136,6 +151,8 @@ class _ShuffleIterator(UnaryIterator):
                     self.input = None
                     return False
                 self.epoch += 1
+                if d.count != -1 and self.epoch >= d.count:
+                    break
                 end = self.slices[-1][1]
                 self.slices.append([end, end])
                 self.input = d.input.make_iterator(self.ictx, self.prefix)
@@ -255,12 +272,16 @@ class _ShuffleOpBase(OpKernel):
             i += 1
         if generator is None:
             generator = SeedGenerator(seed, seed2, self.reshuffle)
-        count = scalar_int(inputs[i], "count") if self.has_count else 1
         buffer_size = _buffer_size(inputs[1])
         if buffer_size == -1:
             buffer_size = 1 << 62
-        return (variant(ShuffleDataset(dataset_of(inputs[0]), buffer_size, generator,
-                                       count)),)
+        if self.has_count:
+            # TF 2.21's fused op gives every epoch the first epoch's order: the repeat
+            # of a shuffle whose iterators all take the generator's first seeds
+            shuffled = ShuffleDataset(dataset_of(inputs[0]), buffer_size,
+                                      _FirstSeeds(generator))
+            return (variant(RepeatDataset(shuffled, scalar_int(inputs[i], "count"))),)
+        return (variant(ShuffleDataset(dataset_of(inputs[0]), buffer_size, generator)),)
 
 
 @register_kernel("ShuffleDataset", "CPU")
@@ -288,6 +309,9 @@ class ShuffleDatasetV3Op(_ShuffleOpBase):
 
 @register_kernel("ShuffleAndRepeatDataset", "CPU")
 class ShuffleAndRepeatDatasetOp(_ShuffleOpBase):
+    """TF 1's fused shuffle + repeat: an iterator's epochs all come in one order (its
+    words restart at each epoch), as TF 2.21's."""
+
     has_count = True
 
 
