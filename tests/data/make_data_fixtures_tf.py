@@ -40,7 +40,8 @@ OPS = ["TensorDataset", "TensorSliceDataset", "RangeDataset", "MapDataset",
        "SerializeIterator", "DeserializeIterator", "OptionalHasValue", "OptionalGetValue",
        "OptionalNone", "OptionalFromValue", "DummySeedGenerator", "AnonymousSeedGenerator",
        "DeleteSeedGenerator", "DummyMemoryCache", "AnonymousMemoryCache",
-       "DeleteMemoryCache", "ReduceDataset", "DatasetToSingleElement"]
+       "DeleteMemoryCache", "ReduceDataset", "DatasetToSingleElement", "ScanDataset",
+       "LegacyParallelInterleaveDatasetV2"]
 
 
 def _drain(n: int, init: bool = False) -> list:
@@ -396,6 +397,39 @@ def read_records(tf, errors_module) -> dict:
     return out
 
 
+# -- TF 2-era graphs: datasets and iterators inside tf.functions ----------------------------
+# (AnonymousIteratorV3, MakeIterator, IteratorGetNext; `for x in dataset` as
+# ScanDataset/ReduceDataset; ShuffleDatasetV3 with a DummySeedGenerator). aioflow cannot
+# trace tf.functions: only TF's GraphDefs are replayed.
+
+def tf2_functions(tf):
+    @tf.function
+    def total(n):
+        ds = tf.data.Dataset.range(n).map(lambda x: x * 2).shuffle(5, seed=1).batch(3)
+        s = tf.constant(0, tf.int64)
+        for b in ds:
+            s += tf.reduce_sum(b)
+        return s
+
+    @tf.function
+    def first_three():
+        it = iter(tf.data.Dataset.range(10).shuffle(10, seed=3).batch(2))
+        return next(it), next(it), next(it)
+
+    @tf.function
+    def padded_first():
+        ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x)).padded_batch(3)
+        return next(iter(ds))
+
+    n = tf.compat.v1.placeholder(tf.int64, [], name="n")
+    things = {"total": tf.identity(total(n), name="total"),
+              "first": [tf.identity(t) for t in first_three()],
+              "padded": tf.identity(padded_first(), name="padded"), "n": n}
+    steps = [(["total", "first", "padded"], {"n": 10}), (["total"], {"n": 7}),
+             (["first"], {})]
+    return things, steps
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 
@@ -473,6 +507,7 @@ def main():
         out["opdefs"][name] = op_def_registry.get(name).SerializeToString().hex()
     for name, fn in PROGRAMS.items():
         out["programs"][name] = record(v1, fn, tf_errors)
+    out["tf2_graphs"] = {"functions": record(v1, lambda _: tf2_functions(tf), tf_errors)}
     (HERE / "data_tf.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 

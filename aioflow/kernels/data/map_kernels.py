@@ -385,3 +385,76 @@ class LegacyParallelInterleaveDatasetOp(_FunctionDatasetOp):
         return InterleaveDataset(input_, fn, self.dtypes, self.shapes,
                                  _cycle_length(cycle_length), block_length,
                                  "LegacyParallelInterleaveV2")
+
+
+class ScanDataset(UnaryDataset):
+    """Elements of `f(state, element) -> (new state, output)`, the state carried along
+    (tf.data.experimental.scan; TF 2's `for x in dataset` in a tf.function)."""
+
+    type_string = "Scan"
+
+    def __init__(self, input_, fn, initial_state: list, dtypes_, shapes,
+                 preserve_cardinality: bool):
+        super().__init__(input_, dtypes_, shapes)
+        self.fn = fn
+        self.initial_state = initial_state
+        self.preserve_cardinality = preserve_cardinality
+
+    def cardinality(self):
+        return self.input.cardinality() if self.preserve_cardinality else UNKNOWN
+
+    def make_iterator(self, ictx, prefix):
+        return _ScanIterator(self, ictx, prefix)
+
+
+class _ScanIterator(UnaryIterator):
+    def __init__(self, dataset, ictx, prefix):
+        super().__init__(dataset, ictx, prefix)
+        self.state = list(dataset.initial_state)
+
+    async def get_next(self):
+        if self.input is None:
+            return None
+        element = await self.input.get_next()
+        if element is None:
+            self.input = None
+            return None
+        try:
+            results = await self.dataset.fn(self.ictx, self.state + element)
+        except errors.OutOfRangeError:
+            self.input = None
+            return None
+        n = len(self.state)
+        self.state = list(results[:n])
+        await self.ictx.pause()
+        return list(results[n:])
+
+    def save(self, state):
+        super().save(state)
+        state[self.key("state_size")] = np.array(len(self.state), np.int64)
+        for i, value in enumerate(self.state):
+            state[self.key(f"state[{i}]")] = np.asarray(value)
+
+    async def restore(self, state):
+        await super().restore(state)
+        n = int(state[self.key("state_size")])
+        self.state = [state[self.key(f"state[{i}]")] for i in range(n)]
+
+
+@register_kernel("ScanDataset", "CPU")
+class ScanDatasetOp(OpKernel):
+    """Inputs: input_dataset, initial_state (Tstate), other_arguments (Targuments)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.fn = FunctionFactory(ctx, "f")
+        self.num_state = len(ctx.get_attr("Tstate"))
+        self.dtypes = types_attr(ctx)
+        self.shapes = shapes_attr(ctx)
+        self.preserve = bool(ctx.get_attr("preserve_cardinality", False))
+
+    def compute(self, ctx, inputs):
+        n = self.num_state
+        return (variant(ScanDataset(dataset_of(inputs[0]), self.fn.bind(list(inputs[1 + n:])),
+                                    list(inputs[1:1 + n]), self.dtypes, self.shapes,
+                                    self.preserve)),)
