@@ -165,3 +165,16 @@ async def test_tf2_function_graphs_run_equal_tf():
     assert {"AnonymousIteratorV3", "MakeIterator", "IteratorGetNext", "ScanDataset",
             "ReduceDataset", "ShuffleDatasetV3"} <= ops
     await _replay(graph, record, "tf2_functions")
+
+
+async def test_tf2_saved_model_with_a_pipeline_runs_equal_tf():
+    """A TF 2 SavedModel whose signature makes a dataset, loops over it and takes an
+    iterator's first element (tests/data/data_saved_model, written by TF)."""
+    record = FIXTURE["tf2_graphs"]["saved_model"]
+    model = await af.saved_model.load(str(DATA / "data_saved_model"))
+    try:
+        out = await model.signatures["serving_default"](x=_value(record["x"]))
+    finally:
+        await model.close()
+    for key, want in record["outputs"].items():
+        _assert_values([out[key]], [want], key)

@@ -430,6 +430,29 @@ def tf2_functions(tf):
     return things, steps
 
 
+def write_saved_model(tf) -> dict:
+    """A TF 2 SavedModel whose signature runs a dataset pipeline and an iterator over it
+    (data_saved_model/); returns what TF's loaded model answers."""
+    class Pipeline(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+        def summarize(self, x):
+            ds = tf.data.Dataset.from_tensor_slices(x).map(lambda v: v * 2.0)
+            ds = ds.shuffle(4, seed=2).batch(2)
+            total = tf.constant(0.0)
+            for b in ds:
+                total += tf.reduce_sum(b)
+            first = next(iter(ds))
+            return {"total": total, "first": first}
+
+    module = Pipeline()
+    path = HERE / "data_saved_model"
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.summarize})
+    loaded = tf.saved_model.load(str(path))
+    x = np.arange(7, dtype=np.float32)
+    out = loaded.signatures["serving_default"](x=tf.constant(x))
+    return {"x": plain(x), "outputs": {k: plain(v.numpy()) for k, v in out.items()}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 
@@ -500,6 +523,7 @@ def main():
 
     v1 = tf.compat.v1
     write_files(tf)
+    saved_model = write_saved_model(tf)
     v1.disable_eager_execution()
     out = {"tensorflow": tf.__version__, "opdefs": {}, "programs": {},
            "records": read_records(tf, tf_errors), "record_list": [r.hex() for r in RECORDS]}
@@ -507,7 +531,8 @@ def main():
         out["opdefs"][name] = op_def_registry.get(name).SerializeToString().hex()
     for name, fn in PROGRAMS.items():
         out["programs"][name] = record(v1, fn, tf_errors)
-    out["tf2_graphs"] = {"functions": record(v1, lambda _: tf2_functions(tf), tf_errors)}
+    out["tf2_graphs"] = {"functions": record(v1, lambda _: tf2_functions(tf), tf_errors),
+                         "saved_model": saved_model}
     (HERE / "data_tf.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
