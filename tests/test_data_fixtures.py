@@ -1,5 +1,5 @@
 """tf.data against TensorFlow 2.21 (tests/data/make_data_fixtures_tf.py wrote
-data_tf.json): the OpDefs field by field; the GraphDefs af.data builds for 42 TF 1.x
+data_tf.json): the OpDefs field by field; the GraphDefs af.data builds for 43 TF 1.x
 pipeline programs node for node; and each program's runs (elements, seeded shuffle
 orders, reshuffles, interleave orders, padded batches, TFRecord/text/fixed-length
 files, corrupted records, the OutOfRangeError at the end, step for step), replayed on

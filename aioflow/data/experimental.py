@@ -2,6 +2,7 @@
 
 from aioflow.data.dataset_ops import AUTOTUNE, INFINITE, UNKNOWN
 from aioflow.data.iterator_ops import make_saveable_from_iterator
+from aioflow.data.optional_ops import Optional, get_next_as_optional
 from aioflow.data.structure import DatasetSpec
 
 
@@ -33,4 +34,4 @@ UNKNOWN_CARDINALITY = UNKNOWN
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY",
            "make_saveable_from_iterator", "cardinality", "shuffle_and_repeat",
-           "parallel_interleave", "DatasetSpec"]
+           "parallel_interleave", "DatasetSpec", "Optional", "get_next_as_optional"]

@@ -15,7 +15,7 @@ from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.proto import attr_value_pb2, function_pb2
 
-from . import structure
+from . import optional_ops, structure
 from .func_graph import _out_arg_names
 
 GLOBAL_ITERATORS = "iterators"
@@ -105,9 +105,7 @@ class Iterator:
         return structure.pack_sequence_as(self._element_spec, list(flat))
 
     def get_next_as_optional(self):
-        return apply_op("IteratorGetNextAsOptional", iterator=self._iterator_resource,
-                        output_types=structure.flat_types(self._element_spec),
-                        output_shapes=structure.flat_shapes(self._element_spec))
+        return optional_ops.get_next_as_optional(self)
 
     def string_handle(self, name=None):
         if name is None:

@@ -343,6 +343,16 @@ def program_window_stride_drop(tf):
     return _initializable(tf, ds, 4)
 
 
+def program_optional(tf):
+    it = tf.data.make_initializable_iterator(
+        tf.data.Dataset.range(2).map(lambda x: (x, x * 2)))
+    opt = tf.data.experimental.get_next_as_optional(it)
+    things = {"init": it.initializer, "has": opt.has_value(), "value": opt.get_value()}
+    steps = [(["init"], {}), (["has", "value"], {}), (["has", "value"], {}), (["has"], {}),
+             (["value"], {})]
+    return things, steps
+
+
 def program_flat_map_unbatch(tf):
     ds = tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]])
     ds = ds.flat_map(lambda v: tf.data.Dataset.from_tensors(v)).unbatch()

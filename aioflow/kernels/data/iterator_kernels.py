@@ -379,7 +379,7 @@ class OptionalGetValueOp(OpKernel):
         values = _optional_of(inputs[0]).values
         if values is None:
             raise errors.InvalidArgumentError(
-                None, None, "The optional variant does not have a value.")
+                None, None, "The given optional does not have a value.")
         return tuple(values)
 
 
