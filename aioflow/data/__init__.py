@@ -4,6 +4,7 @@ over a dataset in a session. See docs/data.md."""
 
 from aioflow.data import experimental
 from aioflow.data.dataset_ops import AUTOTUNE, INFINITE, UNKNOWN, Dataset, DatasetV1
+from aioflow.data.experimental import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from aioflow.data.iterator_ops import (
     Iterator,
     iterate,
@@ -11,8 +12,27 @@ from aioflow.data.iterator_ops import (
     make_one_shot_iterator,
 )
 from aioflow.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+from aioflow.data.structure import DatasetSpec
+
+
+def get_output_types(dataset_or_iterator):
+    """tf.compat.v1.data.get_output_types: the element's dtypes, as its structure."""
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator):
+    """tf.compat.v1.data.get_output_shapes: the element's static shapes."""
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator):
+    """tf.compat.v1.data.get_output_classes: Tensor for every component."""
+    return dataset_or_iterator.output_classes
+
 
 __all__ = ["AUTOTUNE", "INFINITE", "UNKNOWN", "Dataset", "DatasetV1", "Iterator",
            "experimental", "iterate", "make_initializable_iterator",
            "make_one_shot_iterator", "TFRecordDataset", "TextLineDataset",
-           "FixedLengthRecordDataset"]
+           "FixedLengthRecordDataset", "DatasetSpec", "INFINITE_CARDINALITY",
+           "UNKNOWN_CARDINALITY", "get_output_types", "get_output_shapes",
+           "get_output_classes"]
