@@ -307,3 +307,38 @@ async def _drain(sess, nxt) -> list:
             out.append(await sess.run(nxt))
         except errors.OutOfRangeError:
             return out
+
+
+async def test_saving_waits_for_a_prefetch_in_the_middle_of_an_element():
+    """The prefetch task is awaiting a map function when the state is serialized: the
+    save waits for that element, so the restored iterator misses and repeats nothing."""
+    gate = asyncio.Event()
+    blocked = asyncio.Event()
+
+    async def slow(x):
+        if int(x) >= 2:
+            blocked.set()
+            await gate.wait()
+        return x * 10
+
+    def make():
+        return af.data.Dataset.range(6).map(
+            lambda x: af.async_py_func(slow, [x], af.int64)).prefetch(2)
+
+    graph, it, nxt, state, fed, restore = _serializing_graph(make)
+    async with af.Session(graph=graph) as sess:
+        await sess.run(it.initializer)
+        assert int(await sess.run(nxt)) == 0
+        await _wait(blocked)                       # the producer waits inside element 2
+        saving = asyncio.ensure_future(sess.run(state))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not saving.done()                   # the save waits for that element
+        gate.set()
+        saved = await saving
+        rest = [int(v) for v in await _drain(sess, nxt)]
+        await sess.run(it.initializer)
+        await sess.run(restore, {fed: saved})
+        again = [int(v) for v in await _drain(sess, nxt)]
+    assert rest == [10, 20, 30, 40, 50]
+    assert again == rest

@@ -75,6 +75,17 @@ class DatasetIterator:
     def key(self, name: str) -> str:
         return f"{self.prefix}:{name}"
 
+    def children(self) -> list:
+        """The iterators this one reads from (their state is part of its state)."""
+        return []
+
+    async def quiesce(self) -> None:
+        """Wait until no background work of this iterator or its inputs is mid-element,
+        so that `save` sees a consistent state (a prefetch task between two elements)."""
+        for child in self.children():
+            if child is not None:
+                await child.quiesce()
+
     def close(self) -> None:
         """Stop background work (prefetch tasks); the iterator is dropped."""
 

@@ -118,8 +118,10 @@ class IteratorResource:
                 return task.result()
             # another consumer claimed it first: fetch again
 
-    def save(self) -> dict:
+    async def save(self) -> dict:
+        """The iterator's state, once its background work is between elements."""
         self._check()
+        await self.iterator.quiesce()
         if self.pending is not None:
             raise errors.FailedPreconditionError(
                 None, None, "Cannot save an iterator while a GetNext() is in progress")
@@ -490,10 +492,12 @@ class IteratorState:
 
 
 @register_kernel("SerializeIterator", "CPU")
-class SerializeIteratorOp(OpKernel):
-    def compute(self, ctx, inputs):
+class SerializeIteratorOp(AsyncOpKernel):
+    """The iterator's state (a prefetch in the middle of an element is awaited)."""
+
+    async def compute_async(self, ctx, inputs):
         out = np.empty((), dtype=object)
-        out[()] = IteratorState(resource_of(ctx, inputs[0]).save())
+        out[()] = IteratorState(await resource_of(ctx, inputs[0]).save())
         return (out,)
 
 

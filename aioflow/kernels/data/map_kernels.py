@@ -260,6 +260,9 @@ class _InterleaveIterator(UnaryIterator):
         self.args[slot] = element
         return dataset_of(result[0]).make_iterator(self.ictx, f"{self.prefix}[{slot}]")
 
+    def children(self):
+        return [self.input, *self.current]
+
     def save(self, state):
         """TF's: the cycle's position, the input, and per open element the input element
         it was made from (args) and its iterator's state."""

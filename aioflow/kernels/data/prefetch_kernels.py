@@ -53,6 +53,8 @@ class _PrefetchIterator(UnaryIterator):
         self.ready = asyncio.Event()    # the buffer has something
         self.space = asyncio.Event()    # the buffer has room
         self.ended = False              # the end is in the buffer (or was taken)
+        self.idle = asyncio.Event()     # the producer is not in the middle of an element
+        self.idle.set()
 
     async def _produce(self):
         limit = self.dataset.buffer_size
@@ -60,12 +62,15 @@ class _PrefetchIterator(UnaryIterator):
             while len(self.buffer) >= limit:
                 self.space.clear()
                 await self.space.wait()
+            self.idle.clear()
             try:
                 element = await self.input.get_next()
             except errors.OpError as e:
                 self.buffer.append((None, e))
                 self.ready.set()
                 continue
+            finally:
+                self.idle.set()
             self.buffer.append((element, None))
             self.ready.set()
             if element is None:
@@ -96,7 +101,12 @@ class _PrefetchIterator(UnaryIterator):
         if self.task is not None:
             self.task.cancel()
             self.task = None
+        self.idle.set()
         super().close()
+
+    async def quiesce(self):
+        await self.idle.wait()
+        await super().quiesce()
 
     def save(self, state):
         """The buffered elements and the input behind them (TF's SaveInternal)."""

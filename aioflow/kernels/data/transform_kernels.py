@@ -42,6 +42,9 @@ class UnaryIterator(DatasetIterator):
         super().__init__(dataset, ictx, prefix)
         self.input = dataset.input.make_iterator(ictx, self.prefix)
 
+    def children(self):
+        return [self.input]
+
     def save(self, state):
         save_input(self.input, state, "input_impl_empty", self)
 
@@ -348,6 +351,9 @@ class _ZipIterator(DatasetIterator):
             out.extend(element)
         return out
 
+    def children(self):
+        return list(self.inputs or [])
+
     def save(self, state):
         if self.inputs is None:
             state[self.key("input_impls_empty")] = np.array(b"", dtype=object)
@@ -408,6 +414,9 @@ class _ConcatenateIterator(DatasetIterator):
             self.input = (self.dataset.second.make_iterator(self.ictx, self.prefix)
                           if self.i == 1 else None)
         return None
+
+    def children(self):
+        return [self.input]
 
     def save(self, state):
         state[self.key("i")] = np.array(self.i, np.int64)
