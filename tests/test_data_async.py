@@ -342,3 +342,34 @@ async def test_saving_waits_for_a_prefetch_in_the_middle_of_an_element():
         again = [int(v) for v in await _drain(sess, nxt)]
     assert rest == [10, 20, 30, 40, 50]
     assert again == rest
+
+
+async def test_file_cache_is_written_once_then_read(tmp_path):
+    """cache(filename): the first complete pass writes the file; later iterators, in this
+    session or another, read it (the source is not run again); a pass cut short leaves
+    no cache."""
+    made = []
+
+    def gen():
+        made.append(1)
+        yield from range(5)
+
+    cache = str(tmp_path / "c")
+    graph = af.Graph()
+    with graph.as_default():
+        ds = af.data.Dataset.from_generator(gen, af.int64, []).map(lambda x: x * 3)
+        it = af.data.make_initializable_iterator(ds.cache(cache))
+        nxt = it.get_next()
+    async with af.Session(graph=graph) as sess:
+        await sess.run(it.initializer)
+        assert int(await sess.run(nxt)) == 0          # a pass cut short: no cache
+        await sess.run(it.initializer)
+        first = [int(v) for v in await _drain(sess, nxt)]
+        await sess.run(it.initializer)
+        second = [int(v) for v in await _drain(sess, nxt)]
+    async with af.Session(graph=graph) as sess:
+        await sess.run(it.initializer)
+        third = [int(v) for v in await _drain(sess, nxt)]
+    assert first == second == third == [0, 3, 6, 9, 12]
+    assert len(made) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.aioflow-cache"]
