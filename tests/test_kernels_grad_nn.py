@@ -269,6 +269,21 @@ def test_conv3d_input_gradient_is_the_adjoint():
     assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
 
 
+@pytest.mark.parametrize("s,d", [((1, 1, 1), (1, 1, 1)), ((2, 1, 3), (1, 1, 1)),
+                                 ((1, 1, 1), (2, 1, 2))])
+def test_conv3d_filter_gradient_is_the_adjoint(s, d):
+    """Each depth plane's patches shared by the depth taps reading it: exact to rounding."""
+    rng = np.random.default_rng(sum(s) * 10 + sum(d))
+    x = rng.standard_normal((2, 7, 9, 8, 5))
+    w = rng.standard_normal((3, 2, 3, 5, 4))
+    attrs = dict(strides=[1, *s, 1], padding="SAME", dilations=[1, *d, 1])
+    y = create("Conv3D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    ins = [x, np.array(w.shape, np.int32), dy]
+    dw = create("Conv3DBackpropFilterV2", ins, **attrs).compute(None, ins)[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
+
+
 def test_conv2d_1x1_with_explicit_padding():
     """The 1x1 path pads the input first (it used to crop it: a shape error)."""
     rng = np.random.default_rng(6)

@@ -11,7 +11,9 @@ Algorithms:
   per-thread (K, O) accumulator; the blocks are shared among the kernel's own threads
   (BLAS single-threaded, intra_op_threads.own_threads) and the accumulators summed. 1x1
   windows use the (strided, cropped) input itself as the patch matrix. Patch rows of a
-  few elements (kw*C <= 12: the RGB input layer) are copied K-major instead.
+  few elements (kw*C <= 12: the RGB input layer) are copied K-major instead. In 3-D,
+  each input depth plane's 2-D patches are copied once and multiplied by the
+  out_backprop planes of every depth tap that reads the plane, in one wider GEMM.
 * The depthwise gradients, with numba (kernels/jit.py): the stride-1 input gradient of
   channel multiplier 1 is the forward depthwise convolution of out_backprop with the
   filter flipped (conv_kernels.depthwise_channels_last); the others are one compiled
@@ -98,6 +100,8 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
         cols = np.ascontiguousarray(xs).reshape(-1, c)
         return _sum_blocks(cols, dy.reshape(-1, o), dtype).reshape(tuple(ksizes) + (c, o))
     xp = np.ascontiguousarray(pad_spatial(x, pads))
+    if len(ksizes) == 3 and ksizes[-1] * c > _K_MAJOR_RUN:
+        return _filter_grad_by_planes(xp, dy, ksizes, strides, dilations, dtype)
     oh = out_sizes[0]
     per_row = int(np.prod(out_sizes[1:], dtype=np.int64))  # patch rows per output row
     k_major = ksizes[-1] * c <= _K_MAJOR_RUN
@@ -130,6 +134,52 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
 
     dw = _accumulate(blocks, patches, dy_block, k, o, dtype, dy.size * k)
     return dw.reshape(tuple(ksizes) + (c, o))
+
+
+def _filter_grad_by_planes(xp, dy, ksizes, strides, dilations, dtype) -> np.ndarray:
+    """conv_backprop_filter in 3-D by input depth planes: plane z's 2-D patches P (copied
+    once) serve every depth tap i whose output plane d = (z - i * dd) / sd exists, in one
+    GEMM, P.T @ [dy[d] for those taps] (N = taps * O: a wider GEMM than one tap's, and a
+    third of a 3-D patch matrix's copying). Images, or ranges of their planes, are shared
+    among the kernel's threads, each adding into an accumulator of its own."""
+    n, c, o = xp.shape[0], xp.shape[-1], dy.shape[-1]
+    kd, sd, dd = ksizes[0], strides[0], dilations[0]
+    od, oh, ow = dy.shape[1:4]
+    k2 = int(np.prod(ksizes[1:])) * c
+    planes = []  # (z, [(tap, output plane)]) for the planes some tap reads
+    for z in range(xp.shape[1]):
+        taps = [(i, (z - i * dd) // sd) for i in range(kd)
+                if (z - i * dd) % sd == 0 and 0 <= (z - i * dd) // sd < od]
+        if taps:
+            planes.append((z, taps))
+    with own_threads() as threads:
+        split = threads > 1 and dy.size * k2 * kd > _SPLIT_MACS
+        parts = min(len(planes), -(-2 * threads // n)) if split and n < 2 * threads else 1
+        step = -(-len(planes) // parts)
+        jobs = [(b, planes[p0:p0 + step]) for b in range(n)
+                for p0 in range(0, len(planes), step)]
+        workers = min(len(jobs), threads) if split else 1
+        accs = [np.zeros((kd, k2, o), dtype) for _ in range(workers)]
+
+        def run(index):
+            acc = accs[index]
+            for b, group in jobs[index::workers]:
+                for z, taps in group:
+                    view = _window_view(xp[b, z][None], (oh, ow), ksizes[1:], strides[1:],
+                                        dilations[1:])
+                    cols = view.reshape(-1, k2)
+                    g = (dy[b, taps[0][1]].reshape(-1, o) if len(taps) == 1 else
+                         np.concatenate([dy[b, d].reshape(-1, o) for _, d in taps], axis=1))
+                    part = np.matmul(cols.T, g)
+                    for t, (i, _) in enumerate(taps):
+                        acc[i] += part[:, t * o:(t + 1) * o]
+
+        parallel_blocks(list(range(workers)), run, PARALLEL_WORK + 1 if workers > 1 else 0,
+                        workers)
+    total = accs[0]
+    for acc in accs[1:]:
+        total += acc
+    return total.reshape(tuple(ksizes) + (c, o))
 
 
 def _sum_blocks(cols: np.ndarray, dy_mat: np.ndarray, dtype) -> np.ndarray:
