@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import register_kernel
+from aioflow.framework.op_kernel import attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.math.matmul_kernels import MatMulOp
 from aioflow.kernels.nn import epilogue_jit
@@ -71,7 +71,7 @@ def _fusion_error(fused_ops) -> errors.UnimplementedError:
 
 
 def fused_op_names(ctx) -> list[str]:
-    return [o.decode() if isinstance(o, bytes) else o for o in ctx.get_attr("fused_ops", [])]
+    return [attr_text(o) for o in ctx.get_attr("fused_ops", [])]
 
 
 def has_residual_add(ctx) -> bool:
@@ -160,10 +160,11 @@ class Epilogue:
         if self._clip is not None and block.flags.c_contiguous and block.size and \
                 block.dtype == self.bias.dtype:
             if epilogue_jit.ready():
-                epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
-                                             self.bias, *self._clip)
-                return
-            epilogue_jit.compile_in_background()
+                if epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]),
+                                                self.scale, self.bias, *self._clip):
+                    return
+            else:
+                epilogue_jit.compile_in_background()
         if self.scale is not None:
             block *= self.scale
         block += self.bias
@@ -201,7 +202,7 @@ class FusedConv2DOp(Conv2DOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("filter_format", "HWIO")
-        if (fmt.decode() if isinstance(fmt, bytes) else fmt) != "HWIO":
+        if attr_text(fmt) != "HWIO":
             raise errors.InvalidArgumentError(None, None, "Invalid filter format")
         self._residual = has_residual_add(ctx)
         self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS, self._residual)
