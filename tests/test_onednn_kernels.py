@@ -17,6 +17,7 @@ from kernel_testutil import create, make_node_def
 from aioflow.framework import op_def_registry
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.nn import (
+    conv_grad_kernels,
     conv_kernels,
     fused_kernels,
     normalization_kernels,
@@ -38,7 +39,9 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "MaxPool": pooling_kernels.MaxPoolOp, "AvgPool": pooling_kernels.AvgPoolOp,
               "MaxPool3D": pooling_kernels.MaxPool3DOp,
               "AvgPool3D": pooling_kernels.AvgPool3DOp,
-              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op}
+              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
+              "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
+              "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp}
 
 
 def _both(op, inputs, **attrs):
@@ -299,3 +302,39 @@ def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
     got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
                       fused_ops=fused_ops, num_args=2)
     np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+# -- gradients ----------------------------------------------------------------------------------
+
+_GRADS = [((2, 9, 9, 4), (3, 3, 4, 6), 1, "SAME", 1),
+          ((1, 14, 14, 8), (3, 3, 8, 4), 2, "SAME", 1),   # a decoder's transposed conv
+          ((1, 11, 12, 3), (5, 5, 3, 4), 2, "VALID", 1),
+          ((1, 10, 10, 4), (1, 1, 4, 8), 2, "VALID", 1),
+          ((1, 12, 12, 2), (3, 3, 2, 3), 1, "SAME", 2)]
+
+
+def _out_shape(x_shape, w_shape, stride, padding, dilation):
+    eff = (w_shape[0] - 1) * dilation + 1
+    size = [-(-d // stride) if padding == "SAME" else (d - eff + stride) // stride
+            for d in x_shape[1:3]]
+    return (x_shape[0], *size, w_shape[3])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _GRADS)
+def test_conv2d_backprop_input_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    dy = _rand(*_out_shape(x_shape, w_shape, stride, padding, dilation))
+    got, want = _both("Conv2DBackpropInput", [np.array(x_shape, np.int32),
+                                              _const(_rand(*w_shape, seed=1)), dy],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _GRADS)
+def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    dy = _rand(*_out_shape(x_shape, w_shape, stride, padding, dilation))
+    got, want = _both("Conv2DBackpropFilter", [_rand(*x_shape), np.array(w_shape, np.int32),
+                                               dy],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

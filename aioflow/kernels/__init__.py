@@ -70,7 +70,12 @@ from .nn import (
     pooling_kernels,
     topk_kernels,
 )
-from .onednn import batch_norm_onednn, conv_onednn, pooling_onednn  # when oneDNN loads
+from .onednn import (  # registered when oneDNN loads
+    batch_norm_onednn,
+    conv_grad_onednn,
+    conv_onednn,
+    pooling_onednn,
+)
 from .random import random_kernels
 from .sparse import sparse_kernels
 from .state import (
