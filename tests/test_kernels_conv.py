@@ -337,7 +337,10 @@ def test_avg_pool_same_counts_only_inside_taps():
     ("FusedBatchNormV3", [(1, 4, 4, 3), (3,), (3,), (3,), (3,)],
      [(1, 112, 112, 32), (32,), (32,), (32,), (32,)], dict(is_training=False)),
 ])
-def test_expensive_by_size_of_work(op, small, big, attrs):
+def test_expensive_by_size_of_work(op, small, big, attrs, monkeypatch):
+    """The NumPy kernels' thresholds (the oneDNN backend's: tests/test_onednn_kernels.py)."""
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
     small_in = [np.ones(s, np.float32) for s in small]
     big_in = [np.ones(s, np.float32) for s in big]
     kernel = create(op, small_in, **attrs)

@@ -338,3 +338,19 @@ def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding,
                       strides=[1, stride, stride, 1], padding=padding,
                       dilations=[1, dilation, dilation, 1])
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op, small, big, attrs", [
+    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(1, 56, 56, 64), (3, 3, 64, 64)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("DepthwiseConv2dNative", [(1, 112, 112, 32), (3, 3, 32, 1)],
+     [(8, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("MaxPool", [(1, 112, 112, 64)], [(8, 112, 112, 256)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
+])
+def test_pool_or_inline_by_work(op, small, big, attrs):
+    """Below 2**24 multiply-adds (taps) a primitive runs inline, above on the pool."""
+    small_in = [np.ones(s, np.float32) for s in small]
+    kernel = create(op, small_in, **attrs)
+    assert not kernel.is_expensive(small_in)
+    assert kernel.is_expensive([np.ones(s, np.float32) for s in big])

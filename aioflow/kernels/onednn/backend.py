@@ -16,6 +16,12 @@ AVAILABLE = dnnl_api.load() is not None
 #: Whether the registered oneDNN kernels run on oneDNN (read on every call; False: they
 #: run the NumPy code they fall back to, as tests comparing the two in one process do).
 ACTIVE = AVAILABLE
+#: Multiply-adds (or output elements times window taps) above which a oneDNN kernel goes to
+#: the inter-op pool; below, it runs inline (about 0.2 ms of convolution: a hand-off to the
+#: pool and back costs more than a smaller primitive). MobileNetV2 batch 1, 8 runs in
+#: flight, intra_op 1, 2 busy cores: 18.1 ms of CPU an image at 2**21 (the NumPy kernels'
+#: threshold), 14.3 at 2**24, 12.0 with every convolution inline.
+POOL_WORK = 1 << 24
 #: Multiply-adds (or output elements times window taps) from which a primitive runs on
 #: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.
 TEAM_WORK = 1 << 20

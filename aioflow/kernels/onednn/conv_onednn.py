@@ -28,7 +28,6 @@ import numpy as np
 
 from aioflow.framework import dtypes
 from aioflow.kernels.nn.conv_kernels import (
-    POOL_FLOPS,
     Conv2DOp,
     Conv3DOp,
     DepthwiseConv2dNativeOp,
@@ -64,10 +63,6 @@ def channels_last_order(ndim: int) -> tuple:
     return (0, ndim - 1) + tuple(range(1, ndim - 1))
 
 _CACHE = PrimitiveCache()
-#: Multiply-adds above which a Conv2D/Conv3D goes to the thread pool. MobileNetV2 batch 1,
-#: 8 runs in flight, intra_op 1, on 2 busy cores: 18.1 ms of CPU an image at 2**21 (the
-#: NumPy kernels' POOL_FLOPS), 14.3 at 2**24, 12.0 with every conv inline.
-POOL_MACS = 1 << 24
 
 
 def _eltwise(act, alpha: float):
@@ -131,14 +126,18 @@ class _OnednnConv:
         self._weights = WeightsCache()
 
     def is_expensive(self, inputs: list) -> bool:
-        """To the pool above POOL_MACS multiply-adds (about 0.2 ms on oneDNN), else inline:
-        a hand-off to the pool and back costs more than a smaller primitive."""
+        """To the pool above backend.POOL_WORK multiply-adds, else inline (the NumPy
+        kernel's rule when the backend is off)."""
+        if not backend.ACTIVE:
+            return super().is_expensive(inputs)
         x, w = inputs[0], inputs[1]
         if np.ndim(x) < 3:
             return False
         positions = np.size(x) // max(1, np.shape(x)[1 if self._channels_first else -1])
-        macs = positions * np.size(w) // max(1, int(np.prod(self._strides)))
-        return macs > POOL_MACS
+        # input positions x filter size / strides: the multiply-adds of a convolution, a
+        # grouped one and a depthwise one alike
+        return positions * np.size(w) // max(1, int(np.prod(self._strides))) > \
+            backend.POOL_WORK
 
     def filter_desc(self, w: np.ndarray, channels: int):
         """(logical dims, strides in elements) of the filter, oneDNN's O I H W or, grouped,
@@ -264,13 +263,6 @@ class OnednnDepthwiseConv2dNativeOp(_OnednnConv, DepthwiseConv2dNativeOp):
 
     filter_desc = staticmethod(_depthwise_desc)
 
-    def is_expensive(self, inputs: list) -> bool:
-        """By its work alone (nothing compiles on a first call here)."""
-        x, w = inputs[0], inputs[1]
-        return np.size(x) * max(1, np.size(w) // max(1, np.shape(w)[2] if np.ndim(w) > 2
-                                                      else 1)) > POOL_FLOPS
-
-
 @onednn_kernel("_FusedConv2D", T=dtypes.float32)
 class OnednnFusedConv2DOp(_OnednnConv, FusedConv2DOp):
     """_FusedConv2D on oneDNN: the chain as the primitive's bias and post-ops."""
@@ -295,4 +287,3 @@ class OnednnFusedDepthwiseConv2dNativeOp(_OnednnConv, FusedDepthwiseConv2dNative
     filter_desc = staticmethod(_depthwise_desc)
     fusion = _chain
     compiles_epilogue = False  # the chain is the primitive's post-ops
-    is_expensive = OnednnDepthwiseConv2dNativeOp.is_expensive

@@ -57,6 +57,15 @@ class _OnednnPool:
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
+    def is_expensive(self, inputs: list) -> bool:
+        """To the pool above backend.POOL_WORK output elements x taps, else inline."""
+        window = self._window
+        if not backend.ACTIVE or window is None:
+            return super().is_expensive(inputs)
+        taps = int(np.prod(window[0]))
+        return np.size(inputs[0]) * taps // max(1, int(np.prod(window[1]))) > \
+            backend.POOL_WORK
+
     def _spatial(self, x, ksizes, strides):
         if not backend.ACTIVE or x.dtype != np.float32 or x.size == 0:
             return super()._spatial(x, ksizes, strides)
