@@ -354,3 +354,19 @@ def test_pool_or_inline_by_work(op, small, big, attrs):
     kernel = create(op, small_in, **attrs)
     assert not kernel.is_expensive(small_in)
     assert kernel.is_expensive([np.ones(s, np.float32) for s in big])
+
+
+def test_filter_cached_only_when_nothing_can_write_it():
+    from aioflow.framework.var import Var
+    from aioflow.kernels.onednn.primitives import never_written
+
+    folded = np.ones((3, 3, 2, 2), np.float32) * 2  # a folded Const: a view only it holds
+    const = folded.view()
+    const.flags.writeable = False
+    del folded
+    assert never_written(const)
+    assert never_written(_const(np.ones(3)))
+    assert not never_written(np.ones(3))
+    var = Var("v", None)
+    var.value = np.ones((3, 3, 2, 2), np.float32)
+    assert not never_written(var.read_ref("v"))  # the Var holds (and may write) the buffer

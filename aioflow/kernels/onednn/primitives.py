@@ -28,6 +28,7 @@ once safely (many runs in flight).
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from collections import OrderedDict
 from ctypes import byref, c_char_p, c_void_p
@@ -287,14 +288,30 @@ class PrimitiveCache:
             self._entries.clear()
 
 
+def never_written(a: np.ndarray) -> bool:
+    """Whether nothing can write a's values while `a` is held: a is read-only, and so is
+    the buffer it views, or that buffer is bytes, or nothing but views like `a` refer to
+    it (a Const's value: the graph optimizer's folded filters are read-only views of an
+    array only they hold). A variable's read is not: its Var holds the buffer, and a ref
+    variable's Assign writes into it in place."""
+    if a.flags.writeable:
+        return False
+    base = a.base
+    if base is None or isinstance(base, bytes):
+        return True
+    if not isinstance(base, np.ndarray):
+        return False
+    # references: a.base, `base` here, getrefcount's argument (a Var's .value: a 4th)
+    return not base.flags.writeable or sys.getrefcount(base) <= 3
+
+
 class WeightsCache:
     """A filter in the layout a primitive chose, reordered once per filter buffer.
 
-    Kept only when the buffer that owns the filter is read-only (a Const's value: never
-    written while the graph runs), and reused while the same array, at the same address,
-    shape and strides, comes back for the same primitive. A variable's value is
-    reordered on every call: a ref variable's Assign writes into its buffer in place,
-    so a read-only view of it may change. One entry per kernel (one node's filter)."""
+    Kept only for a filter nothing can write (`never_written`: a Const's value) and
+    reused while the same array, at the same address, shape and strides, comes back for
+    the same primitive; anything else (a variable's value) is reordered on every call.
+    One entry per kernel (one node's filter)."""
 
     __slots__ = ("_entry",)
 
@@ -310,8 +327,5 @@ class WeightsCache:
         out = np.empty(plan.w_md.size // w.itemsize, w.dtype)
         plan.w_reorder.execute([(api.ARG_FROM, plan.user_w_md, w),
                                 (api.ARG_TO, plan.w_md, out)])
-        owner = w if w.base is None else w.base
-        if not w.flags.writeable and isinstance(owner, np.ndarray) and \
-                not owner.flags.writeable:
-            self._entry = (w, key, plan, out)
+        self._entry = (w, key, plan, out) if never_written(w) else None
         return out
