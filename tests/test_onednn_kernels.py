@@ -21,6 +21,7 @@ from aioflow.kernels.nn import (
     conv_kernels,
     fused_kernels,
     normalization_kernels,
+    pooling_grad_kernels,
     pooling_kernels,
 )
 from aioflow.kernels.onednn import backend, dnnl_api
@@ -41,7 +42,10 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "AvgPool3D": pooling_kernels.AvgPool3DOp,
               "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
               "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
-              "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp}
+              "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
+              "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
+              "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
+              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
 
 
 def _both(op, inputs, **attrs):
@@ -370,3 +374,43 @@ def test_filter_cached_only_when_nothing_can_write_it():
     var = Var("v", None)
     var.value = np.ones((3, 3, 2, 2), np.float32)
     assert not never_written(var.read_ref("v"))  # the Var holds (and may write) the buffer
+
+
+_POOL_GRADS = [((2, 13, 11, 5), 3, 2, "SAME"), ((1, 12, 12, 16), 3, 2, "SAME"),
+               ((3, 9, 8, 3), 2, 2, "VALID"), ((1, 7, 7, 8), 7, 1, "VALID")]
+
+
+@pytest.mark.parametrize("shape, k, s, padding", _POOL_GRADS)
+def test_max_pool_grad_matches_numpy(shape, k, s, padding):
+    attrs = dict(ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding)
+    x = _rand(*shape)
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("MaxPoolGrad", [x, y, _rand(*y.shape, seed=9)], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_grad_goes_to_the_first_maximum_as_tensorflows():
+    x = np.zeros((1, 4, 4, 1), np.float32)  # every window a tie
+    attrs = dict(ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="VALID")
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("MaxPoolGrad", [x, y, np.ones(y.shape, np.float32)], **attrs)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("shape, k, s, padding", _POOL_GRADS)
+def test_avg_pool_grad_matches_numpy(shape, k, s, padding):
+    attrs = dict(ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding)
+    x = _rand(*shape)
+    y = create("AvgPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("AvgPoolGrad", [np.array(shape, np.int32), _rand(*y.shape, seed=9)],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_avg_pool_3d_grad_matches_numpy():
+    attrs = dict(ksize=[1, 2, 3, 2, 1], strides=[1, 2, 2, 1, 1], padding="SAME")
+    shape = (1, 5, 6, 7, 3)
+    y = create("AvgPool3D", [_rand(*shape)], **attrs).compute(None, [_rand(*shape)])[0]
+    got, want = _both("AvgPool3DGrad", [np.array(shape, np.int32), _rand(*y.shape, seed=9)],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
