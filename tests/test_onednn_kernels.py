@@ -43,6 +43,10 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
               "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
               "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
+              "DepthwiseConv2dNativeBackpropInput":
+                  conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
+              "DepthwiseConv2dNativeBackpropFilter":
+                  conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
               "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
               "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
               "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
@@ -414,3 +418,33 @@ def test_avg_pool_3d_grad_matches_numpy():
     got, want = _both("AvgPool3DGrad", [np.array(shape, np.int32), _rand(*y.shape, seed=9)],
                       **attrs)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding", [
+    ((2, 9, 9, 4), (3, 3, 4, 1), 1, "SAME"), ((1, 14, 14, 8), (3, 3, 8, 2), 2, "SAME"),
+    ((1, 11, 12, 3), (5, 5, 3, 1), 2, "VALID")])
+def test_depthwise_gradients_match_numpy(x_shape, w_shape, stride, padding):
+    attrs = dict(strides=[1, stride, stride, 1], padding=padding)
+    dy = _rand(*_out_shape(x_shape, (*w_shape[:3], w_shape[2] * w_shape[3]), stride, padding,
+                           1))
+    got, want = _both("DepthwiseConv2dNativeBackpropInput",
+                      [np.array(x_shape, np.int32), _const(_rand(*w_shape, seed=1)), dy],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    got, want = _both("DepthwiseConv2dNativeBackpropFilter",
+                      [_rand(*x_shape), np.array(w_shape, np.int32), dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_geometry_onednn_refuses_runs_the_numpy_code(monkeypatch):
+    from aioflow.kernels.onednn import conv_onednn
+
+    def refuse(*args, **kwargs):
+        raise dnnl_api.DnnlError("dnnl_convolution_forward_primitive_desc_create",
+                                 dnnl_api.UNIMPLEMENTED)
+
+    monkeypatch.setattr(conv_onednn, "ConvPlan", refuse)
+    monkeypatch.setattr(conv_onednn, "_CACHE", conv_onednn.PrimitiveCache())
+    got, want = _both("Conv2D", [_rand(1, 6, 6, 3), _const(_rand(3, 3, 3, 4))],
+                      strides=[1, 1, 1, 1], padding="SAME")
+    np.testing.assert_array_equal(got[0], want[0])

@@ -77,7 +77,10 @@ class _OnednnBatchNorm:
             return super().normalize_inference(x, scale, offset, mean, var, axis)
         x = np.ascontiguousarray(x)
         y = np.empty_like(x)
-        plan = self._plan(x, axis, False)
+        try:
+            plan = self._plan(x, axis, False)
+        except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
+            return super().normalize_inference(x, scale, offset, mean, var, axis)
         md, smd = plan.md, plan.stat_md
         plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
                            (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
@@ -92,7 +95,10 @@ class _OnednnBatchNorm:
         channels = x.shape[axis]
         mean = np.empty(channels, np.float32)
         var = np.empty(channels, np.float32)
-        plan = self._plan(x, axis, True)
+        try:
+            plan = self._plan(x, axis, True)
+        except api.DnnlError:
+            return super().normalize_training(x, scale, offset, axis)
         md, smd = plan.md, plan.stat_md
         plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
                            (api.ARG_MEAN, smd, mean), (api.ARG_VARIANCE, smd, var),

@@ -1,5 +1,6 @@
-"""Conv2DBackpropInput and Conv2DBackpropFilter on oneDNN's convolution backward primitives
-(backward data, backward weights), float32.
+"""Conv2DBackpropInput, Conv2DBackpropFilter and the depthwise ones
+(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) on oneDNN's
+convolution backward primitives (backward data, backward weights), float32.
 
 The NumPy kernels (aioflow/kernels/nn/conv_grad_kernels.py) check the sizes and attrs with
 TF's messages and hand checked channels-last tensors to `input_grad` / `filter_grad`;
@@ -19,10 +20,13 @@ from aioflow.framework import dtypes
 from aioflow.kernels.nn.conv_grad_kernels import (
     Conv2DBackpropFilterOp,
     Conv2DBackpropInputOp,
+    DepthwiseConv2dNativeBackpropFilterOp,
+    DepthwiseConv2dNativeBackpropInputOp,
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.conv_onednn import depthwise_filter_desc, hwio_filter_desc
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     Primitive,
@@ -35,7 +39,6 @@ from aioflow.kernels.onednn.primitives import (
 )
 
 _NHWC = (0, 3, 1, 2)
-_HWIO = (3, 2, 0, 1)  # a (kh, kw, I, O) filter's axes as oneDNN's O I H W
 _CACHE = PrimitiveCache()
 
 
@@ -56,12 +59,11 @@ def _geometry(strides, dilations, pads):
 class BackwardDataPlan:
     """dx = conv_backward_data(dy, w) for one geometry."""
 
-    def __init__(self, dx: np.ndarray, w: np.ndarray, dy: np.ndarray, strides, dilations,
-                 pads):
+    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads):
         self.dx_md = array_desc(dx, _NHWC)
         self.dy_md = array_desc(dy, _NHWC)
-        w_dims = [w.shape[i] for i in _HWIO]
-        self.user_w_md = array_desc(w, _HWIO)
+        w_dims, w_strides = w_desc
+        self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
         any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
         geometry = _geometry(strides, dilations, pads)
         hint = _forward_hint(self.dx_md, any_w, self.dy_md, geometry)
@@ -79,12 +81,12 @@ class BackwardDataPlan:
 class BackwardWeightsPlan:
     """dw = conv_backward_weights(x, dy) for one geometry, reordered into HWIO."""
 
-    def __init__(self, x: np.ndarray, dw: np.ndarray, dy: np.ndarray, strides, dilations,
-                 pads):
+    def __init__(self, x: np.ndarray, dw_desc, dy: np.ndarray, strides, dilations, pads):
         self.x_md = array_desc(x, _NHWC)
         self.dy_md = array_desc(dy, _NHWC)
-        self.user_dw_md = array_desc(dw, _HWIO)
-        any_w = MemoryDesc.tagged([dw.shape[i] for i in _HWIO], np.float32, api.FORMAT_ANY)
+        dw_dims, dw_strides = dw_desc
+        self.user_dw_md = MemoryDesc.strided(dw_dims, np.float32, dw_strides)
+        any_w = MemoryDesc.tagged(dw_dims, np.float32, api.FORMAT_ANY)
         geometry = _geometry(strides, dilations, pads)
         hint = _forward_hint(self.x_md, any_w, self.dy_md, geometry)
         eng = engine()
@@ -102,27 +104,38 @@ def _runs_here(*arrays) -> bool:
     return backend.ACTIVE and all(a.dtype == np.float32 and a.size for a in arrays)
 
 
-@onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)
-class OnednnConv2DBackpropInputOp(Conv2DBackpropInputOp):
-    """Conv2DBackpropInput (a transposed convolution) on oneDNN's backward data."""
+class _OnednnInputGrad:
+    """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels)."""
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+    filter_desc = staticmethod(hwio_filter_desc)
+    dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
 
-    def __init__(self, ctx):
-        super().__init__(ctx)
+    def _grad_dilations(self):
+        return self._dilations if self.dilated else (1,) * len(self._dilations)
+
+    def _onednn_init(self):
         self._weights = WeightsCache()
 
     def input_grad(self, dy, w, in_shape, pads):
         if not _runs_here(dy, w) or 0 in in_shape:
             return super().input_grad(dy, w, in_shape, pads)
+        try:
+            return self._input_grad(dy, w, in_shape, pads)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().input_grad(dy, w, in_shape, pads)
+
+    def _input_grad(self, dy, w, in_shape, pads):
+        dilations = self._grad_dilations()
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
-        threads = team_size(dy.size * w.shape[0] * w.shape[1] * w.shape[2])
+        w_desc = self.filter_desc(w, in_shape[-1])
+        threads = team_size(dy.size * int(np.prod(w.shape[:3])))
         set_threads(threads)  # before the primitive is created: it keeps the count
-        key = (dx.shape, w.shape, w.strides, dy.shape, self._strides, self._dilations,
-               tuple(pads), threads)
-        plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w, dy, self._strides,
-                                                        self._dilations, pads))
+        key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
+               dilations, tuple(pads), threads)
+        plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
+                                                        dilations, pads))
         if plan.w_reorder is None:
             w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
         else:
@@ -132,23 +145,33 @@ class OnednnConv2DBackpropInputOp(Conv2DBackpropInputOp):
         return dx
 
 
-@onednn_kernel("Conv2DBackpropFilter", host_memory=("filter_sizes",), T=dtypes.float32)
-class OnednnConv2DBackpropFilterOp(Conv2DBackpropFilterOp):
-    """Conv2DBackpropFilter on oneDNN's backward weights."""
+class _OnednnFilterGrad:
+    """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels)."""
 
     uses_blas = True
+    filter_desc = staticmethod(hwio_filter_desc)
+    dilated = True
+    _grad_dilations = _OnednnInputGrad._grad_dilations
 
     def filter_grad(self, x, dy, f_shape, pads):
         if not _runs_here(x, dy) or 0 in f_shape:
             return super().filter_grad(x, dy, f_shape, pads)
+        try:
+            return self._filter_grad(x, dy, f_shape, pads)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().filter_grad(x, dy, f_shape, pads)
+
+    def _filter_grad(self, x, dy, f_shape, pads):
+        dilations = self._grad_dilations()
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
-        threads = team_size(dy.size * f_shape[0] * f_shape[1] * f_shape[2])
+        dw_desc = self.filter_desc(dw, x.shape[-1])
+        threads = team_size(dy.size * int(np.prod(f_shape[:3])))
         set_threads(threads)
-        key = (x.shape, dw.shape, dy.shape, self._strides, self._dilations, tuple(pads),
-               threads)
-        plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw, dy, self._strides,
-                                                           self._dilations, pads))
+        key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
+               dilations, tuple(pads), threads)
+        plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
+                                                           dilations, pads))
         if plan.dw_reorder is None:
             plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
                                (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
@@ -159,3 +182,41 @@ class OnednnConv2DBackpropFilterOp(Conv2DBackpropFilterOp):
         plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
                                  (api.ARG_TO, plan.user_dw_md, dw)])
         return dw
+
+
+@onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)
+class OnednnConv2DBackpropInputOp(_OnednnInputGrad, Conv2DBackpropInputOp):
+    """Conv2DBackpropInput (a transposed convolution) on oneDNN's backward data."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv2DBackpropFilter", host_memory=("filter_sizes",), T=dtypes.float32)
+class OnednnConv2DBackpropFilterOp(_OnednnFilterGrad, Conv2DBackpropFilterOp):
+    """Conv2DBackpropFilter on oneDNN's backward weights."""
+
+
+@onednn_kernel("DepthwiseConv2dNativeBackpropInput", host_memory=("input_sizes",),
+               T=dtypes.float32)
+class OnednnDepthwiseConv2dNativeBackpropInputOp(_OnednnInputGrad,
+                                                 DepthwiseConv2dNativeBackpropInputOp):
+    """DepthwiseConv2dNativeBackpropInput on oneDNN (grouped backward data)."""
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+    dilated = False
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("DepthwiseConv2dNativeBackpropFilter", host_memory=("filter_sizes",),
+               T=dtypes.float32)
+class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
+                                                  DepthwiseConv2dNativeBackpropFilterOp):
+    """DepthwiseConv2dNativeBackpropFilter on oneDNN (grouped backward weights)."""
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+    dilated = False

@@ -162,12 +162,16 @@ class _OnednnConv:
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
         residual = addend is not None and addend.shape == out.shape
-        if residual:
-            np.copyto(out, addend)  # the sum post-op adds the convolution to it
-        elif addend is not None:  # an addend that broadcasts: added after, by NumPy
-            y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, False)
-            return add_residual(y, addend, self._fusion[1], self._fusion[3])
-        return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual)
+        try:
+            if residual:
+                np.copyto(out, addend)  # the sum post-op adds the convolution to it
+            elif addend is not None:  # an addend that broadcasts: added after, by NumPy
+                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, False)
+                return add_residual(y, addend, self._fusion[1], self._fusion[3])
+            return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise,
+                                  residual)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().convolve(inputs, x, w, pads, out_sizes)
 
     def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual):
         grouped = len(w_dims) == x.ndim + 1
@@ -193,7 +197,7 @@ class _OnednnConv:
         return out
 
 
-def _hwio_desc(w: np.ndarray, channels: int):
+def hwio_filter_desc(w: np.ndarray, channels: int):
     """A Conv2D filter (kh, kw, C/groups, O): O I H W, or grouped G O/G I/G H W."""
     kh, kw, fc, o = w.shape
     s = [st // w.itemsize for st in w.strides]
@@ -210,7 +214,7 @@ def _dhwio_desc(w: np.ndarray, channels: int):
     return [w.shape[4], w.shape[3], *w.shape[:3]], [s[4], s[3], s[0], s[1], s[2]]
 
 
-def _depthwise_desc(w: np.ndarray, channels: int):
+def depthwise_filter_desc(w: np.ndarray, channels: int):
     """A depthwise filter (kh, kw, C, M): C groups of M outputs from 1 input each."""
     kh, kw, c, m = w.shape
     s = [st // w.itemsize for st in w.strides]
@@ -239,7 +243,7 @@ class OnednnConv2DOp(_OnednnConv, Conv2DOp):
         super().__init__(ctx)
         self._onednn_init()
 
-    filter_desc = staticmethod(_hwio_desc)
+    filter_desc = staticmethod(hwio_filter_desc)
 
 
 @onednn_kernel("Conv3D", T=dtypes.float32)
@@ -261,7 +265,7 @@ class OnednnDepthwiseConv2dNativeOp(_OnednnConv, DepthwiseConv2dNativeOp):
         super().__init__(ctx)
         self._onednn_init()
 
-    filter_desc = staticmethod(_depthwise_desc)
+    filter_desc = staticmethod(depthwise_filter_desc)
 
 @onednn_kernel("_FusedConv2D", T=dtypes.float32)
 class OnednnFusedConv2DOp(_OnednnConv, FusedConv2DOp):
@@ -271,7 +275,7 @@ class OnednnFusedConv2DOp(_OnednnConv, FusedConv2DOp):
         super().__init__(ctx)
         self._onednn_init()
 
-    filter_desc = staticmethod(_hwio_desc)
+    filter_desc = staticmethod(hwio_filter_desc)
     fusion = _chain
     compiles_epilogue = False  # the chain is the primitive's post-ops
 
@@ -284,6 +288,6 @@ class OnednnFusedDepthwiseConv2dNativeOp(_OnednnConv, FusedDepthwiseConv2dNative
         super().__init__(ctx)
         self._onednn_init()
 
-    filter_desc = staticmethod(_depthwise_desc)
+    filter_desc = staticmethod(depthwise_filter_desc)
     fusion = _chain
     compiles_epilogue = False  # the chain is the primitive's post-ops

@@ -75,7 +75,10 @@ class _OnednnMaxPoolGrad:
                 x.size == 0 or g.size == 0:
             return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
         x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-        plan, dx = _plan(x.shape, g, api.POOLING_MAX, ksizes, strides, pads)
+        try:
+            plan, dx = _plan(x.shape, g, api.POOLING_MAX, ksizes, strides, pads)
+        except api.DnnlError:  # a window oneDNN does not take: the NumPy code
+            return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
         y = np.empty(g.shape, np.float32)
         ws = np.empty(max(1, plan.ws_md.size), np.uint8)
         plan.forward.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, y),
@@ -94,7 +97,10 @@ class _OnednnAvgPoolGrad:
             return super().avg_grad(g, in_sizes, ksizes, strides, pads)
         g = np.ascontiguousarray(g)
         shape = (g.shape[0], *in_sizes, g.shape[-1])
-        plan, dx = _plan(shape, g, api.POOLING_AVG_EXCLUDE_PADDING, ksizes, strides, pads)
+        try:
+            plan, dx = _plan(shape, g, api.POOLING_AVG_EXCLUDE_PADDING, ksizes, strides, pads)
+        except api.DnnlError:
+            return super().avg_grad(g, in_sizes, ksizes, strides, pads)
         plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
                                (api.ARG_DIFF_SRC, plan.src_md, dx)])
         return dx

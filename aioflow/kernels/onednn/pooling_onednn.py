@@ -78,7 +78,10 @@ class _OnednnPool:
         threads = team_size(out.size * int(np.prod(ksizes)))
         set_threads(threads)  # before the primitive is created: it keeps the count
         key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
-        plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
+        try:
+            plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
+        except api.DnnlError:  # a window oneDNN does not take: the NumPy code
+            return super()._spatial(x, ksizes, strides)
         plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
         return out
 
