@@ -4,6 +4,12 @@ update_checkpoint_state_internal), meta graphs (meta_graph.py), queue runners
 (queue_runner.py) and TF 1's queue-based input pipelines (input.py).
 """
 
+from aioflow.distributed.cluster_spec import ClusterSpec
+from aioflow.distributed.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from aioflow.train.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
@@ -47,6 +53,7 @@ from aioflow.train.queue_runner import (
 from aioflow.train.saver import Saver, SaverDef
 
 __all__ = [
+    "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",
