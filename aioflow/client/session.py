@@ -26,8 +26,8 @@ from aioflow.framework import dtypes, errors, ops
 from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.framework.value_repr import summarize
 from aioflow.proto import config_pb2, graph_pb2
-from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime import session_factory
+from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.run_gate import get_gate
 

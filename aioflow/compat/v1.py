@@ -214,7 +214,12 @@ def _build() -> dict:
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
-    top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver})
+    top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver,
+                                        "Server": _af.distributed.Server})
+    top["distribute"] = _namespace("distribute", {  # (clusters: issue 27)
+        "Server": _af.distributed.Server,
+        "cluster_resolver": _namespace("distribute.cluster_resolver", {
+            "TFConfigClusterResolver": _af.distributed.TFConfigClusterResolver})})
     dtype_names = dict(_public(_dtypes))
     dtype_names.update({n: v for n, v in vars(_dtypes).items() if isinstance(v, _dtypes.DType)
                         and not n.startswith("_") and not n.endswith("_ref")})

@@ -104,7 +104,8 @@ class ClusterSession:
         self._check_open()
         handle = await self._session()
         feeds = dict(zip(sig.feeds, args, strict=True))
-        return await self.master.run_step(handle, feeds, sig.fetches, sig.targets, options)
+        return await self.master.run_step(handle, feeds, sig.fetches, sig.targets, options,
+                                          run_metadata)
 
     def list_devices(self) -> list:
         """The cluster's devices, as the master sees them (TF's ListDevices)."""

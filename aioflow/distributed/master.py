@@ -57,11 +57,11 @@ class Master:
         self.session(handle).extend(graph_def)
 
     async def run_step(self, handle: str, feeds: dict, fetches: tuple, targets: tuple,
-                       options=None) -> list:
+                       options=None, run_metadata=None) -> list:
         session = self.session(handle)
         feed_names = tuple(sorted(feeds))
         plan = await session.plan(feed_names, tuple(fetches), tuple(sorted(targets)))
-        return await session.run(plan, feeds, options)
+        return await session.run(plan, feeds, options, run_metadata)
 
     async def close_session(self, handle: str) -> None:
         session = self._sessions.pop(handle, None)

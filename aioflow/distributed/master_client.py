@@ -5,6 +5,7 @@ runtime's (NumPy arrays); GraphDefs and ConfigProtos are messages."""
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 
 
@@ -20,7 +21,7 @@ class MasterClient(ABC):
 
     @abstractmethod
     async def run_step(self, handle: str, feeds: dict, fetches: tuple, targets: tuple,
-                       options=None) -> list: ...
+                       options=None, run_metadata=None) -> list: ...
 
     @abstractmethod
     async def close_session(self, handle: str) -> None: ...
@@ -31,6 +32,7 @@ class MasterClient(ABC):
     @abstractmethod
     def reset_blocking(self, containers) -> None: ...
 
+    @abstractmethod
     def close_session_soon(self, handle: str) -> None:
         """Close the session without waiting (the client's close is synchronous)."""
 
@@ -47,16 +49,15 @@ class LocalMaster(MasterClient):
     async def extend_session(self, handle: str, graph_def) -> None:
         await self.server.home.call(self.server.master.extend_session(handle, graph_def))
 
-    async def run_step(self, handle, feeds, fetches, targets, options=None) -> list:
-        return await self.server.home.call(
-            self.server.master.run_step(handle, feeds, fetches, targets, options))
+    async def run_step(self, handle, feeds, fetches, targets, options=None,
+                       run_metadata=None) -> list:
+        return await self.server.home.call(self.server.master.run_step(
+            handle, feeds, fetches, targets, options, run_metadata))
 
     async def close_session(self, handle: str) -> None:
         await self.server.home.call(self.server.master.close_session(handle))
 
     def close_session_soon(self, handle: str) -> None:
-        import asyncio
-
         loop = self.server.home.loop
         if not loop.is_closed():
             asyncio.run_coroutine_threadsafe(self.server.master.close_session(handle), loop)

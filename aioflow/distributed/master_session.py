@@ -67,6 +67,15 @@ class StepPlan:
     handles: dict = field(default_factory=dict)  # task -> graph handle
     feed_keys: dict = field(default_factory=dict)
     fetch_keys: dict = field(default_factory=dict)
+    partitions: list = field(default_factory=list)  # every task's Graphs
+    _partition_graph_defs: list | None = None
+
+    @property
+    def partition_graph_defs(self) -> list:
+        """The partitions as GraphDefs (RunOptions.output_partition_graphs), on demand."""
+        if self._partition_graph_defs is None:
+            self._partition_graph_defs = [p.to_graph_def() for p in self.partitions]
+        return self._partition_graph_defs
 
 
 class MasterSession:
@@ -187,13 +196,16 @@ class MasterSession:
         plan = StepPlan(feeds, fetches, targets)
         for device, part in options.partition_graphs.items():
             plan.parts.setdefault(task_of_device(device), {})[device] = part
+            plan.partitions.append(part)
         plan.feed_keys, plan.fetch_keys = client_keys(feeds, fetches, client)
         return plan
 
     # -- steps ----------------------------------------------------------------------------
-    async def run(self, plan: StepPlan, feed_values: dict, options=None) -> list:
+    async def run(self, plan: StepPlan, feed_values: dict, options=None,
+                  run_metadata=None) -> list:
         """Run one step of `plan` with `feed_values` (feed name -> value); the fetches'
-        values in plan order."""
+        values in plan order. RunOptions.output_partition_graphs: the partitions go to
+        `run_metadata`."""
         self._check_open()
         timeout_ms = options.timeout_in_ms if options is not None else 0
         if timeout_ms <= 0:
@@ -217,6 +229,9 @@ class MasterSession:
         finally:
             del self._active[step_id]
             await self._cleanup(step_id, list(calls))
+        if (run_metadata is not None and options is not None
+                and options.output_partition_graphs):
+            run_metadata.partition_graphs.extend(plan.partition_graph_defs)
         recvd = results.get(client, {})
         values = []
         for key in recv_keys:

@@ -80,13 +80,45 @@ def _matches_identity(node) -> bool:
 
 
 def _group_of(node) -> str:
+    """The node's colocation group: its first `_class` "loc:@" entry; else, as TF's
+    ColocateResourceAndRefEdges, the group of the node producing a ref or resource input
+    it reads (a queue's enqueue goes where its queue is, an Assign where its variable
+    is: different devices cannot share the state); else its own name."""
     node_def = node.def_
     attrs = node_def.attr
     if "_class" in attrs:
         for s in attrs["_class"].list.s:
             if s.startswith(b"loc:@"):
                 return s[5:].decode(errors="surrogateescape")  # (any bytes: a group)
+    if node.type_string not in _RESOURCE_INPUT_EXEMPT:
+        types = node.input_types
+        for e in node.in_edges:
+            if e.is_control_edge or not e.src.is_op:
+                continue
+            dtype = types[e.dst_input]
+            if dtype > _REF or dtype == _RESOURCE:
+                return _group_of(e.src)
     return node_def.name
+
+
+_REF = 100  # a ref type's DataType enum is its base's + 100
+_RESOURCE = 20  # DT_RESOURCE
+# TF's input colocation exemptions: ops that forward a resource to nodes placed on
+# their own (function calls, functional control flow, datasets of functions).
+_RESOURCE_INPUT_EXEMPT = frozenset({
+    "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
+    "StatelessWhile", "Case", "StatelessCase", "FlatMapDataset", "InterleaveDataset",
+    "MapAndBatchDataset", "ExperimentalMapAndBatchDataset", "GroupByWindowDataset",
+    "ExperimentalGroupByWindowDataset", "ScanDataset", "ExperimentalScanDataset"})
+
+
+def _follows_resource(node, key: str) -> bool:
+    """The node joined group `key` through a ref or resource input, not by `_class`."""
+    if key == node.name:
+        return False
+    attrs = node.def_.attr
+    return not ("_class" in attrs and any(s.startswith(b"loc:@")
+                                          for s in attrs["_class"].list.s))
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
@@ -101,9 +133,13 @@ def merged_request(key: str, members, allow_soft: bool) -> str:
     placement is allowed, which then drops the type and id (or the id) from the
     group's request."""
     merged = None
+    followers = []  # joined through a ref or resource input: their requests yield
     for node in members:
         requested = node.requested_device
         if not requested:
+            continue
+        if _follows_resource(node, key):
+            followers.append(node)
             continue
         spec = _parse(node, requested)
         if merged is None:
@@ -129,6 +165,12 @@ def merged_request(key: str, members, allow_soft: bool) -> str:
                 f"{{{{colocation_node {key}}}}}: Cannot merge devices with incompatible "
                 f"{plural}: '{merged.to_string()}' and '{spec.to_string()}'")
         merged = device_spec.DeviceSpec(**fields)
+    for node in followers:  # TF: "Ignoring device specification ... reference connection"
+        spec = _parse(node, node.requested_device)
+        if merged is None:
+            merged = spec
+        elif merged.is_compatible_with(spec):
+            merged = merged.make_merged_spec(spec)
     return merged.to_string() if merged is not None else ""
 
 
@@ -173,7 +215,11 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
         spec = _parse(node, requested)
         matching = [d for d in candidates
                     if spec.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
-        if not matching and not allow_soft:
+        if not matching and allow_soft:  # any device of the job, replica and task (TF)
+            loose = device_spec.DeviceSpec(spec.job, spec.replica, spec.task)
+            matching = [d for d in candidates
+                        if loose.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
+        if not matching:
             gpu = (" The requested device appears to be a GPU, but CUDA is not enabled."
                    if spec.device_type == "GPU" else "")
             raise errors.InvalidArgumentError(
