@@ -59,9 +59,15 @@ class Master:
     async def run_step(self, handle: str, feeds: dict, fetches: tuple, targets: tuple,
                        options=None, run_metadata=None) -> list:
         session = self.session(handle)
-        feed_names = tuple(sorted(feeds))
-        plan = await session.plan(feed_names, tuple(fetches), tuple(sorted(targets)))
-        return await session.run(plan, feeds, options, run_metadata)
+        key = (tuple(sorted(feeds)), tuple(fetches), tuple(sorted(targets)))
+        plan = await session.plan(*key)
+        try:
+            return await session.run(plan, feeds, options, run_metadata)
+        except errors.AbortedError as e:
+            if "Graph handle is not found" not in e.message:
+                raise
+        # A task restarted since the plan was registered: register again, run once more.
+        return await session.run(await session.plan(*key), feeds, options, run_metadata)
 
     async def close_session(self, handle: str) -> None:
         session = self._sessions.pop(handle, None)

@@ -226,6 +226,9 @@ class MasterSession:
         self._active[step_id] = list(calls.values())
         try:
             results = await self._gather(step_id, calls, timeout)
+        except errors.OpError as e:
+            self._forget_plans_after(e, calls)
+            raise
         finally:
             del self._active[step_id]
             await self._cleanup(step_id, list(calls))
@@ -242,6 +245,20 @@ class MasterSession:
                                 f"valid.")
             values.append(value)
         return values
+
+    def _forget_plans_after(self, err: errors.OpError, calls: dict) -> None:
+        """A task that vanished (UnavailableError) or forgot its graphs (restarted:
+        AbortedError) gets every plan registered on it again at its next step."""
+        lost = set()
+        for task, call in calls.items():
+            if call.done() and not call.cancelled() and isinstance(
+                    call.exception(), (errors.UnavailableError, errors.AbortedError)):
+                lost.add(task)
+        if isinstance(err, errors.UnavailableError) and not lost:
+            lost = set(calls)
+        for key, plan in list(self._plans.items()):
+            if lost.intersection(plan.handles):
+                del self._plans[key]
 
     async def _gather(self, step_id: int, calls: dict, timeout: float | None) -> dict:
         """Every task's RunGraph result; on the first error (or the deadline) the other
