@@ -133,7 +133,9 @@ class Session:
         """Release the session's devices; a later run raises RuntimeError."""
         if not self._closed:
             self._closed = True
-            self._direct.close()
+            closing = self._direct.close()
+            if closing is not None:  # a cluster's master session closes remotely
+                await closing
 
     def _check_open(self) -> None:
         if self._closed:

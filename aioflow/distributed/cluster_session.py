@@ -111,12 +111,14 @@ class ClusterSession:
         """The cluster's devices, as the master sees them (TF's ListDevices)."""
         return self.master.list_devices_blocking(self._handle or "")
 
-    def close(self) -> None:
-        if self.closed:
-            return
+    def close(self):
+        """Close the master session: an awaitable that finishes closing it (the client
+        awaits it; not awaited, it closes on its own)."""
+        if self.closed or self._handle is None:
+            self.closed = True
+            return None
         self.closed = True
-        if self._handle is not None:
-            self.master.close_session_soon(self._handle)
+        return _Closing(self.master, self._handle)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -132,3 +134,21 @@ class ClusterSession:
                                                     "cluster target yet.")
 
     num_partial_runs = 0
+
+
+class _Closing:
+    """CloseSession, awaited by whoever awaits this, else sent without waiting (when
+    the object is dropped unawaited)."""
+
+    def __init__(self, master, handle: str):
+        self.master = master
+        self.handle = handle
+        self.awaited = False
+
+    def __await__(self):
+        self.awaited = True
+        return self.master.close_session(self.handle).__await__()
+
+    def __del__(self):
+        if not self.awaited:
+            self.master.close_session_soon(self.handle)
