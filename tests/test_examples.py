@@ -15,6 +15,7 @@ EXPECTED = {
     "quickstart.py": "8 concurrent runs:",
     "serve_saved_model.py": "match TensorFlow: True",
     "await_io_in_graph.py": "20 runs each awaiting 50 ms",
+    "cluster_ps_worker.py": "worker 0 done: w = 3.00, b = 2.00, loss < 1e-3: True",
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
     "input_pipeline.py": "5 batches; every file read twice: True",

@@ -38,6 +38,19 @@ WORKER_SERVICE = "tensorflow.WorkerService"
 MASTER_SERVICE = "tensorflow.MasterService"
 # Unlimited message sizes (a 64 MB tensor is one message), as TF configures its channels.
 _OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+# A task that comes back is reached again within a second (gRPC's default backoff
+# grows to two minutes).
+_CHANNEL_OPTIONS = _OPTIONS + [("grpc.use_local_subchannel_pool", 1),  # a new channel: a
+                               # new connection, not the process-wide one in backoff
+                               ("grpc.initial_reconnect_backoff_ms", 100),
+                               ("grpc.min_reconnect_backoff_ms", 100),
+                               ("grpc.max_reconnect_backoff_ms", 1000)]
+# Calls made again on a fresh connection when the old one had failed.
+_RETRIED = frozenset({"GetStatus", "RegisterGraph", "DeregisterGraph", "CleanupGraph",
+                      "CleanupAll"})
+# Control calls wait for a task being (re)started; a step's calls fail at once.
+_WAIT_FOR_READY = frozenset({"CreateSession", "ListDevices",
+                             "Reset", "CleanupAll"})
 # How long a call that should answer at once (GetStatus, Register, Cleanup) may take.
 CONTROL_TIMEOUT_S = 10.0
 
@@ -232,15 +245,24 @@ class GrpcRemoteWorker(WorkerInterface):
     @property
     def stubs(self) -> _Stubs:
         if self._stubs is None:
-            self._channel = aio.insecure_channel(self.address, options=_OPTIONS)
+            self._channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
             self._stubs = _Stubs(self._channel, WORKER_SERVICE, _WORKER_METHODS)
         return self._stubs
 
     async def _call(self, name: str, request, timeout: float | None = CONTROL_TIMEOUT_S):
+        fresh = self._stubs is None
         try:
-            return await getattr(self.stubs, name)(request, timeout=timeout)
+            return await getattr(self.stubs, name)(request, timeout=timeout,
+                                                   wait_for_ready=name in _WAIT_FOR_READY)
         except aio.AioRpcError as e:
-            raise _op_error(e, self.task) from None
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise _op_error(e, self.task) from None
+            self._stubs = None  # the task went away: a fresh connection next time
+            if fresh or name not in _RETRIED:
+                raise _op_error(e, self.task) from None
+        # A control call on a connection that failed before: once more on a new one (the
+        # task may be back; the old connection waits out its backoff).
+        return await self._call(name, request, timeout)
 
     async def get_status(self) -> list:
         response = await self._call("GetStatus", worker_pb2.GetStatusRequest())
@@ -320,20 +342,21 @@ class GrpcMasterClient(MasterClient):
         loop = asyncio.get_running_loop()
         entry = self._channels.get(loop)
         if entry is None:
-            channel = aio.insecure_channel(self.address, options=_OPTIONS)
+            channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
             entry = self._channels[loop] = (channel, _Stubs(channel, MASTER_SERVICE,
                                                             _MASTER_METHODS))
         return entry[1]
 
     def _blocking_stubs(self) -> _Stubs:
         if self._blocking is None:
-            channel = grpc.insecure_channel(self.address, options=_OPTIONS)
+            channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
             self._blocking = (channel, _Stubs(channel, MASTER_SERVICE, _MASTER_METHODS))
         return self._blocking[1]
 
     async def _call(self, name: str, request, timeout: float | None = None):
         try:
-            return await getattr(self._stubs(), name)(request, timeout=timeout)
+            return await getattr(self._stubs(), name)(request, timeout=timeout,
+                                                      wait_for_ready=name in _WAIT_FOR_READY)
         except aio.AioRpcError as e:
             raise _op_error(e, self.address) from None
 

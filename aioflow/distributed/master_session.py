@@ -34,6 +34,8 @@ from aioflow.runtime.partial_run import client_keys
 # After the first error, how long the master waits for the other tasks to stop before
 # it reports the step's error anyway.
 ABORT_GRACE_S = 1.0
+# How long a new session waits for the cluster's tasks to come up (TF waits forever).
+TASK_WAIT_S = 60.0
 # How long a CleanupGraph may take (a task that vanished must not hold the client).
 CLEANUP_TIMEOUT_S = 1.0
 
@@ -99,20 +101,32 @@ class MasterSession:
         self.closed = False
 
     async def start(self) -> None:
-        """Find every task's devices (TF's DeviceFinder: GetStatus on each task); a task
-        that does not answer is UnavailableError."""
+        """Find every task's devices (TF's DeviceFinder: GetStatus on each task), waiting
+        for tasks not up yet, as TF's CreateSession does, up to the session's
+        operation_timeout_in_ms (else TASK_WAIT_S): then UnavailableError."""
+        loop = asyncio.get_running_loop()
+        timeout_ms = self.config.operation_timeout_in_ms
+        deadline = loop.time() + (timeout_ms / 1000.0 if timeout_ms > 0 else TASK_WAIT_S)
         found = []
-        timeout = (self.config.operation_timeout_in_ms / 1000.0
-                   if self.config.operation_timeout_in_ms > 0 else None)
         for task in self.tasks:
-            try:
-                attrs = await asyncio.wait_for(self.worker_of(task).get_status(), timeout)
-            except TimeoutError:
-                raise errors.UnavailableError(
-                    None, None, f"Task {task} did not answer GetStatus in time") from None
-            found.extend(RemoteDevice(a) for a in attrs)
+            found.extend(RemoteDevice(a) for a in await self._status_of(task, deadline))
         self.devices = DeviceMgr(found)
         self._state = GraphState(self.devices, self.config)
+
+    async def _status_of(self, task: str, deadline: float) -> list:
+        loop = asyncio.get_running_loop()
+        pause = 0.02
+        while True:
+            try:
+                return await asyncio.wait_for(self.worker_of(task).get_status(),
+                                              max(0.001, deadline - loop.time()))
+            except (errors.UnavailableError, TimeoutError) as e:
+                if loop.time() + pause >= deadline:
+                    raise errors.UnavailableError(
+                        None, None, f"CreateSession: task {task} did not answer: "
+                                    f"{e}") from None
+            await asyncio.sleep(pause)
+            pause = min(1.0, pause * 2)
 
     @property
     def client_device(self) -> RemoteDevice:
