@@ -1,6 +1,7 @@
 """Built-in op definitions (OpDefs), one module per op family."""
 
 from . import (  # noqa: F401  (importing a module registers its ops)
+    array_grad_ops,
     array_ops,
     bitwise_ops,
     control_flow_ops,
@@ -8,6 +9,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     function_ops,
     fused_ops,
     image_codec_ops,
+    image_grad_ops,
     image_ops,
     io_ops,
     linalg_ops,
@@ -15,9 +17,11 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     logging_ops,
     lookup_ops,
     manip_ops,
-    math_extra_ops,
+    math_grad_ops,
     math_ops,
+    nn_activation_grad_ops,
     nn_conv_ops,
+    nn_grad_ops,
     nn_ops,
     no_op,
     parallel_concat_ops,
