@@ -12,10 +12,11 @@ from aioflow.distributed.device_setter import (
     byte_size_load_fn,
     replica_device_setter,
 )
+from aioflow.distributed.ray_engine import RayCluster, ray_cluster
 from aioflow.distributed.server import Server
 from aioflow.distributed.tf_config import TFConfigClusterResolver
 
 session_target.register()
 
 __all__ = ["ClusterSpec", "Server", "replica_device_setter", "GreedyLoadBalancingStrategy",
-           "byte_size_load_fn", "TFConfigClusterResolver"]
+           "byte_size_load_fn", "TFConfigClusterResolver", "ray_cluster", "RayCluster"]
