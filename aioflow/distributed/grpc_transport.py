@@ -20,7 +20,13 @@ import grpc
 from grpc import aio
 
 from aioflow.distributed.master_client import MasterClient
-from aioflow.distributed.wire import error_of, from_proto, to_proto
+from aioflow.distributed.wire import (
+    decode_recv_tensor_response,
+    encode_recv_tensor_response,
+    error_of,
+    from_proto,
+    to_proto,
+)
 from aioflow.distributed.worker_interface import WorkerInterface
 from aioflow.framework import errors
 from aioflow.graph.graph import Graph
@@ -33,6 +39,15 @@ from aioflow.proto import (
     worker_pb2,
 )
 from aioflow.runtime.device import DeviceAttributes
+
+
+class _RecvTensorWire:
+    """RecvTensorResponse as (value, is_dead), written and read without copying the
+    tensor (wire.py); the same bytes as TF's message."""
+
+    SerializeToString = staticmethod(encode_recv_tensor_response)
+    FromString = staticmethod(decode_recv_tensor_response)
+
 
 WORKER_SERVICE = "tensorflow.WorkerService"
 MASTER_SERVICE = "tensorflow.MasterService"
@@ -65,7 +80,7 @@ _WORKER_METHODS = {
     "RunGraph": (worker_pb2.RunGraphRequest, worker_pb2.RunGraphResponse),
     "CleanupGraph": (worker_pb2.CleanupGraphRequest, worker_pb2.CleanupGraphResponse),
     "CleanupAll": (worker_pb2.CleanupAllRequest, worker_pb2.CleanupAllResponse),
-    "RecvTensor": (worker_pb2.RecvTensorRequest, worker_pb2.RecvTensorResponse),
+    "RecvTensor": (worker_pb2.RecvTensorRequest, _RecvTensorWire),
 }
 _MASTER_METHODS = {
     "CreateSession": (master_pb2.CreateSessionRequest, master_pb2.CreateSessionResponse),
@@ -148,11 +163,7 @@ class _WorkerService:
         return worker_pb2.CleanupAllResponse()
 
     async def RecvTensor(self, request):  # noqa: N802
-        value, is_dead = await self.worker.recv_tensor(request.step_id, request.rendezvous_key)
-        response = worker_pb2.RecvTensorResponse(is_dead=is_dead)
-        if not is_dead:
-            response.tensor.CopyFrom(to_proto(value))
-        return response
+        return await self.worker.recv_tensor(request.step_id, request.rendezvous_key)
 
 
 class _MasterService:
@@ -294,9 +305,8 @@ class GrpcRemoteWorker(WorkerInterface):
         return {key: got.get(key, (None, True)) for key in recv_keys}
 
     async def recv_tensor(self, step_id: int, key: str) -> tuple:
-        response = await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
+        return await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
             step_id=step_id, rendezvous_key=key), timeout=None)
-        return (None, True) if response.is_dead else (from_proto(response.tensor), False)
 
     async def abort_step(self, step_id: int, error) -> None:
         run = self._runs.get(step_id)

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 
 from aioflow.distributed.cluster_spec import task_of_device
+from aioflow.distributed.local_worker import LocalWorker
 from aioflow.framework import errors
 from aioflow.graph.partition import partition_by_device, reachable_library
 from aioflow.graph.subgraph import rewrite_graph_for_execution
@@ -318,14 +319,17 @@ class MasterSession:
             call.add_done_callback(_retrieve)
 
     async def _cleanup(self, step_id: int, tasks: list) -> None:
-        cleanups = [asyncio.ensure_future(self.worker_of(t).cleanup_graph(step_id))
-                    for t in tasks]
-        if cleanups:
-            done, pending = await asyncio.wait(cleanups, timeout=CLEANUP_TIMEOUT_S)
-            for c in pending:
-                c.cancel()
-            for c in cleanups:
-                c.add_done_callback(_retrieve)
+        """CleanupGraph on every task of the step: awaited on this process's tasks, sent
+        without waiting to the others (TF's master does not wait for them either)."""
+        local = []
+        for task in tasks:
+            worker = self.worker_of(task)
+            cleanup = asyncio.ensure_future(worker.cleanup_graph(step_id))
+            cleanup.add_done_callback(_retrieve)
+            if isinstance(worker, LocalWorker):
+                local.append(cleanup)
+        if local:
+            await asyncio.wait(local, timeout=CLEANUP_TIMEOUT_S)
 
     def list_devices(self) -> list:
         return [d.attributes() for d in self.devices.devices]

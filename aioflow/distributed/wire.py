@@ -36,3 +36,118 @@ def from_proto(proto: tensor_pb2.TensorProto):
 def error_of(code: int, message: str) -> errors.OpError:
     """The OpError of a status code (UnknownError for one TF does not know)."""
     return errors.exception_type_from_error_code(code)(None, None, message)
+
+
+# -- RecvTensorResponse without copies ------------------------------------------------------
+# A large tensor between tasks is the transfer that counts: its response is written as
+# protobuf wire format by hand, the array's memory joined once into the message bytes,
+# and read back as a NumPy view of the received bytes (TF's messages, field for field:
+# RecvTensorResponse.tensor = 1, is_dead = 2; TensorProto.dtype = 1, tensor_shape = 2,
+# tensor_content = 4; TensorShapeProto.dim = 2; Dim.size = 1).
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        bits = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def _read_varint(view, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = view[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _tensor_chunks(value) -> list:
+    """A TensorProto's wire format as chunks (the array's buffer one of them, uncopied)."""
+    array = np.asarray(value)
+    if not (array.dtype.kind in "biufc" and array.dtype.byteorder in "=|<"):
+        return [to_proto(array).SerializeToString()]
+    dims = b"".join(b"\x12" + _varint(len(d)) + d
+                    for d in (b"\x08" + _varint(s) for s in array.shape))
+    content = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+    return [b"\x08" + _varint(dtypes.as_dtype(array.dtype).as_datatype_enum),
+            b"\x12" + _varint(len(dims)) + dims,
+            b"\x22" + _varint(content.nbytes), content]
+
+
+def encode_recv_tensor_response(got: tuple) -> bytes:
+    """RecvTensorResponse bytes of (value, is_dead)."""
+    value, is_dead = got
+    if is_dead:
+        return b"\x10\x01"
+    chunks = _tensor_chunks(value)
+    size = sum(len(c) if isinstance(c, bytes) else c.nbytes for c in chunks)
+    return b"".join([b"\x0a" + _varint(size), *chunks])
+
+
+def decode_recv_tensor_response(data: bytes) -> tuple:
+    """(value, is_dead) of RecvTensorResponse bytes; a numeric tensor is a read-only view
+    of `data`."""
+    view = memoryview(data)
+    pos, end = 0, len(view)
+    tensor, is_dead = None, False
+    while pos < end:
+        key, pos = _read_varint(view, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 2:
+            length, pos = _read_varint(view, pos)
+            if field == 1:
+                tensor = view[pos:pos + length]
+            pos += length
+        elif wire == 0:
+            value, pos = _read_varint(view, pos)
+            if field == 2:
+                is_dead = bool(value)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise ValueError(f"Malformed RecvTensorResponse (wire type {wire})")
+    if is_dead or tensor is None:
+        return None, True
+    return _decode_tensor(tensor), False
+
+
+def _decode_tensor(view: memoryview):
+    """A TensorProto's value: its tensor_content viewed, the rest parsed by protobuf."""
+    pos, end = 0, len(view)
+    content, rest = None, []
+    while pos < end:
+        start = pos
+        key, pos = _read_varint(view, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 2:
+            length, pos = _read_varint(view, pos)
+            if field == 4:
+                content = view[pos:pos + length]
+            else:
+                rest.append(view[start:pos + length])
+            pos += length
+        elif wire == 0:
+            _, pos = _read_varint(view, pos)
+            rest.append(view[start:pos])
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+            rest.append(view[start:pos])
+        else:
+            raise ValueError(f"Malformed TensorProto (wire type {wire})")
+    proto = tensor_pb2.TensorProto.FromString(b"".join(rest))
+    if content is not None:
+        dtype = dtypes.as_dtype(proto.dtype)
+        if dtype.is_numpy_compatible and dtype != dtypes.string:
+            shape = [d.size for d in proto.tensor_shape.dim]
+            return np.frombuffer(content, dtype=dtype.as_numpy_dtype).reshape(shape)
+        proto.tensor_content = bytes(content)
+    return tensor_util.make_ndarray(proto)
