@@ -16,7 +16,7 @@ import threading
 import weakref
 
 from aioflow.distributed.cluster_spec import ClusterSpec, task_prefix
-from aioflow.distributed.home_loop import HomeLoop
+from aioflow.distributed.home_loop import HomeLoop, shared_home_loop
 from aioflow.distributed.local_worker import LocalWorker
 from aioflow.distributed.master import Master
 from aioflow.distributed.worker import Worker
@@ -118,7 +118,8 @@ class Server:
             return
         sd = self._server_def
         host, _, port = self._address.rpartition(":")
-        home = HomeLoop(f"aioflow-server{self.task}")
+        home = (shared_home_loop() if sd.protocol == "in_process"
+                else HomeLoop(f"aioflow-server{self.task}"))
         try:
             self.worker = Worker(self.task, sd.default_session_config, self.peer_of)
             self.master = Master(self)
