@@ -66,3 +66,48 @@ def test_program_matches_tf(name):
     finally:
         cluster.stop()
     _close(actual, EXPECTED[name], name)
+
+
+# -- the wire: messages TF serialized parse in aioflow's cluster protos --------------------
+def _wire(name: str) -> bytes:
+    return bytes.fromhex(EXPECTED["wire"][name])
+
+
+def test_tf_server_def_and_device_attributes_parse():
+    from aioflow.proto import device_attributes_pb2, tensorflow_server_pb2
+
+    sd = tensorflow_server_pb2.ServerDef.FromString(_wire("ServerDef"))
+    assert (sd.job_name, sd.task_index, sd.protocol, sd.port) == ("worker", 1, "grpc", 2)
+    assert sd.default_session_config.operation_timeout_in_ms == 250
+    assert tf.train.ClusterSpec(sd.cluster).as_dict() == {"worker": ["a:1", "b:2"]}
+    assert sd.SerializeToString() == _wire("ServerDef")  # and back, byte for byte
+    dev = device_attributes_pb2.DeviceAttributes.FromString(_wire("DeviceAttributes"))
+    assert (dev.name, dev.device_type, dev.memory_limit, dev.incarnation) == (
+        "/job:w/replica:0/task:0/device:CPU:0", "CPU", 268435456, 2**63 + 5)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("float32", np.arange(6, dtype=np.float32).reshape(2, 3)),
+    ("int64", np.array([-1, 2**40], np.int64)),
+    ("bool", np.array([True, False])),
+    ("scalar_f64", np.float64(2.5)),
+    ("string", np.array([b"ab", b""], object)),
+])
+def test_tf_tensors_through_recv_tensor_response(name, expected):
+    """A RecvTensorResponse carrying TF's TensorProto decodes (hand-written reader) to
+    TF's value; what aioflow writes parses as the message and holds the same value."""
+    from aioflow.distributed import wire
+    from aioflow.framework import tensor_util
+    from aioflow.proto import worker_pb2
+
+    tensor = _wire(f"TensorProto_{name}")
+    response = b"\x0a" + wire._varint(len(tensor)) + tensor + b"\x18\x05"
+    value, is_dead = wire.decode_recv_tensor_response(response)
+    assert not is_dead and np.shape(value) == np.shape(expected)
+    np.testing.assert_array_equal(value, expected)
+    parsed = worker_pb2.RecvTensorResponse.FromString(wire.encode_recv_tensor_response(
+        (expected, False)))
+    assert not parsed.is_dead
+    np.testing.assert_array_equal(tensor_util.make_ndarray(parsed.tensor), expected)
+    assert wire.decode_recv_tensor_response(wire.encode_recv_tensor_response(
+        (None, True))) == (None, True)

@@ -247,6 +247,35 @@ def program_device_setter(tf, cluster):
     return {"devices": devices, "s": value}
 
 
+def wire_messages(tf) -> dict:
+    """Messages TF's Python serializes (hex) that aioflow's cluster protos must parse
+    field for field: ServerDef, DeviceAttributes (GetStatus's), and the TensorProto a
+    RecvTensorResponse or RunGraphRequest carries. (TF's wheel ships no worker_pb2 or
+    master_pb2: those messages are checked against TF's .proto text.)"""
+    from tensorflow.core.framework import device_attributes_pb2
+    from tensorflow.core.protobuf import tensorflow_server_pb2
+
+    server_def = tensorflow_server_pb2.ServerDef(
+        cluster=tf.train.ClusterSpec({"worker": ["a:1", "b:2"]}).as_cluster_def(),
+        job_name="worker", task_index=1, protocol="grpc", port=2)
+    server_def.default_session_config.operation_timeout_in_ms = 250
+    device = device_attributes_pb2.DeviceAttributes(
+        name="/job:w/replica:0/task:0/device:CPU:0", device_type="CPU",
+        memory_limit=268435456, incarnation=2**63 + 5)
+    tensors = {
+        "float32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "int64": np.array([-1, 2**40], np.int64),
+        "bool": np.array([True, False]),
+        "scalar_f64": np.float64(2.5),
+        "string": np.array([b"ab", b""], object),
+    }
+    out = {"ServerDef": server_def.SerializeToString().hex(),
+           "DeviceAttributes": device.SerializeToString().hex()}
+    for name, value in tensors.items():
+        out[f"TensorProto_{name}"] = tf.make_tensor_proto(value).SerializeToString().hex()
+    return out
+
+
 PROGRAMS = {
     "two_task": (program_two_task, JOBS_2TASK),
     "pinning": (program_pinning, JOBS_2TASK),
@@ -288,6 +317,7 @@ def main() -> None:
     for name, (program, jobs) in PROGRAMS.items():
         out[name] = program(tf, TFCluster(tf, jobs))
         print(name, out[name], file=sys.stderr)
+    out["wire"] = wire_messages(tf)
     (HERE / "cluster_tf.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
