@@ -176,7 +176,10 @@ class Server:
             if _LOCAL_SERVERS.get(self._address) is self:
                 del _LOCAL_SERVERS[self._address]
         try:
-            home.call_blocking(self._shutdown(), timeout=5)
+            if threading.current_thread() is home.thread:  # (a __del__ on its own loop)
+                home.loop.create_task(self._shutdown())
+            else:
+                home.call_blocking(self._shutdown(), timeout=5)
         finally:
             home.stop()
             self._stopped.set()
