@@ -113,3 +113,16 @@ async def test_killed_task_fails_the_step_then_recovers(cluster):
         cluster_tasks.proc = back.proc
         assert await sess.run(z, feed) == 7.0
         assert await sess.run(z, {x: [2.0, 2.0, 2.0]}) == 13.0
+
+
+async def test_a_target_nobody_serves_is_unavailable_not_a_hang():
+    with af.Graph().as_default() as g:
+        out = af.constant(1.0) + 1.0
+    config = config_pb2.ConfigProto(operation_timeout_in_ms=300)
+    started = time.perf_counter()
+    async with af.Session(f"grpc://localhost:{_free_port()}", graph=g, config=config) as sess:
+        with pytest.raises(errors.UnavailableError):
+            await sess.run(out)
+    assert time.perf_counter() - started < 5.0
+    with pytest.raises(errors.UnavailableError):
+        af.Session.reset(f"grpc://localhost:{_free_port()}")

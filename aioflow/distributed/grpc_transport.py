@@ -64,8 +64,9 @@ _CHANNEL_OPTIONS = _OPTIONS + [("grpc.use_local_subchannel_pool", 1),  # a new c
 _RETRIED = frozenset({"GetStatus", "RegisterGraph", "DeregisterGraph", "CleanupGraph",
                       "CleanupAll"})
 # Control calls wait for a task being (re)started; a step's calls fail at once.
-_WAIT_FOR_READY = frozenset({"CreateSession", "ListDevices",
-                             "Reset", "CleanupAll"})
+_WAIT_FOR_READY = frozenset({"CreateSession"})
+# How long CreateSession waits for a master not up yet (then UnavailableError).
+MASTER_WAIT_S = 60.0
 # How long a call that should answer at once (GetStatus, Register, Cleanup) may take.
 CONTROL_TIMEOUT_S = 10.0
 
@@ -377,10 +378,19 @@ class GrpcMasterClient(MasterClient):
             raise _op_error(e, self.address) from None
 
     async def create_session(self, graph_def, config) -> str:
+        """CreateSession, waiting for the master to be up (TF's client waits too), at most
+        the config's operation_timeout_in_ms or MASTER_WAIT_S."""
         request = master_pb2.CreateSessionRequest(graph_def=graph_def)
+        timeout = MASTER_WAIT_S
         if config is not None:
             request.config.CopyFrom(config)
-        return (await self._call("CreateSession", request)).session_handle
+            if config.operation_timeout_in_ms > 0:
+                timeout = config.operation_timeout_in_ms / 1000.0
+        try:
+            return (await self._call("CreateSession", request, timeout)).session_handle
+        except errors.DeadlineExceededError as e:
+            raise errors.UnavailableError(None, None, f"No master answered at "
+                                                      f"{self.address}: {e.message}") from None
 
     async def extend_session(self, handle: str, graph_def) -> None:
         await self._call("ExtendSession", master_pb2.ExtendSessionRequest(
