@@ -273,3 +273,22 @@ def test_blocking_compat_session(ps_worker):
             m = tf.matmul(a, a, transpose_b=True)
         with tf.Session(ps_worker[("worker", 0)].target, graph=g) as sess:
             np.testing.assert_array_equal(sess.run(m), [[5.0]])
+
+
+async def test_a_blocked_step_does_not_stall_other_steps_on_the_same_tasks(ps_worker):
+    """Steps are coroutines on the tasks' loops: one waiting on task 1 (a dequeue) leaves
+    other steps through the same tasks running; then it completes when fed."""
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [])
+        with af.device("/job:worker/task:1"):
+            q = af.FIFOQueue(2, [af.float32], shapes=[[]])
+            waiting = q.dequeue() * 10.0
+            enqueue = q.enqueue(x)
+            quick = x + 1.0
+    async with af.Session(ps_worker[("worker", 0)].target, graph=g) as sess:
+        blocked = asyncio.ensure_future(sess.run(waiting))
+        for i in range(20):
+            assert await sess.run(quick, {x: float(i)}) == i + 1.0
+        assert not blocked.done()
+        await sess.run(enqueue, {x: 4.0})
+        assert await asyncio.wait_for(blocked, 10) == 40.0
