@@ -10,7 +10,8 @@ the client task's rendezvous and the fetches come back from it (client-terminate
 _Recv/_Send, keyed as TF's); tensors between tasks travel by RecvTensor. The first
 error of any task aborts the step on every other task and is what the client sees
 (an error that only echoes it, a cancellation or abort, never hides it); every task
-then drops the step's state (CleanupGraph).
+then drops the step's state (CleanupGraph). A step that succeeded everywhere needs no
+CleanupGraph: each worker drops a step's rendezvous once it is empty.
 """
 
 from __future__ import annotations
@@ -241,12 +242,15 @@ class MasterSession:
         self._active[step_id] = list(calls.values())
         try:
             results = await self._gather(step_id, calls, timeout)
-        except errors.OpError as e:
-            self._forget_plans_after(e, calls)
+        except BaseException as e:
+            if isinstance(e, errors.OpError):
+                self._forget_plans_after(e, calls)
+            # Every task drops what the failed step left (a step that succeeded on every
+            # task left nothing: each worker dropped its rendezvous once empty).
+            await self._cleanup(step_id, list(calls))
             raise
         finally:
             del self._active[step_id]
-            await self._cleanup(step_id, list(calls))
         if (run_metadata is not None and options is not None
                 and options.output_partition_graphs):
             run_metadata.partition_graphs.extend(plan.partition_graph_defs)

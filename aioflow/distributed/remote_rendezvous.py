@@ -125,6 +125,13 @@ class RendezvousMgr:
             rendezvous.abort(errors.AbortedError(
                 None, None, f"Cleanup {step_id}"))
 
+    def forget_if_done(self, step_id: int) -> None:
+        """Drop a step's rendezvous once nothing is left in it (no value unclaimed, no
+        receiver waiting): a step that succeeded everywhere needs no CleanupGraph."""
+        rendezvous = self._steps.get(step_id)
+        if rendezvous is not None and not len(rendezvous):
+            del self._steps[step_id]
+
     def abort_all(self, err: errors.OpError) -> None:
         for step_id in list(self._steps):
             self._steps.pop(step_id).abort(err)

@@ -61,15 +61,20 @@ class Worker(WorkerInterface):
         self._active[step_id] = ctx
         try:
             await run_states(states, ctx)
-            return {key: await rendezvous.recv(parse_key(key)) for key in recv_keys}
+            got = {key: await rendezvous.recv(parse_key(key)) for key in recv_keys}
         except asyncio.CancelledError:  # the master gave up on the step
             rendezvous.abort(errors.CancelledError(None, None, "RunGraph cancelled"))
             raise
         finally:
             self._active.pop(step_id, None)
+        self.rendezvous_mgr.forget_if_done(step_id)  # (else the last RecvTensor does)
+        return got
 
     async def recv_tensor(self, step_id: int, key: str) -> tuple:
-        return await self.rendezvous_mgr.find(step_id).recv(parse_key(key))
+        got = await self.rendezvous_mgr.find(step_id).recv(parse_key(key))
+        if step_id not in self._active:  # the step is over here: its last value went
+            self.rendezvous_mgr.forget_if_done(step_id)
+        return got
 
     async def abort_step(self, step_id: int, error) -> None:
         ctx = self._active.get(step_id)
