@@ -7,6 +7,7 @@ examples/cluster_ps_worker.py, three processes.)"""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import socket
@@ -81,12 +82,17 @@ async def test_step_across_processes(cluster):
     async with af.Session(local.target, graph=g) as sess:
         for i in range(3):
             assert await sess.run(z, {x: [1.0, 2.0, float(i)]}) == 7.0 + 2 * i
-        big = np.arange(1 << 18, dtype=np.float32)  # 1 MB each way
+        big = np.arange(1 << 18, dtype=np.float32)  # 1 MB each way: in shared memory
+        small = np.arange(1000, dtype=np.float32)  # inline in the message
         with g.as_default():
             v = af.placeholder(af.float32, [None])
             with af.device("/job:worker/task:1"):
                 doubled = v * 2.0
-        np.testing.assert_array_equal(await sess.run(doubled, {v: big}), big * 2.0)
+        for value in (big, small, big):
+            np.testing.assert_array_equal(await sess.run(doubled, {v: value}), value * 2.0)
+        # every shared-memory file was unlinked by its receiver
+        assert not glob.glob(f"/dev/shm/aioflow-{os.getpid()}-*")
+        assert not glob.glob(f"/dev/shm/aioflow-{cluster[2].proc.pid}-*")
 
 
 async def test_killed_task_fails_the_step_then_recovers(cluster):

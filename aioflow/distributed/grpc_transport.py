@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 
 import grpc
+import numpy as np
 from grpc import aio
 
+from aioflow.distributed import shm_transfer
 from aioflow.distributed.master_client import MasterClient
 from aioflow.distributed.wire import (
     decode_recv_tensor_response,
@@ -164,7 +166,16 @@ class _WorkerService:
         return worker_pb2.CleanupAllResponse()
 
     async def RecvTensor(self, request):  # noqa: N802
-        return await self.worker.recv_tensor(request.step_id, request.rendezvous_key)
+        """The value; a large numeric one through a shared-memory file when the receiver
+        is on this machine (it says so with dma_ok), written off the loop."""
+        value, is_dead = await self.worker.recv_tensor(request.step_id,
+                                                       request.rendezvous_key)
+        if (request.dma_ok and not is_dead and isinstance(value, np.ndarray)
+                and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
+            loop = asyncio.get_running_loop()
+            path = await loop.run_in_executor(None, shm_transfer.write, value, loop)
+            return value, False, path
+        return value, is_dead
 
 
 class _MasterService:
@@ -253,6 +264,9 @@ class GrpcRemoteWorker(WorkerInterface):
         self._channel = None
         self._stubs = None
         self._runs: dict[int, asyncio.Task] = {}  # step id -> the RunGraph in flight
+        # A task on this machine may hand large tensors over in shared memory.
+        self._same_machine = (shm_transfer.available()
+                              and shm_transfer.is_local_host(address.rpartition(":")[0]))
 
     @property
     def stubs(self) -> _Stubs:
@@ -307,7 +321,7 @@ class GrpcRemoteWorker(WorkerInterface):
 
     async def recv_tensor(self, step_id: int, key: str) -> tuple:
         return await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
-            step_id=step_id, rendezvous_key=key), timeout=None)
+            step_id=step_id, rendezvous_key=key, dma_ok=self._same_machine), timeout=None)
 
     async def abort_step(self, step_id: int, error) -> None:
         run = self._runs.get(step_id)

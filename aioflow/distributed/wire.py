@@ -5,7 +5,9 @@ status codes (TF's codes are gRPC's)."""
 from __future__ import annotations
 
 import numpy as np
+from google.protobuf import any_pb2
 
+from aioflow.distributed import shm_transfer
 from aioflow.framework import dtypes, errors, tensor_util
 from aioflow.proto import tensor_pb2, tensor_shape_pb2
 
@@ -82,10 +84,23 @@ def _tensor_chunks(value) -> list:
 
 
 def encode_recv_tensor_response(got: tuple) -> bytes:
-    """RecvTensorResponse bytes of (value, is_dead)."""
-    value, is_dead = got
+    """RecvTensorResponse bytes of (value, is_dead), or of (array, False, path) for an
+    array written to the shared-memory file `path` (shm_transfer.py): then the tensor
+    carries its dtype and shape only and transport_options (field 4, an Any) names the
+    file."""
+    value, is_dead = got[0], got[1]
     if is_dead:
         return b"\x10\x01"
+    if len(got) > 2:
+        array = np.asarray(value)
+        dims = b"".join(b"\x12" + _varint(len(d)) + d
+                        for d in (b"\x08" + _varint(n) for n in array.shape))
+        tensor = (b"\x08" + _varint(dtypes.as_dtype(array.dtype).as_datatype_enum)
+                  + b"\x12" + _varint(len(dims)) + dims)
+        any_ = (b"\x0a" + _varint(len(shm_transfer.TYPE_URL)) + shm_transfer.TYPE_URL.encode()
+                + b"\x12" + _varint(len(got[2])) + got[2].encode())
+        return (b"\x0a" + _varint(len(tensor)) + tensor
+                + b"\x22" + _varint(len(any_)) + any_)
     chunks = _tensor_chunks(value)
     size = sum(len(c) if isinstance(c, bytes) else c.nbytes for c in chunks)
     return b"".join([b"\x0a" + _varint(size), *chunks])
@@ -96,7 +111,7 @@ def decode_recv_tensor_response(data: bytes) -> tuple:
     of `data`."""
     view = memoryview(data)
     pos, end = 0, len(view)
-    tensor, is_dead = None, False
+    tensor, is_dead, options = None, False, None
     while pos < end:
         key, pos = _read_varint(view, pos)
         field, wire = key >> 3, key & 7
@@ -104,6 +119,8 @@ def decode_recv_tensor_response(data: bytes) -> tuple:
             length, pos = _read_varint(view, pos)
             if field == 1:
                 tensor = view[pos:pos + length]
+            elif field == 4:
+                options = any_pb2.Any.FromString(bytes(view[pos:pos + length]))
             pos += length
         elif wire == 0:
             value, pos = _read_varint(view, pos)
@@ -117,6 +134,11 @@ def decode_recv_tensor_response(data: bytes) -> tuple:
             raise ValueError(f"Malformed RecvTensorResponse (wire type {wire})")
     if is_dead or tensor is None:
         return None, True
+    if options is not None and options.type_url == shm_transfer.TYPE_URL:
+        proto = tensor_pb2.TensorProto.FromString(bytes(tensor))
+        dtype = dtypes.as_dtype(proto.dtype).as_numpy_dtype
+        shape = [d.size for d in proto.tensor_shape.dim]
+        return shm_transfer.read(options.value.decode(), dtype, shape), False
     return _decode_tensor(tensor), False
 
 
