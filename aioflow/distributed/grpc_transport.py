@@ -173,7 +173,8 @@ class _WorkerService:
         if (request.dma_ok and not is_dead and isinstance(value, np.ndarray)
                 and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
             loop = asyncio.get_running_loop()
-            path = await loop.run_in_executor(None, shm_transfer.write, value, loop)
+            path = await loop.run_in_executor(None, shm_transfer.write, value)
+            shm_transfer.remove_later(path, loop)
             return value, False, path
         return value, is_dead
 

@@ -40,8 +40,9 @@ def is_local_host(host: str) -> bool:
         return False
 
 
-def write(array: np.ndarray, loop=None) -> str:
-    """Write `array`'s bytes into a new shared-memory file; its path."""
+def write(array: np.ndarray) -> str:
+    """Write `array`'s bytes into a new shared-memory file; its path (the caller
+    schedules `remove_later`)."""
     path = f"{_DIR}/aioflow-{os.getpid()}-{next(_names)}"
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     try:  # write(2) fills tmpfs faster than stores through a fresh mapping
@@ -50,9 +51,12 @@ def write(array: np.ndarray, loop=None) -> str:
             data = data[os.write(fd, data):]
     finally:
         os.close(fd)
-    if loop is not None:
-        loop.call_later(LEFTOVER_S, _unlink, path)
     return path
+
+
+def remove_later(path: str, loop) -> None:
+    """Remove the file after LEFTOVER_S unless its receiver has (on `loop`'s thread)."""
+    loop.call_later(LEFTOVER_S, _unlink, path)
 
 
 def read(path: str, dtype, shape) -> np.ndarray:
@@ -63,7 +67,9 @@ def read(path: str, dtype, shape) -> np.ndarray:
         size = os.fstat(fd).st_size
         if not size:  # (an empty tensor: nothing to map)
             return np.zeros(shape, dtype)
-        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        # MAP_POPULATE: the pages mapped in one call, not faulted in one by one
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mapped = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
     finally:
         os.close(fd)
         _unlink(path)
