@@ -373,3 +373,19 @@ async def test_file_cache_is_written_once_then_read(tmp_path):
     assert first == second == third == [0, 3, 6, 9, 12]
     assert len(made) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.aioflow-cache"]
+
+
+async def test_a_full_prefetch_buffer_holds_no_task():
+    """The producer ends when the buffer is full and starts again when there is room:
+    an iterator nobody reads (its session closed) leaves no task behind."""
+    graph = af.Graph()
+    with graph.as_default():
+        nxt = af.data.make_one_shot_iterator(
+            af.data.Dataset.range(100).map(lambda x: x + 1).prefetch(3)).get_next()
+    async with af.Session(graph=graph) as sess:
+        assert [int(await sess.run(nxt)) for _ in range(4)] == [1, 2, 3, 4]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        producers = [t for t in asyncio.all_tasks() if "_produce" in repr(t)]
+        assert producers == []
+        assert int(await sess.run(nxt)) == 5
