@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import random
 import struct
@@ -596,8 +597,18 @@ class BundleReader:
             raise errors.NotFoundError(
                 None, None, f"Key {key.decode('utf-8', 'replace')} not found in checkpoint")
         entry = _parse(tensor_bundle_pb2.BundleEntryProto, key, value, None)
-        if any(d.size < 0 for d in entry.shape.dim) or entry.shape.unknown_rank:
+        dims = [d.size for d in entry.shape.dim]
+        # TF's TensorShape::IsValid: known rank, at most 254 dimensions, none negative, at
+        # most 2^63 - 1 elements
+        if entry.shape.unknown_rank or len(dims) > 254 or any(d < 0 for d in dims) or \
+                math.prod(dims) >= 1 << 63:
             raise errors.DataLossError(None, None, f"Invalid tensor shape: {_show(key)}")
+        try:
+            dtypes.as_dtype(entry.dtype)
+        except TypeError:
+            raise errors.DataLossError(
+                None, None, f"Invalid dtype {entry.dtype} in bundle entry: key "
+                            f"{_show(key)}") from None
         return entry
 
     def dtype_and_shape(self, key) -> tuple[dtypes.DType, tuple[int, ...]]:
@@ -648,6 +659,16 @@ class BundleReader:
             self._fds[shard] = fd
         return fd
 
+    def _check_extent(self, key, entry) -> None:
+        """The entry's bytes lie within its data file (before anything is allocated for
+        them: an index cannot make the reader allocate what the data cannot hold)."""
+        size = os.fstat(self._fd(entry.shard_id)).st_size
+        if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > size:
+            raise errors.DataLossError(
+                None, None, f"TensorBundle at {self.prefix} shard {entry.shard_id}: entry "
+                f"{_show(key)} of {entry.size} bytes at offset {entry.offset} runs past the "
+                f"data file's {size} bytes (data file truncated, or a corrupt index)")
+
     def _pread_into(self, entry, buf: memoryview) -> None:
         """Fill `buf` from the entry's shard at its offset; DataLossError when short."""
         fd = self._fd(entry.shard_id)
@@ -663,11 +684,13 @@ class BundleReader:
 
     def _read_numeric(self, key, entry, dtype, shape):
         np_dtype = np.dtype(dtype.as_numpy_dtype)
-        out = np.empty(shape, dtype=np_dtype)
-        if entry.size != out.nbytes:
+        nbytes = math.prod(shape) * np_dtype.itemsize
+        if entry.size != nbytes:
             raise errors.DataLossError(
                 None, None, f"Invalid size in bundle entry: key {_show(key)}; stored size "
-                f"{entry.size}; expected size {out.nbytes}")
+                f"{entry.size}; expected size {nbytes}")
+        self._check_extent(key, entry)
+        out = np.empty(shape, dtype=np_dtype)
         raw = out.reshape(-1).view(np.uint8)
         if raw.size:
             self._pread_into(entry, memoryview(raw))
@@ -677,11 +700,12 @@ class BundleReader:
         return out, crc
 
     def _read_strings(self, key, entry, shape):
-        n = int(np.prod(shape, dtype=np.int64))
-        if entry.size < n:
+        n = math.prod(shape)
+        if entry.size < n:  # (a length byte at least for each)
             raise errors.DataLossError(
                 None, None, f"Invalid size in bundle entry: key {_show(key)}; stored size "
                 f"{entry.size}; expected size is at least {n}")
+        self._check_extent(key, entry)
         out = np.empty(n, dtype=object)
         if entry.size == 0:
             return out.reshape(shape), 0

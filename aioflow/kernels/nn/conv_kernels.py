@@ -39,7 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.intra_op_threads import blas_threads_outside, own_threads
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn import depthwise_jit
 
@@ -119,8 +119,7 @@ def unimplemented(message: str) -> errors.UnimplementedError:
 
 
 def attr_str(ctx, name: str, default: str) -> str:
-    value = ctx.get_attr(name, default)
-    return value.decode() if isinstance(value, bytes) else value
+    return attr_text(ctx.get_attr(name, default))
 
 
 def compute_type(dtype: dtypes.DType):
