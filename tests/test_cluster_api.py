@@ -172,6 +172,22 @@ async def test_registered_once_per_signature_one_rungraph_per_task(ps_worker):
             y = x + 1.0
         with af.device("/job:ps/task:0"):
             z = y * 2.0
+    runs = {k: 0 for k in workers}
+    originals = {}
+    for k, w in workers.items():  # count the RunGraph calls each task gets
+        def counting(*args, _k=k, _run=w.run_graph, **kwargs):
+            runs[_k] += 1
+            return _run(*args, **kwargs)
+        originals[k] = w.run_graph
+        w.run_graph = counting
+    try:
+        async with af.Session(ps_worker[("worker", 0)].target, graph=g) as sess:
+            for i in range(5):
+                assert await sess.run(z, {x: float(i)}) == (i + 1.0) * 2.0
+            assert runs == {("worker", 0): 5, ("worker", 1): 5, ("ps", 0): 5}
+    finally:
+        for k, w in workers.items():
+            w.run_graph = originals[k]
     async with af.Session(ps_worker[("worker", 0)].target, graph=g) as sess:
         for i in range(5):
             assert await sess.run(z, {x: float(i)}) == (i + 1.0) * 2.0

@@ -39,7 +39,9 @@ def test_every_example_is_covered():
 NEEDS = {"ray_cluster.py": "ray", "cluster_ps_worker.py": "grpc"}
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.ray) if NEEDS.get(n) == "ray" else n
+    for n in sorted(EXPECTED)])
 def test_example_runs(name, tmp_path):
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])
