@@ -308,3 +308,25 @@ async def test_a_blocked_step_does_not_stall_other_steps_on_the_same_tasks(ps_wo
         assert not blocked.done()
         await sess.run(enqueue, {x: 4.0})
         assert await asyncio.wait_for(blocked, 10) == 40.0
+
+
+async def test_in_graph_replication_towers_on_two_tasks(ps_worker):
+    """In-graph replication: one client graph, a tower per worker task reading the ps's
+    variable, their results combined on the ps: TF 1's towers, by placement alone."""
+    with af.Graph().as_default() as g:
+        with af.device("/job:ps/task:0"):
+            w = af.Variable(np.array([[1.0], [2.0]], np.float32), name="tower_w")
+        x = af.placeholder(af.float32, [4, 2])
+        halves = af.split(x, 2)
+        towers = []
+        for task, part in enumerate(halves):
+            with af.device(f"/job:worker/task:{task}"):
+                towers.append(af.reduce_sum(af.matmul(part, w)))
+        with af.device("/job:ps/task:0"):
+            total = af.add_n(towers)
+    value = np.arange(8, dtype=np.float32).reshape(4, 2)
+    async with af.Session(ps_worker[("worker", 0)].target, graph=g) as sess:
+        await sess.run(w.initializer)
+        got = await sess.run([total, *towers], {x: value})
+    expected = value @ np.array([[1.0], [2.0]], np.float32)
+    assert got == [expected.sum(), expected[:2].sum(), expected[2:].sum()]
