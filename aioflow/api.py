@@ -406,3 +406,11 @@ __all__ += [
     "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
     "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]
+
+# Clusters (issue #27): the distributed runtime (importing it registers the "grpc://"
+# session target); tf.train.Server is its Server (af.train, a builders' package, cannot
+# import the runtime, so the package face hands it over).
+from aioflow import distributed  # noqa: E402
+
+train.Server = distributed.Server
+__all__ += ["distributed"]
