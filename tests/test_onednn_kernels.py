@@ -15,6 +15,7 @@ import pytest
 from kernel_testutil import create, make_node_def
 
 from aioflow.framework import op_def_registry
+from aioflow.framework.intra_op_threads import BlasThreads
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.nn import (
     conv_grad_kernels,
@@ -448,3 +449,19 @@ def test_a_geometry_onednn_refuses_runs_the_numpy_code(monkeypatch):
     got, want = _both("Conv2D", [_rand(1, 6, 6, 3), _const(_rand(3, 3, 3, 4))],
                       strides=[1, 1, 1, 1], padding="SAME")
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.skipif(BlasThreads.find() is None, reason="needs numpy on a pthreads OpenBLAS")
+def test_team_size_follows_intra_op_threads():
+    """intra_op_parallelism_threads (BLAS's count, as the CPU device sets it) sizes the
+    OpenMP team of a large primitive; a small one runs on one thread."""
+    blas = BlasThreads.find()
+    before = blas.get()
+    try:
+        blas.set(1)
+        assert backend.team_size(1 << 30) == 1
+        blas.set(2)
+        assert backend.team_size(1 << 30) == min(2, conv_kernels._CORES)
+        assert backend.team_size(1000) == 1
+    finally:
+        blas.set(before)
