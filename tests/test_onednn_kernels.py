@@ -308,9 +308,14 @@ def test_conv3d_matches_numpy(stride, padding):
 def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
     x, w = _rand(2, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
     args = [_rand(16, seed=3), _rand(*addend_shape, seed=4)]
+    from aioflow.kernels.onednn import conv_onednn
+
+    conv_onednn._CACHE.clear()
     got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
                       fused_ops=fused_ops, num_args=2)
     np.testing.assert_allclose(got[0], want[0], **TOL)
+    # a whole-tensor addend is the primitive's post-op (read in place), not NumPy's add
+    assert [key[8] for key in conv_onednn._CACHE._entries] == [len(addend_shape) == 4]
 
 
 # -- gradients ----------------------------------------------------------------------------------

@@ -97,8 +97,10 @@ class ConvPlan:
         if scaled:  # y * scale + offset: an inference batch norm
             spec += [("binary", api.BINARY_MUL, channel_md), ("binary", api.BINARY_ADD,
                                                                channel_md)]
-        if residual:  # dst = conv + bias + dst (the addend, copied into dst first)
-            spec.append(("sum", 1.0))
+        self.residual_md = array_desc(out, order) if residual else None
+        self.residual_index = len(spec)
+        if residual:  # + the addend, read in place (a binary post-op on the whole tensor)
+            spec.append(("binary", api.BINARY_ADD, self.residual_md))
         if eltwise is not None:
             spec.append(eltwise)
         self.channel_md = channel_md
@@ -161,13 +163,13 @@ class _OnednnConv:
         bias, bn, eltwise, addend = self.fusion(inputs, channels)
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
-        residual = addend is not None and addend.shape == out.shape
+        residual = None
+        if addend is not None and addend.shape == out.shape:
+            residual = np.ascontiguousarray(addend)
         try:
-            if residual:
-                np.copyto(out, addend)  # the sum post-op adds the convolution to it
-            elif addend is not None:  # an addend that broadcasts: added after, by NumPy
-                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, False)
-                return add_residual(y, addend, self._fusion[1], self._fusion[3])
+            if addend is not None and residual is None:  # an addend that broadcasts: added
+                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, None)
+                return add_residual(y, addend, self._fusion[1], self._fusion[3])  # after
             return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise,
                                   residual)
         except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
@@ -179,10 +181,12 @@ class _OnednnConv:
         threads = team_size(out.size * int(np.prod(w_dims[2 if grouped else 1:])))
         set_threads(threads)
         key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-               tuple(pads), bias is not None, bn is not None, residual, eltwise, threads)
+               tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
+               threads)
         plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
                                                 self._dilations, pads, bias is not None,
-                                                bn is not None, residual, eltwise))
+                                                bn is not None, residual is not None,
+                                                eltwise))
         if plan.w_reorder is None:
             w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
         else:
@@ -193,6 +197,9 @@ class _OnednnConv:
         if bn is not None:
             args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
                      (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
+        if residual is not None:
+            args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
+                         plan.residual_md, residual))
         plan.prim.execute(args)
         return out
 
