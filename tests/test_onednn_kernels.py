@@ -21,6 +21,7 @@ from aioflow.kernels.nn import (
     conv_grad_kernels,
     conv_kernels,
     fused_kernels,
+    normalization_grad_kernels,
     normalization_kernels,
     pooling_grad_kernels,
     pooling_kernels,
@@ -48,6 +49,7 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
               "DepthwiseConv2dNativeBackpropFilter":
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
+              "FusedBatchNormGradV3": normalization_grad_kernels.FusedBatchNormGradV3Op,
               "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
               "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
               "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
@@ -470,3 +472,19 @@ def test_team_size_follows_intra_op_threads():
         assert backend.team_size(1000) == 1
     finally:
         blas.set(before)
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("fmt, shape", [("NHWC", (2, 5, 6, 8)), ("NCHW", (2, 8, 5, 6)),
+                                        ("NDHWC", (1, 3, 4, 5, 8))])
+def test_fused_batch_norm_grad_matches_numpy(training, fmt, shape):
+    rng = np.random.default_rng(8)
+    x, dy = _rand(*shape) * 2 + 1, _rand(*shape, seed=3)
+    axis = 1 if fmt.startswith("NC") else len(shape) - 1
+    axes = tuple(i for i in range(len(shape)) if i != axis)
+    mean, var = x.mean(axes), x.var(axes)
+    scale = rng.uniform(0.5, 2, 8).astype(np.float32)
+    got, want = _both("FusedBatchNormGradV3", [dy, x, scale, mean, var, np.zeros(0, np.float32)],
+                      is_training=training, epsilon=0.001, data_format=fmt)
+    for g, w in zip(got[:3], want[:3], strict=True):  # dx, dscale, doffset
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)

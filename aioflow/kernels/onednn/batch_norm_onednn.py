@@ -1,5 +1,5 @@
 """FusedBatchNorm, FusedBatchNormV2 and FusedBatchNormV3 on oneDNN's batch normalization
-primitive, float32 x.
+primitive, and their gradients (FusedBatchNormGrad/V2/V3) on its backward, float32 x.
 
 The NumPy kernels (aioflow/kernels/nn/normalization_kernels.py) check the inputs and
 compute the outputs TF reports from the normalisation, which these kernels run on
@@ -7,7 +7,12 @@ oneDNN: inference (is_training=False) with the given statistics (use_global_stat
 scale and shift), training with the batch's (forward_training: the mean and the biased
 variance come back; the NumPy code reports the unbiased one and blends the running
 statistics as TF does). x is described as it lies (NHWC, NCHW, NDHWC, NCDHW: no copy).
-Empty x and half/bfloat16 x run the NumPy code.
+The gradients: the NumPy kernels (aioflow/kernels/nn/normalization_grad_kernels.py)
+check the inputs and hand float32 x and dy to `gradients`; oneDNN's backward (with the
+forward's hint) gives dx, dscale (sum(dy * (x - mean)) / sqrt(var + eps)) and doffset
+(sum(dy)) from the saved statistics, with global statistics when is_training is False
+(dx = dy * scale / sqrt(var + eps), TF's). Empty x and half/bfloat16 x run the NumPy
+code.
 """
 
 from __future__ import annotations
@@ -15,6 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes
+from aioflow.kernels.nn.normalization_grad_kernels import (
+    FusedBatchNormGradOp,
+    FusedBatchNormGradV2Op,
+    FusedBatchNormGradV3Op,
+)
 from aioflow.kernels.nn.normalization_kernels import (
     FusedBatchNormOp,
     FusedBatchNormV2Op,
@@ -119,3 +129,68 @@ class OnednnFusedBatchNormV2Op(_OnednnBatchNorm, FusedBatchNormV2Op):
 @onednn_kernel("FusedBatchNormV3", T=dtypes.float32, U=dtypes.float32)
 class OnednnFusedBatchNormV3Op(_OnednnBatchNorm, FusedBatchNormV3Op):
     """FusedBatchNormV3 on oneDNN."""
+
+
+class BatchNormBackwardPlan:
+    """The backward batch normalization primitive (diff scale and shift) for one shape."""
+
+    def __init__(self, x: np.ndarray, axis: int, epsilon: float, training: bool):
+        self.md = array_desc(x, _order(x.ndim, axis))
+        self.stat_md = MemoryDesc.tagged([x.shape[axis]], np.float32, api.TAG_X)
+        flags = api.USE_SCALE | api.USE_SHIFT | (0 if training else api.USE_GLOBAL_STATS)
+        eng = engine()
+        lib = api._lib
+        self.hint = Primitive(
+            lambda pd: lib.dnnl_batch_normalization_forward_primitive_desc_create(
+                pd, eng, api.FORWARD_TRAINING, self.md.handle, self.md.handle, epsilon,
+                flags, None), "dnnl_batch_normalization_forward_primitive_desc_create")
+        self.prim = Primitive(
+            lambda pd: lib.dnnl_batch_normalization_backward_primitive_desc_create(
+                pd, eng, api.BACKWARD, self.md.handle, self.md.handle, self.md.handle,
+                epsilon, flags, self.hint.pd, None),
+            "dnnl_batch_normalization_backward_primitive_desc_create")
+
+
+class _OnednnBatchNormGrad:
+    """gradients() on oneDNN (mixed in before the NumPy kernels' classes)."""
+
+    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+
+    def gradients(self, x, dy, scale, mean, var, axis: int):
+        if not backend.ACTIVE or x.size == 0:
+            return super().gradients(x, dy, scale, mean, var, axis)
+        x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
+        channels = x.shape[axis]
+        threads = team_size(x.size)
+        set_threads(threads)  # before the primitive is created: it keeps the count
+        key = ("backward", x.shape, axis, self._epsilon, self._training, threads)
+        try:
+            plan = _CACHE.get(key, lambda: BatchNormBackwardPlan(x, axis, self._epsilon,
+                                                                 self._training))
+        except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
+            return super().gradients(x, dy, scale, mean, var, axis)
+        dx = np.empty_like(x)
+        dscale = np.empty(channels, np.float32)
+        doffset = np.empty(channels, np.float32)
+        md, smd = plan.md, plan.stat_md
+        plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DIFF_DST, md, dy),
+                           (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
+                           (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_DIFF_SRC, md, dx),
+                           (api.ARG_DIFF_SCALE, smd, dscale),
+                           (api.ARG_DIFF_SHIFT, smd, doffset)])
+        return dx, dscale, doffset
+
+
+@onednn_kernel("FusedBatchNormGrad", T=dtypes.float32)
+class OnednnFusedBatchNormGradOp(_OnednnBatchNormGrad, FusedBatchNormGradOp):
+    """FusedBatchNormGrad on oneDNN."""
+
+
+@onednn_kernel("FusedBatchNormGradV2", T=dtypes.float32, U=dtypes.float32)
+class OnednnFusedBatchNormGradV2Op(_OnednnBatchNormGrad, FusedBatchNormGradV2Op):
+    """FusedBatchNormGradV2 on oneDNN."""
+
+
+@onednn_kernel("FusedBatchNormGradV3", T=dtypes.float32, U=dtypes.float32)
+class OnednnFusedBatchNormGradV3Op(_OnednnBatchNormGrad, FusedBatchNormGradV3Op):
+    """FusedBatchNormGradV3 on oneDNN."""

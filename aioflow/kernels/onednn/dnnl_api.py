@@ -70,6 +70,8 @@ ARG_DIFF_SRC = 129
 ARG_DIFF_DST = 145
 ARG_DIFF_WEIGHTS = 161
 ARG_DIFF_BIAS = 169
+ARG_DIFF_SCALE = 255
+ARG_DIFF_SHIFT = 256
 ARG_FROM, ARG_TO = ARG_SRC, ARG_DST
 ARG_ATTR_MULTIPLE_POST_OP_BASE = 32768
 # queries
@@ -160,6 +162,8 @@ _SIGNATURES = {
         _PP, _P, c_int, _P, _P, Dims, Dims, Dims, Dims, Dims, _P, _P],
     "dnnl_batch_normalization_forward_primitive_desc_create": [
         _PP, _P, c_int, _P, _P, c_float, c_uint, _P],
+    "dnnl_batch_normalization_backward_primitive_desc_create": [
+        _PP, _P, c_int, _P, _P, _P, c_float, c_uint, _P, _P],
     "dnnl_reorder_primitive_desc_create": [_PP, _P, _P, _P, _P, _P],
     "dnnl_primitive_desc_query_md": [_P, c_int, c_int],
     "dnnl_primitive_desc_query": [_P, c_int, c_int, _P],
