@@ -141,6 +141,7 @@ _SIGNATURES = {
     "dnnl_memory_desc_equal": [_P, _P],
     "dnnl_memory_desc_clone": [_PP, _P],
     "dnnl_memory_create": [_PP, _P, _P, _P],
+    "dnnl_memory_set_data_handle": [_P, _P],
     "dnnl_memory_destroy": [_P],
     "dnnl_primitive_attr_create": [_PP],
     "dnnl_primitive_attr_destroy": [_P],
