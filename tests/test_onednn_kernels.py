@@ -488,3 +488,29 @@ def test_fused_batch_norm_grad_matches_numpy(training, fmt, shape):
                       is_training=training, epsilon=0.001, data_format=fmt)
     for g, w in zip(got[:3], want[:3], strict=True):  # dx, dscale, doffset
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_one_primitive_runs_in_several_threads_at_once():
+    """Runs in flight share a kernel and its primitive: each thread binds its own
+    memories (and oneDNN's scratchpad is per thread)."""
+    import threading
+
+    w = _const(_rand(3, 3, 8, 8, seed=1))
+    xs = [_rand(2, 12, 12, 8, seed=s) for s in range(6)]
+    kernel = create("Conv2D", [xs[0], w], strides=[1, 1, 1, 1], padding="SAME")
+    want = [kernel.compute(None, [x, w])[0] for x in xs]
+    got = [None] * len(xs)
+    barrier = threading.Barrier(len(xs))
+
+    def run(i):
+        barrier.wait()
+        for _ in range(20):
+            got[i] = kernel.compute(None, [xs[i], w])[0]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w_)
