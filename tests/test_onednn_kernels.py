@@ -514,3 +514,19 @@ def test_one_primitive_runs_in_several_threads_at_once():
         t.join()
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w_)
+
+
+def test_teams_never_oversubscribe_the_cores(monkeypatch):
+    """A primitive gets its team only when that many cores are free of other primitives'
+    threads; else it runs on one thread (many runs in flight)."""
+    monkeypatch.setattr(backend, "team_size", lambda work: 2)
+    monkeypatch.setattr(backend, "_CORES", 3)
+    assert backend.busy_threads() == 0
+    with backend.team(1 << 30) as first:
+        assert first == 2 and backend.busy_threads() == 2
+        with backend.team(1 << 30) as second:
+            assert second == 1 and backend.busy_threads() == 3
+            with backend.team(1 << 30) as third:
+                assert third == 1  # oversubscribed only by single threads, never by teams
+        assert backend.busy_threads() == 2
+    assert backend.busy_threads() == 0

@@ -5,8 +5,10 @@ registry holds exactly the NumPy kernels."""
 
 from __future__ import annotations
 
+import threading
+
 from aioflow.framework.op_kernel import register_kernel
-from aioflow.kernels.nn.conv_kernels import intra_op_threads
+from aioflow.kernels.nn.conv_kernels import _CORES, intra_op_threads
 from aioflow.kernels.onednn import dnnl_api
 
 #: Registry priority of the oneDNN kernels (the NumPy kernels': 0).
@@ -39,3 +41,39 @@ def team_size(work: int) -> int:
     """OpenMP threads for a primitive of `work` multiply-adds: the intra-op threads
     (intra_op_parallelism_threads, else the cores) when the work is worth a team."""
     return intra_op_threads() if work >= TEAM_WORK else 1
+
+
+class _Budget:
+    """The threads of the oneDNN primitives running now, process-wide."""
+
+    lock = threading.Lock()
+    busy = 0
+
+
+class team:  # noqa: N801 - used as a context manager, like a function
+    """`with team(work) as threads`: the OpenMP team of a primitive of `work` multiply-adds,
+    held while it runs. team_size(work) threads when that many cores are free of other
+    primitives' threads (those running inline on the event loop too, which the device's
+    BLAS gate does not see), else one: with many runs in flight the primitives run side
+    by side on a thread each instead of oversubscribing the cores with teams."""
+
+    __slots__ = ("threads",)
+
+    def __init__(self, work: int):
+        self.threads = team_size(work)
+
+    def __enter__(self) -> int:
+        with _Budget.lock:
+            if self.threads > 1 and _Budget.busy + self.threads > _CORES:
+                self.threads = 1
+            _Budget.busy += self.threads
+        return self.threads
+
+    def __exit__(self, *exc) -> None:
+        with _Budget.lock:
+            _Budget.busy -= self.threads
+
+
+def busy_threads() -> int:
+    """The threads of the oneDNN primitives running now."""
+    return _Budget.busy

@@ -32,7 +32,7 @@ from aioflow.kernels.nn.normalization_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.backend import onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     Primitive,
@@ -76,25 +76,29 @@ class _OnednnBatchNorm:
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
-    def _plan(self, x, axis: int, training: bool) -> BatchNormPlan:
-        threads = team_size(x.size)
-        set_threads(threads)  # before the primitive is created: it keeps the count
-        key = (x.shape, x.strides, axis, self._epsilon, training, threads)
-        return _CACHE.get(key, lambda: BatchNormPlan(x, axis, self._epsilon, training))
+    def _run(self, x, axis: int, training: bool, args) -> bool:
+        """Run the primitive of x's shape with args(plan); False when oneDNN refuses it."""
+        with team(x.size) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, x.strides, axis, self._epsilon, training, threads)
+            try:
+                plan = _CACHE.get(key, lambda: BatchNormPlan(x, axis, self._epsilon,
+                                                             training))
+            except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
+                return False
+            plan.prim.execute(args(plan.md, plan.stat_md))
+        return True
 
     def normalize_inference(self, x, scale, offset, mean, var, axis: int) -> np.ndarray:
         if not backend.ACTIVE or x.size == 0:
             return super().normalize_inference(x, scale, offset, mean, var, axis)
         x = np.ascontiguousarray(x)
         y = np.empty_like(x)
-        try:
-            plan = self._plan(x, axis, False)
-        except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
+        if not self._run(x, axis, False, lambda md, smd: [
+                (api.ARG_SRC, md, x), (api.ARG_DST, md, y),
+                (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
+                (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_SHIFT, smd, _f32(offset))]):
             return super().normalize_inference(x, scale, offset, mean, var, axis)
-        md, smd = plan.md, plan.stat_md
-        plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
-                           (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
-                           (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_SHIFT, smd, _f32(offset))])
         return y
 
     def normalize_training(self, x, scale, offset, axis: int):
@@ -105,14 +109,11 @@ class _OnednnBatchNorm:
         channels = x.shape[axis]
         mean = np.empty(channels, np.float32)
         var = np.empty(channels, np.float32)
-        try:
-            plan = self._plan(x, axis, True)
-        except api.DnnlError:
+        if not self._run(x, axis, True, lambda md, smd: [
+                (api.ARG_SRC, md, x), (api.ARG_DST, md, y),
+                (api.ARG_MEAN, smd, mean), (api.ARG_VARIANCE, smd, var),
+                (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_SHIFT, smd, _f32(offset))]):
             return super().normalize_training(x, scale, offset, axis)
-        md, smd = plan.md, plan.stat_md
-        plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DST, md, y),
-                           (api.ARG_MEAN, smd, mean), (api.ARG_VARIANCE, smd, var),
-                           (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_SHIFT, smd, _f32(offset))])
         return y, mean, var
 
 
@@ -161,24 +162,24 @@ class _OnednnBatchNormGrad:
             return super().gradients(x, dy, scale, mean, var, axis)
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         channels = x.shape[axis]
-        threads = team_size(x.size)
-        set_threads(threads)  # before the primitive is created: it keeps the count
-        key = ("backward", x.shape, axis, self._epsilon, self._training, threads)
-        try:
-            plan = _CACHE.get(key, lambda: BatchNormBackwardPlan(x, axis, self._epsilon,
-                                                                 self._training))
-        except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
-            return super().gradients(x, dy, scale, mean, var, axis)
-        dx = np.empty_like(x)
-        dscale = np.empty(channels, np.float32)
-        doffset = np.empty(channels, np.float32)
-        md, smd = plan.md, plan.stat_md
-        plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DIFF_DST, md, dy),
-                           (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
-                           (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_DIFF_SRC, md, dx),
-                           (api.ARG_DIFF_SCALE, smd, dscale),
-                           (api.ARG_DIFF_SHIFT, smd, doffset)])
-        return dx, dscale, doffset
+        with team(x.size) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = ("backward", x.shape, axis, self._epsilon, self._training, threads)
+            try:
+                plan = _CACHE.get(key, lambda: BatchNormBackwardPlan(x, axis, self._epsilon,
+                                                                     self._training))
+            except api.DnnlError:  # a shape oneDNN does not take: the NumPy code
+                return super().gradients(x, dy, scale, mean, var, axis)
+            dx = np.empty_like(x)
+            dscale = np.empty(channels, np.float32)
+            doffset = np.empty(channels, np.float32)
+            md, smd = plan.md, plan.stat_md
+            plan.prim.execute([(api.ARG_SRC, md, x), (api.ARG_DIFF_DST, md, dy),
+                               (api.ARG_MEAN, smd, _f32(mean)), (api.ARG_VARIANCE, smd, _f32(var)),
+                               (api.ARG_SCALE, smd, _f32(scale)), (api.ARG_DIFF_SRC, md, dx),
+                               (api.ARG_DIFF_SCALE, smd, dscale),
+                               (api.ARG_DIFF_SHIFT, smd, doffset)])
+            return dx, dscale, doffset
 
 
 @onednn_kernel("FusedBatchNormGrad", T=dtypes.float32)

@@ -25,7 +25,7 @@ from aioflow.kernels.nn.conv_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.backend import onednn_kernel, team
 from aioflow.kernels.onednn.conv_onednn import depthwise_filter_desc, hwio_filter_desc
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
@@ -130,19 +130,19 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        threads = team_size(dy.size * int(np.prod(w.shape[:3])))
-        set_threads(threads)  # before the primitive is created: it keeps the count
-        key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
-               dilations, tuple(pads), threads)
-        plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
-                                                        dilations, pads))
-        if plan.w_reorder is None:
-            w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
-        else:
-            w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-        plan.prim.execute([(api.ARG_DIFF_DST, plan.dy_md, dy), w_arg,
-                           (api.ARG_DIFF_SRC, plan.dx_md, dx)])
-        return dx
+        with team(dy.size * int(np.prod(w.shape[:3]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
+                   dilations, tuple(pads), threads)
+            plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
+                                                            dilations, pads))
+            if plan.w_reorder is None:
+                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
+            else:
+                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
+            plan.prim.execute([(api.ARG_DIFF_DST, plan.dy_md, dy), w_arg,
+                               (api.ARG_DIFF_SRC, plan.dx_md, dx)])
+            return dx
 
 
 class _OnednnFilterGrad:
@@ -166,22 +166,22 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        threads = team_size(dy.size * int(np.prod(f_shape[:3])))
-        set_threads(threads)
-        key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
-               dilations, tuple(pads), threads)
-        plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
-                                                           dilations, pads))
-        if plan.dw_reorder is None:
+        with team(dy.size * int(np.prod(f_shape[:3]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
+                   dilations, tuple(pads), threads)
+            plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
+                                                               dilations, pads))
+            if plan.dw_reorder is None:
+                plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
+                                   (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
+                return dw
+            blocked = np.empty(plan.dw_md.size // 4, np.float32)
             plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                               (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
+                               (api.ARG_DIFF_WEIGHTS, plan.dw_md, blocked)])
+            plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
+                                     (api.ARG_TO, plan.user_dw_md, dw)])
             return dw
-        blocked = np.empty(plan.dw_md.size // 4, np.float32)
-        plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                           (api.ARG_DIFF_WEIGHTS, plan.dw_md, blocked)])
-        plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
-                                 (api.ARG_TO, plan.user_dw_md, dw)])
-        return dw
 
 
 @onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)

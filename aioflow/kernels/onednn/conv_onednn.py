@@ -44,7 +44,7 @@ from aioflow.kernels.nn.fused_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.backend import onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     PostOps,
@@ -178,30 +178,30 @@ class _OnednnConv:
     def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual):
         grouped = len(w_dims) == x.ndim + 1
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
-        threads = team_size(out.size * int(np.prod(w_dims[2 if grouped else 1:])))
-        set_threads(threads)
-        key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-               tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
-               threads)
-        plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
-                                                self._dilations, pads, bias is not None,
-                                                bn is not None, residual is not None,
-                                                eltwise))
-        if plan.w_reorder is None:
-            w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
-        else:
-            w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-        args = [(api.ARG_SRC, plan.src_md, x), w_arg, (api.ARG_DST, plan.dst_md, out)]
-        if bias is not None:
-            args.append((api.ARG_BIAS, plan.bias_md, bias))
-        if bn is not None:
-            args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
-                     (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
-        if residual is not None:
-            args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
-                         plan.residual_md, residual))
-        plan.prim.execute(args)
-        return out
+        with team(out.size * int(np.prod(w_dims[2 if grouped else 1:]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
+                   tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
+                   threads)
+            plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
+                                                    self._dilations, pads, bias is not None,
+                                                    bn is not None, residual is not None,
+                                                    eltwise))
+            if plan.w_reorder is None:
+                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
+            else:
+                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
+            args = [(api.ARG_SRC, plan.src_md, x), w_arg, (api.ARG_DST, plan.dst_md, out)]
+            if bias is not None:
+                args.append((api.ARG_BIAS, plan.bias_md, bias))
+            if bn is not None:
+                args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
+                         (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
+            if residual is not None:
+                args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
+                             plan.residual_md, residual))
+            plan.prim.execute(args)
+            return out
 
 
 def hwio_filter_desc(w: np.ndarray, channels: int):

@@ -24,7 +24,7 @@ from aioflow.kernels.nn.pooling_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.backend import onednn_kernel, team
 from aioflow.kernels.onednn.conv_onednn import channels_last_order
 from aioflow.kernels.onednn.primitives import (
     Primitive,
@@ -58,13 +58,39 @@ class PoolBackwardPlan:
             else None
 
 
-def _plan(dx_shape, dy, alg, ksizes, strides, pads):
-    """(plan, dx buffer) for a gradient of dx_shape."""
+def _gradient(dx_shape, dy, alg, ksizes, strides, pads, run):
+    """dx of dx_shape from run(plan, dx) on the geometry's primitives; None when oneDNN
+    refuses the window."""
     dx = np.empty(dx_shape, np.float32)
-    threads = team_size(dy.size * int(np.prod(ksizes)))
-    set_threads(threads)  # before the primitives are created: they keep the count
-    key = (dx.shape, dy.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
-    return _CACHE.get(key, lambda: PoolBackwardPlan(dx, dy, alg, ksizes, strides, pads)), dx
+    with team(dy.size * int(np.prod(ksizes))) as threads:
+        set_threads(threads)  # before a primitive is made: it keeps the count
+        key = (dx.shape, dy.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
+        try:
+            plan = _CACHE.get(key, lambda: PoolBackwardPlan(dx, dy, alg, ksizes, strides,
+                                                            pads))
+        except api.DnnlError:
+            return None
+        run(plan, dx)
+    return dx
+
+
+def _max_backward(x, g):
+    def run(plan, dx):
+        y = np.empty(g.shape, np.float32)
+        ws = np.empty(max(1, plan.ws_md.size), np.uint8)
+        plan.forward.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, y),
+                              (api.ARG_WORKSPACE, plan.ws_md, ws)])
+        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
+                               (api.ARG_WORKSPACE, plan.ws_md, ws),
+                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
+    return run
+
+
+def _avg_backward(g):
+    def run(plan, dx):
+        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
+                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
+    return run
 
 
 class _OnednnMaxPoolGrad:
@@ -75,17 +101,9 @@ class _OnednnMaxPoolGrad:
                 x.size == 0 or g.size == 0:
             return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
         x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-        try:
-            plan, dx = _plan(x.shape, g, api.POOLING_MAX, ksizes, strides, pads)
-        except api.DnnlError:  # a window oneDNN does not take: the NumPy code
+        dx = _gradient(x.shape, g, api.POOLING_MAX, ksizes, strides, pads, _max_backward(x, g))
+        if dx is None:  # a window oneDNN does not take: the NumPy code
             return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
-        y = np.empty(g.shape, np.float32)
-        ws = np.empty(max(1, plan.ws_md.size), np.uint8)
-        plan.forward.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, y),
-                              (api.ARG_WORKSPACE, plan.ws_md, ws)])
-        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
-                               (api.ARG_WORKSPACE, plan.ws_md, ws),
-                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
         return dx
 
 
@@ -97,12 +115,10 @@ class _OnednnAvgPoolGrad:
             return super().avg_grad(g, in_sizes, ksizes, strides, pads)
         g = np.ascontiguousarray(g)
         shape = (g.shape[0], *in_sizes, g.shape[-1])
-        try:
-            plan, dx = _plan(shape, g, api.POOLING_AVG_EXCLUDE_PADDING, ksizes, strides, pads)
-        except api.DnnlError:
+        dx = _gradient(shape, g, api.POOLING_AVG_EXCLUDE_PADDING, ksizes, strides, pads,
+                       _avg_backward(g))
+        if dx is None:
             return super().avg_grad(g, in_sizes, ksizes, strides, pads)
-        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
-                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
         return dx
 
 

@@ -23,7 +23,7 @@ from aioflow.kernels.nn.pooling_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team_size
+from aioflow.kernels.onednn.backend import onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
     Primitive,
     PrimitiveCache,
@@ -75,15 +75,15 @@ class _OnednnPool:
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
-        threads = team_size(out.size * int(np.prod(ksizes)))
-        set_threads(threads)  # before the primitive is created: it keeps the count
-        key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
-        try:
-            plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
-        except api.DnnlError:  # a window oneDNN does not take: the NumPy code
-            return super()._spatial(x, ksizes, strides)
-        plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
-        return out
+        with team(out.size * int(np.prod(ksizes))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
+            try:
+                plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
+            except api.DnnlError:  # a window oneDNN does not take: the NumPy code
+                return super()._spatial(x, ksizes, strides)
+            plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
+            return out
 
 
 @onednn_kernel("MaxPool", T=dtypes.float32)
