@@ -53,6 +53,7 @@ from aioflow.kernels.onednn.primitives import (
     WeightsCache,
     array_desc,
     engine,
+    never_written,
     reorder,
     set_threads,
 )
@@ -124,8 +125,11 @@ class _OnednnConv:
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
+    _residual = False  # (FusedConv2DOp's, when its chain adds a residual addend)
+
     def _onednn_init(self):
         self._weights = WeightsCache()
+        self._chain_cache = None  # (args, channels, (bias, bn)): _chain's last
 
     def is_expensive(self, inputs: list) -> bool:
         """To the pool above backend.POOL_WORK multiply-adds, else inline (the NumPy
@@ -229,17 +233,26 @@ def depthwise_filter_desc(w: np.ndarray, channels: int):
 
 
 def _chain(kernel, inputs, channels: int):
-    """fusion() of a fused kernel: its chain's arguments, checked by fused_kernels."""
+    """fusion() of a fused kernel: its chain's arguments, checked by fused_kernels. The
+    bias (or folded batch norm) is made once while the same never-written argument
+    arrays come back (a frozen graph's Consts), as _FusedMatMul keeps its epilogue."""
     base, act, epsilon, alpha = kernel._fusion
-    n = 1 if base == "BiasAdd" else 4
-    ep = make_epilogue(base, act, epsilon, alpha, inputs[2:2 + n], channels, np.float32)
+    args = inputs[2:2 + (1 if base == "BiasAdd" else 4)]
+    last = kernel._chain_cache
+    if last is not None and len(last[0]) == len(args) and all(
+            a is b for a, b in zip(last[0], args, strict=True)) and last[1] == channels:
+        bias, bn = last[2]
+    else:
+        ep = make_epilogue(base, act, epsilon, alpha, args, channels, np.float32)
+        bias, bn = (ep.bias, None) if ep.scale is None else (
+            None, (np.ascontiguousarray(ep.scale), ep.bias))
+        kernel._chain_cache = (tuple(args), channels, (bias, bn)) if all(
+            never_written(a) for a in args) else None
     eltwise = _eltwise(act, alpha) if act is not None else None
-    addend = inputs[3] if getattr(kernel, "_residual", False) else None
+    addend = inputs[3] if kernel._residual else None
     if addend is not None and addend.dtype != np.float32:
         addend = addend.astype(np.float32)
-    if ep.scale is None:
-        return ep.bias, None, eltwise, addend
-    return None, (np.ascontiguousarray(ep.scale), ep.bias), eltwise, None
+    return bias, bn, eltwise, addend
 
 
 @onednn_kernel("Conv2D", T=dtypes.float32)
