@@ -44,6 +44,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     summary_kernels,
     tensor_array_kernels,
     topk_kernels,
+    training,
     unsafe_read_kernels,
     variable_kernels,
 )
