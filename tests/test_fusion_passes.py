@@ -1,5 +1,5 @@
 """The remapper's passes (aioflow/passes/fold_batch_norm.py, remapper.py) and the fused
-kernels (kernels/fused_kernels.py): graphs run with and without the fusions give the same
+kernels (aioflow/kernels/nn/fused_kernels.py): graphs run with and without the fusions give the same
 values (and NumPy's), the passes rewrite exactly the patterns they should, the session's
 config switches them, and the partition graphs show the fused ops."""
 

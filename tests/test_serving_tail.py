@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from aioflow.kernels import epilogue_jit
+from aioflow.kernels.nn import epilogue_jit
 from kernel_testutil import create
 
 from aioflow.serving.gc_guard import GcGuard

@@ -17,8 +17,8 @@ import random
 import sys
 
 from aioflow.framework import dtypes, ops
+from aioflow.framework.nest import flatten, pack_sequence_as
 from aioflow.framework.op_def_library import apply_op
-from aioflow.ops.control_flow_ops import flatten, pack_sequence_as
 
 _LOG_STREAMS = {logging.INFO: "log(info)", logging.WARNING: "log(warning)",
                 logging.ERROR: "log(error)", logging.info: "log(info)",

@@ -7,8 +7,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from aioflow.framework import device_spec, errors
+from aioflow.framework.intra_op_threads import set_blas_threads
 from aioflow.framework.resource_mgr import ResourceMgr
-from aioflow.runtime.blas_gate import BlasGate, set_blas_threads
+from aioflow.runtime.blas_gate import BlasGate
 from aioflow.runtime.kernel_library import load_builtin_kernels
 from aioflow.runtime.ref_inputs import OpSegment
 from aioflow.runtime.thread_pools import InterOpPool, num_inter_op_threads

@@ -19,10 +19,10 @@ import os
 
 from google.protobuf import message, text_format
 
+from aioflow.checkpoint import meta_graph as meta_graph_mod
 from aioflow.framework import ops as ops_mod
 from aioflow.proto import meta_graph_pb2, saved_model_pb2
 from aioflow.saved_model import constants
-from aioflow.train import meta_graph as meta_graph_mod
 
 __all__ = ["load", "maybe_saved_model_directory", "parse_saved_model",
            "get_asset_tensors", "get_init_op"]
