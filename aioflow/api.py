@@ -393,3 +393,20 @@ __all__ += [
     "random_uniform_initializer", "truncated_normal_initializer",
     "variance_scaling_initializer",
 ]
+
+# -- symbolic gradients ------------------------------------------------------------------
+from aioflow.framework.indexed_slices import IndexedSlices  # noqa: E402
+from aioflow.gradients import (  # noqa: E402
+    AggregationMethod,
+    NoGradient,
+    NotDifferentiable,
+    RegisterGradient,
+    UnconnectedGradients,
+    gradients,
+    hessians,
+)
+
+__all__ += [
+    "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
+    "RegisterGradient", "UnconnectedGradients", "gradients", "hessians",
+]

@@ -6,6 +6,7 @@ kernel module goes in its family's folder and gets a line here."""
 # ruff: noqa: F401  (importing a module registers its kernels)
 from .array import (
     array_extra_kernels,
+    array_grad_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
     manip_kernels,
@@ -27,6 +28,7 @@ from .io import (
 from .math import (
     bitwise_kernels,
     cwise_kernels,
+    grad_kernels,
     linalg_kernels,
     matmul_kernels,
     reduction_kernels,
@@ -34,6 +36,7 @@ from .math import (
     special_math_kernels,
 )
 from .nn import (
+    activation_grad_kernels,
     activation_kernels,
     conv_kernels,
     fake_quant_kernels,

@@ -10,6 +10,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.constant_value import constant_value
+from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops.constant_op import constant
 
@@ -218,7 +219,11 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
     """`output_tensor` through an Identity that runs after `dependencies`."""
     with ops.name_scope(name, "control_dependency",
                         list(dependencies) + [output_tensor]) as name:
-        with ops.colocate_with(output_tensor), ops.control_dependencies(dependencies):
+        colocate = output_tensor.op if isinstance(output_tensor, IndexedSlices) else output_tensor
+        with ops.colocate_with(colocate), ops.control_dependencies(dependencies):
+            if isinstance(output_tensor, IndexedSlices):
+                return IndexedSlices(identity(output_tensor.values, name=name),
+                                     output_tensor.indices, output_tensor.dense_shape)
             output_tensor = ops.convert_to_tensor(output_tensor)
             return identity(output_tensor, name=name)
 
@@ -226,7 +231,7 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
 def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noqa: A001
     """The tensors, each gated on all of them (TF1 `tf.tuple`)."""
     with ops.name_scope(name, "tuple", tensors) as name:
-        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor)) or t is None)
+        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor, IndexedSlices)) or t is None)
                    else ops.convert_to_tensor(t) for t in tensors]
         gating = [t if isinstance(t, ops.Operation) else t.op for t in tensors if t is not None]
         for c in control_inputs or ():
@@ -242,7 +247,7 @@ def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noq
         gate = group(*gating)
         out = []
         for t in tensors:
-            if isinstance(t, ops.Tensor):
+            if isinstance(t, (ops.Tensor, IndexedSlices)):
                 out.append(with_dependencies([gate], t))
             elif isinstance(t, ops.Operation):
                 with ops.control_dependencies([gate]):

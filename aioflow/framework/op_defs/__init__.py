@@ -1,6 +1,7 @@
 """Built-in op definitions (OpDefs), one module per op family."""
 
 from . import (  # noqa: F401  (importing a module registers its ops)
+    array_grad_ops,
     array_ops,
     bitwise_ops,
     control_flow_ops,
@@ -16,7 +17,9 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     lookup_ops,
     manip_ops,
     math_extra_ops,
+    math_grad_ops,
     math_ops,
+    nn_activation_grad_ops,
     nn_conv_ops,
     nn_ops,
     no_op,
