@@ -5,6 +5,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     array_grad,
     math_grad,
     nn_grad,
+    resource_variable_grad,
 )
 from aioflow.gradients.gradients_impl import hessians
 from aioflow.gradients.gradients_util import (

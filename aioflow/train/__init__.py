@@ -22,6 +22,12 @@ from aioflow.checkpoint.checkpoint_utils import (
 )
 from aioflow.checkpoint.meta_graph import export_meta_graph, import_meta_graph
 from aioflow.checkpoint.saver import Saver, SaverDef
+from aioflow.train.adadelta import AdadeltaOptimizer
+from aioflow.train.adagrad import AdagradOptimizer
+from aioflow.train.adagrad_da import AdagradDAOptimizer
+from aioflow.train.adam import AdamOptimizer
+from aioflow.train.ftrl import FtrlOptimizer
+from aioflow.train.gradient_descent import GradientDescentOptimizer
 from aioflow.train.input import (
     batch,
     batch_join,
@@ -38,12 +44,17 @@ from aioflow.train.input import (
     slice_input_producer,
     string_input_producer,
 )
+from aioflow.train.momentum import MomentumOptimizer
+from aioflow.train.optimizer import Optimizer
+from aioflow.train.proximal_adagrad import ProximalAdagradOptimizer
+from aioflow.train.proximal_gradient_descent import ProximalGradientDescentOptimizer
 from aioflow.train.queue_runner import (
     Coordinator,
     QueueRunner,
     add_queue_runner,
     start_queue_runners,
 )
+from aioflow.train.rmsprop import RMSPropOptimizer
 
 __all__ = [
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
@@ -56,4 +67,8 @@ __all__ = [
     "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
     "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
     "string_input_producer",
+    # optimizers
+    "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+    "AdagradOptimizer", "AdagradDAOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer",
+    "FtrlOptimizer", "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer",
 ]
