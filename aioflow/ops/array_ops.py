@@ -482,11 +482,20 @@ def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = Tru
         return apply_op("ZerosLike", name=name, x=tensor)
 
 
+def _shape_internal(tensor, optimize: bool) -> ops.Tensor:
+    """TF's shape_internal without out_type: in the scope "Shape", a fully known shape as
+    the Const "shape_as_tensor" (optimize), else a Shape op."""
+    with ops.name_scope(None, "Shape", [tensor]) as name:
+        if optimize and tensor.shape.is_fully_defined():
+            return _tensor_shape_to_tensor(tensor.shape)
+        return apply_op("Shape", name=name, input=tensor, out_type=dtypes.int32)
+
+
 def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> ops.Tensor:
     """Ones with the shape of `tensor` (Shape, then Fill, as TF)."""
     with ops.name_scope(name, "ones_like", [tensor]) as name:
         tensor = ops.convert_to_tensor(tensor, name="tensor")
-        ones_shape = shape(tensor) if optimize else apply_op("Shape", input=tensor)
+        ones_shape = _shape_internal(tensor, optimize)
         ret = ones(ones_shape, dtype=dtype or tensor.dtype, name=name)
         ret.set_shape(tensor.shape)
         return ret

@@ -44,7 +44,20 @@ from aioflow.train.input import (
     slice_input_producer,
     string_input_producer,
 )
+from aioflow.train.learning_rate_decay import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    noisy_linear_cosine_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
 from aioflow.train.momentum import MomentumOptimizer
+from aioflow.train.moving_averages import ExponentialMovingAverage
 from aioflow.train.optimizer import Optimizer
 from aioflow.train.proximal_adagrad import ProximalAdagradOptimizer
 from aioflow.train.proximal_gradient_descent import ProximalGradientDescentOptimizer
@@ -55,6 +68,13 @@ from aioflow.train.queue_runner import (
     start_queue_runners,
 )
 from aioflow.train.rmsprop import RMSPropOptimizer
+from aioflow.train.training_util import (
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
 
 __all__ = [
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
@@ -71,4 +91,10 @@ __all__ = [
     "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
     "AdagradOptimizer", "AdagradDAOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer",
     "FtrlOptimizer", "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer",
+    # around the optimizers
+    "ExponentialMovingAverage", "assert_global_step", "create_global_step",
+    "get_global_step", "get_or_create_global_step", "global_step", "cosine_decay",
+    "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
+    "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
+    "piecewise_constant", "piecewise_constant_decay", "polynomial_decay",
 ]
