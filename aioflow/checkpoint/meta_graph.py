@@ -4,10 +4,11 @@ Saver's SaverDef and the graph's collections as TF stores them: variable collect
 VariableDef protos in bytes_list, tensors and ops by name in node_list, ints, floats and
 strings in int64_list / float_list / bytes_list.
 
-import_meta_graph imports the GraphDef into the default graph, rebuilds the collections
-(one Variable object per VariableDef, shared between collections, as TF's) and returns a
-Saver over the SaverDef (a new Saver when there is none but there are variables; None
-when there are no variables). Files are read and written in binary or text format.
+import_scoped_meta_graph imports the GraphDef into the default graph, rebuilds the
+collections (one Variable object per VariableDef, shared between collections, as TF's) and
+returns the SaverDef; saver.import_meta_graph (af.train.import_meta_graph) makes the Saver
+over it (a new Saver when there is none but there are variables; None when there are no
+variables), as TF's saver.py does. Files are read and written in binary or text format.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from aioflow.ops import variables as variables_mod
 from aioflow.proto import meta_graph_pb2, op_def_pb2, variable_pb2
 from aioflow.proto.meta_graph_pb2 import CollectionDef, MetaGraphDef
 
-__all__ = ["MetaGraphDef", "export_meta_graph", "import_meta_graph", "read_meta_graph_file",
-           "variable_from_proto", "variable_to_proto"]
+__all__ = ["MetaGraphDef", "export_meta_graph", "import_scoped_meta_graph",
+           "read_meta_graph_file", "variable_from_proto", "variable_to_proto"]
 
 _log = logging.getLogger(__name__)
 
@@ -264,13 +265,12 @@ def _restore_collection(graph, key: str, col: CollectionDef, import_scope, share
         _log.warning("Cannot identify data type for collection %s. Skipping.", key)
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
-                      **kwargs):
-    """Import a MetaGraphDef (or a file holding one) into the default graph; returns its
-    Saver (None when the graph has no variables). Reads the file in the caller's thread:
-    from a coroutine, call it through asyncio.to_thread or pass a parsed MetaGraphDef."""
-    from aioflow.checkpoint.saver import Saver
-
+def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
+                             **kwargs):
+    """Import a MetaGraphDef (or a file holding one) into the default graph: its GraphDef
+    and collections (TF's meta_graph.import_scoped_meta_graph); returns the MetaGraphDef's
+    SaverDef with names in `import_scope`, or None. saver.import_meta_graph builds the
+    Saver from it. Reads the file in the caller's thread."""
     if kwargs:
         raise TypeError("unexpected arguments: " + ", ".join(sorted(kwargs)))
     meta = meta_graph_or_file
@@ -289,16 +289,13 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     shared: dict[bytes, object] = {}
     for key in sorted(meta.collection_def):
         if key == "savers":
-            continue  # Savers are rebuilt from saver_def below
+            continue  # Savers are rebuilt from saver_def
         _restore_collection(graph, key, meta.collection_def[key], import_scope, shared)
-    if meta.HasField("saver_def"):
-        saver_def = type(meta.saver_def)()
-        saver_def.CopyFrom(meta.saver_def)
-        if import_scope:
-            for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-                setattr(saver_def, field, _prefixed(getattr(saver_def, field), import_scope))
-        return Saver(saver_def=saver_def)
-    if graph.get_collection("variables") or graph.get_collection("saveable_objects"):
-        return Saver()
-    _log.info("Saver not created because there are no variables in the graph to restore")
-    return None
+    if not meta.HasField("saver_def"):
+        return None
+    saver_def = type(meta.saver_def)()
+    saver_def.CopyFrom(meta.saver_def)
+    if import_scope:
+        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            setattr(saver_def, field, _prefixed(getattr(saver_def, field), import_scope))
+    return saver_def

@@ -23,18 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import time
 
 import numpy as np
 
 from aioflow.checkpoint import checkpoint_management
+from aioflow.checkpoint.meta_graph import (
+    export_meta_graph,
+    export_meta_graph_async,
+    import_scoped_meta_graph,
+)
 from aioflow.framework import ops as ops_mod
 from aioflow.framework.device_spec import DeviceSpec
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, state_ops
 from aioflow.ops import variables as variables_mod
 from aioflow.proto.saver_pb2 import SaverDef
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["Saver", "SaverDef"]
 
@@ -310,8 +318,6 @@ class Saver:
                                         model_checkpoint_path, latest_filename,
                                         meta_graph_suffix)
         if write_meta_graph:
-            from aioflow.checkpoint.meta_graph import export_meta_graph_async
-
             await export_meta_graph_async(
                 f"{checkpoint_file}.{meta_graph_suffix}", graph=sess.graph, saver=self,
                 strip_default_attrs=strip_default_attrs)
@@ -388,8 +394,6 @@ class Saver:
                           save_debug_info=False):
         """The MetaGraphDef of this Saver's graph with its SaverDef (written to filename
         when given; blocking)."""
-        from aioflow.checkpoint.meta_graph import export_meta_graph
-
         return export_meta_graph(filename=filename, graph=self._graph, saver=self,
                                  collection_list=collection_list, as_text=as_text,
                                  export_scope=export_scope, clear_devices=clear_devices,
@@ -405,3 +409,19 @@ def _refuse_unsupported(reshape, builder, defer_build, write_version) -> None:
     if builder is not None or defer_build:
         raise NotImplementedError("Saver(builder=..., defer_build=True) are not supported "
                                   "by aioflow")
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
+                      **kwargs):
+    """Import a MetaGraphDef (or a file holding one) into the default graph; returns its
+    Saver (None when the graph has no variables). Reads the file in the caller's thread:
+    from a coroutine, call it through asyncio.to_thread or pass a parsed MetaGraphDef."""
+    saver_def = import_scoped_meta_graph(meta_graph_or_file, clear_devices=clear_devices,
+                                         import_scope=import_scope, **kwargs)
+    if saver_def is not None:
+        return Saver(saver_def=saver_def)
+    graph = ops_mod.get_default_graph()
+    if graph.get_collection("variables") or graph.get_collection("saveable_objects"):
+        return Saver()
+    _log.info("Saver not created because there are no variables in the graph to restore")
+    return None

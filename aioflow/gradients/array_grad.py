@@ -335,7 +335,7 @@ def _squeeze_grad(op, grad):
 @RegisterGradient("Transpose")
 def _transpose_grad(op, grad):
     p = op.inputs[1]
-    return [array_ops.transpose(grad, array_ops.invert_permutation(p)), None]
+    return [array_ops.transpose(grad, _gen("InvertPermutation", x=p)), None]
 
 
 for _op_type in ("Shape", "ShapeN", "Rank", "Size", "BroadcastGradientArgs", "OneHot",

@@ -4,6 +4,7 @@ control_flow_state), and zeros for outputs without a gradient inside conds and l
 from __future__ import annotations
 
 from aioflow.framework import dtypes, ops
+from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, control_flow_ops
 
 
@@ -32,22 +33,28 @@ def maybe_create_control_flow_state(between_op_list, between_ops, colocate):
 
 
 def zeros_like(op, index):
-    """Zeros for output `index` of `op`, which got no gradient (TF's ZerosLike): inside a
-    cond, made only when the branch runs (behind a Switch of the op's first input)."""
-    if is_switch(op):
-        return None
-    ctxt = op._control_flow_context
-    val = ops.convert_to_tensor(op.outputs[index], name="tensor")
-    array_ops.shape(val)  # TF builds (and leaves unused) this Shape
-    if ctxt is not None:
-        pred, branch = ctxt.pred, ctxt.branch
-        switch_val = control_flow_ops.switch(op.inputs[0], pred)[1 - branch]
-        pivot = array_ops.identity(switch_val)
+    """Zeros for output `index` of `op`, which got no gradient (TF's ZerosLike): for a
+    cond's Switch, made only when the other branch runs (behind a Switch of its input)."""
+    val = op.outputs[index]
+    if not is_switch(op):
         if val.dtype == dtypes.resource:
-            raise NotImplementedError("zeros for a resource in a cond")
-        zeros_shape = ops.get_default_graph().create_op(
-            "Shape", [switch_val], [dtypes.int32], name=None,
-            attrs=None).outputs[0]
-        with ops.control_dependencies([pivot]):
-            return array_ops.zeros(zeros_shape, dtype=val.dtype)
-    return array_ops.zeros_like(val, optimize=False)
+            raise NotImplementedError(f"zeros for the resource output {val.name}")
+        return _tagged_zeros(array_ops.zeros_like(val, optimize=False))
+    ctxt = op._control_flow_context
+    if ctxt is None:
+        return _tagged_zeros(array_ops.zeros_like(val, optimize=False))
+    pred, branch = ctxt.pred, ctxt.branch
+    switch_val = control_flow_ops.switch(op.inputs[0], pred)[1 - branch]
+    pivot = array_ops.identity(switch_val)
+    if val.dtype == dtypes.resource:
+        raise NotImplementedError(f"zeros for the resource output {val.name} in a cond")
+    zeros_shape = apply_op("Shape", input=switch_val)
+    with ops.control_dependencies([pivot]):
+        return _tagged_zeros(array_ops.zeros(zeros_shape, dtype=val.dtype))
+
+
+def _tagged_zeros(tensor):
+    """Mark zeros made for a missing gradient, as TF's zeros_like does: a fused op's
+    gradient function (the cross-entropies) skips its second-order term for them."""
+    tensor._is_zeros_tensor = True
+    return tensor

@@ -214,7 +214,11 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
         grad_ys = _default_grad_ys(grad_ys, ys, colocate_gradients_with_ops)
         builder = _GradientBuilder(graph, grad_scope, colocate_gradients_with_ops,
                                    gate_gradients, aggregation_method)
-        return builder.build(ys, xs, grad_ys, stop_gradients, unconnected_gradients)
+        builder.build(ys, xs, grad_ys, stop_gradients)
+    # As TF: the loop post-processing and zeros for unconnected xs are outside the scope.
+    if builder.loop_state:
+        builder.loop_state.post_processing()
+    return [builder.get_grad(x, unconnected_gradients) for x in xs]
 
 
 class _GradientBuilder:
@@ -235,7 +239,7 @@ class _GradientBuilder:
         self.aggregation_method = aggregation_method
         self.grads: dict = {}
 
-    def build(self, ys, xs, grad_ys, stop_gradients, unconnected_gradients) -> list:
+    def build(self, ys, xs, grad_ys, stop_gradients) -> None:
         to_ops = [t.op for t in ys]
         from_ops = [t.op for t in xs]
         stop_gradient_ops = [t.op for t in stop_gradients]
@@ -261,9 +265,6 @@ class _GradientBuilder:
             with _maybe_colocate_with(op, self.colocate):
                 self._backprop_op(op, stop_ops, from_ops)
             self._update_pending_and_enqueue_ready(op, queue, pending_count)
-        if loop_state:
-            loop_state.post_processing()
-        return [self.get_grad(x, unconnected_gradients) for x in xs]
 
     # -- one op ------------------------------------------------------------------------
     def _backprop_op(self, op, stop_ops, from_ops) -> None:

@@ -219,7 +219,7 @@ def _prod_grad(op, grad):
     left = math_ops.cumprod(reshaped, axis=0, exclusive=True)
     right = math_ops.cumprod(reshaped, axis=0, exclusive=True, reverse=True)
     y = array_ops.reshape(math_ops.conj(left) * math_ops.conj(right), permuted_shape)
-    out = grad * array_ops.transpose(y, array_ops.invert_permutation(perm))
+    out = grad * array_ops.transpose(y, _gen("InvertPermutation", x=perm))
     return array_ops.reshape(out, input_shape), None
 
 

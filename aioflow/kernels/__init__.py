@@ -5,19 +5,26 @@ kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
 from .array import (
-    array_extra_kernels,
     array_grad_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
-    manip_kernels,
     parallel_concat_kernels,
     partition_stitch_kernels,
+    reorder_kernels,
     space_batch_kernels,
+    tensor_scatter_kernels,
+    unique_kernels,
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
-from .image import image_codec_kernels, nms_kernels, resize_area_kernels, resize_kernels
+from .image import (
+    image_codec_kernels,
+    nms_kernels,
+    resize_area_kernels,
+    resize_grad_kernels,
+    resize_kernels,
+)
 from .io import (
     file_io_kernels,
     io_kernels,
@@ -29,6 +36,7 @@ from .math import (
     bitwise_kernels,
     cwise_kernels,
     grad_kernels,
+    histogram_kernels,
     linalg_kernels,
     matmul_kernels,
     reduction_kernels,
@@ -38,10 +46,13 @@ from .math import (
 from .nn import (
     activation_grad_kernels,
     activation_kernels,
+    conv_grad_kernels,
     conv_kernels,
     fake_quant_kernels,
     fused_kernels,
+    normalization_grad_kernels,
     normalization_kernels,
+    pooling_grad_kernels,
     pooling_kernels,
     topk_kernels,
 )
@@ -56,3 +67,5 @@ from .state import (
 from .strings import string_kernels
 from .training import apply_kernels
 from .transfer import sendrecv_kernels
+
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)

@@ -1,6 +1,7 @@
-"""Gradient clipping (TF's clip_ops): clip_by_norm, global_norm, clip_by_global_norm and
-clip_by_average_norm, node for node as TF's Python builds them (clip_by_value lives in
-array_extra_ops.py). IndexedSlices are clipped by their values."""
+"""Clipping builders with TF's names and node layout (TF's clip_ops.py): clip_by_value
+(Minimum then Maximum, as TF's Python writes it; the ClipByValue op itself runs from
+imported graphs), clip_by_norm, global_norm, clip_by_global_norm and clip_by_average_norm.
+IndexedSlices are clipped by their values."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from aioflow.framework import dtypes, ops
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.ops import array_ops, constant_op, math_ops
 from aioflow.ops.nn_conv_ops import l2_loss
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name: str | None = None) -> ops.Tensor:
+    """max(min(t, clip_value_max), clip_value_min), as TF: a Minimum and a Maximum op under
+    the scope "clip_by_value"."""
+    with ops.name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as name:
+        values = ops.convert_to_tensor(t, name="t")
+        t_min = math_ops.minimum(values, clip_value_max)
+        values.shape.merge_with(t_min.shape)
+        return math_ops.maximum(t_min, clip_value_min, name=name)
+
 
 
 def _values(t):
@@ -99,3 +111,7 @@ def clip_by_average_norm(t, clip_norm, name=None):
             t * clip_norm * math_ops.minimum(l2norm_inv * n_element,
                                              constant_op.constant(1.0) / clip_norm),
             name=name)
+
+
+__all__ = ["clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm",
+           "clip_by_average_norm"]

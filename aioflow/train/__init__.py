@@ -20,8 +20,8 @@ from aioflow.checkpoint.checkpoint_utils import (
     load_checkpoint,
     load_variable,
 )
-from aioflow.checkpoint.meta_graph import export_meta_graph, import_meta_graph
-from aioflow.checkpoint.saver import Saver, SaverDef
+from aioflow.checkpoint.meta_graph import export_meta_graph
+from aioflow.checkpoint.saver import Saver, SaverDef, import_meta_graph
 from aioflow.train.adadelta import AdadeltaOptimizer
 from aioflow.train.adagrad import AdagradOptimizer
 from aioflow.train.adagrad_da import AdagradDAOptimizer

@@ -1169,3 +1169,57 @@ class EnsureShapeOp(OpKernel):
                     None, None, f"Shape of tensor {self.input_name} {shape_str(shape)} is "
                                 f"not compatible with expected shape {want}.")
         return (value,)
+
+
+# -- BroadcastArgs -------------------------------------------------------------------------
+
+@register_kernel("BroadcastArgs", "CPU", T=[dtypes.int32, dtypes.int64])
+class BroadcastArgsOp(OpKernel):
+    """The shape two shapes broadcast to (TF's BCast rules)."""
+
+    compilable = True
+
+    def compute(self, ctx, inputs):
+        s0, s1 = np.asarray(inputs[0]), np.asarray(inputs[1])
+        for i, s in enumerate((s0, s1)):
+            if s.ndim != 1:
+                raise _invalid(f"In[{i}] must be a vector.{shape_str(s.shape)}")
+        a, b = s0.tolist(), s1.tolist()
+        n = max(len(a), len(b))
+        a = [1] * (n - len(a)) + a
+        b = [1] * (n - len(b)) + b
+        out = []
+        for x, y in zip(a, b, strict=False):
+            if x == y or y == 1:
+                out.append(x)
+            elif x == 1:
+                out.append(y)
+            else:
+                raise _invalid(f"Incompatible shapes: {shape_str(s0.tolist())} vs. "
+                               f"{shape_str(s1.tolist())}")
+        return (np.array(out, dtype=s0.dtype),)
+
+
+# -- LinSpace (sequence_ops.cc, beside Range) -------------------------------------------
+
+@register_kernel("LinSpace", "CPU")
+class LinSpaceOp(OpKernel):
+    """num evenly spaced values from start to stop, both included."""
+
+    def compute(self, ctx, inputs):
+        start, stop, num = (np.asarray(v) for v in inputs)
+        for name, v in (("start", start), ("stop", stop), ("num", num)):
+            if v.ndim != 0:
+                raise _invalid(f"{name} must be a scalar, not shape {shape_str(v.shape)}")
+        n = int(num)
+        if n <= 0:
+            raise _invalid(f"Requires num > 0: {n}")
+        t = start.dtype.type
+        out = np.empty(n, dtype=start.dtype)
+        if n == 1:
+            out[0] = start
+            return (out,)
+        step = t((stop - start) / t(n - 1))
+        out[:-1] = start + step * np.arange(n - 1).astype(start.dtype)
+        out[-1] = stop
+        return (out,)

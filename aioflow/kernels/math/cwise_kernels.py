@@ -517,3 +517,33 @@ def _identity(x):
 def _astype(x, np_type):
     with np.errstate(all="ignore"):
         return x.astype(np_type)
+
+
+def _invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+# -- ClipByValue ---------------------------------------------------------------------------
+
+@register_kernel("ClipByValue", "CPU", T=_NON_QUANTIZED_NUMBERS)
+class ClipByValueOp(OpKernel):
+    """max(min(t, clip_value_max), clip_value_min); each bound a scalar or t's shape."""
+
+    expensive = None
+    pool_above = BIG
+    compilable = True
+
+    def compute(self, ctx, inputs):
+        t, lo, hi = (np.asarray(v) for v in inputs)
+        for bound in (lo, hi):
+            if bound.ndim != 0 and bound.shape != t.shape:
+                raise _invalid(
+                    "clip_value_min and clip_value_max must be either of the same shape as "
+                    f"input, or a scalar. input shape: {shape_str(t.shape)}clip_value_min "
+                    f"shape: {shape_str(lo.shape)}clip_value_max shape: {shape_str(hi.shape)}")
+        if t.dtype.kind == "c":
+            # Eigen orders complex values by their real part.
+            upper = np.where(hi.real < t.real, hi, t)
+            return (np.where(upper.real < lo.real, lo, upper).astype(t.dtype),)
+        upper = np.where(hi < t, hi, t)
+        return (np.where(upper < lo, lo, upper).astype(t.dtype, copy=False),)
