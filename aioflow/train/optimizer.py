@@ -18,7 +18,7 @@ from aioflow.framework import dtypes, ops
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients import gradients_util
-from aioflow.ops import array_extra_ops, array_ops, math_ops, segment_ops, state_ops
+from aioflow.ops import array_ops, math_ops, segment_ops, state_ops
 from aioflow.ops import variables as variables_mod
 from aioflow.train import slot_creator
 
@@ -46,7 +46,7 @@ def init_scope():
 def deduplicate_indexed_slices(values, indices):
     """(values summed per distinct index, the distinct indices): TF's
     _deduplicate_indexed_slices (Unique, then UnsortedSegmentSum)."""
-    unique_indices, new_index_positions = array_extra_ops.unique(indices)
+    unique_indices, new_index_positions = array_ops.unique(indices)
     summed_values = segment_ops.unsorted_segment_sum(
         values, new_index_positions, array_ops.shape(unique_indices)[0])
     return summed_values, unique_indices
