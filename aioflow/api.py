@@ -405,3 +405,13 @@ __all__ += [
     "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
     "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]
+
+# -- training: gradient clipping ---------------------------------------------------------
+from aioflow.ops.clip_ops import (  # noqa: E402
+    clip_by_average_norm,
+    clip_by_global_norm,
+    clip_by_norm,
+    global_norm,
+)
+
+__all__ += ["clip_by_norm", "clip_by_global_norm", "clip_by_average_norm", "global_norm"]

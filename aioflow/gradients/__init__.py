@@ -6,6 +6,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     control_flow_grad,
     math_grad,
     nn_grad,
+    resource_variable_grad,
     tensor_array_grad,
 )
 from aioflow.gradients.gradients_impl import hessians

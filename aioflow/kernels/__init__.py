@@ -1,6 +1,6 @@
 """The kernel library (installed as aioflow.kernels): one subpackage per op family
 (array, math, nn, image, state, data_flow, control_flow, call, transfer, strings, io, random,
-sparse). Importing a module registers its kernels; this list imports every one. A new
+sparse, training). Importing a module registers its kernels; this list imports every one. A new
 kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
@@ -65,4 +65,7 @@ from .state import (
     variable_kernels,
 )
 from .strings import string_kernels
+from .training import apply_kernels
 from .transfer import sendrecv_kernels
+
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)

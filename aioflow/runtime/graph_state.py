@@ -218,6 +218,8 @@ class GraphState:
                 if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
                 node.assigned_device_name = device_name
+        if self.config.log_device_placement:
+            log_device_placement(n for members in touched.values() for n in members)
         return touched
 
     def _roll_back(self, mark: int, new: list[Node], moved: dict[Node, str]) -> None:
@@ -242,6 +244,14 @@ class GraphState:
                 return _copy(self.graph, None)
             roots.append(node)
         return _copy(self.graph, reverse_reachable(roots))
+
+
+def log_device_placement(nodes) -> None:
+    """What ConfigProto.log_device_placement prints, as TF's Placer: one line per node,
+    "name: (op): device", on stdout."""
+    lines = [f"{n.name}: ({n.type_string}): {n.assigned_device_name}" for n in nodes]
+    if lines:
+        print("\n".join(lines), flush=True)
 
 
 def _placed_sources_of(new: list[Node], groups: dict, touched: dict) -> list[str]:

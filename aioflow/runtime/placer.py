@@ -1,5 +1,8 @@
 """The Placer: assigns every node a device, honouring requested devices, colocation
-groups (`_class: loc:@...`) and which device types have a kernel for the node."""
+groups (`_class: loc:@...`) and which device types have a kernel for the node. Devices
+are tried in priority order (a GPU before a CPU, as TF's DeviceSet::PrioritizedDevices):
+a node without a request goes to a GPU when its op has a GPU kernel; a node asking
+for a device without a kernel for it goes elsewhere only with soft placement."""
 
 from __future__ import annotations
 
@@ -149,7 +152,7 @@ def choose_device(key: str, members, device_mgr, allow_soft: bool, preferred: st
         node = members[0]
         if not node.requested_device:
             node_def = node.def_
-            devices = device_mgr.devices
+            devices = _prioritized(device_mgr)
             device = _named(device_mgr, preferred)
             if device is not None:
                 devices = [device, *devices]
@@ -161,13 +164,19 @@ def choose_device(key: str, members, device_mgr, allow_soft: bool, preferred: st
     return _choose(members, requested, device_mgr, allow_soft, preferred)
 
 
+def _prioritized(device_mgr) -> list:
+    """The manager's devices in placement order (GPU first)."""
+    return getattr(device_mgr, "prioritized", device_mgr.devices)
+
+
 def _named(device_mgr, name: str):
     """The manager's device of that full name, or None (also for "")."""
     return device_mgr._by_name.get(name) if name else None
 
 
 def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: str = ""):
-    candidates = device_mgr.devices
+    candidates = _prioritized(device_mgr)
+    narrowed = False  # to the devices matching the request
     if requested:
         node = next((n for n in members if n.requested_device), members[0])
         spec = _parse(node, requested)
@@ -180,9 +189,10 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
                 node.def_, None,
                 f"Cannot assign a device for operation {node.name}: {{{{node {node.name}}}}} "
                 f"was explicitly assigned to {node.requested_device} but available devices "
-                f"are [ {', '.join(d.name for d in candidates)} ]. Make sure the device "
+                f"are [ {', '.join(d.name for d in device_mgr.devices)} ]. Make sure the device "
                 f"specification refers to a valid device.{gpu}")
         candidates = matching or candidates
+        narrowed = bool(matching)
     device = _named(device_mgr, preferred)
     if device is not None and device in candidates:
         candidates = [device, *candidates]
@@ -190,6 +200,21 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
         if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None
                for n in members):
             return device
+    if narrowed:
+        if allow_soft:  # the requested device type has no kernel: anywhere that has one
+            for device in _prioritized(device_mgr):
+                if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None
+                       for n in members):
+                    return device
+        elif any(op_kernel.find_kernel_class(n.def_, d.device_type) is not None
+                 for n in members for d in device_mgr.devices):
+            node = next(n for n in members if n.requested_device)
+            kind = candidates[0].device_type
+            raise errors.InvalidArgumentError(
+                node.def_, None,
+                f"Cannot assign a device for operation {node.name}: Could not satisfy "
+                f"explicit device specification '{node.requested_device}' because no "
+                f"supported kernel for {kind} devices is available.")
     node = next(n for n in members
                 if op_kernel.find_kernel_class(n.def_, candidates[0].device_type) is None)
     raise errors.InvalidArgumentError(

@@ -38,5 +38,6 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     state_ops,
     string_ops,
     summary_ops,
+    training_ops,
     unsafe_read_ops,
 )
