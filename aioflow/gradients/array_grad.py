@@ -495,5 +495,75 @@ def _clip_by_value_grad(op, grad):
     return xgrad, gy, gz
 
 
-for _op_type in ("Where", "Unique", "UniqueV2", "UniqueWithCounts", "Bincount", "Bitcast"):
+
+
+@RegisterGradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, grad):
+    updates_grad = array_ops.gather_nd(grad, op.inputs[1])
+    return [array_ops.identity(grad), None, -updates_grad]
+
+
+@RegisterGradient("ScatterNdNonAliasingAdd")
+def _scatter_nd_non_aliasing_add_grad(op, grad):
+    return [grad, None, array_ops.gather_nd(grad, op.inputs[1])]
+
+
+@RegisterGradient("Print")
+def _print_grad(op, *grad):
+    return list(grad) + [None] * (len(op.inputs) - 1)
+
+
+@RegisterGradient("EnsureShape")
+def _ensure_shape_grad(op, grad):
+    return grad
+
+
+@RegisterGradient("SpaceToBatch")
+def _space_to_batch_grad(op, grad):
+    return [_gen("BatchToSpace", input=grad, crops=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+@RegisterGradient("BatchToSpace")
+def _batch_to_space_grad(op, grad):
+    return [_gen("SpaceToBatch", input=grad, paddings=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+def _matrix_diag_part(grad, **kwargs):
+    """TF 2's array_ops.matrix_diag_part: a MatrixDiagPartV3 (k, padding_value, align)."""
+    with ops.name_scope(None, "matrix_diag_part", [grad]):
+        return _gen("MatrixDiagPartV3", input=grad, k=kwargs.get("k", 0),
+                    padding_value=array_ops.zeros([], dtype=grad.dtype),
+                    align=kwargs.get("align", "RIGHT_LEFT"))
+
+
+@RegisterGradient("MatrixDiag")
+def _matrix_diag_grad(_, grad):
+    return _matrix_diag_part(grad)
+
+
+@RegisterGradient("MatrixDiagV2")
+def _matrix_diag_v2_grad(op, grad):
+    return _matrix_diag_part(grad, k=op.inputs[1]), None, None, None, None
+
+
+@RegisterGradient("MatrixDiagV3")
+def _matrix_diag_v3_grad(op, grad):
+    return (_matrix_diag_part(grad, k=op.inputs[1], align=op.get_attr("align")), None, None,
+            None, None)
+
+
+# TF's NotDifferentiable declarations of the random and state ops.
+for _op_type in ("RandomStandardNormal", "TruncatedNormal", "RandomUniform",
+                 "RandomShuffle", "Multinomial", "StatelessRandomNormal",
+                 "StatelessRandomUniform", "StatelessRandomUniformInt",
+                 "StatelessRandomUniformFullInt", "StatelessTruncatedNormal",
+                 "StatelessRandomNormalV2", "StatelessRandomUniformV2",
+                 "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
+                 "StatelessTruncatedNormalV2", "Invert", "LeftShift", "RightShift",
+                 "BitwiseAnd", "BitwiseOr", "BitwiseXor", "VariableShape", "Assign",
+                 "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterMul",
+                 "ScatterDiv", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub",
+                 "VarIsInitializedOp"):
     NotDifferentiable(_op_type)

@@ -111,8 +111,14 @@ def _shapes_fully_specified_and_equal(x, y, grad) -> bool:
 
 # -- reductions -------------------------------------------------------------------------------
 
-NotDifferentiable("ArgMax")
-NotDifferentiable("ArgMin")
+@RegisterGradient("ArgMax")
+def _arg_max_grad(op, grad):
+    return [None, None]
+
+
+@RegisterGradient("ArgMin")
+def _arg_min_grad(op, grad):
+    return [None, None]
 
 
 def _evaluate_as_tuple(value) -> tuple:
@@ -930,3 +936,21 @@ def _unsorted_segment_prod_grad(op, grad):
                                             prod_divided_by_el)
     gathered_grad = _gather_drop_negatives(grad, op.inputs[1], zero_clipped_indices)[0]
     return gathered_grad * partial_derivative, None, None
+
+
+@RegisterGradient("SegmentProd")
+def _segment_prod_grad(op, grad):
+    data, segment_ids = op.inputs[0], op.inputs[1]
+    is_zero = math_ops.equal(data, 0)
+    num_zeros = _gen("SegmentSum", data=math_ops.cast(is_zero, dtype=dtypes.int32),
+                     segment_ids=segment_ids)
+    grad = array_ops.where_v2(math_ops.greater(num_zeros, 1), array_ops.zeros_like(grad), grad)
+    non_zero_data = array_ops.where_v2(is_zero, array_ops.ones_like(data), data)
+    non_zero_prod = _gen("SegmentProd", data=non_zero_data, segment_ids=segment_ids)
+    gathered_prod = array_ops.gather(op.outputs[0], segment_ids)
+    gathered_non_zero_prod = array_ops.gather(non_zero_prod, segment_ids)
+    prod_divided_by_el = gathered_prod / non_zero_data
+    partial_derivative = array_ops.where_v2(is_zero, gathered_non_zero_prod,
+                                            prod_divided_by_el)
+    gathered_grad = array_ops.gather(grad, segment_ids)
+    return gathered_grad * partial_derivative, None
