@@ -30,6 +30,13 @@ def _distinct(*shape):
     return (RNG.permutation(n) * 0.37 - n * 0.15).reshape(shape)
 
 
+def _max_pool_grad(g):
+    orig = tf.constant(_distinct(1, 4, 4, 1))
+    pooled = tf.nn.max_pool(orig, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    return apply_op("MaxPoolGrad", orig_input=orig, orig_output=pooled, grad=g,
+                    ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
+
 # name: (function of the inputs, [input values]) — inputs become float64 placeholders
 CASES = {
     # unary math
@@ -241,6 +248,59 @@ CASES = {
                [_r(2, 3), _r(2, 1)]),
     "TruncateDiv": (lambda x: apply_op("TruncateDiv", x=x, y=x + 1.0) + x, [_pos(3)]),
     "FloorDiv": (lambda x: apply_op("FloorDiv", x=x, y=x + 1.0) + x, [_pos(3)]),
+    "AvgPoolGrad": (lambda g: apply_op("AvgPoolGrad", orig_input_shape=[1, 3, 3, 1], grad=g,
+                                       ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1],
+                                       padding="VALID"), [_r(1, 2, 2, 1)]),
+    "AvgPool3DGrad": (lambda g: apply_op("AvgPool3DGrad", orig_input_shape=[1, 2, 3, 3, 1],
+                                         grad=g, ksize=[1, 1, 2, 2, 1],
+                                         strides=[1, 1, 1, 1, 1], padding="VALID"),
+                      [_r(1, 2, 2, 2, 1)]),
+    "MaxPoolGrad": (lambda g: _max_pool_grad(g), [_r(1, 2, 2, 1)]),
+    "MaxPoolV2": (lambda x: apply_op("MaxPoolV2", input=x, ksize=[1, 2, 2, 1],
+                                     strides=[1, 2, 2, 1], padding="VALID"),
+                  [_distinct(1, 4, 4, 1)]),
+    "MaxPoolWithArgmax": (lambda x: tf.nn.max_pool_with_argmax(
+        x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")[0] if hasattr(tf.nn, "max_pool_with_argmax")
+        else apply_op("MaxPoolWithArgmax", input=x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                      padding="VALID")[0], [_distinct(1, 4, 4, 1)]),
+    "Conv3DBackpropInputV2": (lambda f, g: apply_op(
+        "Conv3DBackpropInputV2", input_sizes=[1, 2, 3, 3, 1], filter=f, out_backprop=g,
+        strides=[1, 1, 1, 1, 1], padding="SAME"), [_r(1, 2, 2, 1, 2), _r(1, 2, 3, 3, 2)]),
+    "Conv3DBackpropFilterV2": (lambda x, g: apply_op(
+        "Conv3DBackpropFilterV2", input=x, filter_sizes=[1, 2, 2, 1, 2], out_backprop=g,
+        strides=[1, 1, 1, 1, 1], padding="SAME"), [_r(1, 2, 3, 3, 1), _r(1, 2, 3, 3, 2)]),
+    "DepthwiseConv2dNativeBackpropInput": (lambda f, g: apply_op(
+        "DepthwiseConv2dNativeBackpropInput", input_sizes=[1, 3, 3, 2], filter=f,
+        out_backprop=g, strides=[1, 1, 1, 1], padding="SAME"),
+        [_r(2, 2, 2, 1), _r(1, 3, 3, 2)]),
+    "DepthwiseConv2dNativeBackpropFilter": (lambda x, g: apply_op(
+        "DepthwiseConv2dNativeBackpropFilter", input=x, filter_sizes=[2, 2, 2, 1],
+        out_backprop=g, strides=[1, 1, 1, 1], padding="SAME"),
+        [_r(1, 3, 3, 2), _r(1, 3, 3, 2)]),
+    "ResizeBicubic": (lambda x: tf.image.resize_bicubic(x, [3, 5]), [_r(1, 2, 3, 1)]),
+    "BatchMatMulV3": (lambda a, b: apply_op("BatchMatMulV3", x=a, y=b, Tout=F64),
+                      [_r(2, 2, 3), _r(2, 3, 2)]),
+    "EnsureShape": (lambda x: apply_op("EnsureShape", input=x, shape=[2, 3]) * x, [_r(2, 3)]),
+    "Print": (lambda x: apply_op("Print", input=x, data=[x], message="") * x, [_r(3)]),
+    "MatrixDiag": (lambda x: apply_op("MatrixDiag", diagonal=x), [_r(2, 3)]),
+    "MatrixDiagV3": (lambda x: apply_op("MatrixDiagV3", diagonal=x, k=0, num_rows=-1,
+                                        num_cols=-1, padding_value=0.0), [_r(2, 3)]),
+    "MirrorPadGrad": (lambda g: apply_op("MirrorPadGrad", input=g, paddings=[[1, 1], [0, 1]],
+                                         mode="SYMMETRIC"), [_r(4, 3)]),
+    "ParallelDynamicStitch": (lambda x, y: apply_op("ParallelDynamicStitch",
+                                                    indices=[[0, 2], [1]], data=[x, y]),
+                              [_r(2, 2), _r(1, 2)]),
+    "ScatterNdNonAliasingAdd": (lambda x, u: apply_op("ScatterNdNonAliasingAdd", input=x,
+                                                      indices=[[1]], updates=u),
+                                [_r(3, 2), _r(1, 2)]),
+    "TensorScatterSub": (lambda x, u: apply_op("TensorScatterSub", tensor=x, indices=[[1]],
+                                               updates=u), [_r(3, 2), _r(1, 2)]),
+    "SegmentProd": (lambda x: apply_op("SegmentProd", data=x, segment_ids=[0, 0, 1]),
+                    [_pos(3, 2)]),
+    "SpaceToBatch": (lambda x: apply_op("SpaceToBatch", input=x, paddings=[[0, 0], [0, 0]],
+                                        block_size=2), [_r(1, 4, 4, 1)]),
+    "BatchToSpace": (lambda x: apply_op("BatchToSpace", input=x, crops=[[0, 0], [0, 0]],
+                                        block_size=2), [_r(4, 2, 2, 1)]),
     # control flow
     "Switch": (lambda x: tf.cond(tf.constant(True), lambda: x * x, lambda: x), [_r(3)]),
     "Merge": (lambda x: tf.cond(tf.constant(False), lambda: x * x, lambda: tf.sin(x)),
@@ -252,11 +312,12 @@ CASES = {
 }
 
 # Ops whose kernels are float32 (and half) only: checked in float32, more loosely.
-FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D"}
+FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad"}
 
 # gradient functions of these ops run in the cases above (beyond each case's own op).
-COVERED = set(CASES) | {"NextIteration", "LoopCond", "TensorArrayReadV3",
-                        "TensorArrayWriteV3"}
+COVERED = set(CASES) | {"NextIteration", "LoopCond", "FusedBatchNormV3", "TensorArrayReadV3",
+                        "TensorArrayWriteV3", "TensorArrayScatterV3", "TensorArrayGatherV3",
+                        "TensorArraySplitV3", "TensorArrayConcatV3"}
 
 
 def _check(fn, values, dtype=F64, tolerance=1e-4):
@@ -308,6 +369,16 @@ def test_tensor_array_in_loop():
     _check(fn, [_r(3, 2)])
 
 
+def test_tensor_array_scatter_gather_split_concat():
+    def fn(x):
+        ta = tf.TensorArray(F64, size=3).scatter([2, 0, 1], x)
+        gathered = ta.gather([1, 2])
+        pieces = tf.TensorArray(F64, size=2).split(tf.reshape(x, [6]), [3, 3])
+        return gathered * 2.0 + tf.reshape(pieces.concat()[:4], [2, 2])
+
+    _check(fn, [_r(3, 2)])
+
+
 def test_cases_cover_the_gradient_functions():
     with tf.Graph().as_default() as g:
         for fn, values in CASES.values():
@@ -315,11 +386,9 @@ def test_cases_cover_the_gradient_functions():
                 else F64
             fn(*[tf.placeholder(dtype, np.shape(v)) for v in values])
         present = {op.type for op in g.get_operations()}
-    missing = sorted(t for t in COVERED - {"TensorArrayReadV3", "TensorArrayWriteV3"}
-                     if t not in present)
+    missing = sorted(t for t in COVERED if t not in present and t != "FusedBatchNormV3"
+                     and not t.startswith("TensorArray"))
     assert not missing
-    for op_type in COVERED:
-        assert op_type in present or op_type.startswith("TensorArray")
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 160
+    assert len(COVERED) >= 185
