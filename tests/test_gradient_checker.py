@@ -301,6 +301,26 @@ CASES = {
                                         block_size=2), [_r(1, 4, 4, 1)]),
     "BatchToSpace": (lambda x: apply_op("BatchToSpace", input=x, crops=[[0, 0], [0, 0]],
                                         block_size=2), [_r(4, 2, 2, 1)]),
+    # sparse
+    "SparseTensorDenseMatMul": (lambda v, b: apply_op(
+        "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
+        a_values=v, a_shape=tf.constant([3, 4], tf.int64), b=b), [_r(3), _r(4, 2)]),
+    "SparseToDense": (lambda v, d: apply_op("SparseToDense",
+                                            sparse_indices=tf.constant([[0, 1], [2, 0]]),
+                                            output_shape=[3, 2], sparse_values=v,
+                                            default_value=d), [_r(2), _r()]),
+    "SparseReduceSum": (lambda v: apply_op("SparseReduceSum",
+                                           input_indices=tf.constant([[0, 1], [2, 3], [1, 0]],
+                                                                     tf.int64),
+                                           input_values=v,
+                                           input_shape=tf.constant([3, 4], tf.int64),
+                                           reduction_axes=[1]), [_r(3)]),
+    "SparseReorder": (lambda v: apply_op("SparseReorder",
+                                         input_indices=tf.constant([[2, 0], [0, 1], [1, 1]],
+                                                                   tf.int64),
+                                         input_values=v,
+                                         input_shape=tf.constant([3, 2], tf.int64))[1] * v,
+                      [_r(3)]),
     # control flow
     "Switch": (lambda x: tf.cond(tf.constant(True), lambda: x * x, lambda: x), [_r(3)]),
     "Merge": (lambda x: tf.cond(tf.constant(False), lambda: x * x, lambda: tf.sin(x)),
@@ -391,4 +411,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 185
+    assert len(COVERED) >= 190

@@ -9,6 +9,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     math_grad,
     nn_grad,
     resource_variable_grad,
+    sparse_grad,
     tensor_array_grad,
 )
 from aioflow.gradients.gradients_impl import hessians
