@@ -174,3 +174,26 @@ def test_tf_meta_graph_with_training_ops_imports_and_its_gradients_run(mlp_meta_
         np.testing.assert_allclose(value, want[f"grad_{i}"], rtol=1e-5, atol=1e-6)
     for i, value in enumerate(after):
         np.testing.assert_allclose(value, want[f"after_{i}"], rtol=1e-5, atol=1e-6)
+
+
+def test_tf_meta_graph_of_a_conv_net_trained_with_adam():
+    meta = meta_graph_pb2.MetaGraphDef()
+    meta.ParseFromString((DATA / "cnn_adam_meta_graph.pb").read_bytes())
+    info = json.loads((DATA / "index.json").read_text())["cnn_adam_meta_graph"]
+    want = np.load(DATA / "cnn_adam_meta_graph.npz")
+    with tf.Graph().as_default() as g:
+        tf.train.import_meta_graph(meta)
+        grads = [g.get_tensor_by_name(n) for n in info["grad_names"]]
+        feeds = {g.get_tensor_by_name("x:0"): want["x"],
+                 g.get_tensor_by_name("labels:0"): want["labels"]}
+        reads = [g.get_tensor_by_name(f"{v}/Read/ReadVariableOp:0") for v in info["variables"]]
+        with tf.Session() as sess:
+            sess.run(g.get_operation_by_name(info["init"]))
+            values = sess.run(grads, feeds)
+            for _ in range(2):
+                sess.run(g.get_operation_by_name(info["train"]), feeds)
+            after = sess.run(reads)
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(value, want[f"grad_{i}"], rtol=1e-4, atol=1e-6)
+    for i, value in enumerate(after):
+        np.testing.assert_allclose(value, want[f"after_{i}"], rtol=1e-4, atol=1e-6)
