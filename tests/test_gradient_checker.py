@@ -30,6 +30,15 @@ def _distinct(*shape):
     return (RNG.permutation(n) * 0.37 - n * 0.15).reshape(shape)
 
 
+def _list_of(x):
+    return apply_op("TensorListFromTensor", tensor=x, element_shape=[2])
+
+
+def _list_stack(handle):
+    return apply_op("TensorListStack", input_handle=handle, element_shape=[2],
+                    element_dtype=F64)
+
+
 def _max_pool_grad(g):
     orig = tf.constant(_distinct(1, 4, 4, 1))
     pooled = tf.nn.max_pool(orig, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
@@ -321,6 +330,17 @@ CASES = {
                                          input_values=v,
                                          input_shape=tf.constant([3, 2], tf.int64))[1] * v,
                       [_r(3)]),
+    # tensor lists
+    "TensorListFromTensor": (lambda x: _list_stack(_list_of(x)) * 2.0, [_r(3, 2)]),
+    "TensorListStack": (lambda x: _list_stack(_list_of(x * x)), [_r(3, 2)]),
+    "TensorListGetItem": (lambda x: apply_op("TensorListGetItem", input_handle=_list_of(x),
+                                             index=1, element_shape=[2], element_dtype=F64),
+                          [_r(3, 2)]),
+    "TensorListGather": (lambda x: apply_op("TensorListGather", input_handle=_list_of(x),
+                                            indices=[2, 0], element_shape=[2],
+                                            element_dtype=F64), [_r(3, 2)]),
+    "TensorListSetItem": (lambda x: _list_stack(apply_op(
+        "TensorListSetItem", input_handle=_list_of(x), index=0, item=x[2] * 3.0)), [_r(3, 2)]),
     # control flow
     "Switch": (lambda x: tf.cond(tf.constant(True), lambda: x * x, lambda: x), [_r(3)]),
     "Merge": (lambda x: tf.cond(tf.constant(False), lambda: x * x, lambda: tf.sin(x)),
@@ -411,4 +431,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 190
+    assert len(COVERED) >= 195
