@@ -197,3 +197,14 @@ def test_tf_meta_graph_of_a_conv_net_trained_with_adam():
         np.testing.assert_allclose(value, want[f"grad_{i}"], rtol=1e-4, atol=1e-6)
     for i, value in enumerate(after):
         np.testing.assert_allclose(value, want[f"after_{i}"], rtol=1e-4, atol=1e-6)
+
+
+def test_gradient_with_respect_to_a_resource_variable_is_its_handles():
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", initializer=tf.constant([1.0, 2.0]), use_resource=True)
+        y = tf.reduce_sum(v * v)
+        (g,) = tf.gradients(y, [v])
+        assert g is not None
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(g), [2.0, 4.0])
