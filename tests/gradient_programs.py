@@ -574,6 +574,16 @@ def program_cond_in_while(tf):
     return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
 
 
+def program_concat_indexed_slices(tf):
+    a = _ph(tf, [2, 3], "a")
+    b = _ph(tf, [3, 3], "b")
+    c = _ph(tf, [2, 2], "c")
+    y0 = tf.gather(tf.concat([a, b], 0), [0, 3, 3])
+    y1 = tf.gather(tf.concat([a, c], 1), [1, 0])
+    return {"ys": [y0, y1], "xs": [a, b, c],
+            "feeds": {a: _rand(2, 3), b: _rand(3, 3, seed=1), c: _rand(2, 2, seed=2)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -4,7 +4,7 @@ gradient functions, in the same order. Gather and GatherV2 along axis 0 give Ind
 
 from __future__ import annotations
 
-from aioflow.framework import ops
+from aioflow.framework import dtypes, ops
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
@@ -71,10 +71,57 @@ def _concat_grad_helper(op, grad, start_value_index, end_value_index, dim_index)
             for begin, size in zip(offset, sizes, strict=True):
                 out_grads.append(array_ops.slice(grad, begin, size))
     elif isinstance(grad, IndexedSlices):
-        raise NotImplementedError("the gradient of a concat given IndexedSlices")
+        out_grads = _concat_indexed_slices_grads(grad, concat_dim, input_values)
     else:
         raise TypeError(f"Expected Tensor or IndexedSlices, got {type(grad)}")
     return out_grads + [None] if end_value_index <= dim_index else [None] + out_grads
+
+
+def _concat_indexed_slices_grads(grad, concat_dim, input_values) -> list:
+    """The slices of an IndexedSlices gradient that fall in each concatenated input."""
+    non_neg_concat_dim = concat_dim % array_ops.rank(input_values[0])
+    concat_dim_static = constant_value(concat_dim)
+    if concat_dim_static is None:
+        raise ValueError("Can only compute IndexedSlices gradient with statically-known "
+                         "concat_dim")
+    concat_dim_static = int(concat_dim_static)
+    if concat_dim_static < 0:
+        rank = constant_value(array_ops.rank(input_values[0]))
+        if rank is None:
+            raise ValueError("Can only compute IndexedSlices gradient with negative "
+                             "concat_dim when first value rank is statically-known.")
+        concat_dim_static %= int(rank)
+    sizes = [array_ops.shape(x) for x in input_values]
+    out_grads = []
+    if concat_dim_static > 0:
+        # Rows are unchanged: slice each input's columns out of the values.
+        shape_of_shape = array_ops.shape(sizes[0])
+        mask = array_ops.concat(
+            [array_ops.zeros(array_ops.expand_dims(non_neg_concat_dim, 0),
+                             dtype=dtypes.int32), [1],
+             array_ops.zeros(shape_of_shape - non_neg_concat_dim - 1, dtype=dtypes.int32)], 0)
+        begin = array_ops.zeros(shape_of_shape, dtype=dtypes.int32)
+        for size in sizes:
+            new_values = array_ops.slice(
+                grad.values, begin, array_ops.concat([[-1], array_ops.slice(size, [1], [-1])],
+                                                     0))
+            out_grads.append(IndexedSlices(new_values, grad.indices, size))
+            begin = math_ops.add(begin, size * mask)
+    else:
+        # The rows of each input: those of its range of indices.
+        start = constant(0, dtype=grad.indices.dtype)
+        for size in sizes:
+            size_concat_dim = array_ops.gather(size, non_neg_concat_dim)
+            if size_concat_dim.dtype != grad.indices.dtype:
+                size_concat_dim = math_ops.cast(size_concat_dim, dtype=grad.indices.dtype)
+            end = start + size_concat_dim
+            indices_to_select = array_ops.squeeze(array_ops.where(
+                math_ops.logical_and(grad.indices >= start, grad.indices < end)), axis=[1])
+            new_indices = array_ops.gather(grad.indices, indices_to_select) - start
+            new_values = array_ops.gather(grad.values, indices_to_select)
+            out_grads.append(IndexedSlices(new_values, new_indices, size))
+            start = end
+    return out_grads
 
 
 @RegisterGradient("Concat")
