@@ -208,3 +208,23 @@ def test_gradient_with_respect_to_a_resource_variable_is_its_handles():
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             np.testing.assert_allclose(sess.run(g), [2.0, 4.0])
+
+
+def test_custom_gradient():
+    @tf.custom_gradient
+    def log1pexp(x):
+        e = tf.exp(x)
+
+        def grad(dy):
+            return dy * (1 - 1 / (1 + e))
+        return tf.log(1 + e), grad
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2])
+        y = log1pexp(x)
+        assert y.op.type == "IdentityN"
+        assert y.op.get_attr("_gradient_op_type").startswith(b"CustomGradient-")
+        (g,) = tf.gradients(y, x)
+        with tf.Session() as sess:
+            value = sess.run(g, {x: [0.0, 100.0]})
+    np.testing.assert_allclose(value, [0.5, 1.0])

@@ -13,6 +13,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     sparse_grad,
     tensor_array_grad,
 )
+from aioflow.gradients.custom_gradient import custom_gradient
 from aioflow.gradients.gradients_impl import hessians
 from aioflow.gradients.gradients_util import (
     AggregationMethod,
@@ -27,6 +28,6 @@ from aioflow.gradients.registry import (
 )
 
 __all__ = [
-    "AggregationMethod", "NoGradient", "NotDifferentiable", "RegisterGradient",
+    "AggregationMethod", "custom_gradient", "NoGradient", "NotDifferentiable", "RegisterGradient",
     "UnconnectedGradients", "get_gradient_function", "gradients", "hessians",
 ]
