@@ -584,6 +584,16 @@ def program_concat_indexed_slices(tf):
             "feeds": {a: _rand(2, 3), b: _rand(3, 3, seed=1), c: _rand(2, 2, seed=2)}}
 
 
+def program_sparse(tf):
+    values = _ph(tf, [3], "values")
+    b = _ph(tf, [4, 2], "b")
+    sp = tf.SparseTensor([[0, 1], [1, 0], [2, 3]], values, [3, 4])
+    y = tf.sparse.sparse_dense_matmul(sp, b)
+    z = tf.sparse.reduce_sum(sp, axis=1)
+    return {"ys": [y, z], "xs": [values, b],
+            "feeds": {values: _rand(3), b: _rand(4, 2, seed=1)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 
