@@ -341,6 +341,11 @@ CASES = {
                                             element_dtype=F64), [_r(3, 2)]),
     "TensorListSetItem": (lambda x: _list_stack(apply_op(
         "TensorListSetItem", input_handle=_list_of(x), index=0, item=x[2] * 3.0)), [_r(3, 2)]),
+    "TensorListPushBack": (lambda x: apply_op(
+        "TensorListPopBack", input_handle=apply_op("TensorListPushBack",
+                                                   input_handle=_list_of(x),
+                                                   tensor=x[0] * 3.0),
+        element_shape=[2], element_dtype=F64)[1], [_r(3, 2)]),
     # control flow
     "Switch": (lambda x: tf.cond(tf.constant(True), lambda: x * x, lambda: x), [_r(3)]),
     "Merge": (lambda x: tf.cond(tf.constant(False), lambda: x * x, lambda: tf.sin(x)),
@@ -431,4 +436,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 195
+    assert len(COVERED) >= 197
