@@ -594,6 +594,29 @@ def program_sparse(tf):
             "feeds": {values: _rand(3), b: _rand(4, 2, seed=1)}}
 
 
+def program_gate_gradients_indexed_slices(tf):
+    params = _ph(tf, [4, 2], "params")
+    w = _ph(tf, [2, 2], "w")
+    z = tf.matmul(tf.gather(params, [3, 1]), w)
+    return {"ys": [z], "xs": [params, w],
+            "feeds": {params: _rand(4, 2), w: _rand(2, 2, seed=1)},
+            "kwargs": {"gate_gradients": True}}
+
+
+def program_colocate_while(tf):
+    x = _ph(tf, [2], "x")
+    _, y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, tf.sin(v) * v),
+                         [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)},
+            "kwargs": {"colocate_gradients_with_ops": True}}
+
+
+def program_named_gradients(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(tf.exp(x) * x)
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(3)}, "kwargs": {"name": "my_grads"}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -1,14 +1,14 @@
 
 2
-xPlaceholder*
-dtype0*
+xPlaceholder*
 shape
-:
+:*
+dtype0
 3
-dyPlaceholder*
-dtype0*
+dyPlaceholder*
 shape
-:
+:*
+dtype0
 
 TanhTanhx*
 T0
