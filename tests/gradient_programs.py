@@ -617,6 +617,14 @@ def program_named_gradients(tf):
     return {"ys": [y], "xs": [x], "feeds": {x: _rand(3)}, "kwargs": {"name": "my_grads"}}
 
 
+def program_sparse_segments_digamma(tf):
+    x = _ph(tf, [4, 2], "x")
+    z = tf.sparse.segment_sum(x, [0, 2, 3], [0, 0, 1])
+    w = tf.sparse.segment_mean(x, [1, 2], [0, 1]) + tf.sparse.segment_sqrt_n(x, [3, 0], [0, 0])
+    v = tf.math.digamma(tf.abs(x) + 1.0)
+    return {"ys": [z, w, v], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -310,6 +310,18 @@ CASES = {
                                         block_size=2), [_r(1, 4, 4, 1)]),
     "BatchToSpace": (lambda x: apply_op("BatchToSpace", input=x, crops=[[0, 0], [0, 0]],
                                         block_size=2), [_r(4, 2, 2, 1)]),
+    "Digamma": (lambda x: apply_op("Digamma", x=x), [_pos(3) + 1.0]),
+    "SparseSegmentSum": (lambda x: tf.sparse.segment_sum(x, [0, 2, 2], [0, 0, 1])
+                         if hasattr(tf.sparse, "segment_sum") else
+                         apply_op("SparseSegmentSum", data=x, indices=[0, 2, 2],
+                                  segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentMean": (lambda x: apply_op("SparseSegmentMean", data=x, indices=[0, 2, 1],
+                                             segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentSqrtN": (lambda x: apply_op("SparseSegmentSqrtN", data=x, indices=[0, 2, 1],
+                                              segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentSumWithNumSegments": (lambda x: apply_op(
+        "SparseSegmentSumWithNumSegments", data=x, indices=[0, 2], segment_ids=[0, 2],
+        num_segments=4), [_r(3, 2)]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -436,4 +448,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 197
+    assert len(COVERED) >= 202

@@ -29,6 +29,7 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "TanhGrad", "RsqrtGrad", "SqrtGrad", "ReciprocalGrad", "InvGrad", "BiasAddGrad",
            "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
            "StridedSliceGrad", "PreventGradient", "InvertPermutation", "MirrorPadGrad",
+           "SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad", "Polygamma",
            "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
 
 
