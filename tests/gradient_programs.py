@@ -625,6 +625,21 @@ def program_sparse_segments_digamma(tf):
     return {"ys": [z, w, v], "xs": [x], "feeds": {x: _rand(4, 2)}}
 
 
+def program_fake_quant(tf):
+    x = _ph(tf, [2, 3], "x")
+    lo = _ph(tf, [], "lo")
+    hi = _ph(tf, [], "hi")
+    lo3 = _ph(tf, [3], "lo3")
+    hi3 = _ph(tf, [3], "hi3")
+    a = tf.quantization.fake_quant_with_min_max_args(x * 4.0, min=-1.0, max=1.0)
+    b = tf.quantization.fake_quant_with_min_max_vars(x * 4.0, lo, hi)
+    c = tf.quantization.fake_quant_with_min_max_vars_per_channel(x * 4.0, lo3, hi3)
+    return {"ys": [a, b, c], "xs": [x, lo, hi, lo3, hi3],
+            "feeds": {x: _rand(2, 3), lo: np.float32(-1.5), hi: np.float32(2.0),
+                      lo3: np.array([-1.0, -2.0, -0.5], np.float32),
+                      hi3: np.array([1.0, 0.5, 3.0], np.float32)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

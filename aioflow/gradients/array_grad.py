@@ -614,3 +614,29 @@ for _op_type in ("RandomStandardNormal", "TruncatedNormal", "RandomUniform",
                  "ScatterDiv", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub",
                  "VarIsInitializedOp"):
     NotDifferentiable(_op_type)
+
+
+@RegisterGradient("FakeQuantWithMinMaxArgs")
+def _fake_quant_args_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxArgsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.get_attr("min"), max=op.get_attr("max"),
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVars")
+def _fake_quant_vars_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.inputs[1], max=op.inputs[2], num_bits=op.get_attr("num_bits"),
+                narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVarsPerChannel")
+def _fake_quant_per_channel_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsPerChannelGradient", gradients=grad,
+                inputs=op.inputs[0], min=op.inputs[1], max=op.inputs[2],
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+for _op_type in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+                 "FakeQuantWithMinMaxVarsPerChannelGradient"):
+    NotDifferentiable(_op_type)
