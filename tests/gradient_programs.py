@@ -640,6 +640,15 @@ def program_fake_quant(tf):
                       hi3: np.array([1.0, 0.5, 3.0], np.float32)}}
 
 
+def program_matrix_diag(tf):
+    x = _ph(tf, [2, 3, 3], "x")
+    d = _ph(tf, [2, 3], "d")
+    a = tf.linalg.diag_part(x) * 2.0
+    b = tf.linalg.set_diag(x, d)
+    c = tf.linalg.diag(d)
+    return {"ys": [a, b, c], "xs": [x, d], "feeds": {x: _rand(2, 3, 3), d: _rand(2, 3, seed=1)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -322,6 +322,15 @@ CASES = {
     "SparseSegmentSumWithNumSegments": (lambda x: apply_op(
         "SparseSegmentSumWithNumSegments", data=x, indices=[0, 2], segment_ids=[0, 2],
         num_segments=4), [_r(3, 2)]),
+    "MatrixDiagPart": (lambda x: apply_op("MatrixDiagPart", input=x), [_r(2, 3, 3)]),
+    "MatrixDiagPartV3": (lambda x: tf.linalg.diag_part(x), [_r(2, 3, 4)]),
+    "MatrixSetDiag": (lambda x, d: apply_op("MatrixSetDiag", input=x, diagonal=d),
+                      [_r(2, 3, 3), _r(2, 3)]),
+    "MatrixSetDiagV3": (lambda x, d: tf.linalg.set_diag(x, d), [_r(2, 3, 3), _r(2, 3)]),
+    "TensorScatterMax": (lambda x, u: apply_op("TensorScatterMax", tensor=x, indices=[[1]],
+                                               updates=u), [_distinct(3, 2), _distinct(1, 2)]),
+    "TensorScatterMin": (lambda x, u: apply_op("TensorScatterMin", tensor=x, indices=[[1]],
+                                               updates=u), [_distinct(3, 2), _distinct(1, 2)]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -448,4 +457,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 202
+    assert len(COVERED) >= 208
