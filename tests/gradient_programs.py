@@ -649,6 +649,13 @@ def program_matrix_diag(tf):
     return {"ys": [a, b, c], "xs": [x, d], "feeds": {x: _rand(2, 3, 3), d: _rand(2, 3, seed=1)}}
 
 
+def program_einsum(tf):
+    a = _ph(tf, [2, 2, 3], "a")
+    b = _ph(tf, [2, 3, 4], "b")
+    y = tf.einsum("bij,bjk->bik", a, b)
+    return {"ys": [y], "xs": [a, b], "feeds": {a: _rand(2, 2, 3), b: _rand(2, 3, 4, seed=1)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -331,6 +331,8 @@ CASES = {
                                                updates=u), [_distinct(3, 2), _distinct(1, 2)]),
     "TensorScatterMin": (lambda x, u: apply_op("TensorScatterMin", tensor=x, indices=[[1]],
                                                updates=u), [_distinct(3, 2), _distinct(1, 2)]),
+    "Einsum": (lambda a, b: tf.einsum("ij,jk->ik", a, b) + tf.einsum("ij,kj->i", a, b)[:, None]
+               * 0.0 + tf.einsum("ij->j", a)[None, :1], [_r(2, 3), _r(3, 3)]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -457,4 +459,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 208
+    assert len(COVERED) >= 209

@@ -6,6 +6,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     control_flow_grad,
     data_flow_grad,
     image_grad,
+    linalg_grad,
     list_grad,
     math_grad,
     nn_grad,
