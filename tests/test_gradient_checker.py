@@ -333,6 +333,9 @@ CASES = {
                                                updates=u), [_distinct(3, 2), _distinct(1, 2)]),
     "Einsum": (lambda a, b: tf.einsum("ij,jk->ik", a, b) + tf.einsum("ij,kj->i", a, b)[:, None]
                * 0.0 + tf.einsum("ij->j", a)[None, :1], [_r(2, 3), _r(3, 3)]),
+    "ScaleAndTranslate": (lambda x: apply_op("ScaleAndTranslate", images=x, size=[3, 5],
+                                             scale=[1.5, 1.7], translation=[0.1, -0.2]),
+                          [_r(1, 2, 3, 1)]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -380,7 +383,7 @@ CASES = {
 }
 
 # Ops whose kernels are float32 (and half) only: checked in float32, more loosely.
-FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad"}
+FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "ScaleAndTranslate"}
 
 # gradient functions of these ops run in the cases above (beyond each case's own op).
 COVERED = set(CASES) | {"NextIteration", "LoopCond", "FusedBatchNormV3", "TensorArrayReadV3",
