@@ -124,3 +124,25 @@ async def test_cancelled_step_frees_its_stacks():
         release.set()
         await asyncio.sleep(0)
     assert _live_stacks() == 0
+
+
+async def test_failed_step_frees_its_stacks():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [10], name="x")
+        limit = af.placeholder(af.int32, [], name="limit")
+
+        def body(i, v):
+            # NaN from iteration `limit` on: CheckNumerics fails the step mid-loop
+            bad = af.where_v2(af.greater_equal(i, limit), np.float32(np.nan), np.float32(0.0))
+            v = af.check_numerics(af.tanh(v) + bad, "loop value")
+            return i + 1, v
+
+        _, y = af.while_loop(lambda i, v: i < 1000, body, [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+    async with af.Session(graph=g) as sess:
+        got = await sess.run(dx, {x: np.ones(10, np.float32), limit: 1000})  # no NaN: runs
+        assert np.all(np.isfinite(got))
+        with pytest.raises(af.errors.InvalidArgumentError, match="loop value"):
+            await sess.run(dx, {x: np.ones(10, np.float32), limit: 500})
+    assert _live_stacks() == 0
