@@ -19,6 +19,7 @@ from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
 from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
 from .image import (
+    crop_and_resize_grad_kernels,
     image_codec_kernels,
     nms_kernels,
     resize_area_kernels,
