@@ -168,6 +168,25 @@ def dense_output(spec: _Dense, rows: list, batch_shape: tuple) -> np.ndarray:
     return out.reshape(batch_shape + tuple(inner))
 
 
+def _one_example(data: bytes, dense: list) -> list[np.ndarray]:
+    """The dense features of one serialized Example (a scalar input, no sparse or ragged
+    features: a tf.data map of parse_single_example), as parse_examples + dense_output
+    give them, without their per-batch bookkeeping."""
+    features = _parse(data).features.feature
+    out = []
+    for spec in dense:
+        values = _dense_values(spec, _feature(features, spec.key), None, 0)
+        inner = tuple(spec.shape[1:]) if spec.variable else tuple(spec.shape)
+        if values is None:
+            arr = np.asarray(spec.default, dtype=_NUMPY[spec.dtype]).reshape(inner)
+        elif spec.variable:
+            arr = _array(values, spec.dtype).reshape((len(values) // spec.stride, *inner))
+        else:
+            arr = _array(values, spec.dtype).reshape(inner)
+        out.append(arr)
+    return out
+
+
 def sparse_output(spec: _Sparse, per_example: list, batch: bool) -> list[np.ndarray]:
     """[indices, values, dense shape] of a sparse feature."""
     counts = [len(v) for v in per_example]
@@ -201,7 +220,21 @@ class _ParseBase(OpKernel):
     def is_expensive(self, inputs) -> bool:
         return np.size(inputs[0]) > POOL_ABOVE
 
+    _specs_cache = None  # (keys, defaults, specs) of the last call
+
     def _dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
+        """The dense features' specs, checked; the last call's when its keys and default
+        arrays are the same objects (a Const's value every run: a tf.data map calls the
+        kernel once per element)."""
+        cached = self._specs_cache
+        if cached is not None and cached[0] == keys and len(cached[1]) == len(defaults) \
+                and all(a is b for a, b in zip(cached[1], defaults, strict=True)):
+            return cached[2]
+        specs = self._make_dense_specs(keys, defaults)
+        self._specs_cache = (list(keys), list(defaults), specs)
+        return specs
+
+    def _make_dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
         shapes, types = self.dense_shapes, self.dense_types
         if not (len(keys) == len(shapes) == len(types) == len(defaults)):
             raise _invalid(f"Expected len(dense_keys) == len(dense_shapes) == "
@@ -222,6 +255,8 @@ class _ParseBase(OpKernel):
     def _run(self, serialized, names, dense, sparse, ragged=()):
         batch = np.ndim(serialized) == 1
         data = _strings(serialized)
+        if not batch and not sparse and not ragged and (names is None or not np.size(names)):
+            return _one_example(data[0], dense), [[] for _ in ragged]
         name_list = _strings(names) if names is not None and np.size(names) else None
         if name_list is not None:
             if len(name_list) != len(data):
@@ -244,6 +279,10 @@ class _ParseBase(OpKernel):
 class ParseExampleV2Op(_ParseBase):
     """tf.io.parse_example's op: a scalar or a vector of serialized Examples."""
 
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
@@ -255,11 +294,15 @@ class ParseExampleV2Op(_ParseBase):
         if len(self.ragged_types) != len(self.split_types):
             raise _invalid("len(ragged_value_types) != len(ragged_split_types)")
 
-    def compute(self, ctx, inputs):
-        serialized, names, sparse_keys, dense_keys, ragged_keys = inputs[:5]
-        if np.ndim(serialized) > 1:
-            raise _invalid(f"Expected serialized to be a scalar or vector, got shape: "
-                           f"[{','.join(str(d) for d in np.shape(serialized))}]")
+    _keys_cache = None  # ((the three key inputs), their decoded names) of the last call
+
+    def _keys(self, sparse_keys, dense_keys, ragged_keys):
+        """The keys' names, checked; the last call's when the inputs are the same arrays
+        (Consts: a tf.data map calls the kernel once per element)."""
+        cached = self._keys_cache
+        if cached is not None and cached[0][0] is sparse_keys and \
+                cached[0][1] is dense_keys and cached[0][2] is ragged_keys:
+            return cached[1]
         keys = [k.decode("utf-8", "replace") for k in _strings(sparse_keys)]
         if len(keys) != len(self.sparse_types):
             raise _invalid(f"Expected len(sparse_keys) == len(sparse_types) but got: "
@@ -268,8 +311,18 @@ class ParseExampleV2Op(_ParseBase):
         if len(ragged_names) != len(self.ragged_types):
             raise _invalid(f"Expected len(ragged_keys) == len(ragged_value_types) but got: "
                            f"{len(ragged_names)} vs. {len(self.ragged_types)}")
-        dense = self._dense_specs([k.decode("utf-8", "replace") for k in _strings(dense_keys)],
-                                  list(inputs[5:]))
+        dense_names = [k.decode("utf-8", "replace") for k in _strings(dense_keys)]
+        names = (keys, ragged_names, dense_names)
+        self._keys_cache = ((sparse_keys, dense_keys, ragged_keys), names)
+        return names
+
+    def compute(self, ctx, inputs):
+        serialized, names, sparse_keys, dense_keys, ragged_keys = inputs[:5]
+        if np.ndim(serialized) > 1:
+            raise _invalid(f"Expected serialized to be a scalar or vector, got shape: "
+                           f"[{','.join(str(d) for d in np.shape(serialized))}]")
+        keys, ragged_names, dense_names = self._keys(sparse_keys, dense_keys, ragged_keys)
+        dense = self._dense_specs(dense_names, list(inputs[5:]))
         sparse = [_Sparse(k, t) for k, t in zip(keys, self.sparse_types, strict=True)]
         ragged = [_Sparse(k, t) for k, t in zip(ragged_names, self.ragged_types, strict=True)]
         out, ragged_values = self._run(serialized, names, dense, sparse, ragged)
@@ -282,6 +335,14 @@ class ParseExampleV2Op(_ParseBase):
         return out + values + splits
 
 
+def _scalar_key(key, what: str, i: int) -> str:
+    """ParseExample's key input `what`[i], which must be a scalar (TF's words)."""
+    if np.ndim(key) != 0:
+        raise _invalid(f"Expected {what}[{i}] to be a scalar, got shape: "
+                       f"[{','.join(str(d) for d in np.shape(key))}]")
+    return _strings(key)[0].decode("utf-8", "replace")
+
+
 @register_kernel("ParseExample", "CPU")
 class ParseExampleOp(_ParseBase):
     """The TF 1 op: a vector of serialized Examples, keys as scalar inputs."""
@@ -291,6 +352,13 @@ class ParseExampleOp(_ParseBase):
         self.num_sparse = ctx.get_attr("Nsparse")
         self.num_dense = ctx.get_attr("Ndense")
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
+        # TF's ParseExampleAttrs::FinishInit
+        if self.num_sparse != len(self.sparse_types):
+            raise _invalid("len(sparse_keys) != len(sparse_types)")
+        if self.num_dense != len(self.dense_types):
+            raise _invalid("len(dense_keys) != len(dense_types)")
+        if self.num_dense != len(self.dense_shapes):
+            raise _invalid("len(dense_keys) != len(dense_shapes)")
 
     def compute(self, ctx, inputs):
         serialized, names = inputs[0], inputs[1]
@@ -298,9 +366,10 @@ class ParseExampleOp(_ParseBase):
             raise _invalid(f"Expected serialized to be a vector, got shape: "
                            f"[{','.join(str(d) for d in np.shape(serialized))}]")
         ns, nd = self.num_sparse, self.num_dense
-        sparse_keys = [_strings(k)[0].decode("utf-8", "replace") for k in inputs[2:2 + ns]]
-        dense_keys = [_strings(k)[0].decode("utf-8", "replace")
-                      for k in inputs[2 + ns:2 + ns + nd]]
+        sparse_keys = [_scalar_key(k, "sparse_keys", i)
+                       for i, k in enumerate(inputs[2:2 + ns])]
+        dense_keys = [_scalar_key(k, "dense_keys", i)
+                      for i, k in enumerate(inputs[2 + ns:2 + ns + nd])]
         dense = self._dense_specs(dense_keys, list(inputs[2 + ns + nd:]))
         sparse = [_Sparse(k, t) for k, t in zip(sparse_keys, self.sparse_types, strict=True)]
         return self._run(serialized, names, dense, sparse)[0]
@@ -310,6 +379,10 @@ class ParseExampleOp(_ParseBase):
 class ParseSingleExampleOp(_ParseBase):
     """One serialized Example (a scalar), keys as attrs."""
 
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.sparse_keys = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k
@@ -317,6 +390,15 @@ class ParseSingleExampleOp(_ParseBase):
         self.dense_keys = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k
                            for k in ctx.get_attr("dense_keys")]
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
+        # TF's ParseSingleExampleAttrs::FinishInit, and the op's num_sparse
+        if len(self.sparse_keys) != len(self.sparse_types):
+            raise _invalid("len(sparse_keys) != len(sparse_types)")
+        if len(self.dense_keys) != len(self.dense_types):
+            raise _invalid("len(dense_keys) != len(dense_types)")
+        if len(self.dense_keys) != len(self.dense_shapes):
+            raise _invalid("len(dense_keys) != len(dense_shapes)")
+        if ctx.get_attr("num_sparse") != len(self.sparse_keys):
+            raise _invalid("len(sparse_keys) != num_sparse")
 
     def compute(self, ctx, inputs):
         serialized = inputs[0]
