@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -16,10 +17,23 @@ import aioflow.compat.v1 as tf
 from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.data_flow.stack_kernels import Stack
 
+_OLDER = weakref.WeakSet()
+
 
 def _live_stacks() -> int:
+    """Stacks alive now that were not alive when the test began (another test's session
+    may still be letting go of its own)."""
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, Stack))
+    return sum(1 for o in gc.get_objects() if isinstance(o, Stack) and o not in _OLDER)
+
+
+@pytest.fixture(autouse=True)
+def _note_older_stacks():
+    gc.collect()
+    _OLDER.clear()
+    for o in gc.get_objects():
+        if isinstance(o, Stack):
+            _OLDER.add(o)
 
 
 def test_stack_push_pop_close():
