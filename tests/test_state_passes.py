@@ -392,3 +392,17 @@ def test_a_repeated_name_gets_a_counter_and_never_overwrites(tmp_path, monkeypat
     paths = [graph_dump.dump_graph_def("g/x", graph_pb2.GraphDef()) for _ in range(3)]
     assert [p.rsplit("/", 1)[1] for p in paths] == ["g_x.pbtxt", "g_x_2.pbtxt", "g_x_3.pbtxt"]
     assert (tmp_path / "dumps" / "g_x_1.pbtxt").read_text() == "kept"
+
+
+def test_parallel_concat_update_of_a_read_only_value_writes_a_copy():
+    """_ParallelConcatUpdate on a buffer that is not _ParallelConcatStart's (a Const's
+    read-only value): the row is written in a copy and the input is left as it was (the
+    fuzzer found a raw 'assignment destination is read-only')."""
+    from tests.kernel_testutil import run_kernel
+
+    value = np.zeros((2, 3), np.float32)
+    value.flags.writeable = False
+    (out,) = run_kernel("_ParallelConcatUpdate", [value, np.ones((1, 3), np.float32)],
+                        loc=1)
+    np.testing.assert_array_equal(out, [[0, 0, 0], [1, 1, 1]])
+    np.testing.assert_array_equal(value, np.zeros((2, 3)))
