@@ -10,14 +10,14 @@ import logging
 
 import numpy as np
 import pytest
-from aioflow.kernels.array.parallel_concat_kernels import check_update
-from aioflow.kernels.state.unsafe_read_kernels import VariableBuffer
 from google.protobuf import text_format
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.var import Var
+from aioflow.kernels.array.parallel_concat_kernels import check_update
+from aioflow.kernels.state.unsafe_read_kernels import VariableBuffer
 from aioflow.passes import graph_dump, resource_variable_read
 from aioflow.passes.registry import Grouping, global_registry
 from aioflow.proto import graph_pb2, op_def_pb2
