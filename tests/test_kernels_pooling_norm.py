@@ -5,8 +5,8 @@ TF 2.21's
 fixtures (tests/data/nn_conv_cases) on both, NumPy references at the shapes, paddings,
 strides, formats and dtypes the fixtures do not cover, and the first call running NumPy
 while the loops compile in the background. The oneDNN backend (the onednn extra) is off
-here: its kernels are tested in tests/test_onednn_kernels.py and on the fixtures in
-tests/test_kernels_conv.py."""
+here: its pooling kernels are tested in tests/test_onednn_kernels.py and on the fixtures
+in tests/test_kernels_conv.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The oneDNN backend (aioflow/kernels/onednn/, the `onednn` extra): its kernels chosen over
 the NumPy ones for float32 and falling back to them otherwise, their results against the
-NumPy kernels (the reference; TF's fixtures run on them in test_kernels_conv.py) at the
-shapes, strides, paddings, groups and fused chains MobileNetV2 and ResNet50 use, the
-primitive and weights caches, and AIOFLOW_ONEDNN=0. Skipped without the extra."""
+NumPy kernels (the reference; TF's fixtures run on them in test_kernels_conv.py and
+test_kernels_grad_nn.py) at the shapes, strides, paddings, groups and fused chains
+MobileNetV2 and ResNet50 use, the gradients, the primitive, weights and chain caches,
+the thread budget, and AIOFLOW_ONEDNN=0. Skipped without the extra."""
 
 from __future__ import annotations
 
@@ -21,8 +22,6 @@ from aioflow.kernels.nn import (
     conv_grad_kernels,
     conv_kernels,
     fused_kernels,
-    normalization_grad_kernels,
-    normalization_kernels,
     pooling_grad_kernels,
     pooling_kernels,
 )
@@ -42,14 +41,12 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "MaxPool": pooling_kernels.MaxPoolOp, "AvgPool": pooling_kernels.AvgPoolOp,
               "MaxPool3D": pooling_kernels.MaxPool3DOp,
               "AvgPool3D": pooling_kernels.AvgPool3DOp,
-              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
               "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
               "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
               "DepthwiseConv2dNativeBackpropInput":
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
               "DepthwiseConv2dNativeBackpropFilter":
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
-              "FusedBatchNormGradV3": normalization_grad_kernels.FusedBatchNormGradV3Op,
               "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
               "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
               "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
@@ -256,20 +253,6 @@ def test_max_pool_ignores_nan_as_tensorflow_does():
     np.testing.assert_array_equal(kernel.compute(None, [x])[0].ravel(), [5, 7, 13, 15])
 
 
-@pytest.mark.parametrize("training", [False, True])
-@pytest.mark.parametrize("fmt, shape", [("NHWC", (2, 5, 6, 8)), ("NCHW", (2, 8, 5, 6)),
-                                        ("NDHWC", (1, 3, 4, 5, 8))])
-def test_fused_batch_norm_matches_numpy(training, fmt, shape):
-    rng = np.random.default_rng(5)
-    x = _rand(*shape) * 2 + 1
-    stats = [rng.uniform(0.5, 2, 8).astype(np.float32), _rand(8, seed=6),
-             _rand(8, seed=7), rng.uniform(0.1, 3, 8).astype(np.float32)]
-    got, want = _both("FusedBatchNormV3", [x, *stats], is_training=training,
-                      epsilon=0.001, data_format=fmt, exponential_avg_factor=0.9)
-    for g, w in zip(got[:3], want[:3], strict=True):  # y, batch mean, batch variance
-        np.testing.assert_allclose(g, w, **TOL)
-
-
 # -- turned off ------------------------------------------------------------------------------
 
 def test_environment_variable_turns_the_backend_off():
@@ -288,7 +271,7 @@ def test_environment_variable_turns_the_backend_off():
 def test_kernels_registered_ahead_of_numpy():
     from aioflow.framework.op_kernel import registered_kernels
     for op in ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "MaxPool", "AvgPool",
-               "FusedBatchNormV3"):
+               "Conv2DBackpropInput"):
         classes = registered_kernels()[(op, "CPU")]
         assert classes[0].__module__.startswith("aioflow.kernels.onednn"), op
         # the NumPy kernel stays registered behind it
@@ -472,22 +455,6 @@ def test_team_size_follows_intra_op_threads():
         assert backend.team_size(1000) == 1
     finally:
         blas.set(before)
-
-
-@pytest.mark.parametrize("training", [False, True])
-@pytest.mark.parametrize("fmt, shape", [("NHWC", (2, 5, 6, 8)), ("NCHW", (2, 8, 5, 6)),
-                                        ("NDHWC", (1, 3, 4, 5, 8))])
-def test_fused_batch_norm_grad_matches_numpy(training, fmt, shape):
-    rng = np.random.default_rng(8)
-    x, dy = _rand(*shape) * 2 + 1, _rand(*shape, seed=3)
-    axis = 1 if fmt.startswith("NC") else len(shape) - 1
-    axes = tuple(i for i in range(len(shape)) if i != axis)
-    mean, var = x.mean(axes), x.var(axes)
-    scale = rng.uniform(0.5, 2, 8).astype(np.float32)
-    got, want = _both("FusedBatchNormGradV3", [dy, x, scale, mean, var, np.zeros(0, np.float32)],
-                      is_training=training, epsilon=0.001, data_format=fmt)
-    for g, w in zip(got[:3], want[:3], strict=True):  # dx, dscale, doffset
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
 def test_one_primitive_runs_in_several_threads_at_once():
