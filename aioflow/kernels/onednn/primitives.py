@@ -342,19 +342,20 @@ class WeightsCache:
     """A filter in the layout a primitive chose, reordered once per filter buffer.
 
     Kept only for a filter nothing can write (`never_written`: a Const's value) and
-    reused while the same array, at the same address, shape and strides, comes back for
-    the same primitive; anything else (a variable's value) is reordered on every call.
+    reused while the same array object, of the same shape and strides, comes back for the
+    same primitive; anything else (a variable's value) is reordered on every call.
     One entry per kernel (one node's filter)."""
 
     __slots__ = ("_entry",)
 
     def __init__(self):
-        self._entry = None  # (array, (address, shape, strides), plan, reordered)
+        self._entry = None  # (array, (shape, strides), plan, reordered)
 
     def get(self, w: np.ndarray, plan) -> np.ndarray:
         """w in plan.w_md's layout, through plan.w_reorder."""
         entry = self._entry
-        key = (address(w), w.shape, w.strides)
+        # (the same array object keeps its data pointer; its shape could be reassigned)
+        key = (w.shape, w.strides)
         if entry is not None and entry[0] is w and entry[1] == key and entry[2] is plan:
             return entry[3]
         out = np.empty(plan.w_md.size // w.itemsize, w.dtype)
