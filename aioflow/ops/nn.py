@@ -18,6 +18,17 @@ from aioflow.ops.nn_conv_ops import (
     max_pool3d,
     max_pool_v2,
 )
+from aioflow.ops.nn_impl import (
+    batch_normalization,
+    dropout,
+    embedding_lookup,
+    l2_normalize,
+    log_poisson_loss,
+    moments,
+    sigmoid_cross_entropy_with_logits,
+    weighted_cross_entropy_with_logits,
+    zero_fraction,
+)
 from aioflow.ops.nn_ops import (
     bias_add,
     elu,
@@ -49,4 +60,8 @@ __all__ = [
     "top_k", "in_top_k",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits",
+    # training pieces (nn_impl.py)
+    "dropout", "moments", "batch_normalization", "l2_normalize", "zero_fraction",
+    "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits",
+    "log_poisson_loss", "embedding_lookup",
 ]
