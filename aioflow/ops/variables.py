@@ -29,6 +29,22 @@ class GraphKeys:
     ASSET_FILEPATHS = "asset_filepaths"
     QUEUE_RUNNERS = "queue_runners"
     VARIABLES = GLOBAL_VARIABLES
+    # training (TF's names)
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    TRAIN_OP = "train_op"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    METRIC_VARIABLES = "metric_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    SAVERS = "savers"
+    SUMMARY_OP = "summary_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    LOCAL_RESOURCES = "local_resources"
+    RESOURCES = "resources"
+    EVAL_STEP = "eval_step"
+    ACTIVATIONS = "activations"
+    WEIGHTS = "weights"
+    BIASES = "biases"
 
 
 def _class_attr(name: str) -> attr_value_pb2.AttrValue:
