@@ -4,7 +4,6 @@ sparse, training). Importing a module registers its kernels; this list imports e
 kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
-from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
 from .array import (
     array_grad_kernels,
     array_kernels,
@@ -68,3 +67,5 @@ from .state import (
 from .strings import string_kernels
 from .training import apply_kernels
 from .transfer import sendrecv_kernels
+
+from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
