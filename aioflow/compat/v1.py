@@ -22,6 +22,7 @@ from aioflow.compat import gfile as _gfile
 from aioflow.framework import dtypes as _dtypes
 from aioflow.framework import errors as _errors
 from aioflow.framework import ops as _ops
+from aioflow.train import monitored_session as _monitored
 
 
 class Session(_SyncSession):
@@ -195,6 +196,13 @@ _IO_GFILE = {"GFile": _gfile.GFile, "copy": _gfile.Copy, "exists": _gfile.Exists
              "rename": _gfile.Rename, "rmtree": _gfile.DeleteRecursively, "walk": _gfile.Walk}
 
 
+_BLOCKING_TRAINING_SESSIONS = {  # TF 1's training sessions block
+    "MonitoredSession": _monitored.BlockingMonitoredSession,
+    "SingularMonitoredSession": _monitored.BlockingSingularMonitoredSession,
+    "MonitoredTrainingSession": _monitored.BlockingMonitoredTrainingSession,
+}
+
+
 def _build() -> dict:
     """The tf namespace: aioflow's top-level names, its modules at TF's paths, and the
     blocking sessions."""
@@ -214,7 +222,8 @@ def _build() -> dict:
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
-    top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver})
+    top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver,
+                                        **_BLOCKING_TRAINING_SESSIONS})
     dtype_names = dict(_public(_dtypes))
     dtype_names.update({n: v for n, v in vars(_dtypes).items() if isinstance(v, _dtypes.DType)
                         and not n.startswith("_") and not n.endswith("_ref")})

@@ -26,6 +26,19 @@ from aioflow.train.adadelta import AdadeltaOptimizer
 from aioflow.train.adagrad import AdagradOptimizer
 from aioflow.train.adagrad_da import AdagradDAOptimizer
 from aioflow.train.adam import AdamOptimizer
+from aioflow.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from aioflow.train.ftrl import FtrlOptimizer
 from aioflow.train.gradient_descent import GradientDescentOptimizer
 from aioflow.train.input import (
@@ -57,6 +70,14 @@ from aioflow.train.learning_rate_decay import (
     polynomial_decay,
 )
 from aioflow.train.momentum import MomentumOptimizer
+from aioflow.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SingularMonitoredSession,
+)
 from aioflow.train.moving_averages import ExponentialMovingAverage
 from aioflow.train.optimizer import Optimizer
 from aioflow.train.proximal_adagrad import ProximalAdagradOptimizer
@@ -68,6 +89,12 @@ from aioflow.train.queue_runner import (
     start_queue_runners,
 )
 from aioflow.train.rmsprop import RMSPropOptimizer
+from aioflow.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
 from aioflow.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -97,4 +124,11 @@ __all__ = [
     "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
     "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
     "piecewise_constant", "piecewise_constant_decay", "polynomial_decay",
+    # training sessions and hooks
+    "ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold",
+    "SessionCreator", "SingularMonitoredSession", "SessionRunArgs", "SessionRunContext",
+    "SessionRunHook", "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
+    "FeedFnHook", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
+    "NanTensorHook", "SecondOrStepTimer", "StepCounterHook", "StopAtStepHook",
+    "SummarySaverHook",
 ]
