@@ -95,6 +95,7 @@ from aioflow.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from aioflow.train.snapshots import Snapshot, SnapshotPublisher, placeholders_for
 from aioflow.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -131,4 +132,6 @@ __all__ = [
     "FeedFnHook", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
     "NanTensorHook", "SecondOrStepTimer", "StepCounterHook", "StopAtStepHook",
     "SummarySaverHook",
+    # beyond TF: training beside serving on one loop
+    "Snapshot", "SnapshotPublisher", "placeholders_for",
 ]
