@@ -308,3 +308,43 @@ async def test_tf_conv_net_without_devices_places_compute_on_the_gpu(sim_gpu):
             "ResizeBilinear", "ConcatV2"} <= on_gpu
     stats = _by_device(md)
     assert all(c in stats[GPU0] for c in convs)
+
+
+async def test_while_loop_split_between_cpu_and_gpu(monkeypatch):
+    """A loop whose body crosses devices every iteration: the copies run inside the
+    frame, once per iteration, next to the transfers."""
+    w = np.array([[0.5, -0.25], [0.125, 0.75]], np.float32)
+
+    def build():
+        x = af.placeholder(af.float32, [2, 2], name="x")
+
+        def body(i, v):
+            with af.device("/gpu:0"):
+                v = af.matmul(v, w) + 1.0
+            with af.device("/cpu:0"):
+                v = af.nn.relu(v - 1.5)
+            return i + 1, v
+
+        _, out = af.while_loop(lambda i, v: i < 4, body, [af.constant(0), x])
+        af.identity(out, name="out")
+
+    feeds = {"x:0": np.arange(4, dtype=np.float32).reshape(2, 2)}
+    gpu, cpu = await _run_both(build, ["out:0"], feeds, monkeypatch,
+                               config=af.ConfigProto(allow_soft_placement=True))
+    np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-6)
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    g = af.Graph()
+    with g.as_default():
+        build()
+    md = af.RunMetadata()
+    async with af.Session(graph=g) as sess:
+        await sess.run("out:0", feeds, options=_traced(), run_metadata=md)
+    gpu_ops = _ops(md, GPU0)
+    assert "MatMul" in gpu_ops and "Relu" in _ops(md, CPU0)
+    (gpu_part,) = [p for p in md.partition_graphs if any(n.device == GPU0 for n in p.node)]
+    copy_names = {n.name: n.op for n in gpu_part.node if n.op.startswith("_Copy")}
+    ran = [copy_names[n.node_name] for d in md.step_stats.dev_stats if d.device == GPU0
+           for n in d.node_stats if n.node_name in copy_names]
+    # per iteration: the loop value to the GPU and the matmul's result back (4 times),
+    # and once each the loop's input and the result crossing the loop's boundary
+    assert ran.count("_CopyFromHostToGpu") >= 4 and ran.count("_CopyFromGpuToHost") >= 4

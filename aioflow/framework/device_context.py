@@ -82,6 +82,10 @@ class DeviceContext:
         """A host copy of `device_value`, made now (waits for the device)."""
         raise NotImplementedError
 
+    def memory_limit(self) -> int:
+        """The bytes of device memory the device may use (DeviceAttributes)."""
+        raise NotImplementedError
+
     def wrap(self, raw):
         """Raw device memory (an array of `xp`) as a value of this device."""
         raise NotImplementedError

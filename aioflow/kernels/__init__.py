@@ -68,4 +68,6 @@ from .strings import string_kernels
 from .training import apply_kernels
 from .transfer import sendrecv_kernels
 
-from . import gpu  # noqa: E402  (GPU kernels: after the CPU kernels they reuse)
+# isort: split
+# GPU kernels last: the streamed ones wrap the CPU kernels registered above
+from . import gpu

@@ -14,8 +14,12 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
     a member assigned already goes where that member is (TF's Placer keeps assigned
     devices)."""
     groups: dict[str, list] = {}
-    for node in graph.op_nodes():
-        groups.setdefault(_group_of(node), []).append(node)
+    colocation = Colocation(colocates_resource_edges(device_mgr))
+    nodes = list(graph.op_nodes())
+    for node in nodes:
+        colocation.key(node)
+    for node in nodes:
+        groups.setdefault(colocation.find(_group_of(node)), []).append(node)
     for key, members in placement_order(groups):
         assigned = next((n.assigned_device_name for n in members if n.assigned_device_name),
                         None)
@@ -83,6 +87,7 @@ def _matches_identity(node) -> bool:
 
 
 def _group_of(node) -> str:
+    """The node's own colocation key: its `_class: loc:@` group, else its name."""
     node_def = node.def_
     attrs = node_def.attr
     if "_class" in attrs:
@@ -90,6 +95,59 @@ def _group_of(node) -> str:
             if s.startswith(b"loc:@"):
                 return s[5:].decode(errors="surrogateescape")  # (any bytes: a group)
     return node_def.name
+
+
+class Colocation:
+    """Colocation groups as a union-find over group keys: a node's `_class` group or
+    name, joined (with `resource_edges`) to the groups of the nodes whose resource or
+    ref outputs it reads, as TF's ColocationGraph joins them."""
+
+    def __init__(self, resource_edges: bool):
+        self.resource_edges = resource_edges
+        self.parent: dict[str, str] = {}  # non-root key -> a key nearer its root
+
+    def find(self, key: str) -> str:
+        parent = self.parent
+        root = key
+        while root in parent:
+            root = parent[root]
+        while key != root:  # path compression
+            parent[key], key = root, parent[key]
+        return root
+
+    def key(self, node, _visiting: set | None = None) -> str:
+        """The root key of the node's group, after joining it to its resource sources."""
+        root = self.find(_group_of(node))
+        if not self.resource_edges:
+            return root
+        visiting = _visiting if _visiting is not None else set()
+        visiting.add(node.id)
+        types = node.input_types
+        for e in node.in_edges:
+            src = e.src
+            if e.dst_input < 0 or not src.is_op or src.id in visiting:
+                continue
+            t = types[e.dst_input]
+            if t == _DT_RESOURCE or t > _REF:
+                other = self.key(src, visiting)
+                root = self.find(root)
+                if other != root:
+                    self.parent[root] = other
+                    root = other
+        return self.find(root)
+
+
+_DT_RESOURCE = 20
+_REF = 100  # a ref type's enum is its base's + 100
+
+
+def colocates_resource_edges(device_mgr) -> bool:
+    """Whether a node reading a resource or a ref goes where its producer goes (TF's
+    ColocationGraph::ColocateResourceAndRefEdges). Applied where a session has an
+    accelerator, so that a variable, its readers and updaters, and a function call
+    taking its handle (whose body runs on the call's device) share one device; on CPUs
+    alone, placement stays as it was."""
+    return any(d.device_type != "CPU" for d in device_mgr.devices)
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),

@@ -46,6 +46,17 @@ def _batch_norm_grad_shape(op):
     channels = None
     fmt = op.get_attr("data_format")
     fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+    rank = 5 if len(fmt) == 5 else 4  # TF's FusedBatchNormGradShape: 4-D (5-D for NDHWC)
+    for i in (0, 1):
+        got = op.inputs[i].shape.rank
+        if got is not None and got != rank:
+            raise ValueError(f"Shape must be rank {rank} but is rank {got} for '{op.name}' "
+                             f"(op: '{op.type}')")
+    for i in range(2, 5):
+        got = op.inputs[i].shape.rank
+        if got is not None and got != 1:
+            raise ValueError(f"Shape must be rank 1 but is rank {got} for '{op.name}' "
+                             f"(op: '{op.type}')")
     if x.rank is not None:
         channels = x.as_list()[1 if fmt.startswith("NC") else -1]
     if channels is None and op.inputs[2].shape.rank == 1:

@@ -10,6 +10,7 @@ import numpy as np
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, registered_kernels
 
+from ..array import array_kernels  # noqa: F401  (registers the CPU kernels reused here)
 from .base import FLOATS, GpuKernel, device_context_of, register_gpu
 
 _DEVICE_TYPES = list(FLOATS) + ["int64", "bool", "uint8", "int8", "int16"]

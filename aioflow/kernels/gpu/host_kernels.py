@@ -34,8 +34,15 @@ def _all_args(op: str) -> tuple:
     return tuple(a.name for a in op_def.input_arg) + tuple(a.name for a in op_def.output_arg)
 
 
+# Registered for the types that always live on the host (a resource handle, a string).
+_HOST_TYPE_OPS = ("Identity", "Snapshot")
+
+
 def _register_all() -> None:
     kernels = registered_kernels()
+    for op in _HOST_TYPE_OPS:
+        register_gpu(op, host_memory=_all_args(op), T=["resource", "string"])(
+            kernels[(op, "CPU")][0])
     for op, type_attr in _INT32_OPS.items():
         cpu = kernels.get((op, "CPU"))
         if cpu:

@@ -47,24 +47,10 @@ STREAMED_OPS = {
     "Conv2DBackpropFilter": ("filter_sizes",),
     "ResizeBilinear": ("size",),
     "ResizeNearestNeighbor": ("size",),
-    "Pad": ("paddings",),
-    "PadV2": ("paddings",),
     "MirrorPad": ("paddings",),
     "StridedSlice": ("begin", "end", "strides"),
-    "Tile": ("multiples",),
-    "Select": (),
-    "SelectV2": (),
     "Cumsum": ("axis",),
-    "ArgMax": ("dimension",),
-    "ArgMin": ("dimension",),
-    "OneHot": ("depth",),
     "TopKV2": ("k",),
-    "ZerosLike": (),
-    "OnesLike": (),
-    "Fill": ("dims",),
-    "BroadcastTo": ("shape",),
-    "Unpack": (),
-    "L2Loss": (),
 }
 
 
@@ -75,8 +61,7 @@ def _register_all() -> None:
         if not cpu:
             continue
         cls = type(f"Streamed{op.strip('_')}Op", (StreamedCpuKernel,), {"cpu_class": cpu[0]})
-        constraints = {"T": list(FLOATS)} if op != "Fill" else {"T": list(FLOATS)}
-        register_gpu(op, host_memory=host_args, **constraints)(cls)
+        register_gpu(op, host_memory=host_args, T=list(FLOATS))(cls)
 
 
 _register_all()
