@@ -13,9 +13,9 @@ pred = tf.layers.dense(tf.layers.dense(x, 8, activation=tf.nn.relu), 1)
 loss = tf.reduce_mean(tf.square(pred - y))
 optimizer = tf.train.GradientDescentOptimizer(0.01)
 grads_and_vars = optimizer.compute_gradients(loss)
-grads, variables = zip(*grads_and_vars)
+grads, variables = zip(*grads_and_vars, strict=True)
 clipped, norm = tf.clip_by_global_norm(grads, 1.0)
-train = optimizer.apply_gradients(zip(clipped, variables))
+train = optimizer.apply_gradients(zip(clipped, variables, strict=True))
 
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())

@@ -22,4 +22,4 @@ with tf.Session() as sess:
     frozen_after = sess.run(tf.trainable_variables("frozen"))
     RESULT = {"losses": losses, "head_vars": [v.op.name for v in head_vars],
               "frozen_unchanged": all(np.array_equal(a, b)
-                                      for a, b in zip(frozen_before, frozen_after))}
+                                      for a, b in zip(frozen_before, frozen_after, strict=True))}
