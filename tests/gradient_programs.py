@@ -509,6 +509,71 @@ def program_lrn(tf):
     return {"ys": [z], "xs": [x], "feeds": {x: _rand(1, 2, 2, 4)}}
 
 
+# -- more families ----------------------------------------------------------------------------
+
+def program_image_resize(tf):
+    x = _ph(tf, [1, 2, 3, 1], "x")
+    z = tf.image.resize_bilinear(x, [3, 5]) * 2.0
+    w = tf.image.resize_nearest_neighbor(x, [4, 6])
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(1, 2, 3, 1)}}
+
+
+def program_space_depth_batch(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    z = tf.space_to_depth(x, 2) * 2.0
+    w = tf.depth_to_space(z, 2)
+    v = tf.space_to_batch_nd(x, [2, 2], [[0, 0], [0, 0]])
+    return {"ys": [w, v], "xs": [x], "feeds": {x: _rand(1, 4, 4, 2)}}
+
+
+def program_clip_and_segments(tf):
+    x = _ph(tf, [4, 2], "x")
+    z = tf.clip_by_value(x, -0.5, 0.5) * 2.0
+    w = tf.math.segment_max(x, [0, 0, 1, 1]) + tf.math.segment_prod(x, [0, 1, 1, 2])[:2]
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_dynamic_stitch_partition(tf):
+    x = _ph(tf, [4, 2], "x")
+    parts = tf.dynamic_partition(x, [0, 1, 0, 1], 2)
+    z = tf.dynamic_stitch([[0, 2], [1, 3]], [parts[0] * 2.0, parts[1]])
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_hessians(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(x * x * tf.sin(x))
+    h = tf.hessians(y, x)[0]
+    return {"ys": [h], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_conv2d_backprop_second_order(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    f = _ph(tf, [2, 2, 2, 2], "f")
+    y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID")
+    (gx,) = tf.gradients(tf.reduce_sum(y * y), [x])
+    return {"ys": [gx], "xs": [f], "feeds": {x: _rand(1, 4, 4, 2), f: _rand(2, 2, 2, 2, seed=1)}}
+
+
+def program_embedding_lookup(tf):
+    params = _ph(tf, [6, 3], "params")
+    ids = tf.placeholder(tf.int32, [2, 2], name="ids")
+    z = tf.nn.embedding_lookup(params, ids) * 3.0
+    return {"ys": [z], "xs": [params],
+            "feeds": {params: _rand(6, 3), ids: np.array([[0, 5], [2, 2]], np.int32)}}
+
+
+def program_cond_in_while(tf):
+    x = _ph(tf, [2], "x")
+
+    def body(i, v):
+        v = tf.cond(i < 2, lambda: v * 2.0, lambda: tf.sin(v))
+        return i + 1, v
+
+    _, y = tf.while_loop(lambda i, v: i < 4, body, [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -404,3 +404,166 @@ def _broadcast_to_grad(op, grad):
 @RegisterGradient("ScatterNd")
 def _scatter_nd_grad(op, grad):
     return [None, array_ops.gather_nd(grad, op.inputs[0]), None]
+
+
+@RegisterGradient("ReverseSequence")
+def _reverse_sequence_grad(op, grad):
+    return [_gen("ReverseSequence", input=grad, seq_lengths=op.inputs[1],
+                 seq_dim=op.get_attr("seq_dim"), batch_dim=op.get_attr("batch_dim")), None]
+
+
+@RegisterGradient("SpaceToBatchND")
+def _space_to_batch_nd_grad(op, grad):
+    return [_gen("BatchToSpaceND", input=grad, block_shape=op.inputs[1],
+                 crops=op.inputs[2]), None, None]
+
+
+@RegisterGradient("BatchToSpaceND")
+def _batch_to_space_nd_grad(op, grad):
+    return [_gen("SpaceToBatchND", input=grad, block_shape=op.inputs[1],
+                 paddings=op.inputs[2]), None, None]
+
+
+@RegisterGradient("SpaceToDepth")
+def _space_to_depth_grad(op, grad):
+    data_format = op.get_attr("data_format")
+    if data_format in (b"NCHW_VECT_C", "NCHW_VECT_C"):
+        raise ValueError("Cannot compute SpaceToDepth gradient with NCHW_VECT_C. "
+                         "NCHW_VECT_C requires qint8 data type.")
+    return _gen("DepthToSpace", input=grad, block_size=op.get_attr("block_size"),
+                data_format=data_format)
+
+
+@RegisterGradient("DepthToSpace")
+def _depth_to_space_grad(op, grad):
+    data_format = op.get_attr("data_format")
+    if data_format in (b"NCHW_VECT_C", "NCHW_VECT_C"):
+        raise ValueError("Cannot compute DepthToSpace gradient with NCHW_VECT_C. "
+                         "NCHW_VECT_C requires qint8 data type.")
+    return _gen("SpaceToDepth", input=grad, block_size=op.get_attr("block_size"),
+                data_format=data_format)
+
+
+@RegisterGradient("MirrorPadGrad")
+def _mirror_pad_grad_grad(op, grad):
+    return [_gen("MirrorPad", input=grad, paddings=op.inputs[1], mode=op.get_attr("mode")),
+            None]
+
+
+@RegisterGradient("MatrixBandPart")
+def _matrix_band_part_grad(op, grad):
+    return (_gen("MatrixBandPart", input=grad, num_lower=op.inputs[1],
+                 num_upper=op.inputs[2]), None, None)
+
+
+@RegisterGradient("Roll")
+def _roll_grad(op, grad):
+    return _gen("Roll", input=grad, shift=-op.inputs[1], axis=op.inputs[2]), None, None
+
+
+@RegisterGradient("TensorScatterUpdate")
+def _tensor_scatter_update_grad(op, grad):
+    indices = op.inputs[1]
+    updates_grad = array_ops.gather_nd(grad, indices)
+    tensor_grad = _gen("TensorScatterUpdate", tensor=array_ops.identity(grad), indices=indices,
+                       updates=array_ops.zeros_like(op.inputs[2], dtype=grad.dtype))
+    return [tensor_grad, None, updates_grad]
+
+
+@RegisterGradient("TensorScatterAdd")
+def _tensor_scatter_add_grad(op, grad):
+    updates_grad = array_ops.gather_nd(grad, op.inputs[1])
+    return [array_ops.identity(grad), None, updates_grad]
+
+
+@RegisterGradient("ClipByValue")
+def _clip_by_value_grad(op, grad):
+    x, y, z = op.inputs[0], op.inputs[1], op.inputs[2]
+    sx = array_ops.shape(x)
+    sy = array_ops.shape(y)
+    sz = array_ops.shape(z)
+    zeros = array_ops.zeros(array_ops.shape(grad), grad.dtype)
+    xymask = math_ops.less(x, y)
+    xzmask = math_ops.greater(x, z)
+    _, ry = _gen("BroadcastGradientArgs", s0=sx, s1=sy)
+    _, rz = _gen("BroadcastGradientArgs", s0=sx, s1=sz)
+    xgrad = array_ops.where(math_ops.logical_or(xymask, xzmask), zeros, grad)
+    ygrad = array_ops.where(xymask, grad, zeros)
+    zgrad = array_ops.where(xzmask, grad, zeros)
+    gy = array_ops.reshape(math_ops.reduce_sum(ygrad, ry), sy)
+    gz = array_ops.reshape(math_ops.reduce_sum(zgrad, rz), sz)
+    return xgrad, gy, gz
+
+
+
+
+@RegisterGradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, grad):
+    updates_grad = array_ops.gather_nd(grad, op.inputs[1])
+    return [array_ops.identity(grad), None, -updates_grad]
+
+
+@RegisterGradient("ScatterNdNonAliasingAdd")
+def _scatter_nd_non_aliasing_add_grad(op, grad):
+    return [grad, None, array_ops.gather_nd(grad, op.inputs[1])]
+
+
+@RegisterGradient("Print")
+def _print_grad(op, *grad):
+    return list(grad) + [None] * (len(op.inputs) - 1)
+
+
+@RegisterGradient("EnsureShape")
+def _ensure_shape_grad(op, grad):
+    return grad
+
+
+@RegisterGradient("SpaceToBatch")
+def _space_to_batch_grad(op, grad):
+    return [_gen("BatchToSpace", input=grad, crops=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+@RegisterGradient("BatchToSpace")
+def _batch_to_space_grad(op, grad):
+    return [_gen("SpaceToBatch", input=grad, paddings=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+def _matrix_diag_part(grad, **kwargs):
+    """TF 2's array_ops.matrix_diag_part: a MatrixDiagPartV3 (k, padding_value, align)."""
+    with ops.name_scope(None, "matrix_diag_part", [grad]):
+        return _gen("MatrixDiagPartV3", input=grad, k=kwargs.get("k", 0),
+                    padding_value=array_ops.zeros([], dtype=grad.dtype),
+                    align=kwargs.get("align", "RIGHT_LEFT"))
+
+
+@RegisterGradient("MatrixDiag")
+def _matrix_diag_grad(_, grad):
+    return _matrix_diag_part(grad)
+
+
+@RegisterGradient("MatrixDiagV2")
+def _matrix_diag_v2_grad(op, grad):
+    return _matrix_diag_part(grad, k=op.inputs[1]), None, None, None, None
+
+
+@RegisterGradient("MatrixDiagV3")
+def _matrix_diag_v3_grad(op, grad):
+    return (_matrix_diag_part(grad, k=op.inputs[1], align=op.get_attr("align")), None, None,
+            None, None)
+
+
+# TF's NotDifferentiable declarations of the random and state ops.
+for _op_type in ("RandomStandardNormal", "TruncatedNormal", "RandomUniform",
+                 "RandomShuffle", "Multinomial", "StatelessRandomNormal",
+                 "StatelessRandomUniform", "StatelessRandomUniformInt",
+                 "StatelessRandomUniformFullInt", "StatelessTruncatedNormal",
+                 "StatelessRandomNormalV2", "StatelessRandomUniformV2",
+                 "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
+                 "StatelessTruncatedNormalV2", "Invert", "LeftShift", "RightShift",
+                 "BitwiseAnd", "BitwiseOr", "BitwiseXor", "VariableShape", "Assign",
+                 "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterMul",
+                 "ScatterDiv", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub",
+                 "VarIsInitializedOp"):
+    NotDifferentiable(_op_type)

@@ -17,7 +17,7 @@ from .array import (
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
-from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
+from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
 from .image import (
     image_codec_kernels,
     nms_kernels,

@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     sendrecv_ops,
     space_batch_ops,
     sparse_ops,
+    stack_ops,
     state_ops,
     string_ops,
     summary_ops,
