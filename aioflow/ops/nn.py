@@ -1,5 +1,6 @@
 """The `af.nn` namespace: TF's `tf.nn` names for the core activations and helpers."""
 
+from aioflow.ops import rnn_cell
 from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.nn_conv_ops import (
     avg_pool,
@@ -48,6 +49,7 @@ from aioflow.ops.nn_xent_ops import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from aioflow.ops.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from aioflow.ops.space_batch_ops import depth_to_space, space_to_depth  # noqa: E402
 
 __all__ = [
@@ -64,4 +66,6 @@ __all__ = [
     "dropout", "moments", "batch_normalization", "l2_normalize", "zero_fraction",
     "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits",
     "log_poisson_loss", "embedding_lookup",
+    # recurrent networks
+    "rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn",
 ]

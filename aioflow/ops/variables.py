@@ -105,7 +105,10 @@ class Variable:
         graph = ops_mod.get_default_graph()
         self._graph = graph
         init_from_fn = callable(initial_value)
-        with ops_mod.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) \
+        # TF's init_scope: a variable made in a loop or under control dependencies is
+        # initialized outside them (its ops in no control-flow frame).
+        with ops_mod.control_dependencies(None), \
+                ops_mod.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) \
                 as scope:
             self._build(graph, scope, initial_value, init_from_fn, dtype, shape,
                         validate_shape)
