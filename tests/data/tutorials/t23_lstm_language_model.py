@@ -24,7 +24,7 @@ train = tf.train.AdamOptimizer(0.01).apply_gradients(zip(clipped, variables, str
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     losses = []
-    for step in range(8):
+    for _ in range(8):
         start = rng.randint(0, len(corpus) - steps - 1, size=batch)
         x = np.stack([corpus[s:s + steps] for s in start])
         y = np.stack([corpus[s + 1:s + steps + 1] for s in start])
