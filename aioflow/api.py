@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import layers, losses, saved_model, summary, train  # noqa: I001  (tf.layers; checkpoints; SavedModels; TensorBoard)
+from aioflow import layers, losses, metrics, saved_model, summary, train  # noqa: I001  (tf.layers; checkpoints; SavedModels; TensorBoard)
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -319,7 +319,7 @@ __all__ = [
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
     "PriorityQueue",
-    "saved_model", "train", "summary", "layers", "losses",
+    "saved_model", "train", "summary", "layers", "losses", "metrics",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.

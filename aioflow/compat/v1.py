@@ -218,7 +218,8 @@ def _build() -> dict:
                disable_v2_behavior=disable_v2_behavior, executing_eagerly=executing_eagerly,
                OpError=_errors.OpError)
     for path in ("nn", "math", "strings", "image", "sparse", "random", "bitwise",
-                 "initializers", "lookup", "queue", "layers", "losses"):
+                 "initializers", "lookup", "queue", "layers", "losses",
+                 "metrics"):
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
