@@ -1,0 +1,42 @@
+"""TF's training checkpoints restore into aioflow-built graphs, and aioflow's hold what
+TF's hold (tests/data/training_ckpt*, made by tests/data/make_training_checkpoint_tf.py):
+the program's variables (tf.layers' weights, batch norm's moving statistics, Adam's slots
+and beta powers, the global step) are named as TF names them; restored from TF's
+checkpoint after 3 steps, 3 more steps reach TF's losses and variables; a checkpoint
+aioflow saves lists the same variables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import aioflow.compat.v1 as tf
+
+DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+import make_training_checkpoint_tf as programs  # noqa: E402
+
+WANT = json.loads((DATA / "training_ckpt.json").read_text())
+
+
+def test_tf_checkpoint_restores_and_training_continues_as_tf(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        x, y, loss, train = programs.program(tf)
+        saver = tf.train.Saver()
+        with tf.Session(graph=g) as sess:
+            saver.restore(sess, str(DATA / "training_ckpt" / "model-3"))
+            losses = [float(sess.run([train, loss], {x: programs.X, y: programs.Y})[1])
+                      for _ in range(3)]
+            after = {v.op.name: sess.run(v) for v in tf.global_variables()}
+            saver.save(sess, str(tmp_path / "model"), global_step=6)
+    np.testing.assert_allclose(losses, WANT["losses"], rtol=1e-5)
+    assert sorted(after) == sorted(WANT["after"])
+    for name, value in after.items():
+        np.testing.assert_allclose(value, WANT["after"][name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    saved = sorted(name for name, _ in tf.train.list_variables(str(tmp_path)))
+    assert saved == WANT["checkpoint_variables"]
