@@ -40,3 +40,19 @@ def test_tf_checkpoint_restores_and_training_continues_as_tf(tmp_path):
                                    err_msg=name)
     saved = sorted(name for name, _ in tf.train.list_variables(str(tmp_path)))
     assert saved == WANT["checkpoint_variables"]
+
+
+def test_tf_meta_graph_imports_and_trains_from_its_collections():
+    """TF's meta graph of the program (train_op collection, variables, saver) imports;
+    restored, its train op takes TF's 3 steps."""
+    g = tf.Graph()
+    with g.as_default():
+        saver = tf.train.import_meta_graph(str(DATA / "training_ckpt" / "model-3.meta"))
+        (train,) = tf.get_collection(tf.GraphKeys.TRAIN_OP)
+        loss = g.get_tensor_by_name(WANT["loss"])
+        feeds = {g.get_tensor_by_name("x:0"): programs.X,
+                 g.get_tensor_by_name("y:0"): programs.Y}
+        with tf.Session(graph=g) as sess:
+            saver.restore(sess, str(DATA / "training_ckpt" / "model-3"))
+            losses = [float(sess.run([train, loss], feeds)[1]) for _ in range(3)]
+    np.testing.assert_allclose(losses, WANT["losses"], rtol=1e-5)

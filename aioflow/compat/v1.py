@@ -91,6 +91,15 @@ class Saver(_af.train.Saver):
         return _blocking(sess, coro) if isinstance(sess, _SyncSession) else coro
 
 
+def import_meta_graph(meta_graph_or_file, *args, **kwargs):
+    """tf.compat.v1.train.import_meta_graph: the Saver it returns blocks with a blocking
+    session, as this module's Saver."""
+    saver = _af.train.import_meta_graph(meta_graph_or_file, *args, **kwargs)
+    if saver is not None and type(saver) is _af.train.Saver:
+        saver.__class__ = Saver
+    return saver
+
+
 def _load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     """tf.compat.v1.saved_model.loader.load: blocks with a blocking session."""
     coro = _af.saved_model.loader.load(_awaitable(sess), tags, export_dir, import_scope,
@@ -224,6 +233,7 @@ def _build() -> dict:
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
     top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver,
+                                        "import_meta_graph": import_meta_graph,
                                         **_BLOCKING_TRAINING_SESSIONS})
     dtype_names = dict(_public(_dtypes))
     dtype_names.update({n: v for n, v in vars(_dtypes).items() if isinstance(v, _dtypes.DType)

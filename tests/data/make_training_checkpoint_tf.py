@@ -1,7 +1,7 @@
 """Writes tests/data/training_ckpt/ and training_ckpt.json: TF 2.21 trains a tf.layers
 model (dense, batch norm, dense; Adam, a global step) for 3 steps and saves a checkpoint
-(weights, moving statistics, Adam's slots and beta powers), then trains 3 more steps and
-records the losses and every variable. tests/test_training_checkpoint.py builds the same
+(weights, moving statistics, Adam's slots and beta powers) with its meta graph, then
+trains 3 more steps and records the losses and every variable. tests/test_training_checkpoint.py builds the same
 program with aioflow.compat.v1, restores TF's checkpoint, trains the same 3 steps and
 compares.
 
@@ -56,15 +56,15 @@ def main() -> None:
             sess.run(v1.global_variables_initializer())
             for _ in range(3):
                 sess.run(train, {x: X, y: Y})
-            saver.save(sess, str(directory / "model"), global_step=3, write_meta_graph=False)
+            saver.save(sess, str(directory / "model"), global_step=3, write_meta_graph=True)
             losses = []
             for _ in range(3):
                 losses.append(float(sess.run([train, loss], {x: X, y: Y})[1]))
             after = {v.op.name: sess.run(v).tolist() for v in v1.global_variables()}
     (directory / "checkpoint").unlink()  # (an absolute path; the test names the prefix)
-    out = {"losses": losses, "after": after,
+    out = {"losses": losses, "after": after, "loss": loss.name,
            "checkpoint_variables": sorted(name for name, _ in
-                                          v1.train.list_variables(str(directory)))}
+                                          v1.train.list_variables(str(directory / "model-3")))}
     (HERE / "training_ckpt.json").write_text(json.dumps(out, indent=1, sort_keys=True))
 
 
