@@ -1,9 +1,9 @@
 """Writes tests/data/training_ckpt/ and training_ckpt.json: TF 2.21 trains a tf.layers
 model (dense, batch norm, dense; Adam, a global step) for 3 steps and saves a checkpoint
 (weights, moving statistics, Adam's slots and beta powers) with its meta graph, then
-trains 3 more steps and records the losses and every variable. tests/test_training_checkpoint.py builds the same
-program with aioflow.compat.v1, restores TF's checkpoint, trains the same 3 steps and
-compares.
+trains 3 more steps and records the losses and every variable.
+tests/test_training_checkpoint.py builds the same program with aioflow.compat.v1 (and
+imports the meta graph), restores TF's checkpoint, trains the same 3 steps and compares.
 
 Run from the project root with TF 2.21 and tf-keras 2.21:
 
