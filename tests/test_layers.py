@@ -50,10 +50,10 @@ def test_values_equal_tf(name):
                                    err_msg=f"{name} {key}")
 
 
-# Node for node: dense, conv2d, fused batch norm (bool and tensor training), the 2-D
-# poolings, dropout, flatten, layer objects called twice. Not yet: the non-fused batch
-# norm's graph and conv1d/conv3d/separable/transposed convolutions' (their values are TF's).
-@pytest.mark.parametrize("name", ["cnn", "cnn_inference", "layer_objects", "mlp"])
+# Node for node, every program: dense, conv1d/2d/3d, separable and transposed
+# convolutions, fused and non-fused batch norm (bool and tensor training), the poolings,
+# dropout, flatten, layer objects called twice.
+@pytest.mark.parametrize("name", sorted(programs.PROGRAMS))
 def test_graph_equals_tf(name):
     g, _, _ = _build(name)
     want = graph_pb2.GraphDef.FromString(ARRAYS[f"{name}/graph_def"].tobytes())

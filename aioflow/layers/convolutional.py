@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from aioflow.framework import ops
 from aioflow.layers.base import Layer
-from aioflow.ops import array_ops, init_ops, nn_conv_ops, nn_ops
+from aioflow.ops import array_ops, constant_op, init_ops, nn_conv_ops, nn_ops
 
 
 def _tuple(value, n: int) -> tuple:
@@ -95,8 +95,8 @@ class _Conv(Layer):
             return nn_conv_ops.conv3d(inputs, self.kernel, self._full(self.strides),
                                       self.padding, data_format=self._fmt(),
                                       dilations=self._full(self.dilation_rate), name=name)
-        with ops.name_scope(name):  # 1-D: a 2-D convolution over an added axis
-            axis = 1 if self.channels_last else 2
+        with ops.name_scope(name) as scope:  # 1-D: a 2-D convolution over an added axis
+            axis = -3 if self.channels_last else -2
             x = array_ops.expand_dims(inputs, axis)
             kernel = array_ops.expand_dims(self.kernel, 0)
             strides = (1, self.strides[0])
@@ -104,7 +104,8 @@ class _Conv(Layer):
             out = nn_conv_ops.conv2d(
                 x, kernel, [1, *strides, 1] if self.channels_last else [1, 1, *strides],
                 self.padding, data_format="NHWC" if self.channels_last else "NCHW",
-                dilations=[1, *dilations, 1] if self.channels_last else [1, 1, *dilations])
+                dilations=[1, *dilations, 1] if self.channels_last else [1, 1, *dilations],
+                name=scope)
             return array_ops.squeeze(out, [axis])
 
 
@@ -165,11 +166,17 @@ class _SeparableConv(_Conv):
         dilations = self.dilation_rate if self.rank == 2 else (1, self.dilation_rate[0])
         fmt = "NHWC" if self.channels_last else "NCHW"
         full = [1, *strides, 1] if self.channels_last else [1, 1, *strides]
-        depthwise = nn_conv_ops.depthwise_conv2d(x, self.depthwise_kernel, full,
-                                                 self.padding, rate=list(dilations),
-                                                 data_format=fmt)
-        out = nn_conv_ops.conv2d(depthwise, self.pointwise_kernel, [1, 1, 1, 1], "VALID",
-                                 data_format=fmt)
+        # TF's nn.separable_conv2d: the filter's Shape and the rate, the depthwise conv
+        # "depthwise", the pointwise Conv2D named as the scope
+        with ops.name_scope(None, "separable_conv2d", [x]) as name:
+            array_ops.shape(self.depthwise_kernel)
+            constant_op.constant(list(dilations), name="dilation_rate")
+            depthwise = nn_conv_ops.depthwise_conv2d_native(
+                x, self.depthwise_kernel, full, self.padding, data_format=fmt,
+                dilations=[1, *dilations, 1] if self.channels_last else [1, 1, *dilations],
+                name="depthwise")
+            out = nn_conv_ops.conv2d(depthwise, self.pointwise_kernel, [1, 1, 1, 1], "VALID",
+                                     data_format=fmt, name=name)
         if self.rank == 1:
             out = array_ops.squeeze(out, [axis])
         return out
@@ -200,7 +207,9 @@ class Conv2DTranspose(_Conv):
         shape = array_ops.shape(inputs)
         batch = shape[0]
         h_axis, w_axis = (1, 2) if self.channels_last else (2, 3)
-        height, width = shape[h_axis], shape[w_axis]
+        static = inputs.shape.as_list() if inputs.shape.rank is not None else None
+        height = static[h_axis] if static and static[h_axis] is not None else shape[h_axis]
+        width = static[w_axis] if static and static[w_axis] is not None else shape[w_axis]
         out_h = _deconv_length(height, self.strides[0], self.kernel_size[0], self.padding,
                                self.dilation_rate[0])
         out_w = _deconv_length(width, self.strides[1], self.kernel_size[1], self.padding,
@@ -208,14 +217,14 @@ class Conv2DTranspose(_Conv):
         dims = (batch, out_h, out_w, self.filters) if self.channels_last \
             else (batch, self.filters, out_h, out_w)
         output_shape = array_ops.stack(dims)
+        output_shape[0]  # noqa: B018  (Keras' backend reads it: TF's graph has the slice)
         out = nn_conv_ops.conv2d_transpose(inputs, self.kernel, output_shape,
                                            self._full(self.strides), padding=self.padding,
                                            data_format=self._fmt(),
                                            dilations=self._full(self.dilation_rate))
-        static = inputs.shape.as_list()
         if static:
             def length(n, i):
-                return None if n is None else _static_deconv(n, self.strides[i],
+                return None if n is None else _deconv_length(n, self.strides[i],
                                                              self.kernel_size[i],
                                                              self.padding,
                                                              self.dilation_rate[i])
@@ -230,10 +239,6 @@ def _deconv_length(n, stride, kernel, padding, dilation):
     if padding == "VALID":
         return n * stride + max(kernel - stride, 0)
     return n * stride
-
-
-def _static_deconv(n, stride, kernel, padding, dilation):
-    return _deconv_length(n, stride, kernel, padding, dilation)
 
 
 def _functional(cls):

@@ -24,11 +24,11 @@ class _Pooling(Layer):
         self.channels_last = data_format in (None, "channels_last")
 
     def call(self, inputs):
-        if self.rank == 1:
-            axis = 1 if self.channels_last else 2
+        if self.rank == 1:  # Keras: a 2-D pool over an added last spatial axis
+            axis = 2 if self.channels_last else 3
             x = array_ops.expand_dims(inputs, axis)
-            pooled = self._pool(x, (1, *self.pool_size), (1, *self.strides), 2)
-            return array_ops.squeeze(pooled, [axis])
+            pooled = self._pool(x, (*self.pool_size, 1), (*self.strides, 1), 2)
+            return array_ops.squeeze(pooled, axis)
         return self._pool(inputs, self.pool_size, self.strides, self.rank)
 
     def _pool(self, x, size, strides, rank):

@@ -110,8 +110,9 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         inv = math_ops.rsqrt(variance + variance_epsilon)
         if scale is not None:
             inv *= scale
+        scaled = x * math_ops.cast(inv, x.dtype)
         shift = offset - mean * inv if offset is not None else -mean * inv
-        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+        return scaled + math_ops.cast(shift, x.dtype)
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
