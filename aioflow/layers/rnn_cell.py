@@ -9,7 +9,7 @@ import collections
 import hashlib
 import numbers
 
-from aioflow.framework import dtypes, nest, ops, tensor_shape
+from aioflow.framework import constant_value, dtypes, nest, ops, tensor_shape
 from aioflow.layers.base import Layer
 from aioflow.ops import array_ops, clip_ops, constant_op, init_ops, math_ops, nn_impl, nn_ops
 from aioflow.ops import variable_scope as vs
@@ -387,9 +387,18 @@ class DropoutWrapper(RNNCell):
                                       "supported by aioflow")
         super().__init__(**kwargs)
         self._cell = cell
-        self._input_keep_prob = input_keep_prob
-        self._output_keep_prob = output_keep_prob
-        self._state_keep_prob = state_keep_prob
+        with ops.name_scope("DropoutWrapperInit"):  # TF makes these tensors (and ops) here
+            probs = []
+            for prob, attr in ((input_keep_prob, "input_keep_prob"),
+                               (state_keep_prob, "state_keep_prob"),
+                               (output_keep_prob, "output_keep_prob")):
+                tensor = ops.convert_to_tensor(prob)
+                value = constant_value.constant_value(tensor)
+                if value is not None and not 0 <= value <= 1:
+                    raise ValueError(f"Parameter {attr} must be between 0 and 1. Received "
+                                     f"{value}")
+                probs.append(float(value) if value is not None else tensor)
+        self._input_keep_prob, self._state_keep_prob, self._output_keep_prob = probs
         self._seed = seed
 
     @property
@@ -417,13 +426,14 @@ class DropoutWrapper(RNNCell):
 
     def _dropout(self, values, salt_prefix: str, keep_prob):
         flat = nest.flatten(values)
-        out = [nn_impl.dropout(v, keep_prob=keep_prob, seed=self._gen_seed(salt_prefix, i))
+        out = [nn_impl.dropout_v2(v, rate=1.0 - keep_prob,
+                                  seed=self._gen_seed(salt_prefix, i))
                for i, v in enumerate(flat)]
         return nest.pack_sequence_as(values, out)
 
     @staticmethod
     def _should(p) -> bool:
-        return not (isinstance(p, (int, float)) and p == 1)
+        return not isinstance(p, float) or p < 1
 
     def __call__(self, inputs, state, scope=None):
         if self._should(self._input_keep_prob):
