@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import layers, losses, metrics, saved_model, summary, train  # noqa: I001  (tf.layers; checkpoints; SavedModels; TensorBoard)
+from aioflow import data, layers, losses, metrics, saved_model, summary, train  # noqa: I001  (tf.data; tf.layers; checkpoints; SavedModels; TensorBoard)
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -55,6 +55,7 @@ from aioflow.framework.ops import (
 from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
+from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
 from aioflow.ops.array_ops import (
     boolean_mask,
@@ -285,7 +286,7 @@ __all__ = [
     "DType", "as_dtype", "bfloat16", "bool", "complex64", "complex128", "double", "float16",
     "float32", "float64", "half", "int8", "int16", "int32", "int64", "qint8", "qint16",
     "qint32", "quint8", "quint16", "resource", "string", "uint8", "uint16", "uint32",
-    "uint64", "variant", "TensorShape", "Dimension",
+    "uint64", "variant", "TensorShape", "Dimension", "TensorSpec",
     # graph API
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph",
     "name_scope", "control_dependencies", "device", "colocate_with", "add_to_collection",
@@ -319,7 +320,7 @@ __all__ = [
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
     "PriorityQueue",
-    "saved_model", "train", "summary", "layers", "losses", "metrics",
+    "saved_model", "train", "summary", "data", "layers", "losses", "metrics",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.

@@ -18,7 +18,8 @@ from op_def_compare import assert_equal_to_tf
 import aioflow as af
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_def_library import apply_op
-from aioflow.kernels.nn import depthwise_grad_jit, pooling_grad_jit
+from aioflow.kernels.image import resize_grad_jit
+from aioflow.kernels.nn import batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit
 from aioflow.proto import op_def_pb2
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -84,18 +85,36 @@ def test_matches_tensorflow(case):
 @pytest.fixture(scope="module")
 def compiled():
     """The numba loops compiled (the kernels run NumPy until then)."""
-    if not (depthwise_grad_jit.wait_ready(120) and pooling_grad_jit.wait_ready(120)):
+    loops = (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit, resize_grad_jit)
+    if not all(loop.wait_ready(120) for loop in loops):
         pytest.skip("numba is not installed")
 
 
 _JIT_OPS = ("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
             "MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2",
-            "MaxPoolWithArgmax", "AvgPoolGrad")
+            "MaxPoolWithArgmax", "FusedBatchNormGrad", "FusedBatchNormGradV2",
+            "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeBicubicGrad",
+            "ResizeNearestNeighborGrad")
 JIT_CASES = [c for c in CASES if c["op"] in _JIT_OPS and c["outcome"] == "ok"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES, ids=[c["id"] for c in JIT_CASES])
 def test_compiled_path_matches_tensorflow(case, compiled):
+    _check(case)
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    """The NumPy paths (what runs until the compiled loops are ready, or without numba)."""
+    for loops in (depthwise_grad_jit, pooling_grad_jit, batch_norm_grad_jit, resize_grad_jit):
+        monkeypatch.setattr(loops, "usable", lambda *args: False)
+    from aioflow.kernels.nn import conv_kernels
+
+    monkeypatch.setattr(conv_kernels, "_COMPILED_DEPTHWISE", False)
+
+
+@pytest.mark.parametrize("case", JIT_CASES, ids=[c["id"] for c in JIT_CASES])
+def test_numpy_path_matches_tensorflow(case, numpy_only):
     _check(case)
 
 
@@ -116,6 +135,46 @@ def test_op_defs_equal_tf():
     tf_ops.ParseFromString((DATA / "grad_kernel_op_defs.pb").read_bytes())
     assert len(tf_ops.op) == 26
     assert_equal_to_tf(tf_ops)
+
+
+def test_shape_functions():
+    """Each gradient's static shape is what it is the gradient of (TF's shape functions)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [8, 9, 10, 3])
+        dy = af.placeholder(af.float32, [8, 5, 5, 4])
+        y = af.placeholder(af.float32, [8, 5, 5, 3])
+        shapes = {
+            "filter": apply_op("Conv2DBackpropFilter", input=x, filter_sizes=[3, 2, 3, 4],
+                               out_backprop=dy, strides=[1, 2, 2, 1], padding="SAME"),
+            "input": apply_op("DepthwiseConv2dNativeBackpropInput", input_sizes=[8, 9, 10, 3],
+                              filter=af.placeholder(af.float32), out_backprop=dy,
+                              strides=[1, 2, 2, 1], padding="SAME"),
+            "maxpool": apply_op("MaxPoolGrad", orig_input=x, orig_output=y, grad=y,
+                                ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "gradgrad": apply_op("MaxPoolGradGrad", orig_input=x, orig_output=y, grad=x,
+                                 ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "avg": apply_op("AvgPoolGrad", orig_input_shape=[8, 9, 10, 3], grad=y,
+                            ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+            "argmax": apply_op("MaxPoolWithArgmax", input=x, ksize=[1, 3, 3, 1],
+                               strides=[1, 2, 2, 1], padding="SAME")[1],
+            "resize": apply_op("ResizeBilinearGrad", grads=af.placeholder(af.float32,
+                                                                          [8, 20, 21, 3]),
+                               original_image=x),
+            "nearest": apply_op("ResizeNearestNeighborGrad",
+                                grads=af.placeholder(af.float32, [8, 20, 21, 3]),
+                                size=[9, 10]),
+        }
+        bn = apply_op("FusedBatchNormGradV3", y_backprop=x, x=x,
+                      scale=af.placeholder(af.float32, [3]),
+                      reserve_space_1=af.placeholder(af.float32, [3]),
+                      reserve_space_2=af.placeholder(af.float32, [3]),
+                      reserve_space_3=af.placeholder(af.float32))
+    assert {k: t.shape.as_list() for k, t in shapes.items()} == {
+        "filter": [3, 2, 3, 4], "input": [8, 9, 10, 3], "maxpool": [8, 9, 10, 3],
+        "gradgrad": [8, 5, 5, 3], "avg": [8, 9, 10, 3], "argmax": [8, 5, 5, 3],
+        "resize": [8, 9, 10, 3], "nearest": [8, 9, 10, 3]}
+    assert [t.shape.as_list() for t in bn] == [[8, 9, 10, 3], [3], [3], [0], [0]]
 
 
 # -- the deprecated Conv3D gradients (TF 2.21 no longer builds them: compared with V2) ---------
@@ -152,6 +211,89 @@ def test_filter_gradient_is_the_adjoint_of_conv2d(k, s, c, o):
                 strides=[1, s, s, 1], padding="SAME").compute(
         None, [x, np.array(w.shape, np.int32), dy])[0]
     assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
+
+
+@pytest.mark.parametrize("k,s,d,pad", [(3, 1, 1, "SAME"), (3, 2, 1, "SAME"), (3, 2, 1, "VALID"),
+                                       (2, 3, 1, "SAME"), (5, 2, 1, "SAME"), (1, 2, 1, "VALID"),
+                                       (3, 1, 2, "SAME"), (3, 2, 2, "SAME"), (4, 3, 1, "VALID")])
+def test_input_gradient_is_the_adjoint_of_conv2d(k, s, d, pad):
+    """<conv(x, w), dy> = <x, dX(w, dy)> for every x: each stride phase's convolution, the
+    dilated and the scattered (stride and dilation) paths are exact to rounding."""
+    rng = np.random.default_rng(k * 100 + s * 10 + d)
+    x = rng.standard_normal((2, 17, 14, 5))
+    w = rng.standard_normal((k, k, 5, 6))
+    attrs = dict(strides=[1, s, s, 1], padding=pad, dilations=[1, d, d, 1])
+    y = create("Conv2D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    sizes = np.array(x.shape, np.int32)
+    dx = create("Conv2DBackpropInput", [sizes, w, dy], **attrs).compute(None, [sizes, w, dy])[0]
+    assert dx.shape == x.shape
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+
+
+def _depthwise_adjoint(m: int, s: int) -> None:
+    rng = np.random.default_rng(m * 10 + s)
+    x = rng.standard_normal((2, 11, 9, 4))
+    w = rng.standard_normal((3, 3, 4, m))
+    attrs = dict(strides=[1, s, s, 1], padding="SAME")
+    y = create("DepthwiseConv2dNative", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    ins = [np.array(x.shape, np.int32), w, dy]
+    dx = create("DepthwiseConv2dNativeBackpropInput", ins, **attrs).compute(None, ins)[0]
+    ins = [x, np.array(w.shape, np.int32), dy]
+    dw = create("DepthwiseConv2dNativeBackpropFilter", ins, **attrs).compute(None, ins)[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+    assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
+
+
+@pytest.mark.parametrize("m,s", [(1, 1), (1, 2), (1, 3), (3, 1), (3, 2)])
+def test_depthwise_gradients_are_adjoints_compiled(m, s, compiled):
+    _depthwise_adjoint(m, s)
+
+
+@pytest.mark.parametrize("m,s", [(1, 1), (1, 2), (3, 2)])
+def test_depthwise_gradients_are_adjoints_numpy(m, s, numpy_only):
+    _depthwise_adjoint(m, s)
+
+
+def test_conv3d_input_gradient_is_the_adjoint():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 7, 9, 8, 3))
+    w = rng.standard_normal((3, 2, 3, 3, 4))
+    attrs = dict(strides=[1, 2, 1, 3, 1], padding="SAME")
+    y = create("Conv3D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    sizes = np.array(x.shape, np.int32)
+    dx = create("Conv3DBackpropInputV2", [sizes, w, dy], **attrs).compute(
+        None, [sizes, w, dy])[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(x, dx), rtol=1e-10)
+
+
+@pytest.mark.parametrize("s,d", [((1, 1, 1), (1, 1, 1)), ((2, 1, 3), (1, 1, 1)),
+                                 ((1, 1, 1), (2, 1, 2))])
+def test_conv3d_filter_gradient_is_the_adjoint(s, d):
+    """Each depth plane's patches shared by the depth taps reading it: exact to rounding."""
+    rng = np.random.default_rng(sum(s) * 10 + sum(d))
+    x = rng.standard_normal((2, 7, 9, 8, 5))
+    w = rng.standard_normal((3, 2, 3, 5, 4))
+    attrs = dict(strides=[1, *s, 1], padding="SAME", dilations=[1, *d, 1])
+    y = create("Conv3D", [x, w], **attrs).compute(None, [x, w])[0]
+    dy = rng.standard_normal(y.shape)
+    ins = [x, np.array(w.shape, np.int32), dy]
+    dw = create("Conv3DBackpropFilterV2", ins, **attrs).compute(None, ins)[0]
+    assert np.isclose(np.vdot(y, dy), np.vdot(w, dw), rtol=1e-10)
+
+
+def test_conv2d_1x1_with_explicit_padding():
+    """The 1x1 path pads the input first (it used to crop it: a shape error)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 4, 4, 2)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 2, 3)).astype(np.float32)
+    y = create("Conv2D", [x, w], strides=[1, 2, 1, 1], padding="EXPLICIT",
+               explicit_paddings=[0, 0, 1, 2, 1, 0, 0, 0]).compute(None, [x, w])[0]
+    want = np.einsum("nhwc,co->nhwo", np.pad(x, [(0, 0), (1, 2), (1, 0), (0, 0)])[:, ::2],
+                     w[0, 0])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 
 
 # -- errors in a session -----------------------------------------------------------------------

@@ -68,6 +68,14 @@ class OpKernelConstruction:
         )
 
 
+def attr_text(value) -> str:
+    """A string attr's bytes as text for a kernel to compare or show: UTF-8, a byte that
+    is not shown as \\xNN (an attr holds any bytes: TF compares them as bytes, so such a
+    value matches no name and is refused with TF's message naming it, never a
+    UnicodeDecodeError)."""
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
+
+
 class OpKernel:
     """A synchronous kernel. Subclasses set `expensive` and implement `compute`.
 

@@ -640,20 +640,24 @@ class Graph:
                     raise ValueError(f"Name '{name}' appears to refer to a Tensor, not a "
                                      "Operation.")
                 op_name, _, index = name.partition(":")
-                if not index.isdigit():  # as TF: exactly one ":", then digits
+                try:  # as TF: exactly one ":", then what Python's int() reads
+                    if ":" in index:
+                        raise ValueError
+                    index = int(index)
+                except ValueError:
                     raise ValueError(f"The name '{name}' looks a like a Tensor name, but is not "
                                      "a valid one. Tensor names must be of the form "
-                                     "\"<op_name>:<output_index>\".")
+                                     "\"<op_name>:<output_index>\".") from None
                 op = self._ops_by_name.get(op_name)
                 if op is None:
                     raise KeyError(f"The name '{name}' refers to a Tensor which does not exist. "
                                    f"The operation, '{op_name}', does not exist in the graph.")
-                if int(index) >= len(op._outputs):
+                if index >= len(op._outputs):
                     raise KeyError(
                         f"The name '{name}' refers to a Tensor which does not exist. The "
                         f"operation, '{op_name}', exists but only has {len(op._outputs)} "
                         "outputs.")
-                return op._outputs[int(index)]
+                return op._outputs[index]
             op = self._ops_by_name.get(name)
             if not allow_operation:
                 what = ("refers to an Operation" if op is not None

@@ -17,6 +17,20 @@ from .array import (
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
+from .data import (
+    batch_kernels,
+    cache_kernels,
+    file_kernels,
+    generator_kernels,
+    iterator_kernels,
+    map_kernels,
+    prefetch_kernels,
+    reduce_kernels,
+    shuffle_kernels,
+    source_kernels,
+    transform_kernels,
+    window_kernels,
+)
 from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
 from .image import (
     image_codec_kernels,

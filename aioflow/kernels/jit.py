@@ -41,6 +41,13 @@ class LazyJit:
                 compiled = self._compiled
         return compiled(*args)
 
+    def freeze(self) -> None:
+        """Compile nothing more: a later call that matches no compiled signature raises
+        TypeError instead of compiling (or opening numba's cache files, which fails at
+        the descriptor limit), after a warm-up has compiled what is wanted."""
+        if self._compiled is not None:
+            self._compiled.disable_compile()
+
     def ready(self) -> bool:
         """Whether a call would run without importing numba or compiling first (a
         compiled signature stays compiled, so a true answer is kept)."""

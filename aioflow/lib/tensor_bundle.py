@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import random
 import struct
@@ -396,7 +397,7 @@ class BundleWriter:
                 None, None, f"Adding duplicate key: {key.decode('utf-8', 'replace')}")
         value = np.asarray(value)
         dtype = _dtype_of(value) if dtype is None else dtypes.as_dtype(dtype).base_dtype
-        if not dtype.is_numpy_compatible:
+        if not dtype.is_numpy_compatible and dtype != dtypes.variant:
             raise errors.InvalidArgumentError(
                 None, None, f"Cannot save {dtype.name} tensor {_show(key)} in a checkpoint")
         entry = tensor_bundle_pb2.BundleEntryProto(dtype=dtype.as_datatype_enum,
@@ -404,6 +405,8 @@ class BundleWriter:
         entry.shape.CopyFrom(shape_proto(value.shape))
         if dtype == dtypes.string:
             size, crc = self._write_strings(value)
+        elif dtype == dtypes.variant:
+            size, crc = self._write_variants(key, value)
         else:
             size, crc = self._write_numeric(value, dtype)
         entry.size = size
@@ -430,6 +433,27 @@ class BundleWriter:
         self._out.write(varints + length_checksum)
         self._out.write(body)
         return len(varints) + 4 + len(body), crc
+
+    def _write_variants(self, key, value: np.ndarray) -> tuple[int, int]:
+        """TF's WriteVariantTensor: per element, [varint64 length][a serialized
+        VariantTensorDataProto][its crc32c]. An element gives its proto's bytes through
+        `bytes()` (tf.data's iterator state does); anything else cannot be saved."""
+        out = bytearray()
+        for v in value.reshape(-1):
+            if isinstance(v, (bytes, bytearray)):
+                elem = bytes(v)
+            elif hasattr(type(v), "__bytes__"):
+                elem = bytes(v)
+            else:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Cannot save variant tensor {_show(key)} in a checkpoint: "
+                                f"{type(v).__name__} has no serialized form")
+            _put_varint(out, len(elem))
+            out += elem
+            out += struct.pack("<I", crc32c.value(elem))
+        if out:
+            self._out.write(out)
+        return len(out), crc32c.value(bytes(out))
 
     @_tf_io_errors
     def finish(self) -> None:
@@ -573,8 +597,18 @@ class BundleReader:
             raise errors.NotFoundError(
                 None, None, f"Key {key.decode('utf-8', 'replace')} not found in checkpoint")
         entry = _parse(tensor_bundle_pb2.BundleEntryProto, key, value, None)
-        if any(d.size < 0 for d in entry.shape.dim) or entry.shape.unknown_rank:
+        dims = [d.size for d in entry.shape.dim]
+        # TF's TensorShape::IsValid: known rank, at most 254 dimensions, none negative, at
+        # most 2^63 - 1 elements
+        if entry.shape.unknown_rank or len(dims) > 254 or any(d < 0 for d in dims) or \
+                math.prod(dims) >= 1 << 63:
             raise errors.DataLossError(None, None, f"Invalid tensor shape: {_show(key)}")
+        try:
+            dtypes.as_dtype(entry.dtype)
+        except TypeError:
+            raise errors.DataLossError(
+                None, None, f"Invalid dtype {entry.dtype} in bundle entry: key "
+                            f"{_show(key)}") from None
         return entry
 
     def dtype_and_shape(self, key) -> tuple[dtypes.DType, tuple[int, ...]]:
@@ -598,6 +632,8 @@ class BundleReader:
         shape = tuple(d.size for d in entry.shape.dim)
         if dtype == dtypes.string:
             value, crc = self._read_strings(key, entry, shape)
+        elif dtype == dtypes.variant:
+            value, crc = self._read_variants(key, entry, shape)
         elif dtype.is_numpy_compatible and dtype != dtypes.string:
             value, crc = self._read_numeric(key, entry, dtype, shape)
         else:
@@ -623,6 +659,16 @@ class BundleReader:
             self._fds[shard] = fd
         return fd
 
+    def _check_extent(self, key, entry) -> None:
+        """The entry's bytes lie within its data file (before anything is allocated for
+        them: an index cannot make the reader allocate what the data cannot hold)."""
+        size = os.fstat(self._fd(entry.shard_id)).st_size
+        if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > size:
+            raise errors.DataLossError(
+                None, None, f"TensorBundle at {self.prefix} shard {entry.shard_id}: entry "
+                f"{_show(key)} of {entry.size} bytes at offset {entry.offset} runs past the "
+                f"data file's {size} bytes (data file truncated, or a corrupt index)")
+
     def _pread_into(self, entry, buf: memoryview) -> None:
         """Fill `buf` from the entry's shard at its offset; DataLossError when short."""
         fd = self._fd(entry.shard_id)
@@ -638,11 +684,13 @@ class BundleReader:
 
     def _read_numeric(self, key, entry, dtype, shape):
         np_dtype = np.dtype(dtype.as_numpy_dtype)
-        out = np.empty(shape, dtype=np_dtype)
-        if entry.size != out.nbytes:
+        nbytes = math.prod(shape) * np_dtype.itemsize
+        if entry.size != nbytes:
             raise errors.DataLossError(
                 None, None, f"Invalid size in bundle entry: key {_show(key)}; stored size "
-                f"{entry.size}; expected size {out.nbytes}")
+                f"{entry.size}; expected size {nbytes}")
+        self._check_extent(key, entry)
+        out = np.empty(shape, dtype=np_dtype)
         raw = out.reshape(-1).view(np.uint8)
         if raw.size:
             self._pread_into(entry, memoryview(raw))
@@ -652,11 +700,12 @@ class BundleReader:
         return out, crc
 
     def _read_strings(self, key, entry, shape):
-        n = int(np.prod(shape, dtype=np.int64))
-        if entry.size < n:
+        n = math.prod(shape)
+        if entry.size < n:  # (a length byte at least for each)
             raise errors.DataLossError(
                 None, None, f"Invalid size in bundle entry: key {_show(key)}; stored size "
                 f"{entry.size}; expected size is at least {n}")
+        self._check_extent(key, entry)
         out = np.empty(n, dtype=object)
         if entry.size == 0:
             return out.reshape(shape), 0
@@ -689,6 +738,34 @@ class BundleReader:
             out[i] = bytes(view[pos:pos + length])
             pos += length
         return out.reshape(shape), crc
+
+
+    def _read_variants(self, key, entry, shape):
+        """A variant tensor's elements as the bytes of their VariantTensorDataProtos (an
+        object array; the kernel that takes them decodes them)."""
+        n = int(np.prod(shape, dtype=np.int64))
+        raw = bytearray(entry.size)
+        if entry.size:
+            self._pread_into(entry, memoryview(raw))
+        out = np.empty(n, dtype=object)
+        pos = 0
+        for i in range(n):
+            try:
+                length, pos = _get_varint(raw, pos, len(raw))
+            except _Corrupt:
+                raise errors.DataLossError(
+                    None, None, f"Variant tensor {_show(key)}: bad length of element "
+                                f"{i}") from None
+            elem = bytes(raw[pos:pos + length])
+            pos += length
+            if pos + 4 > len(raw) or struct.unpack_from("<I", raw, pos)[0] != \
+                    crc32c.value(elem):
+                raise errors.DataLossError(
+                    None, None, f"Checksum does not match for variant tensor {_show(key)} "
+                                f"element {i}")
+            pos += 4
+            out[i] = elem
+        return out.reshape(shape), crc32c.value(bytes(raw))
 
 
 def _decode_varints(raw, n: int) -> tuple[list[int], int]:

@@ -166,6 +166,7 @@ def run(args, worker=None) -> int:
     try:
         import aiohttp  # noqa: F401
         import grpc  # noqa: F401
+        import httptools  # noqa: F401
         import prometheus_client  # noqa: F401
     except ImportError as e:
         print(f"error: aioflow serve needs the serve extra (pip install 'aioflow[serve]'): "

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     bitwise_ops,
     control_flow_ops,
     data_flow_ops,
+    dataset_ops,
     function_ops,
     fused_ops,
     image_codec_ops,

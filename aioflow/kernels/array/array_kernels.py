@@ -16,7 +16,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     incompatible_shapes,
@@ -773,7 +773,7 @@ class MirrorPadOp(_Copying):
     def __init__(self, ctx):
         super().__init__(ctx)
         mode = ctx.get_attr("mode")
-        self._symmetric = (mode.decode() if isinstance(mode, bytes) else mode) == "SYMMETRIC"
+        self._symmetric = attr_text(mode) == "SYMMETRIC"
 
     def is_expensive(self, inputs: list) -> bool:
         return _padded_size(np.shape(inputs[0]), inputs[1]) > BIG

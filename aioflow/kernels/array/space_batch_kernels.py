@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import BIG
 
 
@@ -145,7 +145,7 @@ class _Depth(_Rearrange):
         super().__init__(ctx)
         self.block = int(ctx.get_attr("block_size"))
         fmt = ctx.get_attr("data_format", b"NHWC")
-        fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+        fmt = attr_text(fmt)
         if fmt != "NHWC":
             raise _invalid(f"Only NHWC data_format supported on CPU. Got {fmt}")
 

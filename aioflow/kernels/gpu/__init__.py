@@ -1,6 +1,6 @@
 """GPU kernels (device type "GPU"), registered on import: host-memory registrations of
 the CPU's kernels for int32 and shape values (host_kernels), kernels in array-module
-form (array, array_extra, cwise, math, nn, state), control flow and transfers, and the
+form (array, fill_select_pad, cwise, math, nn, state), control flow and transfers, and the
 CPU kernels streamed on the device for the other ops TF runs on a GPU (streamed). Their
 type constraints do not overlap, so the order of the imports does not matter.
 
@@ -18,9 +18,9 @@ from ..state import resource_variable_kernels, variable_kernels
 from ..transfer import sendrecv_kernels
 from . import (
     array,
-    array_extra,
     control_flow,
     cwise,
+    fill_select_pad,
     host_kernels,
     math,
     nn,

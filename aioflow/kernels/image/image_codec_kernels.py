@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.image.bmp_codec import decode_bmp
 from aioflow.kernels.image.gif_codec import decode_gif
 from aioflow.kernels.image.image_errors import invalid as _invalid
@@ -69,7 +69,7 @@ class _Decode(OpKernel):
                 ctx.node_def, None, f"ratio must be 1, 2, 4, or 8, got {self.ratio}")
         self.fancy = bool(ctx.get_attr("fancy_upscaling", True))
         dct = ctx.get_attr("dct_method", b"")
-        self.dct = dct.decode() if isinstance(dct, bytes) else str(dct)
+        self.dct = attr_text(dct)
         if self.dct not in ("", "INTEGER_FAST", "INTEGER_ACCURATE"):
             raise errors.InvalidArgumentError(
                 ctx.node_def, None, "dct_method must be one of {'', 'INTEGER_FAST', "
@@ -182,7 +182,7 @@ class EncodeJpegOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("format", b"")
-        self.format = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+        self.format = attr_text(fmt)
         self.quality = int(ctx.get_attr("quality", 95))
         self.progressive = bool(ctx.get_attr("progressive", False))
         self.optimize = bool(ctx.get_attr("optimize_size", False))

@@ -37,7 +37,7 @@ import functools
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.image.resize_kernels import POOL_ABOVE, resize_scale, validate_resize
 from aioflow.kernels.math.cwise_kernels import shape_str
 
@@ -270,7 +270,7 @@ SAMPLING_KERNELS = {
 
 def sampling_kernel(kernel_type) -> tuple:
     """(function, radius) of `kernel_type`, any case (TF's SamplingKernelTypeFromString)."""
-    name = kernel_type.decode() if isinstance(kernel_type, bytes) else str(kernel_type)
+    name = attr_text(kernel_type)
     found = SAMPLING_KERNELS.get(name.lower())
     if found is None:
         raise _invalid(f"Unrecognized kernel type: {name}")

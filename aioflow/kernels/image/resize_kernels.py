@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 
 #: Kernels whose output has more elements than this go to the thread pool (a resize does
@@ -54,7 +54,7 @@ def _flag(ctx, name: str) -> bool:
 
 
 def _str(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return attr_text(value)
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:

@@ -201,7 +201,21 @@ class _ParseBase(OpKernel):
     def is_expensive(self, inputs) -> bool:
         return np.size(inputs[0]) > POOL_ABOVE
 
+    _specs_cache = None  # (keys, defaults, specs) of the last call
+
     def _dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
+        """The dense features' specs, checked; the last call's when its keys and default
+        arrays are the same objects (a Const's value every run: a tf.data map calls the
+        kernel once per element)."""
+        cached = self._specs_cache
+        if cached is not None and cached[0] == keys and len(cached[1]) == len(defaults) \
+                and all(a is b for a, b in zip(cached[1], defaults, strict=True)):
+            return cached[2]
+        specs = self._make_dense_specs(keys, defaults)
+        self._specs_cache = (list(keys), list(defaults), specs)
+        return specs
+
+    def _make_dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
         shapes, types = self.dense_shapes, self.dense_types
         if not (len(keys) == len(shapes) == len(types) == len(defaults)):
             raise _invalid(f"Expected len(dense_keys) == len(dense_shapes) == "
@@ -244,6 +258,10 @@ class _ParseBase(OpKernel):
 class ParseExampleV2Op(_ParseBase):
     """tf.io.parse_example's op: a scalar or a vector of serialized Examples."""
 
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
@@ -282,6 +300,14 @@ class ParseExampleV2Op(_ParseBase):
         return out + values + splits
 
 
+def _scalar_key(key, what: str, i: int) -> str:
+    """ParseExample's key input `what`[i], which must be a scalar (TF's words)."""
+    if np.ndim(key) != 0:
+        raise _invalid(f"Expected {what}[{i}] to be a scalar, got shape: "
+                       f"[{','.join(str(d) for d in np.shape(key))}]")
+    return _strings(key)[0].decode("utf-8", "replace")
+
+
 @register_kernel("ParseExample", "CPU")
 class ParseExampleOp(_ParseBase):
     """The TF 1 op: a vector of serialized Examples, keys as scalar inputs."""
@@ -291,6 +317,13 @@ class ParseExampleOp(_ParseBase):
         self.num_sparse = ctx.get_attr("Nsparse")
         self.num_dense = ctx.get_attr("Ndense")
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
+        # TF's ParseExampleAttrs::FinishInit
+        if self.num_sparse != len(self.sparse_types):
+            raise _invalid("len(sparse_keys) != len(sparse_types)")
+        if self.num_dense != len(self.dense_types):
+            raise _invalid("len(dense_keys) != len(dense_types)")
+        if self.num_dense != len(self.dense_shapes):
+            raise _invalid("len(dense_keys) != len(dense_shapes)")
 
     def compute(self, ctx, inputs):
         serialized, names = inputs[0], inputs[1]
@@ -298,9 +331,10 @@ class ParseExampleOp(_ParseBase):
             raise _invalid(f"Expected serialized to be a vector, got shape: "
                            f"[{','.join(str(d) for d in np.shape(serialized))}]")
         ns, nd = self.num_sparse, self.num_dense
-        sparse_keys = [_strings(k)[0].decode("utf-8", "replace") for k in inputs[2:2 + ns]]
-        dense_keys = [_strings(k)[0].decode("utf-8", "replace")
-                      for k in inputs[2 + ns:2 + ns + nd]]
+        sparse_keys = [_scalar_key(k, "sparse_keys", i)
+                       for i, k in enumerate(inputs[2:2 + ns])]
+        dense_keys = [_scalar_key(k, "dense_keys", i)
+                      for i, k in enumerate(inputs[2 + ns:2 + ns + nd])]
         dense = self._dense_specs(dense_keys, list(inputs[2 + ns + nd:]))
         sparse = [_Sparse(k, t) for k, t in zip(sparse_keys, self.sparse_types, strict=True)]
         return self._run(serialized, names, dense, sparse)[0]
@@ -310,6 +344,10 @@ class ParseExampleOp(_ParseBase):
 class ParseSingleExampleOp(_ParseBase):
     """One serialized Example (a scalar), keys as attrs."""
 
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.sparse_keys = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k
@@ -317,6 +355,15 @@ class ParseSingleExampleOp(_ParseBase):
         self.dense_keys = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k
                            for k in ctx.get_attr("dense_keys")]
         self.sparse_types = [dtypes.as_dtype(t) for t in ctx.get_attr("sparse_types")]
+        # TF's ParseSingleExampleAttrs::FinishInit, and the op's num_sparse
+        if len(self.sparse_keys) != len(self.sparse_types):
+            raise _invalid("len(sparse_keys) != len(sparse_types)")
+        if len(self.dense_keys) != len(self.dense_types):
+            raise _invalid("len(dense_keys) != len(dense_types)")
+        if len(self.dense_keys) != len(self.dense_shapes):
+            raise _invalid("len(dense_keys) != len(dense_shapes)")
+        if ctx.get_attr("num_sparse") != len(self.sparse_keys):
+            raise _invalid("len(sparse_keys) != num_sparse")
 
     def compute(self, ctx, inputs):
         serialized = inputs[0]

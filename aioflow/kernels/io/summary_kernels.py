@@ -63,6 +63,26 @@ def _output(summary: summary_pb2.Summary) -> list:
     return [np.array(summary.SerializeToString(), dtype=object)]
 
 
+def _field(payload: bytes) -> bytes:
+    """Field 1, length-delimited (Summary.value, Summary.Value.tag)."""
+    size = bytearray()
+    n = len(payload)
+    while n >= 0x80:
+        size.append(n & 0x7F | 0x80)
+        n >>= 7
+    size.append(n)
+    return b"\n" + bytes(size) + payload
+
+
+def _tagged_output(values) -> list:
+    """A Summary of (tag, Summary.Value without its tag) pairs, the tags as the raw bytes
+    TF writes (any bytes: protobuf's Python API takes only UTF-8 text). The tag is field
+    1, so it leads each Value as protobuf would write it."""
+    out = b"".join(_field(_field(_bytes(tag)) + value.SerializeToString())
+                   for tag, value in values)
+    return [np.array(out, dtype=object)]
+
+
 @register_kernel("ScalarSummary", "CPU")
 class ScalarSummaryOp(OpKernel):
     """A Summary with one simple_value per (tag, value) pair; tags and values same shape."""
@@ -77,10 +97,8 @@ class ScalarSummaryOp(OpKernel):
             floats = values.astype(np.float32).ravel()
         if values.dtype == np.float64:  # the double -> float conversion flushes to zero
             floats = _flush_subnormals(floats)
-        summary = summary_pb2.Summary()
-        for tag, v in zip(tags.ravel(), floats.tolist(), strict=True):
-            summary.value.add(tag=_text(tag), simple_value=v)
-        return _output(summary)
+        return _tagged_output((tag, summary_pb2.Summary.Value(simple_value=v))
+                              for tag, v in zip(tags.ravel(), floats.tolist(), strict=True))
 
 
 @cache
@@ -148,10 +166,9 @@ class HistogramSummaryOp(OpKernel):
             first = flat[int(np.argmax(bad))]
             raise _invalid(f"Nan in summary histogram for: {self.name}" if np.isnan(first)
                            else f"Infinity in Histogram for: {self.name}")
-        summary = summary_pb2.Summary()
-        value = summary.value.add(tag=_text(tag.item()))
+        value = summary_pb2.Summary.Value()
         encode_histogram(flat, value.histo, raw)
-        return _output(summary)
+        return _tagged_output([(tag.item(), value)])
 
 
 @register_kernel("TensorSummaryV2", "CPU")
@@ -169,15 +186,14 @@ class TensorSummaryV2Op(OpKernel):
             raise _invalid("tag must be scalar")
         if metadata.ndim != 0:
             raise _invalid("serialized_summary_metadata must be scalar")
-        summary = summary_pb2.Summary()
-        value = summary.value.add(tag=_text(tag.item()))
+        value = summary_pb2.Summary.Value()
         value.tensor.CopyFrom(_tensor_proto(tensor, self.dtype))
         value.metadata.SetInParent()
         try:
             value.metadata.ParseFromString(_bytes(metadata.item()))
         except DecodeError:
             value.metadata.Clear()  # TF ignores a metadata string that does not parse
-        return _output(summary)
+        return _tagged_output([(tag.item(), value)])
 
 
 def _tensor_proto(value: np.ndarray, dtype: dtypes.DType) -> tensor_pb2.TensorProto:

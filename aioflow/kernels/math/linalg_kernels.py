@@ -24,7 +24,7 @@ import string
 import numpy as np
 
 from aioflow.framework import dtypes, einsum_spec, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.array.array_kernels import OUTPUT_POOL_ABOVE, _fill_value
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, _BatchMatMul
@@ -258,7 +258,7 @@ def _band_positions(lo: int, hi: int, m: int, n: int, align):
 
 def _align_attr(ctx, default: str) -> tuple[bool, bool]:
     align = ctx.get_attr("align", default) if ctx.has_attr("align") else default
-    return _align_flags(align.decode() if isinstance(align, bytes) else align)
+    return _align_flags(attr_text(align))
 
 
 class _DiagBase(OpKernel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import register_kernel
+from aioflow.framework.op_kernel import attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     CwiseKernel,
@@ -166,7 +166,7 @@ class BiasAddOp(CwiseKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("data_format", b"NHWC")
-        self._nchw = (fmt.decode() if isinstance(fmt, bytes) else fmt) == "NCHW"
+        self._nchw = attr_text(fmt) == "NCHW"
 
     def compute(self, ctx, inputs):
         x, bias = inputs

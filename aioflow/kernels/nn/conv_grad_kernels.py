@@ -1,7 +1,7 @@
 """CPU kernels (NumPy) for the convolutions' gradients: Conv2DBackpropFilter,
 DepthwiseConv2dNativeBackpropInput/Filter, Conv3DBackpropInputV2/FilterV2 and the
 deprecated Conv3DBackpropInput/Filter, and Conv2DBackpropInput (the transposed
-convolution, conv_kernels.conv_backprop_input), with TF 2.21's checks and messages.
+convolution), with TF 2.21's checks and messages.
 
 Algorithms:
 
@@ -11,11 +11,23 @@ Algorithms:
   per-thread (K, O) accumulator; the blocks are shared among the kernel's own threads
   (BLAS single-threaded, intra_op_threads.own_threads) and the accumulators summed. 1x1
   windows use the (strided, cropped) input itself as the patch matrix. Patch rows of a
-  few elements (kw*C <= 12: the RGB input layer) are copied K-major instead.
-* The depthwise gradients are kh*kw multiply-adds of shifted (strided) views, one per
-  window tap, a block of rows at a time; with numba (kernels/jit.py) one compiled pass
-  (kernels/nn/depthwise_grad_jit.py).
-* The 3-D input gradient is conv_kernels.conv_backprop_input (GEMM then col2im).
+  few elements (kw*C <= 12: the RGB input layer) are copied K-major instead. In 3-D,
+  each input depth plane's 2-D patches are copied once and multiplied by the
+  out_backprop planes of every depth tap that reads the plane, in one wider GEMM.
+* The depthwise gradients, with numba (kernels/jit.py): the stride-1 input gradient of
+  channel multiplier 1 is the forward depthwise convolution of out_backprop with the
+  filter flipped (conv_kernels.depthwise_channels_last); the others are one compiled
+  pass over each block of rows (kernels/nn/depthwise_grad_jit.py), the column-stride-1
+  filter gradient of channel multiplier 1 keeping each output pixel's tap products
+  apart and summing the pixels at the end. Without numba: kh*kw multiply-adds of
+  shifted (strided) views, one per tap.
+* The input gradient (the transposed convolution) is itself a forward convolution
+  (conv_kernels.conv_channels_last: blocked im2col + GEMM, threaded): with stride 1, of
+  out_backprop padded by (k-1)*d - pad before, with the filter flipped in space and its
+  in/out channels swapped; with a stride s > 1, one such stride-1 convolution per stride
+  phase of the input (the rows r, r+s, r+2s, ... receive only the taps congruent to
+  r + pad mod s), written into the phase's strided view. Strides and dilations both
+  above 1 (which TF's CPU only runs through oneDNN) scatter the GEMM's columns instead.
 
 NCHW/NCDHW run channels-last, as TF's CPU graphs do (oneDNN or its layout pass):
 transposed in, computed, transposed back. half/bfloat16 compute in float32 and round
@@ -39,8 +51,9 @@ from aioflow.kernels.nn.conv_kernels import (
     _ConvBase,
     _window_view,
     _window_view_k_major,
-    conv_backprop_input,
+    conv_channels_last,
     crop_spatial,
+    depthwise_channels_last,
     intra_op_threads,
     invalid,
     pad_spatial,
@@ -60,6 +73,9 @@ _BLOCK_BYTES = 1 << 21
 _DW_BLOCK_BYTES = 1 << 18
 #: Multiply-adds above which a gradient's blocks are shared among threads.
 _SPLIT_MACS = 1 << 22
+#: Patch rows (the GEMM's inner dimension) per block of the filter gradient, at least:
+#: fewer make each block's (K, O) product mostly writes (7x7 images, one at a time: 8x).
+_MIN_BLOCK_ROWS = 512
 
 
 # -- the filter gradient ------------------------------------------------------------------------
@@ -76,45 +92,103 @@ def conv_backprop_filter(x: np.ndarray, dy: np.ndarray, ksizes, strides, dilatio
         return np.zeros(tuple(ksizes) + (c, o), dtype)
     if all(kk == 1 for kk in ksizes):
         used = [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides, strict=True)]
+        if any(b > 0 or a > 0 for b, a in pads):  # explicit padding: zeros around x
+            x, pads = pad_spatial(x, pads), [(0, 0)] * len(pads)
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
         cols = np.ascontiguousarray(xs).reshape(-1, c)
-        return _sum_blocks(cols.shape[0], lambda r0, r1: (cols[r0:r1], False),
-                           dy.reshape(-1, o), k, o, dtype).reshape(tuple(ksizes) + (c, o))
+        return _sum_blocks(cols, dy.reshape(-1, o), dtype).reshape(tuple(ksizes) + (c, o))
     xp = np.ascontiguousarray(pad_spatial(x, pads))
+    if len(ksizes) == 3 and ksizes[-1] * c > _K_MAJOR_RUN:
+        return _filter_grad_by_planes(xp, dy, ksizes, strides, dilations, dtype)
     oh = out_sizes[0]
-    row_elems = int(np.prod(out_sizes[1:], dtype=np.int64)) * k
-    rows_per_block = max(1, _BLOCK_BYTES // max(1, row_elems * xp.itemsize))
+    per_row = int(np.prod(out_sizes[1:], dtype=np.int64))  # patch rows per output row
     k_major = ksizes[-1] * c <= _K_MAJOR_RUN
-    dy_rows = dy.reshape(n, oh, -1, o)
-    blocks = [(b, r0, min(oh, r0 + rows_per_block)) for b in range(n)
-              for r0 in range(0, oh, rows_per_block)]
+    dy_rows = dy.reshape(n, oh, per_row, o)
+    if oh * per_row < _MIN_BLOCK_ROWS and not k_major:
+        # Small images: whole images a block (the patch view spans several).
+        step = -(-_MIN_BLOCK_ROWS // (oh * per_row))
+        blocks = [(b, 0, oh, min(n, b + step)) for b in range(0, n, step)]
+    else:
+        rows_per_block = max(1, _BLOCK_BYTES // max(1, per_row * k * xp.itemsize),
+                             -(-_MIN_BLOCK_ROWS // max(1, per_row)))
+        blocks = [(b, r0, min(oh, r0 + rows_per_block), b + 1) for b in range(n)
+                  for r0 in range(0, oh, rows_per_block)]
 
     def patches(item):
-        b, r0, r1 = item
+        b, r0, r1, b1 = item
         if k_major:
             view = _window_view_k_major(xp, out_sizes, ksizes, strides, dilations, r0,
                                         r1 - r0, b)
             cols_t = np.empty(view.shape, xp.dtype)
             np.copyto(cols_t, view)
             return cols_t.reshape(k, -1), True
-        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r1 - r0, b, 1)
+        view = _window_view(xp, out_sizes, ksizes, strides, dilations, r0, r1 - r0, b,
+                            b1 - b)
         return view.reshape(-1, k), False
 
     def dy_block(item):
-        b, r0, r1 = item
-        return dy_rows[b, r0:r1].reshape(-1, o)
+        b, r0, r1, b1 = item
+        return dy_rows[b:b1, r0:r1].reshape(-1, o)
 
     dw = _accumulate(blocks, patches, dy_block, k, o, dtype, dy.size * k)
     return dw.reshape(tuple(ksizes) + (c, o))
 
 
-def _sum_blocks(rows: int, cols_of, dy_mat, k, o, dtype):
-    """cols.T @ dy over row blocks of a patch matrix given whole (the 1x1 case)."""
-    step = max(1, _BLOCK_BYTES // max(1, k * np.dtype(dtype).itemsize))
+def _filter_grad_by_planes(xp, dy, ksizes, strides, dilations, dtype) -> np.ndarray:
+    """conv_backprop_filter in 3-D by input depth planes: plane z's 2-D patches P (copied
+    once) serve every depth tap i whose output plane d = (z - i * dd) / sd exists, in one
+    GEMM, P.T @ [dy[d] for those taps] (N = taps * O: a wider GEMM than one tap's, and a
+    third of a 3-D patch matrix's copying). Images, or ranges of their planes, are shared
+    among the kernel's threads, each adding into an accumulator of its own."""
+    n, c, o = xp.shape[0], xp.shape[-1], dy.shape[-1]
+    kd, sd, dd = ksizes[0], strides[0], dilations[0]
+    od, oh, ow = dy.shape[1:4]
+    k2 = int(np.prod(ksizes[1:])) * c
+    planes = []  # (z, [(tap, output plane)]) for the planes some tap reads
+    for z in range(xp.shape[1]):
+        taps = [(i, (z - i * dd) // sd) for i in range(kd)
+                if (z - i * dd) % sd == 0 and 0 <= (z - i * dd) // sd < od]
+        if taps:
+            planes.append((z, taps))
+    with own_threads() as threads:
+        split = threads > 1 and dy.size * k2 * kd > _SPLIT_MACS
+        parts = min(len(planes), -(-2 * threads // n)) if split and n < 2 * threads else 1
+        step = -(-len(planes) // parts)
+        jobs = [(b, planes[p0:p0 + step]) for b in range(n)
+                for p0 in range(0, len(planes), step)]
+        workers = min(len(jobs), threads) if split else 1
+        accs = [np.zeros((kd, k2, o), dtype) for _ in range(workers)]
+
+        def run(index):
+            acc = accs[index]
+            for b, group in jobs[index::workers]:
+                for z, taps in group:
+                    view = _window_view(xp[b, z][None], (oh, ow), ksizes[1:], strides[1:],
+                                        dilations[1:])
+                    cols = view.reshape(-1, k2)
+                    g = (dy[b, taps[0][1]].reshape(-1, o) if len(taps) == 1 else
+                         np.concatenate([dy[b, d].reshape(-1, o) for _, d in taps], axis=1))
+                    part = np.matmul(cols.T, g)
+                    for t, (i, _) in enumerate(taps):
+                        acc[i] += part[:, t * o:(t + 1) * o]
+
+        parallel_blocks(list(range(workers)), run, PARALLEL_WORK + 1 if workers > 1 else 0,
+                        workers)
+    total = accs[0]
+    for acc in accs[1:]:
+        total += acc
+    return total.reshape(tuple(ksizes) + (c, o))
+
+
+def _sum_blocks(cols: np.ndarray, dy_mat: np.ndarray, dtype) -> np.ndarray:
+    """cols.T @ dy_mat by blocks of rows of a patch matrix given whole (the 1x1 case)."""
+    rows, k = cols.shape
+    o = dy_mat.shape[1]
+    step = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // max(1, k * np.dtype(dtype).itemsize))
     blocks = [(r0, min(rows, r0 + step)) for r0 in range(0, rows, step)]
-    return _accumulate(blocks, lambda item: cols_of(*item),
+    return _accumulate(blocks, lambda item: (cols[item[0]:item[1]], False),
                        lambda item: dy_mat[item[0]:item[1]], k, o, dtype, rows * k * o)
 
 
@@ -143,6 +217,93 @@ def _accumulate(blocks, patches, dy_block, k, o, dtype, macs) -> np.ndarray:
     return total
 
 
+# -- the input gradient (the transposed convolution) -------------------------------------------
+
+def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilations,
+                        pads) -> np.ndarray:
+    """The gradient of a channels-last convolution with respect to its input: dy
+    (N, *out, O) and w (*k, C, O) give (N, *in_sizes, C)."""
+    nd = len(in_sizes)
+    n = dy.shape[0]
+    ksizes = w.shape[:nd]
+    c = w.shape[-2]
+    dtype = np.result_type(dy, w)
+    shape = (n,) + tuple(in_sizes) + (c,)
+    if int(np.prod(shape)) == 0 or dy.size == 0 or w.size == 0:
+        return np.zeros(shape, dtype)
+    if all(s == 1 for s in strides):
+        return _transposed_phase(dy, _flipped(w, [0] * nd, [1] * nd), tuple(in_sizes),
+                                 [b for b, _ in pads], list(dilations))
+    if any(d != 1 for d in dilations):
+        return _transposed_scatter(dy, w, shape, strides, dilations, pads)
+    dx = np.empty(shape, dtype)
+    for phase in np.ndindex(*strides):
+        # Input index p + s*q receives the taps t = f, f + s, ... (f = (p + pad) mod s)
+        # from dy[q + c - u] for tap f + s*u, c = (p + pad - f) / s.
+        index = (slice(None),) + tuple(slice(p, None, s) for p, s in
+                                       zip(phase, strides, strict=True))
+        target = dx[index]
+        if target.size == 0:
+            continue
+        first = [(p + b) % s for p, (b, _), s in zip(phase, pads, strides, strict=True)]
+        if any(f >= k for f, k in zip(first, ksizes, strict=True)):
+            target.fill(0)  # no tap reaches this phase
+            continue
+        offset = [(p + b - f) // s for p, (b, _), f, s in
+                  zip(phase, pads, first, strides, strict=True)]
+        dx[index] = _transposed_phase(dy, _flipped(w, first, strides), target.shape[1:-1],
+                                      offset, [1] * nd)
+    return dx
+
+
+def _flipped(w: np.ndarray, first, steps) -> np.ndarray:
+    """The taps first, first + step, ... of w (*k, C, O), flipped in space, channels
+    swapped: (*k', O, C), contiguous."""
+    nd = len(first)
+    sub = w[tuple(slice(f, None, st) for f, st in zip(first, steps, strict=True))]
+    return np.ascontiguousarray(np.swapaxes(sub[(slice(None, None, -1),) * nd], -1, -2))
+
+
+def _transposed_phase(dy, wf, sizes, offset, dilations) -> np.ndarray:
+    """The stride-1 correlation of dy with the flipped filter wf (*k, O, C), of spatial
+    `sizes`: output q reads dy[q + offset - (k - 1) * d + v * d] for flipped tap v."""
+    nd = len(sizes)
+    ksizes = wf.shape[:nd]
+    pads = []
+    for size, k, d, off, o in zip(sizes, ksizes, dilations, offset, dy.shape[1:-1],
+                                  strict=True):
+        before = (k - 1) * d - off
+        pads.append((before, size + (k - 1) * d - o - before))
+    src = dy
+    if any(b < 0 or a < 0 for b, a in pads):  # dy reaches past what dx uses: crop it
+        src = dy[(slice(None),) + tuple(slice(max(0, -b), o + min(0, a)) for (b, a), o in
+                                        zip(pads, dy.shape[1:-1], strict=True))]
+        pads = [(max(0, b), max(0, a)) for b, a in pads]
+    return conv_channels_last(src, wf, [1] * nd, dilations, pads, sizes)
+
+
+def _transposed_scatter(dy, w, shape, strides, dilations, pads) -> np.ndarray:
+    """The transposed convolution (of output `shape`) by one GEMM (dy @ filter^T) and a
+    strided add of each tap's columns into the padded result (strides and dilations
+    both above 1)."""
+    nd = len(shape) - 2
+    ksizes = w.shape[:nd]
+    c, o = w.shape[-2], w.shape[-1]
+    out_sizes = dy.shape[1:-1]
+    padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
+              for s, (b, a), os, st, k, d in zip(shape[1:-1], pads, out_sizes, strides,
+                                                 ksizes, dilations, strict=True)]
+    dxp = np.zeros((shape[0],) + tuple(padded) + (c,), np.result_type(dy, w))
+    wmat = w.reshape(-1, c, o).transpose(2, 0, 1).reshape(o, -1)
+    cols = np.matmul(dy.reshape(-1, o), wmat).reshape(dy.shape[:-1] + tuple(ksizes) + (c,))
+    for tap in np.ndindex(*ksizes):
+        idx = (slice(None),) + tuple(
+            slice(t * d, t * d + (os - 1) * st + 1, st)
+            for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
+        dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
+    return crop_spatial(dxp, pads, shape[1:-1])
+
+
 # -- depthwise gradients ------------------------------------------------------------------------
 
 def depthwise_backprop_input(dy: np.ndarray, w: np.ndarray, in_hw, strides, pads
@@ -155,9 +316,14 @@ def depthwise_backprop_input(dy: np.ndarray, w: np.ndarray, in_hw, strides, pads
     if n == 0 or c == 0 or h == 0 or wd == 0 or dy.size == 0 or w.size == 0:
         return np.zeros((n, h, wd, c), dtype)
     dy = np.ascontiguousarray(dy)
+    if m == 1 and dy.dtype == w.dtype and tuple(strides) == (1, 1):
+        # The forward depthwise convolution of dy with the filter flipped (compiled).
+        return depthwise_channels_last(dy, np.ascontiguousarray(w[::-1, ::-1]), (1, 1),
+                                       (1, 1), [(kh - 1 - pads[0][0], 0),
+                                                (kw - 1 - pads[1][0], 0)], (h, wd))
     if depthwise_grad_jit.usable(dtype) and dy.dtype == w.dtype:
         out = np.empty((n, h, wd, c), dtype)
-        w = np.ascontiguousarray(w)
+        w = np.ascontiguousarray(w).reshape(kh, kw, c * m)
         rows = max(1, _DW_BLOCK_BYTES // max(1, wd * c * out.itemsize))
 
         def block(item):
@@ -202,22 +368,31 @@ def depthwise_backprop_filter(x: np.ndarray, dy: np.ndarray, ksize, strides, pad
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         rows = max(1, _DW_BLOCK_BYTES // max(1, ow * cm * dy.itemsize))
         blocks = [(b, r0, min(oh, r0 + rows)) for b in range(n) for r0 in range(0, oh, rows)]
+        # Column stride 1: per-pixel products along whole rows, summed at the end.
+        by_rows = m == 1 and sw == 1
         with own_threads() as threads:
             parts = (min(len(blocks), max(1, threads), intra_op_threads())
                      if dy.size * kh * kw > _SPLIT_MACS else 1)
-            accs = [np.zeros((kh, kw, c, m), dtype) for _ in range(parts)]
+            accs = [np.zeros((kh, kw, ow * c if by_rows else c * m), dtype)
+                    for _ in range(parts)]
 
             def run(index):
                 for b, r0, r1 in blocks[index::parts]:
-                    depthwise_grad_jit.filter_rows(x, dy, accs[index], b, r0, r1, sh, sw,
-                                                   top, left)
+                    if by_rows:
+                        depthwise_grad_jit.filter_rows_by_pixel(x, dy, accs[index], b, r0, r1,
+                                                                sh, sw, top, left)
+                    else:
+                        depthwise_grad_jit.filter_rows(x, dy, accs[index], b, r0, r1, sh,
+                                                       sw, top, left)
 
             parallel_blocks(list(range(parts)), run, PARALLEL_WORK + 1 if parts > 1 else 0,
                             parts)
         total = accs[0]
         for acc in accs[1:]:
             total += acc
-        return total
+        if by_rows:
+            total = total.reshape(kh, kw, ow, c).sum(axis=2)
+        return total.reshape(kh, kw, c, m)
     ph = max(x.shape[1] + top + bottom, (oh - 1) * sh + kh)
     pw = max(x.shape[2] + left + right, (ow - 1) * sw + kw)
     xp = np.zeros((n, ph, pw, c), dtype)

@@ -1,6 +1,6 @@
 """CPU kernels (NumPy) for convolutions: Conv2D, Conv3D and DepthwiseConv2dNative, with TF
-2.21's checks and messages, and the transposed convolution (conv_backprop_input) that
-Conv2DBackpropInput's kernel (conv_grad_kernels.py) runs.
+2.21's checks and messages (their gradients, the transposed convolution included, are in
+conv_grad_kernels.py).
 
 Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/conv_ops.py):
 
@@ -14,8 +14,6 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
   compiled pass over each block of output rows (aioflow/kernels/nn/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
   ``out += view * w`` through a small scratch buffer.
-* The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
-  strided adds into the padded result (col2im), then the padding is cropped.
 
 Each GEMM runs BLAS single-threaded (intra_op_threads.own_threads), its blocks of rows (or, for a
 few rows, its columns) shared among the kernel's own threads, at most
@@ -39,7 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.intra_op_threads import blas_threads_outside, own_threads
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn import depthwise_jit
 
@@ -119,8 +117,7 @@ def unimplemented(message: str) -> errors.UnimplementedError:
 
 
 def attr_str(ctx, name: str, default: str) -> str:
-    value = ctx.get_attr(name, default)
-    return value.decode() if isinstance(value, bytes) else value
+    return attr_text(ctx.get_attr(name, default))
 
 
 def compute_type(dtype: dtypes.DType):
@@ -246,6 +243,8 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     if all(k == 1 for k in ksizes):
         # A 1x1 window: the (strided, cropped) input is the patch matrix itself.
         used = [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides, strict=True)]
+        if any(b > 0 or a > 0 for b, a in pads):  # explicit padding: zeros around x
+            x, pads = pad_spatial(x, pads), [(0, 0)] * nd
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
@@ -565,41 +564,6 @@ def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.nda
     parallel_blocks([(b, r0) for b in range(n) for r0 in range(0, oh, rows_per_block)], block,
                     0 if n == 1 else out.size * w.shape[0] * w.shape[1], intra_op_threads())
     return out
-
-
-def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilations,
-                        pads) -> np.ndarray:
-    """The gradient of a channels-last convolution with respect to its input: dy
-    (N, *out, O) and w (*k, C, O) give (N, *in_sizes, C)."""
-    nd = len(in_sizes)
-    n = dy.shape[0]
-    ksizes = w.shape[:nd]
-    c, o = w.shape[-2], w.shape[-1]
-    out_sizes = dy.shape[1:-1]
-    dtype = np.result_type(dy, w)
-    if n == 0 or c == 0 or any(s == 0 for s in in_sizes):
-        return np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
-    padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
-              for s, (b, a), os, st, k, d in zip(in_sizes, pads, out_sizes, strides, ksizes,
-                                                 dilations, strict=True)]
-    dxp = np.zeros((n,) + tuple(padded) + (c,), dtype)
-    if dy.size and w.size and all(os > 0 for os in out_sizes):
-        wt = w.reshape(-1, c, o)
-        if all(k == 1 for k in ksizes):
-            cols = np.matmul(dy.reshape(-1, o), wt[0].T).reshape(dy.shape[:-1] + (c,))
-            idx = (slice(None),) + tuple(slice(0, (os - 1) * st + 1, st)
-                                         for os, st in zip(out_sizes, strides, strict=True))
-            dxp[idx] = cols
-        else:
-            wmat = wt.transpose(2, 0, 1).reshape(o, -1)
-            cols = np.matmul(dy.reshape(-1, o), wmat).reshape(
-                dy.shape[:-1] + tuple(ksizes) + (c,))
-            for tap in np.ndindex(*ksizes):
-                idx = (slice(None),) + tuple(
-                    slice(t * d, t * d + (os - 1) * st + 1, st)
-                    for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
-                dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
-    return crop_spatial(dxp, pads, in_sizes)
 
 
 # -- attribute checks ----------------------------------------------------------------------------

@@ -16,10 +16,14 @@ from aioflow.kernels.jit import njit
 
 def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
     """out[b, r0:r1] (input rows) of the input gradient: dy (N, oh, ow, C*M), w (kh, kw,
-    C, M), out (N, H, W, C); each input pixel sums the taps whose window covers it."""
+    C*M) (the filter's channels flattened), out (N, H, W, C). Each input row sums, over
+    the taps whose rows reach it, each tap's outputs times its weights added at the
+    input pixels they read (output ox, tap j: pixel ox * sw + j - left); M == 1: one
+    multiply-add over the pixel's contiguous channels."""
     oh, ow = dy.shape[1], dy.shape[2]
-    kh, kw, c, m = w.shape[0], w.shape[1], w.shape[2], w.shape[3]
-    wd = out.shape[2]
+    kh, kw, cm = w.shape[0], w.shape[1], w.shape[2]
+    wd, c = out.shape[2], out.shape[3]
+    m = cm // c
     for iy in range(r0, r1):
         orow = out[b, iy]
         orow[:, :] = 0
@@ -31,34 +35,32 @@ def _input_rows(dy, w, out, b, r0, r1, sh, sw, top, left):
             if oy >= oh:
                 continue
             grow = dy[b, oy]
-            for ix in range(wd):
-                acc = orow[ix]
-                for j in range(kw):
-                    u = ix + left - j
-                    if u < 0 or u % sw != 0:
-                        continue
-                    ox = u // sw
-                    if ox >= ow:
-                        continue
+            for j in range(kw):
+                wt = w[i, j]
+                lo = max(0, -((j - left) // sw))  # outputs whose pixel lies inside
+                hi = min(ow, (wd - 1 - j + left) // sw + 1)
+                for ox in range(lo, hi):
                     g = grow[ox]
-                    wt = w[i, j]
+                    acc = orow[ox * sw + j - left]
                     if m == 1:
                         for ch in range(c):
-                            acc[ch] += g[ch] * wt[ch, 0]
+                            acc[ch] += g[ch] * wt[ch]
                     else:
                         for ch in range(c):
                             s = acc[ch]
                             for k in range(m):
-                                s += g[ch * m + k] * wt[ch, k]
+                                s += g[ch * m + k] * wt[ch * m + k]
                             acc[ch] = s
 
 
 def _filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left):
-    """acc (kh, kw, C, M) += the filter gradient's share of output rows r0:r1 of image b:
-    x (N, H, W, C), dy (N, oh, ow, C*M)."""
+    """acc (kh, kw, C*M) += the filter gradient's share of output rows r0:r1 of image b:
+    x (N, H, W, C), dy (N, oh, ow, C*M). M == 1: each (tap, pixel) one multiply-add over
+    the channels (contiguous runs, vectorized)."""
     h, wd, c = x.shape[1], x.shape[2], x.shape[3]
     ow = dy.shape[2]
-    kh, kw, m = acc.shape[0], acc.shape[1], acc.shape[3]
+    kh, kw, cm = acc.shape[0], acc.shape[1], acc.shape[2]
+    m = cm // c
     for oy in range(r0, r1):
         grow = dy[b, oy]
         for i in range(kh):
@@ -76,15 +78,55 @@ def _filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left):
                     g = grow[ox]
                     if m == 1:
                         for ch in range(c):
-                            a[ch, 0] += px[ch] * g[ch]
+                            a[ch] += px[ch] * g[ch]
                     else:
                         for ch in range(c):
                             v = px[ch]
                             for k in range(m):
-                                a[ch, k] += v * g[ch * m + k]
+                                a[ch * m + k] += v * g[ch * m + k]
+
+
+def _filter_rows_by_pixel(x, dy, racc, b, r0, r1, sh, sw, top, left):
+    """racc (kh, kw, ow*C) += for each tap, the products of output rows r0:r1 of image b
+    of dy (N, oh, ow, C) with the input under them, x (N, H, W, C) (channel multiplier
+    1): each output pixel's products land in a slot of their own (no multiply-add waits
+    on the previous pixel's, as one (C,) accumulator per tap made them), and with column
+    stride 1 each row and tap is one long multiply-add over contiguous 0-based runs
+    (which LLVM vectorizes). Summing racc over its ow pixels gives the filter gradient."""
+    h, wd, c = x.shape[1], x.shape[2], x.shape[3]
+    ow = dy.shape[2]
+    kh, kw = racc.shape[0], racc.shape[1]
+    for oy in range(r0, r1):
+        grow = dy[b, oy].reshape(-1)
+        for i in range(kh):
+            iy = oy * sh + i - top
+            if iy < 0 or iy >= h:
+                continue
+            xrow = x[b, iy].reshape(-1)
+            for j in range(kw):
+                # Output columns whose input column ox * sw + j - left lies inside.
+                lo = max(0, -((j - left) // sw))
+                hi = min(ow, (wd - 1 - j + left) // sw + 1)
+                if hi <= lo:
+                    continue
+                r = racc[i, j]
+                if sw == 1:
+                    xs = xrow[(lo + j - left) * c:(hi + j - left) * c]
+                    gs = grow[lo * c:hi * c]
+                    rs = r[lo * c:hi * c]
+                    for k in range(gs.shape[0]):
+                        rs[k] += xs[k] * gs[k]
+                else:
+                    for ox in range(lo, hi):
+                        xs = xrow[(ox * sw + j - left) * c:(ox * sw + j - left + 1) * c]
+                        gs = grow[ox * c:(ox + 1) * c]
+                        rs = r[ox * c:(ox + 1) * c]
+                        for k in range(c):
+                            rs[k] += xs[k] * gs[k]
 
 
 _input_compiled = njit(_input_rows)
+_filter_pixel_compiled = njit(_filter_rows_by_pixel)
 _filter_compiled = njit(_filter_rows)
 _TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -92,9 +134,10 @@ _TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _warm_up() -> None:
     for t in _TYPES:
         dy = np.zeros((1, 1, 1, 1), t)
-        w = np.zeros((1, 1, 1, 1), t)
+        w = np.zeros((1, 1, 1), t)
         _input_compiled(dy, w, np.zeros((1, 1, 1, 1), t), 0, 0, 1, 1, 1, 0, 0)
         _filter_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 1, 1, 0, 0)
+        _filter_pixel_compiled(np.zeros((1, 1, 1, 1), t), dy, w, 0, 0, 1, 1, 1, 0, 0)
 
 
 _group = BackgroundCompile("depthwise-grad", _warm_up, _input_compiled is not None)
@@ -117,10 +160,18 @@ def wait_ready(timeout: float | None = None) -> bool:
 
 
 def input_rows(dy, w, out, b, r0, r1, sh, sw, top, left) -> None:
-    """Input rows r0:r1 of image b of the depthwise input gradient, into out."""
+    """Input rows r0:r1 of image b of the depthwise input gradient, into out; w (kh, kw,
+    C*M)."""
     _input_compiled(dy, w, out, b, r0, r1, sh, sw, top, left)
 
 
 def filter_rows(x, dy, acc, b, r0, r1, sh, sw, top, left) -> None:
-    """Add output rows r0:r1 of image b's share of the depthwise filter gradient to acc."""
+    """Add output rows r0:r1 of image b's share of the depthwise filter gradient to acc
+    (kh, kw, C*M)."""
     _filter_compiled(x, dy, acc, b, r0, r1, sh, sw, top, left)
+
+
+def filter_rows_by_pixel(x, dy, racc, b, r0, r1, sh, sw, top, left) -> None:
+    """Add output rows r0:r1 of image b's per-pixel tap products to racc (kh, kw, ow*C):
+    channel multiplier 1."""
+    _filter_pixel_compiled(x, dy, racc, b, r0, r1, sh, sw, top, left)

@@ -73,6 +73,9 @@ def _compile() -> None:
         for t in (np.float32, np.float64):
             y, bias = np.zeros((1, 1), t), np.zeros(1, t)
             _compiled(y, bias, bias, t(0), t(1), False)
+        # No later call compiles (nor opens numba's cache files: at the descriptor limit
+        # that open fails): one that matches neither signature runs NumPy's passes.
+        _compiled.freeze()
         _ready.set()
     except Exception as e:  # noqa: BLE001 - numba could not compile: NumPy's passes stay
         last_error = e
@@ -98,10 +101,16 @@ def wait_started(timeout: float | None = None) -> bool:
     return _ready.is_set()
 
 
-def scale_bias_clip(y, scale, bias, lo: float, hi: float) -> None:
-    """y (rows, C), C-contiguous, in place; scale None for a plain bias."""
+def scale_bias_clip(y, scale, bias, lo: float, hi: float) -> bool:
+    """y (rows, C), C-contiguous, in place; scale None for a plain bias. False (y
+    untouched) when the arrays match no compiled signature (a bias that is not
+    contiguous, or not of y's type): the caller runs NumPy's passes."""
     t = y.dtype.type  # bounds in the block's type: the loop stays in that type
-    if scale is None:
-        _compiled(y, bias, bias, t(lo), t(hi), False)
-    else:
-        _compiled(y, scale, bias, t(lo), t(hi), True)
+    try:
+        if scale is None:
+            _compiled(y, bias, bias, t(lo), t(hi), False)
+        else:
+            _compiled(y, scale, bias, t(lo), t(hi), True)
+    except TypeError:  # (compiling is disabled: no matching definition)
+        return False
+    return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import register_kernel
+from aioflow.framework.op_kernel import attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.math.matmul_kernels import MatMulOp
 from aioflow.kernels.nn import epilogue_jit
@@ -74,7 +74,7 @@ def parse_fused_ops(ctx, kind: str, activations: dict):
     """(base, activation fn or None, epsilon, alpha) from the node's attrs; `base` is
     'BiasAdd' or 'FusedBatchNorm'. TF's Unimplemented for any other chain and its
     InvalidArgument when num_args does not fit the chain."""
-    ops = [o.decode() if isinstance(o, bytes) else o for o in ctx.get_attr("fused_ops", [])]
+    ops = [attr_text(o) for o in ctx.get_attr("fused_ops", [])]
     num_args = ctx.get_attr("num_args")
     bases = ("BiasAdd", "FusedBatchNorm") if kind != "MatMul" else ("BiasAdd",)
     if not ops or ops[0] not in bases or len(ops) > 2 or (
@@ -141,10 +141,11 @@ class Epilogue:
         if self._clip is not None and block.flags.c_contiguous and block.size and \
                 block.dtype == self.bias.dtype:
             if epilogue_jit.ready():
-                epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]), self.scale,
-                                             self.bias, *self._clip)
-                return
-            epilogue_jit.compile_in_background()
+                if epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]),
+                                                self.scale, self.bias, *self._clip):
+                    return
+            else:
+                epilogue_jit.compile_in_background()
         if self.scale is not None:
             block *= self.scale
         block += self.bias
@@ -159,7 +160,7 @@ class FusedConv2DOp(Conv2DOp):
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("filter_format", "HWIO")
-        if (fmt.decode() if isinstance(fmt, bytes) else fmt) != "HWIO":
+        if attr_text(fmt) != "HWIO":
             raise errors.InvalidArgumentError(None, None, "Invalid filter format")
         self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS)
         compile_for(ctx, self._fusion)

@@ -7,9 +7,12 @@ forward op saved):
          / (var + eps)),
 inference (reserve_space_1/2 are the population statistics): dx = dy * scale /
 sqrt(var + eps); both: dscale = sum(dy * (x - mean)) / sqrt(var + eps), doffset =
-sum(dy), over every axis but the channels'. The reserve_space outputs are empty, as TF's
-CPU kernel leaves them; V3's reserve_space_3 input is not read on CPU. half/bfloat16
-compute in float32 (TF's U) and round once.
+sum(dy), over every axis but the channels'. Computed channels-last as dx = dy * a +
+x * b + k per channel from two sums, sum(dy) and sum(dy * x) (float64): with numba
+(kernels/nn/batch_norm_grad_jit.py) one pass for the sums and one for dx, blocks shared
+among threads. The reserve_space outputs are empty, as TF's CPU kernel leaves them; V3's
+reserve_space_3 input is not read on CPU. half/bfloat16 compute in float32 (TF's U) and
+round once.
 
 LRN: with norm_j = bias + alpha * (sum of x^2 over channels j-r..j+r), TF's kernel
 gives each input channel k
@@ -25,9 +28,59 @@ import numpy as np
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
-from aioflow.kernels.nn.conv_kernels import attr_str, invalid
+from aioflow.kernels.nn import batch_norm_grad_jit
+from aioflow.kernels.nn.conv_kernels import (
+    attr_str,
+    intra_op_threads,
+    invalid,
+    parallel_blocks,
+)
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+#: Bytes of x per block handed to a compiled loop (blocks are shared among threads).
+_BLOCK_BYTES = 1 << 18
+
+
+def _row_blocks(rows: int, row_bytes: int) -> list[tuple[int, int]]:
+    step = max(1, _BLOCK_BYTES // max(1, row_bytes))
+    return [(r0, min(rows, r0 + step)) for r0 in range(0, rows, step)]
+
+
+def _channel_sums(x2: np.ndarray, dy2: np.ndarray):
+    """(sum(dy), sum(dy * x)) per channel of (rows, C) float32 arrays, float64."""
+    c = x2.shape[1]
+    if x2.shape[0] == 0:
+        return np.zeros(c), np.zeros(c)
+    if not batch_norm_grad_jit.usable():
+        return (dy2.sum(axis=0, dtype=np.float64),
+                np.einsum("rc,rc->c", dy2.astype(np.float64), x2))
+    blocks = _row_blocks(x2.shape[0], x2[0].nbytes if x2.size else 1)
+    parts = min(len(blocks), intra_op_threads()) if x2.size > 1 << 16 else 1
+    accs = [(np.zeros(c), np.zeros(c)) for _ in range(parts)]
+
+    def run(i):
+        for r0, r1 in blocks[i::parts]:
+            batch_norm_grad_jit.sums(x2, dy2, r0, r1, *accs[i])
+
+    parallel_blocks(list(range(parts)), run, x2.size if parts > 1 else 0, parts)
+    return sum(a for a, _ in accs), sum(b for _, b in accs)
+
+
+def _affine(x2, dy2, a, b, k) -> np.ndarray:
+    """dy * a + x * b + k per channel of (rows, C) float32 arrays."""
+    a, b, k = (v.astype(np.float32) for v in (a, b, k))
+    if not batch_norm_grad_jit.usable():
+        dx = dy2 * a
+        if b.any():
+            dx += x2 * b
+        if k.any():
+            dx += k
+        return dx
+    dx = np.empty_like(dy2)
+    parallel_blocks(_row_blocks(x2.shape[0], x2[0].nbytes if x2.size else 1),
+                    lambda blk: batch_norm_grad_jit.apply(x2, dy2, dx, a, b, k, *blk),
+                    x2.size, intra_op_threads())
+    return dx
 
 
 class _FusedBatchNormGradBase(OpKernel):
@@ -74,29 +127,31 @@ class _FusedBatchNormGradBase(OpKernel):
         if not self._training and self._format == "NCDHW":
             raise invalid("The implementation of FusedBatchNormGrad with is_training=False "
                           "only support NHWC tensor format for now.")
-        shape = [1] * x.ndim
-        shape[axis] = channels
-        axes = tuple(i for i in range(x.ndim) if i != axis)
         xf = x.astype(np.float32, copy=False)
         dyf = dy.astype(np.float32, copy=False)
-        mean_f = mean.astype(np.float32).reshape(shape)
-        inv = (np.float32(1) / np.sqrt(var.astype(np.float32) + np.float32(self._epsilon)))
-        centered = xf - mean_f
-        offset_bp = dyf.sum(axis=axes, dtype=np.float64).astype(np.float32)
-        dot = (dyf * centered).sum(axis=axes, dtype=np.float64).astype(np.float32)
-        scale_bp = dot * inv
-        coef = scale.astype(np.float32) * inv
-        if self._training and x.size:
-            count = np.float32(x.size // channels)
-            dx = dyf - (offset_bp / count).reshape(shape)
-            dx -= centered * (dot / count * inv * inv).reshape(shape)
-            dx *= coef.reshape(shape)
+        if self._channels_first:  # channels-last inside (TF's CPU graphs run NHWC)
+            xf, dyf = np.moveaxis(xf, 1, -1), np.moveaxis(dyf, 1, -1)
+        x2 = np.ascontiguousarray(xf).reshape(-1, channels)
+        dy2 = np.ascontiguousarray(dyf).reshape(-1, channels)
+        sum_dy, sum_dyx = _channel_sums(x2, dy2)
+        mean_f = mean.astype(np.float64)
+        inv = 1.0 / np.sqrt(var.astype(np.float32) + np.float32(self._epsilon)).astype(
+            np.float64)
+        dot = sum_dyx - mean_f * sum_dy  # sum(dy * (x - mean))
+        coef = scale.astype(np.float64) * inv
+        if self._training and x2.shape[0]:
+            count = x2.shape[0]
+            b = -coef * dot * inv * inv / count
+            k = -coef * sum_dy / count - b * mean_f
         else:
-            dx = dyf * coef.reshape(shape)
+            b = k = np.zeros(channels)
+        dx = _affine(x2, dy2, coef, b, k).reshape(xf.shape)
+        if self._channels_first:
+            dx = np.moveaxis(dx, -1, 1)
         u = self._u_type
         empty = np.zeros(0, u)
-        return [dx.astype(self._np_type, copy=False), scale_bp.astype(u),
-                offset_bp.astype(u), empty, empty]
+        return [np.ascontiguousarray(dx.astype(self._np_type, copy=False)),
+                (dot * inv).astype(u), sum_dy.astype(u), empty, empty]
 
     def is_expensive(self, inputs: list) -> bool:
         return np.size(inputs[1]) > 1 << 16

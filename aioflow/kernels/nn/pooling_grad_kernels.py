@@ -153,6 +153,14 @@ def scatter_add(arg: np.ndarray, grad: np.ndarray, in_shape, dtype) -> np.ndarra
 def first_equal_gather(x, y, gg, ksizes, strides, pads) -> np.ndarray:
     """out (y's shape): for each window, gg at the first input (row-major window order)
     equal to y; 0 where none is."""
+    if x.ndim == 4 and x.dtype in pooling_grad_jit.TYPES and y.dtype == gg.dtype == x.dtype \
+            and y.size and pooling_grad_jit.usable(x.dtype):
+        xc, yc, gc = (np.ascontiguousarray(t) for t in (x, y, gg))
+        out = np.empty(y.shape, gg.dtype)
+        parallel_blocks(list(range(x.shape[0])), lambda b: pooling_grad_jit.first_equal_image(
+            xc, yc, gc, out, b, ksizes, strides, (pads[0][0], pads[1][0])),
+            y.size * int(np.prod(ksizes)), intra_op_threads())
+        return out
     out = np.zeros(y.shape, gg.dtype)
     taps = _taps(ksizes, strides, pads, x.shape[1:-1], y.shape[1:-1])
     for _, osl, isl in reversed(taps):  # the earliest match written last
@@ -166,8 +174,25 @@ def spread_average(grad, in_sizes, ksizes, strides, pads) -> np.ndarray:
     """The average pool's input gradient: each output's gradient divided by its window's
     taps inside the input, added to each of them. grad (N, *out, C) in its compute type."""
     out_sizes = grad.shape[1:-1]
+    shape = (grad.shape[0],) + tuple(in_sizes) + (grad.shape[-1],)
+    if tuple(ksizes) == tuple(strides) and not any(b for b, _ in pads) and all(
+            o * k <= size for o, k, size in zip(out_sizes, ksizes, in_sizes, strict=True)):
+        # Windows side by side (a 2x2 stride-2 pool): each input pixel gets its window's
+        # share, written once; the rows no window reaches (VALID's remainder) are 0.
+        dx = np.zeros(shape, grad.dtype) if any(
+            o * k != size for o, k, size in zip(out_sizes, ksizes, in_sizes, strict=True)
+        ) else np.empty(shape, grad.dtype)
+        covered = dx[(slice(None),) + tuple(slice(0, o * k) for o, k in
+                                            zip(out_sizes, ksizes, strict=True))]
+        blocks = covered.reshape((grad.shape[0],) + tuple(
+            d for o, k in zip(out_sizes, ksizes, strict=True) for d in (o, k))
+            + (grad.shape[-1],))
+        spread = grad.reshape((grad.shape[0],) + tuple(
+            d for o in out_sizes for d in (o, 1)) + (grad.shape[-1],))
+        np.multiply(spread, grad.dtype.type(1.0 / int(np.prod(ksizes))), out=blocks)
+        return dx
     scaled = grad / _counts(in_sizes, ksizes, strides, pads, out_sizes).astype(grad.dtype)
-    dx = np.zeros((grad.shape[0],) + tuple(in_sizes) + (grad.shape[-1],), grad.dtype)
+    dx = np.zeros(shape, grad.dtype)
     for _, osl, isl in _taps(ksizes, strides, pads, in_sizes, out_sizes):
         dx[(slice(None),) + tuple(isl)] += scaled[(slice(None),) + tuple(osl)]
     return dx

@@ -48,10 +48,39 @@ def output_shape(shape) -> tuple[int, ...]:
         raise _invalid("shape must be a vector of {int32,int64}, got shape "
                        + shape_str(np.shape(shape)))
     dims = tuple(int(d) for d in np.asarray(shape).tolist())
+    n = 1
     for d in dims:
         if d < 0:
             raise _invalid(f"Dimension {d} must be >= 0")
+        if n * d >= 1 << 63:  # TF's TensorShape::AddDimWithStatus
+            raise _invalid(f"Encountered overflow when multiplying {n} with {d}, result: -1")
+        n *= d
     return dims
+
+
+#: Outputs of more elements than this are refused before generating (TF's allocator
+#: fails them: no machine holds 2^48 elements; below it, memory decides: MemoryError).
+MAX_ELEMENTS = 1 << 48
+
+
+def generating(shape, dtype, make):
+    """`make()`, the output of `shape` and `dtype`: memory that cannot hold it is TF's
+    OOM (ResourceExhaustedError with TF's words), never a raw MemoryError."""
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise _oom(shape, dtype)
+    try:
+        return make()
+    except MemoryError:
+        raise _oom(shape, dtype) from None
+
+
+def _oom(shape, dtype) -> errors.ResourceExhaustedError:
+    name = dtypes.as_dtype(dtype).name.replace("float32", "float").replace("float64",
+                                                                              "double")
+    return errors.ResourceExhaustedError(
+        None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] and "
+                    f"type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
+                    "allocator cpu")
 
 
 def _size(shape) -> int:
@@ -115,9 +144,10 @@ class _Distribution(_Stateful):
 
     def compute(self, ctx, inputs):
         shape = output_shape(inputs[0])
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)
         gen = self.reserve(n * RESERVE_PER_OUTPUT)
-        return (self.generate(gen, n).reshape(shape),)
+        return (generating(shape, self._dtype,
+                           lambda: self.generate(gen, n).reshape(shape)),)
 
     def generate(self, gen: philox.Philox, n: int) -> np.ndarray:
         dtype = self._dtype
@@ -177,12 +207,13 @@ class RandomUniformIntOp(_Stateful):
         shape_t, minval, maxval = inputs
         shape = output_shape(shape_t)
         _check_bounds(minval, maxval)
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)
         if n == 0:
             return (np.empty(shape, self._dtype),)
         lo, span = _int_span(minval, maxval)
         gen = self.reserve(n * RESERVE_PER_OUTPUT)
-        return (uniform_int(gen, n, self._dtype, lo, span).reshape(shape),)
+        return (generating(shape, self._dtype, lambda: uniform_int(
+            gen, n, self._dtype, lo, span).reshape(shape)),)
 
 
 @register_kernel("RandomShuffle", "CPU")
@@ -366,17 +397,21 @@ class RandomGammaOp(_Stateful):
         shape_t, alpha = inputs
         per_alpha = output_shape(shape_t)
         shape = per_alpha + np.shape(alpha)
-        if int(np.prod(shape, dtype=np.int64)) == 0:
+        if math.prod(shape) == 0:
             return (np.empty(shape, self._dtype),)
         num_alphas = np.size(alpha)
         if num_alphas == 0:
             raise _invalid(f"Input alpha should have non-zero element count, got: {num_alphas}")
-        samples = int(np.prod(per_alpha, dtype=np.int64))
+        samples = math.prod(per_alpha)
         gen = self.reserve(samples * num_alphas * RESERVE_PER_OUTPUT)
-        values = _flush(gamma(gen, np.ravel(alpha).astype(np.float64), samples))
-        # TF casts the double to T (a half through float, as Eigen does).
-        out = values if self._dtype == np.float64 else _flush(values.astype(np.float32))
-        return (out.astype(self._dtype).reshape(shape),)
+
+        def make():
+            values = _flush(gamma(gen, np.ravel(alpha).astype(np.float64), samples))
+            # TF casts the double to T (a half through float, as Eigen does).
+            out = values if self._dtype == np.float64 else _flush(values.astype(np.float32))
+            return out.astype(self._dtype).reshape(shape)
+
+        return (generating(shape, self._dtype, make),)
 
 
 def _flush(x: np.ndarray) -> np.ndarray:
@@ -505,8 +540,9 @@ class _Stateless(_BySize):
     def compute(self, ctx, inputs):
         shape = output_shape(inputs[0])
         gen = self.generator(inputs)
-        n = int(np.prod(shape, dtype=np.int64))
-        return (self.generate(gen, n, inputs).reshape(shape),)
+        n = math.prod(shape)
+        return (generating(shape, self._dtype,
+                           lambda: self.generate(gen, n, inputs).reshape(shape)),)
 
     def generate(self, gen, n, inputs):
         raise NotImplementedError
