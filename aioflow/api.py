@@ -398,12 +398,13 @@ from aioflow.gradients import (  # noqa: E402
     NotDifferentiable,
     RegisterGradient,
     UnconnectedGradients,
+    custom_gradient,
     gradients,
     hessians,
 )
 
 __all__ += [
-    "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
+    "IndexedSlices", "AggregationMethod", "custom_gradient", "NoGradient", "NotDifferentiable",
     "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]
 

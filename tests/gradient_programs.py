@@ -574,6 +574,88 @@ def program_cond_in_while(tf):
     return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
 
 
+def program_concat_indexed_slices(tf):
+    a = _ph(tf, [2, 3], "a")
+    b = _ph(tf, [3, 3], "b")
+    c = _ph(tf, [2, 2], "c")
+    y0 = tf.gather(tf.concat([a, b], 0), [0, 3, 3])
+    y1 = tf.gather(tf.concat([a, c], 1), [1, 0])
+    return {"ys": [y0, y1], "xs": [a, b, c],
+            "feeds": {a: _rand(2, 3), b: _rand(3, 3, seed=1), c: _rand(2, 2, seed=2)}}
+
+
+def program_sparse(tf):
+    values = _ph(tf, [3], "values")
+    b = _ph(tf, [4, 2], "b")
+    sp = tf.SparseTensor([[0, 1], [1, 0], [2, 3]], values, [3, 4])
+    y = tf.sparse.sparse_dense_matmul(sp, b)
+    z = tf.sparse.reduce_sum(sp, axis=1)
+    return {"ys": [y, z], "xs": [values, b],
+            "feeds": {values: _rand(3), b: _rand(4, 2, seed=1)}}
+
+
+def program_gate_gradients_indexed_slices(tf):
+    params = _ph(tf, [4, 2], "params")
+    w = _ph(tf, [2, 2], "w")
+    z = tf.matmul(tf.gather(params, [3, 1]), w)
+    return {"ys": [z], "xs": [params, w],
+            "feeds": {params: _rand(4, 2), w: _rand(2, 2, seed=1)},
+            "kwargs": {"gate_gradients": True}}
+
+
+def program_colocate_while(tf):
+    x = _ph(tf, [2], "x")
+    _, y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, tf.sin(v) * v),
+                         [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)},
+            "kwargs": {"colocate_gradients_with_ops": True}}
+
+
+def program_named_gradients(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(tf.exp(x) * x)
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(3)}, "kwargs": {"name": "my_grads"}}
+
+
+def program_sparse_segments_digamma(tf):
+    x = _ph(tf, [4, 2], "x")
+    z = tf.sparse.segment_sum(x, [0, 2, 3], [0, 0, 1])
+    w = tf.sparse.segment_mean(x, [1, 2], [0, 1]) + tf.sparse.segment_sqrt_n(x, [3, 0], [0, 0])
+    v = tf.math.digamma(tf.abs(x) + 1.0)
+    return {"ys": [z, w, v], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_fake_quant(tf):
+    x = _ph(tf, [2, 3], "x")
+    lo = _ph(tf, [], "lo")
+    hi = _ph(tf, [], "hi")
+    lo3 = _ph(tf, [3], "lo3")
+    hi3 = _ph(tf, [3], "hi3")
+    a = tf.quantization.fake_quant_with_min_max_args(x * 4.0, min=-1.0, max=1.0)
+    b = tf.quantization.fake_quant_with_min_max_vars(x * 4.0, lo, hi)
+    c = tf.quantization.fake_quant_with_min_max_vars_per_channel(x * 4.0, lo3, hi3)
+    return {"ys": [a, b, c], "xs": [x, lo, hi, lo3, hi3],
+            "feeds": {x: _rand(2, 3), lo: np.float32(-1.5), hi: np.float32(2.0),
+                      lo3: np.array([-1.0, -2.0, -0.5], np.float32),
+                      hi3: np.array([1.0, 0.5, 3.0], np.float32)}}
+
+
+def program_matrix_diag(tf):
+    x = _ph(tf, [2, 3, 3], "x")
+    d = _ph(tf, [2, 3], "d")
+    a = tf.linalg.diag_part(x) * 2.0
+    b = tf.linalg.set_diag(x, d)
+    c = tf.linalg.diag(d)
+    return {"ys": [a, b, c], "xs": [x, d], "feeds": {x: _rand(2, 3, 3), d: _rand(2, 3, seed=1)}}
+
+
+def program_einsum(tf):
+    a = _ph(tf, [2, 2, 3], "a")
+    b = _ph(tf, [2, 3, 4], "b")
+    y = tf.einsum("bij,bjk->bik", a, b)
+    return {"ys": [y], "xs": [a, b], "feeds": {a: _rand(2, 2, 3), b: _rand(2, 3, 4, seed=1)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -30,6 +30,15 @@ def _distinct(*shape):
     return (RNG.permutation(n) * 0.37 - n * 0.15).reshape(shape)
 
 
+def _list_of(x):
+    return apply_op("TensorListFromTensor", tensor=x, element_shape=[2])
+
+
+def _list_stack(handle):
+    return apply_op("TensorListStack", input_handle=handle, element_shape=[2],
+                    element_dtype=F64)
+
+
 def _max_pool_grad(g):
     orig = tf.constant(_distinct(1, 4, 4, 1))
     pooled = tf.nn.max_pool(orig, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
@@ -301,6 +310,32 @@ CASES = {
                                         block_size=2), [_r(1, 4, 4, 1)]),
     "BatchToSpace": (lambda x: apply_op("BatchToSpace", input=x, crops=[[0, 0], [0, 0]],
                                         block_size=2), [_r(4, 2, 2, 1)]),
+    "Digamma": (lambda x: apply_op("Digamma", x=x), [_pos(3) + 1.0]),
+    "SparseSegmentSum": (lambda x: tf.sparse.segment_sum(x, [0, 2, 2], [0, 0, 1])
+                         if hasattr(tf.sparse, "segment_sum") else
+                         apply_op("SparseSegmentSum", data=x, indices=[0, 2, 2],
+                                  segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentMean": (lambda x: apply_op("SparseSegmentMean", data=x, indices=[0, 2, 1],
+                                             segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentSqrtN": (lambda x: apply_op("SparseSegmentSqrtN", data=x, indices=[0, 2, 1],
+                                              segment_ids=[0, 0, 1]), [_r(3, 2)]),
+    "SparseSegmentSumWithNumSegments": (lambda x: apply_op(
+        "SparseSegmentSumWithNumSegments", data=x, indices=[0, 2], segment_ids=[0, 2],
+        num_segments=4), [_r(3, 2)]),
+    "MatrixDiagPart": (lambda x: apply_op("MatrixDiagPart", input=x), [_r(2, 3, 3)]),
+    "MatrixDiagPartV3": (lambda x: tf.linalg.diag_part(x), [_r(2, 3, 4)]),
+    "MatrixSetDiag": (lambda x, d: apply_op("MatrixSetDiag", input=x, diagonal=d),
+                      [_r(2, 3, 3), _r(2, 3)]),
+    "MatrixSetDiagV3": (lambda x, d: tf.linalg.set_diag(x, d), [_r(2, 3, 3), _r(2, 3)]),
+    "TensorScatterMax": (lambda x, u: apply_op("TensorScatterMax", tensor=x, indices=[[1]],
+                                               updates=u), [_distinct(3, 2), _distinct(1, 2)]),
+    "TensorScatterMin": (lambda x, u: apply_op("TensorScatterMin", tensor=x, indices=[[1]],
+                                               updates=u), [_distinct(3, 2), _distinct(1, 2)]),
+    "Einsum": (lambda a, b: tf.einsum("ij,jk->ik", a, b) + tf.einsum("ij,kj->i", a, b)[:, None]
+               * 0.0 + tf.einsum("ij->j", a)[None, :1], [_r(2, 3), _r(3, 3)]),
+    "ScaleAndTranslate": (lambda x: apply_op("ScaleAndTranslate", images=x, size=[3, 5],
+                                             scale=[1.5, 1.7], translation=[0.1, -0.2]),
+                          [_r(1, 2, 3, 1)]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -321,6 +356,22 @@ CASES = {
                                          input_values=v,
                                          input_shape=tf.constant([3, 2], tf.int64))[1] * v,
                       [_r(3)]),
+    # tensor lists
+    "TensorListFromTensor": (lambda x: _list_stack(_list_of(x)) * 2.0, [_r(3, 2)]),
+    "TensorListStack": (lambda x: _list_stack(_list_of(x * x)), [_r(3, 2)]),
+    "TensorListGetItem": (lambda x: apply_op("TensorListGetItem", input_handle=_list_of(x),
+                                             index=1, element_shape=[2], element_dtype=F64),
+                          [_r(3, 2)]),
+    "TensorListGather": (lambda x: apply_op("TensorListGather", input_handle=_list_of(x),
+                                            indices=[2, 0], element_shape=[2],
+                                            element_dtype=F64), [_r(3, 2)]),
+    "TensorListSetItem": (lambda x: _list_stack(apply_op(
+        "TensorListSetItem", input_handle=_list_of(x), index=0, item=x[2] * 3.0)), [_r(3, 2)]),
+    "TensorListPushBack": (lambda x: apply_op(
+        "TensorListPopBack", input_handle=apply_op("TensorListPushBack",
+                                                   input_handle=_list_of(x),
+                                                   tensor=x[0] * 3.0),
+        element_shape=[2], element_dtype=F64)[1], [_r(3, 2)]),
     # control flow
     "Switch": (lambda x: tf.cond(tf.constant(True), lambda: x * x, lambda: x), [_r(3)]),
     "Merge": (lambda x: tf.cond(tf.constant(False), lambda: x * x, lambda: tf.sin(x)),
@@ -332,7 +383,7 @@ CASES = {
 }
 
 # Ops whose kernels are float32 (and half) only: checked in float32, more loosely.
-FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad"}
+FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "ScaleAndTranslate"}
 
 # gradient functions of these ops run in the cases above (beyond each case's own op).
 COVERED = set(CASES) | {"NextIteration", "LoopCond", "FusedBatchNormV3", "TensorArrayReadV3",
@@ -411,4 +462,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 190
+    assert len(COVERED) >= 209

@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent / "data" / "gradients_tf"
 def test_gradient_op_defs_equal_tfs():
     ops = op_def_pb2.OpList()
     ops.ParseFromString((DATA / "grad_op_defs.pb").read_bytes())
-    assert len(ops.op) == 27
+    assert len(ops.op) == 34
     assert_equal_to_tf(ops)
 
 
@@ -174,3 +174,57 @@ def test_tf_meta_graph_with_training_ops_imports_and_its_gradients_run(mlp_meta_
         np.testing.assert_allclose(value, want[f"grad_{i}"], rtol=1e-5, atol=1e-6)
     for i, value in enumerate(after):
         np.testing.assert_allclose(value, want[f"after_{i}"], rtol=1e-5, atol=1e-6)
+
+
+def test_tf_meta_graph_of_a_conv_net_trained_with_adam():
+    meta = meta_graph_pb2.MetaGraphDef()
+    meta.ParseFromString((DATA / "cnn_adam_meta_graph.pb").read_bytes())
+    info = json.loads((DATA / "index.json").read_text())["cnn_adam_meta_graph"]
+    want = np.load(DATA / "cnn_adam_meta_graph.npz")
+    with tf.Graph().as_default() as g:
+        tf.train.import_meta_graph(meta)
+        grads = [g.get_tensor_by_name(n) for n in info["grad_names"]]
+        feeds = {g.get_tensor_by_name("x:0"): want["x"],
+                 g.get_tensor_by_name("labels:0"): want["labels"]}
+        reads = [g.get_tensor_by_name(f"{v}/Read/ReadVariableOp:0") for v in info["variables"]]
+        with tf.Session() as sess:
+            sess.run(g.get_operation_by_name(info["init"]))
+            values = sess.run(grads, feeds)
+            for _ in range(2):
+                sess.run(g.get_operation_by_name(info["train"]), feeds)
+            after = sess.run(reads)
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(value, want[f"grad_{i}"], rtol=1e-4, atol=1e-6)
+    for i, value in enumerate(after):
+        np.testing.assert_allclose(value, want[f"after_{i}"], rtol=1e-4, atol=1e-6)
+
+
+def test_gradient_with_respect_to_a_resource_variable_is_its_handles():
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", initializer=tf.constant([1.0, 2.0]), use_resource=True)
+        y = tf.reduce_sum(v * v)
+        (g,) = tf.gradients(y, [v])
+        assert g is not None
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(g), [2.0, 4.0])
+
+
+def test_custom_gradient():
+    @tf.custom_gradient
+    def log1pexp(x):
+        e = tf.exp(x)
+
+        def grad(dy):
+            return dy * (1 - 1 / (1 + e))
+        return tf.log(1 + e), grad
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2])
+        y = log1pexp(x)
+        assert y.op.type == "IdentityN"
+        assert y.op.get_attr("_gradient_op_type").startswith(b"CustomGradient-")
+        (g,) = tf.gradients(y, x)
+        with tf.Session() as sess:
+            value = sess.run(g, {x: [0.0, 100.0]})
+    np.testing.assert_allclose(value, [0.5, 1.0])

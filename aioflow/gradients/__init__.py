@@ -6,12 +6,15 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     control_flow_grad,
     data_flow_grad,
     image_grad,
+    linalg_grad,
+    list_grad,
     math_grad,
     nn_grad,
     resource_variable_grad,
     sparse_grad,
     tensor_array_grad,
 )
+from aioflow.gradients.custom_gradient import custom_gradient
 from aioflow.gradients.gradients_impl import hessians
 from aioflow.gradients.gradients_util import (
     AggregationMethod,
@@ -26,6 +29,6 @@ from aioflow.gradients.registry import (
 )
 
 __all__ = [
-    "AggregationMethod", "NoGradient", "NotDifferentiable", "RegisterGradient",
+    "AggregationMethod", "custom_gradient", "NoGradient", "NotDifferentiable", "RegisterGradient",
     "UnconnectedGradients", "get_gradient_function", "gradients", "hessians",
 ]

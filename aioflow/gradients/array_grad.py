@@ -4,7 +4,7 @@ gradient functions, in the same order. Gather and GatherV2 along axis 0 give Ind
 
 from __future__ import annotations
 
-from aioflow.framework import ops
+from aioflow.framework import dtypes, ops
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
@@ -71,10 +71,57 @@ def _concat_grad_helper(op, grad, start_value_index, end_value_index, dim_index)
             for begin, size in zip(offset, sizes, strict=True):
                 out_grads.append(array_ops.slice(grad, begin, size))
     elif isinstance(grad, IndexedSlices):
-        raise NotImplementedError("the gradient of a concat given IndexedSlices")
+        out_grads = _concat_indexed_slices_grads(grad, concat_dim, input_values)
     else:
         raise TypeError(f"Expected Tensor or IndexedSlices, got {type(grad)}")
     return out_grads + [None] if end_value_index <= dim_index else [None] + out_grads
+
+
+def _concat_indexed_slices_grads(grad, concat_dim, input_values) -> list:
+    """The slices of an IndexedSlices gradient that fall in each concatenated input."""
+    non_neg_concat_dim = concat_dim % array_ops.rank(input_values[0])
+    concat_dim_static = constant_value(concat_dim)
+    if concat_dim_static is None:
+        raise ValueError("Can only compute IndexedSlices gradient with statically-known "
+                         "concat_dim")
+    concat_dim_static = int(concat_dim_static)
+    if concat_dim_static < 0:
+        rank = constant_value(array_ops.rank(input_values[0]))
+        if rank is None:
+            raise ValueError("Can only compute IndexedSlices gradient with negative "
+                             "concat_dim when first value rank is statically-known.")
+        concat_dim_static %= int(rank)
+    sizes = [array_ops.shape(x) for x in input_values]
+    out_grads = []
+    if concat_dim_static > 0:
+        # Rows are unchanged: slice each input's columns out of the values.
+        shape_of_shape = array_ops.shape(sizes[0])
+        mask = array_ops.concat(
+            [array_ops.zeros(array_ops.expand_dims(non_neg_concat_dim, 0),
+                             dtype=dtypes.int32), [1],
+             array_ops.zeros(shape_of_shape - non_neg_concat_dim - 1, dtype=dtypes.int32)], 0)
+        begin = array_ops.zeros(shape_of_shape, dtype=dtypes.int32)
+        for size in sizes:
+            new_values = array_ops.slice(
+                grad.values, begin, array_ops.concat([[-1], array_ops.slice(size, [1], [-1])],
+                                                     0))
+            out_grads.append(IndexedSlices(new_values, grad.indices, size))
+            begin = math_ops.add(begin, size * mask)
+    else:
+        # The rows of each input: those of its range of indices.
+        start = constant(0, dtype=grad.indices.dtype)
+        for size in sizes:
+            size_concat_dim = array_ops.gather(size, non_neg_concat_dim)
+            if size_concat_dim.dtype != grad.indices.dtype:
+                size_concat_dim = math_ops.cast(size_concat_dim, dtype=grad.indices.dtype)
+            end = start + size_concat_dim
+            indices_to_select = array_ops.squeeze(array_ops.where(
+                math_ops.logical_and(grad.indices >= start, grad.indices < end)), axis=[1])
+            new_indices = array_ops.gather(grad.indices, indices_to_select) - start
+            new_values = array_ops.gather(grad.values, indices_to_select)
+            out_grads.append(IndexedSlices(new_values, new_indices, size))
+            start = end
+    return out_grads
 
 
 @RegisterGradient("Concat")
@@ -530,12 +577,100 @@ def _batch_to_space_grad(op, grad):
                  block_size=op.get_attr("block_size")), None]
 
 
-def _matrix_diag_part(grad, **kwargs):
-    """TF 2's array_ops.matrix_diag_part: a MatrixDiagPartV3 (k, padding_value, align)."""
-    with ops.name_scope(None, "matrix_diag_part", [grad]):
-        return _gen("MatrixDiagPartV3", input=grad, k=kwargs.get("k", 0),
-                    padding_value=array_ops.zeros([], dtype=grad.dtype),
-                    align=kwargs.get("align", "RIGHT_LEFT"))
+def _matrix_diag_part(grad, k=0, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_diag_part: a MatrixDiagPartV3 named "diag_part"."""
+    padding = False if grad.dtype == dtypes.bool else 0
+    return _gen("MatrixDiagPartV3", name="diag_part", input=grad, k=k, padding_value=padding,
+                align=align)
+
+
+def _matrix_diag(diagonal, k=0, num_rows=-1, num_cols=-1, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_diag: a MatrixDiagV3 named "diag"."""
+    padding = False if diagonal.dtype == dtypes.bool else 0
+    return _gen("MatrixDiagV3", name="diag", diagonal=diagonal, k=k, num_rows=num_rows,
+                num_cols=num_cols, padding_value=padding, align=align)
+
+
+def _matrix_set_diag(input_, diagonal, k=0, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_set_diag: a MatrixSetDiagV3 named "set_diag"."""
+    return _gen("MatrixSetDiagV3", name="set_diag", input=input_, diagonal=diagonal, k=k,
+                align=align)
+
+
+@RegisterGradient("MatrixDiagPart")
+def _matrix_diag_part_grad(op, grad):
+    matrix_shape = op.inputs[0].shape[-2:]
+    if matrix_shape.is_fully_defined() and matrix_shape[0] == matrix_shape[1]:
+        return _matrix_diag(grad)
+    return _matrix_set_diag(array_ops.zeros_like(op.inputs[0]), grad)
+
+
+def _matrix_diag_part_v2_v3_grad(op, grad):
+    matrix_shape = op.inputs[0].shape[-2:]
+    align = op.get_attr("align") if op.type == "MatrixDiagPartV3" else "RIGHT_LEFT"
+    if matrix_shape.is_fully_defined():
+        return (_matrix_diag(grad, k=op.inputs[1], num_rows=matrix_shape[0],
+                             num_cols=matrix_shape[1], align=align), None, None)
+    return (_matrix_set_diag(array_ops.zeros_like(op.inputs[0]), grad, k=op.inputs[1],
+                             align=align), None, None)
+
+
+RegisterGradient("MatrixDiagPartV2")(_matrix_diag_part_v2_v3_grad)
+RegisterGradient("MatrixDiagPartV3")(_matrix_diag_part_v2_v3_grad)
+
+
+@RegisterGradient("MatrixSetDiag")
+def _matrix_set_diag_grad(op, grad):
+    input_shape = op.inputs[0].shape.merge_with(grad.shape)
+    diag_shape = op.inputs[1].shape
+    batch_shape = input_shape[:-2].merge_with(diag_shape[:-1])
+    matrix_shape = input_shape[-2:]
+    if batch_shape.is_fully_defined() and matrix_shape.is_fully_defined():
+        diag_shape = batch_shape.as_list() + [min(matrix_shape.as_list())]
+    else:
+        with ops.colocate_with(grad):
+            grad_shape = array_ops.shape(grad)
+            grad_rank = array_ops.rank(grad)
+            batch_shape = array_ops.slice(grad_shape, [0], [grad_rank - 2])
+            matrix_shape = array_ops.slice(grad_shape, [grad_rank - 2], [2])
+            min_dim = math_ops.reduce_min(matrix_shape)
+            diag_shape = array_ops.concat([batch_shape, [min_dim]], 0)
+    grad_input = _matrix_set_diag(grad, array_ops.zeros(diag_shape, dtype=grad.dtype))
+    grad_diag = _matrix_diag_part(grad)
+    return grad_input, grad_diag
+
+
+def _matrix_set_diag_v2_v3_grad(op, grad):
+    diag_shape = op.inputs[1].shape
+    align = op.get_attr("align") if op.type == "MatrixSetDiagV3" else "RIGHT_LEFT"
+    if not diag_shape.is_fully_defined():
+        raise NotImplementedError(f"the gradient of {op.type} with a diagonal of unknown "
+                                  "shape")
+    grad_input = _matrix_set_diag(grad, array_ops.zeros(diag_shape.as_list(), dtype=grad.dtype),
+                                  k=op.inputs[2], align=align)
+    grad_diag = _matrix_diag_part(grad, k=op.inputs[2], align=align)
+    return grad_input, grad_diag, None
+
+
+RegisterGradient("MatrixSetDiagV2")(_matrix_set_diag_v2_v3_grad)
+RegisterGradient("MatrixSetDiagV3")(_matrix_set_diag_v2_v3_grad)
+
+
+def _tensor_scatter_min_or_max_grad(op, grad):
+    indices, x, y, output = op.inputs[1], op.inputs[0], op.inputs[2], op.outputs[0]
+    x_indicators = math_ops.cast(math_ops.equal(x, output), grad.dtype)
+    y_output = array_ops.gather_nd(output, indices)
+    y_indicators = math_ops.cast(math_ops.equal(y, y_output), grad.dtype)
+    ys_indicators = _gen("ScatterNd", indices=indices, updates=y_indicators,
+                         shape=array_ops.shape(x, out_type=indices.dtype))
+    indicators = x_indicators + ys_indicators
+    x_grad = grad * x_indicators / indicators
+    y_grad = array_ops.gather_nd(grad / indicators, indices) * y_indicators
+    return [x_grad, None, y_grad]
+
+
+RegisterGradient("TensorScatterMax")(_tensor_scatter_min_or_max_grad)
+RegisterGradient("TensorScatterMin")(_tensor_scatter_min_or_max_grad)
 
 
 @RegisterGradient("MatrixDiag")
@@ -566,4 +701,30 @@ for _op_type in ("RandomStandardNormal", "TruncatedNormal", "RandomUniform",
                  "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterMul",
                  "ScatterDiv", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub",
                  "VarIsInitializedOp"):
+    NotDifferentiable(_op_type)
+
+
+@RegisterGradient("FakeQuantWithMinMaxArgs")
+def _fake_quant_args_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxArgsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.get_attr("min"), max=op.get_attr("max"),
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVars")
+def _fake_quant_vars_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.inputs[1], max=op.inputs[2], num_bits=op.get_attr("num_bits"),
+                narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVarsPerChannel")
+def _fake_quant_per_channel_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsPerChannelGradient", gradients=grad,
+                inputs=op.inputs[0], min=op.inputs[1], max=op.inputs[2],
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+for _op_type in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+                 "FakeQuantWithMinMaxVarsPerChannelGradient"):
     NotDifferentiable(_op_type)

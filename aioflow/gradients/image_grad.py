@@ -42,3 +42,12 @@ def _resize_bicubic_grad(op, grad):
                          align_corners=op.get_attr("align_corners"),
                          half_pixel_centers=op.get_attr("half_pixel_centers"))
     return [grad0, None]
+
+
+@RegisterGradient("ScaleAndTranslate")
+def _scale_and_translate_grad(op, grad):
+    grad0 = apply_op("ScaleAndTranslateGrad", grads=grad, original_image=op.inputs[0],
+                     scale=op.inputs[2], translation=op.inputs[3],
+                     kernel_type=op.get_attr("kernel_type"),
+                     antialias=op.get_attr("antialias"))
+    return [grad0, None, None, None]

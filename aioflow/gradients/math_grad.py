@@ -954,3 +954,35 @@ def _segment_prod_grad(op, grad):
                                             prod_divided_by_el)
     gathered_grad = array_ops.gather(grad, segment_ids)
     return gathered_grad * partial_derivative, None
+
+
+@RegisterGradient("Digamma")
+def _digamma_grad(op, grad):
+    x = op.inputs[0]
+    with ops.control_dependencies([grad]):
+        x = math_ops.conj(x)
+        partial_x = _gen("Polygamma", a=constant(1, dtype=x.dtype), x=x)
+        return grad * partial_x
+
+
+def _sparse_segment_grad(op, grad, grad_op: str, num_extra: int):
+    if op.get_attr("sparse_gradient"):
+        raise NotImplementedError(f"{op.type} with sparse_gradient=True (its gradient needs "
+                                  f"{grad_op}V2)")
+    dim0 = array_ops.shape(op.inputs[0])[0]
+    return (_gen(grad_op, grad=grad, indices=op.inputs[1], segment_ids=op.inputs[2],
+                 output_dim0=dim0),) + (None,) * num_extra
+
+
+RegisterGradient("SparseSegmentSum")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSumGrad", 2))
+RegisterGradient("SparseSegmentSumWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSumGrad", 3))
+RegisterGradient("SparseSegmentMean")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentMeanGrad", 2))
+RegisterGradient("SparseSegmentMeanWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentMeanGrad", 3))
+RegisterGradient("SparseSegmentSqrtN")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSqrtNGrad", 2))
+RegisterGradient("SparseSegmentSqrtNWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSqrtNGrad", 3))

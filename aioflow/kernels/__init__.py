@@ -62,6 +62,7 @@ from .nn import (
     activation_kernels,
     conv_grad_kernels,
     conv_kernels,
+    fake_quant_grad_kernels,
     fake_quant_kernels,
     fused_kernels,
     normalization_grad_kernels,

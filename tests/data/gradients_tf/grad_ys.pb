@@ -1,21 +1,21 @@
 
 2
-xPlaceholder*
+xPlaceholder*
+dtype0*
 shape
-:*
-dtype0
+:
 3
-dyPlaceholder*
+dyPlaceholder*
+dtype0*
 shape
-:*
-dtype0
+:
 
 TanhTanhx*
 T0
 T
-gradients/grad_ys_0Identitydy*
-T0*&
- _has_manual_control_dependencies(
+gradients/grad_ys_0Identitydy*&
+ _has_manual_control_dependencies(*
+T0
 L
 gradients/Tanh_grad/TanhGradTanhGradTanhgradients/grad_ys_0*
 T0"ª
