@@ -1,6 +1,12 @@
 """The `af.nn` namespace: TF's `tf.nn` names for the core activations and helpers."""
 
 from aioflow.ops import rnn_cell
+from aioflow.ops.candidate_sampling_ops import (
+    all_candidate_sampler,
+    compute_accidental_hits,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.nn_conv_ops import (
     avg_pool,
@@ -26,6 +32,8 @@ from aioflow.ops.nn_impl import (
     l2_normalize,
     log_poisson_loss,
     moments,
+    nce_loss,
+    sampled_softmax_loss,
     sigmoid_cross_entropy_with_logits,
     weighted_cross_entropy_with_logits,
     zero_fraction,
@@ -65,7 +73,9 @@ __all__ = [
     # training pieces (nn_impl.py)
     "dropout", "moments", "batch_normalization", "l2_normalize", "zero_fraction",
     "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits",
-    "log_poisson_loss", "embedding_lookup",
+    "log_poisson_loss", "embedding_lookup", "nce_loss", "sampled_softmax_loss",
+    "uniform_candidate_sampler", "log_uniform_candidate_sampler", "all_candidate_sampler",
+    "compute_accidental_hits",
     # recurrent networks
     "rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn",
 ]
