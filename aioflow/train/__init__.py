@@ -22,6 +22,12 @@ from aioflow.checkpoint.checkpoint_utils import (
 )
 from aioflow.checkpoint.meta_graph import export_meta_graph
 from aioflow.checkpoint.saver import Saver, SaverDef, import_meta_graph
+from aioflow.distributed.cluster_spec import ClusterSpec
+from aioflow.distributed.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from aioflow.train.adadelta import AdadeltaOptimizer
 from aioflow.train.adagrad import AdagradOptimizer
 from aioflow.train.adagrad_da import AdagradDAOptimizer
@@ -105,6 +111,7 @@ from aioflow.train.training_util import (
 )
 
 __all__ = [
+    "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",
