@@ -656,6 +656,17 @@ def program_einsum(tf):
     return {"ys": [y], "xs": [a, b], "feeds": {a: _rand(2, 2, 3), b: _rand(2, 3, 4, seed=1)}}
 
 
+def program_crop_and_resize(tf):
+    image = _ph(tf, [2, 5, 6, 2], "image")
+    boxes = _ph(tf, [3, 4], "boxes")
+    crops = tf.image.crop_and_resize(image, boxes, [1, 0, 1], [3, 4])
+    near = tf.image.crop_and_resize(image, boxes, [0, 1, 1], [2, 2], method="nearest")
+    return {"ys": [crops * crops, near], "xs": [image, boxes],
+            "feeds": {image: _rand(2, 5, 6, 2),
+                      boxes: np.array([[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0],
+                                       [0.3, -0.2, 0.6, 0.7]], np.float32)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

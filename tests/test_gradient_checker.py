@@ -336,6 +336,8 @@ CASES = {
     "ScaleAndTranslate": (lambda x: apply_op("ScaleAndTranslate", images=x, size=[3, 5],
                                              scale=[1.5, 1.7], translation=[0.1, -0.2]),
                           [_r(1, 2, 3, 1)]),
+    "CropAndResize": (lambda im, bx: tf.image.crop_and_resize(im, bx, [0, 1], [3, 3]),
+                      [_r(2, 4, 5, 1), [[0.13, 0.21, 0.77, 0.86], [0.05, 0.11, 0.62, 0.93]]]),
     # sparse
     "SparseTensorDenseMatMul": (lambda v, b: apply_op(
         "SparseTensorDenseMatMul", a_indices=tf.constant([[0, 1], [2, 3], [1, 0]], tf.int64),
@@ -383,7 +385,8 @@ CASES = {
 }
 
 # Ops whose kernels are float32 (and half) only: checked in float32, more loosely.
-FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "ScaleAndTranslate"}
+FLOAT32 = {"LRN", "MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "ScaleAndTranslate",
+           "CropAndResize"}
 
 # gradient functions of these ops run in the cases above (beyond each case's own op).
 COVERED = set(CASES) | {"NextIteration", "LoopCond", "FusedBatchNormV3", "TensorArrayReadV3",
@@ -462,4 +465,4 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 209
+    assert len(COVERED) >= 211

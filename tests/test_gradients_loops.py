@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -16,10 +17,23 @@ import aioflow.compat.v1 as tf
 from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.data_flow.stack_kernels import Stack
 
+_OLDER = weakref.WeakSet()
+
 
 def _live_stacks() -> int:
+    """Stacks alive now that were not alive when the test began (another test's session
+    may still be letting go of its own)."""
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, Stack))
+    return sum(1 for o in gc.get_objects() if isinstance(o, Stack) and o not in _OLDER)
+
+
+@pytest.fixture(autouse=True)
+def _note_older_stacks():
+    gc.collect()
+    _OLDER.clear()
+    for o in gc.get_objects():
+        if isinstance(o, Stack):
+            _OLDER.add(o)
 
 
 def test_stack_push_pop_close():
@@ -122,5 +136,30 @@ async def test_cancelled_step_frees_its_stacks():
         with pytest.raises(asyncio.CancelledError):
             await task
         release.set()
+        await asyncio.sleep(0)
+    assert _live_stacks() == 0
+
+
+async def test_failed_step_frees_its_stacks():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [10], name="x")
+        limit = af.placeholder(af.int32, [], name="limit")
+
+        def body(i, v):
+            # NaN from iteration `limit` on: CheckNumerics fails the step mid-loop
+            bad = af.where_v2(af.greater_equal(i, limit), np.float32(np.nan), np.float32(0.0))
+            v = af.check_numerics(af.tanh(v) + bad, "loop value")
+            return i + 1, v
+
+        _, y = af.while_loop(lambda i, v: i < 1000, body, [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+    async with af.Session(graph=g) as sess:
+        got = await sess.run(dx, {x: np.ones(10, np.float32), limit: 1000})  # no NaN: runs
+        assert np.all(np.isfinite(got))
+        with pytest.raises(af.errors.InvalidArgumentError, match="loop value"):
+            await sess.run(dx, {x: np.ones(10, np.float32), limit: 500})
+        # The run raises at the first error; the failed step's executor task lets go of
+        # its state (and the stacks) on the loop's next turn.
         await asyncio.sleep(0)
     assert _live_stacks() == 0

@@ -51,3 +51,21 @@ def _scale_and_translate_grad(op, grad):
                      kernel_type=op.get_attr("kernel_type"),
                      antialias=op.get_attr("antialias"))
     return [grad0, None, None, None]
+
+
+@RegisterGradient("CropAndResize")
+def _crop_and_resize_grad(op, grad):
+    image = op.inputs[0]
+    if image.shape.is_fully_defined():
+        image_shape = image.shape.as_list()
+    else:
+        image_shape = array_ops.shape(image)
+    if op.inputs[0].dtype in (dtypes.float16, dtypes.float32, dtypes.float64):
+        grad0 = apply_op("CropAndResizeGradImage", grads=grad, boxes=op.inputs[1],
+                         box_ind=op.inputs[2], image_size=image_shape, T=op.get_attr("T"),
+                         method=op.get_attr("method"))
+    else:
+        grad0 = None
+    grad1 = apply_op("CropAndResizeGradBoxes", grads=grad, image=op.inputs[0],
+                     boxes=op.inputs[1], box_ind=op.inputs[2])
+    return [grad0, grad1, None, None]

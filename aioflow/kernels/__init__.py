@@ -33,6 +33,7 @@ from .data import (
 )
 from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
 from .image import (
+    crop_and_resize_grad_kernels,
     image_codec_kernels,
     nms_kernels,
     resize_area_kernels,

@@ -31,7 +31,8 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "StridedSliceGrad", "PreventGradient", "InvertPermutation", "MirrorPadGrad",
            "SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad", "Polygamma",
            "FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
-           "FakeQuantWithMinMaxVarsPerChannelGradient",
+           "FakeQuantWithMinMaxVarsPerChannelGradient", "CropAndResizeGradImage",
+           "CropAndResizeGradBoxes",
            "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
 
 

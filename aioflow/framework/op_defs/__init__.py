@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     function_ops,
     fused_ops,
     image_codec_ops,
+    image_grad_crop_ops,
     image_grad_ops,
     image_ops,
     io_ops,
