@@ -90,14 +90,10 @@ class Dense(Layer):
 
 
 def _dot_last_axis(inputs, kernel, units: int):
-    """inputs (rank > 2) times kernel over the last axis: a MatMul of the flattened rows,
-    reshaped back (TF's tensordot of the same contraction; its node layout differs)."""
-    with ops.name_scope("Tensordot"):
-        shape = array_ops.shape(inputs)
-        rows = array_ops.reshape(inputs, [-1, inputs.shape.as_list()[-1]])
-        out = math_ops.matmul(rows, kernel)
-        out_shape = array_ops.concat([shape[:-1], [units]], 0)
-        out = array_ops.reshape(out, out_shape)
+    """inputs (rank > 2) times kernel over the last axis: TF's tensordot, its static shape
+    set as Dense sets it."""
+    rank = inputs.shape.rank
+    out = math_ops.tensordot(inputs, kernel, [[rank - 1], [0]])
     out.set_shape(inputs.shape.as_list()[:-1] + [units])
     return out
 

@@ -94,9 +94,24 @@ def layer_objects(tf):
     return {"a": a, "b": b, "c": c}, {"x:0": _x((3, 3), 8)}
 
 
+def dense_sequences(tf):
+    """Dense over rank-3 inputs (TF's tensordot: static and dynamic batch) and tf.tensordot
+    itself (int axes, axes lists, a transposed contraction)."""
+    x = tf.placeholder(tf.float32, [None, 5, 6], name="x")
+    xs = tf.placeholder(tf.float32, [4, 5, 6], name="xs")
+    h = tf.layers.dense(x, 3, activation=tf.nn.tanh)
+    hs = tf.layers.dense(xs, 2)
+    m = tf.constant(_x((6, 5), 9), name="m")
+    t1 = tf.tensordot(xs, m, 1)
+    t2 = tf.tensordot(xs, m, [[1, 2], [1, 0]])
+    t3 = tf.tensordot(x, m, [[2], [0]], name="dyn")
+    return {"h": h, "hs": hs, "t1": t1, "t2": t2, "t3": t3}, {
+        "x:0": _x((3, 5, 6), 10), "xs:0": _x((4, 5, 6), 11)}
+
+
 PROGRAMS = {"mlp": mlp, "cnn": cnn, "cnn_inference": cnn_inference,
             "batch_norm_dense": batch_norm_dense, "conv_family": conv_family,
-            "layer_objects": layer_objects}
+            "layer_objects": layer_objects, "dense_sequences": dense_sequences}
 
 
 def describe(tf, g) -> dict:
