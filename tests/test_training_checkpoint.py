@@ -56,3 +56,27 @@ def test_tf_meta_graph_imports_and_trains_from_its_collections():
             saver.restore(sess, str(DATA / "training_ckpt" / "model-3"))
             losses = [float(sess.run([train, loss], feeds)[1]) for _ in range(3)]
     np.testing.assert_allclose(losses, WANT["losses"], rtol=1e-5)
+
+
+def test_saver_keeps_one_checkpoint_every_n_hours_as_tf(tmp_path, monkeypatch):
+    """max_to_keep=2 with keep_checkpoint_every_n_hours of 1500 s, saving every 1000 s (a
+    fake clock): TF 2.21's Saver, run the same way, leaves m-2, m-3, m-5, m-6, m-7 on disk
+    (m-2 and m-5 kept past max_to_keep: each is the first older than the next keep time)."""
+    from types import SimpleNamespace
+
+    from aioflow.checkpoint import saver as saver_module
+
+    clock = [0.0]
+    monkeypatch.setattr(saver_module, "time", SimpleNamespace(time=lambda: clock[0]))
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0, name="v")
+        saver = tf.train.Saver(max_to_keep=2, keep_checkpoint_every_n_hours=1500 / 3600)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            for step in range(8):
+                clock[0] = step * 1000.0
+                saver.save(sess, str(tmp_path / "m"), global_step=step)
+    kept = sorted(p.name.split(".")[0] for p in tmp_path.glob("*.index"))
+    assert kept == ["m-2", "m-3", "m-5", "m-6", "m-7"]
+    assert [Path(p).name for p in saver.last_checkpoints] == ["m-6", "m-7"]
