@@ -180,7 +180,8 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     return rmse, update_rmse_op
 
 
-def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None):
+def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None,
+                                    includes=("tp", "fn", "tn", "fp")):
     predictions, labels, weights = _remove_squeezable_dimensions(
         math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool),
         weights)
@@ -209,6 +210,8 @@ def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=Non
                             ("fn", "false_negatives", label_is_pos, pred_is_neg),
                             ("tn", "true_negatives", label_is_neg, pred_is_neg),
                             ("fp", "false_positives", label_is_neg, pred_is_pos)):
+        if key not in includes:
+            continue
         var = metric_variable([num_thresholds], dtypes.float32, name=name)
         hits = math_ops.cast(math_ops.logical_and(a, b), dtypes.float32)
         if weights_tiled is not None:
@@ -305,3 +308,150 @@ def mean_iou(labels, predictions, num_classes: int, weights=None, metrics_collec
         _add(metrics_collections, value)
         _add(updates_collections, update_op)
         return value, update_op
+
+
+# -- at thresholds, relative and cosine errors, per-class accuracy --------------------------
+
+def _count_at_thresholds(default_name: str, key: str):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with variable_scope.variable_scope(name, default_name,
+                                           (predictions, labels, weights)):
+            values, update_ops = _confusion_matrix_at_thresholds(
+                labels, predictions, thresholds, weights=weights, includes=(key,))
+            value = array_ops.identity(values[key])
+            _add(metrics_collections, value)
+            _add(updates_collections, update_ops[key])
+            return value, update_ops[key]
+
+    metric.__name__ = metric.__qualname__ = f"{default_name}_at_thresholds"
+    metric.__doc__ = (f"The (weighted) count of {default_name.replace('_', ' ')} at each "
+                      "threshold (a prediction above it is positive).")
+    return metric
+
+
+true_positives_at_thresholds = _count_at_thresholds("true_positives", "tp")
+false_positives_at_thresholds = _count_at_thresholds("false_positives", "fp")
+false_negatives_at_thresholds = _count_at_thresholds("false_negatives", "fn")
+true_negatives_at_thresholds = _count_at_thresholds("true_negatives", "tn")
+
+
+def _ratio_at_thresholds(default_name: str, prefix: str, other: str):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with variable_scope.variable_scope(name, default_name,
+                                           (predictions, labels, weights)):
+            values, update_ops = _confusion_matrix_at_thresholds(
+                labels, predictions, thresholds, weights, includes=("tp", other))
+            epsilon = 1e-7
+
+            def compute(tp, o, name):
+                return math_ops.divide(tp, epsilon + tp + o, name=f"{prefix}_{name}")
+
+            value = compute(values["tp"], values[other], "value")
+            _add(metrics_collections, value)
+            update_op = compute(update_ops["tp"], update_ops[other], "update_op")
+            _add(updates_collections, update_op)
+            return value, update_op
+
+    metric.__name__ = metric.__qualname__ = default_name
+    return metric
+
+
+precision_at_thresholds = _ratio_at_thresholds("precision_at_thresholds", "precision", "fp")
+precision_at_thresholds.__doc__ = "tp / (tp + fp) at each threshold."
+recall_at_thresholds = _ratio_at_thresholds("recall_at_thresholds", "recall", "fn")
+recall_at_thresholds.__doc__ = "tp / (tp + fn) at each threshold."
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None,
+                        metrics_collections=None, updates_collections=None, name=None):
+    """The mean of |labels - predictions| / normalizer (0 where normalizer is 0)."""
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    predictions, normalizer = remove_squeezable_dimensions(predictions, normalizer)
+    predictions.get_shape().assert_is_compatible_with(normalizer.get_shape())
+    relative_errors = array_ops.where(
+        math_ops.equal(normalizer, 0.0), array_ops.zeros_like(labels),
+        math_ops.divide(math_ops.abs(labels - predictions), normalizer))
+    return mean(relative_errors, weights, metrics_collections, updates_collections,
+                name or "mean_relative_error")
+
+
+def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collections=None,
+                         updates_collections=None, name=None):
+    """1 - the mean over rows of sum(labels * predictions) along `dim` (unit vectors)."""
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    radial_diffs = math_ops.reduce_sum(math_ops.multiply(predictions, labels), axis=[dim],
+                                       keepdims=True)
+    mean_distance, update_op = mean(radial_diffs, weights, None, None,
+                                    name or "mean_cosine_distance")
+    mean_distance = math_ops.subtract(1.0, mean_distance)
+    update_op = math_ops.subtract(1.0, update_op)
+    _add(metrics_collections, mean_distance)
+    _add(updates_collections, update_op)
+    return mean_distance, update_op
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None,
+                     updates_collections=None, name=None):
+    """The (weighted) fraction of values below `threshold`."""
+    is_below_threshold = math_ops.cast(math_ops.less(values, threshold), dtypes.float32)
+    return mean(is_below_threshold, weights, metrics_collections, updates_collections,
+                name or "percentage_below_threshold")
+
+
+def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None,
+                name=None):
+    """The element-wise (weighted) mean of the tensors seen (all of one shape)."""
+    with variable_scope.variable_scope(name, "mean", (values, weights)):
+        values = math_ops.cast(values, dtypes.float32)
+        total = metric_variable(values.get_shape(), dtypes.float32, name="total_tensor")
+        count = metric_variable(values.get_shape(), dtypes.float32, name="count_tensor")
+        num_values = array_ops.ones_like(values)
+        if weights is not None:
+            values, _, weights = _remove_squeezable_dimensions(values, None, weights)
+            weights = broadcast_weights(math_ops.cast(weights, dtypes.float32), values)
+            values = math_ops.multiply(values, weights)
+            num_values = math_ops.multiply(num_values, weights)
+        update_total_op = state_ops.assign_add(total, values)
+        with ops.control_dependencies([values]):
+            update_count_op = state_ops.assign_add(count, num_values)
+        mean_t = math_ops.div_no_nan(total, math_ops.maximum(count, 0), name="value")
+        _add(metrics_collections, mean_t)
+        update_op = math_ops.div_no_nan(update_total_op, math_ops.maximum(update_count_op, 0),
+                                        name="update_op")
+        _add(updates_collections, update_op)
+        return mean_t, update_op
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None,
+                            metrics_collections=None, updates_collections=None, name=None):
+    """The mean over classes of each class's (weighted) accuracy."""
+    with variable_scope.variable_scope(name, "mean_accuracy", (predictions, labels, weights)):
+        labels = math_ops.cast(labels, dtypes.int64)
+        if labels.get_shape().ndims > 1:
+            labels = array_ops.reshape(labels, [-1])
+        if predictions.get_shape().ndims > 1:
+            predictions = array_ops.reshape(predictions, [-1])
+        predictions.get_shape().assert_is_compatible_with(labels.get_shape())
+        total = metric_variable([num_classes], dtypes.float32, name="total")
+        count = metric_variable([num_classes], dtypes.float32, name="count")
+        ones = array_ops.ones([array_ops.size(labels)], dtypes.float32)
+        if labels.dtype != predictions.dtype:
+            predictions = math_ops.cast(predictions, labels.dtype)
+        is_correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
+        if weights is not None:
+            if weights.get_shape().ndims > 1:
+                weights = array_ops.reshape(weights, [-1])
+            weights = math_ops.cast(weights, dtypes.float32)
+            is_correct *= weights
+            ones *= weights
+        update_total_op = state_ops.scatter_add(total, labels, ones)
+        update_count_op = state_ops.scatter_add(count, labels, is_correct)
+        per_class_accuracy = math_ops.div_no_nan(count, math_ops.maximum(total, 0))
+        mean_accuracy_v = math_ops.reduce_mean(per_class_accuracy, name="mean_accuracy")
+        _add(metrics_collections, mean_accuracy_v)
+        update_op = math_ops.div_no_nan(update_count_op, math_ops.maximum(update_total_op, 0),
+                                        name="update_op")
+        _add(updates_collections, update_op)
+        return mean_accuracy_v, update_op

@@ -1,6 +1,7 @@
 """Writes tests/data/metrics.json: TF 2.21's tf.compat.v1.metrics (accuracy, mean, the
 condition counts, precision, recall, the errors, auc ROC/PR with each summation method,
-mean_iou), each updated over three batches (weights among them): the values after each
+mean_iou, the counts, precision and recall at thresholds, mean_relative_error,
+mean_cosine_distance, percentage_below, mean_tensor, mean_per_class_accuracy), each updated over three batches (weights among them): the values after each
 update, the final value, and the metric's local variables.
 
 Run from the project root with TF 2.21 (never a dependency):
@@ -53,6 +54,27 @@ def program(tf):
         "auc_minoring": tf.metrics.auc(labels, scores, weights=weights,
                                        summation_method="minoring", thresholds=[0.3, 0.6]),
         "mean_iou": tf.metrics.mean_iou(classes, predicted, 3),
+        "tp_at": tf.metrics.true_positives_at_thresholds(labels, scores, [0.2, 0.5, 0.8]),
+        "fp_at": tf.metrics.false_positives_at_thresholds(labels, scores, [0.2, 0.5],
+                                                          weights=weights),
+        "fn_at": tf.metrics.false_negatives_at_thresholds(labels, scores, [0.4]),
+        "tn_at": tf.metrics.true_negatives_at_thresholds(labels, scores, [0.3, 0.9]),
+        "precision_at": tf.metrics.precision_at_thresholds(labels, scores, [0.25, 0.5, 0.75]),
+        "recall_at": tf.metrics.recall_at_thresholds(labels, scores, [0.25, 0.5],
+                                                     weights=weights),
+        "relative_error": tf.metrics.mean_relative_error(
+            tf.cast(labels, tf.float32), scores, normalizer=weights),
+        "cosine": tf.metrics.mean_cosine_distance(
+            tf.reshape(tf.nn.l2_normalize(tf.reshape(scores, [-1, 2]), 1), [-1, 2]),
+            tf.nn.l2_normalize(tf.reshape(weights, [-1, 2]), 1), dim=1),
+        "below": tf.metrics.percentage_below(scores, 0.4),
+        "below_w": tf.metrics.percentage_below(scores, 0.6, weights=weights),
+        "mean_tensor": tf.metrics.mean_tensor(tf.reshape(scores, [2, 4])),
+        "mean_tensor_w": tf.metrics.mean_tensor(tf.reshape(scores, [2, 4]),
+                                                weights=tf.reshape(weights, [2, 4])),
+        "per_class": tf.metrics.mean_per_class_accuracy(classes, predicted, 3),
+        "per_class_w": tf.metrics.mean_per_class_accuracy(classes, predicted, 3,
+                                                          weights=weights),
     }
     feeds = [{"labels:0": b[0], "scores:0": b[1], "classes:0": b[2], "predicted:0": b[3],
               "weights:0": b[4]} for b in BATCHES]
