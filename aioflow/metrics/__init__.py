@@ -22,6 +22,8 @@ from aioflow.metrics.metrics_impl import (
     recall,
     recall_at_thresholds,
     root_mean_squared_error,
+    sensitivity_at_specificity,
+    specificity_at_sensitivity,
     true_negatives,
     true_negatives_at_thresholds,
     true_positives,
@@ -33,6 +35,7 @@ __all__ = [
     "false_positives_at_thresholds", "mean", "mean_absolute_error", "mean_cosine_distance",
     "mean_iou", "mean_per_class_accuracy", "mean_relative_error", "mean_squared_error",
     "mean_tensor", "percentage_below", "precision", "precision_at_thresholds", "recall",
-    "recall_at_thresholds", "root_mean_squared_error", "true_negatives",
-    "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds",
+    "recall_at_thresholds", "root_mean_squared_error", "sensitivity_at_specificity",
+    "specificity_at_sensitivity", "true_negatives", "true_negatives_at_thresholds",
+    "true_positives", "true_positives_at_thresholds",
 ]

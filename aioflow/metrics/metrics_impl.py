@@ -455,3 +455,68 @@ def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None,
                                         name="update_op")
         _add(updates_collections, update_op)
         return mean_accuracy_v, update_op
+
+
+def _at_operating_point(default_name: str, target_name: str, last_threshold: float):
+    def metric(labels, predictions, target, weights=None, num_thresholds: int = 200,
+               metrics_collections=None, updates_collections=None, name=None):
+        if target < 0 or target > 1:
+            raise ValueError(f"`{target_name}` must be in the range [0, 1]. Currently, "
+                             f"`{target_name}` is {target}.")
+        with variable_scope.variable_scope(name, default_name,
+                                           (predictions, labels, weights)):
+            kepsilon = 1e-7
+            thresholds = [(i + 1) * 1.0 / (num_thresholds - 1)
+                          for i in range(num_thresholds - 2)]
+            thresholds = [0.0 - kepsilon] + thresholds + [last_threshold]
+            values, update_ops = _confusion_matrix_at_thresholds(labels, predictions,
+                                                                 thresholds, weights)
+
+            def compute(tp, tn, fp, fn, name):
+                if default_name == "sensitivity_at_specificity":
+                    specificities = math_ops.divide(tn, tn + fp + kepsilon)
+                    index = math_ops.argmin(math_ops.abs(specificities - target), 0)
+                    index = math_ops.cast(index, dtypes.int32)
+                    return math_ops.divide(tp[index], tp[index] + fn[index] + kepsilon, name)
+                sensitivities = math_ops.divide(tp, tp + fn + kepsilon)
+                min_val = math_ops.reduce_min(math_ops.abs(sensitivities - target))
+                at_min = math_ops.equal(math_ops.abs(sensitivities - target), min_val)
+                at_min = math_ops.cumsum(math_ops.cast(at_min, dtypes.int64))
+                index = math_ops.cast(math_ops.argmax(at_min, 0), dtypes.int32)
+                return math_ops.divide(tn[index], tn[index] + fp[index] + kepsilon, name)
+
+            value = compute(values["tp"], values["tn"], values["fp"], values["fn"], "value")
+            _add(metrics_collections, value)
+            update_op = compute(update_ops["tp"], update_ops["tn"], update_ops["fp"],
+                                update_ops["fn"], "update_op")
+            _add(updates_collections, update_op)
+            return value, update_op
+
+    metric.__name__ = metric.__qualname__ = default_name
+    return metric
+
+
+_sensitivity_at_specificity = _at_operating_point("sensitivity_at_specificity",
+                                                  "specificity", 1.0 + 1e-7)
+_specificity_at_sensitivity = _at_operating_point("specificity_at_sensitivity",
+                                                  "sensitivity", 1.0 - 1e-7)
+
+
+def sensitivity_at_specificity(labels, predictions, specificity, weights=None,
+                               num_thresholds: int = 200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The sensitivity (recall) at the threshold whose specificity is nearest
+    `specificity`."""
+    return _sensitivity_at_specificity(labels, predictions, specificity, weights,
+                                       num_thresholds, metrics_collections,
+                                       updates_collections, name)
+
+
+def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,
+                               num_thresholds: int = 200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The specificity at the (last) threshold whose sensitivity is nearest
+    `sensitivity`."""
+    return _specificity_at_sensitivity(labels, predictions, sensitivity, weights,
+                                       num_thresholds, metrics_collections,
+                                       updates_collections, name)

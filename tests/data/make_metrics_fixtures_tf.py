@@ -1,8 +1,10 @@
 """Writes tests/data/metrics.json: TF 2.21's tf.compat.v1.metrics (accuracy, mean, the
 condition counts, precision, recall, the errors, auc ROC/PR with each summation method,
 mean_iou, the counts, precision and recall at thresholds, mean_relative_error,
-mean_cosine_distance, percentage_below, mean_tensor, mean_per_class_accuracy), each updated over three batches (weights among them): the values after each
-update, the final value, and the metric's local variables.
+mean_cosine_distance, percentage_below, mean_tensor, mean_per_class_accuracy,
+sensitivity_at_specificity, specificity_at_sensitivity), each updated over three
+batches (weights among them): the values after each update, the final value, and the
+metric's local variables.
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -75,6 +77,11 @@ def program(tf):
         "per_class": tf.metrics.mean_per_class_accuracy(classes, predicted, 3),
         "per_class_w": tf.metrics.mean_per_class_accuracy(classes, predicted, 3,
                                                           weights=weights),
+        "sens_at_spec": tf.metrics.sensitivity_at_specificity(labels, scores, 0.7,
+                                                              num_thresholds=20),
+        "spec_at_sens": tf.metrics.specificity_at_sensitivity(labels, scores, 0.6,
+                                                              weights=weights,
+                                                              num_thresholds=30),
     }
     feeds = [{"labels:0": b[0], "scores:0": b[1], "classes:0": b[2], "predicted:0": b[3],
               "weights:0": b[4]} for b in BATCHES]
