@@ -3,6 +3,7 @@
 in aioflow/checkpoint/.
 """
 
+from aioflow.checkpoint.checkpoint_init import init_from_checkpoint
 from aioflow.checkpoint.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
@@ -111,6 +112,7 @@ from aioflow.train.training_util import (
 )
 
 __all__ = [
+    "init_from_checkpoint",
     "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
