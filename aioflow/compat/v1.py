@@ -239,7 +239,8 @@ def _build() -> dict:
         **_public(_af.train), "Saver": Saver, "Server": _af.distributed.Server,
         "ClusterDef": _cluster_pb2.ClusterDef, "JobDef": _cluster_pb2.JobDef,
         "ServerDef": _tensorflow_server_pb2.ServerDef,
-        "import_meta_graph": import_meta_graph, **_BLOCKING_TRAINING_SESSIONS})
+        "import_meta_graph": import_meta_graph, "summary_iterator": _af.summary.summary_iterator,
+        **_BLOCKING_TRAINING_SESSIONS})
     top["distribute"] = _namespace("distribute", {  # (clusters: issue 27)
         "Server": _af.distributed.Server,
         "cluster_resolver": _namespace("distribute.cluster_resolver", {

@@ -38,6 +38,7 @@ from aioflow.train.basic_session_run_hooks import (
     CheckpointSaverListener,
     FeedFnHook,
     FinalOpsHook,
+    GlobalStepWaiterHook,
     LoggingTensorHook,
     NanLossDuringTrainingError,
     NanTensorHook,
@@ -48,6 +49,7 @@ from aioflow.train.basic_session_run_hooks import (
 )
 from aioflow.train.ftrl import FtrlOptimizer
 from aioflow.train.gradient_descent import GradientDescentOptimizer
+from aioflow.train.graph_io import write_graph
 from aioflow.train.input import (
     batch,
     batch_join,
@@ -112,6 +114,7 @@ from aioflow.train.training_util import (
 )
 
 __all__ = [
+    "GlobalStepWaiterHook", "write_graph",
     "init_from_checkpoint",
     "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",

@@ -424,3 +424,36 @@ class FeedFnHook(SessionRunHook):
 
     def before_run(self, run_context):
         return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())
+
+
+class GlobalStepWaiterHook(SessionRunHook):
+    """Holds this worker's first step until the global step reaches `wait_until_step`
+    (another worker trains meanwhile), polling it every 0.5 s; hooks run on a worker
+    thread, so the wait does not hold the event loop."""
+
+    def __init__(self, wait_until_step):
+        self._wait_until_step = wait_until_step
+
+    def begin(self) -> None:
+        self._worker_is_started = False
+        self._global_step_tensor = _global_step_read("_GlobalStepWaiterHook")
+
+    def before_run(self, run_context):
+        if self._worker_is_started:
+            return None
+        if self._wait_until_step <= 0:
+            self._worker_is_started = True
+            return None
+        logging.info("Waiting for global step %d before starting training.",
+                     self._wait_until_step)
+        last_logged_step = 0
+        while True:
+            current_step = session_run(run_context.session, self._global_step_tensor)
+            if current_step >= self._wait_until_step:
+                self._worker_is_started = True
+                return None
+            if current_step - last_logged_step > 1000:
+                logging.info("Waiting for global step %d before starting training. Current "
+                             "step is %d.", self._wait_until_step, current_step)
+                last_logged_step = current_step
+            time.sleep(0.5)
