@@ -74,3 +74,58 @@ def test_summary_iterator_reads_a_file_writer(tmp_path):
     np.testing.assert_allclose([e.summary.value[0].simple_value for e in events],
                                [3.0, 2.0, 1.5])
     assert [e.step for e in events] == [0, 1, 2]
+
+
+def _graph_on_cluster(spec):
+    import aioflow as af
+
+    g = af.Graph()
+    with g.as_default():
+        with af.device(af.train.replica_device_setter(cluster=spec)):
+            step = af.train.get_or_create_global_step()
+            w = af.get_variable("w", initializer=2.0)
+            train = af.train.GradientDescentOptimizer(0.25).minimize(af.square(w),
+                                                                     global_step=step)
+    return g, step, w, train
+
+
+async def test_worker_session_joins_the_model_the_chief_initialized():
+    """ps:1, worker:2 in process: the chief's MonitoredTrainingSession initializes the
+    variables on the ps and trains; a non-chief worker's waits for nothing (the model is
+    ready), runs its local init, and trains the same variables."""
+    import itertools
+
+    import aioflow as af
+
+    ports = itertools.count(43100)
+    spec = af.train.ClusterSpec({"ps": [f"localhost:{next(ports)}"],
+                                 "worker": [f"localhost:{next(ports)}" for _ in range(2)]})
+    servers = [af.train.Server(spec, job, i, protocol="in_process")
+               for job, n in (("ps", 1), ("worker", 2)) for i in range(n)]
+    try:
+        g, step, w, train = _graph_on_cluster(spec)
+        with g.as_default():
+            async with af.train.MonitoredTrainingSession(master=servers[1].target,
+                                                         is_chief=True) as sess:
+                for _ in range(3):
+                    await sess.run(train)
+            async with af.train.MonitoredTrainingSession(master=servers[2].target,
+                                                         is_chief=False) as sess:
+                for _ in range(2):
+                    await sess.run(train)
+                got_step, got_w = await sess.run([step, w])
+        assert got_step == 5
+        np.testing.assert_allclose(got_w, 2.0 * 0.5 ** 5)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_worker_session_gives_up_after_max_wait_secs():
+    g = tf.Graph()
+    with g.as_default():
+        tf.get_variable("w", initializer=1.0)
+        creator = tf.train.WorkerSessionCreator(max_wait_secs=0)
+        with pytest.raises(tf.errors.DeadlineExceededError,
+                           match="Session was not ready after waiting 0 secs"):
+            tf.train.MonitoredSession(session_creator=creator)

@@ -86,6 +86,7 @@ from aioflow.train.monitored_session import (
     Scaffold,
     SessionCreator,
     SingularMonitoredSession,
+    WorkerSessionCreator,
 )
 from aioflow.train.moving_averages import ExponentialMovingAverage
 from aioflow.train.optimizer import Optimizer
@@ -138,7 +139,8 @@ __all__ = [
     "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
     "piecewise_constant", "piecewise_constant_decay", "polynomial_decay",
     # training sessions and hooks
-    "ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold",
+    "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
+    "MonitoredTrainingSession", "Scaffold",
     "SessionCreator", "SingularMonitoredSession", "SessionRunArgs", "SessionRunContext",
     "SessionRunHook", "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
     "FeedFnHook", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aioflow.checkpoint import checkpoint_management
 from aioflow.checkpoint.saver import Saver
@@ -63,6 +64,10 @@ class Scaffold:
         if self._ready_op is None:
             self._ready_op = _get_or_make("ready_op",
                                           lambda: variables.report_uninitialized_variables())
+        if self._ready_for_local_init_op is None:
+            self._ready_for_local_init_op = _get_or_make(
+                "ready_for_local_init_op",
+                lambda: variables.report_uninitialized_variables(variables.global_variables()))
         if self._local_init_op is None:
             self._local_init_op = _get_or_make("local_init_op", lambda: array_ops.group(
                 variables.local_variables_initializer(), lookup_ops.tables_initializer()))
@@ -181,6 +186,52 @@ def _op_name(op) -> str:
     return getattr(op, "name", str(op))
 
 
+class WorkerSessionCreator(SessionCreator):
+    """A non-chief worker's session (TF's SessionManager.wait_for_session): it waits, a
+    new session every `recovery_wait_secs` (30 s, as TF's), until the chief has
+    initialized the model (ready_for_local_init_op reports nothing), runs
+    local_init_op, and checks ready_op; DeadlineExceededError after `max_wait_secs`."""
+
+    def __init__(self, scaffold=None, master: str = "", config=None,
+                 max_wait_secs: float = 30 * 60, recovery_wait_secs: float = 30):
+        self._scaffold = scaffold or Scaffold()
+        self._master = master
+        self._config = config
+        self._max_wait_secs = max_wait_secs
+        self._recovery_wait_secs = recovery_wait_secs
+
+    @staticmethod
+    def _not_ready(runner, op) -> list:
+        if op is None:
+            return []
+        return list(runner.wait(runner.awaitable.run(op)))
+
+    def create_session(self, runner):
+        self._scaffold.finalize()
+        scaffold = self._scaffold
+        start = time.time()
+        while True:
+            sess = runner.new_session(self._master, self._config)
+            not_ready = self._not_ready(runner, scaffold.ready_for_local_init_op)
+            if not not_ready:
+                if scaffold.local_init_op is not None:
+                    runner.wait(runner.awaitable.run(scaffold.local_init_op,
+                                                     scaffold.local_init_feed_dict))
+                not_ready = self._not_ready(runner, scaffold.ready_op)
+                if not not_ready:
+                    return sess
+            runner.close_session()
+            remaining = self._max_wait_secs - (time.time() - start)
+            if remaining < self._recovery_wait_secs:
+                raise errors.DeadlineExceededError(
+                    None, None, f"Session was not ready after waiting "
+                    f"{self._max_wait_secs} secs.")
+            names = ", ".join(n.decode() if isinstance(n, bytes) else str(n)
+                              for n in not_ready)
+            logging.info("Waiting for model to be ready. Not ready: %s", names)
+            time.sleep(self._recovery_wait_secs)
+
+
 class _Runner:
     """How the core waits: a blocking session's loop, or the awaitable one's loop from a
     worker thread."""
@@ -203,6 +254,15 @@ class _Runner:
         if self.blocking:
             return self.session._call(coro)
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close_session(self) -> None:
+        """Close the session new_session made (a worker's that was not ready)."""
+        sess, self.session, self.awaitable = self.session, None, None
+        if sess is not None:
+            if self.blocking:
+                sess.close()
+            else:
+                self.wait(sess.close())
 
     def enter_hooks(self) -> None:
         """Hooks on this thread resolve awaitables on the session's loop."""
@@ -401,16 +461,17 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                              summary_dir=None, save_graph_def: bool = True,
                              _blocking: bool = False):
     """A monitored session for training, as TF 1's (awaitable here; compat.v1's blocks)."""
-    if not is_chief:
-        raise NotImplementedError("MonitoredTrainingSession of a non-chief worker is not "
-                                  "supported by aioflow")
     scaffold = scaffold or Scaffold()
     all_hooks = _training_hooks(is_chief, checkpoint_dir, scaffold, hooks, chief_only_hooks,
                                 save_checkpoint_secs, save_summaries_steps,
                                 save_summaries_secs, log_step_count_steps,
                                 save_checkpoint_steps, summary_dir, save_graph_def)
-    creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
-                                  master=master, config=config)
+    if is_chief:
+        creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
+                                      master=master, config=config)
+    else:
+        creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
+                                       max_wait_secs=max_wait_secs)
     cls = BlockingMonitoredSession if _blocking else MonitoredSession
     return cls(session_creator=creator, hooks=all_hooks,
                stop_grace_period_secs=stop_grace_period_secs)
