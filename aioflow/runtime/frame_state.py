@@ -208,7 +208,12 @@ class ControlFlowExecutorState(ExecutorStateBase):
         self.in_flight -= 1
         self.completed.append((tagged, (None if is_dead else value,)))
         if not self.queued:
-            self.runner.submit(self)
+            runner = self.runner
+            if runner.draining:  # (always: a Send runs in a `process`) runner.submit,
+                self.queued = True  # written out: twice per iteration of a split loop
+                runner.queue.append(self)
+            else:
+                runner.submit(self)
 
     def traced_transfer(self, item, tagged, args):
         """A transfer inside a while loop in a traced run: what `process` does for mode
