@@ -341,7 +341,8 @@ class SimpleExecutorState(ExecutorStateBase):
     # readies its node.
     process = generate(Propagator(
         name="SimpleExecutorState",
-        unpack="item = token",
+        token="item",
+        unpack="",
         inputs="inputs",
         is_dead="False",
         is_transfer="False",

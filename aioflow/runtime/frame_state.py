@@ -99,13 +99,14 @@ class ControlFlowExecutorState(ExecutorStateBase):
 
     process = generate(Propagator(
         name="ControlFlowExecutorState",
-        unpack="item, frame, it, is_dead = token",
+        token="tagged",
+        unpack="item, frame, it, is_dead = tagged",
         inputs="it.inputs",
         is_dead="is_dead",
         is_transfer="mode == FRAMED",
         transfer="""
             if not item.is_send or stats is not None:
-                self.transfer(item, token, args)  # a Recv run as a node, or traced
+                self.transfer(item, tagged, args)  # a Recv run as a node, or traced
                 continue
             # A Send in a loop, written out here: it runs every iteration.
             key = (item.kernel.frame_prefix, frame.frame_id or self.frame_id(frame),
@@ -117,7 +118,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
             else:  # its Recv waits: `_recv_done` queues the value on its partition
                 waiter[0](waiter[1], value, value is None, None)
             if item.out_data_cf or item.has_rare_edges_cf:
-                completed.append((token, ()))
+                completed.append((tagged, ()))
             else:  # nothing to activate: it is done, only its iteration counts it
                 it.outstanding_ops -= 1
                 if not it.outstanding_ops and self.cleanup_iterations(frame, it):
@@ -130,7 +131,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
         """,
         propagate="""
             if item.is_enter_exit_or_next_iter:
-                self.propagate(token, outs)
+                self.propagate(tagged, outs)
             else:  # propagate() without the frame cases (one call on the hot path)
                 self.activate(item, is_dead, frame, it, outs)
                 it.outstanding_ops -= 1

@@ -47,7 +47,9 @@ class Propagator:
     """The source fragments a propagator gives the process loop."""
 
     name: str        # names the generated function in tracebacks
-    unpack: str      # statement: a queue entry `token` -> `item` (and what else it holds)
+    token: str       # the name of a queue entry (a ready node, a completion's token)
+    unpack: str      # statements: that entry -> `item` and what else it holds ("": the
+                     # entry is the item)
     inputs: str      # expression: the input slot list of `item`'s node
     is_dead: str     # expression: the entry is dead ("False": never)
     is_transfer: str  # expression: `item` is a transfer inside a loop (FRAMED; "False")
@@ -73,23 +75,23 @@ def process(self, deadline):
     count = 0
     while True:
         if ready:
-            token = popleft()
+            {token} = popleft()
             {unpack}
             mode = item.mode
             try:
                 if {is_dead}:
                     if mode == SEGMENT:
-                        self.expand(token)
+                        self.expand({token})
                         continue
                     outs = None
                     if item.is_send:  # a dead value is sent as dead (TF runs transfers)
-                        self.send_dead(token)
+                        self.send_dead({token})
                 elif mode == SEGMENT:
                     # Traced, every node shows in the stats: run them one by one.
                     outs = None if stats is not None else item.compute(ctx, {inputs})
                     count |= CHECK_EVERY  # a segment is many nodes: test the clock
                     if outs is None:
-                        self.expand(token)
+                        self.expand({token})
                         continue
                 elif mode == FORWARD:
                     outs = {inputs}[item.input_start:item.input_end]
@@ -100,36 +102,36 @@ def process(self, deadline):
                     if mode != INLINE:
                         if {is_transfer}:
                             {transfer}
-                        if self.offload(item, token, args, {inputs}):
+                        if self.offload(item, {token}, args, {inputs}):
                             continue  # running elsewhere: its outputs come back in `completed`
                     outs = (item.compute(ctx, args) if stats is None
                             else stats.call(item, ctx, args))
             except Suspended as s:
-                self.suspended.append((token, s.gen))
+                self.suspended.append(({token}, s.gen))
                 return  # a compiled loop used its slice: let the event loop turn
             except BaseException as e:  # noqa: BLE001 - becomes the step's error
                 if mode == SEGMENT and isinstance(e, Exception):
                     item.segment.fell_back()  # node by node: the error names its node
-                    self.expand(token)
+                    self.expand({token})
                     continue
-                self.fail(self.wrap(token, e))
+                self.fail(self.wrap({token}, e))
                 return
         elif completed:
-            token, outs = completed.popleft()
+            {token}, outs = completed.popleft()
             {unpack}
         elif self.suspended:  # a compiled loop that yielded: continue it
-            token, gen = self.suspended.popleft()
+            {token}, gen = self.suspended.popleft()
             {unpack}
             try:
                 outs = item.segment.resume(gen)
             except Suspended as s:
-                self.suspended.append((token, s.gen))
+                self.suspended.append(({token}, s.gen))
                 return  # it used its slice: let the event loop turn
             except Exception:  # noqa: BLE001 - run the loop node by node instead
                 item.segment.fell_back()
                 outs = None
             if outs is None:
-                self.expand(token)
+                self.expand({token})
                 continue
         else:
             break
@@ -146,7 +148,7 @@ def source(p: Propagator) -> str:
         lines = textwrap.dedent(text).strip().splitlines()
         return ("\n" + " " * indent).join(lines)
 
-    return _LOOP.format(setup=block(p.setup, 4), unpack=block(p.unpack, 12),
+    return _LOOP.format(token=p.token, setup=block(p.setup, 4), unpack=block(p.unpack, 12),
                         inputs=p.inputs, is_dead=p.is_dead, is_transfer=p.is_transfer,
                         transfer=block(p.transfer, 28), propagate=block(p.propagate, 8))
 
