@@ -4,13 +4,12 @@
 af.while_loop, ...), and `await af.Session(graph=g).run(fetches, feed_dict)`.
 """
 
-__version__ = "0.1.0"
-
 from aioflow.api import *  # noqa: E402,F403
 from aioflow.api import __all__ as _api_all  # noqa: E402
 from aioflow.client.session import Session  # noqa: E402
 from aioflow.client.sync_session import SyncSession  # noqa: E402
 from aioflow.client.timeline import Timeline  # noqa: E402
+from aioflow.framework.versions import __version__
 from aioflow.ops.script_ops import async_py_func, py_func  # noqa: E402
 from aioflow.proto.config_pb2 import (  # noqa: E402
     ConfigProto,

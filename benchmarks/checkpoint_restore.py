@@ -51,7 +51,7 @@ def layout(mb: int) -> dict[str, tuple[int, ...]]:
 
 def write_checkpoint(prefix: str, mb: int) -> int:
     """Write the benchmark checkpoint with aioflow; returns its data bytes."""
-    from aioflow.framework import tensor_bundle
+    from aioflow.lib import tensor_bundle
 
     rng = np.random.default_rng(0)
     writer = tensor_bundle.BundleWriter(prefix)
@@ -111,7 +111,7 @@ def child_aioflow(prefix: str, mb: int, runs: int) -> dict:
         return times, gaps
 
     times, gaps = asyncio.run(main())
-    from aioflow.framework import crc32c
+    from aioflow.lib import crc32c
     return {"crc32c": "google-crc32c" if crc32c._native else "numpy",
             "seconds": statistics.median(times), "max_gap_ms": max(gaps) * 1e3,
             "p99_gap_ms": float(np.percentile(gaps, 99)) * 1e3, "beats": len(gaps)}

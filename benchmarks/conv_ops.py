@@ -261,8 +261,7 @@ def main() -> None:
         from aioflow.runtime.allocator import retain_freed_memory
 
         memory_policy = retain_freed_memory()
-    from aioflow.kernels import epilogue_jit, normalization_jit, pooling_jit
-
+    from aioflow.kernels.nn import epilogue_jit, normalization_jit, pooling_jit
     for loops in (epilogue_jit, normalization_jit, pooling_jit):
         loops.wait_ready(300)  # compiled in the background: NumPy runs until they are
     if args.intra_op > 0:

@@ -41,22 +41,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def import_aioflow():
-    """aioflow, with the kernel library of the same checkout: in an environment where
-    another checkout is installed editable and this one is put first on PYTHONPATH, the
-    installed finder would map aioflow.kernels to the other checkout's folder."""
-    import importlib.util
-    from pathlib import Path
-
+    """aioflow (its kernel library included) from the first checkout on PYTHONPATH."""
     import aioflow
 
-    kernels = Path(aioflow.__file__).resolve().parent.parent / "kernels"
-    if "aioflow.kernels" not in sys.modules and (kernels / "__init__.py").exists():
-        spec = importlib.util.spec_from_file_location(
-            "aioflow.kernels", kernels / "__init__.py",
-            submodule_search_locations=[str(kernels)])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["aioflow.kernels"] = module
-        spec.loader.exec_module(module)
     return aioflow
 
 

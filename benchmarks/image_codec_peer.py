@@ -91,8 +91,8 @@ class _Construction:
 
 def files() -> dict:
     """The inputs: encoded by aioflow's kernels (JPEG: TF's bytes)."""
-    from aioflow.kernels.jpeg_codec import encode_jpeg
-    from aioflow.kernels.png_codec import encode_png
+    from aioflow.kernels.image.jpeg_codec import encode_jpeg
+    from aioflow.kernels.image.png_codec import encode_png
 
     small, large = picture(224, 224), picture(480, 640)
     jpeg = encode_jpeg(small, "", 90)
@@ -137,8 +137,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child_tf(args.child, args.runs)))
         return
-    from aioflow.kernels import image_codec_kernels as k
-
+    from aioflow.kernels.image import image_codec_kernels as k
     classes = {"DecodeJpeg": k.DecodeJpegOp, "DecodePng": k.DecodePngOp,
                "DecodeGif": k.DecodeGifOp, "EncodeJpeg": k.EncodeJpegOp,
                "EncodePng": k.EncodePngOp}

@@ -85,8 +85,7 @@ class _Construction:
 
 
 def aioflow_fns() -> dict:
-    from aioflow.kernels import image_scale_kernels as kernels
-
+    from aioflow.kernels.image import resize_area_kernels as kernels
     classes = {"ResizeArea": kernels.ResizeAreaOp,
                "ScaleAndTranslate": kernels.ScaleAndTranslateOp,
                "ScaleAndTranslateGrad": kernels.ScaleAndTranslateGradOp}

@@ -10,7 +10,8 @@ from concurrent.futures import CancelledError, ThreadPoolExecutor
 
 import pytest
 
-from aioflow.runtime.blas_gate import BlasGate, BlasThreads
+from aioflow.framework.intra_op_threads import BlasThreads
+from aioflow.runtime.blas_gate import BlasGate
 
 
 def _recorder():
@@ -108,7 +109,7 @@ def test_intra_op_threads_set_blas_threads_even_when_threadpoolctl_has_another_o
     # A child process, since the BLAS thread count is process-wide.
     code = textwrap.dedent("""
         import asyncio, numpy as np, threadpoolctl, aioflow as af
-        from aioflow.runtime.blas_gate import BlasThreads
+        from aioflow.framework.intra_op_threads import BlasThreads
         threadpoolctl.threadpool_limits(limits=2, user_api="blas")
         g = af.Graph()
         with g.as_default():

@@ -8,11 +8,12 @@ import threading
 
 import numpy as np
 import pytest
-from aioflow.kernels import conv_kernels, fused_kernels
 from kernel_testutil import run1
 
-from aioflow.runtime import blas_gate
-from aioflow.runtime.blas_gate import BlasGate, BlasThreads
+from aioflow.framework import intra_op_threads
+from aioflow.framework.intra_op_threads import BlasThreads
+from aioflow.kernels.nn import conv_kernels, fused_kernels
+from aioflow.runtime.blas_gate import BlasGate
 
 needs_openblas = pytest.mark.skipif(BlasThreads.find() is None,
                                     reason="needs numpy on a pthreads OpenBLAS")
@@ -28,11 +29,11 @@ def blas_count():
     def set_count(n):
         if blas is None:
             pytest.skip("needs numpy on a pthreads OpenBLAS")
-        blas_gate.set_blas_threads(n)
+        intra_op_threads.set_blas_threads(n)
 
     yield set_count
     if blas is not None:
-        blas_gate.set_blas_threads(before)
+        intra_op_threads.set_blas_threads(before)
 
 
 @pytest.fixture(params=["default", "intra_op_1"])
@@ -66,10 +67,10 @@ def recorded(monkeypatch):
 def test_blas_is_single_threaded_inside_and_restored_after(blas_count):
     blas_count(3)
     blas = BlasThreads.find()
-    with blas_gate.own_threads() as threads:
+    with intra_op_threads.own_threads() as threads:
         assert threads == 3
         assert blas.get() == 1
-        assert blas_gate.blas_threads_outside() == 3
+        assert intra_op_threads.blas_threads_outside() == 3
         assert BlasGate.for_device(pool_size=64, intra_op_threads=0).slots == \
             max(1, BlasGate.for_device(pool_size=64, intra_op_threads=3).slots)
     assert blas.get() == 3
@@ -85,13 +86,13 @@ def test_sections_at_once_share_one_saved_count(blas_count):
     seen = []
 
     def other():
-        with blas_gate.own_threads() as threads:
+        with intra_op_threads.own_threads() as threads:
             seen.append(threads)
             entered.set()
             leave.wait(10)
             seen.append(blas.get())
 
-    with blas_gate.own_threads() as threads:
+    with intra_op_threads.own_threads() as threads:
         t = threading.Thread(target=other)
         t.start()
         assert entered.wait(10)
@@ -106,18 +107,18 @@ def test_sections_at_once_share_one_saved_count(blas_count):
 @needs_openblas
 def test_intra_op_set_while_a_section_is_open_holds_after_it(blas_count):
     blas_count(2)
-    with blas_gate.own_threads():
-        blas_gate.set_blas_threads(1)
+    with intra_op_threads.own_threads():
+        intra_op_threads.set_blas_threads(1)
         assert BlasThreads.find().get() == 1
-        assert blas_gate.blas_threads_outside() == 1
+        assert intra_op_threads.blas_threads_outside() == 1
     assert BlasThreads.find().get() == 1
 
 
 def test_without_a_controllable_blas_the_kernel_leaves_blas_alone(monkeypatch):
-    monkeypatch.setattr(blas_gate, "_blas", False)
-    with blas_gate.own_threads() as threads:
+    monkeypatch.setattr(intra_op_threads, "_blas", False)
+    with intra_op_threads.own_threads() as threads:
         assert threads == 0
-    assert blas_gate.blas_threads_outside() == 0
+    assert intra_op_threads.blas_threads_outside() == 0
 
 
 # -- values, split by rows and by columns ----------------------------------------------------------
@@ -234,32 +235,31 @@ def test_conv3d_k_major_patches_match_reference(x_shape, k, s, d, padding, k_maj
 def test_small_matmul_after_a_convolution_runs_single_threaded(shape, blas_count, monkeypatch):
     """BLAS's workers idle since a convolution: a small product runs single-threaded (no
     wake-up), the same values; a product run threaded marks them busy again."""
-    from aioflow.kernels import matmul_kernels
-
+    from aioflow.kernels.math import matmul_kernels
     blas_count(2)
     m, k, n = shape
     rng = np.random.default_rng(m)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     seen = []
-    real = blas_gate.own_threads.__enter__
+    real = intra_op_threads.own_threads.__enter__
 
     def enter(self):
         seen.append(BlasThreads.find().get())
         return real(self)
 
-    monkeypatch.setattr(blas_gate.own_threads, "__enter__", enter)
-    monkeypatch.setattr(blas_gate, "threads_idle", False)  # put back after the test
-    with blas_gate.own_threads():  # a convolution ran
+    monkeypatch.setattr(intra_op_threads.own_threads, "__enter__", enter)
+    monkeypatch.setattr(intra_op_threads, "threads_idle", False)  # put back after the test
+    with intra_op_threads.own_threads():  # a convolution ran
         pass
-    assert blas_gate.threads_idle
+    assert intra_op_threads.threads_idle
     seen.clear()
     got = run1("MatMul", [a, b])
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
     assert seen == [2]  # inside a section
     assert BlasThreads.find().get() == 2
-    monkeypatch.setattr(blas_gate, "threads_idle", False)
+    monkeypatch.setattr(intra_op_threads, "threads_idle", False)
     seen.clear()
     np.testing.assert_allclose(run1("MatMul", [a, b]), got, rtol=1e-5, atol=1e-4)
-    assert seen == [] and not blas_gate.threads_idle  # BLAS's own threads
+    assert seen == [] and not intra_op_threads.threads_idle  # BLAS's own threads
     assert matmul_kernels._ONE_THREAD_MACS[0] < m * k * n <= matmul_kernels._ONE_THREAD_MACS[1]

@@ -1,4 +1,4 @@
-"""FarmHash Fingerprint64 and SipHash-2-4 (aioflow/framework/fingerprint.py) against
+"""FarmHash Fingerprint64 and SipHash-2-4 (aioflow/lib/fingerprint.py) against
 TensorFlow 2.21 on tests/data/string_hash_buckets.json: strings of every length 0..200
 (printable ASCII and random bytes), UTF-8 text of many lengths, long and degenerate
 inputs; raw fingerprints (tf.fingerprint) and the buckets of StringToHashBucketFast and
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from kernel_testutil import run1
 
-from aioflow.framework.fingerprint import K2, fingerprint64, siphash
+from aioflow.lib.fingerprint import K2, fingerprint64, siphash
 
 FIXTURE = json.loads((Path(__file__).parent / "data" / "string_hash_buckets.json").read_text())
 STRINGS = [bytes.fromhex(h) for h in FIXTURE["strings"]]

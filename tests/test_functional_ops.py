@@ -18,8 +18,8 @@ import pytest
 
 import aioflow as af
 from aioflow.framework import errors
+from aioflow.framework.nest import assert_same_structure
 from aioflow.framework.tensor_spec import TensorSpec
-from aioflow.ops.control_flow_ops import assert_same_structure
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

@@ -1,5 +1,5 @@
 """The remapper's passes (aioflow/passes/fold_batch_norm.py, remapper.py) and the fused
-kernels (kernels/fused_kernels.py): graphs run with and without the fusions give the same
+kernels (aioflow/kernels/nn/fused_kernels.py): graphs run with and without the fusions give the same
 values (and NumPy's), the passes rewrite exactly the patterns they should, the session's
 config switches them, and the partition graphs show the fused ops."""
 
@@ -365,7 +365,7 @@ async def test_fused_conv_bias_of_the_wrong_size_is_invalid_argument():
 def test_gemm_blocks_shared_among_threads_give_the_same_values(monkeypatch, ksize, stride):
     # BLAS single-threaded inside a convolution, the conv kernels hand their GEMM blocks
     # (patch copy, GEMM, fused epilogue) to helper threads.
-    from kernels import conv_kernels, fused_kernels
+    from aioflow.kernels.nn import conv_kernels, fused_kernels
 
     x, w, bias = _f32(4, 40, 40, 16), _f32(ksize, ksize, 16, 24), _f32(24)
     out, before, after = conv_kernels.windowed_output_size(40, ksize, 1, stride, "SAME")

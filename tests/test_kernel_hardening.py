@@ -19,7 +19,8 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
-from aioflow.kernels import array_kernels, tensor_array_kernels
+from aioflow.kernels.array import array_kernels
+from aioflow.kernels.data_flow import tensor_array_kernels
 from kernel_testutil import create, run1, run_kernel
 
 import aioflow as af

@@ -117,7 +117,7 @@ def test_conv2d_k_major_patches_match_reference(shape, k, s, d, padding, explici
                                                 k_major_run, monkeypatch):
     """Patches copied K-major (short kw*C runs) or row by row: both the reference's values,
     whole and in blocks of one output row."""
-    from aioflow.kernels import conv_kernels
+    from aioflow.kernels.nn import conv_kernels
     monkeypatch.setattr(conv_kernels, "_K_MAJOR_RUN", k_major_run)
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
@@ -138,7 +138,7 @@ def test_conv2d_k_major_patches_match_reference(shape, k, s, d, padding, explici
 
 def test_depthwise_explicit_padding_and_big_blocks_agree(depthwise_path, monkeypatch):
     """EXPLICIT asymmetric padding, a 5x4 window, blocks smaller than an image."""
-    from aioflow.kernels import conv_kernels
+    from aioflow.kernels.nn import conv_kernels
     rng = np.random.default_rng(3)
     x = rng.standard_normal((3, 12, 13, 4)).astype(np.float32)
     w = rng.standard_normal((5, 4, 4, 2)).astype(np.float32)
@@ -156,7 +156,7 @@ def test_depthwise_explicit_padding_and_big_blocks_agree(depthwise_path, monkeyp
 
 def test_conv2d_large_batch_is_blocked(monkeypatch):
     """Blocks of output rows smaller than an image give the same result."""
-    from aioflow.kernels import conv_kernels
+    from aioflow.kernels.nn import conv_kernels
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 20, 20, 5)).astype(np.float32)
     w = rng.standard_normal((3, 3, 5, 6)).astype(np.float32)
@@ -169,7 +169,7 @@ def test_conv2d_large_batch_is_blocked(monkeypatch):
 @pytest.fixture(params=["numpy", "jit"])
 def depthwise_path(request, monkeypatch):
     """The depthwise kernel's NumPy path, and its compiled one where numba is installed."""
-    from aioflow.kernels import conv_kernels
+    from aioflow.kernels.nn import conv_kernels
     if request.param == "numpy":
         monkeypatch.setattr(conv_kernels, "_COMPILED_DEPTHWISE", False)
     elif not conv_kernels._COMPILED_DEPTHWISE:
@@ -214,7 +214,7 @@ def test_depthwise_stride1_rows_match_reference(shape, k, s, d, padding, explici
                                                 depthwise_path, monkeypatch):
     """Stride-1 columns (each output row accumulated tap by tap over the columns whose input
     is inside), against the reference, whole and in blocks of one row."""
-    from aioflow.kernels import conv_kernels
+    from aioflow.kernels.nn import conv_kernels
     rng = np.random.default_rng(sum(shape) + d)
     x = rng.standard_normal(shape).astype(dtype)
     w = rng.standard_normal(k + (shape[3], 1)).astype(dtype)
@@ -267,7 +267,7 @@ def _ref_max_pool(x, k, s, pads):
 @pytest.fixture(params=["numpy", "jit"])
 def max_pool_path(request, monkeypatch):
     """MaxPool's NumPy path, and its compiled one where numba is installed."""
-    from aioflow.kernels import pooling_kernels
+    from aioflow.kernels.nn import pooling_kernels
     if request.param == "numpy":
         monkeypatch.setattr(pooling_kernels, "_COMPILED", False)
     elif not pooling_kernels._COMPILED:
@@ -288,7 +288,7 @@ def max_pool_path(request, monkeypatch):
 def test_max_pool_matches_reference(shape, k, s, padding, explicit, dtype, max_pool_path,
                                     monkeypatch):
     """Max pooling against NumPy, with NaN and -inf in the input, whole and in blocks."""
-    from aioflow.kernels import pooling_kernels
+    from aioflow.kernels.nn import pooling_kernels
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(dtype)
     x.flat[::7] = -np.inf

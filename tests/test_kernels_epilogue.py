@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 import pytest
-from aioflow.kernels import epilogue_jit, fused_kernels
+from aioflow.kernels.nn import epilogue_jit, fused_kernels
 from kernel_testutil import create, run1
 
 import aioflow as af

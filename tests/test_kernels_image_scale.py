@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aioflow.kernels import image_scale_kernels
+from aioflow.kernels.image import resize_area_kernels as image_scale_kernels
 from kernel_testutil import create, run_kernel
 from op_def_compare import assert_equal_to_tf
 

@@ -107,7 +107,8 @@ def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
 def test_single_threaded_blas_matmul_in_row_blocks(monkeypatch, ta, tb):
     """With BLAS on one thread, a large MatMul runs as blocks of rows shared with helper
     threads (conv_kernels.gemm_rows): the same product, in every transpose."""
-    from aioflow.kernels import conv_kernels, matmul_kernels
+    from aioflow.kernels.math import matmul_kernels
+    from aioflow.kernels.nn import conv_kernels
     monkeypatch.setattr(matmul_kernels, "blas_single_threaded", lambda: True)
     monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
     monkeypatch.setattr(conv_kernels, "_EPILOGUE_BLOCK_BYTES", 4096)  # many blocks

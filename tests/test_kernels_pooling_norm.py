@@ -1,6 +1,7 @@
 """Pooling (MaxPool, MaxPoolV2, AvgPool, MaxPool3D, AvgPool3D) and normalisation (LRN,
 FusedBatchNorm*) kernels on each of their paths: NumPy's, and the loops numba compiles
-(kernels/pooling_jit.py, kernels/normalization_jit.py) once they are ready: TF 2.21's
+(aioflow/kernels/nn/pooling_jit.py, aioflow/kernels/nn/normalization_jit.py) once they are ready:
+TF 2.21's
 fixtures (tests/data/nn_conv_cases) on both, NumPy references at the shapes, paddings,
 strides, formats and dtypes the fixtures do not cover, and the first call running NumPy
 while the loops compile in the background."""
@@ -10,13 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_kernels_conv as fixtures
-from aioflow.kernels import (
+from kernel_testutil import run1, run_kernel
+
+from aioflow.kernels.nn import (
     normalization_jit,
     normalization_kernels,
     pooling_jit,
     pooling_kernels,
 )
-from kernel_testutil import run1, run_kernel
 
 try:
     from ml_dtypes import bfloat16

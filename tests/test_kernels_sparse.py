@@ -243,8 +243,7 @@ def test_sparse_tensor_checks_static_shapes():
 def test_fast_paths_agree_with_general_ones():
     """The one-key merge/sort (indices within the shape) gives what the column-wise lexsort
     merge and TF's step-by-step merge give, repeats included."""
-    from aioflow.kernels import sparse_kernels as sk
-
+    from aioflow.kernels.sparse import sparse_kernels as sk
     rng = np.random.RandomState(11)
     for _ in range(40):
         shape = [int(d) for d in rng.randint(1, 5, size=rng.randint(1, 4))]

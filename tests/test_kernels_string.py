@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aioflow.kernels import re2_compat, string_kernels
 from google.protobuf import text_format
 from kernel_testutil import create
 from op_def_compare import ours
 
 import aioflow as af
 from aioflow.framework import dtypes, errors
+from aioflow.kernels.strings import re2_compat, string_kernels
 from aioflow.proto import op_def_pb2
 
 DATA = Path(__file__).parent / "data"
@@ -88,7 +88,8 @@ def assert_tensor_equal(got, want: dict) -> None:
 
 
 #: Patterns RE2 accepts that aioflow refuses (they cannot be translated to Python's `re`;
-#: kernels/re2_compat.py lists them): TF's InvalidArgumentError wording instead of values.
+#: aioflow/kernels/strings/re2_compat.py lists them): TF's InvalidArgumentError wording instead of
+#: values.
 REFUSED_PATTERNS = {"\\p{Greek}": "invalid character class range: \\p{Greek}"}
 
 

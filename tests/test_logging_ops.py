@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from aioflow.kernels import control_flow_kernels
+from aioflow.kernels.control_flow import control_flow_kernels
 from google.protobuf import text_format
 from op_def_compare import ours, without_docs
 

@@ -87,5 +87,5 @@ def test_readme_first_program_runs(tmp_path):
 def test_readme_states_prerequisites_and_scope():
     readme = (ROOT / "README.md").read_text()
     assert "Python 3.11 or newer" in readme and "virtual environment" in readme
-    assert "What aioflow does not do (yet)" in readme and "docs/scope.md" in readme
+    assert "## What runs" in readme and "docs/scope.md" in readme
     assert (ROOT / "docs" / "scope.md").read_text().startswith("# What aioflow does not do")

@@ -1,4 +1,5 @@
-"""Qr (kernels/linalg_kernels.py) and the orthogonal initializer against TensorFlow 2.21's
+"""Qr (aioflow/kernels/math/linalg_kernels.py) and the orthogonal initializer against TensorFlow
+2.21's
 values (tests/data/make_qr_fixtures.py): TF's OpDef, q and r of each case to a few ulps
 (LAPACK here, Eigen in TF: same Householder sign convention, other rounding), TF's errors."""
 

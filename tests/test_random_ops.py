@@ -12,7 +12,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from aioflow.kernels import libm_f32, philox, random_kernels
+from aioflow.kernels.random import libm_f32, philox, random_kernels
 from op_def_compare import assert_equal_to_tf
 
 import aioflow as af

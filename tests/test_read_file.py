@@ -1,4 +1,5 @@
-"""ReadFile (kernels/file_io_kernels.py): TF 2.21's OpDef, the bytes of the file, and TF's
+"""ReadFile (aioflow/kernels/io/file_io_kernels.py): TF 2.21's OpDef, the bytes of the file, and
+TF's
 error classes and words for a missing file, a directory and a non-scalar name."""
 
 from __future__ import annotations

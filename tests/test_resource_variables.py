@@ -189,8 +189,7 @@ async def test_anonymous_variable_is_shared_by_executors():
 async def test_concurrent_assign_add_loses_nothing(on_pool, monkeypatch):
     """Thousands of gathered assign_add runs, inline and with the kernel on the pool,
     with reads in flight (copy-on-write under the variable's lock)."""
-    from aioflow.kernels import resource_variable_kernels
-
+    from aioflow.kernels.state import resource_variable_kernels
     threads = set()
     compute = resource_variable_kernels.AssignAddVariableOp.compute
 

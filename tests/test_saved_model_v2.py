@@ -16,7 +16,8 @@ import pytest
 
 import aioflow as af
 from aioflow import cli
-from aioflow.framework import errors, tensor_bundle
+from aioflow.framework import errors
+from aioflow.lib import tensor_bundle
 from aioflow.proto import (
     config_pb2,
     rewriter_config_pb2,

@@ -470,7 +470,7 @@ def test_a_failed_restore_changes_no_variable(tmp_path, sharded):
             await sess.run(init)
             prefix = await saver.save(sess, str(tmp_path / "model"))
             await sess.run(change)
-            from aioflow.framework import tensor_bundle
+            from aioflow.lib import tensor_bundle
             with tensor_bundle.BundleReader(prefix) as reader:
                 entries = [reader.entry(k) for k in reader.keys() if k != b""]
             num_shards = len([p for p in os.listdir(tmp_path) if ".data-" in p])

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 import pytest
-from aioflow.kernels import epilogue_jit
 from kernel_testutil import create
 
+from aioflow.kernels.nn import epilogue_jit
 from aioflow.serving.gc_guard import GcGuard
 from aioflow.serving.http_server import HttpServer, _Connection
 
@@ -27,8 +27,8 @@ class _StatusApi:
 
     max_request_bytes = 1 << 20
 
-    def get(self, tail: str, path: str):
-        return 200, b'{"model":"%s"}' % tail.encode()
+    def get_model(self, request):
+        return 200, b'{"model":"%s"}' % request.tail.encode(), b"application/json"
 
 
 def _spin(loop, busy: list, seconds: float) -> None:
@@ -164,9 +164,9 @@ class _PredictApi(_StatusApi):
     def __init__(self):
         self.started: list[str] = []
 
-    async def predict(self, tail, path, body, timeout, started):
-        self.started.append(tail)
-        return 200, b"{}"
+    async def post_model(self, request):
+        self.started.append(request.tail)
+        return 200, b"{}", b"application/json"
 
 
 class _Transport:
@@ -203,7 +203,7 @@ def _connections(http, n):
 
 
 def _post(name: str) -> bytes:
-    return b"POST /v1/models/%s:predict HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}" % (
+    return b"POST /v1/models/%s:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}" % (
         name.encode())
 
 

@@ -10,8 +10,8 @@ import logging
 
 import numpy as np
 import pytest
-from aioflow.kernels.parallel_concat_kernels import check_update
-from aioflow.kernels.unsafe_read_kernels import VariableBuffer
+from aioflow.kernels.array.parallel_concat_kernels import check_update
+from aioflow.kernels.state.unsafe_read_kernels import VariableBuffer
 from google.protobuf import text_format
 
 import aioflow as af

@@ -22,8 +22,8 @@ from graph_compare import assert_same_graph
 
 import aioflow as af
 from aioflow.framework import errors
+from aioflow.lib.record_io import encode_record, read_records
 from aioflow.proto import config_pb2, event_pb2, graph_pb2, meta_graph_pb2, summary_pb2
-from aioflow.summary.record_io import encode_record, read_records
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

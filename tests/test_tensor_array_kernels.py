@@ -7,7 +7,8 @@ import types
 
 import numpy as np
 import pytest
-from aioflow.kernels import control_flow_kernels, tensor_array_kernels
+from aioflow.kernels.control_flow import control_flow_kernels
+from aioflow.kernels.data_flow import tensor_array_kernels
 
 from aioflow.framework import dtypes, errors, tensor_shape
 from tests.kernel_testutil import create, run1, run_kernel

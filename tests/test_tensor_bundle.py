@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 
 import aioflow as af
-from aioflow.framework import crc32c, errors, tensor_bundle
+from aioflow.framework import errors
 from aioflow.framework.op_def_library import apply_op_raw
+from aioflow.lib import crc32c, tensor_bundle
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 sys.path.insert(0, DATA)

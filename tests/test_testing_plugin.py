@@ -93,3 +93,23 @@ def test_the_docs_examples_are_the_projects_tests():
     assert len(blocks) == 3
     for block in blocks:
         assert _code(block) in sources, block
+
+
+def test_fixtures_work_in_pytest_asyncios_strict_mode():
+    """pytest-asyncio's default mode is strict: the plugin marks the async tests that use
+    its fixtures itself, so a new project needs no asyncio_mode setting for them."""
+    proc = _pytest("-o", "asyncio_mode=strict")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outcomes = _outcomes(proc.stdout)
+    assert set(outcomes.values()) == {"PASSED"} and len(outcomes) == 8
+
+
+def test_an_unmarked_async_test_in_strict_mode_says_what_to_set(tmp_path):
+    (tmp_path / "test_plain.py").write_text(
+        "import aioflow as af\n\nasync def test_plain():\n    af.Graph()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "-o", "asyncio_mode=strict", "test_plain.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Mark it @pytest.mark.asyncio, or set asyncio_mode = auto" in proc.stdout

@@ -377,8 +377,7 @@ async def test_stateful_kernel_shared_across_signatures():
 @pytest.mark.parametrize("on_pool", [False, True])
 async def test_concurrent_assign_add_loses_nothing(on_pool, monkeypatch):
     """Thousands of gathered assign_add runs, inline and with the kernel on the pool."""
-    from aioflow.kernels import variable_kernels
-
+    from aioflow.kernels.state import variable_kernels
     threads = set()
     compute = variable_kernels.AssignAddOp.compute
 

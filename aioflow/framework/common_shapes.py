@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from aioflow.framework.constant_value import constant_value, constant_value_as_shape
+from aioflow.framework.constant_value import constant_value, constant_value_as_shape, range_size
 from aioflow.framework.tensor_shape import TensorShape, unknown_shape
 
 UNKNOWN = TensorShape(None)
@@ -372,27 +372,6 @@ def range_shape(op) -> list[TensorShape]:
     if start is None or limit is None or delta is None or delta == 0:
         return [TensorShape([None])]
     return [TensorShape([range_size(start, limit, delta)])]
-
-
-def range_size(start, limit, delta) -> int:
-    """The length of Range(start, limit, delta), as TF computes it; ValueError when the
-    sign of delta does not lead from start to limit."""
-    if delta == 0:
-        raise ValueError("Requires delta != 0: 0")
-    if delta > 0 and start > limit:
-        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
-    if delta < 0 and start < limit:
-        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if isinstance(start + limit + delta, (int, np.integer)):
-        return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    # Computed in the values' own type, as TF does (it matters for half types).
-    with np.errstate(all="ignore"):  # an overflow is the check below, not a warning
-        size = np.ceil(np.abs((limit - start) / delta))
-    if np.isnan(size):  # TF casts NaN to int64's minimum and then refuses it as a dim
-        raise ValueError("Dimension -9223372036854775808 must be >= 0")
-    if size > np.iinfo(np.int64).max:  # an infinite limit, or a tiny delta
-        raise ValueError(f"Requires ((limit - start) / delta) <= {np.iinfo(np.int64).max}")
-    return int(size)
 
 
 def select(op) -> list[TensorShape]:

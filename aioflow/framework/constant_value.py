@@ -80,8 +80,6 @@ def constant_value(tensor) -> np.ndarray | None:
             start, limit, delta = (constant_value(t) for t in op.inputs)
             if start is None or limit is None or delta is None:
                 return None
-            from aioflow.framework.common_shapes import range_size
-
             if range_size(start, limit, delta) > MAX_ELEMENTS:
                 return None
             return np.arange(start, limit, delta, dtype=_np_type(op.get_attr("Tidx")))
@@ -129,3 +127,24 @@ def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
     if length is not None and length > _MAX_RANK:
         return tensor_shape.unknown_shape()
     return tensor_shape.unknown_shape(rank=length)
+
+
+def range_size(start, limit, delta) -> int:
+    """The length of Range(start, limit, delta), as TF computes it; ValueError when the
+    sign of delta does not lead from start to limit."""
+    if delta == 0:
+        raise ValueError("Requires delta != 0: 0")
+    if delta > 0 and start > limit:
+        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if isinstance(start + limit + delta, (int, np.integer)):
+        return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
+    # Computed in the values' own type, as TF does (it matters for half types).
+    with np.errstate(all="ignore"):  # an overflow is the check below, not a warning
+        size = np.ceil(np.abs((limit - start) / delta))
+    if np.isnan(size):  # TF casts NaN to int64's minimum and then refuses it as a dim
+        raise ValueError("Dimension -9223372036854775808 must be >= 0")
+    if size > np.iinfo(np.int64).max:  # an infinite limit, or a tiny delta
+        raise ValueError(f"Requires ((limit - start) / delta) <= {np.iinfo(np.int64).max}")
+    return int(size)

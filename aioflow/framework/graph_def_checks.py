@@ -8,6 +8,7 @@ repeats."""
 from __future__ import annotations
 
 from aioflow.framework import errors, node_def_util
+from aioflow.framework.versions import __version__
 
 # TF_GRAPH_DEF_VERSION_MIN_PRODUCER: the oldest GraphDef producer still read.
 GRAPH_DEF_VERSION_MIN_PRODUCER = 0
@@ -20,7 +21,6 @@ _MAX_NAMED = 5
 
 def check_versions(versions) -> None:
     """TF's CheckVersions of a GraphDef against this runtime's producer version."""
-    from aioflow import __version__
     from aioflow.framework.ops import GRAPH_DEF_VERSION
 
     if versions.producer < GRAPH_DEF_VERSION_MIN_PRODUCER:

@@ -23,13 +23,17 @@ _NO_DEFAULT = object()
 
 class OpKernelConstruction:
     """What a kernel may read while it is being built: the node, its attrs, its types,
-    and the device's FunctionLibraryRuntime (`function_library`: what call kernels
-    instantiate their functions with; None where the graph is run without one)."""
+    the device's FunctionLibraryRuntime (`function_library`: what call kernels
+    instantiate their functions with; None where the graph is run without one), and an
+    accelerator's DeviceContext (`device_context`: its streams and memory; None on a
+    CPU)."""
 
     def __init__(self, node_def, op_def=None, device_type: str = "CPU",
                  input_dtypes: Sequence[dtypes.DType] = (),
-                 output_dtypes: Sequence[dtypes.DType] = (), function_library=None):
+                 output_dtypes: Sequence[dtypes.DType] = (), function_library=None,
+                 device_context=None):
         self.node_def = node_def
+        self.device_context = device_context
         self.function_library = function_library
         self.op_def = op_def
         self.device_type = device_type
@@ -62,6 +66,14 @@ class OpKernelConstruction:
             f"NodeDef missing attr '{name}' from Op<name={self.op_type}>; "
             f"NodeDef: {{{{node {self.name}}}}}",
         )
+
+
+def attr_text(value) -> str:
+    """A string attr's bytes as text for a kernel to compare or show: UTF-8, a byte that
+    is not shown as \\xNN (an attr holds any bytes: TF compares them as bytes, so such a
+    value matches no name and is refused with TF's message naming it, never a
+    UnicodeDecodeError)."""
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
 
 
 class OpKernel:
@@ -194,7 +206,8 @@ def supported_device_types(node_def, device_types: Sequence[str]) -> list[str]:
 
 
 def create_kernel(node_def, op_def=None, device_type: str = "CPU",
-                  input_dtypes=(), output_dtypes=(), function_library=None) -> OpKernel:
+                  input_dtypes=(), output_dtypes=(), function_library=None,
+                  device_context=None) -> OpKernel:
     """Build the node's kernel; errors name the node, as TF's do."""
     cls = find_kernel_class(node_def, device_type)
     if cls is None:
@@ -205,7 +218,7 @@ def create_kernel(node_def, op_def=None, device_type: str = "CPU",
             f"{registered_summary(node_def.op)}",
         )
     ctx = OpKernelConstruction(node_def, op_def, device_type, input_dtypes, output_dtypes,
-                               function_library)
+                               function_library, device_context)
     try:
         return cls(ctx)
     except errors.OpError:

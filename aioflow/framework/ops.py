@@ -347,6 +347,8 @@ class Graph:
         # The functions the graph's ops may call (GraphDef.library), kept by
         # import_graph_def and written by as_graph_def.
         self._library = FunctionLibraryDefinition()
+        # op type -> the op type whose gradient function it uses (gradient_override_map).
+        self._gradient_override_map: dict[str, str] = {}
 
     # -- default graph ---------------------------------------------------------------
     @contextlib.contextmanager
@@ -557,6 +559,28 @@ class Graph:
                 op._device = other.device
                 break
 
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict):
+        """Ops of a mapped type created inside take the gradient function registered for
+        the type they map to (TF: the `_gradient_op_type` attr names it)."""
+        if not isinstance(op_type_map, dict):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved: dict[str, str] = {}
+        for op_type, mapped in op_type_map.items():
+            if not (isinstance(op_type, str) and isinstance(mapped, str)):
+                raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+            if op_type in self._gradient_override_map:
+                saved[op_type] = self._gradient_override_map[op_type]
+            self._gradient_override_map[op_type] = mapped
+        try:
+            yield
+        finally:
+            for op_type in op_type_map:
+                if op_type in saved:
+                    self._gradient_override_map[op_type] = saved[op_type]
+                else:
+                    del self._gradient_override_map[op_type]
+
     # -- collections -----------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
         self._check_not_finalized()
@@ -616,20 +640,24 @@ class Graph:
                     raise ValueError(f"Name '{name}' appears to refer to a Tensor, not a "
                                      "Operation.")
                 op_name, _, index = name.partition(":")
-                if not index.isdigit():  # as TF: exactly one ":", then digits
+                try:  # as TF: exactly one ":", then what Python's int() reads
+                    if ":" in index:
+                        raise ValueError
+                    index = int(index)
+                except ValueError:
                     raise ValueError(f"The name '{name}' looks a like a Tensor name, but is not "
                                      "a valid one. Tensor names must be of the form "
-                                     "\"<op_name>:<output_index>\".")
+                                     "\"<op_name>:<output_index>\".") from None
                 op = self._ops_by_name.get(op_name)
                 if op is None:
                     raise KeyError(f"The name '{name}' refers to a Tensor which does not exist. "
                                    f"The operation, '{op_name}', does not exist in the graph.")
-                if int(index) >= len(op._outputs):
+                if index >= len(op._outputs):
                     raise KeyError(
                         f"The name '{name}' refers to a Tensor which does not exist. The "
                         f"operation, '{op_name}', exists but only has {len(op._outputs)} "
                         "outputs.")
-                return op._outputs[int(index)]
+                return op._outputs[index]
             op = self._ops_by_name.get(name)
             if not allow_operation:
                 what = ("refers to an Operation" if op is not None
@@ -681,6 +709,9 @@ class Graph:
                        attrs or {}, "", op_def, control_inputs)
         op._checked = True
         self._add_op(op)
+        mapped = self._gradient_override_map.get(op_type)
+        if mapped is not None:
+            op._set_attr("_gradient_op_type", attr_value_pb2.AttrValue(s=mapped.encode()))
         if compute_device:
             self._apply_device_and_colocation(op)
         if compute_shapes:

@@ -11,16 +11,11 @@ structures (tuples, lists, dicts, namedtuples).
 from __future__ import annotations
 
 from aioflow.framework import ops, tensor_shape
+from aioflow.framework.nest import assert_same_structure, flatten, is_nested, pack_sequence_as
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import array_ops
 from aioflow.ops.constant_op import constant
-from aioflow.ops.control_flow_ops import (
-    assert_same_structure,
-    flatten,
-    is_nested,
-    pack_sequence_as,
-    while_loop,
-)
+from aioflow.ops.control_flow_ops import while_loop
 from aioflow.ops.tensor_array_ops import TensorArray
 
 __all__ = ["map_fn", "scan", "foldl", "foldr"]

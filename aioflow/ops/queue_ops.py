@@ -6,7 +6,8 @@ an enqueue, dequeue, close, size or is_closed op named as TF names it.
 Running them: a dequeue of an empty queue (or an enqueue of a full one) is an async kernel
 that waits on the event loop without holding a thread; another run of the same session
 (`await sess.run(enqueue)`, concurrently) wakes it, as does close(); RunOptions'
-timeout_in_ms and cancelling the awaiting task end the wait (kernels/queue_kernels.py)."""
+timeout_in_ms and cancelling the awaiting task end the wait
+(aioflow/kernels/data_flow/queue_kernels.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The remapper, as TF's grappler remapper does on CPU: a contraction, its bias (or
 inference batch norm) and an activation become one fused node whose kernel computes the
-chain in one call (kernels/fused_kernels.py).
+chain in one call (aioflow/kernels/nn/fused_kernels.py).
 
 Patterns, each intermediate the sole consumer of the node before it (no other consumer,
 no control edge leaving it), all on one device:

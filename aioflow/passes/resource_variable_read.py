@@ -2,7 +2,7 @@
 longer registers it), POST_REWRITE_FOR_EXEC phase 0: a ReadVariableOp whose outputs go
 only to `_Send`, `_Retval` or the sink (the value leaves the step: nothing in it can
 write to it) becomes `_UnsafeReadVariable`, which lends the variable's buffer instead of
-the copy a fetch makes (kernels/unsafe_read_kernels.py: copy-on-write keeps a fetched
+the copy a fetch makes (aioflow/kernels/state/unsafe_read_kernels.py: copy-on-write keeps a fetched
 value from changing; the fetched array is read-only).
 
 Off by default, since the arrays such fetches return are read-only where other fetches

@@ -119,7 +119,7 @@ class Builder:
 
     @staticmethod
     def _saver():
-        from aioflow.train.saver import Saver
+        from aioflow.checkpoint.saver import Saver
 
         return Saver(sharded=True, allow_empty=True)
 

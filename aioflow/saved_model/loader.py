@@ -19,10 +19,10 @@ import os
 
 from google.protobuf import message, text_format
 
+from aioflow.checkpoint import saver as saver_mod
 from aioflow.framework import ops as ops_mod
 from aioflow.proto import meta_graph_pb2, saved_model_pb2
 from aioflow.saved_model import constants
-from aioflow.train import meta_graph as meta_graph_mod
 
 __all__ = ["load", "maybe_saved_model_directory", "parse_saved_model",
            "get_asset_tensors", "get_init_op"]
@@ -158,7 +158,7 @@ async def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     saved_model = await asyncio.to_thread(parse_saved_model, export_dir)
     meta = get_meta_graph_def_from_tags(saved_model, tags)
     with sess.graph.as_default():
-        saver = meta_graph_mod.import_meta_graph(meta, import_scope=import_scope)
+        saver = saver_mod.import_meta_graph(meta, import_scope=import_scope)
         await _restore_variables(sess, saver, export_dir)
         init_op = get_init_op(meta, import_scope, sess.graph)
     if init_op is not None:

@@ -26,7 +26,7 @@ from aioflow.framework import errors, op_def_registry
 from aioflow.framework import ops as ops_mod
 from aioflow.framework.importer import import_graph_def
 from aioflow.framework.op_def_library import apply_op
-from aioflow.framework.tensor_bundle import BundleReader
+from aioflow.lib.tensor_bundle import BundleReader
 from aioflow.ops import array_ops, state_ops
 from aioflow.saved_model import constants, loader, object_graph
 from aioflow.saved_model.signature import Signature

@@ -13,7 +13,7 @@ import asyncio
 import time
 
 import grpc
-import numpy as np
+from google.protobuf.message import DecodeError
 
 from aioflow.framework import errors, tensor_util
 from aioflow.proto.serving import (
@@ -26,7 +26,8 @@ from aioflow.proto.serving import (
 from aioflow.serving import classify
 from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import SIGNATURE_DEF_MAP_URL, signature_def_map, status_response
-from aioflow.serving.status import as_op_error
+from aioflow.serving.status import as_op_error, without_paths
+from aioflow.serving.tensor_decode import decode_inputs
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
@@ -47,39 +48,28 @@ def _timeout_ms(context) -> int:
     return max(1, int(remaining * 1000))
 
 
-def _to_array(proto) -> np.ndarray:
-    try:
-        return tensor_util.make_ndarray(proto)
-    except (ValueError, TypeError) as e:
-        raise errors.InvalidArgumentError(None, None, f"invalid TensorProto: {e}") from None
-
-
 class GrpcApi:
     """The gRPC handlers over a PredictService."""
 
     def __init__(self, service: PredictService):
         self.service = service
+        self.calls_started = 0  # (ModelServer.stop waits until no new call starts)
 
     def handlers(self) -> list:
-        predict = grpc.unary_unary_rpc_method_handler(
-            self.predict, request_deserializer=predict_pb2.PredictRequest.FromString,
-            response_serializer=predict_pb2.PredictResponse.SerializeToString)
-        metadata = grpc.unary_unary_rpc_method_handler(
-            self.get_model_metadata,
-            request_deserializer=get_model_metadata_pb2.GetModelMetadataRequest.FromString,
-            response_serializer=get_model_metadata_pb2.GetModelMetadataResponse.
-            SerializeToString)
-        status = grpc.unary_unary_rpc_method_handler(
-            self.get_model_status,
-            request_deserializer=get_model_status_pb2.GetModelStatusRequest.FromString,
-            response_serializer=get_model_status_pb2.GetModelStatusResponse.SerializeToString)
-        classify_ = grpc.unary_unary_rpc_method_handler(
-            self.classify,
-            request_deserializer=classification_pb2.ClassificationRequest.FromString,
-            response_serializer=classification_pb2.ClassificationResponse.SerializeToString)
-        regress = grpc.unary_unary_rpc_method_handler(
-            self.regress, request_deserializer=regression_pb2.RegressionRequest.FromString,
-            response_serializer=regression_pb2.RegressionResponse.SerializeToString)
+        def method(handler, request_cls, response_cls):
+            return grpc.unary_unary_rpc_method_handler(
+                _refusing_unparsable(handler), request_deserializer=_parser(request_cls),
+                response_serializer=response_cls.SerializeToString)
+
+        predict = method(self.predict, predict_pb2.PredictRequest, predict_pb2.PredictResponse)
+        metadata = method(self.get_model_metadata, get_model_metadata_pb2.GetModelMetadataRequest,
+                          get_model_metadata_pb2.GetModelMetadataResponse)
+        status = method(self.get_model_status, get_model_status_pb2.GetModelStatusRequest,
+                        get_model_status_pb2.GetModelStatusResponse)
+        classify_ = method(self.classify, classification_pb2.ClassificationRequest,
+                           classification_pb2.ClassificationResponse)
+        regress = method(self.regress, regression_pb2.RegressionRequest,
+                         regression_pb2.RegressionResponse)
         return [grpc.method_handlers_generic_handler(
                     PREDICTION_SERVICE, {"Predict": predict, "GetModelMetadata": metadata,
                                          "Classify": classify_, "Regress": regress}),
@@ -88,7 +78,7 @@ class GrpcApi:
 
     @staticmethod
     async def _abort(context, err: errors.OpError):
-        await context.abort(_grpc_code(err.error_code), err.message)
+        await context.abort(_grpc_code(err.error_code), without_paths(err.message))
 
     async def predict(self, request, context):
         call = _Call(self, context, request.model_spec)
@@ -96,8 +86,8 @@ class GrpcApi:
             with self.service.version(call.name, call.version, call.label) as mv:
                 call.mv_version = mv.version  # (recorded even if the signature is wrong)
                 sig = call.use(self.service.signature(mv, call.signature_name))
-                inputs = {k: _to_array(v) for k, v in request.inputs.items()}
-                self.service.check_inputs(sig, inputs)
+                inputs = await decode_inputs(sig, request.inputs, self.service.check_keys)
+                sig.check_shapes(inputs)
                 self.service.check_dtypes(sig, inputs)
                 keys = self.service.output_keys(sig, list(request.output_filter))
                 outputs = await self.service.run(mv, sig, inputs, keys, _timeout_ms(context))
@@ -137,6 +127,7 @@ class GrpcApi:
         return results
 
     async def get_model_metadata(self, request, context):
+        self.calls_started += 1
         name, version, label = _spec_args(request.model_spec)
         try:
             if not request.metadata_field:
@@ -159,6 +150,7 @@ class GrpcApi:
             await self._abort(context, as_op_error(e))
 
     async def get_model_status(self, request, context):
+        self.calls_started += 1
         name, version, label = _spec_args(request.model_spec)
         try:
             if label is not None:
@@ -172,6 +164,33 @@ class GrpcApi:
             await self._abort(context, as_op_error(e))
 
 
+class _Unparsable:
+    """A request whose bytes are not its message (grpc would answer UNKNOWN, naming
+    protobuf's exception)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _parser(request_cls):
+    def parse(data: bytes):
+        try:
+            return request_cls.FromString(data)
+        except DecodeError:
+            return _Unparsable(request_cls.DESCRIPTOR.name)
+    return parse
+
+
+def _refusing_unparsable(handler):
+    """`handler`, an unparsable request answered INVALID_ARGUMENT."""
+    async def handle(request, context):
+        if isinstance(request, _Unparsable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"The request is not a valid {request.name} message")
+        return await handler(request, context)
+    return handle
+
+
 class _Call:
     """A Predict, Classify or Regress call's bookkeeping: what it serves, and one metrics
     record of its outcome. An error leaving the `async with` aborts the call with TF
@@ -179,6 +198,7 @@ class _Call:
 
     def __init__(self, api: GrpcApi, context, spec):
         self.api, self.context = api, context
+        api.calls_started += 1
         self.name, self.version, self.label = _spec_args(spec)
         self.mv_version, self.signature_name = None, spec.signature_name
         self.started = time.perf_counter()

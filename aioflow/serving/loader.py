@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aioflow.client import kernel_compiles
 from aioflow.framework import dtypes, errors
 from aioflow.proto import config_pb2, meta_graph_pb2, tensor_shape_pb2
 
@@ -69,6 +70,11 @@ class Signature:
         """The outputs `output_keys` for `inputs` (every input key, arrays of the
         inputs' dtypes); `timeout_ms` > 0 bounds the run (DeadlineExceededError)."""
         raise NotImplementedError
+
+    def check_shapes(self, inputs: dict[str, np.ndarray]) -> None:
+        """InvalidArgumentError for an input of a shape the signature does not admit,
+        when `run` would not say it in terms of the request itself (a graph's feed check
+        does: "Cannot feed value of shape ...")."""
 
     def to_signature_def(self) -> meta_graph_pb2.SignatureDef:
         sig = meta_graph_pb2.SignatureDef(method_name=self.method_name)
@@ -135,6 +141,10 @@ def _spec_from_info(key: str, info, graph) -> TensorSpec:
     return TensorSpec(key, info.name, dtype, dims)
 
 
+#: How long a version's load waits for the kernels its build compiles.
+KERNEL_COMPILE_TIMEOUT_S = 120.0
+
+
 def graph_servable(session, signature_defs: dict) -> Servable:
     """A Servable of `session`'s graph with these SignatureDefs; builds their executors
     (blocking: call it on a loading thread, or before serving)."""
@@ -148,6 +158,9 @@ def graph_servable(session, signature_defs: dict) -> Servable:
         signature = GraphSignature(name, inputs, outputs, sig.method_name, session)
         signature.build()
         signatures[name] = signature
+    # The kernels the builds compile (numba's loops: the fused ops' epilogue) are ready
+    # before the version serves: its first request never compiles or opens a cache file.
+    kernel_compiles.wait_for_started_compiles(KERNEL_COMPILE_TIMEOUT_S)
     return Servable(signatures, [session.close])
 
 
@@ -310,6 +323,11 @@ def _spec_of(key: str, spec) -> TensorSpec:
     return TensorSpec(key, getattr(spec, "name", None) or key, dtype, dims)
 
 
+def _dims_text(dims) -> str:
+    """[2,3] / [?,3]: a shape as the error messages write it."""
+    return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in dims) + "]"
+
+
 class FunctionSignature(Signature):
     """A TF 2 signature function: `await fn(**inputs)` -> {output key: array}."""
 
@@ -320,6 +338,19 @@ class FunctionSignature(Signature):
                    for k, s in sorted(getattr(fn, "structured_outputs", {}).items())}
         super().__init__(name, inputs, outputs, PREDICT_METHOD)
         self._fn = fn
+
+    def check_shapes(self, inputs: dict[str, np.ndarray]) -> None:
+        """A shape the function's TensorSpec does not admit, said of the request (the
+        function's own TypeError quotes the binding, the arrays and the function)."""
+        for key, spec in self.inputs.items():
+            dims = spec.dims
+            shape = inputs[key].shape
+            if dims is not None and (len(shape) != len(dims) or any(
+                    d is not None and d >= 0 and d != n
+                    for d, n in zip(dims, shape, strict=True))):
+                raise errors.InvalidArgumentError(
+                    None, None, f"input {key!r} has shape {_dims_text(shape)}, which the "
+                                f"signature's {_dims_text(dims)} does not admit")
 
     async def run(self, inputs, output_keys, timeout_ms=0):
         call = self._fn(**inputs)

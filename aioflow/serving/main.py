@@ -11,6 +11,7 @@ import sys
 
 from google.protobuf import json_format, text_format
 
+from aioflow.client import kernel_compiles
 from aioflow.proto import config_pb2
 from aioflow.proto.serving import batching_parameters_pb2, model_server_config_pb2
 from aioflow.serving.batching import BatchingOptions
@@ -125,9 +126,7 @@ async def _settle() -> None:
     the fused kernels' epilogue that their build started (a thread; cached on disk:
     ~0.3 s, a few s the first time on a machine) has ended. Later long-lived objects:
     gc_guard.GcGuard."""
-    from aioflow.kernels import epilogue_jit
-
-    await asyncio.to_thread(epilogue_jit.wait_started, 60.0)
+    await asyncio.to_thread(kernel_compiles.wait_for_started_compiles, 60.0)
     gc.collect()
     gc.freeze()
 
@@ -167,6 +166,7 @@ def run(args, worker=None) -> int:
     try:
         import aiohttp  # noqa: F401
         import grpc  # noqa: F401
+        import httptools  # noqa: F401
         import prometheus_client  # noqa: F401
     except ImportError as e:
         print(f"error: aioflow serve needs the serve extra (pip install 'aioflow[serve]'): "

@@ -5,10 +5,11 @@ while the old one serves; requests then resolve to it; the old version is unload
 the requests that resolved to it have finished (TF Serving's availability-preserving
 policy: a version leaves only when another one is available, or its directory is gone).
 
-A version directory is one whose name is a non-negative integer, under the model's
-base path. Each `ModelVersion` goes START -> LOADING -> AVAILABLE -> UNLOADING -> END (END
-with an error status if its load failed; a failed version is not retried until the
-server restarts, as TF Serving gives up after its load retries).
+A version directory is one whose name is a non-negative integer (ASCII digits, an
+int64, as TF Serving's), under the model's base path. Each `ModelVersion` goes START ->
+LOADING -> AVAILABLE -> UNLOADING -> END (END with an error status if its load failed; a
+failed version is not retried until the server restarts, as TF Serving gives up after
+its load retries).
 """
 
 from __future__ import annotations
@@ -84,7 +85,13 @@ def list_versions(base_path: str) -> list[int]:
     except FileNotFoundError:
         return []
     return sorted(int(n) for n in names
-                  if n.isdigit() and os.path.isdir(os.path.join(base_path, n)))
+                  if is_version_name(n) and os.path.isdir(os.path.join(base_path, n)))
+
+
+def is_version_name(name: str) -> bool:
+    """A version directory's name: ASCII digits making an int64, as TF Serving parses
+    it (str.isdigit takes "²" and "١", which int() refuses or reads as 1)."""
+    return name.isascii() and name.isdigit() and int(name) < 1 << 63
 
 
 class ModelRegistry:

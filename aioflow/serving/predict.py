@@ -63,6 +63,10 @@ class DefaultDeadlines:
         return False
 
 
+#: The metrics' label for a model or signature name that is not served.
+UNKNOWN_LABEL = "(unknown)"
+
+
 class PredictService:
     """Predict over a ModelRegistry; `batching` None runs each request on its own."""
 
@@ -128,10 +132,17 @@ class PredictService:
 
     @staticmethod
     def check_inputs(sig: Signature, inputs: dict) -> None:
+        """Every input of the signature, and no other (TF Serving's message), each of a
+        shape the signature admits (Signature.check_shapes)."""
+        PredictService.check_keys(sig, inputs.keys())
+        sig.check_shapes(inputs)
+
+    @staticmethod
+    def check_keys(sig: Signature, keys) -> None:
         """Every input of the signature, and no other (TF Serving's message)."""
-        if inputs.keys() == sig.inputs.keys():
+        if keys == sig.inputs.keys():
             return
-        given, wanted = sorted(inputs), sorted(sig.inputs)
+        given, wanted = sorted(keys), sorted(sig.inputs)
         extra = sorted(set(given) - set(wanted))
         missing = sorted(set(wanted) - set(given))
         raise errors.InvalidArgumentError(
@@ -219,12 +230,26 @@ class PredictService:
 
         return Batcher(run, self.batching, observe)
 
+    def _served_labels(self, name: str, signature_name: str) -> tuple[str, str]:
+        """The model and signature names as metrics label them: only what is served,
+        any other name collapsed to UNKNOWN_LABEL (a client's made-up names must not
+        add series: each one is kept, and written on every scrape, for ever)."""
+        versions = self.registry.versions.get(name)
+        if versions is None:
+            return UNKNOWN_LABEL, UNKNOWN_LABEL if signature_name else ""
+        if signature_name and not any(
+                mv.servable is not None and signature_name in mv.servable.signatures
+                for mv in versions.values()):
+            return name, UNKNOWN_LABEL
+        return name, signature_name
+
     def record(self, api: str, name: str, version, signature_name: str, started: float,
                error: BaseException | None = None) -> None:
         """Count one request and its latency (and its error's class)."""
         if self.metrics is None:
             return
         status = "OK" if error is None else code_name(as_op_error(error))
+        name, signature_name = self._served_labels(name, signature_name)
         key = (api, name, version, signature_name, status)
         children = self._children.get(key)
         if children is None:  # labels() costs microseconds: look each series up once

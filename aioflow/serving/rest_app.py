@@ -18,9 +18,12 @@ aiohttp's runner is made with handler_cancellation=True).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
 import time
+from typing import NamedTuple
+from urllib.parse import parse_qs
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -28,15 +31,18 @@ from google.protobuf import json_format
 
 from aioflow.framework import errors
 from aioflow.proto.serving import get_model_metadata_pb2, get_model_status_pb2
-from aioflow.serving import classify, rest_codec
+from aioflow.serving import classify, json_worker, rest_codec
 from aioflow.serving.loader import DEFAULT_SIGNATURE
 from aioflow.serving.predict import PredictService
-from aioflow.serving.status import as_op_error, http_status
+from aioflow.serving.status import as_op_error, http_status, without_paths
 
 SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
-#: Bodies larger than this are parsed, and their values converted to arrays, on a worker
-#: thread (the loop keeps serving between the GIL's switches).
+#: Bodies larger than this are parsed, and their values converted to arrays, in a worker
+#: process (json_worker.py: the loop is not held, the server's memory does not grow),
+#: one at a time.
 PARSE_OFF_LOOP_BYTES = 1 << 20
+#: Answers of more values than this are formatted in the worker process.
+FORMAT_OFF_LOOP_ELEMENTS = 1 << 16
 
 _MODEL_PATH = re.compile(
     r"^/v1/models/(?P<name>[^/:]+)"
@@ -73,6 +79,103 @@ async def _json_http_errors(request, handler):
                                 k: v for k, v in e.headers.items() if k == "Allow"})
 
 
+JSON = b"application/json"
+
+
+class RestRequest:
+    """A request as the routes' handlers see it, from either HTTP server: `tail` is the
+    path after the route's prefix; `headers.get` takes lower-case names; `body` is the
+    body's bytes or a coroutine function reading them (raising TooLarge past the
+    limit); `started` is time.perf_counter() when it arrived."""
+
+    __slots__ = ("method", "path", "tail", "query", "headers", "body", "started")
+
+    def __init__(self, method: str, path: str, tail: str, query: str, headers, body,
+                 started: float):
+        self.method, self.path, self.tail, self.query = method, path, tail, query
+        self.headers, self.body, self.started = headers, body, started
+
+
+class Route(NamedTuple):
+    """One entry of the REST route table: `path` (with `prefix`, every path under it,
+    its rest the request's `tail`) and, per method, the name of the RestApi handler
+    answering it: handler(RestRequest) -> (status, body, content type), a coroutine
+    function when the answer takes a while. A GET route answers HEAD too."""
+
+    path: str
+    prefix: bool
+    methods: tuple[tuple[str, str], ...]
+
+
+#: The REST API's routes, for both HTTP servers (http_server.HttpServer and `app()`): a
+#: new endpoint is a handler on RestApi and a line here.
+ROUTES = (
+    Route("/v1/models/", True, (("POST", "post_model"), ("GET", "get_model"))),
+    Route("/monitoring/prometheus/metrics", False, (("GET", "metrics"),)),
+)
+
+
+def allowed_methods(route: Route) -> str:
+    """The route's Allow header value (GET brings HEAD)."""
+    methods = {m for m, _ in route.methods}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ",".join(sorted(methods))
+
+
+def _query_value(query: str, key: str) -> str | None:
+    if not query:
+        return None
+    return parse_qs(query).get(key, (None,))[0]
+
+
+def _aiohttp_handler(handler, route: Route):
+    """An aiohttp handler calling a route's handler."""
+    is_async = inspect.iscoroutinefunction(handler)
+
+    async def handle(request: web.Request) -> web.Response:
+        async def read():
+            try:
+                return await request.read()
+            except web.HTTPRequestEntityTooLarge as e:
+                raise TooLarge(e.text or "Request Entity Too Large") from None
+
+        call = RestRequest(request.method, request.path, request.match_info.get("tail", ""),
+                           request.query_string, request.headers, read, time.perf_counter())
+        status, body, content_type = (await handler(call)) if is_async else handler(call)
+        return web.Response(body=body, status=status,
+                            headers={"Content-Type": content_type.decode()})
+
+    return handle
+
+
+def _signature_name(doc: dict) -> str:
+    """The request's "signature_name" ("" when absent), a string (TF Serving's message)."""
+    name = doc.get("signature_name", "")
+    if not isinstance(name, str):
+        raise errors.InvalidArgumentError(
+            None, None, f"JSON Value: {rest_codec._debug(name)} not formatted correctly. "
+                        "'signature_name' key must be a string value.")
+    return name
+
+
+def _parse_request(body: bytes, mv, named: list):
+    """A predict body -> (signature, inputs, "row" or "columnar"), the signature's name
+    appended to `named`; the parsed JSON is dropped as soon as the arrays are made (on a
+    worker thread for a large body)."""
+    doc = rest_codec.loads(body)
+    signature_name = (_signature_name(doc) if isinstance(doc, dict) else "") or \
+        DEFAULT_SIGNATURE
+    named.append(signature_name)
+    sig = mv.servable.signatures.get(signature_name)
+    if sig is None:
+        raise errors.InvalidArgumentError(
+            None, None, f'Serving signature name: "{signature_name}" not found in signature '
+                        'def')
+    inputs, fmt = rest_codec.parse_predict(doc, sig.inputs)
+    return sig, inputs, fmt
+
+
 def _model_spec_json(name: str, version: int, signature_name: str = "") -> dict:
     return {"name": name, "signature_name": signature_name, "version": str(version)}
 
@@ -91,35 +194,67 @@ class RestApi:
         self.service = service
         self.timeout_ms = timeout_ms
         self.max_request_bytes = max_request_bytes
+        # Large bodies are parsed one at a time: a body's JSON values take tens of times
+        # its bytes while they are turned into arrays, so that N at once would take N
+        # times that (the loop serves small requests meanwhile).
+        self._large_parses = asyncio.Semaphore(1)
+        self._worker = json_worker.JsonWorker(max_request_bytes)
 
-    def app(self) -> web.Application:
+    def close(self) -> None:
+        """Stop the worker process of large bodies (json_worker.py), if it was started."""
+        self._worker.close()
+
+    async def _parse_large(self, body: bytes, mv, named: list):
+        """_parse_request in the worker process (json_worker.py), one at a time."""
+        signatures = {name: {key: spec.dtype.as_datatype_enum
+                             for key, spec in sig.inputs.items()}
+                      for name, sig in mv.servable.signatures.items()}
+        async with self._large_parses:
+            try:
+                _, name, inputs, fmt = await self._worker.call(
+                    json_worker.parse, body, signatures, DEFAULT_SIGNATURE)
+            except errors.OpError as e:
+                named.append(getattr(e, "signature_name", ""))
+                raise
+        named.append(name)
+        return mv.servable.signatures[name], inputs, fmt
+
+    def app(self, middlewares=()) -> web.Application:
+        """The routes of ROUTES as an aiohttp application (to mount in an app of your own;
+        `aioflow serve --rest_api_server aiohttp` serves it), `middlewares` outermost."""
         app = web.Application(client_max_size=self.max_request_bytes,
-                              middlewares=[_json_http_errors])
-        app.router.add_post("/v1/models/{tail:.*}", self.post_model)
-        app.router.add_get("/v1/models/{tail:.*}", self.get_model)
-        app.router.add_get("/monitoring/prometheus/metrics", self.metrics)
+                              middlewares=[*middlewares, _json_http_errors])
+        for route in ROUTES:
+            path = route.path + "{tail:.*}" if route.prefix else route.path
+            for method, name in route.methods:
+                handle = _aiohttp_handler(getattr(self, name), route)
+                if method == "GET":
+                    app.router.add_get(path, handle)  # (HEAD too)
+                else:
+                    app.router.add_route(method, path, handle)
         return app
 
-    # -- the aiohttp app's handlers ---------------------------------------------------------
-    async def post_model(self, request: web.Request) -> web.Response:
-        async def read():
-            try:
-                return await request.read()
-            except web.HTTPRequestEntityTooLarge as e:
-                raise TooLarge(e.text or "Request Entity Too Large") from None
+    # -- the routes' handlers (ROUTES) ------------------------------------------------------
+    async def post_model(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """POST /v1/models/...: predict, classify or regress."""
+        timeout = _query_value(request.query, "timeout_ms") or \
+            request.headers.get("x-request-timeout-ms")
+        status, body = await self.predict(request.tail, request.path, request.body, timeout,
+                                          request.started)
+        return status, body, JSON
 
-        timeout = request.query.get("timeout_ms") or request.headers.get("X-Request-Timeout-Ms")
-        status, body = await self.predict(request.match_info["tail"], request.path, read,
-                                          timeout)
-        return web.Response(body=body, status=status, content_type="application/json")
+    def get_model(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """GET /v1/models/...: model status or metadata (answered at once)."""
+        status, body = self.get(request.tail, request.path)
+        return status, body, JSON
 
-    async def get_model(self, request: web.Request) -> web.Response:
-        status, body = self.get(request.match_info["tail"], request.path)
-        return web.Response(body=body, status=status, content_type="application/json")
-
-    async def metrics(self, request: web.Request) -> web.Response:
-        status, body, content_type = self.metrics_text()
-        return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+    async def metrics(self, request: RestRequest) -> tuple[int, bytes, bytes]:
+        """GET /monitoring/prometheus/metrics, rendered on a worker thread (a page of
+        many series takes milliseconds: not on the loop)."""
+        if self.service.metrics is None:
+            return 404, rest_codec.dumps({"error": "metrics are off"}), JSON
+        status, body, content_type = await asyncio.to_thread(self.metrics_text)
+        return status, body, content_type.encode()
 
     # -- the handlers proper ---------------------------------------------------------------
     @staticmethod
@@ -130,7 +265,7 @@ class RestApi:
             raise errors.InvalidArgumentError(None, None, f"Malformed request: {method} {path}")
         version = m["version"]
         if version is not None:
-            if not version.isdigit():
+            if not (version.isascii() and version.isdigit()):
                 raise errors.InvalidArgumentError(
                     None, None, f"Failed to convert version: {version} to numeric.")
             version = int(version)
@@ -171,29 +306,24 @@ class RestApi:
             mv = service.acquire(name, version, label)
             try:
                 mv_version = mv.version
-                big = len(body) > PARSE_OFF_LOOP_BYTES
-                doc = (await asyncio.to_thread(rest_codec.loads, body) if big
-                       else rest_codec.loads(body))
-                if isinstance(doc, dict):
-                    signature_name = doc.get("signature_name", "")
-                    if not isinstance(signature_name, str):
-                        raise errors.InvalidArgumentError(
-                            None, None, f"JSON Value: {rest_codec._debug(signature_name)} not "
-                                        "formatted correctly. 'signature_name' key must be a "
-                                        "string value.")
-                signature_name = signature_name or DEFAULT_SIGNATURE
-                sig = mv.servable.signatures.get(signature_name)
-                if sig is None:
-                    raise errors.InvalidArgumentError(
-                        None, None, f'Serving signature name: "{signature_name}" not found in '
-                                    'signature def')
-                inputs, fmt = (
-                    await asyncio.to_thread(rest_codec.parse_predict, doc, sig.inputs) if big
-                    else rest_codec.parse_predict(doc, sig.inputs))
+                named: list[str] = []  # (the signature name, for the record of a failure)
+                try:
+                    if len(body) > PARSE_OFF_LOOP_BYTES:
+                        sig, inputs, fmt = await self._parse_large(body, mv, named)
+                    else:
+                        sig, inputs, fmt = _parse_request(body, mv, named)
+                finally:
+                    signature_name = named[0] if named else ""
                 service.check_inputs(sig, inputs)
                 outputs = await service.run(mv, sig, inputs, tuple(sig.outputs), timeout_ms,
                                             self.timeout_ms)
-                body = rest_codec.format_predict(outputs, fmt)
+                del inputs
+                if sum(a.size for a in outputs.values()) > FORMAT_OFF_LOOP_ELEMENTS:
+                    async with self._large_parses:
+                        _, body = await self._worker.call(json_worker.format_answer, outputs,
+                                                          fmt)
+                else:
+                    body = rest_codec.format_predict(outputs, fmt)
             finally:
                 service.release(mv)
         except asyncio.CancelledError:
@@ -215,7 +345,7 @@ class RestApi:
             err = as_op_error(e)
             status = http_status(err)
         self.service.record("rest", name, mv_version, signature_name, started, err)
-        return status, rest_codec.dumps({"error": err.message})
+        return status, rest_codec.dumps({"error": without_paths(err.message)})
 
     async def examples_api(self, api: str, name: str, version, label, read,
                            timeout: str | None, started: float) -> tuple[int, bytes]:
@@ -231,7 +361,7 @@ class RestApi:
             if not isinstance(doc, dict):
                 raise errors.InvalidArgumentError(None, None, "Request body must be a JSON "
                                                               "object")
-            signature_name = doc.get("signature_name", "") or DEFAULT_SIGNATURE
+            signature_name = _signature_name(doc) or DEFAULT_SIGNATURE
             serialized = (await asyncio.to_thread(classify.examples_from_json, doc)
                           if len(body) > PARSE_OFF_LOOP_BYTES
                           else classify.examples_from_json(doc))
@@ -268,7 +398,7 @@ class RestApi:
             return 200, rest_codec.dumps(status_json(self.service.registry, name, version))
         except Exception as e:
             err = as_op_error(e)
-            return http_status(err), rest_codec.dumps({"error": err.message})
+            return http_status(err), rest_codec.dumps({"error": without_paths(err.message)})
 
     def metadata(self, name: str, version, label) -> dict:
         with self.service.version(name, version, label) as mv:
@@ -305,7 +435,7 @@ def status_response(registry, name: str, version) -> get_model_status_pb2.GetMod
         status.status.SetInParent()  # TF Serving writes {"error_code": "OK", ...} too
         if mv.error is not None:
             status.status.error_code = mv.error.error_code
-            status.status.error_message = mv.error.message
+            status.status.error_message = without_paths(mv.error.message)
     return response
 
 

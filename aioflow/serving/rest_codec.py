@@ -41,8 +41,14 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 
 
 def _debug(value) -> str:
-    text = json.dumps(value, allow_nan=True)
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except RecursionError:
+        text = "[" * 101
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+_TOO_DEEP = "JSON Parse error: The document is nested too deeply"
 
 
 def loads(body: bytes):
@@ -58,6 +64,8 @@ def loads(body: bytes):
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
         raise _invalid(f"JSON Parse error: {e}") from None
+    except RecursionError:  # (orjson refuses past 1024 levels; json recurses)
+        raise _invalid(_TOO_DEEP) from None
 
 
 def dumps(obj) -> bytes:
@@ -195,6 +203,13 @@ def to_array(value, dtype) -> np.ndarray:
 
 def parse_predict(doc, input_specs: dict) -> tuple[dict[str, np.ndarray], str]:
     """A parsed predict request -> ({input key: array}, "row" or "columnar")."""
+    try:
+        return _parse_predict(doc, input_specs)
+    except RecursionError:  # (lists nested deeper than Python recurses)
+        raise _invalid(_TOO_DEEP) from None
+
+
+def _parse_predict(doc, input_specs: dict) -> tuple[dict[str, np.ndarray], str]:
     if not isinstance(doc, dict):
         raise _invalid(f"JSON Value: {_debug(doc)} Is not object")
     has_instances, has_inputs = "instances" in doc, "inputs" in doc

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 
 import grpc
 from aiohttp import web
 
 from aioflow.serving.batching import BatchingOptions
+from aioflow.serving.connection_guard import ConnectionGuard
 from aioflow.serving.grpc_service import GrpcApi
 from aioflow.serving.http_server import HttpServer
 from aioflow.serving.metrics import ServingMetrics
@@ -21,6 +23,8 @@ from aioflow.serving.predict import PredictService
 from aioflow.serving.rest_app import JsonAccessLogger, RestApi
 
 _log = logging.getLogger("aioflow.serving")
+#: At a stop, the gRPC server stops once no call has started for this long.
+GRPC_QUIET_S = 0.05
 
 
 class ModelServer:
@@ -54,7 +58,9 @@ class ModelServer:
         self._http: HttpServer | None = None
         self.grace_s = grace_s
         self._runner: web.AppRunner | None = None
+        self._guard: ConnectionGuard | None = None
         self._grpc: grpc.aio.Server | None = None
+        self._grpc_api: GrpcApi | None = None
         self.grpc_port: int | None = None
         self.rest_port: int | None = None
         self._stopped = asyncio.Event()
@@ -74,7 +80,8 @@ class ModelServer:
             if self._reuse_port:
                 options.append(("grpc.so_reuseport", 1))  # beside the other workers
             self._grpc = grpc.aio.server(options=options)
-            self._grpc.add_generic_rpc_handlers(GrpcApi(self.service).handlers())
+            self._grpc_api = GrpcApi(self.service)
+            self._grpc.add_generic_rpc_handlers(self._grpc_api.handlers())
             self.grpc_port = self._grpc.add_insecure_port(f"{self.host}:{self._port}")
             await self._grpc.start()
         if self._rest_api_port is not None and self._rest_api_server == "native":
@@ -86,12 +93,15 @@ class ModelServer:
             kwargs = {"access_log_class": JsonAccessLogger,
                       "access_log": logging.getLogger("aioflow.serving.access")} \
                 if self._access_log else {"access_log": None}
-            self._runner = web.AppRunner(self._rest.app(), handler_cancellation=True,
+            self._guard = ConnectionGuard()
+            self._runner = web.AppRunner(self._rest.app([self._guard.middleware]),
+                                         handler_cancellation=True,
                                          shutdown_timeout=self.grace_s, **kwargs)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, self.host, self._rest_api_port,
-                               reuse_port=self._reuse_port or None)
+            site = _GuardedSite(self._guard, self._runner, self.host, self._rest_api_port,
+                                reuse_port=self._reuse_port or None)
             await site.start()
+            self._guard.start()
             self.rest_port = site._server.sockets[0].getsockname()[1]
 
     def install_signal_handlers(self) -> None:
@@ -109,14 +119,45 @@ class ModelServer:
         _log.info("aioflow serve: shutting down, finishing requests in flight")
         waits = []
         if self._grpc is not None:
-            waits.append(self._grpc.stop(self.grace_s))
+            waits.append(self._stop_grpc(time.monotonic() + self.grace_s))
         if self._runner is not None:
+            self._guard.stop()
             waits.append(self._runner.cleanup())
         if self._http is not None:
             waits.append(self._http.stop(self.grace_s))
         await asyncio.gather(*waits)
+        self._rest.close()
         await self.registry.close()
         self._stopped.set()
 
+    async def _stop_grpc(self, deadline: float) -> None:
+        """Stop the gRPC server once the calls that have arrived are dispatched, then
+        let them finish until `deadline`. grpc's stop cancels the calls that reached
+        the server but were not yet handed to a handler (the server takes them one at
+        a time), so first the server goes on taking calls until none has started for
+        GRPC_QUIET_S (or the deadline comes)."""
+        api = self._grpc_api
+        last = -1
+        while api.calls_started != last and time.monotonic() < deadline:
+            last = api.calls_started
+            await asyncio.sleep(GRPC_QUIET_S)
+        await self._grpc.stop(max(0.0, deadline - time.monotonic()))
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
+
+
+class _GuardedSite(web.TCPSite):
+    """aiohttp's TCP site, its connections under a ConnectionGuard."""
+
+    def __init__(self, guard: ConnectionGuard, runner, host, port, **kwargs):
+        super().__init__(runner, host, port, **kwargs)
+        self._guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._guard.factory(self._runner.server), self._host, self._port,
+            backlog=self._backlog, reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port)

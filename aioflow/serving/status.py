@@ -5,6 +5,7 @@ and as a gRPC status code (the same numbers)."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 from aioflow.framework import errors
 
@@ -33,14 +34,24 @@ HTTP_STATUS = {
 def as_op_error(e: BaseException) -> errors.OpError:
     """The OpError a request's exception stands for: bad values fed (TypeError,
     ValueError) are INVALID_ARGUMENT, a timeout DEADLINE_EXCEEDED, anything else
-    INTERNAL with its type named."""
+    INTERNAL with its type named (and no path of the server's files)."""
     if isinstance(e, errors.OpError):
         return e
     if isinstance(e, (TypeError, ValueError)):
         return errors.InvalidArgumentError(None, None, str(e))
     if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
         return errors.DeadlineExceededError(None, None, "Deadline Exceeded")
-    return errors.InternalError(None, None, f"{type(e).__name__}: {e}")
+    return errors.InternalError(None, None, f"{type(e).__name__}: {without_paths(str(e))}")
+
+
+_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/:]+/)+[^\s'\",:)]*")
+
+
+def without_paths(text: str) -> str:
+    """`text` with the absolute filesystem paths in it replaced by <path>: an error of
+    the server's own (an OSError of a file it opened) must not tell a client where it is
+    installed."""
+    return _PATH.sub("<path>", text)
 
 
 def http_status(err: errors.OpError) -> int:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from aioflow.lib.record_io import read_records
 from aioflow.proto import event_pb2
-from aioflow.summary.record_io import read_records
 
 
 def summary_iterator(path) -> Iterator[event_pb2.Event]:

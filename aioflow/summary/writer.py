@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
+from aioflow.checkpoint.meta_graph import build_meta_graph_def
 from aioflow.framework import ops
+from aioflow.lib.event_file_writer import EventFileWriter
 from aioflow.proto import config_pb2, event_pb2, graph_pb2, meta_graph_pb2, summary_pb2
-from aioflow.summary.event_file_writer import EventFileWriter
-from aioflow.train.meta_graph import build_meta_graph_def
 
 
 def _as_message(value, cls, what: str):

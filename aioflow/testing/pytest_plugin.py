@@ -18,6 +18,7 @@ Mark a test `@pytest.mark.aioflow_fixed_schedule` to keep it out of the shuffle.
 
 from __future__ import annotations
 
+import inspect
 import random
 
 import pytest
@@ -27,6 +28,13 @@ from aioflow.runtime.executor_factory import schedule_override
 
 SHUFFLE_EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 _SEEDS = pytest.StashKey[list]()
+_FIXTURES = frozenset({"af_graph", "af_session", "af_schedule_seed"})
+_STRICT_HINT = (
+    "this async test has no asyncio marker, and pytest-asyncio runs in strict mode (its "
+    "default), so pytest could not run it ('async def functions are not natively "
+    "supported'). Mark it @pytest.mark.asyncio, or set asyncio_mode = auto in pytest.ini / "
+    "[tool.pytest.ini_options]. (Tests using af_graph / af_session are marked by the "
+    "aioflow plugin itself.)")
 
 try:  # async fixtures work in pytest-asyncio's strict mode too
     import pytest_asyncio
@@ -75,10 +83,33 @@ def pytest_generate_tests(metafunc):
                          ids=[f"seed={s}" for s in seeds])
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """In pytest-asyncio's strict mode, an async test using the aioflow fixtures gets the
+    asyncio marker it would otherwise need by hand (auto mode marks every async test)."""
+    if (inspect.iscoroutinefunction(obj) and collector.funcnamefilter(name)
+            and _FIXTURES & set(inspect.signature(obj).parameters)
+            and not any(m.name == "asyncio" for m in getattr(obj, "pytestmark", []))):
+        pytest.mark.asyncio(obj)
+
+
+def _unmarked_async_test(item) -> bool:
+    func = getattr(item, "obj", None)
+    if not inspect.iscoroutinefunction(func) or item.get_closest_marker("asyncio"):
+        return False
+    try:
+        return item.config.getini("asyncio_mode") == "strict"
+    except ValueError:  # pytest-asyncio is not installed
+        return False
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failing shuffled test's report says how to run that schedule again."""
+    """A failing shuffled test's report says how to run that schedule again; an async test
+    pytest could not run says what to set."""
     report = yield
+    if report.failed and _unmarked_async_test(item):
+        report.sections.append(("aioflow: async test not run", _STRICT_HINT))
     callspec = getattr(item, "callspec", None)
     if report.failed and callspec is not None and "af_schedule_seed" in callspec.params:
         seed = callspec.params["af_schedule_seed"]

@@ -1,10 +1,9 @@
-"""af.train: checkpoints in TensorFlow's V2 format (reading, the `checkpoint` state file),
-the Saver (saver.py: its graph runs SaveV2 / RestoreV2; it keeps the state file with
-update_checkpoint_state_internal), meta graphs (meta_graph.py), queue runners
-(queue_runner.py) and TF 1's queue-based input pipelines (input.py).
+"""af.train: queue runners (queue_runner.py) and TF 1's queue-based input pipelines
+(input.py); and, under TF's names, the Saver, meta graphs and checkpoint readers, which live
+in aioflow/checkpoint/.
 """
 
-from aioflow.train.checkpoint_management import (
+from aioflow.checkpoint.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
     generate_checkpoint_state_proto,
@@ -14,12 +13,20 @@ from aioflow.train.checkpoint_management import (
     update_checkpoint_state,
     update_checkpoint_state_internal,
 )
-from aioflow.train.checkpoint_utils import (
+from aioflow.checkpoint.checkpoint_utils import (
     CheckpointReader,
     NewCheckpointReader,
     list_variables,
     load_checkpoint,
     load_variable,
+)
+from aioflow.checkpoint.meta_graph import export_meta_graph
+from aioflow.checkpoint.saver import Saver, SaverDef, import_meta_graph
+from aioflow.distributed.cluster_spec import ClusterSpec
+from aioflow.distributed.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
 )
 from aioflow.train.input import (
     batch,
@@ -37,16 +44,15 @@ from aioflow.train.input import (
     slice_input_producer,
     string_input_producer,
 )
-from aioflow.train.meta_graph import export_meta_graph, import_meta_graph
 from aioflow.train.queue_runner import (
     Coordinator,
     QueueRunner,
     add_queue_runner,
     start_queue_runners,
 )
-from aioflow.train.saver import Saver, SaverDef
 
 __all__ = [
+    "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",

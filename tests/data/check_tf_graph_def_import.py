@@ -5,7 +5,6 @@ aioflow does (with a warning). Run where TF and this aioflow import:
     PYTHONPATH=. /work/peers-venv/bin/python tests/data/check_tf_graph_def_import.py
 """
 
-import importlib.util
 import pathlib
 import sys
 import warnings
@@ -17,17 +16,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _import_this_checkout():
-    """aioflow and its kernels (installed as aioflow.kernels) from this checkout, whatever
-    aioflow the TensorFlow environment has installed."""
+    """aioflow (its kernels included) from this checkout, whatever aioflow the TensorFlow
+    environment has installed."""
     sys.path.insert(0, str(ROOT))
     import aioflow
 
-    spec = importlib.util.spec_from_file_location(
-        "aioflow.kernels", ROOT / "kernels" / "__init__.py",
-        submodule_search_locations=[str(ROOT / "kernels")])
-    kernels = importlib.util.module_from_spec(spec)
-    sys.modules["aioflow.kernels"] = kernels
-    spec.loader.exec_module(kernels)
     assert pathlib.Path(aioflow.__file__).parent == ROOT / "aioflow", aioflow.__file__
     return aioflow
 

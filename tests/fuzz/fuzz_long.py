@@ -61,6 +61,7 @@ def _fingerprint_dir(fingerprint: str) -> str:
 def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int) -> int:
     """Fuzz until `seconds` have passed; one JSON line per case in outcomes-<pid>.jsonl."""
     from fuzz_runner import CaseRunner, Limits, address_space_limit
+    from fuzz_serving import ServingRunner, serving_cases
     from fuzz_strategies import graphdef_cases, single_op_cases
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
@@ -72,6 +73,7 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
     log = open(out / f"outcomes-{pid}.jsonl", "a", buffering=1)  # noqa: SIM115
     saved: collections.Counter = collections.Counter()
     runner = CaseRunner(Limits(run_timeout_ms=5000, case_timeout_s=10.0, guard_s=5.0))
+    serving = ServingRunner()  # (its server: REST on both front ends, and gRPC)
     state = {"abandoned": False, "cases": 0}
 
     def body(case):
@@ -80,7 +82,7 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
             return
         state["cases"] += 1
         case.save(inflight)
-        outcome = runner.run(case)
+        outcome = (serving if case.kind.startswith(("http:", "grpc:")) else runner).run(case)
         record = {"cls": outcome.cls, "stage": outcome.stage, "where": outcome.where,
                   "wrapped": outcome.wrapped or ("idle" if outcome.idle else ""),
                   "kind": case.kind,
@@ -100,7 +102,7 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
         if runner.abandoned:
             state["abandoned"] = True
 
-    cases = st.one_of(graphdef_cases(), graphdef_cases(), single_op_cases())
+    cases = st.one_of(graphdef_cases(), graphdef_cases(), single_op_cases(), serving_cases())
     with address_space_limit(mem_mb << 20):
         n = 0
         while time.monotonic() < deadline and not state["abandoned"] and \
@@ -116,6 +118,7 @@ def worker(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
                 state["cases"] = _CASES_PER_WORKER  # recycle: a fresh process goes on
             n += 1
     log.close()
+    serving.close()
     shutil.rmtree(inflight, ignore_errors=True)
     if state["abandoned"]:
         os._exit(_WORKER_EXIT_ABANDONED)  # a blocked loop thread is still running

@@ -214,15 +214,31 @@ def _raw_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
+def _oom(exc: BaseException, raw: BaseException) -> bool:
+    """A MemoryError behind TF's OOM class: the runtime's allocator failing, as TF's."""
+    return isinstance(raw, MemoryError) and isinstance(exc, errors.ResourceExhaustedError)
+
+
+def _wrapped_failure(exc: BaseException, raw: BaseException, stage: str) -> Outcome:
+    """A TF class (or a client error) standing for a raw exception: the input was not
+    checked where TF checks it, so the words are Python's, not TF's: a failure
+    ("FAIL:wrapped-<raw class>", fingerprinted where the raw exception was raised)."""
+    return Outcome(f"FAIL:wrapped-{type(raw).__name__}", stage,
+                   f"{type(exc).__name__}: {str(exc)[:2000]}", _tail(raw),
+                   where=_innermost_project_frame(raw), wrapped=type(raw).__name__)
+
+
 def classify(exc: BaseException, stage: str) -> Outcome:
     """The outcome class of an exception raised at `stage` ("import", "session", "run",
     "run2", "close")."""
     if isinstance(exc, errors.OpError):
         raw = _raw_cause(exc)
-        return Outcome(f"OpError:{type(exc).__name__}", stage, str(exc)[:2000],
-                       wrapped=type(raw).__name__ if raw is not None else "",
-                       where=_innermost_project_frame(raw) if raw is not None else "",
-                       tail=_tail(raw) if raw is not None else "")
+        if raw is None or _oom(exc, raw):
+            return Outcome(f"OpError:{type(exc).__name__}", stage, str(exc)[:2000],
+                           wrapped=type(raw).__name__ if raw is not None else "",
+                           where=_innermost_project_frame(raw) if raw is not None else "",
+                           tail=_tail(raw) if raw is not None else "")
+        return _wrapped_failure(exc, raw, stage)
     where = _innermost_project_frame(exc)
     if (type(exc).__name__, where, str(exc)) in _SAME_AS_TF and stage.startswith("run"):
         return Outcome(f"client:{type(exc).__name__}", stage, str(exc), _tail(exc, 3),
@@ -233,8 +249,7 @@ def classify(exc: BaseException, stage: str) -> Outcome:
         if raw is None:
             return Outcome(f"client:{type(exc).__name__}", stage, str(exc)[:2000],
                            _tail(exc, 3), where=_innermost_project_frame(exc))
-        return Outcome(f"client:{type(exc).__name__}", stage, str(exc)[:2000], _tail(raw),
-                       where=_innermost_project_frame(raw), wrapped=type(raw).__name__)
+        return _wrapped_failure(exc, raw, stage)
     return Outcome(f"FAIL:{type(exc).__name__}", stage, str(exc)[:2000], _tail(exc),
                    where=_innermost_project_frame(exc))
 
@@ -493,14 +508,25 @@ def main(argv: list[str] | None = None) -> int:
     runner = CaseRunner(Limits(run_timeout_ms=args.run_timeout_ms,
                                case_timeout_s=args.timeout, guard_s=args.guard))
     bad = 0
+    serving = None
     with address_space_limit(args.mem_mb << 20):
         for directory in args.cases:
-            outcome = runner.run(FuzzCase.load(directory))
+            case = FuzzCase.load(directory)
+            if case.kind.startswith(("http:", "grpc:")):  # (fuzz_serving.py's targets)
+                if serving is None:
+                    from fuzz_serving import ServingRunner
+
+                    serving = ServingRunner()
+                outcome = serving.run(case)
+            else:
+                outcome = runner.run(case)
             bad += not outcome.acceptable
             print(f"{directory}: {outcome.report()}", flush=True)
     if runner.abandoned:
         os._exit(1)  # a blocked loop thread is still running: do not wait for it
     runner.close()
+    if serving is not None:
+        serving.close()
     return 1 if bad else 0
 
 

@@ -52,12 +52,18 @@ def test_key_error_is_never_client_side():
     assert not classify(exc, "run").acceptable or type(exc) is not KeyError
 
 
-def test_op_errors_are_acceptable_and_name_a_wrapped_raw_cause():
+def test_op_errors_are_acceptable_unless_they_wrap_a_raw_cause():
+    """A TF class standing for a raw exception is a failure (the input was not checked
+    where TF checks it); a MemoryError behind ResourceExhaustedError is TF's OOM."""
     err = errors.InvalidArgumentError(None, None, "bad")
     assert classify(err, "run") == Outcome("OpError:InvalidArgumentError", "run", "bad")
     err.__cause__ = _raised(lambda: [][1])
     outcome = classify(err, "run")
-    assert outcome.acceptable and outcome.wrapped == "IndexError"
+    assert outcome.cls == "FAIL:wrapped-IndexError" and not outcome.acceptable
+    assert outcome.wrapped == "IndexError" and outcome.where.endswith("<lambda>")
+    oom = errors.ResourceExhaustedError(None, None, "OOM")
+    oom.__cause__ = MemoryError()
+    assert classify(oom, "run").acceptable and classify(oom, "run").wrapped == "MemoryError"
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """OpDefs of the checkpoint ops TF writes into every saved graph (tensorflow/core/ops/
 io_ops.cc): SaveV2, RestoreV2, MergeV2Checkpoints (so such graphs import; their kernels
 belong to the checkpoint package), ShardedFilename and ShardedFilespec (kernels in
-kernels/string_kernels.py), and ReadFile (kernels/file_io_kernels.py: what reads a
+aioflow/kernels/strings/string_kernels.py), and ReadFile (aioflow/kernels/io/file_io_kernels.py:
+what reads a
 SavedModel's assets) and MatchingFiles (the same kernel file: the names a glob finds).
 """
 

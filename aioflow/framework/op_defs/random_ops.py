@@ -4,6 +4,8 @@ kernel, and the stateless ones, whose values depend only on their seed inputs.""
 
 from __future__ import annotations
 
+import numpy as np
+
 from aioflow.framework import common_shapes as cs
 from aioflow.framework.constant_value import constant_value, constant_value_as_shape
 from aioflow.framework.op_def_registry import register_op
@@ -19,10 +21,20 @@ def shape_input(op) -> list[TensorShape]:
 
 
 def _multinomial(op) -> list[TensorShape]:
-    """[batch, num_samples] from 2-D logits and a scalar num_samples."""
+    """[batch, num_samples] from 2-D logits and a scalar num_samples (TF's WithRank and
+    MakeDimForScalarInput: a non-scalar or negative num_samples is refused)."""
     logits = op.inputs[0].shape.with_rank(2)
+    op.inputs[1].shape.with_rank(0)
     num = constant_value(op.inputs[1])
-    return [TensorShape([logits.dims[0], None if num is None else int(num)])]
+    if num is not None and np.ndim(num) != 0:
+        raise ValueError(f"Shape must be rank 0 but is rank {np.ndim(num)} for '{op.name}' "
+                         f"(op: '{op.type}')")
+    if num is not None:
+        num = int(num)
+        if num < 0:
+            raise ValueError(f"Dimension size, given by scalar input 1, must be non-negative "
+                             f"but is {num}")
+    return [TensorShape([logits.dims[0], num])]
 
 
 def _gamma(op) -> list[TensorShape]:

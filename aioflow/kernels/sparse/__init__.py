@@ -1,0 +1,3 @@
+"""The sparse-tensor kernels.
+
+aioflow/kernels/__init__.py imports each module (importing registers its kernels)."""
