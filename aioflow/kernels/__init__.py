@@ -78,7 +78,7 @@ from .onednn import (  # registered when oneDNN loads
     pooling_grad_onednn,
     pooling_onednn,
 )
-from .random import random_kernels
+from .random import candidate_sampler_kernels, random_kernels
 from .sparse import sparse_kernels
 from .state import (
     lookup_kernels,
