@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import saved_model, summary, train  # checkpoints; SavedModels; TensorBoard
+from aioflow import data, saved_model, summary, train  # tf.data; checkpoints; TensorBoard
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -55,47 +55,25 @@ from aioflow.framework.ops import (
 from aioflow.framework.random_seed import get_seed, set_random_seed
 from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
+from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
-from aioflow.ops.array_extra_ops import (
-    broadcast_dynamic_shape,
-    clip_by_value,
-    reverse_sequence,
-    tensor_scatter_add,
-    tensor_scatter_nd_add,
-    tensor_scatter_nd_max,
-    tensor_scatter_nd_min,
-    tensor_scatter_nd_sub,
-    tensor_scatter_nd_update,
-    tensor_scatter_sub,
-    tensor_scatter_update,
-    unique,
-    unique_with_counts,
-)
-from aioflow.ops.array_manip_ops import (
-    dynamic_partition,
-    dynamic_stitch,
-    fake_quant_with_min_max_args,
-    fake_quant_with_min_max_vars,
-    fake_quant_with_min_max_vars_per_channel,
-    invert_permutation,
-    linspace,
-    quantization,
-    roll,
-    setdiff1d,
-    timestamp,
-)
 from aioflow.ops.array_ops import (
     boolean_mask,
+    broadcast_dynamic_shape,
     broadcast_to,
     check_numerics,
     concat,
     expand_dims,
+    fake_quant_with_min_max_args,
+    fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_per_channel,
     fill,
     gather,
     gather_nd,
     group,
     identity,
     identity_n,
+    invert_permutation,
     matrix_transpose,
     newaxis,
     no_op,
@@ -105,10 +83,14 @@ from aioflow.ops.array_ops import (
     pad,
     placeholder,
     placeholder_with_default,
+    quantization,
     rank,
     reshape,
     reverse,
+    reverse_sequence,
+    roll,
     scatter_nd,
+    setdiff1d,
     shape,
     shape_n,
     size,
@@ -118,9 +100,19 @@ from aioflow.ops.array_ops import (
     stack,
     stop_gradient,
     strided_slice,
+    tensor_scatter_add,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_max,
+    tensor_scatter_nd_min,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+    tensor_scatter_sub,
+    tensor_scatter_update,
     tile,
     transpose,
     tuple,
+    unique,
+    unique_with_counts,
     unstack,
     where,
     where_v2,
@@ -128,8 +120,10 @@ from aioflow.ops.array_ops import (
     zeros,
     zeros_like,
 )
+from aioflow.ops.clip_ops import clip_by_value
 from aioflow.ops.constant_op import constant
 from aioflow.ops.control_flow_ops import Assert, case, cond, while_loop
+from aioflow.ops.data_flow_ops import dynamic_partition, dynamic_stitch
 from aioflow.ops.functional_ops import foldl, foldr, map_fn, scan
 from aioflow.ops.image_codec_ops import saturate_cast
 from aioflow.ops.io_ops import read_file
@@ -141,7 +135,7 @@ from aioflow.ops.linalg_ops import (
     matrix_set_diag,
     qr,
 )
-from aioflow.ops.logging_ops import Print
+from aioflow.ops.logging_ops import Print, timestamp
 from aioflow.ops.logging_ops import print_v2 as print  # noqa: A001 - TF's name (tf.print)
 from aioflow.ops.lookup_ops import initialize_all_tables, tables_initializer
 from aioflow.ops.math_ops import (
@@ -183,6 +177,7 @@ from aioflow.ops.math_ops import (
     less,
     less_equal,
     lgamma,
+    linspace,
     log,
     log1p,
     log_sigmoid,
@@ -291,7 +286,7 @@ __all__ = [
     "DType", "as_dtype", "bfloat16", "bool", "complex64", "complex128", "double", "float16",
     "float32", "float64", "half", "int8", "int16", "int32", "int64", "qint8", "qint16",
     "qint32", "quint8", "quint16", "resource", "string", "uint8", "uint16", "uint32",
-    "uint64", "variant", "TensorShape", "Dimension",
+    "uint64", "variant", "TensorShape", "Dimension", "TensorSpec",
     # graph API
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph",
     "name_scope", "control_dependencies", "device", "colocate_with", "add_to_collection",
@@ -325,7 +320,7 @@ __all__ = [
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
     "PriorityQueue",
-    "saved_model", "train", "summary",
+    "saved_model", "train", "summary", "data",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.
@@ -392,4 +387,22 @@ __all__ += [
     "glorot_uniform_initializer", "orthogonal_initializer", "random_normal_initializer",
     "random_uniform_initializer", "truncated_normal_initializer",
     "variance_scaling_initializer",
+]
+
+# -- symbolic gradients ------------------------------------------------------------------
+from aioflow import test  # noqa: E402  (af.test.compute_gradient)
+from aioflow.framework.indexed_slices import IndexedSlices  # noqa: E402
+from aioflow.gradients import (  # noqa: E402
+    AggregationMethod,
+    NoGradient,
+    NotDifferentiable,
+    RegisterGradient,
+    UnconnectedGradients,
+    gradients,
+    hessians,
+)
+
+__all__ += [
+    "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
+    "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]

@@ -18,6 +18,7 @@ EXPECTED = {
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
     "input_pipeline.py": "5 batches; every file read twice: True",
+    "stream_pipeline.py": "TFRecord round trip: 40 records in batches of [16, 16, 8]",
     "sync_session.py": "hypotenuse(5, 12) = 13.0",
     "trace_two_devices.py": "wrote ",
     "variables_and_checkpoints.py": "restored total: 100.0",

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 import pytest
-from aioflow.kernels.nn import epilogue_jit
 from kernel_testutil import create
 
+from aioflow.kernels.nn import epilogue_jit
 from aioflow.serving.gc_guard import GcGuard
 from aioflow.serving.http_server import HttpServer, _Connection
 

@@ -84,9 +84,15 @@ def _check_variable(var) -> None:
     if isinstance(var, (list, tuple)):
         raise NotImplementedError("partitioned variables are not supported by aioflow's "
                                   "Saver")
-    if not _is_variable(var):
+    if not _is_variable(var) and not _is_saveable(var):
         raise TypeError(f"Can not convert a {type(var).__name__} into a Variable to save: "
                         f"{var}")
+
+
+def _is_saveable(value) -> bool:
+    """A saveable that is not a variable (tf.data's iterators): it gives the tensor to
+    save (`_as_graph_element()`) and the op restoring it (`restore_from(tensor)`)."""
+    return hasattr(value, "restore_from") and hasattr(value, "_as_graph_element")
 
 
 def _save_tensor(var) -> ops_mod.Tensor:
@@ -96,7 +102,9 @@ def _save_tensor(var) -> ops_mod.Tensor:
 
 def _restore_one(var, restored) -> ops_mod.Operation:
     """The assign of one restored tensor (Assign for a ref variable, Identity +
-    AssignVariableOp for a resource one)."""
+    AssignVariableOp for a resource one; a saveable's own restore op)."""
+    if _is_saveable(var):
+        return var.restore_from(restored)
     if var._is_resource:
         with ops_mod.device(var.device):
             value = array_ops.identity(restored)

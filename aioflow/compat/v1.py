@@ -22,6 +22,7 @@ from aioflow.compat import gfile as _gfile
 from aioflow.framework import dtypes as _dtypes
 from aioflow.framework import errors as _errors
 from aioflow.framework import ops as _ops
+from aioflow.lib import tf_record as _tf_record
 
 
 class Session(_SyncSession):
@@ -210,7 +211,7 @@ def _build() -> dict:
                disable_v2_behavior=disable_v2_behavior, executing_eagerly=executing_eagerly,
                OpError=_errors.OpError)
     for path in ("nn", "math", "strings", "image", "sparse", "random", "bitwise",
-                 "initializers", "lookup", "queue"):
+                 "initializers", "lookup", "queue", "data"):
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
@@ -237,6 +238,9 @@ def _build() -> dict:
         top[path] = _namespace(path, _from(top, names))
     top["gfile"] = _namespace("gfile", _public(_gfile))
     top["io"].gfile = _namespace("io.gfile", _IO_GFILE)
+    for name, value in _public(_tf_record).items():  # tf.io's and python_io's TFRecords
+        setattr(top["io"], name, value)
+    top["python_io"] = _namespace("python_io", _public(_tf_record))
     summary = _optional("aioflow.summary")  # TensorBoard event files, where built
     if summary is not None:
         top["summary"] = _namespace("summary", _public(summary))

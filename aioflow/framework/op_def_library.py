@@ -106,12 +106,19 @@ def _ref_inputs(op_def, inputs: list) -> list:
 
 
 def _graph_for(keywords: dict, op_def) -> ops.Graph:
+    """The graph of the first input tensor; the default graph when it is a function
+    being traced that captures that tensor (tf.data's functions)."""
+    default = ops.get_default_graph()
+    captures_from = getattr(default, "captures_from", None)
     for arg in op_def.input_arg:
         value = keywords.get(arg.name)
         for v in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(v, ops.Tensor):
+                if captures_from is not None and v.graph is not default and \
+                        captures_from(v.graph):
+                    return default
                 return v.graph
-    return ops.get_default_graph()
+    return default
 
 
 def _convert_arg(op_type, arg, value, attrs, keywords, attr_defs,

@@ -112,6 +112,12 @@ class OpDefBuilder:
             arg.experimental_full_type.CopyFrom(full_type)
         return self
 
+    def deprecated(self, version: int, explanation: str) -> OpDefBuilder:
+        """TF's Deprecated(version, explanation): the op's OpDef.deprecation."""
+        self._reg.op_def.deprecation.version = version
+        self._reg.op_def.deprecation.explanation = explanation
+        return self
+
     def set_shape_fn(self, fn: ShapeFn) -> OpDefBuilder:
         self._reg.shape_fn = fn
         return self

@@ -25,13 +25,17 @@ _NO_DEFAULT = object()
 
 class OpKernelConstruction:
     """What a kernel may read while it is being built: the node, its attrs, its types,
-    and the device's FunctionLibraryRuntime (`function_library`: what call kernels
-    instantiate their functions with; None where the graph is run without one)."""
+    the device's FunctionLibraryRuntime (`function_library`: what call kernels
+    instantiate their functions with; None where the graph is run without one), and an
+    accelerator's DeviceContext (`device_context`: its streams and memory; None on a
+    CPU)."""
 
     def __init__(self, node_def, op_def=None, device_type: str = "CPU",
                  input_dtypes: Sequence[dtypes.DType] = (),
-                 output_dtypes: Sequence[dtypes.DType] = (), function_library=None):
+                 output_dtypes: Sequence[dtypes.DType] = (), function_library=None,
+                 device_context=None):
         self.node_def = node_def
+        self.device_context = device_context
         self.function_library = function_library
         self.op_def = op_def
         self.device_type = device_type
@@ -220,7 +224,8 @@ def supported_device_types(node_def, device_types: Sequence[str]) -> list[str]:
 
 
 def create_kernel(node_def, op_def=None, device_type: str = "CPU",
-                  input_dtypes=(), output_dtypes=(), function_library=None) -> OpKernel:
+                  input_dtypes=(), output_dtypes=(), function_library=None,
+                  device_context=None) -> OpKernel:
     """Build the node's kernel; errors name the node, as TF's do."""
     cls = find_kernel_class(node_def, device_type)
     if cls is None:
@@ -231,7 +236,7 @@ def create_kernel(node_def, op_def=None, device_type: str = "CPU",
             f"{registered_summary(node_def.op)}",
         )
     ctx = OpKernelConstruction(node_def, op_def, device_type, input_dtypes, output_dtypes,
-                               function_library)
+                               function_library, device_context)
     try:
         return cls(ctx)
     except errors.OpError:

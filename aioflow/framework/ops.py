@@ -347,6 +347,8 @@ class Graph:
         # The functions the graph's ops may call (GraphDef.library), kept by
         # import_graph_def and written by as_graph_def.
         self._library = FunctionLibraryDefinition()
+        # op type -> the op type whose gradient function it uses (gradient_override_map).
+        self._gradient_override_map: dict[str, str] = {}
 
     # -- default graph ---------------------------------------------------------------
     @contextlib.contextmanager
@@ -557,6 +559,28 @@ class Graph:
                 op._device = other.device
                 break
 
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict):
+        """Ops of a mapped type created inside take the gradient function registered for
+        the type they map to (TF: the `_gradient_op_type` attr names it)."""
+        if not isinstance(op_type_map, dict):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved: dict[str, str] = {}
+        for op_type, mapped in op_type_map.items():
+            if not (isinstance(op_type, str) and isinstance(mapped, str)):
+                raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+            if op_type in self._gradient_override_map:
+                saved[op_type] = self._gradient_override_map[op_type]
+            self._gradient_override_map[op_type] = mapped
+        try:
+            yield
+        finally:
+            for op_type in op_type_map:
+                if op_type in saved:
+                    self._gradient_override_map[op_type] = saved[op_type]
+                else:
+                    del self._gradient_override_map[op_type]
+
     # -- collections -----------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
         self._check_not_finalized()
@@ -685,6 +709,9 @@ class Graph:
                        attrs or {}, "", op_def, control_inputs)
         op._checked = True
         self._add_op(op)
+        mapped = self._gradient_override_map.get(op_type)
+        if mapped is not None:
+            op._set_attr("_gradient_op_type", attr_value_pb2.AttrValue(s=mapped.encode()))
         if compute_device:
             self._apply_device_and_colocation(op)
         if compute_shapes:

@@ -10,7 +10,8 @@ the control input; transfer nodes are named `{source node}/_{n}` and carry
 `tensor_name = edge_{edge id}_{source node}`. A while loop whose nodes span devices
 first gets TF's control loops (partition_control_flow.py); the control edges they add
 from a control Merge to a node reading across devices are moved onto that node's new
-_Recv (so the _Recv runs once per iteration), as TF's Partition does.
+_Recv (so the _Recv runs once per iteration), as TF's Partition does. A partition on a
+GPU then gets its host/device copies where memory types differ (memory_type_copies.py).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from aioflow.framework import dtypes, op_def_registry
+from aioflow.framework.device_spec import DeviceSpec
 from aioflow.framework.function_library import graph_functions
 from aioflow.graph.algorithm import fixup_source_and_sink_edges
 from aioflow.graph.graph import Graph, Node
+from aioflow.graph.memory_type_copies import ensure_memory_types
 from aioflow.graph.partition_control_flow import (
     add_control_flow,
     is_control_loop_merge,
@@ -48,10 +51,16 @@ def partition_by_device(graph: Graph, incarnation_of: Callable[[str], int],
         copies[node.id] = _add(part, node.def_, node.op_def, node.input_types,
                                node.output_types, device)
     _Cutter(graph, parts, copies, incarnation_of, names).cut()
+    for device, part in parts.items():
+        ensure_memory_types(part, _device_type(device), names.new_name)
     for part in parts.values():
         fixup_source_and_sink_edges(part)
         part.library = reachable_library(graph.library, part)
     return parts
+
+
+def _device_type(device: str) -> str:
+    return DeviceSpec.from_string(device).device_type or "CPU"
 
 
 def reachable_library(library, graph: Graph):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from aioflow.framework import dtypes, errors, op_def_registry
 from aioflow.framework.device_spec import DeviceSpec
+from aioflow.framework.memory_types import host_memory
 from aioflow.framework.op_kernel import host_memory_args
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import Graph, Node
@@ -230,6 +231,10 @@ def _in_host_memory(node: Node, index: int, args: str) -> bool:
     """Whether input or output `index` of `node` (`args`: "input_arg" / "output_arg") is
     one of its kernel's host-memory args."""
     device_type = DeviceSpec.from_string(node.assigned_device_name).device_type or "CPU"
+    if device_type != "CPU":  # TF's MemoryTypesForNode (types always on the host too)
+        inputs, outputs = host_memory(node.def_, node.op_def, device_type, node.input_types,
+                                      node.output_types)
+        return index in (inputs if args == "input_arg" else outputs)
     host = host_memory_args(node.def_, device_type)
     if not host or node.op_def is None:
         return False

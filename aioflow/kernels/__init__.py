@@ -5,6 +5,7 @@ kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
 from .array import (
+    array_grad_kernels,
     array_kernels,
     gather_scatter_nd_kernels,
     parallel_concat_kernels,
@@ -16,8 +17,28 @@ from .array import (
 )
 from .call import function_kernels, functional_kernels, script_kernels
 from .control_flow import control_flow_kernels
+from .data import (
+    batch_kernels,
+    cache_kernels,
+    file_kernels,
+    generator_kernels,
+    iterator_kernels,
+    map_kernels,
+    prefetch_kernels,
+    reduce_kernels,
+    shuffle_kernels,
+    source_kernels,
+    transform_kernels,
+    window_kernels,
+)
 from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
-from .image import image_codec_kernels, nms_kernels, resize_area_kernels, resize_kernels
+from .image import (
+    image_codec_kernels,
+    nms_kernels,
+    resize_area_kernels,
+    resize_grad_kernels,
+    resize_kernels,
+)
 from .io import (
     file_io_kernels,
     io_kernels,
@@ -28,6 +49,7 @@ from .io import (
 from .math import (
     bitwise_kernels,
     cwise_kernels,
+    grad_kernels,
     histogram_kernels,
     linalg_kernels,
     matmul_kernels,
@@ -36,11 +58,15 @@ from .math import (
     special_math_kernels,
 )
 from .nn import (
+    activation_grad_kernels,
     activation_kernels,
+    conv_grad_kernels,
     conv_kernels,
     fake_quant_kernels,
     fused_kernels,
+    normalization_grad_kernels,
     normalization_kernels,
+    pooling_grad_kernels,
     pooling_kernels,
     topk_kernels,
 )
@@ -54,3 +80,7 @@ from .state import (
 )
 from .strings import string_kernels
 from .transfer import sendrecv_kernels
+
+# isort: split
+# GPU kernels last: the streamed ones wrap the CPU kernels registered above
+from . import gpu

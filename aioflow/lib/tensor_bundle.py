@@ -397,7 +397,7 @@ class BundleWriter:
                 None, None, f"Adding duplicate key: {key.decode('utf-8', 'replace')}")
         value = np.asarray(value)
         dtype = _dtype_of(value) if dtype is None else dtypes.as_dtype(dtype).base_dtype
-        if not dtype.is_numpy_compatible:
+        if not dtype.is_numpy_compatible and dtype != dtypes.variant:
             raise errors.InvalidArgumentError(
                 None, None, f"Cannot save {dtype.name} tensor {_show(key)} in a checkpoint")
         entry = tensor_bundle_pb2.BundleEntryProto(dtype=dtype.as_datatype_enum,
@@ -405,6 +405,8 @@ class BundleWriter:
         entry.shape.CopyFrom(shape_proto(value.shape))
         if dtype == dtypes.string:
             size, crc = self._write_strings(value)
+        elif dtype == dtypes.variant:
+            size, crc = self._write_variants(key, value)
         else:
             size, crc = self._write_numeric(value, dtype)
         entry.size = size
@@ -431,6 +433,27 @@ class BundleWriter:
         self._out.write(varints + length_checksum)
         self._out.write(body)
         return len(varints) + 4 + len(body), crc
+
+    def _write_variants(self, key, value: np.ndarray) -> tuple[int, int]:
+        """TF's WriteVariantTensor: per element, [varint64 length][a serialized
+        VariantTensorDataProto][its crc32c]. An element gives its proto's bytes through
+        `bytes()` (tf.data's iterator state does); anything else cannot be saved."""
+        out = bytearray()
+        for v in value.reshape(-1):
+            if isinstance(v, (bytes, bytearray)):
+                elem = bytes(v)
+            elif hasattr(type(v), "__bytes__"):
+                elem = bytes(v)
+            else:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Cannot save variant tensor {_show(key)} in a checkpoint: "
+                                f"{type(v).__name__} has no serialized form")
+            _put_varint(out, len(elem))
+            out += elem
+            out += struct.pack("<I", crc32c.value(elem))
+        if out:
+            self._out.write(out)
+        return len(out), crc32c.value(bytes(out))
 
     @_tf_io_errors
     def finish(self) -> None:
@@ -609,6 +632,8 @@ class BundleReader:
         shape = tuple(d.size for d in entry.shape.dim)
         if dtype == dtypes.string:
             value, crc = self._read_strings(key, entry, shape)
+        elif dtype == dtypes.variant:
+            value, crc = self._read_variants(key, entry, shape)
         elif dtype.is_numpy_compatible and dtype != dtypes.string:
             value, crc = self._read_numeric(key, entry, dtype, shape)
         else:
@@ -713,6 +738,34 @@ class BundleReader:
             out[i] = bytes(view[pos:pos + length])
             pos += length
         return out.reshape(shape), crc
+
+
+    def _read_variants(self, key, entry, shape):
+        """A variant tensor's elements as the bytes of their VariantTensorDataProtos (an
+        object array; the kernel that takes them decodes them)."""
+        n = int(np.prod(shape, dtype=np.int64))
+        raw = bytearray(entry.size)
+        if entry.size:
+            self._pread_into(entry, memoryview(raw))
+        out = np.empty(n, dtype=object)
+        pos = 0
+        for i in range(n):
+            try:
+                length, pos = _get_varint(raw, pos, len(raw))
+            except _Corrupt:
+                raise errors.DataLossError(
+                    None, None, f"Variant tensor {_show(key)}: bad length of element "
+                                f"{i}") from None
+            elem = bytes(raw[pos:pos + length])
+            pos += length
+            if pos + 4 > len(raw) or struct.unpack_from("<I", raw, pos)[0] != \
+                    crc32c.value(elem):
+                raise errors.DataLossError(
+                    None, None, f"Checksum does not match for variant tensor {_show(key)} "
+                                f"element {i}")
+            pos += 4
+            out[i] = elem
+        return out.reshape(shape), crc32c.value(bytes(raw))
 
 
 def _decode_varints(raw, n: int) -> tuple[list[int], int]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import types
 
 import numpy as np
 
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.constant_value import constant_value
+from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops.constant_op import constant
 
@@ -218,7 +220,11 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
     """`output_tensor` through an Identity that runs after `dependencies`."""
     with ops.name_scope(name, "control_dependency",
                         list(dependencies) + [output_tensor]) as name:
-        with ops.colocate_with(output_tensor), ops.control_dependencies(dependencies):
+        colocate = output_tensor.op if isinstance(output_tensor, IndexedSlices) else output_tensor
+        with ops.colocate_with(colocate), ops.control_dependencies(dependencies):
+            if isinstance(output_tensor, IndexedSlices):
+                return IndexedSlices(identity(output_tensor.values, name=name),
+                                     output_tensor.indices, output_tensor.dense_shape)
             output_tensor = ops.convert_to_tensor(output_tensor)
             return identity(output_tensor, name=name)
 
@@ -226,7 +232,7 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None) -> o
 def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noqa: A001
     """The tensors, each gated on all of them (TF1 `tf.tuple`)."""
     with ops.name_scope(name, "tuple", tensors) as name:
-        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor)) or t is None)
+        tensors = [t if (isinstance(t, (ops.Operation, ops.Tensor, IndexedSlices)) or t is None)
                    else ops.convert_to_tensor(t) for t in tensors]
         gating = [t if isinstance(t, ops.Operation) else t.op for t in tensors if t is not None]
         for c in control_inputs or ():
@@ -242,7 +248,7 @@ def tuple(tensors, name: str | None = None, control_inputs=None) -> list:  # noq
         gate = group(*gating)
         out = []
         for t in tensors:
-            if isinstance(t, ops.Tensor):
+            if isinstance(t, (ops.Tensor, IndexedSlices)):
                 out.append(with_dependencies([gate], t))
             elif isinstance(t, ops.Operation):
                 with ops.control_dependencies([gate]):
@@ -477,11 +483,22 @@ def zeros_like(tensor, dtype=None, name: str | None = None, optimize: bool = Tru
         return apply_op("ZerosLike", name=name, x=tensor)
 
 
+def _shape_without_out_type(tensor, optimize: bool) -> ops.Tensor:
+    """TF's shape_internal(tensor, optimize) without an out_type: a known shape is the
+    Const "Shape/shape_as_tensor" (int64 only for a dim >= 2**31), else a Shape op."""
+    with ops.name_scope(None, "Shape", [tensor]) as name:
+        if optimize and tensor.shape.is_fully_defined():
+            dims = tensor.shape.as_list()
+            dtype = dtypes.int64 if any(d >= 2**31 for d in dims) else dtypes.int32
+            return constant(dims, dtype=dtype, name="shape_as_tensor")
+        return apply_op("Shape", name=name, input=tensor, out_type=dtypes.int32)
+
+
 def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True) -> ops.Tensor:
     """Ones with the shape of `tensor` (Shape, then Fill, as TF)."""
     with ops.name_scope(name, "ones_like", [tensor]) as name:
         tensor = ops.convert_to_tensor(tensor, name="tensor")
-        ones_shape = shape(tensor) if optimize else apply_op("Shape", input=tensor)
+        ones_shape = _shape_without_out_type(tensor, optimize)
         ret = ones(ones_shape, dtype=dtype or tensor.dtype, name=name)
         ret.set_shape(tensor.shape)
         return ret
@@ -739,6 +756,102 @@ def _slice_helper(tensor, slice_spec, var=None):
 ops.Tensor._override_operator("__getitem__", _slice_helper)
 
 
+# -- unique values, set differences, reordering, tensor scatters, fake quantization ------
+
+def unique(x, out_idx=dtypes.int32, name: str | None = None):
+    """(y, idx): the distinct values of a vector in first-occurrence order and each
+    element's position in y (a `Unique` op)."""
+    return apply_op("Unique", name=name, x=x, out_idx=dtypes.as_dtype(out_idx))
+
+
+def unique_with_counts(x, out_idx=dtypes.int32, name: str | None = None):
+    """(y, idx, count) (a `UniqueWithCounts` op)."""
+    return apply_op("UniqueWithCounts", name=name, x=x, out_idx=dtypes.as_dtype(out_idx))
+
+
+def broadcast_dynamic_shape(shape_x, shape_y) -> ops.Tensor:
+    """The shape two shapes broadcast to (a `BroadcastArgs` op)."""
+    return apply_op("BroadcastArgs", s0=shape_x, s1=shape_y)
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None,  # noqa: A002
+                     name: str | None = None, seq_dim=None, batch_dim=None) -> ops.Tensor:
+    """Reverses the first seq_lengths[b] entries along seq_axis of each batch entry b (a
+    `ReverseSequence` op; seq_dim/batch_dim are the v1 names)."""
+    seq_axis = seq_dim if seq_axis is None else seq_axis
+    batch_axis = batch_dim if batch_axis is None else batch_axis
+    if seq_axis is None:
+        raise TypeError("reverse_sequence() missing required argument 'seq_axis'")
+    return apply_op("ReverseSequence", name=name, input=input, seq_lengths=seq_lengths,
+                    seq_dim=seq_axis, batch_dim=0 if batch_axis is None else batch_axis)
+
+
+def _tensor_scatter(op_type: str, py_name: str):
+    def fn(tensor, indices, updates, name: str | None = None) -> ops.Tensor:
+        return apply_op(op_type, name=name, tensor=tensor, indices=indices, updates=updates)
+
+    fn.__name__ = fn.__qualname__ = py_name
+    fn.__doc__ = (f"A copy of `tensor` with `updates` applied at N-d `indices` (a "
+                  f"`{op_type}` op).")
+    return fn
+
+
+tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate", "tensor_scatter_nd_update")
+tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd", "tensor_scatter_nd_add")
+tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub", "tensor_scatter_nd_sub")
+tensor_scatter_nd_max = _tensor_scatter("TensorScatterMax", "tensor_scatter_nd_max")
+tensor_scatter_nd_min = _tensor_scatter("TensorScatterMin", "tensor_scatter_nd_min")
+# TF's v1 names
+tensor_scatter_update = tensor_scatter_nd_update
+tensor_scatter_add = tensor_scatter_nd_add
+tensor_scatter_sub = tensor_scatter_nd_sub
+
+
+def roll(input, shift, axis, name=None) -> ops.Tensor:  # noqa: A002
+    """Elements shifted along `axis` by `shift` (scalars or matching vectors), wrapping."""
+    return apply_op("Roll", name=name, input=input, shift=shift, axis=axis)
+
+
+def invert_permutation(x, name=None) -> ops.Tensor:
+    """y[x[i]] = i."""
+    return apply_op("InvertPermutation", name=name, x=x)
+
+
+def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):
+    """(values of x not in y, their positions in x): TF 1's tf.setdiff1d."""
+    return apply_op("ListDiff", name=name, x=x, y=y, out_idx=index_dtype)
+
+
+def fake_quant_with_min_max_args(inputs, min=-6.0, max=6.0, num_bits=8,  # noqa: A002
+                                 narrow_range=False, name=None) -> ops.Tensor:
+    return apply_op("FakeQuantWithMinMaxArgs", name=name, inputs=inputs, min=min, max=max,
+                    num_bits=num_bits, narrow_range=narrow_range)
+
+
+def fake_quant_with_min_max_vars(inputs, min, max, num_bits=8,  # noqa: A002
+                                 narrow_range=False, name=None) -> ops.Tensor:
+    return apply_op("FakeQuantWithMinMaxVars", name=name, inputs=inputs, min=min, max=max,
+                    num_bits=num_bits, narrow_range=narrow_range)
+
+
+def fake_quant_with_min_max_vars_per_channel(inputs, min, max, num_bits=8,  # noqa: A002
+                                             narrow_range=False, name=None) -> ops.Tensor:
+    return apply_op("FakeQuantWithMinMaxVarsPerChannel", name=name, inputs=inputs, min=min,
+                    max=max, num_bits=num_bits, narrow_range=narrow_range)
+
+
+quantization = types.SimpleNamespace(
+    fake_quant_with_min_max_args=fake_quant_with_min_max_args,
+    fake_quant_with_min_max_vars=fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_per_channel=fake_quant_with_min_max_vars_per_channel)
+
+
+quantization = types.SimpleNamespace(
+    fake_quant_with_min_max_args=fake_quant_with_min_max_args,
+    fake_quant_with_min_max_vars=fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_per_channel=fake_quant_with_min_max_vars_per_channel)
+
+
 __all__ = [
     "newaxis", "placeholder", "placeholder_with_default", "identity", "identity_n",
     "stop_gradient", "check_numerics", "no_op", "group", "tuple", "with_dependencies",
@@ -746,7 +859,11 @@ __all__ = [
     "matrix_transpose", "concat", "stack", "unstack", "split", "fill",
     "zeros", "ones", "zeros_like", "ones_like", "tile", "slice", "strided_slice", "gather",
     "gather_nd", "scatter_nd", "one_hot", "pad", "broadcast_to", "reverse", "where",
-    "where_v2", "boolean_mask",
+    "where_v2", "boolean_mask", "unique", "unique_with_counts", "broadcast_dynamic_shape",
+    "reverse_sequence", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
+    "tensor_scatter_nd_sub", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
+    "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub", "roll",
+    "invert_permutation", "setdiff1d", "quantization",
 ]
 
 # The operator overloads live in math_ops; make sure they are installed with array_ops.

@@ -2,6 +2,12 @@
 af.strings; the tf.Example parsing names are also at the top level, as TF 1 has them;
 the image codecs also in af.image)."""
 
+from aioflow.lib.tf_record import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
 from aioflow.ops.image_codec_ops import (
     decode_and_crop_jpeg,
     decode_bmp,
@@ -27,4 +33,5 @@ __all__ = ["read_file", "matching_files", "decode_base64", "encode_base64", "Fix
            "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example", "decode_jpeg", "decode_and_crop_jpeg",
            "extract_jpeg_shape", "decode_png", "decode_bmp", "decode_gif", "decode_image",
-           "encode_jpeg", "encode_png"]
+           "encode_jpeg", "encode_png", "TFRecordWriter", "TFRecordOptions",
+           "TFRecordCompressionType", "tf_record_iterator"]

@@ -121,4 +121,9 @@ def print_v2(*inputs, output_stream=None, summarize: int = 3, sep: str = " ",
     return apply_op("PrintV2", name=name, input=formatted, output_stream=stream, end=end)
 
 
-__all__ = ["Print", "print_v2", "string_format"]
+def timestamp(name=None) -> ops.Tensor:
+    """Seconds since the epoch when the node runs (float64)."""
+    return apply_op("Timestamp", name=name)
+
+
+__all__ = ["Print", "print_v2", "string_format", "timestamp"]

@@ -1,6 +1,5 @@
 """The `af.math` namespace: TF's `tf.math` names for the core math builders."""
 
-from aioflow.ops.array_extra_ops import bucketize
 from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.math_ops import (
     abs,
@@ -15,6 +14,7 @@ from aioflow.ops.math_ops import (
     atan,
     atan2,
     atanh,
+    bucketize,
     ceil,
     conj,
     cos,

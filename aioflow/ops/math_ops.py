@@ -9,6 +9,7 @@ import builtins
 import numpy as np
 
 from aioflow.framework import dtypes, ops
+from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops
 from aioflow.ops.constant_op import constant
@@ -114,10 +115,30 @@ truncatemod = _binary("TruncateMod", "truncatemod")
 maximum = _binary("Maximum", "maximum")
 minimum = _binary("Minimum", "minimum")
 squared_difference = _binary("SquaredDifference", "squared_difference")
-atan2 = _binary("Atan2", "atan2")
-xdivy = _binary("Xdivy", "xdivy")
+
+
+def atan2(y, x, name: str | None = None) -> ops.Tensor:
+    """Element-wise arctan(y / x) with the quadrant of (x, y) (an `Atan2` op; TF's
+    argument order: y first)."""
+    return apply_op("Atan2", name=name, y=y, x=x)
+
+
+
+
+def _x_binary(op_type: str, py_name: str):
+    """TF's tf.math.xlogy & co.: the op inside a name scope named for the function."""
+    def fn(x, y, name: str | None = None) -> ops.Tensor:
+        with ops.name_scope(name, py_name, [x]):
+            return apply_op(op_type, x=x, y=y)
+
+    fn.__name__ = fn.__qualname__ = py_name
+    fn.__doc__ = f"Element-wise {op_type} (a `{op_type}` op in the scope '{py_name}')."
+    return fn
+
+
+xdivy = _x_binary("Xdivy", "xdivy")
 xlogy = _binary("Xlogy", "xlogy")
-xlog1py = _binary("Xlog1py", "xlog1py")
+xlog1py = _x_binary("Xlog1py", "xlog1py")
 less = _binary("Less", "less")
 less_equal = _binary("LessEqual", "less_equal")
 greater = _binary("Greater", "greater")
@@ -126,7 +147,6 @@ equal = _binary("Equal", "equal")
 not_equal = _binary("NotEqual", "not_equal")
 logical_and = _binary("LogicalAnd", "logical_and")
 logical_or = _binary("LogicalOr", "logical_or")
-atan2.__doc__ = "Element-wise atan(x / y) (an `Atan2` op)."
 
 
 def _scoped_unary(op_type: str, py_name: str):
@@ -287,12 +307,15 @@ def logical_xor(x, y, name: str = "LogicalXor") -> ops.Tensor:
 
 
 def scalar_mul(scalar, x, name: str | None = None) -> ops.Tensor:
-    """A scalar times a tensor."""
-    with ops.name_scope(name, "scalar_mul", [scalar, x]) as name:
-        scalar = ops.convert_to_tensor(scalar, dtype=x.dtype.base_dtype, name="scalar")
-        if scalar.shape.rank != 0:
-            raise ValueError(f"`scalar` must be a 0-D scalar `Tensor`. Received: {scalar}")
-        return multiply(scalar, x, name=name)
+    """A scalar times a tensor: the Const "scalar" and a Mul (TF 2's graph)."""
+    scalar = ops.convert_to_tensor(scalar, dtype=x.dtype.base_dtype, name="scalar")
+    if scalar.shape.rank != 0:
+        raise ValueError(f"The input scalar must be a 0-D value. Received shape "
+                         f"{scalar.shape}.")
+    if isinstance(x, IndexedSlices):
+        return IndexedSlices(apply_op("Mul", name=name, x=scalar, y=x.values), x.indices,
+                             x.dense_shape)
+    return apply_op("Mul", name=name, x=scalar, y=x)
 
 
 def add_n(inputs, name: str | None = None) -> ops.Tensor:
@@ -300,11 +323,13 @@ def add_n(inputs, name: str | None = None) -> ops.Tensor:
     if not inputs or not isinstance(inputs, (list, builtins.tuple)):
         raise ValueError("Inputs must be an iterable of at least one Tensor/IndexedSlices "
                          "with the same dtype and shape.")
-    inputs = [ops.convert_to_tensor(t) for t in inputs]
+    # IndexedSlices stay as they are until AddN converts them (in its scope, as TF).
+    inputs = [t if isinstance(t, IndexedSlices) else ops.convert_to_tensor(t) for t in inputs]
     if len(inputs) == 1:
+        values = ops.convert_to_tensor(inputs[0])
         if name:
-            return array_ops.identity(inputs[0], name=name)
-        return inputs[0]
+            return array_ops.identity(values, name=name)
+        return values
     return apply_op("AddN", name=name, inputs=inputs)
 
 
@@ -570,7 +595,23 @@ ops.Tensor._override_operator("__gt__", greater)
 ops.Tensor._override_operator("__ge__", greater_equal)
 
 
+def bucketize(input, boundaries, name: str | None = None) -> ops.Tensor:  # noqa: A002
+    """The index of the bucket each value falls in: the number of `boundaries` <= it (a
+    `Bucketize` op; TF exposes it only as tf.raw_ops.Bucketize)."""
+    return apply_op("Bucketize", name=name, input=input,
+                    boundaries=[float(b) for b in boundaries])
+
+
+def linspace(start, stop, num, name=None) -> ops.Tensor:
+    """`num` evenly spaced values from start to stop, both included."""
+    with ops.name_scope(name, "LinSpace", [start, stop]):
+        start = ops.convert_to_tensor(start, name="start")
+        stop = ops.convert_to_tensor(stop, dtype=start.dtype, name="stop")
+        return apply_op("LinSpace", start=start, stop=stop, num=num)
+
+
 __all__ = [
+    "bucketize", "linspace",
     "cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16",
     "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos",
     "atan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "floor", "ceil", "rint", "erf",

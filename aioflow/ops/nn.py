@@ -32,6 +32,11 @@ from aioflow.ops.nn_ops import (
     softsign,
     tanh,
 )
+from aioflow.ops.nn_xent_ops import (
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+)
 from aioflow.ops.space_batch_ops import depth_to_space, space_to_depth  # noqa: E402
 
 __all__ = [
@@ -42,4 +47,6 @@ __all__ = [
     "max_pool", "max_pool2d", "max_pool_v2", "avg_pool", "max_pool3d", "avg_pool3d",
     "fused_batch_norm", "lrn", "local_response_normalization", "l2_loss",
     "top_k", "in_top_k",
+    "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
 ]

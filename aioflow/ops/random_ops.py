@@ -15,7 +15,7 @@ import numpy as np
 from aioflow.framework import common_shapes, dtypes, ops
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.random_seed import get_seed, seed_attrs
-from aioflow.ops import array_extra_ops, array_ops, bitwise_ops, math_ops
+from aioflow.ops import array_ops, bitwise_ops, math_ops
 
 _FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 _PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3
@@ -138,7 +138,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None,
         alpha = ops.convert_to_tensor(alpha, name="alpha", dtype=dtype)
         beta = ops.convert_to_tensor(beta if beta is not None else 1, name="beta",
                                      dtype=dtype)
-        broadcast_shape = array_extra_ops.broadcast_dynamic_shape(
+        broadcast_shape = array_ops.broadcast_dynamic_shape(
             array_ops.shape(alpha), array_ops.shape(beta))
         alpha_broadcast = array_ops.broadcast_to(alpha, broadcast_shape)
         # TF's shape inference evaluates the BroadcastArgs of two known shapes.

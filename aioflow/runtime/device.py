@@ -1,4 +1,6 @@
-"""Devices and the DeviceMgr: a CPU device runs its expensive kernels on an inter-op pool."""
+"""Devices and the DeviceMgr: a CPU device runs its expensive kernels on an inter-op pool;
+a GPU device (/device:GPU:N) launches its kernels on the streams of a GPU backend,
+reached only through the DeviceContext interface (aioflow/gpu/)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from aioflow.framework import device_spec, errors
 from aioflow.framework.intra_op_threads import set_blas_threads
 from aioflow.framework.resource_mgr import ResourceMgr
+from aioflow.gpu.discovery import visible_gpus
 from aioflow.runtime.blas_gate import BlasGate
 from aioflow.runtime.kernel_library import load_builtin_kernels
 from aioflow.runtime.ref_inputs import OpSegment
@@ -46,6 +49,7 @@ class Device:
         self._pool_owner = shares_pool_of
         self.resource_mgr = ResourceMgr()
         self.op_segment = OpSegment()  # the session's stateful kernels, shared by executors
+        self.device_context = None  # an accelerator's DeviceContext (GPUDevice)
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -93,6 +97,24 @@ class Device:
         return f"<Device {self.name}>"
 
 
+class GPUDevice(Device):
+    """/device:GPU:N: its kernels launch on `device_context` (a GPU backend: streams,
+    events, memory); its host-memory kernels (int32 arithmetic, shapes) run as the
+    CPU's do, on the CPU devices' pool."""
+
+    def __init__(self, index: int, backend, cpu: Device):
+        super().__init__("GPU", index, cpu.pool_size, cpu.intra_op_threads, shares_pool_of=cpu)
+        self.device_context = backend
+
+    def attributes(self) -> DeviceAttributes:
+        return DeviceAttributes(self.name, self.device_type,
+                                self.device_context.memory_limit(), self.incarnation)
+
+
+# Placement priority of device types (TF's DeviceFactory priorities: a GPU kernel wins).
+_TYPE_PRIORITY = {"GPU": 210, "CPU": 50}
+
+
 # What TF reports as a CPU device's memory limit (its CPU allocator's nominal 256 MiB).
 CPU_MEMORY_LIMIT_BYTES = 268435456
 
@@ -125,6 +147,8 @@ class DeviceMgr:
     def __init__(self, devices: list[Device]):
         self.devices = devices
         self._by_name = {d.name: d for d in devices}
+        # The Placer's order: by type priority (GPU before CPU), then as listed.
+        self.prioritized = sorted(devices, key=lambda d: -_TYPE_PRIORITY.get(d.device_type, 0))
 
     @classmethod
     def from_config(cls, config, inter_op_pool: InterOpPool | None = None) -> DeviceMgr:
@@ -140,8 +164,10 @@ class DeviceMgr:
             n_cpu = max(1, config.device_count["CPU"])
         threads = num_inter_op_threads(config)
         first = Device("CPU", 0, threads, intra, inter_op_pool=inter_op_pool)
-        return cls([first] + [Device("CPU", i, threads, intra, shares_pool_of=first)
-                              for i in range(1, n_cpu)])
+        cpus = [first] + [Device("CPU", i, threads, intra, shares_pool_of=first)
+                          for i in range(1, n_cpu)]
+        gpus = [GPUDevice(i, backend, first) for i, backend in enumerate(visible_gpus(config))]
+        return cls(cpus + gpus)
 
     def lookup(self, name: str) -> Device:
         """The device a (possibly partial) name denotes; InvalidArgumentError if none."""

@@ -357,8 +357,9 @@ class DirectSession:
         devices = {n.assigned_device_name for n in graph.op_nodes()}
         if len(devices) <= 1:
             name = devices.pop() if devices else self.device_mgr.default_device.name
-            graph.library = reachable_library(graph.library, graph)
-            return {name: graph}
+            if self.device_mgr.lookup(name).device_type == "CPU":  # (a GPU: its copies)
+                graph.library = reachable_library(graph.library, graph)
+                return {name: graph}
         return partition_by_device(
             graph, lambda name: self.device_mgr.lookup(name).incarnation, self._edge_names)
 

@@ -37,6 +37,8 @@ class GraphState:
 
     def __init__(self, device_mgr, config):
         self.device_mgr = device_mgr
+        self.colocation = placer.Colocation(placer.colocates_resource_edges(device_mgr))
+        self._merged_keys: list[str] = []  # groups an extension joined into others
         self.config = config
         self.has_versions = False  # an extension has given the graph its versions
         # Placement (and the placement passes) per step, on the pruned graph (TF).
@@ -122,8 +124,12 @@ class GraphState:
         self.graph.library = self.library
         self.by_name = {n.name: n for n in self.graph.op_nodes()}
         self.groups = {}
-        for node in self.graph.op_nodes():
-            self.groups.setdefault(placer._group_of(node), []).append(node)
+        self.colocation = placer.Colocation(self.colocation.resource_edges)
+        nodes = list(self.graph.op_nodes())
+        for node in nodes:
+            self.colocation.key(node)
+        for node in nodes:
+            self.groups.setdefault(self.colocation.find(placer._group_of(node)), []).append(node)
 
     def _extend_incremental(self, node_defs, versions, validated: bool,
                             arg_types=None) -> None:
@@ -131,6 +137,7 @@ class GraphState:
         mark = len(graph.nodes)
         new: list[Node] = []
         moved: dict[Node, str] = {}
+        parents = dict(self.colocation.parent)
         try:
             self._add_nodes(node_defs, new, validated, arg_types if validated else None)
             for node in new:
@@ -143,8 +150,11 @@ class GraphState:
                                 f"({cycle.type_string})")
             touched = {} if self.place_pruned_graph else self._place(new, moved)
         except BaseException:
+            self.colocation.parent = parents
             self._roll_back(mark, new, moved)
             raise
+        for key in self._merged_keys:
+            self.groups.pop(key, None)
         for key, members in touched.items():
             self.groups[key] = members
         _fix_up_source_and_sink(graph, new, mark)
@@ -194,8 +204,19 @@ class GraphState:
         touched: dict[str, list[Node]] = {}
         groups = self.groups
         joined = False  # a new node joins a group placed before: order groups by age
+        colocation = self.colocation
+        unions = len(colocation.parent)
         for node in new:
-            key = placer._group_of(node)
+            colocation.key(node)  # (joins groups through resource and ref edges)
+        self._merged_keys = [] if len(colocation.parent) == unions else [
+            k for k in groups if colocation.find(k) != k]
+        for old_key in self._merged_keys:  # groups placed before, now one: placed again
+            root = colocation.find(old_key)
+            members = touched.get(root) or list(groups.get(root, ()))
+            touched[root] = sorted([*members, *groups[old_key]], key=lambda n: n.id)
+            joined = True
+        for node in new:
+            key = colocation.find(placer._group_of(node))
             members = touched.get(key)
             if members is not None:
                 members.append(node)
@@ -205,7 +226,7 @@ class GraphState:
             joined = joined or bool(old)
         # TF places the whole graph again: a generator or an Identity placed before whose
         # consumers changed may move with them (the placer's heuristics).
-        for key in _placed_sources_of(new, groups, touched):
+        for key in _placed_sources_of(new, groups, touched, colocation):
             touched[key] = groups[key]
             joined = True
         allow_soft = self.config.allow_soft_placement
@@ -218,6 +239,8 @@ class GraphState:
                 if node.id < first_new and node not in moved:
                     moved[node] = node.assigned_device_name
                 node.assigned_device_name = device_name
+        if self.config.log_device_placement:
+            log_device_placement(n for members in touched.values() for n in members)
         return touched
 
     def _roll_back(self, mark: int, new: list[Node], moved: dict[Node, str]) -> None:
@@ -244,7 +267,16 @@ class GraphState:
         return _copy(self.graph, reverse_reachable(roots))
 
 
-def _placed_sources_of(new: list[Node], groups: dict, touched: dict) -> list[str]:
+def log_device_placement(nodes) -> None:
+    """What ConfigProto.log_device_placement prints, as TF's Placer: one line per node,
+    "name: (op): device", on stdout."""
+    lines = [f"{n.name}: ({n.type_string}): {n.assigned_device_name}" for n in nodes]
+    if lines:
+        print("\n".join(lines), flush=True)
+
+
+def _placed_sources_of(new: list[Node], groups: dict, touched: dict,
+                       colocation: placer.Colocation) -> list[str]:
     """The groups placed before that feed a new node and whose device the placer's
     heuristics tie to their consumers: generators and Identity nodes."""
     keys = []
@@ -256,7 +288,7 @@ def _placed_sources_of(new: list[Node], groups: dict, touched: dict) -> list[str
                 continue
             if not (placer._is_generator(src) or src.type_string in placer._IDENTITY_OPS):
                 continue
-            key = placer._group_of(src)
+            key = colocation.find(placer._group_of(src))
             if key not in touched and key not in keys and key in groups:
                 keys.append(key)
     return keys

@@ -1,5 +1,8 @@
 """The Placer: assigns every node a device, honouring requested devices, colocation
-groups (`_class: loc:@...`) and which device types have a kernel for the node."""
+groups (`_class: loc:@...`) and which device types have a kernel for the node. Devices
+are tried in priority order (a GPU before a CPU, as TF's DeviceSet::PrioritizedDevices):
+a node without a request goes to a GPU when its op has a GPU kernel; a node asking
+for a device without a kernel for it goes elsewhere only with soft placement."""
 
 from __future__ import annotations
 
@@ -11,8 +14,12 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
     a member assigned already goes where that member is (TF's Placer keeps assigned
     devices)."""
     groups: dict[str, list] = {}
-    for node in graph.op_nodes():
-        groups.setdefault(_group_of(node), []).append(node)
+    colocation = Colocation(colocates_resource_edges(device_mgr))
+    nodes = list(graph.op_nodes())
+    for node in nodes:
+        colocation.key(node)
+    for node in nodes:
+        groups.setdefault(colocation.find(_group_of(node)), []).append(node)
     for key, members in placement_order(groups):
         assigned = next((n.assigned_device_name for n in members if n.assigned_device_name),
                         None)
@@ -80,6 +87,7 @@ def _matches_identity(node) -> bool:
 
 
 def _group_of(node) -> str:
+    """The node's own colocation key: its `_class: loc:@` group, else its name."""
     node_def = node.def_
     attrs = node_def.attr
     if "_class" in attrs:
@@ -87,6 +95,59 @@ def _group_of(node) -> str:
             if s.startswith(b"loc:@"):
                 return s[5:].decode(errors="surrogateescape")  # (any bytes: a group)
     return node_def.name
+
+
+class Colocation:
+    """Colocation groups as a union-find over group keys: a node's `_class` group or
+    name, joined (with `resource_edges`) to the groups of the nodes whose resource or
+    ref outputs it reads, as TF's ColocationGraph joins them."""
+
+    def __init__(self, resource_edges: bool):
+        self.resource_edges = resource_edges
+        self.parent: dict[str, str] = {}  # non-root key -> a key nearer its root
+
+    def find(self, key: str) -> str:
+        parent = self.parent
+        root = key
+        while root in parent:
+            root = parent[root]
+        while key != root:  # path compression
+            parent[key], key = root, parent[key]
+        return root
+
+    def key(self, node, _visiting: set | None = None) -> str:
+        """The root key of the node's group, after joining it to its resource sources."""
+        root = self.find(_group_of(node))
+        if not self.resource_edges:
+            return root
+        visiting = _visiting if _visiting is not None else set()
+        visiting.add(node.id)
+        types = node.input_types
+        for e in node.in_edges:
+            src = e.src
+            if e.dst_input < 0 or not src.is_op or src.id in visiting:
+                continue
+            t = types[e.dst_input]
+            if t == _DT_RESOURCE or t > _REF:
+                other = self.key(src, visiting)
+                root = self.find(root)
+                if other != root:
+                    self.parent[root] = other
+                    root = other
+        return self.find(root)
+
+
+_DT_RESOURCE = 20
+_REF = 100  # a ref type's enum is its base's + 100
+
+
+def colocates_resource_edges(device_mgr) -> bool:
+    """Whether a node reading a resource or a ref goes where its producer goes (TF's
+    ColocationGraph::ColocateResourceAndRefEdges). Applied where a session has an
+    accelerator, so that a variable, its readers and updaters, and a function call
+    taking its handle (whose body runs on the call's device) share one device; on CPUs
+    alone, placement stays as it was."""
+    return any(d.device_type != "CPU" for d in device_mgr.devices)
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
@@ -149,7 +210,7 @@ def choose_device(key: str, members, device_mgr, allow_soft: bool, preferred: st
         node = members[0]
         if not node.requested_device:
             node_def = node.def_
-            devices = device_mgr.devices
+            devices = _prioritized(device_mgr)
             device = _named(device_mgr, preferred)
             if device is not None:
                 devices = [device, *devices]
@@ -161,13 +222,19 @@ def choose_device(key: str, members, device_mgr, allow_soft: bool, preferred: st
     return _choose(members, requested, device_mgr, allow_soft, preferred)
 
 
+def _prioritized(device_mgr) -> list:
+    """The manager's devices in placement order (GPU first)."""
+    return getattr(device_mgr, "prioritized", device_mgr.devices)
+
+
 def _named(device_mgr, name: str):
     """The manager's device of that full name, or None (also for "")."""
     return device_mgr._by_name.get(name) if name else None
 
 
 def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: str = ""):
-    candidates = device_mgr.devices
+    candidates = _prioritized(device_mgr)
+    narrowed = False  # to the devices matching the request
     if requested:
         node = next((n for n in members if n.requested_device), members[0])
         spec = _parse(node, requested)
@@ -180,9 +247,10 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
                 node.def_, None,
                 f"Cannot assign a device for operation {node.name}: {{{{node {node.name}}}}} "
                 f"was explicitly assigned to {node.requested_device} but available devices "
-                f"are [ {', '.join(d.name for d in candidates)} ]. Make sure the device "
+                f"are [ {', '.join(d.name for d in device_mgr.devices)} ]. Make sure the device "
                 f"specification refers to a valid device.{gpu}")
         candidates = matching or candidates
+        narrowed = bool(matching)
     device = _named(device_mgr, preferred)
     if device is not None and device in candidates:
         candidates = [device, *candidates]
@@ -190,6 +258,21 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
         if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None
                for n in members):
             return device
+    if narrowed:
+        if allow_soft:  # the requested device type has no kernel: anywhere that has one
+            for device in _prioritized(device_mgr):
+                if all(op_kernel.find_kernel_class(n.def_, device.device_type) is not None
+                       for n in members):
+                    return device
+        elif any(op_kernel.find_kernel_class(n.def_, d.device_type) is not None
+                 for n in members for d in device_mgr.devices):
+            node = next(n for n in members if n.requested_device)
+            kind = candidates[0].device_type
+            raise errors.InvalidArgumentError(
+                node.def_, None,
+                f"Cannot assign a device for operation {node.name}: Could not satisfy "
+                f"explicit device specification '{node.requested_device}' because no "
+                f"supported kernel for {kind} devices is available.")
     node = next(n for n in members
                 if op_kernel.find_kernel_class(n.def_, candidates[0].device_type) is None)
     raise errors.InvalidArgumentError(

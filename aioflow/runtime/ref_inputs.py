@@ -26,15 +26,16 @@ def kernel_for(node, device, function_library=None, share: bool = True, refs: bo
     segment = getattr(device, "op_segment", None) if share else None
     if segment is not None and shares_kernel(node):
         kernel = segment.find_or_create(
-            node, lambda: _create(node, device.device_type, function_library))
+            node, lambda: _create(node, device, function_library))
     else:
-        kernel = _create(node, device.device_type, function_library)
+        kernel = _create(node, device, function_library)
     return wrap_ref_inputs(kernel, node) if refs else kernel
 
 
-def _create(node, device_type: str, function_library):
-    return op_kernel.create_kernel(node.def_, node.op_def, device_type, node.input_types,
-                                   node.output_types, function_library)
+def _create(node, device, function_library):
+    return op_kernel.create_kernel(node.def_, node.op_def, device.device_type, node.input_types,
+                                   node.output_types, function_library,
+                                   getattr(device, "device_context", None))
 
 
 def ref_input_slots(node) -> tuple:

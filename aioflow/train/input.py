@@ -17,7 +17,7 @@ from aioflow.framework import constant_value as _constant_value
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.ops import array_ops, control_flow_ops, io_ops, math_ops, random_ops, variables
-from aioflow.ops.array_manip_ops import dynamic_partition
+from aioflow.ops.data_flow_ops import dynamic_partition
 from aioflow.ops.queue_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from aioflow.summary import summary_ops
 from aioflow.train import queue_runner

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from aioflow.framework import common_shapes as cs
 from aioflow.framework.op_def_registry import register_op
+from aioflow.framework.tensor_shape import TensorShape
 
 _INT_INDEX = "{int32, int64} = DT_INT32"
 
@@ -121,3 +122,78 @@ def _ensure_shape(op):
 # tf.ensure_shape: TF 2 exports carry it (a Keras model's inputs, tf.function bodies).
 (register_op("EnsureShape").input("input: T").output("output: T").attr("shape: shape")
     .attr("T: type").set_shape_fn(_ensure_shape))
+
+
+# -- unique values, set differences, reordering, tensor scatters, fake quantization -----
+
+def _vector(op) -> list[TensorShape]:
+    return [TensorShape([None])]
+
+
+def _unique(op) -> list[TensorShape]:
+    """y: [?]; idx: x's length; count: [?]."""
+    x = op.inputs[0].shape
+    idx = TensorShape([x.as_list()[0]]) if x.rank == 1 else TensorShape([None])
+    return [TensorShape([None]), idx] + [TensorShape([None])] * (len(op.outputs) - 2)
+
+
+def _unique_v2(op) -> list[TensorShape]:
+    x = op.inputs[0].shape
+    y = cs.UNKNOWN if x.rank is None else cs._of_rank(x.rank)
+    return [y, TensorShape([None])] + [TensorShape([None])] * (len(op.outputs) - 2)
+
+
+def _per_channel(op) -> list[TensorShape]:
+    data, low = op.inputs[0].shape, op.inputs[1].shape
+    if data.rank and low.rank == 1:
+        a, b = data.as_list()[-1], low.as_list()[0]
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"Dimensions must be equal, but are {a} and {b} for "
+                             f"'{op.name}' ({op.type}) with input shapes: {data}, {low}, "
+                             f"{op.inputs[2].shape}.")
+    return [data]
+
+
+(register_op("Unique").input("x: T").output("y: T").output("idx: out_idx").attr("T: type")
+    .attr("out_idx: {int32, int64} = DT_INT32").set_shape_fn(_unique))
+(register_op("UniqueWithCounts").input("x: T").output("y: T").output("idx: out_idx")
+    .output("count: out_idx").attr("T: type").attr("out_idx: {int32, int64} = DT_INT32")
+    .set_shape_fn(_unique))
+(register_op("UniqueV2").input("x: T").input("axis: Taxis").output("y: T")
+    .output("idx: out_idx").attr("T: type").attr("Taxis: {int32, int64} = DT_INT64")
+    .attr("out_idx: {int32, int64} = DT_INT32").set_shape_fn(_unique_v2))
+(register_op("UniqueWithCountsV2").input("x: T").input("axis: Taxis").output("y: T")
+    .output("idx: out_idx").output("count: out_idx").attr("T: type")
+    .attr("Taxis: {int32, int64} = DT_INT64").attr("out_idx: {int32, int64} = DT_INT32")
+    .set_shape_fn(_unique_v2))
+(register_op("BroadcastArgs").input("s0: T").input("s1: T").output("r0: T")
+    .attr("T: {int32, int64} = DT_INT32").set_shape_fn(_vector))
+(register_op("ReverseSequence").input("input: T").input("seq_lengths: Tlen").output("output: T")
+    .attr("seq_dim: int").attr("batch_dim: int = 0").attr("T: type")
+    .attr("Tlen: {int32, int64} = DT_INT64").set_shape_fn(cs.unchanged_shape))
+(register_op("InvertPermutation").input("x: T").output("y: T")
+    .attr(f"T: {_INT_INDEX}").set_shape_fn(cs.unchanged_shape))
+(register_op("ListDiff").input("x: T").input("y: T").output("out: T").output("idx: out_idx")
+    .attr("T: type").attr(f"out_idx: {_INT_INDEX}")
+    .set_shape_fn(lambda op: [TensorShape([None]), TensorShape([None])]))
+(register_op("TensorScatterUpdate").input("tensor: T").input("indices: Tindices")
+    .input("updates: T").output("output: T").attr("T: type")
+    .attr("Tindices: {int16, int32, int64, uint16}").attr("bad_indices_policy: string = ''")
+    .set_shape_fn(cs.unchanged_shape))
+for _name in ("TensorScatterAdd", "TensorScatterSub", "TensorScatterMax", "TensorScatterMin"):
+    (register_op(_name).input("tensor: T").input("indices: Tindices").input("updates: T")
+        .output("output: T").attr("T: type").attr("Tindices: {int32, int64}")
+        .attr("bad_indices_policy: string = ''").set_shape_fn(cs.unchanged_shape))
+(register_op("ScatterNdNonAliasingAdd").input("input: T").input("indices: Tindices")
+    .input("updates: T").output("output: T")
+    .attr("T: {numbertype, bool}").attr("Tindices: {int32, int64}")
+    .attr("bad_indices_policy: string = ''").set_shape_fn(cs.unchanged_shape))
+(register_op("FakeQuantWithMinMaxArgs").input("inputs: float").output("outputs: float")
+    .attr("min: float = -6.0").attr("max: float = 6.0").attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false").set_shape_fn(cs.unchanged_shape))
+(register_op("FakeQuantWithMinMaxVars").input("inputs: float").input("min: float")
+    .input("max: float").output("outputs: float").attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false").set_shape_fn(cs.unchanged_shape))
+(register_op("FakeQuantWithMinMaxVarsPerChannel").input("inputs: float").input("min: float")
+    .input("max: float").output("outputs: float").attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false").set_shape_fn(_per_channel))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aioflow.framework import common_shapes as cs
 from aioflow.framework.op_def_registry import register_op
+from aioflow.framework.tensor_shape import TensorShape
 
 # Type sets, spelled (and ordered) as TF's OpDefs list them.
 _FLOAT = "{bfloat16, half, float, double}"
@@ -154,3 +155,24 @@ for _name in ("Cumsum", "Cumprod"):
     (register_op(_name).input("x: T").input("axis: Tidx").output("out: T")
         .attr("exclusive: bool = false").attr("reverse: bool = false").attr("T: numbertype")
         .attr(_REDUCE_IDX).set_shape_fn(cs.unchanged_shape))
+
+
+# -- special functions, clipping, bucketing, LinSpace, Bincount ------------------------
+
+def _vector(op) -> list[TensorShape]:
+    return [TensorShape([None])]
+
+
+for _name in ("Lgamma", "Digamma"):
+    (register_op(_name).input("x: T").output("y: T").attr(f"T: {_FLOAT}")
+        .set_shape_fn(cs.unchanged_shape))
+(register_op("ClipByValue").input("t: T").input("clip_value_min: T").input("clip_value_max: T")
+    .output("output: T").attr("T: numbertype").set_shape_fn(cs.unchanged_shape))
+(register_op("Bucketize").input("input: T").output("output: int32")
+    .attr("T: {int32, int64, float, double}").attr("boundaries: list(float)")
+    .set_shape_fn(cs.unchanged_shape))
+(register_op("LinSpace").input("start: T").input("stop: T").input("num: Tidx")
+    .output("output: T").attr("T: {bfloat16, half, float, double}")
+    .attr("Tidx: {int32, int64} = DT_INT32").set_shape_fn(_vector))
+(register_op("Bincount").input("arr: int32").input("size: int32").input("weights: T")
+    .output("bins: T").attr("T: {int32, int64, float, double}").set_shape_fn(_vector))

@@ -1,5 +1,6 @@
 """OpDefs of the transfer ops the partitioner puts on edges that cross devices."""
 
+from aioflow.framework import common_shapes as cs
 from aioflow.framework import tensor_shape
 from aioflow.framework.op_def_registry import register_op
 
@@ -15,3 +16,9 @@ for _recv in ("_Recv", "_HostRecv"):  # _HostRecv: the output is in host memory
         .attr("client_terminated: bool = false") \
         .set_is_stateful().set_is_distributed_communication() \
         .set_shape_fn(lambda op: [tensor_shape.unknown_shape()])
+
+# The copies between a GPU's memory and the host that the partitioner inserts where
+# memory types differ (graph/memory_type_copies.py); TF's op names and signature.
+for _copy in ("_CopyFromGpuToHost", "_CopyFromHostToGpu"):
+    register_op(_copy).input("input: T").output("output: T").attr("T: type") \
+        .set_shape_fn(cs.unchanged_shape)

@@ -201,7 +201,21 @@ class _ParseBase(OpKernel):
     def is_expensive(self, inputs) -> bool:
         return np.size(inputs[0]) > POOL_ABOVE
 
+    _specs_cache = None  # (keys, defaults, specs) of the last call
+
     def _dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
+        """The dense features' specs, checked; the last call's when its keys and default
+        arrays are the same objects (a Const's value every run: a tf.data map calls the
+        kernel once per element)."""
+        cached = self._specs_cache
+        if cached is not None and cached[0] == keys and len(cached[1]) == len(defaults) \
+                and all(a is b for a, b in zip(cached[1], defaults, strict=True)):
+            return cached[2]
+        specs = self._make_dense_specs(keys, defaults)
+        self._specs_cache = (list(keys), list(defaults), specs)
+        return specs
+
+    def _make_dense_specs(self, keys: list, defaults: list) -> list[_Dense]:
         shapes, types = self.dense_shapes, self.dense_types
         if not (len(keys) == len(shapes) == len(types) == len(defaults)):
             raise _invalid(f"Expected len(dense_keys) == len(dense_shapes) == "
@@ -243,6 +257,10 @@ class _ParseBase(OpKernel):
 @register_kernel("ParseExampleV2", "CPU")
 class ParseExampleV2Op(_ParseBase):
     """tf.io.parse_example's op: a scalar or a vector of serialized Examples."""
+
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -325,6 +343,10 @@ class ParseExampleOp(_ParseBase):
 @register_kernel("ParseSingleExample", "CPU")
 class ParseSingleExampleOp(_ParseBase):
     """One serialized Example (a scalar), keys as attrs."""
+
+    # Pure, every output produced: a function body around it (a tf.data map of
+    # parse_single_example) compiles to a plain call instead of a sub-step per element.
+    compilable = True
 
     def __init__(self, ctx):
         super().__init__(ctx)

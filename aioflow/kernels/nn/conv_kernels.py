@@ -1,5 +1,6 @@
-"""CPU kernels (NumPy) for convolutions: Conv2D, Conv3D, Conv2DBackpropInput (the
-transposed convolution) and DepthwiseConv2dNative, with TF 2.21's checks and messages.
+"""CPU kernels (NumPy) for convolutions: Conv2D, Conv3D and DepthwiseConv2dNative, with TF
+2.21's checks and messages (their gradients, the transposed convolution included, are in
+conv_grad_kernels.py).
 
 Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/conv_ops.py):
 
@@ -13,8 +14,6 @@ Algorithms, chosen by measurement at MobileNetV2/ResNet50 shapes (benchmarks/con
   compiled pass over each block of output rows (aioflow/kernels/nn/depthwise_jit.py). Without it,
   kh*kw multiply-adds of shifted views over a block of output rows, each tap a fused
   ``out += view * w`` through a small scratch buffer.
-* The transposed convolution is one GEMM (out_backprop @ filter^T) followed by kh*kw
-  strided adds into the padded result (col2im), then the padding is cropped.
 
 Each GEMM runs BLAS single-threaded (intra_op_threads.own_threads), its blocks of rows (or, for a
 few rows, its columns) shared among the kernel's own threads, at most
@@ -244,6 +243,8 @@ def conv_channels_last(x: np.ndarray, w: np.ndarray, strides, dilations, pads,
     if all(k == 1 for k in ksizes):
         # A 1x1 window: the (strided, cropped) input is the patch matrix itself.
         used = [(sz - 1) * st + 1 for sz, st in zip(out_sizes, strides, strict=True)]
+        if any(b > 0 or a > 0 for b, a in pads):  # explicit padding: zeros around x
+            x, pads = pad_spatial(x, pads), [(0, 0)] * nd
         xs = crop_spatial(x, pads, used)
         if any(st != 1 for st in strides):
             xs = xs[(slice(None),) + tuple(slice(None, None, st) for st in strides)]
@@ -565,41 +566,6 @@ def _depthwise_compiled(x, w, out, strides, dilations, pads, epilogue) -> np.nda
     return out
 
 
-def conv_backprop_input(dy: np.ndarray, w: np.ndarray, in_sizes, strides, dilations,
-                        pads) -> np.ndarray:
-    """The gradient of a channels-last convolution with respect to its input: dy
-    (N, *out, O) and w (*k, C, O) give (N, *in_sizes, C)."""
-    nd = len(in_sizes)
-    n = dy.shape[0]
-    ksizes = w.shape[:nd]
-    c, o = w.shape[-2], w.shape[-1]
-    out_sizes = dy.shape[1:-1]
-    dtype = np.result_type(dy, w)
-    if n == 0 or c == 0 or any(s == 0 for s in in_sizes):
-        return np.zeros((n,) + tuple(in_sizes) + (c,), dtype)
-    padded = [max(s + b + a, (os - 1) * st + (k - 1) * d + 1)
-              for s, (b, a), os, st, k, d in zip(in_sizes, pads, out_sizes, strides, ksizes,
-                                                 dilations, strict=True)]
-    dxp = np.zeros((n,) + tuple(padded) + (c,), dtype)
-    if dy.size and w.size and all(os > 0 for os in out_sizes):
-        wt = w.reshape(-1, c, o)
-        if all(k == 1 for k in ksizes):
-            cols = np.matmul(dy.reshape(-1, o), wt[0].T).reshape(dy.shape[:-1] + (c,))
-            idx = (slice(None),) + tuple(slice(0, (os - 1) * st + 1, st)
-                                         for os, st in zip(out_sizes, strides, strict=True))
-            dxp[idx] = cols
-        else:
-            wmat = wt.transpose(2, 0, 1).reshape(o, -1)
-            cols = np.matmul(dy.reshape(-1, o), wmat).reshape(
-                dy.shape[:-1] + tuple(ksizes) + (c,))
-            for tap in np.ndindex(*ksizes):
-                idx = (slice(None),) + tuple(
-                    slice(t * d, t * d + (os - 1) * st + 1, st)
-                    for t, d, os, st in zip(tap, dilations, out_sizes, strides, strict=True))
-                dxp[idx] += cols[(slice(None),) * (nd + 1) + tap]
-    return crop_spatial(dxp, pads, in_sizes)
-
-
 # -- attribute checks ----------------------------------------------------------------------------
 
 class _ConvBase(OpKernel):
@@ -850,76 +816,3 @@ class DepthwiseConv2dNativeOp(_ConvBase):
     def epilogue(self, inputs, channels: int):
         """What finishes each block of output in place (None: nothing; fused kernels)."""
         return None
-
-
-@register_kernel("Conv2DBackpropInput", "CPU", T=_CONV_TYPES, host_memory=("input_sizes",))
-class Conv2DBackpropInputOp(_ConvBase):
-    """The gradient of Conv2D with respect to its input (a transposed convolution)."""
-
-    def check_attrs(self, strides, dilations):
-        if len(strides) != 4:
-            raise invalid("Sliding window strides field must specify 4 dimensions")
-        c = 1 if self._channels_first else 3
-        if strides[0] != 1 or strides[c] != 1:
-            raise invalid("Current implementation does not yet support strides in the batch "
-                          "and depth dimensions.")
-        if len(dilations) != 4:
-            raise invalid("Sliding window dilations field must specify 4 dimensions")
-        if dilations[0] != 1 or dilations[c] != 1:
-            raise invalid("Current implementation does not yet support dilations in the "
-                          "batch and depth dimensions.")
-        h = 2 if self._channels_first else 1
-        if strides[h] <= 0 or strides[h + 1] <= 0:
-            raise invalid("Row and column strides should be larger than 0.")
-        if dilations[h] <= 0 or dilations[h + 1] <= 0:
-            raise invalid("Row and column dilations must be >= 1")
-        self.check_explicit_paddings()
-
-    def is_expensive(self, inputs: list) -> bool:
-        _, w, dy = inputs
-        return np.size(dy) * (np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) \
-            > POOL_FLOPS
-
-    def compute(self, ctx, inputs):
-        sizes, w, dy = inputs
-        pre = "Conv2DCustomBackpropInput: "
-        sizes = [int(v) for v in np.ravel(sizes)]
-        if len(sizes) == 2:  # [height, width]: batch and depth come from the other inputs
-            n = dy.shape[0] if dy.ndim else 0
-            c = w.shape[2] if w.ndim > 2 else 0
-            sizes = [n, c] + sizes if self._channels_first else [n] + sizes + [c]
-        elif len(sizes) != 4:
-            raise invalid(f"Conv2DBackpropInput requires input_sizes to contain 4 values or 2 "
-                          f"values, but got: {len(sizes)}")
-        for s in sizes:
-            if s < 0:
-                raise invalid(f"Dimension {s} must be >= 0")
-        if w.ndim != 4:
-            raise invalid(pre + "filter must be 4-dimensional")
-        if dy.ndim != 4:
-            raise invalid(pre + "out_backprop must be 4-dimensional")
-        if self._channels_first:
-            sizes = [sizes[0]] + sizes[2:] + [sizes[1]]
-            dy = to_channels_last(dy)
-        n, ih, iw, c = sizes
-        if dy.shape[0] != n:
-            raise invalid(pre + f"input and out_backprop must have the same batch size. "
-                          f"Input batch: {n}, outbackprop batch: {dy.shape[0]}, batch_dim: 0")
-        if w.shape[2] == 0 or c % w.shape[2]:
-            raise invalid(pre + "input depth must be evenly divisible by filter depth")
-        if c != w.shape[2]:
-            raise unimplemented("Grouped convolutions are not supported on CPU.")
-        if dy.shape[-1] != w.shape[3]:
-            raise invalid(pre + "filter and out_backprop must have the same out_depth")
-        outs, pads = self._out_geometry((ih, iw), w.shape[:2])
-        for i, (want, got) in enumerate(zip(outs, dy.shape[1:3], strict=True)):
-            if want != got:
-                raise invalid(f"Conv2DCustomBackpropInput: Size of out_backprop doesn't match "
-                              f"computed: actual = {got}, computed = {want} spatial_dim: "
-                              f"{i + 1} input: {(ih, iw)[i]} filter: {w.shape[i]} output: "
-                              f"{got} stride: {self._strides[i]} dilation: "
-                              f"{self._dilations[i]}")
-        dyc, wc = self._cast_in(dy, w)
-        y = self._cast_out(conv_backprop_input(dyc, wc, (ih, iw), self._strides,
-                                               self._dilations, pads))
-        return (to_channels_first(y) if self._channels_first else np.ascontiguousarray(y),)

@@ -1,0 +1,26 @@
+"""Symbolic gradients as TF 1.x builds them: af.gradients, the gradient registry, one
+module of gradient functions per op family, and gradients through v1 loops and conds."""
+
+from aioflow.gradients import (  # noqa: F401  (importing a module registers its gradients)
+    array_grad,
+    control_flow_grad,
+    math_grad,
+    nn_grad,
+)
+from aioflow.gradients.gradients_impl import hessians
+from aioflow.gradients.gradients_util import (
+    AggregationMethod,
+    UnconnectedGradients,
+    gradients,
+)
+from aioflow.gradients.registry import (
+    NoGradient,
+    NotDifferentiable,
+    RegisterGradient,
+    get_gradient_function,
+)
+
+__all__ = [
+    "AggregationMethod", "NoGradient", "NotDifferentiable", "RegisterGradient",
+    "UnconnectedGradients", "get_gradient_function", "gradients", "hessians",
+]

@@ -1,0 +1,109 @@
+"""Writes the gradient fixtures: for each program of tests/gradient_programs.py, the
+GraphDef TF 2.21 (tf.compat.v1, v1 control flow) builds with tf.gradients and the values of
+the gradients for the program's fixed inputs; TF's OpDefs of the gradient ops aioflow
+registers; and a meta graph of a small MLP trained with GradientDescent, with the values
+of its gradient tensors.
+
+Run from the project root with TF 2.21 (never a dependency):
+
+    TF_CPP_MIN_LOG_LEVEL=3 /work/tfvenv/bin/python tests/data/make_gradient_fixtures_tf.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "gradients_tf"
+sys.path.insert(0, str(HERE.parent))
+
+import gradient_programs  # noqa: E402
+
+OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "EluGrad",
+           "SeluGrad", "LeakyReluGrad", "SoftplusGrad", "SoftsignGrad", "SigmoidGrad",
+           "TanhGrad", "RsqrtGrad", "SqrtGrad", "ReciprocalGrad", "InvGrad", "BiasAddGrad",
+           "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+           "StridedSliceGrad", "PreventGradient", "InvertPermutation", "MirrorPadGrad",
+           "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
+
+
+def write_programs(tf) -> dict:
+    index = {}
+    for name, program in gradient_programs.PROGRAMS.items():
+        graph, n_forward, spec, grads = gradient_programs.build(tf, program)
+        (OUT / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
+        fetches = gradient_programs.fetchable(tf, grads)
+        with tf.Session(graph=graph) as sess:
+            values = sess.run([f for f in fetches if f is not None], spec["feeds"])
+        dense = iter(gradient_programs.densify(v) for v in values)
+        arrays = {str(i): next(dense) for i, f in enumerate(fetches) if f is not None}
+        np.savez(OUT / f"{name}.npz", **arrays)
+        index[name] = {"n_forward": n_forward, "n_grads": len(grads),
+                       "none": [i for i, f in enumerate(fetches) if f is None]}
+    return index
+
+
+def write_op_defs() -> None:
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.framework import op_def_registry
+    ops = op_def_pb2.OpList()
+    for name in OP_DEFS:
+        ops.op.add().CopyFrom(op_def_registry.get(name))
+    (OUT / "grad_op_defs.pb").write_bytes(ops.SerializeToString())
+
+
+def write_mlp_meta_graph(tf) -> None:
+    graph = tf.Graph()
+    rng = np.random.default_rng(7)
+    w1 = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (4, 2)).astype(np.float32)
+    x_value = rng.uniform(-1, 1, (5, 3)).astype(np.float32)
+    labels_value = np.array([0, 1, 1, 0, 1], np.int32)
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        labels = tf.placeholder(tf.int32, [None], name="labels")
+        v1 = tf.get_variable("w1", initializer=tf.constant(w1))
+        b1 = tf.get_variable("b1", [4], initializer=tf.zeros_initializer())
+        v2 = tf.get_variable("w2", initializer=tf.constant(w2))
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, v1), b1))
+        logits = tf.matmul(h, v2)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="loss")
+        opt = tf.train.GradientDescentOptimizer(0.1)
+        grads_and_vars = opt.compute_gradients(loss)
+        train = opt.apply_gradients(grads_and_vars, name="train")
+        init = tf.global_variables_initializer()
+        grad_names = [g.name for g, _ in grads_and_vars]
+        meta = tf.train.export_meta_graph()
+        with tf.Session() as sess:
+            sess.run(init)
+            feeds = {x: x_value, labels: labels_value}
+            values = sess.run([g for g, _ in grads_and_vars], feeds)
+            sess.run(train, feeds)
+            after = sess.run([v1, b1, v2])
+    (OUT / "mlp_meta_graph.pb").write_bytes(meta.SerializeToString())
+    np.savez(OUT / "mlp_meta_graph.npz", x=x_value, labels=labels_value,
+             **{f"grad_{i}": v for i, v in enumerate(values)},
+             **{f"after_{i}": v for i, v in enumerate(after)})
+    return {"grad_names": grad_names, "init": init.name, "train": train.name,
+            "loss": loss.name}
+
+
+def main() -> None:
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
+    OUT.mkdir(exist_ok=True)
+    index = write_programs(tf)
+    write_op_defs()
+    meta = write_mlp_meta_graph(tf)
+    (OUT / "index.json").write_text(json.dumps({"programs": index, "mlp_meta_graph": meta},
+                                               indent=1, sort_keys=True) + "\n")
+    print(f"{len(index)} programs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,546 @@
+"""Small TF 1.x programs whose gradients TF 2.21 and aioflow build node for node.
+
+Each ``program_*`` takes the TF-1-like module (``tensorflow.compat.v1`` in
+tests/data/make_gradient_fixtures_tf.py, ``aioflow.compat.v1`` in tests/test_gradients_tf.py)
+and uses only names both share. It builds a forward graph and returns a dict: ``ys``,
+``xs`` (what tf.gradients is called with), ``feeds`` (placeholder -> value) and optional
+``kwargs`` for tf.gradients. ``build`` then calls tf.gradients and notes how many nodes the
+forward graph had, so the nodes tf.gradients added can be compared.
+This module imports neither TensorFlow nor aioflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_RNG_SEED = 1234
+
+
+def _rand(*shape, low=-1.0, high=1.0, seed=0, dtype=np.float32):
+    rng = np.random.default_rng(_RNG_SEED + seed)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _ph(tf, shape, name, dtype=None):
+    return tf.placeholder(dtype or tf.float32, shape, name=name)
+
+
+# -- math -------------------------------------------------------------------------------------
+
+def program_mlp(tf):
+    x = _ph(tf, [4, 3], "x")
+    labels = tf.placeholder(tf.int32, [4], name="labels")
+    w1 = _ph(tf, [3, 5], "w1")
+    b1 = _ph(tf, [5], "b1")
+    w2 = _ph(tf, [5, 2], "w2")
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1))
+    logits = tf.matmul(h, w2)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    return {"ys": [loss], "xs": [w1, b1, w2],
+            "feeds": {x: _rand(4, 3), labels: np.array([0, 1, 1, 0], np.int32),
+                      w1: _rand(3, 5, seed=1), b1: _rand(5, seed=2), w2: _rand(5, 2, seed=3)}}
+
+
+def program_add_broadcast_static(tf):
+    x = _ph(tf, [2, 3], "x")
+    b = _ph(tf, [3], "b")
+    y = tf.reduce_sum((x + b) * (x - b))
+    return {"ys": [y], "xs": [x, b], "feeds": {x: _rand(2, 3), b: _rand(3, seed=1)}}
+
+
+def program_add_broadcast_dynamic(tf):
+    x = _ph(tf, [None, 3], "x")
+    b = _ph(tf, [None], "b")
+    y = tf.reduce_sum(tf.add(x, b) * tf.subtract(x, b) / (tf.abs(b) + 1.0))
+    return {"ys": [y], "xs": [x, b], "feeds": {x: _rand(2, 3), b: _rand(3, seed=1)}}
+
+
+def program_mul_div_pow(tf):
+    x = _ph(tf, [2, 3], "x")
+    y = _ph(tf, [2, 1], "y")
+    z = tf.multiply(x, y) + tf.div(x, y + 3.0) + tf.pow(tf.abs(x) + 1.0, y) + tf.truediv(y, 2.0)
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(2, 3), y: _rand(2, 1, seed=1)}}
+
+
+def program_maximum_minimum(tf):
+    x = _ph(tf, [3, 4], "x")
+    y = _ph(tf, [4], "y")
+    z = tf.maximum(x, y) * tf.minimum(x, 0.25)
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(3, 4), y: _rand(4, seed=1)}}
+
+
+def program_squared_difference(tf):
+    x = _ph(tf, [3, 2], "x")
+    y = _ph(tf, [3, 2], "y")
+    z = tf.squared_difference(x, y) + tf.squared_difference(x, 1.0)
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(3, 2), y: _rand(3, 2, seed=1)}}
+
+
+def program_unary_exp_log(tf):
+    x = _ph(tf, [2, 3], "x")
+    p = tf.abs(x) + 0.5
+    z = tf.exp(x) + tf.log(p) + tf.sqrt(p) + tf.rsqrt(p) + tf.square(x) + tf.reciprocal(p)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 3)}}
+
+
+def program_unary_activations(tf):
+    x = _ph(tf, [2, 3], "x")
+    z = tf.tanh(x) * tf.sigmoid(x) + tf.nn.relu6(x * 8.0) + tf.nn.elu(x) + tf.nn.selu(x)
+    z = z + tf.nn.softplus(x) + tf.nn.softsign(x) + tf.nn.leaky_relu(x, alpha=0.1)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 3)}}
+
+
+def program_trig(tf):
+    x = _ph(tf, [4], "x")
+    z = tf.sin(x) + tf.cos(x) + tf.tan(x) + tf.asin(x * 0.5) + tf.acos(x * 0.5) + tf.atan(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(4)}}
+
+
+def program_hyperbolic(tf):
+    x = _ph(tf, [4], "x")
+    z = tf.sinh(x) + tf.cosh(x) + tf.asinh(x) + tf.atanh(x * 0.5) + tf.acosh(tf.abs(x) + 1.5)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(4)}}
+
+
+def program_special(tf):
+    x = _ph(tf, [4], "x")
+    z = tf.log1p(tf.abs(x)) + tf.expm1(x) + tf.erf(x) + tf.lgamma(tf.abs(x) + 1.0)
+    z = z + tf.negative(x) * tf.sign(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(4)}}
+
+
+def program_atan2_xlogy(tf):
+    x = _ph(tf, [3], "x")
+    y = _ph(tf, [3], "y")
+    z = tf.atan2(x, y) + tf.math.xlogy(x, tf.abs(y) + 1.0) + tf.math.xdivy(x, y + 2.0)
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(3), y: _rand(3, seed=1)}}
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+def program_reduce_sum_axes(tf):
+    x = _ph(tf, [2, 3, 4], "x")
+    z = tf.reduce_sum(x, axis=1) * 2.0
+    w = tf.reduce_sum(x, axis=[0, 2], keepdims=True)
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(2, 3, 4)}}
+
+
+def program_reduce_mean(tf):
+    x = _ph(tf, [3, 4], "x")
+    z = tf.reduce_mean(x, axis=0) + tf.reduce_mean(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
+
+
+def program_reduce_dynamic(tf):
+    x = _ph(tf, [None, 4], "x")
+    z = tf.reduce_sum(x, axis=1) + tf.reduce_mean(x, axis=1)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
+
+
+def program_reduce_max_min(tf):
+    x = _ph(tf, [3, 4], "x")
+    z = tf.reduce_max(x, axis=1) + tf.reduce_min(x, axis=1)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
+
+
+def program_reduce_prod(tf):
+    x = _ph(tf, [None, 4], "x")
+    z = tf.reduce_prod(x, axis=1)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
+
+
+def program_cumsum_cumprod(tf):
+    x = _ph(tf, [2, 5], "x")
+    z = tf.cumsum(x, axis=1) + tf.cumsum(x, axis=1, exclusive=True, reverse=True)
+    z = z + tf.cumprod(x + 2.0, axis=1)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 5)}}
+
+
+def program_add_n(tf):
+    x = _ph(tf, [2, 3], "x")
+    y = _ph(tf, [2, 3], "y")
+    z = tf.add_n([x, y, x * y])
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(2, 3), y: _rand(2, 3, seed=1)}}
+
+
+# -- matrix products --------------------------------------------------------------------------
+
+def program_matmul_transposes(tf):
+    a = _ph(tf, [3, 2], "a")
+    b = _ph(tf, [4, 3], "b")
+    z = tf.matmul(a, b, transpose_a=True, transpose_b=True)
+    z2 = tf.matmul(b, a)
+    return {"ys": [z, z2], "xs": [a, b], "feeds": {a: _rand(3, 2), b: _rand(4, 3, seed=1)}}
+
+
+def program_batch_matmul(tf):
+    a = _ph(tf, [2, 3, 4], "a")
+    b = _ph(tf, [2, 4, 2], "b")
+    z = tf.matmul(a, b)
+    return {"ys": [z], "xs": [a, b], "feeds": {a: _rand(2, 3, 4), b: _rand(2, 4, 2, seed=1)}}
+
+
+def program_batch_matmul_broadcast(tf):
+    a = _ph(tf, [2, 3, 4], "a")
+    b = _ph(tf, [4, 2], "b")
+    z = tf.matmul(a, b)
+    return {"ys": [z], "xs": [a, b], "feeds": {a: _rand(2, 3, 4), b: _rand(4, 2, seed=1)}}
+
+
+# -- array ------------------------------------------------------------------------------------
+
+def program_reshape_transpose(tf):
+    x = _ph(tf, [2, 3, 4], "x")
+    z = tf.transpose(tf.reshape(x, [6, 4]), [1, 0])
+    z = tf.squeeze(tf.expand_dims(z, 0), [0])
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 3, 4)}}
+
+
+def program_reshape_unknown(tf):
+    x = _ph(tf, [None, 6], "x")
+    z = tf.reshape(x, [-1, 2, 3]) * 2.0
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 6)}}
+
+
+def program_concat(tf):
+    x = _ph(tf, [2, 3], "x")
+    y = _ph(tf, [2, 2], "y")
+    w = _ph(tf, [2, 1], "w")
+    z = tf.concat([x, y, w], axis=1) * 3.0
+    z2 = tf.concat([x, x], axis=0)
+    return {"ys": [z, z2], "xs": [x, y, w],
+            "feeds": {x: _rand(2, 3), y: _rand(2, 2, seed=1), w: _rand(2, 1, seed=2)}}
+
+
+def program_stack_unstack(tf):
+    x = _ph(tf, [2, 3], "x")
+    y = _ph(tf, [2, 3], "y")
+    s = tf.stack([x, y], axis=1)
+    a, b = tf.unstack(s * s, axis=1)
+    return {"ys": [a + 2.0 * b], "xs": [x, y], "feeds": {x: _rand(2, 3), y: _rand(2, 3, seed=1)}}
+
+
+def program_slice_strided(tf):
+    x = _ph(tf, [4, 5], "x")
+    z = tf.slice(x, [1, 0], [2, 3]) * 2.0
+    w = x[1:3, ::2] + x[0, 1]
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(4, 5)}}
+
+
+def program_gather_embedding(tf):
+    params = _ph(tf, [5, 3], "params")
+    ids = tf.placeholder(tf.int32, [4], name="ids")
+    z = tf.gather(params, ids) * 2.0
+    return {"ys": [z], "xs": [params],
+            "feeds": {params: _rand(5, 3), ids: np.array([0, 3, 3, 1], np.int32)}}
+
+
+def program_gather_then_dense(tf):
+    params = _ph(tf, [5, 3], "params")
+    ids = tf.placeholder(tf.int32, [2], name="ids")
+    z = tf.gather(params, ids) + tf.reduce_sum(params * params)
+    return {"ys": [z], "xs": [params],
+            "feeds": {params: _rand(5, 3), ids: np.array([4, 0], np.int32)}}
+
+
+def program_gather_axis1(tf):
+    params = _ph(tf, [3, 4], "params")
+    ids = tf.placeholder(tf.int32, [2], name="ids")
+    z = tf.gather(params, ids, axis=1)
+    return {"ys": [z], "xs": [params],
+            "feeds": {params: _rand(3, 4), ids: np.array([3, 1], np.int32)}}
+
+
+def program_gather_nd(tf):
+    params = _ph(tf, [3, 4], "params")
+    z = tf.gather_nd(params, [[0, 1], [2, 3]])
+    return {"ys": [z], "xs": [params], "feeds": {params: _rand(3, 4)}}
+
+
+def program_tile_pad_reverse(tf):
+    x = _ph(tf, [2, 3], "x")
+    z = tf.tile(x, [2, 1]) * 2.0
+    p = tf.pad(x, [[1, 0], [0, 2]])
+    r = tf.reverse(x, [1])
+    return {"ys": [z, p, r], "xs": [x], "feeds": {x: _rand(2, 3)}}
+
+
+def program_mirror_pad(tf):
+    x = _ph(tf, [3, 3], "x")
+    z = tf.pad(x, [[1, 1], [2, 0]], mode="REFLECT") + 0.0
+    w = tf.pad(x, [[1, 2], [0, 1]], mode="SYMMETRIC")
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(3, 3)}}
+
+
+def program_split(tf):
+    x = _ph(tf, [4, 6], "x")
+    a, b = tf.split(x, 2, axis=1)
+    c, d = tf.split(x, [1, 3], axis=0)
+    return {"ys": [a * b, tf.reduce_sum(c) + tf.reduce_sum(d * d)], "xs": [x],
+            "feeds": {x: _rand(4, 6)}}
+
+
+def program_select(tf):
+    x = _ph(tf, [2, 3], "x")
+    y = _ph(tf, [2, 3], "y")
+    c = tf.placeholder(tf.bool, [2, 3], name="c")
+    z = tf.where(c, x, y) + tf.where_v2(c, x * 2.0, 1.0)
+    return {"ys": [z], "xs": [x, y],
+            "feeds": {x: _rand(2, 3), y: _rand(2, 3, seed=1),
+                      c: np.array([[True, False, True], [False, False, True]])}}
+
+
+def program_cast_identity(tf):
+    x = _ph(tf, [3], "x")
+    z = tf.cast(tf.identity(x), tf.float64) * 2.0
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_broadcast_to(tf):
+    x = _ph(tf, [1, 3], "x")
+    z = tf.broadcast_to(x, [4, 3]) * 2.0
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(1, 3)}}
+
+
+def program_segments(tf):
+    x = _ph(tf, [5, 2], "x")
+    z = tf.math.unsorted_segment_sum(x, [0, 2, 1, 0, 2], 3) * 2.0
+    w = tf.math.segment_sum(x, [0, 0, 1, 1, 2])
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(5, 2)}}
+
+
+# -- nn ---------------------------------------------------------------------------------------
+
+def program_softmax(tf):
+    x = _ph(tf, [3, 4], "x")
+    z = tf.nn.softmax(x) * tf.nn.log_softmax(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3, 4)}}
+
+
+def program_softmax_xent(tf):
+    logits = _ph(tf, [3, 4], "logits")
+    labels = _ph(tf, [3, 4], "labels")
+    z = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    return {"ys": [z], "xs": [logits, labels],
+            "feeds": {logits: _rand(3, 4), labels: np.full((3, 4), 0.25, np.float32)}}
+
+
+def program_l2_loss_bias_add_nchw(tf):
+    x = _ph(tf, [2, 3, 2, 2], "x")
+    b = _ph(tf, [3], "b")
+    z = tf.nn.l2_loss(tf.nn.bias_add(x, b, data_format="NCHW"))
+    return {"ys": [z], "xs": [x, b], "feeds": {x: _rand(2, 3, 2, 2), b: _rand(3, seed=1)}}
+
+
+def program_top_k(tf):
+    x = _ph(tf, [None, 5], "x")
+    values, _ = tf.nn.top_k(x, 2)
+    return {"ys": [values * 2.0], "xs": [x], "feeds": {x: _rand(2, 5)}}
+
+
+# -- gradients() options ----------------------------------------------------------------------
+
+def program_grad_ys(tf):
+    x = _ph(tf, [2, 2], "x")
+    dy = _ph(tf, [2, 2], "dy")
+    z = tf.tanh(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(2, 2), dy: _rand(2, 2, seed=1)},
+            "kwargs": {"grad_ys": [dy]}}
+
+
+def program_tree_aggregation(tf):
+    x = _ph(tf, [3], "x")
+    z = x * x + tf.sin(x) + tf.exp(x)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3)},
+            "kwargs": {"aggregation_method": tf.AggregationMethod.EXPERIMENTAL_TREE}}
+
+
+def program_gate_gradients(tf):
+    x = _ph(tf, [2, 3], "x")
+    w = _ph(tf, [3, 2], "w")
+    z = tf.matmul(x, w)
+    return {"ys": [z], "xs": [x, w], "feeds": {x: _rand(2, 3), w: _rand(3, 2, seed=1)},
+            "kwargs": {"gate_gradients": True}}
+
+
+def program_colocate(tf):
+    x = _ph(tf, [3], "x")
+    z = tf.square(x) * 3.0
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3)},
+            "kwargs": {"colocate_gradients_with_ops": True}}
+
+
+def program_stop_gradients(tf):
+    a = _ph(tf, [2], "a")
+    b = 2.0 * a
+    c = a + b
+    return {"ys": [c], "xs": [a, b], "feeds": {a: _rand(2)},
+            "kwargs": {"stop_gradients": [a, b]}}
+
+
+def program_stop_gradient_op(tf):
+    x = _ph(tf, [3], "x")
+    z = x * tf.stop_gradient(x * 2.0)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_unconnected_zero(tf):
+    x = _ph(tf, [2], "x")
+    y = _ph(tf, [3], "y")
+    z = x * 2.0
+    return {"ys": [z], "xs": [x, y], "feeds": {x: _rand(2), y: _rand(3, seed=1)},
+            "kwargs": {"unconnected_gradients": "zero"}}
+
+
+def program_second_order(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(tf.tanh(x) * tf.sigmoid(x) * x)
+    g = tf.gradients(y, x)[0]
+    return {"ys": [g], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+# -- control flow -----------------------------------------------------------------------------
+
+def program_cond(tf):
+    x = _ph(tf, [3], "x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    y = tf.cond(p, lambda: tf.square(x) * 2.0, lambda: tf.sin(x))
+    return {"ys": [tf.reduce_sum(y)], "xs": [x], "feeds": {x: _rand(3), p: True}}
+
+
+def program_cond_false(tf):
+    x = _ph(tf, [3], "x")
+    w = _ph(tf, [3], "w")
+    p = tf.placeholder(tf.bool, [], name="p")
+    y = tf.cond(p, lambda: x * w, lambda: tf.exp(x))
+    return {"ys": [y], "xs": [x, w], "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}}
+
+
+def program_while_loop(tf):
+    x = _ph(tf, [3], "x")
+
+    def body(i, v):
+        return i + 1, tf.tanh(v) * 1.5
+
+    _, y = tf.while_loop(lambda i, v: i < 3, body, [tf.constant(0), x])
+    return {"ys": [tf.reduce_sum(y)], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_while_invariant(tf):
+    x = _ph(tf, [3], "x")
+    w = _ph(tf, [3], "w")
+
+    def body(i, v):
+        return i + 1, v * w + 1.0
+
+    _, y = tf.while_loop(lambda i, v: i < 4, body, [tf.constant(0), x])
+    return {"ys": [y], "xs": [x, w], "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_while_max_iterations(tf):
+    x = _ph(tf, [2], "x")
+    _, y = tf.while_loop(lambda i, v: i < 10, lambda i, v: [i + 1, tf.sin(v) + v],
+                         [tf.constant(0), x], maximum_iterations=3)
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
+
+
+def program_nested_while(tf):
+    x = _ph(tf, [2], "x")
+
+    def inner(v):
+        return tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * 1.1 + 0.1),
+                             [tf.constant(0), v])[1]
+
+    _, y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, inner(v) * v),
+                         [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
+
+
+def program_while_tensor_array(tf):
+    x = _ph(tf, [4, 2], "x")
+    ta = tf.TensorArray(tf.float32, size=4).unstack(x)
+    out = tf.TensorArray(tf.float32, size=4)
+
+    def body(i, acc, o):
+        v = ta.read(i)
+        return i + 1, acc + v * v, o.write(i, tf.sin(v))
+
+    _, acc, out = tf.while_loop(lambda i, a, o: i < 4, body,
+                                [tf.constant(0), tf.zeros([2]), out])
+    return {"ys": [acc, out.stack()], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+# -- conv / pool / normalisation (their gradient kernels: kernels/nn/*grad*) ----------------------
+
+def program_conv2d(tf):
+    x = _ph(tf, [1, 5, 5, 2], "x")
+    f = _ph(tf, [3, 3, 2, 3], "f")
+    z = tf.nn.conv2d(x, f, strides=[1, 2, 2, 1], padding="SAME")
+    return {"ys": [z], "xs": [x, f], "feeds": {x: _rand(1, 5, 5, 2), f: _rand(3, 3, 2, 3, seed=1)}}
+
+
+def program_pooling(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    z = tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    w = tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(1, 4, 4, 2)}}
+
+
+def program_depthwise_conv(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    f = _ph(tf, [2, 2, 2, 2], "f")
+    z = tf.nn.depthwise_conv2d_native(x, f, [1, 1, 1, 1], "VALID")
+    return {"ys": [z], "xs": [x, f], "feeds": {x: _rand(1, 4, 4, 2), f: _rand(2, 2, 2, 2, seed=1)}}
+
+
+def program_fused_batch_norm(tf):
+    x = _ph(tf, [2, 2, 2, 3], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True)
+    return {"ys": [y * y], "xs": [x, scale, offset],
+            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+
+
+def program_lrn(tf):
+    x = _ph(tf, [1, 2, 2, 4], "x")
+    z = tf.nn.lrn(x, depth_radius=2)
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(1, 2, 2, 4)}}
+
+
+PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
+            if name.startswith("program_")}
+
+
+def build(tf, program):
+    """(graph, number of forward nodes, the program's dict, the gradients) of one program
+    built in a new graph with `tf`."""
+    graph = tf.Graph()
+    with graph.as_default():
+        spec = program(tf)
+        n_forward = len(graph.as_graph_def().node)
+        grads = tf.gradients(spec["ys"], spec["xs"], **spec.get("kwargs", {}))
+    return graph, n_forward, spec, grads
+
+
+def fetchable(tf, grads):
+    """The gradients as fetches: a Tensor, or an IndexedSlices' (values, indices,
+    dense_shape); None stays None."""
+    out = []
+    for g in grads:
+        if g is None or isinstance(g, tf.Tensor):
+            out.append(g)
+        else:
+            out.append((g.values, g.indices, g.dense_shape))
+    return out
+
+
+def densify(value):
+    """A fetched gradient as a dense array (IndexedSlices summed into their rows)."""
+    if isinstance(value, (tuple, list)):
+        values, indices, dense_shape = value
+        dense = np.zeros(dense_shape, values.dtype)
+        np.add.at(dense, indices, values)
+        return dense
+    return value

@@ -1,0 +1,148 @@
+"""Each GPU kernel on the simulated device gives the CPU kernel's value: one graph of
+many ops, placed on /gpu:0, run with a simulated GPU and without one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.compat import v1
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+_rng = np.random.default_rng(7)
+A = _rng.standard_normal((3, 4)).astype(np.float32)
+B = _rng.standard_normal((3, 4)).astype(np.float32)
+P = np.abs(A) + 0.5
+M = _rng.standard_normal((2, 3, 4)).astype(np.float32)
+N = _rng.standard_normal((2, 4, 5)).astype(np.float32)
+IMG = _rng.standard_normal((2, 8, 8, 4)).astype(np.float32)
+
+
+def _ops():
+    x = af.placeholder(af.float32, [None, 4], name="x")  # fed zeros: nothing folds
+    a, b, p = af.constant(A) + x, af.constant(B), af.constant(P) + x
+    ops = {
+        "add": a + b, "sub": a - b, "mul": a * b, "div": a / p, "maximum": af.maximum(a, b),
+        "minimum": af.minimum(a, b), "pow": af.pow(p, b),
+        "sqdiff": af.math.squared_difference(a, b),
+        "floordiv": af.math.floordiv(a, p), "floormod": af.math.floormod(a, p),
+        "neg": -a, "abs": af.abs(a), "square": af.square(a), "sqrt": af.sqrt(p),
+        "rsqrt": af.math.rsqrt(p), "reciprocal": af.math.reciprocal(p), "exp": af.exp(a),
+        "expm1": af.math.expm1(a), "log": af.math.log(p), "log1p": af.math.log1p(p),
+        "sin": af.sin(a), "cos": af.cos(a), "tanh": af.tanh(a), "sigmoid": af.sigmoid(a),
+        "floor": af.floor(a), "ceil": af.math.ceil(a), "round": af.round(a * 3),
+        "sign": af.sign(a), "relu": af.nn.relu(a), "relu6": af.nn.relu6(a * 5),
+        "elu": af.nn.elu(a), "selu": af.nn.selu(a), "softplus": af.nn.softplus(a),
+        "softsign": af.nn.softsign(a), "leaky": af.nn.leaky_relu(a, 0.3),
+        "less": af.cast(a < b, af.float32), "equal": af.cast(af.equal(a, a), af.float32),
+        "logical": af.cast(af.logical_and(a > 0, af.logical_not(b > 0)), af.float32),
+        "addn": af.add_n([a, b, p]),
+        "sum": af.reduce_sum(a, axis=1), "mean": af.reduce_mean(a, axis=[0, 1]),
+        "max": af.reduce_max(a, axis=0, keepdims=True), "min": af.reduce_min(a, axis=1),
+        "prod": af.reduce_prod(p, axis=1),
+        "matmul": af.matmul(a, b, transpose_b=True), "matmul_ta": af.matmul(a, b, transpose_a=True),
+        "bmm": af.matmul(af.constant(M) + af.reduce_sum(x), af.constant(N)),
+        "softmax": af.nn.softmax(a), "log_softmax": af.nn.log_softmax(a),
+        "cast": af.cast(a * 10, af.int64), "transpose": af.transpose(a),
+        "concat": af.concat([a, b], axis=0), "stack": af.stack([a, b], axis=1),
+        "split": af.split(a, 2, axis=1)[1], "splitv": af.split(a, [1, 3], axis=1)[1],
+        "slice": af.slice(a, [1, 1], [2, -1]), "gather": af.gather(a, [2, 0, 2], axis=0),
+        "reshape": af.reshape(a, [2, 6]), "expand": af.expand_dims(a, 1),
+        "squeeze": af.squeeze(af.reshape(a, [1, 3, 4])),
+        "fill": af.fill([2, 3], af.reduce_sum(x) + 1.5),
+        "zeros_like": af.zeros_like(a), "ones_like": af.ones_like(x),
+        "broadcast": af.broadcast_to(af.reduce_sum(a, axis=0), [2, 4]),
+        "where": af.where(a > b, a, b), "pad": af.pad(a, [[1, 0], [0, 2]], constant_values=2.0),
+        "tile": af.tile(a, [2, 1]), "unstack": af.unstack(a, axis=1)[2],
+        "argmax": af.cast(af.argmax(a, axis=1), af.float32), "l2loss": af.nn.l2_loss(a),
+        "one_hot": af.one_hot(af.argmax(a, axis=1), 5),
+        "strided": a[::2, 1:], "cumsum": af.cumsum(a, axis=1),
+        "mirror_pad": af.pad(a, [[1, 1], [1, 1]], mode="REFLECT"),
+        "top_k": af.nn.top_k(a, 2)[0],
+    }
+    img = af.constant(IMG) + af.reduce_sum(x) * 0
+    ops["bias_add"] = af.nn.bias_add(img, af.constant(np.arange(4, dtype=np.float32)))
+    ops["conv_same_s2"] = af.nn.conv2d(img, af.constant(IMG[0, :3, :3, :, None].repeat(2, 3)),
+                                      strides=[1, 2, 2, 1], padding="SAME")
+    ops["depthwise"] = af.nn.depthwise_conv2d(img, af.constant(IMG[0, :3, :3, :, None]),
+                                              strides=[1, 1, 1, 1], padding="SAME")
+    ops["max_pool"] = af.nn.max_pool(img, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+    ops["avg_pool"] = af.nn.avg_pool(img, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+    scale = af.constant(np.linspace(0.5, 1.5, 4, dtype=np.float32))
+    offset = af.constant(np.linspace(-1, 1, 4, dtype=np.float32))
+    ops["bn_infer"] = v1.nn.fused_batch_norm(img, scale, offset, mean=offset, variance=scale,
+                                             is_training=False)[0]
+    y, mean, var = v1.nn.fused_batch_norm(img, scale, offset, is_training=True)
+    ops["bn_train"], ops["bn_mean"], ops["bn_var"] = y, mean, var
+    ops["resize"] = af.image.resize_bilinear(img, [5, 11]) if hasattr(af.image, "resize_bilinear") \
+        else v1.image.resize_bilinear(img, [5, 11])
+    return ops
+
+
+@pytest.fixture(scope="module")
+def results():
+    import asyncio
+    import os
+
+    async def run(gpus: str):
+        os.environ["AIOFLOW_SIMULATED_GPUS"] = gpus
+        g = af.Graph()
+        with g.as_default(), af.device("/gpu:0" if gpus else "/cpu:0"):
+            ops = _ops()
+        md = af.RunMetadata()
+        async with af.Session(graph=g) as sess:
+            out = await sess.run(ops, {"x:0": np.zeros((3, 4), np.float32)},
+                                 options=af.RunOptions(output_partition_graphs=True),
+                                 run_metadata=md)
+        return ops, out, md
+
+    saved = os.environ.get("AIOFLOW_SIMULATED_GPUS")
+    try:
+        gpu_ops, gpu, md = asyncio.run(run("1"))
+        _, cpu, _ = asyncio.run(run(""))
+    finally:
+        if saved is None:
+            os.environ.pop("AIOFLOW_SIMULATED_GPUS", None)
+        else:
+            os.environ["AIOFLOW_SIMULATED_GPUS"] = saved
+    placed = {n.name: n.device for p in md.partition_graphs for n in p.node}
+    return gpu_ops, gpu, cpu, placed
+
+
+def _names():
+    g = af.Graph()
+    with g.as_default():
+        return sorted(_ops())
+
+
+@pytest.mark.parametrize("name", _names())
+def test_gpu_kernel_gives_the_cpu_value(results, name):
+    ops, gpu, cpu, placed = results
+    got, want = np.asarray(gpu[name]), np.asarray(cpu[name])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    assert placed[ops[name].op.name] == GPU0
+
+
+async def test_nchw_convolution_and_pooling_on_the_gpu(monkeypatch):
+    """TF's CPU kernels take NHWC only; on the GPU NCHW gives the NHWC values."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    w = IMG[1, :2, :2, :, None].repeat(3, 3)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, IMG.shape, name="x")
+        with af.device("/gpu:0"):
+            nchw = af.transpose(x, [0, 3, 1, 2])
+            conv = af.nn.conv2d(nchw, w, strides=[1, 1, 2, 2], padding="SAME",
+                                data_format="NCHW")
+            pool = af.nn.max_pool(nchw, [1, 1, 2, 2], [1, 1, 2, 2], "VALID",
+                                  data_format="NCHW")
+        with af.device("/cpu:0"):
+            conv_ref = af.nn.conv2d(x, w, strides=[1, 2, 2, 1], padding="SAME")
+            pool_ref = af.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    async with af.Session(graph=g) as sess:
+        got = await sess.run([conv, pool, conv_ref, pool_ref], {x: IMG})
+    np.testing.assert_allclose(got[0].transpose(0, 2, 3, 1), got[2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1].transpose(0, 2, 3, 1), got[3])
