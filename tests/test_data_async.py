@@ -373,3 +373,66 @@ async def test_file_cache_is_written_once_then_read(tmp_path):
     assert first == second == third == [0, 3, 6, 9, 12]
     assert len(made) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.aioflow-cache"]
+
+
+async def test_a_full_prefetch_buffer_holds_no_task():
+    """The producer ends when the buffer is full and starts again when there is room:
+    an iterator nobody reads (its session closed) leaves no task behind."""
+    graph = af.Graph()
+    with graph.as_default():
+        nxt = af.data.make_one_shot_iterator(
+            af.data.Dataset.range(100).map(lambda x: x + 1).prefetch(3)).get_next()
+    async with af.Session(graph=graph) as sess:
+        assert [int(await sess.run(nxt)) for _ in range(4)] == [1, 2, 3, 4]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        producers = [t for t in asyncio.all_tasks() if "_produce" in repr(t)]
+        assert producers == []
+        assert int(await sess.run(nxt)) == 5
+
+
+async def test_file_reads_run_on_the_pool(monkeypatch):
+    """TFRecordDataset opens and reads its files on the pool, never on the loop's thread."""
+    import threading
+
+    from aioflow.lib import record_io
+
+    threads = []
+    read_many = record_io.RecordReader.read_many
+
+    def recording(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        return read_many(self, *args, **kwargs)
+
+    monkeypatch.setattr(record_io.RecordReader, "read_many", recording)
+    root = Path(__file__).parent / "data" / "data_files"
+    graph = af.Graph()
+    with graph.as_default():
+        nxt = af.data.make_one_shot_iterator(af.data.TFRecordDataset(
+            [str(root / "records.tfrecord"), str(root / "records.gz")],
+            compression_type=None).take(7)).get_next()
+    async with af.Session(graph=graph) as sess:
+        got = [await sess.run(nxt) for _ in range(7)]
+    assert len(got) == 7 and threads
+    assert threading.main_thread() not in threads
+
+
+async def test_raw_iterator_ops():
+    """AnonymousIteratorV2 + MakeIterator, IteratorGetNextSync, DeleteIterator."""
+    graph = af.Graph()
+    with graph.as_default():
+        ds = af.data.Dataset.range(3)
+        handle, deleter = apply_op("AnonymousIteratorV2", output_types=[af.int64],
+                                   output_shapes=[[]])
+        make = apply_op("MakeIterator", dataset=ds._variant_tensor, iterator=handle)
+        with af.control_dependencies([make]):
+            first = apply_op("IteratorGetNextSync", iterator=handle,
+                             output_types=[af.int64], output_shapes=[[]])
+        with af.control_dependencies(first):
+            second = apply_op("IteratorGetNext", iterator=handle, output_types=[af.int64],
+                              output_shapes=[[]])
+        with af.control_dependencies(second):
+            delete = apply_op("DeleteIterator", handle=handle, deleter=deleter)
+    async with af.Session(graph=graph) as sess:
+        a, b, _ = await sess.run([first[0], second[0], delete])
+    assert (int(a), int(b)) == (0, 1)

@@ -155,15 +155,17 @@ async def test_tf_graph_def_runs_equal_tf(name):
 
 async def test_tf2_function_graphs_run_equal_tf():
     """Datasets and iterators inside tf.functions (TF 2-era graphs: AnonymousIteratorV3,
-    ShuffleDatasetV3 with a DummySeedGenerator, `for x in dataset` as Scan/Reduce),
-    called by StatefulPartitionedCall: TF's GraphDef runs to TF's values."""
+    ShuffleDatasetV3 with a DummySeedGenerator, `for x in dataset` as Scan/Reduce,
+    CacheDatasetV2, OptionsDataset), called by StatefulPartitionedCall: TF's GraphDef
+    runs to TF's values."""
     record = FIXTURE["tf2_graphs"]["functions"]
     graph = af.Graph()
     with graph.as_default():
         af.import_graph_def(_graph_def(record), name="")
     ops = {n.op for f in _graph_def(record).library.function for n in f.node_def}
     assert {"AnonymousIteratorV3", "MakeIterator", "IteratorGetNext", "ScanDataset",
-            "ReduceDataset", "ShuffleDatasetV3"} <= ops
+            "ReduceDataset", "ShuffleDatasetV3", "DummySeedGenerator", "CacheDatasetV2",
+            "DummyMemoryCache", "OptionsDataset", "ShuffleAndRepeatDataset"} <= ops
     await _replay(graph, record, "tf2_functions")
 
 

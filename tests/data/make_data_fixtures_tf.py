@@ -431,12 +431,22 @@ def tf2_functions(tf):
         ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x)).padded_batch(3)
         return next(iter(ds))
 
+    @tf.function
+    def with_options():
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = 2
+        ds = tf.data.Dataset.range(6).cache().map(lambda x: x + 1).with_options(options)
+        ds = ds.apply(tf.data.experimental.shuffle_and_repeat(4, 2, seed=5))
+        it = iter(ds)
+        return [next(it) for _ in range(8)]
+
     n = tf.compat.v1.placeholder(tf.int64, [], name="n")
     things = {"total": tf.identity(total(n), name="total"),
               "first": [tf.identity(t) for t in first_three()],
-              "padded": tf.identity(padded_first(), name="padded"), "n": n}
+              "padded": tf.identity(padded_first(), name="padded"), "n": n,
+              "options": [tf.identity(t) for t in with_options()]}
     steps = [(["total", "first", "padded"], {"n": 10}), (["total"], {"n": 7}),
-             (["first"], {})]
+             (["first"], {}), (["options"], {})]
     return things, steps
 
 

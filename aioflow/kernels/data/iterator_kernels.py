@@ -185,7 +185,9 @@ class _IteratorHandleOp(OpKernel):
 
 
 def _str(value) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    """A string attr (container, shared_name): TF takes any bytes; non-UTF-8 ones are
+    kept, escaped, rather than failing the kernel."""
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
 register_kernel("IteratorV2", "CPU")(_IteratorHandleOp)

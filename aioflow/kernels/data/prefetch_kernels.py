@@ -51,22 +51,24 @@ class _PrefetchIterator(UnaryIterator):
         self.buffer: deque = deque()    # (element or None at the end, error or None)
         self.task: asyncio.Task | None = None
         self.ready = asyncio.Event()    # the buffer has something
-        self.space = asyncio.Event()    # the buffer has room
-        self.ended = False              # the end is in the buffer (or was taken)
+        self.ended = False              # the end was taken from the buffer
         self.idle = asyncio.Event()     # the producer is not in the middle of an element
         self.idle.set()
 
     async def _produce(self):
+        """Fill the buffer, then end (get_next starts another task when there is room:
+        no task waits on a full buffer, none outlives an iterator nobody reads)."""
         limit = self.dataset.buffer_size
-        while True:
-            while len(self.buffer) >= limit:
-                self.space.clear()
-                await self.space.wait()
+        while len(self.buffer) < limit and self.input is not None:
             self.idle.clear()
             try:
                 element = await self.input.get_next()
-            except errors.OpError as e:
-                self.buffer.append((None, e))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as e:  # noqa: BLE001 - delivered in its element's place
+                self.buffer.append((None, e if isinstance(e, errors.OpError) else
+                                    errors.UnknownError(None, None, f"{type(e).__name__}: "
+                                                                    f"{e}")))
                 self.ready.set()
                 continue
             finally:
@@ -75,22 +77,23 @@ class _PrefetchIterator(UnaryIterator):
             self.ready.set()
             if element is None:
                 self.input = None
-                return
 
     def _start(self):
-        if self.task is None and self.input is not None and not self.ended:
+        """A producer task, unless one runs, the input is done or the buffer is full."""
+        if (self.task is None or self.task.done()) and self.input is not None and \
+                len(self.buffer) < self.dataset.buffer_size:
             self.task = asyncio.get_running_loop().create_task(self._produce())
 
     async def get_next(self):
         while not self.buffer:
-            if self.ended or (self.task is not None and self.task.done()
-                              and self.input is None):
+            if self.ended or (self.input is None and (self.task is None or
+                                                      self.task.done())):
                 return None
             self._start()
             self.ready.clear()
             await self.ready.wait()
         element, error = self.buffer.popleft()
-        self.space.set()
+        self._start()
         if error is not None:
             raise error
         if element is None:

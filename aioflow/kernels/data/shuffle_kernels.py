@@ -26,7 +26,7 @@ from aioflow.framework.var import ResourceHandle, handle_value
 
 from ..random.philox import Philox
 from .dataset import INFINITE, UNKNOWN, dataset_of, scalar_int, variant
-from .transform_kernels import RepeatDataset, UnaryDataset, UnaryIterator
+from .transform_kernels import UnaryDataset, UnaryIterator
 
 SEED_GENERATOR_TYPE = "SeedGenerator"
 _MAX_EPOCHS_IN_BUFFER = 2
@@ -87,20 +87,13 @@ class SeedGenerator:
         with self.lock:
             return self.words(), self.words()
 
+    def num_random_samples(self) -> int:
+        return self.words.count
 
-class _FirstSeeds:
-    """A generator's first seeds, every time."""
-
-    def __init__(self, generator: SeedGenerator):
-        self.generator = generator
-        self.seeds = None
-        self.lock = threading.Lock()
-
-    def generate(self) -> tuple[int, int]:
+    def set_num_random_samples(self, n: int) -> None:
+        """Restore the generator's position (TF's RandomSeedGenerator::Reset)."""
         with self.lock:
-            if self.seeds is None:
-                self.seeds = self.generator.generate()
-            return self.seeds
+            self.words = Words(self.seed, self.seed2, n)
 
 
 class ShuffleDataset(UnaryDataset):
@@ -127,53 +120,61 @@ class ShuffleDataset(UnaryDataset):
 
 
 class _ShuffleIterator(UnaryIterator):
+    """TF 2.21's ShuffleDatasetBase iterator: the buffer is filled epoch by epoch (a
+    slice of it per epoch, at most two epochs ahead), elements are drawn from the
+    oldest slice, and when a slice is used up the next seeds are drawn from the
+    generator (shuffle-and-repeat: each epoch in a new order)."""
+
     def __init__(self, dataset, ictx, prefix):
         super().__init__(dataset, ictx, prefix)
+        self.input = None  # made by the first fill (TF's PrepareNextEpoch)
         self.seed, self.seed2 = dataset.generator.generate()
         self.words = Words(self.seed, self.seed2)
         self.buffer: dict[int, list] = {}
-        self.slices: deque = deque([[0, 0]])
+        self.slices: deque = deque()
         self.epoch = 0
         self.num_elements = 0
-        self.first_call = True
+        self.exhausted = False  # a forever-repeated input that gave nothing
 
-    async def _fill(self) -> bool:
-        """Fill the buffer; False when the sequence ended without an element."""
+    def _should_fill(self) -> bool:
         d = self.dataset
-        while self.input is not None and self.num_elements < d.buffer_size:
-            element = None
-            while d.count == -1 or self.epoch < d.count:
-                element = await self.input.get_next()
-                if element is not None:
-                    self.first_call = False
-                    break
-                if self.first_call and d.count == -1:
-                    self.input = None
-                    return False
-                self.epoch += 1
-                if d.count != -1 and self.epoch >= d.count:
-                    break
-                end = self.slices[-1][1]
+        if self.exhausted:
+            return False
+        if self.input is None and d.count != -1 and self.epoch >= d.count:
+            return False
+        if len(self.slices) > _MAX_EPOCHS_IN_BUFFER and self.num_elements > 0:
+            return False
+        return self.num_elements < d.buffer_size
+
+    async def _fill(self) -> None:
+        d = self.dataset
+        while self._should_fill():
+            if self.input is None:
+                end = self.slices[-1][1] if self.slices else 0
                 self.slices.append([end, end])
                 self.input = d.input.make_iterator(self.ictx, self.prefix)
-                self.first_call = True  # (an epoch must produce something to go on)
+                self.epoch += 1
+            element = await self.input.get_next()
             await self.ictx.pause()
-            if element is not None:
-                self.buffer[self.slices[-1][1] % d.buffer_size] = element
-                self.num_elements += 1
-                self.slices[-1][1] += 1
-            else:
+            if element is None:
                 self.input = None
-            if len(self.slices) > _MAX_EPOCHS_IN_BUFFER:
-                break
-        return True
+                if d.count == -1 and self.slices[-1][0] == self.slices[-1][1] \
+                        and self.num_elements == 0:
+                    self.exhausted = True  # (or it would loop forever)
+                continue
+            self.buffer[self.slices[-1][1] % d.buffer_size] = element
+            self.num_elements += 1
+            self.slices[-1][1] += 1
 
     async def get_next(self):
-        if not await self._fill() or self.num_elements == 0:
+        await self._fill()
+        if self.num_elements == 0:
             return None
         size = self.dataset.buffer_size
         while self.slices[0][0] == self.slices[0][1]:
             self.slices.popleft()
+            self.seed, self.seed2 = self.dataset.generator.generate()
+            self.words = Words(self.seed, self.seed2)
         front = self.slices[0]
         offset = self.words() % (front[1] - front[0])
         index = (front[0] + offset) % size
@@ -187,6 +188,10 @@ class _ShuffleIterator(UnaryIterator):
 
     def save(self, state):
         key = self.key
+        state[key("ds_num_random_samples")] = np.array(
+            self.dataset.generator.num_random_samples(), np.int64)
+        if self.exhausted:
+            state[key("exhausted")] = np.array(b"", dtype=object)
         state[key("num_random_samples")] = np.array(self.words.count, np.int64)
         state[key("seed")] = np.array(self.seed, np.int64)
         state[key("seed2")] = np.array(self.seed2, np.int64)
@@ -209,6 +214,8 @@ class _ShuffleIterator(UnaryIterator):
 
     async def restore(self, state):
         key = self.key
+        self.dataset.generator.set_num_random_samples(int(state[key("ds_num_random_samples")]))
+        self.exhausted = key("exhausted") in state
         self.seed = int(state[key("seed")])
         self.seed2 = int(state[key("seed2")])
         self.words = Words(self.seed, self.seed2, int(state[key("num_random_samples")]))
@@ -228,7 +235,6 @@ class _ShuffleIterator(UnaryIterator):
             for j in range(start, end):
                 n = int(state[key(f"buffer_{j % size}_size")])
                 self.buffer[j % size] = [state[key(f"buffer_{j % size}_{k}")] for k in range(n)]
-        self.first_call = False
 
 
 def _buffer_size(value) -> int:
@@ -275,13 +281,9 @@ class _ShuffleOpBase(OpKernel):
         buffer_size = _buffer_size(inputs[1])
         if buffer_size == -1:
             buffer_size = 1 << 62
-        if self.has_count:
-            # TF 2.21's fused op gives every epoch the first epoch's order: the repeat
-            # of a shuffle whose iterators all take the generator's first seeds
-            shuffled = ShuffleDataset(dataset_of(inputs[0]), buffer_size,
-                                      _FirstSeeds(generator))
-            return (variant(RepeatDataset(shuffled, scalar_int(inputs[i], "count"))),)
-        return (variant(ShuffleDataset(dataset_of(inputs[0]), buffer_size, generator)),)
+        count = scalar_int(inputs[i], "count") if self.has_count else 1
+        return (variant(ShuffleDataset(dataset_of(inputs[0]), buffer_size, generator,
+                                       count)),)
 
 
 @register_kernel("ShuffleDataset", "CPU")
@@ -309,8 +311,8 @@ class ShuffleDatasetV3Op(_ShuffleOpBase):
 
 @register_kernel("ShuffleAndRepeatDataset", "CPU")
 class ShuffleAndRepeatDatasetOp(_ShuffleOpBase):
-    """TF 1's fused shuffle + repeat: an iterator's epochs all come in one order (its
-    words restart at each epoch), as TF 2.21's."""
+    """TF 1's fused shuffle + repeat (epochs follow in one buffer, each in its own
+    order)."""
 
     has_count = True
 

@@ -168,6 +168,25 @@ def dense_output(spec: _Dense, rows: list, batch_shape: tuple) -> np.ndarray:
     return out.reshape(batch_shape + tuple(inner))
 
 
+def _one_example(data: bytes, dense: list) -> list[np.ndarray]:
+    """The dense features of one serialized Example (a scalar input, no sparse or ragged
+    features: a tf.data map of parse_single_example), as parse_examples + dense_output
+    give them, without their per-batch bookkeeping."""
+    features = _parse(data).features.feature
+    out = []
+    for spec in dense:
+        values = _dense_values(spec, _feature(features, spec.key), None, 0)
+        inner = tuple(spec.shape[1:]) if spec.variable else tuple(spec.shape)
+        if values is None:
+            arr = np.asarray(spec.default, dtype=_NUMPY[spec.dtype]).reshape(inner)
+        elif spec.variable:
+            arr = _array(values, spec.dtype).reshape((len(values) // spec.stride, *inner))
+        else:
+            arr = _array(values, spec.dtype).reshape(inner)
+        out.append(arr)
+    return out
+
+
 def sparse_output(spec: _Sparse, per_example: list, batch: bool) -> list[np.ndarray]:
     """[indices, values, dense shape] of a sparse feature."""
     counts = [len(v) for v in per_example]
@@ -236,6 +255,8 @@ class _ParseBase(OpKernel):
     def _run(self, serialized, names, dense, sparse, ragged=()):
         batch = np.ndim(serialized) == 1
         data = _strings(serialized)
+        if not batch and not sparse and not ragged and (names is None or not np.size(names)):
+            return _one_example(data[0], dense), [[] for _ in ragged]
         name_list = _strings(names) if names is not None and np.size(names) else None
         if name_list is not None:
             if len(name_list) != len(data):
@@ -273,11 +294,15 @@ class ParseExampleV2Op(_ParseBase):
         if len(self.ragged_types) != len(self.split_types):
             raise _invalid("len(ragged_value_types) != len(ragged_split_types)")
 
-    def compute(self, ctx, inputs):
-        serialized, names, sparse_keys, dense_keys, ragged_keys = inputs[:5]
-        if np.ndim(serialized) > 1:
-            raise _invalid(f"Expected serialized to be a scalar or vector, got shape: "
-                           f"[{','.join(str(d) for d in np.shape(serialized))}]")
+    _keys_cache = None  # ((the three key inputs), their decoded names) of the last call
+
+    def _keys(self, sparse_keys, dense_keys, ragged_keys):
+        """The keys' names, checked; the last call's when the inputs are the same arrays
+        (Consts: a tf.data map calls the kernel once per element)."""
+        cached = self._keys_cache
+        if cached is not None and cached[0][0] is sparse_keys and \
+                cached[0][1] is dense_keys and cached[0][2] is ragged_keys:
+            return cached[1]
         keys = [k.decode("utf-8", "replace") for k in _strings(sparse_keys)]
         if len(keys) != len(self.sparse_types):
             raise _invalid(f"Expected len(sparse_keys) == len(sparse_types) but got: "
@@ -286,8 +311,18 @@ class ParseExampleV2Op(_ParseBase):
         if len(ragged_names) != len(self.ragged_types):
             raise _invalid(f"Expected len(ragged_keys) == len(ragged_value_types) but got: "
                            f"{len(ragged_names)} vs. {len(self.ragged_types)}")
-        dense = self._dense_specs([k.decode("utf-8", "replace") for k in _strings(dense_keys)],
-                                  list(inputs[5:]))
+        dense_names = [k.decode("utf-8", "replace") for k in _strings(dense_keys)]
+        names = (keys, ragged_names, dense_names)
+        self._keys_cache = ((sparse_keys, dense_keys, ragged_keys), names)
+        return names
+
+    def compute(self, ctx, inputs):
+        serialized, names, sparse_keys, dense_keys, ragged_keys = inputs[:5]
+        if np.ndim(serialized) > 1:
+            raise _invalid(f"Expected serialized to be a scalar or vector, got shape: "
+                           f"[{','.join(str(d) for d in np.shape(serialized))}]")
+        keys, ragged_names, dense_names = self._keys(sparse_keys, dense_keys, ragged_keys)
+        dense = self._dense_specs(dense_names, list(inputs[5:]))
         sparse = [_Sparse(k, t) for k, t in zip(keys, self.sparse_types, strict=True)]
         ragged = [_Sparse(k, t) for k, t in zip(ragged_names, self.ragged_types, strict=True)]
         out, ragged_values = self._run(serialized, names, dense, sparse, ragged)
