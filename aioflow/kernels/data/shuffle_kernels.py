@@ -348,6 +348,10 @@ class AnonymousSeedGeneratorOp(OpKernel):
     """A generator resource (seed, seed2, reshuffle) and its deleter."""
 
     def compute(self, ctx, inputs):
+        # TF's ParseScalarArgument: "<name> must be a scalar"
+        for value, what in zip(inputs[:3], ("seed", "seed2", "reshuffle"), strict=True):
+            if np.ndim(value) != 0:
+                raise errors.InvalidArgumentError(None, None, f"{what} must be a scalar")
         seed, seed2 = random_seeds(int(inputs[0]), int(inputs[1]))
         name = f"_anonymous_seed_generator_{next(_unique)}"
         ctx.resource_mgr.create("", SEED_GENERATOR_TYPE, name,
