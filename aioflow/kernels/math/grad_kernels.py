@@ -98,6 +98,8 @@ class _SparseSegmentGrad(OpKernel):
         grad = np.asarray(grad)
         indices = np.asarray(indices).astype(np.int64).ravel()
         segment_ids = np.asarray(segment_ids).astype(np.int64).ravel()
+        if np.ndim(output_dim0) != 0:  # TF's SparseSegmentGradOpBase
+            raise errors.InvalidArgumentError(None, None, "output_dim0 should be a scalar.")
         dim0 = int(output_dim0)
         if indices.size != segment_ids.size:
             raise errors.InvalidArgumentError(
