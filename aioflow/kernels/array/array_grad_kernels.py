@@ -65,6 +65,14 @@ class StridedSliceGradOp(OpKernel):
 
     def compute(self, ctx, inputs):
         shape, begin, end, strides, dy = inputs
+        if np.ndim(shape) != 1:  # TF's StridedSliceGradOp
+            raise _invalid(f"shape must be 1-D, got shape.shape = {shape_str(np.shape(shape))}")
+        begin, end, strides = np.asarray(begin), np.asarray(end), np.asarray(strides)
+        if not begin.ndim == end.ndim == strides.ndim == 1:  # TF's ValidateStridedSliceOp
+            raise _invalid(
+                "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                f"{shape_str(begin.shape)}, {shape_str(end.shape)}, and "
+                f"{shape_str(strides.shape)} instead.")
         shape = [int(d) for d in np.ravel(shape)]
         try:
             index, final = strided_slice_spec(shape, begin.tolist(), end.tolist(),
