@@ -56,8 +56,14 @@ def _xent_shape(op) -> list:
             both = cs.broadcast_shapes(features, labels)
         else:
             both = features if features.rank is not None else labels
+        if both.rank is not None and both.rank != 2:  # TF: broadcast, then rank 2
+            if features.rank is not None and labels.rank is not None:
+                both = cs.broadcast_shapes(features, labels)
+            if both.rank is not None and both.rank != 2:
+                raise ValueError(f"Shape must be broadcasted with rank 2, but is rank "
+                                 f"{both.rank}")
     else:
-        both = features
+        both = features.with_rank(2) if features.rank is not None else features
         if labels.rank is not None and features.rank is not None:
             both = features.merge_with(labels.concatenate([None]))
     if both.rank is None:
