@@ -180,7 +180,10 @@ def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
     higher = whole & (n > 0) & (x > 0)
     if np.any(higher):
         nn = n[higher]
-        fact = np.array([math.factorial(int(v)) for v in nn], np.float64)
+        # n! as Eigen's polygamma takes it, exp(lgamma(n + 1)): inf past 170 (and for an
+        # infinite n), never an int() of infinity
+        with np.errstate(over="ignore"):
+            fact = np.exp(np.array([math.lgamma(v + 1.0) for v in nn], np.float64))
         out[higher] = (-1.0) ** (nn + 1) * fact * hurwitz_zeta(nn + 1, x[higher])
     return out
 
