@@ -146,3 +146,34 @@ async def test_nchw_convolution_and_pooling_on_the_gpu(monkeypatch):
         got = await sess.run([conv, pool, conv_ref, pool_ref], {x: IMG})
     np.testing.assert_allclose(got[0].transpose(0, 2, 3, 1), got[2], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1].transpose(0, 2, 3, 1), got[3])
+
+
+async def test_windowed_gpu_kernels_check_as_the_cpu_ones(monkeypatch):
+    """Bad input gives the CPU kernels' InvalidArgumentError naming the node (never a raw
+    ValueError from the array code); a window that fits nowhere gives an empty output."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    g = af.Graph()
+    with g.as_default(), af.device("/gpu:0"):
+        x = af.placeholder(af.float32, None, name="x")
+        w = af.placeholder(af.float32, None, name="w")
+        conv = af.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="VALID", name="conv")
+        depthwise = af.nn.depthwise_conv2d(x, w, strides=[1, 1, 1, 1], padding="VALID",
+                                           name="depthwise")
+        pool = af.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "VALID", name="pool")
+    w4 = np.ones((4, 4, 2, 1), np.float32)
+    async with af.Session(graph=g) as sess:
+        empty = await sess.run(pool, {x: np.ones((1, 1, 1, 2), np.float32)})
+        assert empty.shape == (1, 0, 0, 2)
+        cases = [(conv, np.ones((2, 2, 2), np.float32), w4,
+                  r"^convolution input must be 4-dimensional: \[2,2,2\]"),
+                 (depthwise, np.ones((1, 2, 2, 2), np.float32), w4[0],
+                  r"^filter must be 4-dimensional: \[4,2,1\]"),
+                 (pool, np.ones((2, 2), np.float32), w4,
+                  r"^tensor_in_shape must have 2 spatial dimensions"),
+                 (conv, np.ones((1, 2, 2, 2), np.float32), w4,
+                  r"^Computed output size would be negative: -1 \[input_size: 2, "
+                  r"effective_filter_size: 4, stride: 1\]")]
+        for op, xv, wv, message in cases:
+            with pytest.raises(af.errors.InvalidArgumentError, match=message) as info:
+                await sess.run(op, {x: xv, w: wv})
+            assert op.op.name in str(info.value)
