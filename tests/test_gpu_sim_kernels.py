@@ -177,3 +177,25 @@ async def test_windowed_gpu_kernels_check_as_the_cpu_ones(monkeypatch):
             with pytest.raises(af.errors.InvalidArgumentError, match=message) as info:
                 await sess.run(op, {x: xv, w: wv})
             assert op.op.name in str(info.value)
+
+
+async def test_binary_gpu_kernels_refuse_shapes_that_do_not_broadcast(monkeypatch):
+    """TF's "Incompatible shapes" InvalidArgumentError naming the node, as the CPU kernels
+    give it (was the array module's ValueError, wrapped)."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    g = af.Graph()
+    with g.as_default(), af.device("/gpu:0"):
+        a = af.placeholder(af.float32, None, name="a")
+        b = af.placeholder(af.float32, None, name="b")
+        total = af.add(a, b, name="total")
+        both = af.logical_and(a > 0, b > 0, name="both")
+    feed = {a: np.ones((2, 3), np.float32), b: np.ones((3, 3, 3), np.float32)}
+    async with af.Session(graph=g) as sess:
+        for op in (total, both):
+            with pytest.raises(af.errors.InvalidArgumentError,
+                               match=r"^Incompatible shapes: \[2,3\] vs. \[3,3,3\]") as info:
+                await sess.run(op, feed)
+            assert op.op.name in str(info.value)
+        np.testing.assert_array_equal(
+            await sess.run(total, {a: np.ones((2, 1), np.float32), b: np.ones(3, np.float32)}),
+            np.full((2, 3), 2, np.float32))
