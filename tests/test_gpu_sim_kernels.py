@@ -199,3 +199,48 @@ async def test_binary_gpu_kernels_refuse_shapes_that_do_not_broadcast(monkeypatc
         np.testing.assert_array_equal(
             await sess.run(total, {a: np.ones((2, 1), np.float32), b: np.ones(3, np.float32)}),
             np.full((2, 3), 2, np.float32))
+
+
+def _bad_input_cases():
+    """(name, builder of the op from float32 placeholders a and b, a, b) that the CPU
+    kernels refuse with TF's InvalidArgumentError."""
+    f = np.float32
+    return [
+        ("fill_negative", lambda a, b: af.fill(af.cast(a, af.int32), 1.0),
+         np.array([2, -1], f), None),
+        ("fill_value_not_scalar", lambda a, b: af.fill([2, 2], b),
+         None, np.ones(2, f)),
+        ("unstack_wrong_num", lambda a, b: af.unstack(a, num=3)[0],
+         np.ones((2, 4), f), None),
+        ("matmul_transposed", lambda a, b: af.matmul(a, b, transpose_a=True),
+         np.ones((2, 3), f), np.ones((2, 4), f).T),
+        ("matmul_rank", lambda a, b: af.matmul(a, b), np.ones(3, f), np.ones(3, f)),
+        ("batch_matmul_rank", lambda a, b: af.matmul(a, b),
+         np.ones((2, 2, 3), f), np.ones(3, f)),
+        ("batch_matmul_batch", lambda a, b: af.matmul(a, b),
+         np.ones((2, 2, 3), f), np.ones((3, 3, 2), f)),
+        ("batch_matmul_inner", lambda a, b: af.matmul(a, b, adjoint_b=True),
+         np.ones((2, 2, 3), f), np.ones((2, 2, 4), f)),
+    ]
+
+
+@pytest.mark.parametrize("case", _bad_input_cases(), ids=lambda c: c[0])
+async def test_gpu_kernels_refuse_bad_input_as_the_cpu_ones(case, monkeypatch):
+    """The GPU kernel's error is the CPU kernel's (class and message), naming the node."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    _, build, a_value, b_value = case
+    messages = []
+    for device in ("/cpu:0", "/gpu:0"):
+        g = af.Graph()
+        with g.as_default():
+            a = af.placeholder(af.float32, None, name="a")
+            b = af.placeholder(af.float32, None, name="b")
+            with af.device(device):
+                op = build(a, b)
+        feed = {t: v for t, v in ((a, a_value), (b, b_value)) if v is not None}
+        async with af.Session(graph=g) as sess:
+            with pytest.raises(af.errors.InvalidArgumentError) as info:
+                await sess.run(op, feed)
+        assert op.op.name in str(info.value)
+        messages.append(info.value.message.split(" [[")[0].split("\n")[0])
+    assert messages[1] == messages[0]

@@ -29,12 +29,18 @@ class _Windowed(GpuKernel):
         self.nchw = attr_text(ctx.get_attr("data_format", "NHWC")) == "NCHW"
         self.padding = attr_text(ctx.get_attr("padding"))
         strides = list(ctx.get_attr("strides"))
-        if len(strides) != 4:
-            raise errors.InvalidArgumentError(
-                None, None, "Sliding window strides field must specify 4 dimensions")
+        dilations = list(ctx.get_attr("dilations", [1, 1, 1, 1]))
+        for name, values in (("strides", strides), ("dilations", dilations)):
+            if len(values) != 4:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Sliding window {name} field must specify 4 dimensions")
         self.strides = self._hw(strides)
-        self.dilations = self._hw(ctx.get_attr("dilations", [1, 1, 1, 1]))
+        self.dilations = self._hw(dilations)
         explicit = list(ctx.get_attr("explicit_paddings", []))
+        if explicit and len(explicit) != 8:
+            raise errors.InvalidArgumentError(
+                None, None, f"explicit_paddings attribute must contain 8 values, but got: "
+                            f"{len(explicit)}")
         if explicit:
             pairs = [explicit[i:i + 2] for i in range(0, 8, 2)]
             self.explicit = self._hw(pairs)
