@@ -221,6 +221,13 @@ def _bad_input_cases():
          np.ones((2, 2, 3), f), np.ones((3, 3, 2), f)),
         ("batch_matmul_inner", lambda a, b: af.matmul(a, b, adjoint_b=True),
          np.ones((2, 2, 3), f), np.ones((2, 2, 4), f)),
+        # no check of the GPU kernel's own: the CPU kernel's error, from base.py's fallback
+        ("concat_shapes", lambda a, b: af.concat([a, b], axis=0),
+         np.ones((2, 3), f), np.ones((2, 4), f)),
+        ("transpose_perm", lambda a, b: af.transpose(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([0, 0], f)),
+        ("split_v_sizes", lambda a, b: af.split(a, af.cast(b, af.int32), axis=1, num=2)[0],
+         np.ones((2, 3), f), np.array([1, 1], f)),
     ]
 
 

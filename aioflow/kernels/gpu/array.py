@@ -140,11 +140,18 @@ class SplitOp(GpuKernel):
 
 
 class SplitVOp(GpuKernel):
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.num_split = ctx.get_attr("num_split")
+
     def work(self, xp, value, size_splits, axis):
         axis = int(axis)
         sizes = [int(s) for s in np.asarray(size_splits)]
         if -1 in sizes:
             sizes[sizes.index(-1)] = value.shape[axis] - (sum(sizes) + 1)
+        if (len(sizes) != self.num_split or sum(sizes) != value.shape[axis]
+                or min(sizes) < 0):  # np.split would split anyway
+            raise self.refuse((value, size_splits, axis))
         bounds = np.cumsum(sizes)[:-1].tolist()
         return tuple(xp.ascontiguousarray(p) for p in xp.split(value, bounds, axis))
 
