@@ -5,8 +5,6 @@ where a Switch reads it)."""
 
 from __future__ import annotations
 
-from aioflow.kernels.math.cwise_kernels import incompatible_shapes
-
 from .base import FLOATS, GpuKernel, register_gpu
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -85,16 +83,12 @@ class UnaryOp(GpuKernel):
 
 
 class BinaryOp(GpuKernel):
-    """A broadcasting binary op; shapes that do not broadcast give TF's "Incompatible
-    shapes" InvalidArgumentError (the CPU kernels' check), not the array module's error."""
+    """A broadcasting binary op (shapes that do not broadcast: the CPU kernel's
+    "Incompatible shapes" error, through GpuKernel's fallback)."""
 
     fn = None
 
     def work(self, xp, a, b):
-        if a.shape != b.shape:
-            error = incompatible_shapes(a, b)
-            if error is not None:
-                raise error
         return (type(self).fn(xp, a, b),)
 
 

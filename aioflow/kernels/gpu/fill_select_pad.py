@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.kernels.array.array_kernels import _dims_vector
-from aioflow.kernels.math.cwise_kernels import shape_str
 
 from .base import FLOATS, GpuKernel, register_gpu
 
@@ -21,11 +19,9 @@ def _ints(value) -> list[int]:
 
 class FillOp(GpuKernel):
     def work(self, xp, dims, value):
-        shape = _dims_vector(dims, scalar_ok=True)  # the CPU kernel's checks (TF's MakeShape)
-        if value.size != 1 or value.ndim > 1:
-            raise errors.InvalidArgumentError(
-                None, None, f"value must represent a scalar, got shape {shape_str(value.shape)}")
-        return (xp.full(shape, value.reshape(()), dtype=value.dtype),)
+        if np.ndim(dims) > 1 or value.size != 1 or value.ndim > 1:  # xp.full would take them
+            raise self.refuse((dims, value))
+        return (xp.full(_ints(dims), value.reshape(()), dtype=value.dtype),)
 
 
 class ZerosLikeOp(GpuKernel):
@@ -81,14 +77,9 @@ class UnpackOp(GpuKernel):
 
     def work(self, xp, x):
         ndim = x.ndim
-        if ndim == 0 or not -ndim <= self.axis < ndim:
-            raise errors.InvalidArgumentError(
-                None, None, f"axis = {self.axis} not in [{-ndim}, {ndim})")
+        if not -ndim <= self.axis < ndim or x.shape[self.axis % ndim] != self.num:
+            raise self.refuse((x,))  # (outputs other than `num` would fail the step)
         axis = self.axis % ndim
-        if x.shape[axis] != self.num:
-            raise errors.InvalidArgumentError(
-                None, None, f"Input shape axis {axis} must equal {self.num}, got shape "
-                            f"{shape_str(x.shape)}")
         return tuple(xp.ascontiguousarray(xp.take(x, i, axis=axis)) for i in range(x.shape[axis]))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.math.matmul_kernels import _size_error
 
 from .base import FLOATS, GpuKernel, register_gpu
@@ -54,13 +53,8 @@ class MatMulOp(GpuKernel):
         self.transpose_b = ctx.get_attr("transpose_b", False)
 
     def work(self, xp, a, b):
-        if a.ndim != b.ndim:  # the CPU kernel's checks and messages (TF's)
-            raise errors.InvalidArgumentError(
-                None, None, f"In[0] and In[1] has different ndims: {shape_str(a.shape)} vs. "
-                            f"{shape_str(b.shape)}")
-        if a.ndim != 2:
-            raise errors.InvalidArgumentError(
-                None, None, f"In[0] and In[1] ndims must be == 2: {a.ndim}")
+        if a.ndim != 2 or b.ndim != 2:  # xp.matmul would take other ranks
+            raise self.refuse((a, b))
         x = a.T if self.transpose_a else a
         y = b.T if self.transpose_b else b
         if x.shape[1] != y.shape[0]:
@@ -79,36 +73,11 @@ class BatchMatMulOp(GpuKernel):
         self.adj_y = ctx.get_attr("adj_y", False)
 
     def work(self, xp, x, y):
-        if not self.broadcast and x.ndim != y.ndim:  # the CPU kernels' checks (TF's)
-            raise errors.InvalidArgumentError(
-                None, None, f"In[0] and In[1] has different ndims: {shape_str(x.shape)} vs. "
-                            f"{shape_str(y.shape)}")
-        for i, m in enumerate((x, y)):
-            if m.ndim < 2:
-                raise errors.InvalidArgumentError(
-                    None, None, f"In[{i}] ndims must be >= 2: {m.ndim}")
-        self.check_batch(x.shape, y.shape)
+        if x.ndim < 2 or y.ndim < 2 or (not self.broadcast and x.shape[:-2] != y.shape[:-2]):
+            raise self.refuse((x, y))  # xp.matmul would take vectors, and broadcast
         a = xp.conj(xp.swapaxes(x, -1, -2)) if self.adj_x else x
         b = xp.conj(xp.swapaxes(y, -1, -2)) if self.adj_y else y
-        if a.shape[-1] != b.shape[-2]:
-            raise _size_error(x, y)
         return (xp.matmul(a, b),)
-
-    def check_batch(self, xs, ys) -> None:
-        """The CPU kernels' batch-dimension checks and messages (TF's)."""
-        if self.broadcast:
-            try:
-                np.broadcast_shapes(xs[:-2], ys[:-2])
-            except ValueError:
-                raise errors.InvalidArgumentError(
-                    None, None, f"In[0] and In[1] must have compatible batch dimensions: "
-                                f"{shape_str(xs)} vs. {shape_str(ys)}") from None
-            return
-        for d in range(len(xs) - 2):
-            if xs[d] != ys[d]:
-                raise errors.InvalidArgumentError(
-                    None, None, f"In[0].dim({d}) and In[1].dim({d}) must be the same: "
-                                f"{shape_str(xs)} vs {shape_str(ys)}")
 
 
 class BatchMatMulV1Op(BatchMatMulOp):

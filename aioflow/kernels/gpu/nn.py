@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import attr_text
-from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn.conv_kernels import windowed_output_size
 
 from .base import FLOATS, GpuKernel, register_gpu
@@ -76,18 +75,8 @@ class _Windowed(GpuKernel):
         return views, oh, ow
 
 
-def _check_rank(x, w, input_message: str, filter_message: str) -> None:
-    """TF's rank checks of a convolution's input and filter (the CPU kernels' messages)."""
-    if x.ndim != 4:
-        raise errors.InvalidArgumentError(None, None, input_message + shape_str(x.shape))
-    if w.ndim != 4:
-        raise errors.InvalidArgumentError(None, None, filter_message + shape_str(w.shape))
-
-
 class Conv2DOp(_Windowed):
     def work(self, xp, x, w):
-        _check_rank(x, w, "convolution input must be 4-dimensional: ",
-                    "convolution filter must be 4-dimensional: ")
         x = self.to_nhwc(xp, x)
         kh, kw, cin, cout = w.shape
         if x.shape[3] != cin:
@@ -103,7 +92,6 @@ class Conv2DOp(_Windowed):
 
 class DepthwiseConv2dOp(_Windowed):
     def work(self, xp, x, w):
-        _check_rank(x, w, "input must be 4-dimensional", "filter must be 4-dimensional: ")
         x = self.to_nhwc(xp, x)
         kh, kw, c, m = w.shape
         views, oh, ow = self.taps(xp, x, kh, kw)
@@ -123,12 +111,6 @@ class _Pool(_Windowed):
                 None, None, "Sliding window ksize field must specify 4 dimensions")
         self.ksize = self._hw(ksize)
         self.dilations = (1, 1)
-
-    def to_nhwc(self, xp, x):
-        if x.ndim != 4:  # the CPU pools' message (TF 2.21's)
-            raise errors.InvalidArgumentError(
-                None, None, f"tensor_in_shape must have 2 spatial dimensions. {x.ndim} 0")
-        return super().to_nhwc(xp, x)
 
 
 class MaxPoolOp(_Pool):
