@@ -226,6 +226,10 @@ def _bad_input_cases():
          np.ones((2, 3), f), np.ones((2, 4), f)),
         ("transpose_perm", lambda a, b: af.transpose(a, af.cast(b, af.int32)),
          np.ones((2, 3), f), np.array([0, 0], f)),
+        ("reshape_size", lambda a, b: af.reshape(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([4, 2], f)),
+        ("expand_dims_two_dims", lambda a, b: af.expand_dims(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([0, 1], f)),
         ("split_v_sizes", lambda a, b: af.split(a, af.cast(b, af.int32), axis=1, num=2)[0],
          np.ones((2, 3), f), np.array([1, 1], f)),
     ]

@@ -43,6 +43,29 @@ def device_context_of(ctx):
     return device
 
 
+def cpu_kernel_error(construction, inputs) -> errors.OpError | None:
+    """The OpError the node's CPU kernel gives for these inputs, copied to the host (None:
+    it accepts them, or has no kernel for them)."""
+    c = construction
+    host = [v.get() if hasattr(v, "get") and hasattr(v, "device") else v for v in inputs]
+    try:
+        cpu = create_kernel(c.node_def, c.op_def, "CPU", c.input_dtypes, c.output_dtypes)
+        cpu.compute(None, host)
+    except errors.OpError as e:
+        return e
+    except Exception:  # noqa: BLE001 - not a verdict on the input: keep the first error
+        return None
+    return None
+
+
+def refusal(construction, inputs) -> errors.OpError:
+    """TF's error for inputs a GPU kernel refuses: the CPU kernel's (InternalError if that
+    kernel accepts them)."""
+    return cpu_kernel_error(construction, inputs) or errors.InternalError(
+        None, None, f"The GPU kernel of {construction.name} ({construction.op_type}) refused "
+                    f"input its CPU kernel accepts")
+
+
 class GpuKernel(AsyncOpKernel):
     """A kernel whose work runs on the GPU's compute stream (see the module docstring)."""
 
@@ -73,24 +96,11 @@ class GpuKernel(AsyncOpKernel):
 
     def refuse(self, inputs) -> errors.OpError:
         """TF's error for inputs a kernel found bad where the array module would not have
-        raised: the CPU kernel's (InternalError if that kernel accepts them)."""
-        return self.cpu_error(inputs) or errors.InternalError(
-            None, None, f"The GPU kernel of {self.name} ({self.op_type}) refused input "
-                        f"its CPU kernel accepts")
+        raised (see `refusal`)."""
+        return refusal(self._construction, inputs)
 
     def cpu_error(self, inputs) -> errors.OpError | None:
-        """The OpError the node's CPU kernel gives for these inputs (None: it accepts
-        them, or has no kernel for them)."""
-        c = self._construction
-        host = [v.get() if hasattr(v, "get") and hasattr(v, "device") else v for v in inputs]
-        try:
-            cpu = create_kernel(c.node_def, c.op_def, "CPU", c.input_dtypes, c.output_dtypes)
-            cpu.compute(None, host)
-        except errors.OpError as e:
-            return e
-        except Exception:  # noqa: BLE001 - not a verdict on the input: keep the first error
-            return None
-        return None
+        return cpu_kernel_error(self._construction, inputs)
 
     def start_async(self, ctx, inputs, done):
         self.device.launch(ctx, self.name, self._checked_work, inputs, self.host_inputs,
