@@ -8,6 +8,7 @@ import pytest
 
 import aioflow as af
 from aioflow.compat import v1
+from aioflow.framework.op_def_library import apply_op
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -255,3 +256,28 @@ async def test_gpu_kernels_refuse_bad_input_as_the_cpu_ones(case, monkeypatch):
         assert op.op.name in str(info.value)
         messages.append(info.value.message.split(" [[")[0].split("\n")[0])
     assert messages[1] == messages[0]
+
+
+async def test_gpu_kernels_give_the_cpu_values_on_edge_inputs(monkeypatch):
+    """Empty softmax rows, empty Max/Min reductions (the reducer's identity) and Equal /
+    NotEqual of shapes that do not broadcast with incompatible_shape_error=False (a
+    scalar): the GPU kernels give the CPU kernels' values (they raised NumPy errors)."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    f = np.float32
+    feed_values = {"a": np.ones((3, 0), f), "b": np.ones((2, 3), f), "c": np.ones(4, f)}
+    results = []
+    for device in ("/cpu:0", "/gpu:0"):
+        g = af.Graph()
+        with g.as_default():
+            a, b, c = (af.placeholder(af.float32, None, name=n) for n in "abc")
+            with af.device(device):
+                ops = [af.nn.softmax(a), af.nn.log_softmax(a),
+                       af.reduce_max(a, axis=1), af.reduce_min(a, axis=[0, 1]),
+                       apply_op("Equal", x=b, y=c, incompatible_shape_error=False),
+                       apply_op("NotEqual", x=b, y=c, incompatible_shape_error=False)]
+        async with af.Session(graph=g) as sess:
+            results.append(await sess.run(ops, {f"{n}:0": v for n, v in feed_values.items()}))
+    for cpu, gpu in zip(*results, strict=True):
+        assert np.asarray(gpu).dtype == np.asarray(cpu).dtype
+        np.testing.assert_array_equal(gpu, cpu)
+    assert [np.shape(v) for v in results[1]] == [(3, 0), (3, 0), (3,), (), (), ()]

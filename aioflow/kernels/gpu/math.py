@@ -23,6 +23,7 @@ def _axes(indices, ndim: int) -> tuple:
 
 class ReductionOp(GpuKernel):
     reduce = None
+    empty = None  # what an empty reduction gives, where the array module raises (Max/Min)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -30,7 +31,11 @@ class ReductionOp(GpuKernel):
 
     def work(self, xp, x, indices):
         axes = _axes(indices, x.ndim)
-        out = type(self).reduce(xp, x, axes)
+        if x.size == 0 and self.empty is not None:  # the reducer's identity, as TF's
+            out = xp.full([d for i, d in enumerate(x.shape) if i not in axes], self.empty,
+                          dtype=x.dtype)
+        else:
+            out = type(self).reduce(xp, x, axes)
         out = xp.asarray(out, dtype=x.dtype)
         if self.keep_dims:
             out = out.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
@@ -44,6 +49,9 @@ _REDUCTIONS = {
     "Min": lambda xp, x, axes: xp.min(x, axis=axes),
     "Prod": lambda xp, x, axes: xp.prod(x, axis=axes),
 }
+
+
+_EMPTY = {"Max": -np.inf, "Min": np.inf}  # (float types only on the GPU)
 
 
 class MatMulOp(GpuKernel):
@@ -87,7 +95,8 @@ class BatchMatMulV1Op(BatchMatMulOp):
 def _register_all() -> None:
     for op, fn in _REDUCTIONS.items():
         register_gpu(op, host_memory=("reduction_indices",), T=list(FLOATS))(
-            type(f"Gpu{op}Op", (ReductionOp,), {"reduce": staticmethod(fn)}))
+            type(f"Gpu{op}Op", (ReductionOp,), {"reduce": staticmethod(fn),
+                                                 "empty": _EMPTY.get(op)}))
     register_gpu("MatMul", T=list(FLOATS))(MatMulOp)
     register_gpu("BatchMatMul", T=list(FLOATS))(BatchMatMulV1Op)
     for op in ("BatchMatMulV2", "BatchMatMulV3"):

@@ -194,6 +194,8 @@ class SoftmaxOp(GpuKernel):
     log = False
 
     def work(self, xp, logits):
+        if logits.size == 0 and logits.ndim:  # nothing to normalise (xp.max would raise)
+            return (xp.empty_like(logits),)
         shifted = logits - xp.max(logits, axis=-1, keepdims=True)
         if self.log:
             return (shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True)),)
