@@ -30,10 +30,8 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 
 
 def _str_attr(ctx, name: str) -> str:
-    """A name attr (container, shared_name): any bytes, as TF keys resources by them
-    (surrogateescape: names stay distinct and never fail to decode)."""
-    value = ctx.get_attr(name, "")
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+    value = ctx.get_attr(name, "")  # TF takes any bytes: non-UTF-8 ones are kept, escaped
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
 def handle_of(value) -> ResourceHandle:
