@@ -12,10 +12,10 @@ import threading
 
 import numpy as np
 import pytest
-from aioflow.kernels.nn import epilogue_jit, fused_kernels
 from kernel_testutil import create, run1
 
 import aioflow as af
+from aioflow.kernels.nn import epilogue_jit, fused_kernels
 from aioflow.runtime.executor import observe_steps
 
 needs_jit = pytest.mark.skipif(not epilogue_jit.available(),
