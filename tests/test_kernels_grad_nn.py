@@ -353,3 +353,21 @@ def test_kernel_error_names_the_node():
                                            "out_depth") + r"[\s\S]*\{\{node filter_grad\}\}"):
             sess.run(dw, {x: np.ones((1, 5, 5, 3), np.float32),
                           dy: np.ones((1, 5, 5, 2), np.float32)})
+
+
+def test_mirror_pad_grad_and_fake_quant_vars_grad_refuse_bad_inputs_with_tfs_words():
+    """The long fuzz run's two open findings: paddings past the output (a raw broadcast
+    ValueError before) and non-scalar min/max (a raw IndexError before)."""
+    from tests.kernel_testutil import run_kernel
+
+    g = np.ones((3, 4), np.float32)
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="paddings must be no greater than the output dimension size"):
+        run_kernel("MirrorPadGrad", [g, np.array([[1, 1], [2, 1]], np.int32)], mode="REFLECT")
+    with pytest.raises(errors.InvalidArgumentError, match="Paddings must be non-negative"):
+        run_kernel("MirrorPadGrad", [g, np.array([[-1, 0], [0, 0]], np.int32)],
+                   mode="SYMMETRIC")
+    x = np.zeros((2, 2), np.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="`min` must be rank 0 but is rank 1"):
+        run_kernel("FakeQuantWithMinMaxVarsGradient",
+                   [x, x, np.zeros(2, np.float32), np.float32(1)])

@@ -109,10 +109,12 @@ class MirrorPadGradOp(OpKernel):
                            f"{shape_str(paddings.shape)}")
         off = self._offset
         for axis, (before, after) in enumerate(paddings.tolist()):
+            if before < 0 or after < 0:
+                raise _invalid(f"Paddings must be non-negative: {before}, {after}")
             n = g.shape[axis] - before - after
-            if n < 0:
-                raise _invalid(f"paddings {before} {after} exceed the gradient's dimension "
-                               f"{g.shape[axis]}")
+            if n < 0 or before + off > n or after + off > n:  # TF's MirrorPadGradOp
+                raise _invalid(f"paddings must be no greater than the output dimension "
+                               f"size: {before}, {after} greater than {n - off}")
             moved = np.moveaxis(g, axis, 0)
             center = moved[before:before + n].copy()
             if before:
