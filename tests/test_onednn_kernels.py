@@ -480,7 +480,8 @@ def test_one_primitive_runs_in_several_threads_at_once():
     for t in threads:
         t.join()
     for g, w_ in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g, w_)
+        # (a primitive of another team size when the cores are taken: another sum order)
+        np.testing.assert_allclose(g, w_, **TOL)
 
 
 def test_teams_never_oversubscribe_the_cores(monkeypatch):
