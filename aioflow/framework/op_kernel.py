@@ -86,12 +86,17 @@ def allocate(shape, fill, dtype):
     try:
         return np.zeros(shape, dtype) if fill == 0 else np.full(shape, fill, dtype)
     except (MemoryError, ValueError):  # ValueError: "array is too big" for NumPy
-        name = dtypes.as_dtype(np.dtype(dtype)).name
-        name = {"float32": "float", "float64": "double"}.get(name, name)
-        raise errors.ResourceExhaustedError(
-            None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] "
-                        f"and type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
-                        "allocator cpu") from None
+        raise oom_error(shape, dtype) from None
+
+
+def oom_error(shape, dtype) -> errors.ResourceExhaustedError:
+    """TF's OOM for an output of `shape` and `dtype` that memory (or NumPy) cannot hold."""
+    name = dtypes.as_dtype(np.dtype(dtype)).name
+    name = {"float32": "float", "float64": "double"}.get(name, name)
+    return errors.ResourceExhaustedError(
+        None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] "
+                    f"and type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
+                    "allocator cpu")
 
 
 class OpKernel:
