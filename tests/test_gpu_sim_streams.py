@@ -154,7 +154,8 @@ async def test_heartbeat_with_200_gpu_runs_in_flight(monkeypatch):
             y = af.nn.relu(af.matmul(y, x) * 0.05)
         af.identity(y, name="y")
     feeds = {"x:0": np.full((32, 32), 0.5, np.float32)}
-    # The machine's own scheduling noise, measured first: the runs may add 5 ms to it.
+    # The machine's own scheduling noise, measured first (reported when the tail is not
+    # asserted).
     idle = []
     for _ in range(300):
         t = time.perf_counter()
@@ -187,7 +188,7 @@ async def test_heartbeat_with_200_gpu_runs_in_flight(monkeypatch):
     if load > cores:  # no free core: the OS, not the loop, decides the tail
         pytest.skip(f"p99 {p99 * 1e3:.1f} ms not asserted: load {load:.1f} on {cores} cores "
                     f"(an idle loop's p99 is {idle_p99 * 1e3:.1f} ms here)")
-    assert p99 < 0.005 + idle_p99, (p99, idle_p99)
+    assert p99 < 0.005, (p99, idle_p99)  # the bound (0.2-0.9 ms measured at load 3)
 
 
 async def test_copies_stage_through_gpu_compatible_host_memory(device):
