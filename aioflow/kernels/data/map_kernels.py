@@ -83,8 +83,14 @@ class MapDataset(UnaryDataset):
 async def _apply(dataset, ictx, element):
     """The function's results for one element; None when it raised OutOfRange (TF: the
     end of the sequence, unless preserve_cardinality, which makes it an error)."""
+    out = dataset.fn.call_compiled(ictx, element)
+    return out if out is not None else await _apply_step(dataset, ictx, element)
+
+
+async def _apply_step(dataset, ictx, element):
+    """_apply's call as a sub-step (the function has no compiled form, or it failed)."""
     try:
-        return await dataset.fn(ictx, element)
+        return await dataset.fn.call_step(ictx, element)
     except errors.OutOfRangeError as e:
         if dataset.preserve_cardinality:
             raise errors.InvalidArgumentError(
@@ -101,10 +107,14 @@ class _MapIterator(UnaryIterator):
         if element is None:
             self.input = None
             return None
-        out = await _apply(self.dataset, self.ictx, element)
+        ictx = self.ictx
+        out = self.dataset.fn.call_compiled(ictx, element)  # in place: no coroutine
         if out is None:
-            self.input = None
-        await self.ictx.pause()
+            out = await _apply_step(self.dataset, ictx, element)
+            if out is None:
+                self.input = None
+        if ictx.due():
+            await ictx.pause()
         return out
 
 
