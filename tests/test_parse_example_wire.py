@@ -118,7 +118,7 @@ def _random_example(rng: random.Random) -> bytes:
         else:
             feature.bytes_list.value.extend(rng.randbytes(rng.randint(0, 5))
                                             for _ in range(count))
-    return proto.SerializeToString()
+    return proto.SerializeToString(deterministic=True)  # the same bytes every run
 
 
 def _corrupt(data: bytes, rng: random.Random) -> bytes:

@@ -3,7 +3,8 @@ read straight from the protobuf wire format by a numba loop, as TF's fast parser
 (example_proto_fast_parsing.cc) reads them, instead of building a protobuf message and
 converting its lists value by value.
 
-One compiled loop, `_scan`, walks each serialized Example: Example.features (field 1),
+A compiled loop, `_scan` (and its helpers, each compiled on its own), walks each
+serialized Example: Example.features (field 1),
 its map entries (key 1, value 2), each Feature's one list (bytes_list 1, float_list 2,
 int64_list 3) and the list's values (field 1, packed or not). The values of the wanted
 keys are written into one output buffer: float32 bytes copied as they are, int64 varints
@@ -28,8 +29,8 @@ import sys
 
 import numpy as np
 
+from aioflow.kernels import jit
 from aioflow.kernels.background_jit import BackgroundCompile
-from aioflow.kernels.jit import njit
 
 #: Feature's fields: which list a feature holds (TF's feature.proto).
 BYTES, FLOAT, INT64 = 1, 2, 3
@@ -40,7 +41,289 @@ MAX_FEATURES = 62
 _ITEM_BYTES = {BYTES: 16, FLOAT: 4, INT64: 8}  # bytes: a (start, end) pair of int64
 
 
-def _scan(buf, ends, keys, meta, found, out):  # noqa: C901 - one compiled loop
+def _varint(buf, pos, end):
+    value = np.uint64(0)
+    shift = 0
+    while pos < end and shift < 64:
+        byte = buf[pos]
+        pos += 1
+        if shift == 63 and byte > 1:
+            return value, -1
+        value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return value, -1
+
+
+def _length(buf, pos, end):
+    value, pos = _varint(buf, pos, end)
+    if pos < 0 or value > np.uint64(end - pos):
+        return 0, -1
+    return np.int64(value), pos
+
+
+def _tag(buf, pos, end):  # a field number of at least 1, in at most 5 bytes
+    start = pos
+    value, pos = _varint(buf, pos, end)
+    if pos < 0 or pos - start > 5 or value < np.uint64(8) or \
+            value >= np.uint64(1 << 32):
+        return 0, 0, -1
+    return np.int64(value >> np.uint64(3)), np.int64(value & np.uint64(7)), pos
+
+
+def _skip(buf, pos, end, wire):
+    if wire == 0:
+        return _varint(buf, pos, end)[1]
+    if wire == 2:
+        size, pos = _length(buf, pos, end)
+        return -1 if pos < 0 else pos + size
+    width = 8 if wire == 1 else 4 if wire == 5 else -1
+    if width < 0 or pos + width > end:
+        return -1
+    return pos + width
+
+
+def _put64(out, at, value):
+    for b in range(8):
+        out[at + b] = np.uint8((value >> np.uint64(8 * b)) & np.uint64(0xFF))
+
+
+def _list_values(buf, out, pos, end, kind, stride, at, write):
+    """The count of values of the list buf[pos:end], written from out[at] when
+    `write` (at most `stride` of them); -1: malformed or too many."""
+    count = 0
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return -1
+        if field != 1:
+            pos = _skip(buf, pos, end, wire)
+            if pos < 0:
+                return -1
+            continue
+        if kind == 2:  # float_list: 4 bytes each, packed or one at a time
+            if wire == 2:
+                size, pos = _length(buf, pos, end)
+                if pos < 0 or size % 4:
+                    return -1
+            elif wire == 5 and pos + 4 <= end:
+                size = 4
+            else:
+                return -1
+            if write:
+                if count + size // 4 > stride:
+                    return -1
+                o = at + count * 4
+                for q in range(size):
+                    out[o + q] = buf[pos + q]
+            pos += size
+            count += size // 4
+        elif kind == 3:  # int64_list: varints, packed or one at a time
+            limit = end
+            if wire == 2:
+                size, pos = _length(buf, pos, end)
+                if pos < 0:
+                    return -1
+                stop = limit = pos + size
+            elif wire == 0:
+                stop = pos + 1  # one varint (of at least one byte)
+            else:
+                return -1
+            while pos < stop:
+                value, pos = _varint(buf, pos, limit)
+                if pos < 0:
+                    return -1
+                if write:
+                    if count >= stride:
+                        return -1
+                    _put64(out, at + count * 8, value)
+                count += 1
+        else:  # bytes_list: each value a length-delimited field
+            if wire != 2:
+                return -1
+            size, pos = _length(buf, pos, end)
+            if pos < 0:
+                return -1
+            if write:
+                if count >= stride:
+                    return -1
+                _put64(out, at + count * 16, np.uint64(pos))
+                _put64(out, at + count * 16 + 8, np.uint64(pos + size))
+            pos += size
+            count += 1
+    return count
+
+
+def _feature(buf, pos, end):
+    """(the Feature's list field: 0 none, -1 malformed or two; its start, end)."""
+    kind, start, stop = 0, 0, 0
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return -1, 0, 0
+        if 1 <= field <= 3:
+            if wire != 2 or kind != 0:
+                return -1, 0, 0
+            size, pos = _length(buf, pos, end)
+            if pos < 0:
+                return -1, 0, 0
+            kind, start, stop = field, pos, pos + size
+            pos = stop
+        else:
+            pos = _skip(buf, pos, end, wire)
+            if pos < 0:
+                return -1, 0, 0
+    return kind, start, stop
+
+
+def _match(buf, keys, meta, start, stop):
+    """The wanted feature whose key is buf[start:stop], or -1."""
+    nfeat = meta.shape[0]
+    for j in range(nfeat):
+        a = meta[j, KEY_START]
+        if meta[j, KEY_END] - a != stop - start:
+            continue
+        same = True
+        for q in range(stop - start):
+            if keys[a + q] != buf[start + q]:
+                same = False
+                break
+        if same:
+            return j
+    return -1
+
+
+def _utf8(buf, start, stop):
+    """Whether buf[start:stop] is valid UTF-8 (a map key is a proto3 string)."""
+    q = start
+    while q < stop:
+        c = buf[q]
+        if c < 0x80:
+            q += 1
+            continue
+        lo, hi = 0x80, 0xBF  # the first continuation byte's range
+        if 0xC2 <= c <= 0xDF:
+            n = 1
+        elif 0xE0 <= c <= 0xEF:
+            n = 2
+            lo = 0xA0 if c == 0xE0 else 0x80
+            hi = 0x9F if c == 0xED else 0xBF
+        elif 0xF0 <= c <= 0xF4:
+            n = 3
+            lo = 0x90 if c == 0xF0 else 0x80
+            hi = 0x8F if c == 0xF4 else 0xBF
+        else:
+            return False
+        if q + n >= stop or not lo <= buf[q + 1] <= hi:
+            return False
+        for k in range(2, n + 1):
+            if not 0x80 <= buf[q + k] <= 0xBF:
+                return False
+        q += n + 1
+    return True
+
+
+def _example(buf, keys, meta, out, n, start, end, i):  # noqa: C901 - one message's walk
+    """The found mask of the Example buf[start:end] (the i-th of n), its values written
+    to out; -1: the slow path."""
+    nfeat = meta.shape[0]
+    fstart, fend = 0, 0
+    seen_features = False
+    pos = start
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return -1
+        if field == 1:
+            if wire != 2 or seen_features:
+                return -1
+            size, pos = _length(buf, pos, end)
+            if pos < 0:
+                return -1
+            seen_features = True
+            fstart, fend = pos, pos + size
+            pos = fend
+        else:
+            pos = _skip(buf, pos, end, wire)
+            if pos < 0:
+                return -1
+    seen, got = 0, 0
+    pos = fstart
+    while pos < fend:
+        field, wire, pos = _tag(buf, pos, fend)
+        if pos < 0:
+            return -1
+        if field != 1:
+            pos = _skip(buf, pos, fend, wire)
+            if pos < 0:
+                return -1
+            continue
+        if wire != 2:
+            return -1
+        size, pos = _length(buf, pos, fend)
+        if pos < 0:
+            return -1
+        entry_end = pos + size
+        kstart, kstop, vstart, vstop = 0, 0, -1, -1
+        has_key = False
+        while pos < entry_end:
+            field, wire, pos = _tag(buf, pos, entry_end)
+            if pos < 0:
+                return -1
+            if field == 1 or field == 2:
+                if wire != 2:
+                    return -1
+                size, pos = _length(buf, pos, entry_end)
+                if pos < 0:
+                    return -1
+                if field == 1:
+                    if has_key:
+                        return -1
+                    has_key = True
+                    kstart, kstop = pos, pos + size
+                else:
+                    if vstart >= 0:
+                        return -1
+                    vstart, vstop = pos, pos + size
+                pos += size
+            else:
+                pos = _skip(buf, pos, entry_end, wire)
+                if pos < 0:
+                    return -1
+        j = _match(buf, keys, meta, kstart, kstop)
+        if j < 0:
+            if not _utf8(buf, kstart, kstop):
+                return -1
+        elif (seen >> j) & 1:
+            return -1
+        else:
+            seen |= 1 << j
+        if vstart < 0:
+            continue
+        kind, lstart, lstop = _feature(buf, vstart, vstop)
+        if kind < 0:
+            return -1
+        if kind == 0:
+            continue
+        if j < 0:
+            if _list_values(buf, out, lstart, lstop, kind, 0, 0, False) < 0:
+                return -1
+            continue
+        if kind != meta[j, KIND]:
+            return -1
+        stride = meta[j, STRIDE]
+        at = n * meta[j, BASE] + i * meta[j, SIZE]
+        if _list_values(buf, out, lstart, lstop, kind, stride, at, True) != stride:
+            return -1
+        got |= 1 << j
+    for j in range(nfeat):
+        if not (got >> j) & 1 and meta[j, REQUIRED]:
+            return -1
+    return got
+
+
+def _scan(buf, ends, keys, meta, found, out):
     """Scan the Examples of `buf` (example i is buf[ends[i-1]:ends[i]]; no `ends`: buf is
     one Example) for the features of `meta` (rows of KEY_START.. REQUIRED; keys[KEY_START:
     KEY_END] is the key). Feature j of example i goes to out[n * BASE + i * SIZE:], n the
@@ -50,282 +333,13 @@ def _scan(buf, ends, keys, meta, found, out):  # noqa: C901 - one compiled loop
     nfeat = meta.shape[0]
     n = len(ends) if len(ends) else 1
 
-    def varint(pos, end):
-        value = np.uint64(0)
-        shift = 0
-        while pos < end and shift < 64:
-            byte = buf[pos]
-            pos += 1
-            if shift == 63 and byte > 1:
-                return value, -1
-            value |= np.uint64(byte & 0x7F) << np.uint64(shift)
-            if byte < 0x80:
-                return value, pos
-            shift += 7
-        return value, -1
-
-    def length(pos, end):
-        value, pos = varint(pos, end)
-        if pos < 0 or value > np.uint64(end - pos):
-            return 0, -1
-        return np.int64(value), pos
-
-    def tag(pos, end):  # a field number of at least 1, in at most 5 bytes
-        start = pos
-        value, pos = varint(pos, end)
-        if pos < 0 or pos - start > 5 or value < np.uint64(8) or \
-                value >= np.uint64(1 << 32):
-            return 0, 0, -1
-        return np.int64(value >> np.uint64(3)), np.int64(value & np.uint64(7)), pos
-
-    def skip(pos, end, wire):
-        if wire == 0:
-            return varint(pos, end)[1]
-        if wire == 2:
-            size, pos = length(pos, end)
-            return -1 if pos < 0 else pos + size
-        width = 8 if wire == 1 else 4 if wire == 5 else -1
-        if width < 0 or pos + width > end:
-            return -1
-        return pos + width
-
-    def put64(at, value):
-        for b in range(8):
-            out[at + b] = np.uint8((value >> np.uint64(8 * b)) & np.uint64(0xFF))
-
-    def list_values(pos, end, kind, stride, at, write):
-        """The count of values of the list buf[pos:end], written from out[at] when
-        `write` (at most `stride` of them); -1: malformed or too many."""
-        count = 0
-        while pos < end:
-            field, wire, pos = tag(pos, end)
-            if pos < 0:
-                return -1
-            if field != 1:
-                pos = skip(pos, end, wire)
-                if pos < 0:
-                    return -1
-                continue
-            if kind == 2:  # float_list: 4 bytes each, packed or one at a time
-                if wire == 2:
-                    size, pos = length(pos, end)
-                    if pos < 0 or size % 4:
-                        return -1
-                elif wire == 5 and pos + 4 <= end:
-                    size = 4
-                else:
-                    return -1
-                if write:
-                    if count + size // 4 > stride:
-                        return -1
-                    o = at + count * 4
-                    for q in range(size):
-                        out[o + q] = buf[pos + q]
-                pos += size
-                count += size // 4
-            elif kind == 3:  # int64_list: varints, packed or one at a time
-                limit = end
-                if wire == 2:
-                    size, pos = length(pos, end)
-                    if pos < 0:
-                        return -1
-                    stop = limit = pos + size
-                elif wire == 0:
-                    stop = pos + 1  # one varint (of at least one byte)
-                else:
-                    return -1
-                while pos < stop:
-                    value, pos = varint(pos, limit)
-                    if pos < 0:
-                        return -1
-                    if write:
-                        if count >= stride:
-                            return -1
-                        put64(at + count * 8, value)
-                    count += 1
-            else:  # bytes_list: each value a length-delimited field
-                if wire != 2:
-                    return -1
-                size, pos = length(pos, end)
-                if pos < 0:
-                    return -1
-                if write:
-                    if count >= stride:
-                        return -1
-                    put64(at + count * 16, np.uint64(pos))
-                    put64(at + count * 16 + 8, np.uint64(pos + size))
-                pos += size
-                count += 1
-        return count
-
-    def feature(pos, end):
-        """(the Feature's list field: 0 none, -1 malformed or two; its start, end)."""
-        kind, start, stop = 0, 0, 0
-        while pos < end:
-            field, wire, pos = tag(pos, end)
-            if pos < 0:
-                return -1, 0, 0
-            if 1 <= field <= 3:
-                if wire != 2 or kind != 0:
-                    return -1, 0, 0
-                size, pos = length(pos, end)
-                if pos < 0:
-                    return -1, 0, 0
-                kind, start, stop = field, pos, pos + size
-                pos = stop
-            else:
-                pos = skip(pos, end, wire)
-                if pos < 0:
-                    return -1, 0, 0
-        return kind, start, stop
-
-    def match(start, stop):
-        """The wanted feature whose key is buf[start:stop], or -1."""
-        for j in range(nfeat):
-            a = meta[j, KEY_START]
-            if meta[j, KEY_END] - a != stop - start:
-                continue
-            same = True
-            for q in range(stop - start):
-                if keys[a + q] != buf[start + q]:
-                    same = False
-                    break
-            if same:
-                return j
-        return -1
-
-    def utf8(start, stop):
-        """Whether buf[start:stop] is valid UTF-8 (a map key is a proto3 string)."""
-        q = start
-        while q < stop:
-            c = buf[q]
-            if c < 0x80:
-                q += 1
-                continue
-            lo, hi = 0x80, 0xBF  # the first continuation byte's range
-            if 0xC2 <= c <= 0xDF:
-                n = 1
-            elif 0xE0 <= c <= 0xEF:
-                n = 2
-                lo = 0xA0 if c == 0xE0 else 0x80
-                hi = 0x9F if c == 0xED else 0xBF
-            elif 0xF0 <= c <= 0xF4:
-                n = 3
-                lo = 0x90 if c == 0xF0 else 0x80
-                hi = 0x8F if c == 0xF4 else 0xBF
-            else:
-                return False
-            if q + n >= stop or not lo <= buf[q + 1] <= hi:
-                return False
-            for k in range(2, n + 1):
-                if not 0x80 <= buf[q + k] <= 0xBF:
-                    return False
-            q += n + 1
-        return True
-
-    def example(start, end, i):
-        """The found mask of the Example buf[start:end], its values written; -1."""
-        fstart, fend = 0, 0
-        seen_features = False
-        pos = start
-        while pos < end:
-            field, wire, pos = tag(pos, end)
-            if pos < 0:
-                return -1
-            if field == 1:
-                if wire != 2 or seen_features:
-                    return -1
-                size, pos = length(pos, end)
-                if pos < 0:
-                    return -1
-                seen_features = True
-                fstart, fend = pos, pos + size
-                pos = fend
-            else:
-                pos = skip(pos, end, wire)
-                if pos < 0:
-                    return -1
-        seen, got = 0, 0
-        pos = fstart
-        while pos < fend:
-            field, wire, pos = tag(pos, fend)
-            if pos < 0:
-                return -1
-            if field != 1:
-                pos = skip(pos, fend, wire)
-                if pos < 0:
-                    return -1
-                continue
-            if wire != 2:
-                return -1
-            size, pos = length(pos, fend)
-            if pos < 0:
-                return -1
-            entry_end = pos + size
-            kstart, kstop, vstart, vstop = 0, 0, -1, -1
-            has_key = False
-            while pos < entry_end:
-                field, wire, pos = tag(pos, entry_end)
-                if pos < 0:
-                    return -1
-                if field == 1 or field == 2:
-                    if wire != 2:
-                        return -1
-                    size, pos = length(pos, entry_end)
-                    if pos < 0:
-                        return -1
-                    if field == 1:
-                        if has_key:
-                            return -1
-                        has_key = True
-                        kstart, kstop = pos, pos + size
-                    else:
-                        if vstart >= 0:
-                            return -1
-                        vstart, vstop = pos, pos + size
-                    pos += size
-                else:
-                    pos = skip(pos, entry_end, wire)
-                    if pos < 0:
-                        return -1
-            j = match(kstart, kstop)
-            if j < 0:
-                if not utf8(kstart, kstop):
-                    return -1
-            elif (seen >> j) & 1:
-                return -1
-            else:
-                seen |= 1 << j
-            if vstart < 0:
-                continue
-            kind, lstart, lstop = feature(vstart, vstop)
-            if kind < 0:
-                return -1
-            if kind == 0:
-                continue
-            if j < 0:
-                if list_values(lstart, lstop, kind, 0, 0, False) < 0:
-                    return -1
-                continue
-            if kind != meta[j, KIND]:
-                return -1
-            stride = meta[j, STRIDE]
-            at = n * meta[j, BASE] + i * meta[j, SIZE]
-            if list_values(lstart, lstop, kind, stride, at, True) != stride:
-                return -1
-            got |= 1 << j
-        for j in range(nfeat):
-            if not (got >> j) & 1 and meta[j, REQUIRED]:
-                return -1
-        return got
-
     mask = 0
     start = 0
     for i in range(n):
         end = ends[i] if len(ends) else len(buf)
         if end < start or end > len(buf):
             return -1
-        mask = example(start, end, i)
+        mask = _example(buf, keys, meta, out, n, start, end, i)
         if mask < 0:
             return -1
         if len(found):
@@ -335,22 +349,40 @@ def _scan(buf, ends, keys, meta, found, out):  # noqa: C901 - one compiled loop
     return mask
 
 
-_compiled = njit(_scan) if sys.byteorder == "little" else None
+#: The scan's helpers, callees before callers: _compile makes each a numba function of
+#: its own (as closures of one function, every call site inlined, the compile took ~45 s
+#: on a loaded 2-core machine).
+_HELPERS = ("_varint", "_length", "_tag", "_skip", "_put64", "_list_values", "_feature",
+            "_match", "_utf8", "_example")
+_AVAILABLE = jit.ENABLED and sys.byteorder == "little"
+_compiled = None  # the compiled _scan, once _compile has run
 _NO_ENDS = np.zeros(0, np.int64)
 _NO_FOUND = np.zeros(0, np.uint8)
 
 
-def _warm_up() -> None:
-    """Compile the loop's one signature: an Example with one float feature."""
+def _compile() -> None:
+    """Compile the scan (on the background thread): the module's helpers are replaced
+    by their numba functions, so that the compiled callers call compiled callees; then
+    one call compiles the scan's one signature, and a second checks it."""
+    global _compiled
+    import numba
+
+    compile_ = numba.njit(nogil=True, cache=True, boundscheck=False)
+    names = globals()
+    for name in _HELPERS:
+        if not isinstance(names[name], numba.core.dispatcher.Dispatcher):
+            names[name] = compile_(names[name])
+    scan = compile_(_scan)
     keys = b"x"
     meta = np.array([[0, 1, FLOAT, 1, 0, 4, 1]], np.int64)
     out = np.zeros(4, np.uint8)
     data = _example_x()
-    if _compiled(data, _NO_ENDS, keys, meta, _NO_FOUND, out) != 1:
-        raise RuntimeError("the Example scan's warm-up did not find its feature")
-    ends = np.array([len(data)], np.int64)
-    if _compiled(data, ends, keys, meta, np.zeros(1, np.uint8), out) != 1:
-        raise RuntimeError("the Example scan's warm-up did not find its feature")
+    if scan(data, _NO_ENDS, keys, meta, _NO_FOUND, out) != 1 or \
+            scan(data, np.array([len(data)], np.int64), keys, meta, np.zeros(1, np.uint8),
+                 out) != 1 or out.view(np.float32)[0] != 1.0:
+        raise RuntimeError("the Example scan's warm-up did not read its feature")
+    scan.disable_compile()  # another argument type raises TypeError: never a compile
+    _compiled = scan        # on the loop
 
 
 def _example_x() -> bytes:
@@ -362,11 +394,11 @@ def _example_x() -> bytes:
     return b"\x0a" + bytes([len(features)]) + features      # Example.features
 
 
-_group = BackgroundCompile("example-parse", _warm_up, _compiled is not None)
+_group = BackgroundCompile("example-parse", _compile, _AVAILABLE)
 
 
 def available() -> bool:
-    return _compiled is not None
+    return _AVAILABLE
 
 
 def ready() -> bool:
@@ -427,7 +459,7 @@ class Plan:
     def build(features: list[Feature]) -> Plan | None:
         """The plan, or None where the fast path does not apply: no numba, too many
         features, a key twice, or a feature with no values (its shape has a 0)."""
-        if _compiled is None or not features or len(features) > MAX_FEATURES:
+        if not _AVAILABLE or not features or len(features) > MAX_FEATURES:
             return None
         if len({f.key for f in features}) != len(features) or \
                 any(f.stride == 0 for f in features):
@@ -447,6 +479,8 @@ class Plan:
         return np.ndarray(shape, _DTYPE[f.kind], out, at)
 
     def parse_one(self, data: bytes) -> list | None:
+        if type(data) is not bytes:
+            return None
         out = np.empty(self.row_bytes, np.uint8)
         mask = _compiled(data, _NO_ENDS, self.keys, self.meta, _NO_FOUND, out)
         if mask == self.all_found and self.views is not None:

@@ -303,7 +303,7 @@ class _ParseBase(OpKernel):
             data = _strings(serialized)
             return plan.parse_batch(data) if data else None
         item = serialized[()] if isinstance(serialized, np.ndarray) else serialized
-        return plan.parse_one(item) if isinstance(item, bytes) else None
+        return plan.parse_one(item) if type(item) is bytes else None
 
     _lane = None  # (the other inputs of the last fast-parsed scalar call, its plan)
 
