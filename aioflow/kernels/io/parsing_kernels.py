@@ -156,6 +156,9 @@ def _dense_values(spec: _Dense, found, names, i: int, single: bool = False):
             raise _invalid(f"Name: {name}, Key: {spec.key}, Index: {i}.  Number of {what} "
                            f"values is not a multiple of stride length. Saw {count} values "
                            f"but output shape is: {_shape_text(spec.shape)}")
+    elif count != spec.stride and single:  # TF's single-Example parser fills a slice
+        raise _invalid(f"Key: {spec.key}.  Can't parse serialized Example: Some {spec.kind} "
+                       f"slice was not parsed.")
     elif count != spec.stride:
         raise _invalid(f"Name: {name}, Key: {spec.key}, Index: {i}.  Number of {what} values "
                        f"!= expected.  Values size: {count} but output shape: "
