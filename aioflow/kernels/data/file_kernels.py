@@ -19,6 +19,7 @@ from collections import deque
 import numpy as np
 
 from aioflow.framework import dtypes, errors
+from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.lib.record_io import InflatingReader, RecordReader, compression_wbits
 
@@ -83,7 +84,7 @@ class _FileIterator(DatasetIterator):
                 self._next_file()
                 continue
             self.records.extend(block)
-            self.ahead = self.ictx.start_blocking(self.reader.read_many, BLOCK_RECORDS)
+            self.ahead = self.ictx.start_blocking(_read_block, self.reader)
         self.consumed += 1
         return [_string(self.records.popleft())]
 
@@ -91,7 +92,7 @@ class _FileIterator(DatasetIterator):
         """The block read ahead (or read now). A cancelled wait leaves the read going:
         the next get_next takes its block, so no record is lost."""
         if self.ahead is None:
-            self.ahead = self.ictx.start_blocking(self.reader.read_many, BLOCK_RECORDS)
+            self.ahead = self.ictx.start_blocking(_read_block, self.reader)
         ahead = self.ahead
         try:
             return await asyncio.shield(ahead)
@@ -133,6 +134,15 @@ class _FileIterator(DatasetIterator):
             if not block:
                 break
             skipped += len(block)
+
+
+def _read_block(reader) -> list[bytes]:
+    """The next block of records (on the pool). The records are framed and checked in
+    Python while the loop runs beside it (the block is read ahead): the switch interval
+    is lowered meanwhile, so that the loop gets the GIL back within a fraction of a
+    millisecond instead of the default 5 ms."""
+    with loop_keeps_gil():
+        return reader.read_many(BLOCK_RECORDS)
 
 
 def _drop_read(read: asyncio.Future, reader) -> None:
