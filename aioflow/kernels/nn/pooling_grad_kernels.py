@@ -41,6 +41,7 @@ from aioflow.kernels.nn.conv_kernels import (
     unimplemented,
     windowed_output_size,
 )
+from aioflow.kernels.nn.pooling_kernels import _PoolBase
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
@@ -267,17 +268,9 @@ class _PoolGradBase(OpKernel):
         if self._padding == "EXPLICIT":
             self._check_explicit()
 
-    def _check_explicit(self):
-        p = self._explicit
-        if len(p) != 8:
-            raise invalid(f"explicit_paddings attribute must contain 8 values, but got: "
-                          f"{len(p)}")
-        if any(v < 0 for v in p):
-            raise invalid("All elements of explicit_paddings must be nonnegative")
-        c = 1 if self._channels_first else 3
-        if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
-            raise invalid("Nonzero explicit padding in the batch or depth dimensions is not "
-                          "supported")
+    # TF's explicit_paddings checks, as the forward pools make them (same attrs, same
+    # messages): only self._explicit and self._channels_first are read.
+    _check_explicit = _PoolBase._check_explicit
 
     def check_window(self, ksize, strides):
         rank = self.num_spatial + 2
@@ -376,7 +369,12 @@ class _MaxPoolGrad(_PoolGradBase):
         want = self.out_shape(x.shape, outs)
         _expect("orig_output", want, y.shape)
         _expect("grad", want, g.shape)
-        return (max_pool_grad_2d(x, g, ksizes, strides, pads, outs),)
+        return (self.max_grad(x, g, ksizes, strides, pads, outs),)
+
+    def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
+        """grad added at each window's first maximum of x (NHWC, checked; a backend's
+        kernel overrides this: aioflow/kernels/onednn/)."""
+        return max_pool_grad_2d(x, g, ksizes, strides, pads, out_sizes)
 
 
 @register_kernel("MaxPoolGrad", "CPU", T=_REAL)
@@ -439,8 +437,13 @@ class _AvgPoolGradBase(_PoolGradBase):
         outs, pads = self.geometry(last[1:-1], ksizes, strides)
         _expect("grad", self.out_shape(in_shape, outs), g.shape)
         work = gl.astype(np.float32) if self._half else gl
-        dx = spread_average(work, last[1:-1], ksizes, strides, pads)
+        dx = self.avg_grad(work, last[1:-1], ksizes, strides, pads)
         return (self.to_format(dx.astype(self._np_type, copy=False)),)
+
+    def avg_grad(self, g, in_sizes, ksizes, strides, pads):
+        """g (channels-last, checked) spread over each window's taps inside the input (a
+        backend's kernel overrides this)."""
+        return spread_average(g, in_sizes, ksizes, strides, pads)
 
     def check_grad(self, in_shape, g_shape) -> None:
         """Checks TF makes before the window's (AvgPool3DGrad's batch and depth)."""
