@@ -14,7 +14,13 @@ Workloads:
                      callback (a task step) held the loop for while the pipeline ran
 aioflow's epochs are `await sess.run(get_next)` until OutOfRangeError; TF's are a v1
 Session's `run` in a child process of `--tf-python`. The peers alternate (ABAB), `--reps`
-rounds; each figure is the median. Prints one JSON object.
+rounds; each figure is the median. Beside each epoch's wall time, its CPU time (the
+process's, all threads: TF's parse on its inter-op threads, aioflow's file reads on its
+pool), `cpu_ms`: on a shared machine the wall time depends on how many cores each peer
+gets, the CPU time much less. The load average before and after is printed with them.
+aioflow's parse loop (aioflow/kernels/io/parsing_jit.py) is compiled before the warm-up
+epoch, as TF's kernels are compiled before it runs (numba caches it on disk: a one-time
+cost per machine). Prints one JSON object.
 
 Usage: python benchmarks/data_pipeline.py --tf-python /work/tfvenv/bin/python
 """
@@ -69,13 +75,13 @@ sess = v1.Session(graph=g, config=v1.ConfigProto(inter_op_parallelism_threads=2,
 
 def epoch(name):
     sess.run(its[name].initializer)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         while True:
             sess.run(nexts[name])
     except tf.errors.OutOfRangeError:
         pass
-    return (time.perf_counter() - start) * 1e3
+    return [(time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3]
 
 for name in its: epoch(name)
 print("ready", flush=True)
@@ -99,16 +105,21 @@ def write_examples(path: str) -> None:
 
 
 async def af_epoch(sess, it, nxt) -> float:
+    return (await af_epoch_cpu(sess, it, nxt))[0]
+
+
+async def af_epoch_cpu(sess, it, nxt) -> list[float]:
+    """[wall ms, CPU ms (the process's, all threads)] of one epoch."""
     import aioflow as af
 
     await sess.run(it.initializer)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         while True:
             await sess.run(nxt)
     except af.errors.OutOfRangeError:
         pass
-    return (time.perf_counter() - start) * 1e3
+    return [(time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3]
 
 
 async def heartbeat_p99(sess, it, nxt) -> tuple[float, float]:
@@ -172,7 +183,9 @@ async def busy_baseline_p99() -> float:
 async def main_async(args, path: str) -> dict:
     import aioflow as af
     import aioflow.compat.v1 as v1
+    from aioflow.kernels.io import parsing_jit
 
+    parsing_jit.wait_ready()
     scope: dict = {}
     exec(PIPELINES, scope)  # noqa: S102 - the same pipeline source as TF's child
     graph = af.Graph()
@@ -187,7 +200,7 @@ async def main_async(args, path: str) -> dict:
                              env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     assert child.stdout.readline().strip() == "ready"
 
-    def tf(name: str) -> float:
+    def tf(name: str) -> list[float]:
         child.stdin.write(f"{name}\n")
         child.stdin.flush()
         return json.loads(child.stdout.readline())
@@ -195,11 +208,16 @@ async def main_async(args, path: str) -> dict:
     for name in its:
         await af_epoch(sess, its[name], nexts[name])
     times = {name: {"aioflow": [], "tf": []} for name in its}
+    cpu = {name: {"aioflow": [], "tf": []} for name in its}
     beats, baselines = [], []
+    load_before = os.getloadavg()[0]
     for _ in range(args.reps):  # ABAB
         for name in its:
-            times[name]["aioflow"].append(await af_epoch(sess, its[name], nexts[name]))
-            times[name]["tf"].append(tf(name))
+            for peer, (wall, used) in (("aioflow", await af_epoch_cpu(sess, its[name],
+                                                                       nexts[name])),
+                                       ("tf", tf(name))):
+                times[name][peer].append(wall)
+                cpu[name][peer].append(used)
         beats.append(await heartbeat_p99(sess, its["tfrecord_pipeline"],
                                          nexts["tfrecord_pipeline"]))
         baselines.append(await busy_baseline_p99())
@@ -207,11 +225,17 @@ async def main_async(args, path: str) -> dict:
     child.wait()
     await sess.close()
     result = summarize(times)
+    for name, per_peer in summarize(cpu).items():
+        result[name]["cpu_ms"] = per_peer
     for peer in ("aioflow", "tf"):
         ms = result["tfrecord_pipeline"][peer]
         result["tfrecord_pipeline"][f"{peer}_elements_per_s"] = round(EXAMPLES / ms * 1e3)
+        result["tfrecord_pipeline"][f"{peer}_cpu_us_per_element"] = round(
+            result["tfrecord_pipeline"]["cpu_ms"][peer] * 1e3 / EXAMPLES, 2)
         result["slices_batch"][f"{peer}_us_per_element"] = round(
             result["slices_batch"][peer] * 1e3 / SLICES, 3)
+    result["load_average_before_after"] = [round(load_before, 2),
+                                           round(os.getloadavg()[0], 2)]
     result["heartbeat_p99_ms"] = round(float(np.median([b[0] for b in beats])), 2)
     result["heartbeat_p99_busy_python_baseline_ms"] = round(float(np.median(baselines)), 2)
     result["loop_hold_p99_ms"] = round(float(np.median([b[1] for b in beats])), 3)

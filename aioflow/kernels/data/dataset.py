@@ -109,6 +109,11 @@ class IteratorContext:
         self.pool = pool
         self.ran_since = perf_counter()
 
+    def due(self) -> bool:
+        """Whether the pipeline has held the loop for SLICE_S (`pause` would yield): a
+        per-element caller asks before awaiting `pause`, saving a coroutine."""
+        return perf_counter() - self.ran_since > SLICE_S
+
     async def pause(self) -> None:
         """Let the loop run when this pipeline has held it for SLICE_S (a chain of
         inline elements, each short, must not starve the loop's other work)."""
@@ -120,6 +125,10 @@ class IteratorContext:
     async def run_blocking(self, fn, *args):
         """`fn(*args)` on the pool (file reads, decompression): the loop never blocks."""
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def start_blocking(self, fn, *args) -> asyncio.Future:
+        """`fn(*args)` started on the pool now, awaited later (a read ahead)."""
+        return asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
 
 def variant(dataset) -> np.ndarray:
@@ -232,6 +241,20 @@ class CapturedFunction:
 
     async def __call__(self, ictx: IteratorContext, args: list) -> list:
         return await self.flr.run(self.body, ictx.kernel_ctx, list(args) + self.captured)
+
+    def call_compiled(self, ictx: IteratorContext, args: list) -> list | None:
+        """The results of the function's compiled form, called in place (no coroutine:
+        a map's per-element call), or None: it has none, or it failed; then
+        `call_step` runs it as a sub-step (which reports a failure, naming the node),
+        as `flr.run` does."""
+        if self.body.fast is None:
+            return None
+        with np.errstate(all="ignore"):
+            return self.flr.run_compiled(self.body, ictx.kernel_ctx, [*args, *self.captured])
+
+    async def call_step(self, ictx: IteratorContext, args: list) -> list:
+        """The function run as a sub-step of the iterator's context, always."""
+        return await self.flr.run_step(self.body, ictx.kernel_ctx, [*args, *self.captured])
 
 
 class FunctionFactory:

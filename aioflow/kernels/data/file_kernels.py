@@ -5,17 +5,21 @@ fixed_length_record_dataset_op.cc).
 
 Files are opened and read on the pool, a block of records per call (up to 256 records or
 1 MiB), so the loop never waits for a disk and a thread hop is paid once per block, not
-per record. The files are read one after another, in order; errors are TF's
-(NotFoundError for a missing file, DataLossError for a corrupted record)."""
+per record; the next block is read while this one is handed out (one block ahead), so
+the loop rarely waits for the pool thread to be scheduled. The files are read one after
+another, in order; errors are TF's (NotFoundError for a missing file, DataLossError for a
+corrupted record)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import deque
 
 import numpy as np
 
 from aioflow.framework import dtypes, errors
+from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.lib.record_io import InflatingReader, RecordReader, compression_wbits
 
@@ -61,6 +65,7 @@ class _FileIterator(DatasetIterator):
         self.reader = None
         self.records: deque = deque()
         self.consumed = 0   # records of the current file handed out (for save/restore)
+        self.ahead = None   # the pool's read of the current file's next block (a future)
 
     async def get_next(self):
         while not self.records:
@@ -71,7 +76,7 @@ class _FileIterator(DatasetIterator):
                 self.reader = await self.ictx.run_blocking(d.reader_for,
                                                            d.filenames[self.file_index])
             try:
-                block = await self.ictx.run_blocking(self.reader.read_many, BLOCK_RECORDS)
+                block = await self._next_block()
             except errors.OpError:
                 self._next_file()  # TF: a bad file is left (or it would fail forever)
                 raise
@@ -79,8 +84,21 @@ class _FileIterator(DatasetIterator):
                 self._next_file()
                 continue
             self.records.extend(block)
+            self.ahead = self.ictx.start_blocking(_read_block, self.reader)
         self.consumed += 1
         return [_string(self.records.popleft())]
+
+    async def _next_block(self) -> list[bytes]:
+        """The block read ahead (or read now). A cancelled wait leaves the read going:
+        the next get_next takes its block, so no record is lost."""
+        if self.ahead is None:
+            self.ahead = self.ictx.start_blocking(_read_block, self.reader)
+        ahead = self.ahead
+        try:
+            return await asyncio.shield(ahead)
+        finally:
+            if ahead.done() and self.ahead is ahead:
+                self.ahead = None
 
     def _next_file(self):
         self.close()
@@ -88,9 +106,12 @@ class _FileIterator(DatasetIterator):
         self.consumed = 0
 
     def close(self):
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
+        reader, ahead = self.reader, self.ahead
+        self.reader = self.ahead = None
+        if ahead is not None:  # the reader is closed once the pool is done with it
+            ahead.add_done_callback(lambda f, r=reader: _drop_read(f, r))
+        elif reader is not None:
+            reader.close()
 
     def save(self, state):
         state[self.key("current_file_index")] = np.array(self.file_index, np.int64)
@@ -113,6 +134,23 @@ class _FileIterator(DatasetIterator):
             if not block:
                 break
             skipped += len(block)
+
+
+def _read_block(reader) -> list[bytes]:
+    """The next block of records (on the pool). The records are framed and checked in
+    Python while the loop runs beside it (the block is read ahead): the switch interval
+    is lowered meanwhile, so that the loop gets the GIL back within a fraction of a
+    millisecond instead of the default 5 ms."""
+    with loop_keeps_gil():
+        return reader.read_many(BLOCK_RECORDS)
+
+
+def _drop_read(read: asyncio.Future, reader) -> None:
+    """A read ahead nobody takes: its error is not reported; its reader is closed."""
+    if not read.cancelled():
+        read.exception()
+    if reader is not None:
+        reader.close()
 
 
 def _filenames(value) -> list[str]:

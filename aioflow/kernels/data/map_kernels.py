@@ -83,8 +83,14 @@ class MapDataset(UnaryDataset):
 async def _apply(dataset, ictx, element):
     """The function's results for one element; None when it raised OutOfRange (TF: the
     end of the sequence, unless preserve_cardinality, which makes it an error)."""
+    out = dataset.fn.call_compiled(ictx, element)
+    return out if out is not None else await _apply_step(dataset, ictx, element)
+
+
+async def _apply_step(dataset, ictx, element):
+    """_apply's call as a sub-step (the function has no compiled form, or it failed)."""
     try:
-        return await dataset.fn(ictx, element)
+        return await dataset.fn.call_step(ictx, element)
     except errors.OutOfRangeError as e:
         if dataset.preserve_cardinality:
             raise errors.InvalidArgumentError(
@@ -101,16 +107,39 @@ class _MapIterator(UnaryIterator):
         if element is None:
             self.input = None
             return None
-        out = await _apply(self.dataset, self.ictx, element)
+        ictx = self.ictx
+        out = self.dataset.fn.call_compiled(ictx, element)  # in place: no coroutine
         if out is None:
-            self.input = None
-        await self.ictx.pause()
+            out = await _apply_step(self.dataset, ictx, element)
+            if out is None:
+                self.input = None
+        if ictx.due():
+            await ictx.pause()
         return out
+
+
+class _Ready:
+    """A parallel map's call that finished in place (a compiled function's results)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _seen(task: asyncio.Task) -> None:
+    """A call's error is raised when its element is reached; one past an earlier error
+    (or past the iterator's end) is never reached: asyncio must not report it as
+    "never retrieved" (from a finalizer, at any point of the program)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _ParallelMapIterator(UnaryIterator):
     """Calls for the next elements run as tasks, up to num_parallel_calls at once;
-    results come out in input order."""
+    results come out in input order. A function with a compiled form is called in place
+    as each element arrives (it never waits: a task would only add its own cost, about
+    7 µs an element); its results wait in the same queue, in order."""
 
     def __init__(self, dataset, ictx, prefix):
         super().__init__(dataset, ictx, prefix)
@@ -118,24 +147,33 @@ class _ParallelMapIterator(UnaryIterator):
         self.limit = max(1, os.cpu_count() or 1) if n < 0 else max(1, n)
         self.calls: deque = deque()
 
-    async def _call(self, element):
-        return await _apply(self.dataset, self.ictx, element)
-
     async def get_next(self):
         loop = asyncio.get_running_loop()
+        fn, ictx = self.dataset.fn, self.ictx
         while self.input is not None and len(self.calls) < self.limit:
             element = await self.input.get_next()
             if element is None:
                 self.input = None
                 break
-            self.calls.append(loop.create_task(self._call(element)))
+            out = fn.call_compiled(ictx, element)
+            if out is None:
+                out = loop.create_task(_apply_step(self.dataset, ictx, element))
+                out.add_done_callback(_seen)
+            else:
+                out = _Ready(out)
+            self.calls.append(out)
         if not self.calls:
             return None
-        task = self.calls[0]
+        call = self.calls[0]
+        if type(call) is _Ready:
+            self.calls.popleft()
+            if ictx.due():
+                await ictx.pause()
+            return call.value
         try:
-            out = await asyncio.shield(task)
+            out = await asyncio.shield(call)
         except asyncio.CancelledError:
-            if task.cancelled():
+            if call.cancelled():
                 self.calls.popleft()
             raise
         self.calls.popleft()
@@ -145,8 +183,9 @@ class _ParallelMapIterator(UnaryIterator):
         return out
 
     def close(self):
-        for task in self.calls:
-            task.cancel()
+        for call in self.calls:
+            if type(call) is not _Ready:
+                call.cancel()
         self.calls.clear()
         super().close()
 
