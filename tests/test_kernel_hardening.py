@@ -19,12 +19,12 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
-from aioflow.kernels.array import array_kernels
-from aioflow.kernels.data_flow import tensor_array_kernels
 from kernel_testutil import create, run1, run_kernel
 
 import aioflow as af
 from aioflow.framework import dtypes, errors, tensor_shape
+from aioflow.kernels.array import array_kernels
+from aioflow.kernels.data_flow import tensor_array_kernels
 
 i32, i64, f32 = np.int32, np.int64, np.float32
 LIMIT = array_kernels.OUTPUT_POOL_ABOVE
