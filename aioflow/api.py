@@ -398,11 +398,30 @@ from aioflow.gradients import (  # noqa: E402
     NotDifferentiable,
     RegisterGradient,
     UnconnectedGradients,
+    custom_gradient,
     gradients,
     hessians,
 )
 
 __all__ += [
-    "IndexedSlices", "AggregationMethod", "NoGradient", "NotDifferentiable",
+    "IndexedSlices", "AggregationMethod", "custom_gradient", "NoGradient", "NotDifferentiable",
     "RegisterGradient", "UnconnectedGradients", "gradients", "hessians", "test",
 ]
+
+# -- training: gradient clipping ---------------------------------------------------------
+from aioflow.ops.clip_ops import (  # noqa: E402
+    clip_by_average_norm,
+    clip_by_global_norm,
+    clip_by_norm,
+    global_norm,
+)
+
+__all__ += ["clip_by_norm", "clip_by_global_norm", "clip_by_average_norm", "global_norm"]
+
+# Clusters (issue #27): the distributed runtime (importing it registers the "grpc://"
+# session target); tf.train.Server is its Server (af.train, a builders' package, cannot
+# import the runtime, so the package face hands it over).
+from aioflow import distributed  # noqa: E402
+
+train.Server = distributed.Server
+__all__ += ["distributed"]

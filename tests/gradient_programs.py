@@ -509,6 +509,164 @@ def program_lrn(tf):
     return {"ys": [z], "xs": [x], "feeds": {x: _rand(1, 2, 2, 4)}}
 
 
+# -- more families ----------------------------------------------------------------------------
+
+def program_image_resize(tf):
+    x = _ph(tf, [1, 2, 3, 1], "x")
+    z = tf.image.resize_bilinear(x, [3, 5]) * 2.0
+    w = tf.image.resize_nearest_neighbor(x, [4, 6])
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(1, 2, 3, 1)}}
+
+
+def program_space_depth_batch(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    z = tf.space_to_depth(x, 2) * 2.0
+    w = tf.depth_to_space(z, 2)
+    v = tf.space_to_batch_nd(x, [2, 2], [[0, 0], [0, 0]])
+    return {"ys": [w, v], "xs": [x], "feeds": {x: _rand(1, 4, 4, 2)}}
+
+
+def program_clip_and_segments(tf):
+    x = _ph(tf, [4, 2], "x")
+    z = tf.clip_by_value(x, -0.5, 0.5) * 2.0
+    w = tf.math.segment_max(x, [0, 0, 1, 1]) + tf.math.segment_prod(x, [0, 1, 1, 2])[:2]
+    return {"ys": [z, w], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_dynamic_stitch_partition(tf):
+    x = _ph(tf, [4, 2], "x")
+    parts = tf.dynamic_partition(x, [0, 1, 0, 1], 2)
+    z = tf.dynamic_stitch([[0, 2], [1, 3]], [parts[0] * 2.0, parts[1]])
+    return {"ys": [z], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_hessians(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(x * x * tf.sin(x))
+    h = tf.hessians(y, x)[0]
+    return {"ys": [h], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_conv2d_backprop_second_order(tf):
+    x = _ph(tf, [1, 4, 4, 2], "x")
+    f = _ph(tf, [2, 2, 2, 2], "f")
+    y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID")
+    (gx,) = tf.gradients(tf.reduce_sum(y * y), [x])
+    return {"ys": [gx], "xs": [f], "feeds": {x: _rand(1, 4, 4, 2), f: _rand(2, 2, 2, 2, seed=1)}}
+
+
+def program_embedding_lookup(tf):
+    params = _ph(tf, [6, 3], "params")
+    ids = tf.placeholder(tf.int32, [2, 2], name="ids")
+    z = tf.nn.embedding_lookup(params, ids) * 3.0
+    return {"ys": [z], "xs": [params],
+            "feeds": {params: _rand(6, 3), ids: np.array([[0, 5], [2, 2]], np.int32)}}
+
+
+def program_cond_in_while(tf):
+    x = _ph(tf, [2], "x")
+
+    def body(i, v):
+        v = tf.cond(i < 2, lambda: v * 2.0, lambda: tf.sin(v))
+        return i + 1, v
+
+    _, y = tf.while_loop(lambda i, v: i < 4, body, [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)}}
+
+
+def program_concat_indexed_slices(tf):
+    a = _ph(tf, [2, 3], "a")
+    b = _ph(tf, [3, 3], "b")
+    c = _ph(tf, [2, 2], "c")
+    y0 = tf.gather(tf.concat([a, b], 0), [0, 3, 3])
+    y1 = tf.gather(tf.concat([a, c], 1), [1, 0])
+    return {"ys": [y0, y1], "xs": [a, b, c],
+            "feeds": {a: _rand(2, 3), b: _rand(3, 3, seed=1), c: _rand(2, 2, seed=2)}}
+
+
+def program_sparse(tf):
+    values = _ph(tf, [3], "values")
+    b = _ph(tf, [4, 2], "b")
+    sp = tf.SparseTensor([[0, 1], [1, 0], [2, 3]], values, [3, 4])
+    y = tf.sparse.sparse_dense_matmul(sp, b)
+    z = tf.sparse.reduce_sum(sp, axis=1)
+    return {"ys": [y, z], "xs": [values, b],
+            "feeds": {values: _rand(3), b: _rand(4, 2, seed=1)}}
+
+
+def program_gate_gradients_indexed_slices(tf):
+    params = _ph(tf, [4, 2], "params")
+    w = _ph(tf, [2, 2], "w")
+    z = tf.matmul(tf.gather(params, [3, 1]), w)
+    return {"ys": [z], "xs": [params, w],
+            "feeds": {params: _rand(4, 2), w: _rand(2, 2, seed=1)},
+            "kwargs": {"gate_gradients": True}}
+
+
+def program_colocate_while(tf):
+    x = _ph(tf, [2], "x")
+    _, y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, tf.sin(v) * v),
+                         [tf.constant(0), x])
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(2)},
+            "kwargs": {"colocate_gradients_with_ops": True}}
+
+
+def program_named_gradients(tf):
+    x = _ph(tf, [3], "x")
+    y = tf.reduce_sum(tf.exp(x) * x)
+    return {"ys": [y], "xs": [x], "feeds": {x: _rand(3)}, "kwargs": {"name": "my_grads"}}
+
+
+def program_sparse_segments_digamma(tf):
+    x = _ph(tf, [4, 2], "x")
+    z = tf.sparse.segment_sum(x, [0, 2, 3], [0, 0, 1])
+    w = tf.sparse.segment_mean(x, [1, 2], [0, 1]) + tf.sparse.segment_sqrt_n(x, [3, 0], [0, 0])
+    v = tf.math.digamma(tf.abs(x) + 1.0)
+    return {"ys": [z, w, v], "xs": [x], "feeds": {x: _rand(4, 2)}}
+
+
+def program_fake_quant(tf):
+    x = _ph(tf, [2, 3], "x")
+    lo = _ph(tf, [], "lo")
+    hi = _ph(tf, [], "hi")
+    lo3 = _ph(tf, [3], "lo3")
+    hi3 = _ph(tf, [3], "hi3")
+    a = tf.quantization.fake_quant_with_min_max_args(x * 4.0, min=-1.0, max=1.0)
+    b = tf.quantization.fake_quant_with_min_max_vars(x * 4.0, lo, hi)
+    c = tf.quantization.fake_quant_with_min_max_vars_per_channel(x * 4.0, lo3, hi3)
+    return {"ys": [a, b, c], "xs": [x, lo, hi, lo3, hi3],
+            "feeds": {x: _rand(2, 3), lo: np.float32(-1.5), hi: np.float32(2.0),
+                      lo3: np.array([-1.0, -2.0, -0.5], np.float32),
+                      hi3: np.array([1.0, 0.5, 3.0], np.float32)}}
+
+
+def program_matrix_diag(tf):
+    x = _ph(tf, [2, 3, 3], "x")
+    d = _ph(tf, [2, 3], "d")
+    a = tf.linalg.diag_part(x) * 2.0
+    b = tf.linalg.set_diag(x, d)
+    c = tf.linalg.diag(d)
+    return {"ys": [a, b, c], "xs": [x, d], "feeds": {x: _rand(2, 3, 3), d: _rand(2, 3, seed=1)}}
+
+
+def program_einsum(tf):
+    a = _ph(tf, [2, 2, 3], "a")
+    b = _ph(tf, [2, 3, 4], "b")
+    y = tf.einsum("bij,bjk->bik", a, b)
+    return {"ys": [y], "xs": [a, b], "feeds": {a: _rand(2, 2, 3), b: _rand(2, 3, 4, seed=1)}}
+
+
+def program_crop_and_resize(tf):
+    image = _ph(tf, [2, 5, 6, 2], "image")
+    boxes = _ph(tf, [3, 4], "boxes")
+    crops = tf.image.crop_and_resize(image, boxes, [1, 0, 1], [3, 4])
+    near = tf.image.crop_and_resize(image, boxes, [0, 1, 1], [2, 2], method="nearest")
+    return {"ys": [crops * crops, near], "xs": [image, boxes],
+            "feeds": {image: _rand(2, 5, 6, 2),
+                      boxes: np.array([[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0],
+                                       [0.3, -0.2, 0.6, 0.7]], np.float32)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -13,8 +13,10 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 EXPECTED = {
     "quickstart.py": "8 concurrent runs:",
+    "ray_cluster.py": "after worker 1 restarted: 10.0",
     "serve_saved_model.py": "match TensorFlow: True",
     "await_io_in_graph.py": "20 runs each awaiting 50 ms",
+    "cluster_ps_worker.py": "worker 0 done: w = 3.00, b = 2.00, loss < 1e-3: True",
     "control_flow.py": "squares: [ 0  1  4  9 16 25]",
     "import_tensorflow_graph.py": "total:0 = 10 (TensorFlow: 10)",
     "input_pipeline.py": "5 batches; every file read twice: True",
@@ -33,8 +35,16 @@ def test_every_example_is_covered():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted([*EXPECTED, *SERVICES])
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+#: Examples that need an optional extra: skipped cleanly without it.
+NEEDS = {"ray_cluster.py": "ray", "cluster_ps_worker.py": "grpc"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.ray) if NEEDS.get(n) == "ray" else n
+    for n in sorted(EXPECTED)])
 def test_example_runs(name, tmp_path):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     # In a scratch directory, as a user's would be: examples may write files there.
     proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)

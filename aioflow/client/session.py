@@ -26,6 +26,7 @@ from aioflow.framework import dtypes, errors, ops
 from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.framework.value_repr import summarize
 from aioflow.proto import config_pb2, graph_pb2
+from aioflow.runtime import session_factory
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.run_gate import get_gate
@@ -37,6 +38,11 @@ INLINE_EXTEND_NODES = 32
 # larger than this is copied on a worker thread (NumPy releases the GIL to copy).
 COPY_OFF_LOOP_BYTES = 1 << 20
 _CACHE_LIMIT = 4096
+
+
+def _as_target(target) -> str:
+    """A session target as text (TF accepts bytes too)."""
+    return target.decode("utf-8") if isinstance(target, bytes) else (target or "")
 
 
 class Session:
@@ -55,13 +61,16 @@ class Session:
                  config: config_pb2.ConfigProto | None = None, *, inline_all: bool = False,
                  time_budget_ms: float | None = None, warn_overrun: bool = False,
                  compile_segments: bool = True):
-        if target:
-            raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
-                                                        f"{target!r}")
         self._graph = graph if graph is not None else ops.get_default_graph()
         self._config = config
-        self._direct = DirectSession(config, inline_all=inline_all,
-                                     compile_segments=compile_segments)
+        self._target = _as_target(target)
+        if session_factory.is_local(self._target):
+            self._direct = DirectSession(config, inline_all=inline_all,
+                                         compile_segments=compile_segments)
+        else:  # a cluster's master (aioflow.distributed registers the factory)
+            self._direct = session_factory.factory_for(self._target).new_session(
+                self._target, config, inline_all=inline_all,
+                compile_segments=compile_segments)
         self._version = 0  # the graph version the runtime has (guarded by _extend_lock)
         self._extend_lock = threading.Lock()
         self._library_version = 0  # the version of the graph's library the runtime has
@@ -83,7 +92,7 @@ class Session:
 
     @property
     def sess_str(self) -> str:
-        return ""
+        return self._target
 
     # -- lifetime ---------------------------------------------------------------------
     @staticmethod
@@ -92,10 +101,12 @@ class Session:
         resource containers (default: the default container, "localhost") in every open
         session of this process, then close those sessions, as TF's DirectSession
         factory does (their later runs raise CancelledError)."""
-        if target:
-            raise errors.UnimplementedError(None, None, f"Remote targets are not supported: "
-                                                        f"{target!r}")
-        DirectSession.reset_all(list(containers) if containers else None)
+        target = _as_target(target)
+        containers = list(containers) if containers else None
+        if session_factory.is_local(target):
+            DirectSession.reset_all(containers)
+        else:
+            session_factory.factory_for(target).reset(target, containers, config)
 
     def list_devices(self) -> list:
         """The devices of this session: objects with `name`, `device_type`,
@@ -122,7 +133,9 @@ class Session:
         """Release the session's devices; a later run raises RuntimeError."""
         if not self._closed:
             self._closed = True
-            self._direct.close()
+            closing = self._direct.close()
+            if closing is not None:  # a cluster's master session closes remotely
+                await closing
 
     def _check_open(self) -> None:
         if self._closed:

@@ -23,6 +23,8 @@ from aioflow.framework import dtypes as _dtypes
 from aioflow.framework import errors as _errors
 from aioflow.framework import ops as _ops
 from aioflow.lib import tf_record as _tf_record
+from aioflow.proto import cluster_pb2 as _cluster_pb2
+from aioflow.proto import tensorflow_server_pb2 as _tensorflow_server_pb2
 
 
 class Session(_SyncSession):
@@ -215,7 +217,14 @@ def _build() -> dict:
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
-    top["train"] = _namespace("train", {**_public(_af.train), "Saver": Saver})
+    top["train"] = _namespace("train", {
+        **_public(_af.train), "Saver": Saver, "Server": _af.distributed.Server,
+        "ClusterDef": _cluster_pb2.ClusterDef, "JobDef": _cluster_pb2.JobDef,
+        "ServerDef": _tensorflow_server_pb2.ServerDef})
+    top["distribute"] = _namespace("distribute", {  # (clusters: issue 27)
+        "Server": _af.distributed.Server,
+        "cluster_resolver": _namespace("distribute.cluster_resolver", {
+            "TFConfigClusterResolver": _af.distributed.TFConfigClusterResolver})})
     dtype_names = dict(_public(_dtypes))
     dtype_names.update({n: v for n, v in vars(_dtypes).items() if isinstance(v, _dtypes.DType)
                         and not n.startswith("_") and not n.endswith("_ref")})

@@ -4,9 +4,17 @@ module of gradient functions per op family, and gradients through v1 loops and c
 from aioflow.gradients import (  # noqa: F401  (importing a module registers its gradients)
     array_grad,
     control_flow_grad,
+    data_flow_grad,
+    image_grad,
+    linalg_grad,
+    list_grad,
     math_grad,
     nn_grad,
+    resource_variable_grad,
+    sparse_grad,
+    tensor_array_grad,
 )
+from aioflow.gradients.custom_gradient import custom_gradient
 from aioflow.gradients.gradients_impl import hessians
 from aioflow.gradients.gradients_util import (
     AggregationMethod,
@@ -21,6 +29,6 @@ from aioflow.gradients.registry import (
 )
 
 __all__ = [
-    "AggregationMethod", "NoGradient", "NotDifferentiable", "RegisterGradient",
+    "AggregationMethod", "custom_gradient", "NoGradient", "NotDifferentiable", "RegisterGradient",
     "UnconnectedGradients", "get_gradient_function", "gradients", "hessians",
 ]

@@ -4,7 +4,7 @@ gradient functions, in the same order. Gather and GatherV2 along axis 0 give Ind
 
 from __future__ import annotations
 
-from aioflow.framework import ops
+from aioflow.framework import dtypes, ops
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
@@ -71,10 +71,57 @@ def _concat_grad_helper(op, grad, start_value_index, end_value_index, dim_index)
             for begin, size in zip(offset, sizes, strict=True):
                 out_grads.append(array_ops.slice(grad, begin, size))
     elif isinstance(grad, IndexedSlices):
-        raise NotImplementedError("the gradient of a concat given IndexedSlices")
+        out_grads = _concat_indexed_slices_grads(grad, concat_dim, input_values)
     else:
         raise TypeError(f"Expected Tensor or IndexedSlices, got {type(grad)}")
     return out_grads + [None] if end_value_index <= dim_index else [None] + out_grads
+
+
+def _concat_indexed_slices_grads(grad, concat_dim, input_values) -> list:
+    """The slices of an IndexedSlices gradient that fall in each concatenated input."""
+    non_neg_concat_dim = concat_dim % array_ops.rank(input_values[0])
+    concat_dim_static = constant_value(concat_dim)
+    if concat_dim_static is None:
+        raise ValueError("Can only compute IndexedSlices gradient with statically-known "
+                         "concat_dim")
+    concat_dim_static = int(concat_dim_static)
+    if concat_dim_static < 0:
+        rank = constant_value(array_ops.rank(input_values[0]))
+        if rank is None:
+            raise ValueError("Can only compute IndexedSlices gradient with negative "
+                             "concat_dim when first value rank is statically-known.")
+        concat_dim_static %= int(rank)
+    sizes = [array_ops.shape(x) for x in input_values]
+    out_grads = []
+    if concat_dim_static > 0:
+        # Rows are unchanged: slice each input's columns out of the values.
+        shape_of_shape = array_ops.shape(sizes[0])
+        mask = array_ops.concat(
+            [array_ops.zeros(array_ops.expand_dims(non_neg_concat_dim, 0),
+                             dtype=dtypes.int32), [1],
+             array_ops.zeros(shape_of_shape - non_neg_concat_dim - 1, dtype=dtypes.int32)], 0)
+        begin = array_ops.zeros(shape_of_shape, dtype=dtypes.int32)
+        for size in sizes:
+            new_values = array_ops.slice(
+                grad.values, begin, array_ops.concat([[-1], array_ops.slice(size, [1], [-1])],
+                                                     0))
+            out_grads.append(IndexedSlices(new_values, grad.indices, size))
+            begin = math_ops.add(begin, size * mask)
+    else:
+        # The rows of each input: those of its range of indices.
+        start = constant(0, dtype=grad.indices.dtype)
+        for size in sizes:
+            size_concat_dim = array_ops.gather(size, non_neg_concat_dim)
+            if size_concat_dim.dtype != grad.indices.dtype:
+                size_concat_dim = math_ops.cast(size_concat_dim, dtype=grad.indices.dtype)
+            end = start + size_concat_dim
+            indices_to_select = array_ops.squeeze(array_ops.where(
+                math_ops.logical_and(grad.indices >= start, grad.indices < end)), axis=[1])
+            new_indices = array_ops.gather(grad.indices, indices_to_select) - start
+            new_values = array_ops.gather(grad.values, indices_to_select)
+            out_grads.append(IndexedSlices(new_values, new_indices, size))
+            start = end
+    return out_grads
 
 
 @RegisterGradient("Concat")
@@ -404,3 +451,280 @@ def _broadcast_to_grad(op, grad):
 @RegisterGradient("ScatterNd")
 def _scatter_nd_grad(op, grad):
     return [None, array_ops.gather_nd(grad, op.inputs[0]), None]
+
+
+@RegisterGradient("ReverseSequence")
+def _reverse_sequence_grad(op, grad):
+    return [_gen("ReverseSequence", input=grad, seq_lengths=op.inputs[1],
+                 seq_dim=op.get_attr("seq_dim"), batch_dim=op.get_attr("batch_dim")), None]
+
+
+@RegisterGradient("SpaceToBatchND")
+def _space_to_batch_nd_grad(op, grad):
+    return [_gen("BatchToSpaceND", input=grad, block_shape=op.inputs[1],
+                 crops=op.inputs[2]), None, None]
+
+
+@RegisterGradient("BatchToSpaceND")
+def _batch_to_space_nd_grad(op, grad):
+    return [_gen("SpaceToBatchND", input=grad, block_shape=op.inputs[1],
+                 paddings=op.inputs[2]), None, None]
+
+
+@RegisterGradient("SpaceToDepth")
+def _space_to_depth_grad(op, grad):
+    data_format = op.get_attr("data_format")
+    if data_format in (b"NCHW_VECT_C", "NCHW_VECT_C"):
+        raise ValueError("Cannot compute SpaceToDepth gradient with NCHW_VECT_C. "
+                         "NCHW_VECT_C requires qint8 data type.")
+    return _gen("DepthToSpace", input=grad, block_size=op.get_attr("block_size"),
+                data_format=data_format)
+
+
+@RegisterGradient("DepthToSpace")
+def _depth_to_space_grad(op, grad):
+    data_format = op.get_attr("data_format")
+    if data_format in (b"NCHW_VECT_C", "NCHW_VECT_C"):
+        raise ValueError("Cannot compute DepthToSpace gradient with NCHW_VECT_C. "
+                         "NCHW_VECT_C requires qint8 data type.")
+    return _gen("SpaceToDepth", input=grad, block_size=op.get_attr("block_size"),
+                data_format=data_format)
+
+
+@RegisterGradient("MirrorPadGrad")
+def _mirror_pad_grad_grad(op, grad):
+    return [_gen("MirrorPad", input=grad, paddings=op.inputs[1], mode=op.get_attr("mode")),
+            None]
+
+
+@RegisterGradient("MatrixBandPart")
+def _matrix_band_part_grad(op, grad):
+    return (_gen("MatrixBandPart", input=grad, num_lower=op.inputs[1],
+                 num_upper=op.inputs[2]), None, None)
+
+
+@RegisterGradient("Roll")
+def _roll_grad(op, grad):
+    return _gen("Roll", input=grad, shift=-op.inputs[1], axis=op.inputs[2]), None, None
+
+
+@RegisterGradient("TensorScatterUpdate")
+def _tensor_scatter_update_grad(op, grad):
+    indices = op.inputs[1]
+    updates_grad = array_ops.gather_nd(grad, indices)
+    tensor_grad = _gen("TensorScatterUpdate", tensor=array_ops.identity(grad), indices=indices,
+                       updates=array_ops.zeros_like(op.inputs[2], dtype=grad.dtype))
+    return [tensor_grad, None, updates_grad]
+
+
+@RegisterGradient("TensorScatterAdd")
+def _tensor_scatter_add_grad(op, grad):
+    updates_grad = array_ops.gather_nd(grad, op.inputs[1])
+    return [array_ops.identity(grad), None, updates_grad]
+
+
+@RegisterGradient("ClipByValue")
+def _clip_by_value_grad(op, grad):
+    x, y, z = op.inputs[0], op.inputs[1], op.inputs[2]
+    sx = array_ops.shape(x)
+    sy = array_ops.shape(y)
+    sz = array_ops.shape(z)
+    zeros = array_ops.zeros(array_ops.shape(grad), grad.dtype)
+    xymask = math_ops.less(x, y)
+    xzmask = math_ops.greater(x, z)
+    _, ry = _gen("BroadcastGradientArgs", s0=sx, s1=sy)
+    _, rz = _gen("BroadcastGradientArgs", s0=sx, s1=sz)
+    xgrad = array_ops.where(math_ops.logical_or(xymask, xzmask), zeros, grad)
+    ygrad = array_ops.where(xymask, grad, zeros)
+    zgrad = array_ops.where(xzmask, grad, zeros)
+    gy = array_ops.reshape(math_ops.reduce_sum(ygrad, ry), sy)
+    gz = array_ops.reshape(math_ops.reduce_sum(zgrad, rz), sz)
+    return xgrad, gy, gz
+
+
+
+
+@RegisterGradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, grad):
+    updates_grad = array_ops.gather_nd(grad, op.inputs[1])
+    return [array_ops.identity(grad), None, -updates_grad]
+
+
+@RegisterGradient("ScatterNdNonAliasingAdd")
+def _scatter_nd_non_aliasing_add_grad(op, grad):
+    return [grad, None, array_ops.gather_nd(grad, op.inputs[1])]
+
+
+@RegisterGradient("Print")
+def _print_grad(op, *grad):
+    return list(grad) + [None] * (len(op.inputs) - 1)
+
+
+@RegisterGradient("EnsureShape")
+def _ensure_shape_grad(op, grad):
+    return grad
+
+
+@RegisterGradient("SpaceToBatch")
+def _space_to_batch_grad(op, grad):
+    return [_gen("BatchToSpace", input=grad, crops=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+@RegisterGradient("BatchToSpace")
+def _batch_to_space_grad(op, grad):
+    return [_gen("SpaceToBatch", input=grad, paddings=op.inputs[1],
+                 block_size=op.get_attr("block_size")), None]
+
+
+def _matrix_diag_part(grad, k=0, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_diag_part: a MatrixDiagPartV3 named "diag_part"."""
+    padding = False if grad.dtype == dtypes.bool else 0
+    return _gen("MatrixDiagPartV3", name="diag_part", input=grad, k=k, padding_value=padding,
+                align=align)
+
+
+def _matrix_diag(diagonal, k=0, num_rows=-1, num_cols=-1, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_diag: a MatrixDiagV3 named "diag"."""
+    padding = False if diagonal.dtype == dtypes.bool else 0
+    return _gen("MatrixDiagV3", name="diag", diagonal=diagonal, k=k, num_rows=num_rows,
+                num_cols=num_cols, padding_value=padding, align=align)
+
+
+def _matrix_set_diag(input_, diagonal, k=0, align="RIGHT_LEFT"):
+    """TF 2's array_ops.matrix_set_diag: a MatrixSetDiagV3 named "set_diag"."""
+    return _gen("MatrixSetDiagV3", name="set_diag", input=input_, diagonal=diagonal, k=k,
+                align=align)
+
+
+@RegisterGradient("MatrixDiagPart")
+def _matrix_diag_part_grad(op, grad):
+    matrix_shape = op.inputs[0].shape[-2:]
+    if matrix_shape.is_fully_defined() and matrix_shape[0] == matrix_shape[1]:
+        return _matrix_diag(grad)
+    return _matrix_set_diag(array_ops.zeros_like(op.inputs[0]), grad)
+
+
+def _matrix_diag_part_v2_v3_grad(op, grad):
+    matrix_shape = op.inputs[0].shape[-2:]
+    align = op.get_attr("align") if op.type == "MatrixDiagPartV3" else "RIGHT_LEFT"
+    if matrix_shape.is_fully_defined():
+        return (_matrix_diag(grad, k=op.inputs[1], num_rows=matrix_shape[0],
+                             num_cols=matrix_shape[1], align=align), None, None)
+    return (_matrix_set_diag(array_ops.zeros_like(op.inputs[0]), grad, k=op.inputs[1],
+                             align=align), None, None)
+
+
+RegisterGradient("MatrixDiagPartV2")(_matrix_diag_part_v2_v3_grad)
+RegisterGradient("MatrixDiagPartV3")(_matrix_diag_part_v2_v3_grad)
+
+
+@RegisterGradient("MatrixSetDiag")
+def _matrix_set_diag_grad(op, grad):
+    input_shape = op.inputs[0].shape.merge_with(grad.shape)
+    diag_shape = op.inputs[1].shape
+    batch_shape = input_shape[:-2].merge_with(diag_shape[:-1])
+    matrix_shape = input_shape[-2:]
+    if batch_shape.is_fully_defined() and matrix_shape.is_fully_defined():
+        diag_shape = batch_shape.as_list() + [min(matrix_shape.as_list())]
+    else:
+        with ops.colocate_with(grad):
+            grad_shape = array_ops.shape(grad)
+            grad_rank = array_ops.rank(grad)
+            batch_shape = array_ops.slice(grad_shape, [0], [grad_rank - 2])
+            matrix_shape = array_ops.slice(grad_shape, [grad_rank - 2], [2])
+            min_dim = math_ops.reduce_min(matrix_shape)
+            diag_shape = array_ops.concat([batch_shape, [min_dim]], 0)
+    grad_input = _matrix_set_diag(grad, array_ops.zeros(diag_shape, dtype=grad.dtype))
+    grad_diag = _matrix_diag_part(grad)
+    return grad_input, grad_diag
+
+
+def _matrix_set_diag_v2_v3_grad(op, grad):
+    diag_shape = op.inputs[1].shape
+    align = op.get_attr("align") if op.type == "MatrixSetDiagV3" else "RIGHT_LEFT"
+    if not diag_shape.is_fully_defined():
+        raise NotImplementedError(f"the gradient of {op.type} with a diagonal of unknown "
+                                  "shape")
+    grad_input = _matrix_set_diag(grad, array_ops.zeros(diag_shape.as_list(), dtype=grad.dtype),
+                                  k=op.inputs[2], align=align)
+    grad_diag = _matrix_diag_part(grad, k=op.inputs[2], align=align)
+    return grad_input, grad_diag, None
+
+
+RegisterGradient("MatrixSetDiagV2")(_matrix_set_diag_v2_v3_grad)
+RegisterGradient("MatrixSetDiagV3")(_matrix_set_diag_v2_v3_grad)
+
+
+def _tensor_scatter_min_or_max_grad(op, grad):
+    indices, x, y, output = op.inputs[1], op.inputs[0], op.inputs[2], op.outputs[0]
+    x_indicators = math_ops.cast(math_ops.equal(x, output), grad.dtype)
+    y_output = array_ops.gather_nd(output, indices)
+    y_indicators = math_ops.cast(math_ops.equal(y, y_output), grad.dtype)
+    ys_indicators = _gen("ScatterNd", indices=indices, updates=y_indicators,
+                         shape=array_ops.shape(x, out_type=indices.dtype))
+    indicators = x_indicators + ys_indicators
+    x_grad = grad * x_indicators / indicators
+    y_grad = array_ops.gather_nd(grad / indicators, indices) * y_indicators
+    return [x_grad, None, y_grad]
+
+
+RegisterGradient("TensorScatterMax")(_tensor_scatter_min_or_max_grad)
+RegisterGradient("TensorScatterMin")(_tensor_scatter_min_or_max_grad)
+
+
+@RegisterGradient("MatrixDiag")
+def _matrix_diag_grad(_, grad):
+    return _matrix_diag_part(grad)
+
+
+@RegisterGradient("MatrixDiagV2")
+def _matrix_diag_v2_grad(op, grad):
+    return _matrix_diag_part(grad, k=op.inputs[1]), None, None, None, None
+
+
+@RegisterGradient("MatrixDiagV3")
+def _matrix_diag_v3_grad(op, grad):
+    return (_matrix_diag_part(grad, k=op.inputs[1], align=op.get_attr("align")), None, None,
+            None, None)
+
+
+# TF's NotDifferentiable declarations of the random and state ops.
+for _op_type in ("RandomStandardNormal", "TruncatedNormal", "RandomUniform",
+                 "RandomShuffle", "Multinomial", "StatelessRandomNormal",
+                 "StatelessRandomUniform", "StatelessRandomUniformInt",
+                 "StatelessRandomUniformFullInt", "StatelessTruncatedNormal",
+                 "StatelessRandomNormalV2", "StatelessRandomUniformV2",
+                 "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
+                 "StatelessTruncatedNormalV2", "Invert", "LeftShift", "RightShift",
+                 "BitwiseAnd", "BitwiseOr", "BitwiseXor", "VariableShape", "Assign",
+                 "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterMul",
+                 "ScatterDiv", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub",
+                 "VarIsInitializedOp"):
+    NotDifferentiable(_op_type)
+
+
+@RegisterGradient("FakeQuantWithMinMaxArgs")
+def _fake_quant_args_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxArgsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.get_attr("min"), max=op.get_attr("max"),
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVars")
+def _fake_quant_vars_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsGradient", gradients=grad, inputs=op.inputs[0],
+                min=op.inputs[1], max=op.inputs[2], num_bits=op.get_attr("num_bits"),
+                narrow_range=op.get_attr("narrow_range"))
+
+
+@RegisterGradient("FakeQuantWithMinMaxVarsPerChannel")
+def _fake_quant_per_channel_grad(op, grad):
+    return _gen("FakeQuantWithMinMaxVarsPerChannelGradient", gradients=grad,
+                inputs=op.inputs[0], min=op.inputs[1], max=op.inputs[2],
+                num_bits=op.get_attr("num_bits"), narrow_range=op.get_attr("narrow_range"))
+
+
+for _op_type in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+                 "FakeQuantWithMinMaxVarsPerChannelGradient"):
+    NotDifferentiable(_op_type)

@@ -23,6 +23,7 @@ from aioflow.framework.indexed_slices import (
 from aioflow.gradients import control_flow_state, indexed_slices_ops
 from aioflow.gradients.registry import get_gradient_function
 from aioflow.ops import array_ops, math_ops
+from aioflow.ops.variables import ResourceVariable
 
 _TRAINABLE = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64,
               dtypes.complex128, dtypes.resource, dtypes.variant, dtypes.bfloat16)
@@ -192,8 +193,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
     depends on."""
     ys = [y._as_graph_element() if hasattr(y, "_as_graph_element") else y
           for y in _as_list(ys)]
-    xs = [x.handle if getattr(x, "_is_resource_variable", False) else x
-          for x in _as_list(xs)]
+    # As TF: the gradient with respect to a resource variable is its handle's.
+    xs = [x.handle if isinstance(x, ResourceVariable) else x for x in _as_list(xs)]
     xs = [x._as_graph_element() if hasattr(x, "_as_graph_element") else x for x in xs]
     if grad_ys is not None:
         grad_ys = _as_list(grad_ys)

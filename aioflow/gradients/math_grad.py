@@ -111,8 +111,14 @@ def _shapes_fully_specified_and_equal(x, y, grad) -> bool:
 
 # -- reductions -------------------------------------------------------------------------------
 
-NotDifferentiable("ArgMax")
-NotDifferentiable("ArgMin")
+@RegisterGradient("ArgMax")
+def _arg_max_grad(op, grad):
+    return [None, None]
+
+
+@RegisterGradient("ArgMin")
+def _arg_min_grad(op, grad):
+    return [None, None]
 
 
 def _evaluate_as_tuple(value) -> tuple:
@@ -895,3 +901,88 @@ def _cumprod_grad(op, grad):
     prod = math_ops.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
     out = math_ops.cumsum(prod * grad, axis, exclusive=exclusive, reverse=not reverse)
     return [math_ops.div_no_nan(out, x), None]
+
+
+def _segment_min_or_max_grad(op, grad):
+    zeros = array_ops.zeros_like(op.inputs[0], dtype=op.inputs[0].dtype)
+    gathered_outputs = array_ops.gather(op.outputs[0], op.inputs[1])
+    is_selected = math_ops.equal(op.inputs[0], gathered_outputs)
+    num_selected = segment_ops.segment_sum(math_ops.cast(is_selected, grad.dtype),
+                                           op.inputs[1])
+    weighted_grads = math_ops.divide(grad, num_selected)
+    gathered_grads = array_ops.gather(weighted_grads, op.inputs[1])
+    return array_ops.where_v2(is_selected, gathered_grads, zeros), None
+
+
+RegisterGradient("SegmentMax")(_segment_min_or_max_grad)
+RegisterGradient("SegmentMin")(_segment_min_or_max_grad)
+
+
+@RegisterGradient("UnsortedSegmentProd")
+def _unsorted_segment_prod_grad(op, grad):
+    is_zero = math_ops.equal(op.inputs[0], 0)
+    num_zeros = _gen("UnsortedSegmentSum", data=math_ops.cast(is_zero, dtype=dtypes.int32),
+                     segment_ids=op.inputs[1], num_segments=op.inputs[2])
+    grad = array_ops.where_v2(math_ops.greater(num_zeros, 1), array_ops.zeros_like(grad), grad)
+    non_zero_data = array_ops.where_v2(is_zero, array_ops.ones_like(op.inputs[0]),
+                                       op.inputs[0])
+    non_zero_prod = _gen("UnsortedSegmentProd", data=non_zero_data, segment_ids=op.inputs[1],
+                         num_segments=op.inputs[2])
+    zero_clipped_indices = math_ops.maximum(op.inputs[1], array_ops.zeros_like(op.inputs[1]))
+    gathered_prod = array_ops.gather(op.outputs[0], zero_clipped_indices)
+    gathered_non_zero_prod = array_ops.gather(non_zero_prod, zero_clipped_indices)
+    prod_divided_by_el = gathered_prod / op.inputs[0]
+    partial_derivative = array_ops.where_v2(is_zero, gathered_non_zero_prod,
+                                            prod_divided_by_el)
+    gathered_grad = _gather_drop_negatives(grad, op.inputs[1], zero_clipped_indices)[0]
+    return gathered_grad * partial_derivative, None, None
+
+
+@RegisterGradient("SegmentProd")
+def _segment_prod_grad(op, grad):
+    data, segment_ids = op.inputs[0], op.inputs[1]
+    is_zero = math_ops.equal(data, 0)
+    num_zeros = _gen("SegmentSum", data=math_ops.cast(is_zero, dtype=dtypes.int32),
+                     segment_ids=segment_ids)
+    grad = array_ops.where_v2(math_ops.greater(num_zeros, 1), array_ops.zeros_like(grad), grad)
+    non_zero_data = array_ops.where_v2(is_zero, array_ops.ones_like(data), data)
+    non_zero_prod = _gen("SegmentProd", data=non_zero_data, segment_ids=segment_ids)
+    gathered_prod = array_ops.gather(op.outputs[0], segment_ids)
+    gathered_non_zero_prod = array_ops.gather(non_zero_prod, segment_ids)
+    prod_divided_by_el = gathered_prod / non_zero_data
+    partial_derivative = array_ops.where_v2(is_zero, gathered_non_zero_prod,
+                                            prod_divided_by_el)
+    gathered_grad = array_ops.gather(grad, segment_ids)
+    return gathered_grad * partial_derivative, None
+
+
+@RegisterGradient("Digamma")
+def _digamma_grad(op, grad):
+    x = op.inputs[0]
+    with ops.control_dependencies([grad]):
+        x = math_ops.conj(x)
+        partial_x = _gen("Polygamma", a=constant(1, dtype=x.dtype), x=x)
+        return grad * partial_x
+
+
+def _sparse_segment_grad(op, grad, grad_op: str, num_extra: int):
+    if op.get_attr("sparse_gradient"):
+        raise NotImplementedError(f"{op.type} with sparse_gradient=True (its gradient needs "
+                                  f"{grad_op}V2)")
+    dim0 = array_ops.shape(op.inputs[0])[0]
+    return (_gen(grad_op, grad=grad, indices=op.inputs[1], segment_ids=op.inputs[2],
+                 output_dim0=dim0),) + (None,) * num_extra
+
+
+RegisterGradient("SparseSegmentSum")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSumGrad", 2))
+RegisterGradient("SparseSegmentSumWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSumGrad", 3))
+RegisterGradient("SparseSegmentMean")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentMeanGrad", 2))
+RegisterGradient("SparseSegmentMeanWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentMeanGrad", 3))
+RegisterGradient("SparseSegmentSqrtN")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSqrtNGrad", 2))
+RegisterGradient("SparseSegmentSqrtNWithNumSegments")(
+    lambda op, grad: _sparse_segment_grad(op, grad, "SparseSegmentSqrtNGrad", 3))

@@ -362,3 +362,93 @@ def _top_k_grad(op, grad, _):
 
 RegisterGradient("TopK")(_top_k_grad)
 RegisterGradient("TopKV2")(_top_k_grad)
+
+
+# -- second order and the other backprops ---------------------------------------------------------
+
+@RegisterGradient("DepthwiseConv2dNativeBackpropInput")
+def _depthwise_backprop_input_grad(op, grad):
+    attrs = _attrs(op, *_DEPTHWISE_ATTRS)
+    return [None,
+            _gen("DepthwiseConv2dNativeBackpropFilter", input=grad,
+                 filter_sizes=array_ops.shape(op.inputs[1]), out_backprop=op.inputs[2],
+                 **attrs),
+            _gen("DepthwiseConv2dNative", input=grad, filter=op.inputs[1], **attrs)]
+
+
+@RegisterGradient("DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_backprop_filter_grad(op, grad):
+    attrs = _attrs(op, *_DEPTHWISE_ATTRS)
+    return [_gen("DepthwiseConv2dNativeBackpropInput",
+                 input_sizes=array_ops.shape(op.inputs[0]), filter=grad,
+                 out_backprop=op.inputs[2], **attrs),
+            None,
+            _gen("DepthwiseConv2dNative", input=op.inputs[0], filter=grad, **attrs)]
+
+
+@RegisterGradient("Conv3DBackpropInputV2")
+def _conv3d_backprop_input_grad(op, grad):
+    attrs = _attrs(op, *_CONV3D_ATTRS)
+    return [None,
+            _gen("Conv3DBackpropFilterV2", input=grad, filter_sizes=array_ops.shape(op.inputs[1]),
+                 out_backprop=op.inputs[2], **attrs),
+            _gen("Conv3D", input=grad, filter=op.inputs[1], **attrs)]
+
+
+@RegisterGradient("Conv3DBackpropFilterV2")
+def _conv3d_backprop_filter_grad(op, grad):
+    attrs = _attrs(op, *_CONV3D_ATTRS)
+    return [_gen("Conv3DBackpropInputV2", input_sizes=array_ops.shape(op.inputs[0]),
+                 filter=grad, out_backprop=op.inputs[2], **attrs),
+            None,
+            _gen("Conv3D", input=op.inputs[0], filter=grad, **attrs)]
+
+
+@RegisterGradient("AvgPoolGrad")
+def _avg_pool_grad_grad(op, grad):
+    return (array_ops.stop_gradient(op.inputs[0]),
+            _gen("AvgPool", value=grad, **_attrs(op, "ksize", "strides", "padding",
+                                                   "data_format")))
+
+
+@RegisterGradient("MaxPoolGradV2")
+def _max_pool_grad_v2_grad(op, grad):
+    return (array_ops.zeros_like(op.inputs[0]), array_ops.zeros_like(op.inputs[1]),
+            _gen("MaxPoolGradGradV2", orig_input=op.inputs[0], orig_output=op.inputs[1],
+                 grad=grad, ksize=op.inputs[3], strides=op.inputs[4],
+                 **_attrs(op, "padding", "data_format")),
+            None, None)
+
+
+@RegisterGradient("MaxPoolGradGrad")
+def _max_pool_grad_grad_grad(op, grad):
+    return (array_ops.zeros_like(op.inputs[0]), array_ops.zeros_like(op.inputs[1]),
+            _gen("MaxPoolGrad", orig_input=op.inputs[0], orig_output=op.inputs[1], grad=grad,
+                 **_attrs(op, "ksize", "strides", "padding", "data_format")))
+
+
+@RegisterGradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax_grad(op, grad, unused_argmax_grad):
+    return _gen("MaxPoolGradWithArgmax", input=op.inputs[0], grad=grad, argmax=op.outputs[1],
+                **_attrs(op, "ksize", "strides", "padding", "include_batch_in_index"))
+
+
+@RegisterGradient("AvgPool3DGrad")
+def _avg_pool3d_grad_grad(op, grad):
+    return (array_ops.stop_gradient(op.inputs[0]),
+            _gen("AvgPool3D", input=grad, **_attrs(op, "ksize", "strides", "padding",
+                                                     "data_format")))
+
+
+@RegisterGradient("MaxPool3DGrad")
+def _max_pool3d_grad_grad(op, grad):
+    return (array_ops.zeros_like(op.inputs[0]), array_ops.zeros_like(op.inputs[1]),
+            _gen("MaxPool3DGradGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
+                 grad=grad, **_attrs(op, "ksize", "strides", "padding", "data_format")))
+
+
+@RegisterGradient("MaxPool3DGradGrad")
+def _max_pool3d_grad_grad_grad(op, grad):
+    return (array_ops.zeros_like(op.inputs[0]), array_ops.zeros_like(op.inputs[1]),
+            _gen("MaxPool3DGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
+                 grad=grad, **_attrs(op, "ksize", "strides", "padding", "data_format")))

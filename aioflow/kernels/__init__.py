@@ -1,6 +1,6 @@
 """The kernel library (installed as aioflow.kernels): one subpackage per op family
 (array, math, nn, image, state, data_flow, control_flow, call, transfer, strings, io, random,
-sparse). Importing a module registers its kernels; this list imports every one. A new
+sparse, training). Importing a module registers its kernels; this list imports every one. A new
 kernel module goes in its family's folder and gets a line here."""
 
 # ruff: noqa: F401  (importing a module registers its kernels)
@@ -31,8 +31,9 @@ from .data import (
     transform_kernels,
     window_kernels,
 )
-from .data_flow import list_kernels, queue_kernels, tensor_array_kernels
+from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
 from .image import (
+    crop_and_resize_grad_kernels,
     image_codec_kernels,
     nms_kernels,
     resize_area_kernels,
@@ -62,6 +63,7 @@ from .nn import (
     activation_kernels,
     conv_grad_kernels,
     conv_kernels,
+    fake_quant_grad_kernels,
     fake_quant_kernels,
     fused_kernels,
     normalization_grad_kernels,
@@ -79,6 +81,7 @@ from .state import (
     variable_kernels,
 )
 from .strings import string_kernels
+from .training import apply_kernels
 from .transfer import sendrecv_kernels
 
 # isort: split

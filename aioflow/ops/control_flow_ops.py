@@ -114,8 +114,31 @@ def check_input_from_valid_context(op, input_op) -> None:
                          "details.")
     if _is_containing_context(while_ctxt, input_while_ctxt):
         return
+    if _is_gradient_of(while_ctxt, input_while_ctxt, input_ctxt):
+        return
     raise ValueError(f"Cannot use '{input_op.name}' as input to '{op.name}' because they "
                      "are in different while loops. See info log for more details.")
+
+
+def _is_gradient_of(while_ctxt, input_while_ctxt, input_ctxt) -> bool:
+    """TF's exceptions for gradient loops: a gradient loop may read its forward loop's
+    values (and those of loops nested in it), and the forward loop the values of its
+    gradient's accumulators."""
+    grad_state = while_ctxt.grad_state
+    if grad_state is not None:
+        if _is_containing_context(grad_state.forward_context, input_while_ctxt):
+            return True
+        if grad_state.forward_context is input_while_ctxt.outer_context:
+            return True
+    input_grad_state = input_while_ctxt.grad_state
+    if input_grad_state is not None:
+        if input_grad_state.forward_context is while_ctxt:
+            return True
+        outer = getattr(input_ctxt, "grad_state", None)
+        if (outer is not None and outer.forward_context.grad_state is not None
+                and outer.forward_context.grad_state.forward_context is while_ctxt):
+            return True
+    return False
 
 
 # -- primitive builders ----------------------------------------------------------------------
@@ -688,6 +711,13 @@ class WhileContext(ControlFlowContext):
         self._pivot = None
         self._loop_exits: list = []
         self._loop_enters: list = []
+        # The gradient loop's state (aioflow.gradients.control_flow_state) when this is
+        # the loop computing another loop's gradient; None for a forward loop.
+        self._grad_state = None
+
+    @property
+    def grad_state(self):
+        return self._grad_state
 
     @property
     def maximum_iterations(self):
@@ -816,6 +846,31 @@ class WhileContext(ControlFlowContext):
             x.op._add_control_inputs(outer_control_inputs)
             for controller in graph._control_dependencies_stack:
                 controller.seen.add(id(x.op))
+
+    def add_forward_loop_counter(self, outer_grad_state):
+        """Count this loop's iterations (TF's AddForwardLoopCounter, built for its
+        gradient): returns (the count at exit, the NextIteration of the index), both named
+        "f_count"; under an outer gradient loop, the counter's start waits for the outer
+        loop's index."""
+        n = constant(0, name="f_count")
+        if outer_grad_state is not None:
+            outer_add_op = outer_grad_state.forward_index.op.inputs[0].op
+            n.op._add_control_input(outer_add_op)
+        self.enter()
+        self.add_name(n)
+        enter_n = _enter(n, self._name, is_constant=False,
+                         parallel_iterations=self._parallel_iterations, name="f_count")
+        self._loop_enters.append(enter_n)
+        merge_n = merge([enter_n, enter_n])[0]
+        switch_n = switch(merge_n, self._pivot)
+        index = math_ops.add(switch_n[1], 1)
+        next_n = _next_iteration(index)
+        merge_n.op._update_input(1, next_n)
+        total_iterations = exit(switch_n[0], name="f_count")
+        self._loop_exits.append(total_iterations)
+        self.exit_result([total_iterations])
+        self.exit()
+        return total_iterations, next_n
 
     def _initialize_values(self, values) -> None:
         self._values = set()

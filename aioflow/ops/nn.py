@@ -1,5 +1,6 @@
 """The `af.nn` namespace: TF's `tf.nn` names for the core activations and helpers."""
 
+from aioflow.ops.embedding_ops import embedding_lookup
 from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.nn_conv_ops import (
     avg_pool,
@@ -48,5 +49,5 @@ __all__ = [
     "fused_batch_norm", "lrn", "local_response_normalization", "l2_loss",
     "top_k", "in_top_k",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-    "sparse_softmax_cross_entropy_with_logits",
+    "sparse_softmax_cross_entropy_with_logits", "embedding_lookup",
 ]

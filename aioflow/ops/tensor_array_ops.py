@@ -141,6 +141,23 @@ class TensorArray:
         """TF's "should use the result" marker; nothing to do here."""
 
     # -- operations -------------------------------------------------------------------------
+    def grad(self, source, flow=None, name=None) -> TensorArray:
+        """The gradient TensorArray of this one for the gradients() call `source` (one per
+        source; writes to one index are summed); TensorArrayGradV3 waits for `flow`."""
+        if flow is None:
+            flow = self._flow
+        with ops.name_scope(name, "TensorArrayGrad", [self._handle]):
+            with ops.colocate_with(self._handle):
+                g_handle, _ = apply_op("TensorArrayGradV3", name=name, handle=self._handle,
+                                       source=source, flow_in=flow)
+                with ops.control_dependencies([g_handle]):
+                    flow = array_ops.identity(flow, name="gradient_flow")
+                g = TensorArray(dtype=self._dtype, handle=g_handle, flow=flow,
+                                infer_shape=self._infer_shape,
+                                colocate_with_first_write_call=False)
+                g._element_shape = self._element_shape
+                return g
+
     def read(self, index, name=None) -> ops.Tensor:
         """The element at `index`."""
         value = apply_op("TensorArrayReadV3", name=name, handle=self._handle, index=index,

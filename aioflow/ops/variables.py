@@ -37,6 +37,13 @@ def _class_attr(name: str) -> attr_value_pb2.AttrValue:
     return value
 
 
+def _set_class(graph: ops_mod.Graph, op, true_name: str) -> None:
+    """TF's attr scope {"_class": loc:@<variable>}: it does not override the colocation
+    stack (ops made inside colocate_with(v) stay colocated with v: an optimizer's slots)."""
+    if not graph._colocation_stack:
+        op._set_attr("_class", _class_attr(true_name))
+
+
 def _scope_ops(graph: ops_mod.Graph, since: int) -> list:
     """The ops created in `graph` after op id `since`."""
     return [graph._ops_by_id[i] for i in range(since + 1, graph.version + 1)
@@ -96,7 +103,7 @@ class Variable:
                 value = initial_value()
                 value = ops_mod.convert_to_tensor(value, name="initial_value", dtype=dtype)
             for op in _scope_ops(graph, since):
-                op._set_attr("_class", _class_attr(true_name))
+                _set_class(graph, op, true_name)
             return value
         return ops_mod.convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
 
@@ -113,7 +120,7 @@ class Variable:
         self._variable = state_ops.variable_op_v2(
             value_shape, self._initial_value.dtype.base_dtype, name=scope)
         if init_from_fn:
-            self._variable.op._set_attr("_class", _class_attr(true_name))
+            _set_class(graph, self._variable.op, true_name)
         with graph.colocate_with(self._variable.op):
             self._initializer_op = state_ops.assign(
                 self._variable, self._initial_value, validate_shape=validate_shape).op
@@ -236,7 +243,7 @@ class ResourceVariable(Variable):
             value = initial_value() if init_from_fn else initial_value
             value = ops_mod.convert_to_tensor(value, name="initial_value", dtype=dtype)
         for op in _scope_ops(graph, since):
-            op._set_attr("_class", _class_attr(true_name))
+            _set_class(graph, op, true_name)
         self._initial_value = value
         var_shape = (tensor_shape.as_shape(shape) if shape is not None else value.shape)
         if not validate_shape:
@@ -245,7 +252,7 @@ class ResourceVariable(Variable):
         self._shape = var_shape
         self._handle = state_ops.var_handle_op(self._dtype, var_shape, shared_name=true_name,
                                                debug_name=scope, name=scope)
-        self._handle.op._set_attr("_class", _class_attr(true_name))
+        _set_class(graph, self._handle.op, true_name)
         self._variable = self._handle
         with graph.name_scope("IsInitialized"):
             self._is_initialized_op = state_ops.var_is_initialized_op(self._handle)
@@ -272,8 +279,10 @@ class ResourceVariable(Variable):
         return self._shape
 
     def value(self) -> ops_mod.Tensor:
-        """A read of the variable in the current name scope (TF's _read_variable_op)."""
-        return self._read()
+        """A read of the variable in the current name scope, outside any colocation (TF's
+        value(): colocate_with(None, ignore_existing=True))."""
+        with ops_mod.colocate_with(None, ignore_existing=True):
+            return self._read()
 
     def read_value(self) -> ops_mod.Tensor:
         with ops_mod.name_scope("Read"):

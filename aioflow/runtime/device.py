@@ -30,10 +30,12 @@ class Device:
     run N times as many threads as there are cores."""
 
     def __init__(self, device_type: str, index: int, pool_size: int, intra_op_threads: int = 0,
-                 shares_pool_of: Device | None = None, inter_op_pool: InterOpPool | None = None):
+                 shares_pool_of: Device | None = None, inter_op_pool: InterOpPool | None = None,
+                 prefix: str = LOCAL_PREFIX):
         self.device_type = device_type
         self.index = index
-        self.name = f"{LOCAL_PREFIX}/device:{device_type}:{index}"
+        # `prefix`: the task's "/job:J/replica:R/task:T" (a cluster's server names its own)
+        self.name = f"{prefix}/device:{device_type}:{index}"
         self.intra_op_threads = intra_op_threads
         # Tells this device apart from an earlier one of the same name (TF: a random
         # uint64 per device); part of every rendezvous key sent from it.
@@ -103,7 +105,8 @@ class GPUDevice(Device):
     CPU's do, on the CPU devices' pool."""
 
     def __init__(self, index: int, backend, cpu: Device):
-        super().__init__("GPU", index, cpu.pool_size, cpu.intra_op_threads, shares_pool_of=cpu)
+        super().__init__("GPU", index, cpu.pool_size, cpu.intra_op_threads, shares_pool_of=cpu,
+                         prefix=cpu.name[:cpu.name.index("/device:")])
         self.device_context = backend
 
     def attributes(self) -> DeviceAttributes:
@@ -151,9 +154,10 @@ class DeviceMgr:
         self.prioritized = sorted(devices, key=lambda d: -_TYPE_PRIORITY.get(d.device_type, 0))
 
     @classmethod
-    def from_config(cls, config, inter_op_pool: InterOpPool | None = None) -> DeviceMgr:
+    def from_config(cls, config, inter_op_pool: InterOpPool | None = None,
+                    prefix: str = LOCAL_PREFIX) -> DeviceMgr:
         """The CPU devices `config` asks for, on `inter_op_pool` (None: a pool of their
-        own, sized by inter_op_parallelism_threads)."""
+        own, sized by inter_op_parallelism_threads), named under the task `prefix`."""
         from aioflow.runtime.allocator import retain_freed_memory
 
         load_builtin_kernels()
@@ -163,8 +167,8 @@ class DeviceMgr:
         if config is not None and "CPU" in config.device_count:
             n_cpu = max(1, config.device_count["CPU"])
         threads = num_inter_op_threads(config)
-        first = Device("CPU", 0, threads, intra, inter_op_pool=inter_op_pool)
-        cpus = [first] + [Device("CPU", i, threads, intra, shares_pool_of=first)
+        first = Device("CPU", 0, threads, intra, inter_op_pool=inter_op_pool, prefix=prefix)
+        cpus = [first] + [Device("CPU", i, threads, intra, shares_pool_of=first, prefix=prefix)
                           for i in range(1, n_cpu)]
         gpus = [GPUDevice(i, backend, first) for i, backend in enumerate(visible_gpus(config))]
         return cls(cpus + gpus)

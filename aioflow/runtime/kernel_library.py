@@ -17,5 +17,5 @@ def load_builtin_kernels() -> None:
         return
     with _lock:
         if not _loaded:
-            import aioflow.kernels  # noqa: F401  (importing registers the kernels)
+            from aioflow import kernels  # noqa: F401  (importing registers the kernels)
             _loaded = True

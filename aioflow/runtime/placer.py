@@ -145,9 +145,12 @@ def colocates_resource_edges(device_mgr) -> bool:
     """Whether a node reading a resource or a ref goes where its producer goes (TF's
     ColocationGraph::ColocateResourceAndRefEdges). Applied where a session has an
     accelerator, so that a variable, its readers and updaters, and a function call
-    taking its handle (whose body runs on the call's device) share one device; on CPUs
-    alone, placement stays as it was."""
-    return any(d.device_type != "CPU" for d in device_mgr.devices)
+    taking its handle (whose body runs on the call's device) share one device, and where
+    the devices belong to several tasks of a cluster (a queue's enqueue on its queue's
+    task); on the CPUs of one process alone, placement stays as it was."""
+    devices = device_mgr.devices
+    return (any(d.device_type != "CPU" for d in devices)
+            or len({d.name[:d.name.find("/device:")] for d in devices}) > 1)
 
 
 _FIELDS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"),
@@ -162,9 +165,10 @@ def merged_request(key: str, members, allow_soft: bool) -> str:
     placement is allowed, which then drops the type and id (or the id) from the
     group's request."""
     merged = None
+    followers = _resource_followers(members)
     for node in members:
         requested = node.requested_device
-        if not requested:
+        if not requested or node in followers:
             continue
         spec = _parse(node, requested)
         if merged is None:
@@ -190,7 +194,34 @@ def merged_request(key: str, members, allow_soft: bool) -> str:
                 f"{{{{colocation_node {key}}}}}: Cannot merge devices with incompatible "
                 f"{plural}: '{merged.to_string()}' and '{spec.to_string()}'")
         merged = device_spec.DeviceSpec(**fields)
+    for node in followers:  # TF: "Ignoring device specification ... reference connection"
+        if node.requested_device:
+            spec = _parse(node, node.requested_device)
+            if merged is None:
+                merged = spec
+            elif merged.is_compatible_with(spec):
+                merged = merged.make_merged_spec(spec)
     return merged.to_string() if merged is not None else ""
+
+
+def _resource_followers(members) -> set:
+    """The members that joined the group by reading a resource or ref another member
+    makes (not by `_class`): where their own request disagrees with the group's, TF's
+    EnsureCompatibilityAcrossResourceEdge ignores it (the state cannot move)."""
+    if len(members) < 2:
+        return set()
+    ids = {n.id for n in members}
+    followers = set()
+    for node in members:
+        attrs = node.def_.attr
+        if "_class" in attrs and any(c.startswith(b"loc:@") for c in attrs["_class"].list.s):
+            continue
+        types = node.input_types
+        if any(e.dst_input >= 0 and e.src.id in ids and e.src.is_op
+               and (types[e.dst_input] == _DT_RESOURCE or types[e.dst_input] > _REF)
+               for e in node.in_edges):
+            followers.add(node)
+    return followers
 
 
 def _parse(node, requested: str):
@@ -240,7 +271,11 @@ def _choose(members, requested: str, device_mgr, allow_soft: bool, preferred: st
         spec = _parse(node, requested)
         matching = [d for d in candidates
                     if spec.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
-        if not matching and not allow_soft:
+        if not matching and allow_soft:  # any device of the job, replica and task (TF)
+            loose = device_spec.DeviceSpec(spec.job, spec.replica, spec.task)
+            matching = [d for d in candidates
+                        if loose.is_compatible_with(device_spec.DeviceSpec.from_string(d.name))]
+        if not matching:
             gpu = (" The requested device appears to be a GPU, but CUDA is not enabled."
                    if spec.device_type == "GPU" else "")
             raise errors.InvalidArgumentError(

@@ -22,6 +22,18 @@ from aioflow.checkpoint.checkpoint_utils import (
 )
 from aioflow.checkpoint.meta_graph import export_meta_graph
 from aioflow.checkpoint.saver import Saver, SaverDef, import_meta_graph
+from aioflow.distributed.cluster_spec import ClusterSpec
+from aioflow.distributed.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
+from aioflow.train.adadelta import AdadeltaOptimizer
+from aioflow.train.adagrad import AdagradOptimizer
+from aioflow.train.adagrad_da import AdagradDAOptimizer
+from aioflow.train.adam import AdamOptimizer
+from aioflow.train.ftrl import FtrlOptimizer
+from aioflow.train.gradient_descent import GradientDescentOptimizer
 from aioflow.train.input import (
     batch,
     batch_join,
@@ -38,14 +50,40 @@ from aioflow.train.input import (
     slice_input_producer,
     string_input_producer,
 )
+from aioflow.train.learning_rate_decay import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    noisy_linear_cosine_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
+from aioflow.train.momentum import MomentumOptimizer
+from aioflow.train.moving_averages import ExponentialMovingAverage
+from aioflow.train.optimizer import Optimizer
+from aioflow.train.proximal_adagrad import ProximalAdagradOptimizer
+from aioflow.train.proximal_gradient_descent import ProximalGradientDescentOptimizer
 from aioflow.train.queue_runner import (
     Coordinator,
     QueueRunner,
     add_queue_runner,
     start_queue_runners,
 )
+from aioflow.train.rmsprop import RMSPropOptimizer
+from aioflow.train.training_util import (
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
 
 __all__ = [
+    "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
     "generate_checkpoint_state_proto", "get_checkpoint_state", "latest_checkpoint",
@@ -56,4 +94,14 @@ __all__ = [
     "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
     "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
     "string_input_producer",
+    # optimizers
+    "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+    "AdagradOptimizer", "AdagradDAOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer",
+    "FtrlOptimizer", "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer",
+    # around the optimizers
+    "ExponentialMovingAverage", "assert_global_step", "create_global_step",
+    "get_global_step", "get_or_create_global_step", "global_step", "cosine_decay",
+    "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
+    "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
+    "piecewise_constant", "piecewise_constant_decay", "polynomial_decay",
 ]

@@ -1,8 +1,9 @@
 """Writes the gradient fixtures: for each program of tests/gradient_programs.py, the
 GraphDef TF 2.21 (tf.compat.v1, v1 control flow) builds with tf.gradients and the values of
 the gradients for the program's fixed inputs; TF's OpDefs of the gradient ops aioflow
-registers; and a meta graph of a small MLP trained with GradientDescent, with the values
-of its gradient tensors.
+registers; and meta graphs of a small MLP trained with GradientDescent (ref variables)
+and of a small conv net trained with Adam (resource variables), with the values of their
+gradient tensors and of the variables after training steps.
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -28,6 +29,10 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "TanhGrad", "RsqrtGrad", "SqrtGrad", "ReciprocalGrad", "InvGrad", "BiasAddGrad",
            "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
            "StridedSliceGrad", "PreventGradient", "InvertPermutation", "MirrorPadGrad",
+           "SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad", "Polygamma",
+           "FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+           "FakeQuantWithMinMaxVarsPerChannelGradient", "CropAndResizeGradImage",
+           "CropAndResizeGradBoxes",
            "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
 
 
@@ -56,7 +61,7 @@ def write_op_defs() -> None:
     (OUT / "grad_op_defs.pb").write_bytes(ops.SerializeToString())
 
 
-def write_mlp_meta_graph(tf) -> None:
+def write_mlp_meta_graph(tf) -> dict:
     graph = tf.Graph()
     rng = np.random.default_rng(7)
     w1 = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
@@ -93,6 +98,44 @@ def write_mlp_meta_graph(tf) -> None:
             "loss": loss.name}
 
 
+def write_cnn_adam_meta_graph(tf) -> dict:
+    """A small conv net on resource variables trained with Adam."""
+    graph = tf.Graph()
+    rng = np.random.default_rng(11)
+    x_value = rng.uniform(-1, 1, (4, 6, 6, 2)).astype(np.float32)
+    labels_value = np.array([0, 2, 1, 2], np.int32)
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+        labels = tf.placeholder(tf.int32, [None], name="labels")
+        f = tf.get_variable("conv_f", initializer=tf.constant(
+            rng.normal(0, 0.3, (3, 3, 2, 4)).astype(np.float32)), use_resource=True)
+        w = tf.get_variable("dense_w", initializer=tf.constant(
+            rng.normal(0, 0.3, (36, 3)).astype(np.float32)), use_resource=True)
+        h = tf.nn.relu(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"))
+        h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        logits = tf.matmul(tf.reshape(h, [-1, 36]), w)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="loss")
+        opt = tf.train.AdamOptimizer(0.01)
+        grads_and_vars = opt.compute_gradients(loss)
+        train = opt.apply_gradients(grads_and_vars, name="train")
+        init = tf.global_variables_initializer()
+        meta = tf.train.export_meta_graph()
+        with tf.Session() as sess:
+            sess.run(init)
+            feeds = {x: x_value, labels: labels_value}
+            values = sess.run([g for g, _ in grads_and_vars], feeds)
+            for _ in range(2):
+                sess.run(train, feeds)
+            after = sess.run([f, w])
+    (OUT / "cnn_adam_meta_graph.pb").write_bytes(meta.SerializeToString())
+    np.savez(OUT / "cnn_adam_meta_graph.npz", x=x_value, labels=labels_value,
+             **{f"grad_{i}": v for i, v in enumerate(values)},
+             **{f"after_{i}": v for i, v in enumerate(after)})
+    return {"grad_names": [g.name for g, _ in grads_and_vars], "init": init.name,
+            "train": train.name, "variables": ["conv_f", "dense_w"]}
+
+
 def main() -> None:
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
@@ -100,7 +143,9 @@ def main() -> None:
     index = write_programs(tf)
     write_op_defs()
     meta = write_mlp_meta_graph(tf)
-    (OUT / "index.json").write_text(json.dumps({"programs": index, "mlp_meta_graph": meta},
+    cnn = write_cnn_adam_meta_graph(tf)
+    (OUT / "index.json").write_text(json.dumps({"programs": index, "mlp_meta_graph": meta,
+                                                "cnn_adam_meta_graph": cnn},
                                                indent=1, sort_keys=True) + "\n")
     print(f"{len(index)} programs")
 

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     function_ops,
     fused_ops,
     image_codec_ops,
+    image_grad_crop_ops,
     image_grad_ops,
     image_ops,
     io_ops,
@@ -35,8 +36,10 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     sendrecv_ops,
     space_batch_ops,
     sparse_ops,
+    stack_ops,
     state_ops,
     string_ops,
     summary_ops,
+    training_ops,
     unsafe_read_ops,
 )

@@ -37,3 +37,19 @@ def _mirror_pad_grad_shape(op) -> list:
 (register_op("MirrorPadGrad").input("input: T").input("paddings: Tpaddings")
     .output("output: T").attr("T: type").attr("Tpaddings: {int32, int64} = DT_INT32")
     .attr("mode: {'REFLECT', 'SYMMETRIC'}").set_shape_fn(_mirror_pad_grad_shape))
+
+
+def _fake_quant_vars_grad_shape(op) -> list:
+    return [op.inputs[1].shape, op.inputs[2].shape, op.inputs[3].shape]
+
+
+(register_op("FakeQuantWithMinMaxArgsGradient").input("gradients: float")
+    .input("inputs: float").output("backprops: float").attr("min: float = -6.0")
+    .attr("max: float = 6.0").attr("num_bits: int = 8").attr("narrow_range: bool = false")
+    .set_shape_fn(lambda op: [op.inputs[0].shape.merge_with(op.inputs[1].shape)]))
+for _name in ("FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsPerChannelGradient"):
+    (register_op(_name).input("gradients: float").input("inputs: float").input("min: float")
+        .input("max: float").output("backprops_wrt_input: float")
+        .output("backprop_wrt_min: float").output("backprop_wrt_max: float")
+        .attr("num_bits: int = 8").attr("narrow_range: bool = false")
+        .set_shape_fn(_fake_quant_vars_grad_shape))

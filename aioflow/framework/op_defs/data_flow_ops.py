@@ -105,4 +105,7 @@ def _no_outputs(op) -> list[TensorShape]:
     .attr("T: type").set_shape_fn(_split_shape))
 (register_op("TensorArraySizeV3").input("handle: resource").input("flow_in: float")
     .output("size: int32").set_shape_fn(_scalar))
+(register_op("TensorArrayGradV3").input("handle: resource").input("flow_in: float")
+    .output("grad_handle: resource").output("flow_out: float").attr("source: string")
+    .set_is_stateful().set_shape_fn(lambda op: [TensorShape([2]), TensorShape([])]))
 register_op("TensorArrayCloseV3").input("handle: resource").set_shape_fn(_no_outputs)

@@ -3,8 +3,11 @@ the MatrixDiag/MatrixDiagPart/MatrixSetDiag families (v1, V2, V3)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from aioflow.framework import common_shapes as cs
 from aioflow.framework import einsum_spec
+from aioflow.framework.constant_value import constant_value
 from aioflow.framework.op_def_registry import register_op
 from aioflow.framework.tensor_shape import TensorShape
 
@@ -47,6 +50,56 @@ def _matrix_diag_part_v1(op) -> list[TensorShape]:
     return [TensorShape(dims[:-2] + [None if m is None or n is None else min(m, n)])]
 
 
+def _k_pair(op, index: int):
+    """(lower, upper) of a constant diagonal offset input k, else None."""
+    k = constant_value(op.inputs[index])
+    if k is None or np.size(k) not in (1, 2):
+        return None
+    k = [int(v) for v in np.ravel(k)]
+    return (k[0], k[-1])
+
+
+def _matrix_diag_part_v2(op) -> list[TensorShape]:
+    """[..., m, n] -> [..., len] for one diagonal, [..., diags, len] for a band (TF's
+    MatrixDiagPartV2Shape, with a constant k)."""
+    x = op.inputs[0].shape
+    k = _k_pair(op, 1)
+    if x.rank is None or x.rank < 2 or k is None:
+        return [cs.UNKNOWN]
+    dims = x.as_list()
+    m, n = dims[-2:]
+    lower, upper = k
+    length = None if m is None or n is None else min(m + min(upper, 0), n - max(lower, 0))
+    if lower == upper:
+        return [TensorShape(dims[:-2] + [length])]
+    return [TensorShape(dims[:-2] + [upper - lower + 1, length])]
+
+
+def _matrix_diag_v2(op) -> list[TensorShape]:
+    """diagonals -> matrices (TF's MatrixDiagV2Shape, with constant k, num_rows, num_cols)."""
+    d = op.inputs[0].shape
+    k = _k_pair(op, 1)
+    rows, cols = constant_value(op.inputs[2]), constant_value(op.inputs[3])
+    if d.rank is None or d.rank == 0 or k is None or rows is None or cols is None:
+        return [cs.UNKNOWN]
+    lower, upper = k
+    dims = d.as_list()
+    batch = dims[:-1] if lower == upper else dims[:-2]
+    length = dims[-1]
+    if length is None:
+        return [cs.UNKNOWN]
+    min_rows = length - min(upper, 0)
+    min_cols = length + max(lower, 0)
+    rows, cols = int(rows), int(cols)
+    if rows == -1 and cols == -1:
+        rows = cols = max(min_rows, min_cols)
+    elif rows == -1:
+        rows = min_rows
+    elif cols == -1:
+        cols = min_cols
+    return [TensorShape(batch + [rows, cols])]
+
+
 (register_op("Einsum").input("inputs: N * T").output("output: T").attr("equation: string")
     .attr("N: int >= 1").attr("T: type").set_shape_fn(_einsum_shape))
 (register_op("BatchMatMulV3").input("x: Ta").input("y: Tb").output("output: Tout")
@@ -70,12 +123,12 @@ register_op("MatrixDiagPart").input("input: T").output("diagonal: T").attr("T: t
 for _name, _align in (("V2", False), ("V3", True)):
     b = (register_op("MatrixDiag" + _name).input("diagonal: T").input("k: int32")
          .input("num_rows: int32").input("num_cols: int32").input("padding_value: T")
-         .output("output: T").attr("T: type").set_shape_fn(cs.unknown))
+         .output("output: T").attr("T: type").set_shape_fn(_matrix_diag_v2))
     if _align:
         b.attr(_ALIGN)
     b = (register_op("MatrixDiagPart" + _name).input("input: T").input("k: int32")
          .input("padding_value: T").output("diagonal: T").attr("T: type")
-         .set_shape_fn(cs.unknown))
+         .set_shape_fn(_matrix_diag_part_v2))
     if _align:
         b.attr(_ALIGN)
     b = (register_op("MatrixSetDiag" + _name).input("input: T").input("diagonal: T")

@@ -5,6 +5,9 @@ tests/data/misc_ops_tf.json, written by TensorFlow)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from aioflow.framework.constant_value import constant_value
 from aioflow.framework.op_def_registry import register_op
 from aioflow.framework.tensor_shape import TensorShape
 
@@ -38,7 +41,12 @@ def _stitch(op) -> list[TensorShape]:
             if a is not None and b is not None and a != b:
                 raise _prefix_error(op, a, b, f"{indices.shape}, {data.shape}")
         rest = dims[len(idims):] if rest is None else rest
-    return [TensorShape(None if rest is None else [None] + rest)]
+    # All indices constant: the first dim is the largest index + 1 (TF's shape function).
+    values = [constant_value(t) for t in op.inputs[:n]]
+    first = None
+    if all(v is not None for v in values):
+        first = max([int(np.max(v)) for v in values if np.size(v)], default=-1) + 1
+    return [TensorShape(None if rest is None else [first] + rest)]
 
 
 (register_op("DynamicPartition").input("data: T").input("partitions: int32")

@@ -98,10 +98,24 @@ def _concat_shape(op):
 (register_op("SparseReorder").input("input_indices: int64").input("input_values: T")
     .input("input_shape: int64").output("output_indices: int64").output("output_values: T")
     .attr("T: type").set_shape_fn(_reorder_shape))
+def _sparse_reduce_shape(op) -> list:
+    """With a constant dense shape and axes: the reduced shape (TF's SparseReduceShapeFn)."""
+    shape = constant_value(op.inputs[2])
+    axes = constant_value(op.inputs[3])
+    if shape is None or axes is None:
+        return [_UNKNOWN]
+    rank = len(shape)
+    reduced = {int(a) % rank for a in np.ravel(axes)} if rank else set()
+    keep = op.get_attr("keep_dims")
+    dims = [1 if i in reduced else int(d) for i, d in enumerate(shape)
+            if keep or i not in reduced]
+    return [TensorShape(dims)]
+
+
 (register_op("SparseReduceSum").input("input_indices: int64").input("input_values: T")
     .input("input_shape: int64").input("reduction_axes: int32").output("output: T")
     .attr("keep_dims: bool = false").attr("T: numbertype")
-    .set_shape_fn(lambda op: [_UNKNOWN]))
+    .set_shape_fn(_sparse_reduce_shape))
 (register_op("SparseReduceSumSparse").input("input_indices: int64").input("input_values: T")
     .input("input_shape: int64").input("reduction_axes: int32").output("output_indices: int64")
     .output("output_values: T").output("output_shape: int64").attr("keep_dims: bool = false")

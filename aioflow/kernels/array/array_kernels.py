@@ -393,6 +393,11 @@ class ZerosLikeOp(_LikeInput):
     def compute(self, ctx, inputs):
         x = np.asarray(inputs[0])
         if x.dtype == object:
+            if x.size and hasattr(x.flat[0], "zeros_like"):  # a variant (TensorList)
+                out = np.empty(x.shape, dtype=object)
+                for i, v in enumerate(x.flat):
+                    out.flat[i] = v.zeros_like()
+                return (out,)
             return (np.full(x.shape, b"", dtype=object),)
         return (np.zeros(x.shape, dtype=x.dtype),)
 

@@ -50,6 +50,10 @@ class TensorList:
         return TensorList(list(self.tensors) if tensors is None else tensors,
                           self.element_shape, self.element_dtype, self.max_num_elements)
 
+    def zeros_like(self) -> TensorList:
+        """TF's TensorListZerosLike: the same list with each set element zeroed."""
+        return self.copy([None if t is None else np.zeros_like(t) for t in self.tensors])
+
     def __repr__(self) -> str:  # TF's DebugString
         return "TensorList"
 

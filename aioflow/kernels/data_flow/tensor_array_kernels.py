@@ -110,6 +110,8 @@ class TensorArray:
         self.dynamic_size = dynamic_size
         self.clear_after_read = clear_after_read
         self.closed = False
+        # A gradient TensorArray (TensorArrayGradV3) sums the writes to one index.
+        self.multiple_writes_aggregate = False
         self.marked_size = -1
         self._length = size
         self._block = np.zeros(0, np.int32)
@@ -197,10 +199,26 @@ class TensorArray:
             self._check_index(index)
         self._check_value(index, value_dtype, np.shape(value))
         flags = int(self._flags[index])
-        self._check_unused(index, flags)
+        if self.multiple_writes_aggregate and flags & _WRITTEN and not flags & _READ:
+            value = self._aggregated(index, value)
+        else:
+            self._check_unused(index, flags)
         self._block[index] = self._add_block(_Block(value, _WHOLE, 1))
         self._pos[index] = 0
         self._flags[index] = _WRITTEN
+
+    def _aggregated(self, index: int, value):
+        """The value at `index` plus `value` (a gradient array's second write there)."""
+        k = int(self._block[index])
+        block = self._blocks[k]
+        old = block.value if block.kind == _WHOLE else block.element(int(self._pos[index]))
+        if np.shape(old) != np.shape(value):
+            raise _invalid(f"TensorArray {self.name}: Could not aggregate to TensorArray "
+                           f"index {index} because the existing shape is "
+                           f"{shape_string(np.shape(old))} but the new input shape is "
+                           f"{shape_string(np.shape(value))}.")
+        self._release(k, 1)
+        return np.add(old, value)
 
     def _check_index(self, index: int) -> None:
         """A write's index is in range (a dynamic array grows to hold it)."""
@@ -638,6 +656,34 @@ class TensorArrayOp(OpKernel):
         if resources is not None:
             resources[("_tensor_arrays", name)] = ta
         return (make_handle(ta), _flow())
+
+
+@register_kernel("TensorArrayGradV3", "CPU")
+class TensorArrayGradOp(OpKernel):
+    """The gradient TensorArray of a TensorArray for one gradient `source`: created at
+    the forward array's size on first use, the same one afterwards (in every iteration of
+    a gradient loop); its writes to one index are summed."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        source = ctx.get_attr("source")
+        self.source = source.decode() if isinstance(source, bytes) else source
+
+    def compute(self, ctx, inputs):
+        handle, flow = inputs
+        ta = get_tensor_array(handle)
+        resources = getattr(ctx, "step_resources", None)
+        key = ("_tensor_array_grads", ta.name, self.source)
+        grad = resources.get(key) if resources is not None else None
+        if grad is None:
+            size = ta.size()
+            grad = TensorArray(f"{ta.name}@{self.source}", ta.dtype, size, ta.element_shape,
+                               identical_element_shapes=False, dynamic_size=False,
+                               clear_after_read=True)
+            grad.multiple_writes_aggregate = True
+            if resources is not None:
+                resources[key] = grad
+        return (make_handle(grad), flow)
 
 
 @register_kernel("TensorArrayWriteV3", "CPU")

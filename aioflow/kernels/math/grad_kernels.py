@@ -7,11 +7,14 @@ For complex types TF multiplies dy by the conjugate of the derivative.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import BinaryKernel, via_float32
+from aioflow.kernels.math.special_math_kernels import digamma
 
 
 def _shape_text(shape) -> str:
@@ -81,3 +84,108 @@ _grad_kernel("RsqrtGrad", lambda y: -0.5 * (y * y * y))
 _grad_kernel("SqrtGrad", lambda y: 0.5 / y)
 _grad_kernel("ReciprocalGrad", lambda y: -(y * y))
 _grad_kernel("InvGrad", lambda y: -(y * y))
+
+
+class _SparseSegmentGrad(OpKernel):
+    """output[indices[i]] += grad[segment_ids[i]] * scale(segment_ids[i]), of shape
+    [output_dim0] + grad.shape[1:] (the gradient of SparseSegmentSum/Mean/SqrtN)."""
+
+    def scale(self, counts):
+        return None
+
+    def compute(self, ctx, inputs):
+        grad, indices, segment_ids, output_dim0 = inputs
+        grad = np.asarray(grad)
+        indices = np.asarray(indices).astype(np.int64).ravel()
+        segment_ids = np.asarray(segment_ids).astype(np.int64).ravel()
+        dim0 = int(output_dim0)
+        if indices.size != segment_ids.size:
+            raise errors.InvalidArgumentError(
+                None, None, "segment_ids and indices should have same size.")
+        n = grad.shape[0] if grad.ndim else 0
+        bad = (segment_ids < 0) | (segment_ids >= n)
+        if np.any(bad):
+            raise errors.InvalidArgumentError(
+                None, None, f"Segment id {int(segment_ids[np.argmax(bad)])} out of range "
+                f"[0, {n}).")
+        bad = (indices < 0) | (indices >= dim0)
+        if np.any(bad):
+            raise errors.InvalidArgumentError(
+                None, None, f"Index {int(indices[np.argmax(bad)])} out of range "
+                f"[0, {dim0}).")
+        rows = grad[segment_ids]
+        scale = self.scale(np.bincount(segment_ids, minlength=n).astype(np.float64))
+        if scale is not None:
+            rows = rows * scale[segment_ids].reshape((-1,) + (1,) * (grad.ndim - 1)).astype(
+                grad.dtype)
+        out = np.zeros((dim0,) + grad.shape[1:], grad.dtype)
+        np.add.at(out, indices, rows)
+        return (out,)
+
+
+@register_kernel("SparseSegmentSumGrad", "CPU")
+class SparseSegmentSumGradOp(_SparseSegmentGrad):
+    """Each segment's gradient to each of its rows."""
+
+
+@register_kernel("SparseSegmentMeanGrad", "CPU")
+class SparseSegmentMeanGradOp(_SparseSegmentGrad):
+    """Each segment's gradient over its size, to each of its rows."""
+
+    def scale(self, counts):
+        return 1.0 / np.maximum(counts, 1.0)
+
+
+@register_kernel("SparseSegmentSqrtNGrad", "CPU")
+class SparseSegmentSqrtNGradOp(_SparseSegmentGrad):
+    """Each segment's gradient over the square root of its size, to each of its rows."""
+
+    def scale(self, counts):
+        return 1.0 / np.sqrt(np.maximum(counts, 1.0))
+
+
+# Bernoulli numbers B_2j / (2j)! for the Euler-Maclaurin tail of the Hurwitz zeta.
+_B2J_OVER_FACT = [1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160,
+                  -691 / 1307674368000, 1 / 74724249600]
+
+
+def hurwitz_zeta(s: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """zeta(s, q) = sum_k (q + k)^-s for s > 1, q > 0 (Euler-Maclaurin: nine terms, then
+    the integral and seven Bernoulli corrections, as Cephes' zeta)."""
+    s = np.asarray(s, np.float64)
+    q = np.asarray(q, np.float64)
+    total = np.zeros(np.broadcast(s, q).shape)
+    for k in range(9):
+        total = total + (q + k) ** -s
+    a = q + 9
+    total = total + a ** (1 - s) / (s - 1) + 0.5 * a ** -s
+    factor = s * a ** (-s - 1)  # s (s+1) ... (s+2j-2) a^(-s-2j+1), j = 1
+    for j, b in enumerate(_B2J_OVER_FACT, start=1):
+        total = total + b * factor
+        factor = factor * (s + 2 * j - 1) * (s + 2 * j) / (a * a)
+    return total
+
+
+def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """psi^(n)(x) for integer n >= 0: digamma for n = 0, else
+    (-1)^(n+1) n! zeta(n + 1, x); NaN for other n, and for x <= 0 with n >= 1."""
+    n, x = np.broadcast_arrays(np.asarray(n, np.float64), np.asarray(x, np.float64))
+    out = np.full(n.shape, np.nan)
+    whole = (n >= 0) & (n == np.floor(n))
+    zero = whole & (n == 0)
+    if np.any(zero):
+        out[zero] = digamma(x[zero])
+    higher = whole & (n > 0) & (x > 0)
+    if np.any(higher):
+        nn = n[higher]
+        fact = np.array([math.factorial(int(v)) for v in nn], np.float64)
+        out[higher] = (-1.0) ** (nn + 1) * fact * hurwitz_zeta(nn + 1, x[higher])
+    return out
+
+
+@register_kernel("Polygamma", "CPU")
+class PolygammaOp(BinaryKernel):
+    """psi^(a)(x), the a-th derivative of digamma (Digamma's gradient uses a = 1)."""
+
+    def make_fn(self, dtype):
+        return lambda a, x: polygamma(a, x).astype(dtype.as_numpy_dtype)

@@ -1,0 +1,450 @@
+"""gRPC between tasks and from clients (grpcio's asyncio API), carrying TF's own
+WorkerService and MasterService messages (worker.proto, master.proto) under TF's
+service and method names ("/tensorflow.WorkerService/RunGraph", ...).
+
+- `serve(server, address)`: a server's services on its home loop; each handler awaits
+  the task's Worker or Master (nothing blocks the loop, no thread per call).
+- GrpcRemoteWorker: a WorkerInterface of a task in another process. A RunGraph the
+  master gives up on (another task failed first) is cancelled, which aborts the step
+  there; a task that vanished answers UNAVAILABLE: UnavailableError.
+- GrpcMasterClient: a MasterClient of a master in another process (TF's GrpcSession).
+
+Errors travel as gRPC status codes, which are TF's; tensors as TensorProto content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import numpy as np
+from grpc import aio
+
+from aioflow.distributed import shm_transfer
+from aioflow.distributed.master_client import MasterClient
+from aioflow.distributed.wire import (
+    decode_recv_tensor_response,
+    encode_recv_tensor_response,
+    error_of,
+    from_proto,
+    to_proto,
+)
+from aioflow.distributed.worker_interface import WorkerInterface
+from aioflow.framework import errors
+from aioflow.graph.graph import Graph
+from aioflow.proto import (
+    config_pb2,
+    device_attributes_pb2,
+    graph_pb2,
+    master_pb2,
+    named_tensor_pb2,
+    worker_pb2,
+)
+from aioflow.runtime.device import DeviceAttributes
+
+
+class _RecvTensorWire:
+    """RecvTensorResponse as (value, is_dead), written and read without copying the
+    tensor (wire.py); the same bytes as TF's message."""
+
+    SerializeToString = staticmethod(encode_recv_tensor_response)
+    FromString = staticmethod(decode_recv_tensor_response)
+
+
+WORKER_SERVICE = "tensorflow.WorkerService"
+MASTER_SERVICE = "tensorflow.MasterService"
+# Unlimited message sizes (a 64 MB tensor is one message), as TF configures its channels.
+_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+# A task that comes back is reached again within a second (gRPC's default backoff
+# grows to two minutes).
+_CHANNEL_OPTIONS = _OPTIONS + [("grpc.use_local_subchannel_pool", 1),  # a new channel: a
+                               # new connection, not the process-wide one in backoff
+                               ("grpc.initial_reconnect_backoff_ms", 100),
+                               ("grpc.min_reconnect_backoff_ms", 100),
+                               ("grpc.max_reconnect_backoff_ms", 1000)]
+# Calls made again on a fresh connection when the old one had failed.
+_RETRIED = frozenset({"GetStatus", "RegisterGraph", "DeregisterGraph", "CleanupGraph",
+                      "CleanupAll"})
+# Control calls wait for a task being (re)started; a step's calls fail at once.
+_WAIT_FOR_READY = frozenset({"CreateSession"})
+# How long CreateSession waits for a master not up yet (then UnavailableError).
+MASTER_WAIT_S = 60.0
+# How long a call that should answer at once (GetStatus, Register, Cleanup) may take.
+CONTROL_TIMEOUT_S = 10.0
+
+_WORKER_METHODS = {
+    "GetStatus": (worker_pb2.GetStatusRequest, worker_pb2.GetStatusResponse),
+    "CreateWorkerSession": (worker_pb2.CreateWorkerSessionRequest,
+                            worker_pb2.CreateWorkerSessionResponse),
+    "DeleteWorkerSession": (worker_pb2.DeleteWorkerSessionRequest,
+                            worker_pb2.DeleteWorkerSessionResponse),
+    "RegisterGraph": (worker_pb2.RegisterGraphRequest, worker_pb2.RegisterGraphResponse),
+    "DeregisterGraph": (worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse),
+    "RunGraph": (worker_pb2.RunGraphRequest, worker_pb2.RunGraphResponse),
+    "CleanupGraph": (worker_pb2.CleanupGraphRequest, worker_pb2.CleanupGraphResponse),
+    "CleanupAll": (worker_pb2.CleanupAllRequest, worker_pb2.CleanupAllResponse),
+    "RecvTensor": (worker_pb2.RecvTensorRequest, _RecvTensorWire),
+}
+_MASTER_METHODS = {
+    "CreateSession": (master_pb2.CreateSessionRequest, master_pb2.CreateSessionResponse),
+    "ExtendSession": (master_pb2.ExtendSessionRequest, master_pb2.ExtendSessionResponse),
+    "RunStep": (master_pb2.RunStepRequest, master_pb2.RunStepResponse),
+    "CloseSession": (master_pb2.CloseSessionRequest, master_pb2.CloseSessionResponse),
+    "ListDevices": (master_pb2.ListDevicesRequest, master_pb2.ListDevicesResponse),
+    "Reset": (master_pb2.ResetRequest, master_pb2.ResetResponse),
+}
+
+
+# -- the server side --------------------------------------------------------------------
+def _handlers(service: str, methods: dict, impl) -> grpc.GenericRpcHandler:
+    def unary(name, request_cls, response_cls):
+        fn = getattr(impl, name)
+
+        async def call(request, context):
+            try:
+                return await fn(request)
+            except errors.OpError as e:
+                await context.abort(grpc.StatusCode(_status(e.error_code)), e.message)
+
+        return grpc.unary_unary_rpc_method_handler(
+            call, request_deserializer=request_cls.FromString,
+            response_serializer=response_cls.SerializeToString)
+
+    return grpc.method_handlers_generic_handler(
+        service, {name: unary(name, *types) for name, types in methods.items()})
+
+
+def _status(code: int) -> tuple:
+    """The grpc.StatusCode value tuple of a TF code."""
+    for status in grpc.StatusCode:
+        if status.value[0] == code:
+            return status.value
+    return grpc.StatusCode.UNKNOWN.value
+
+
+class _WorkerService:
+    """TF's WorkerService over a Worker."""
+
+    def __init__(self, worker):
+        self.worker = worker
+
+    async def GetStatus(self, request):  # noqa: N802 - TF's method names
+        return worker_pb2.GetStatusResponse(device_attributes=await self.worker.get_status())
+
+    async def CreateWorkerSession(self, request):  # noqa: N802
+        return worker_pb2.CreateWorkerSessionResponse()
+
+    async def DeleteWorkerSession(self, request):  # noqa: N802
+        return worker_pb2.DeleteWorkerSessionResponse()
+
+    async def RegisterGraph(self, request):  # noqa: N802
+        config = request.config_proto if request.HasField("config_proto") else None
+        handle = await self.worker.register_graph(request.graph_def, config)
+        return worker_pb2.RegisterGraphResponse(graph_handle=handle)
+
+    async def DeregisterGraph(self, request):  # noqa: N802
+        await self.worker.deregister_graph(request.graph_handle)
+        return worker_pb2.DeregisterGraphResponse()
+
+    async def RunGraph(self, request):  # noqa: N802
+        sends = {t.name: from_proto(t.tensor) for t in request.send}
+        got = await self.worker.run_graph(request.graph_handle, request.step_id, sends,
+                                          list(request.recv_key))
+        response = worker_pb2.RunGraphResponse()
+        for key, (value, is_dead) in got.items():
+            if not is_dead:
+                response.recv.append(named_tensor_pb2.NamedTensorProto(
+                    name=key, tensor=to_proto(value)))
+        return response
+
+    async def CleanupGraph(self, request):  # noqa: N802
+        await self.worker.cleanup_graph(request.step_id)
+        return worker_pb2.CleanupGraphResponse()
+
+    async def CleanupAll(self, request):  # noqa: N802
+        await self.worker.cleanup_all(list(request.container))
+        return worker_pb2.CleanupAllResponse()
+
+    async def RecvTensor(self, request):  # noqa: N802
+        """The value; a large numeric one through a shared-memory file when the receiver
+        is on this machine (it says so with dma_ok), written off the loop."""
+        value, is_dead = await self.worker.recv_tensor(request.step_id,
+                                                       request.rendezvous_key)
+        if (request.dma_ok and not is_dead and isinstance(value, np.ndarray)
+                and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
+            loop = asyncio.get_running_loop()
+            path = await loop.run_in_executor(None, shm_transfer.write, value)
+            shm_transfer.remove_later(path, loop)
+            return value, False, path
+        return value, is_dead
+
+
+class _MasterService:
+    """TF's MasterService over a Master."""
+
+    def __init__(self, master):
+        self.master = master
+
+    async def CreateSession(self, request):  # noqa: N802
+        config = request.config if request.HasField("config") else None
+        handle = await self.master.create_session(request.graph_def, config)
+        return master_pb2.CreateSessionResponse(session_handle=handle)
+
+    async def ExtendSession(self, request):  # noqa: N802
+        await self.master.extend_session(request.session_handle, request.graph_def)
+        return master_pb2.ExtendSessionResponse()
+
+    async def RunStep(self, request):  # noqa: N802
+        feeds = {t.name: from_proto(t.tensor) for t in request.feed}
+        options = request.options if request.HasField("options") else None
+        metadata = config_pb2.RunMetadata()
+        values = await self.master.run_step(request.session_handle, feeds,
+                                            tuple(request.fetch), tuple(request.target),
+                                            options, metadata)
+        response = master_pb2.RunStepResponse(metadata=metadata)
+        for name, value in zip(request.fetch, values, strict=True):
+            response.tensor.append(named_tensor_pb2.NamedTensorProto(
+                name=name, tensor=to_proto(value)))
+        return response
+
+    async def CloseSession(self, request):  # noqa: N802
+        await self.master.close_session(request.session_handle)
+        return master_pb2.CloseSessionResponse()
+
+    async def ListDevices(self, request):  # noqa: N802
+        return master_pb2.ListDevicesResponse(remote_device=[
+            device_attributes_pb2.DeviceAttributes(
+                name=d.name, device_type=d.device_type, memory_limit=d.memory_limit_bytes,
+                incarnation=d.incarnation)
+            for d in await self.master.list_devices(request.session_handle)])
+
+    async def Reset(self, request):  # noqa: N802
+        await self.master.reset(list(request.container))
+        return master_pb2.ResetResponse()
+
+
+async def serve(server, address: str) -> tuple:
+    """Start `server`'s WorkerService and MasterService on `address` (port 0: any free
+    one); (the grpc server, the bound port)."""
+    grpc_server = aio.server(options=_OPTIONS)
+    grpc_server.add_generic_rpc_handlers((
+        _handlers(WORKER_SERVICE, _WORKER_METHODS, _WorkerService(server.worker)),
+        _handlers(MASTER_SERVICE, _MASTER_METHODS, _MasterService(server.master))))
+    port = grpc_server.add_insecure_port(address)
+    if port == 0:
+        raise errors.UnavailableError(None, None, f"Could not start gRPC server on {address}")
+    await grpc_server.start()
+    return grpc_server, port
+
+
+# -- the client side --------------------------------------------------------------------
+def _op_error(e: aio.AioRpcError | grpc.RpcError, task: str = "") -> errors.OpError:
+    code = e.code()
+    message = e.details() or code.name
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and task:
+        message = f"{message} (task {task})"
+    return error_of(code.value[0], message)
+
+
+class _Stubs:
+    """Unary callables of one service on a channel."""
+
+    def __init__(self, channel, service: str, methods: dict):
+        for name, (request_cls, response_cls) in methods.items():
+            setattr(self, name, channel.unary_unary(
+                f"/{service}/{name}", request_serializer=request_cls.SerializeToString,
+                response_deserializer=response_cls.FromString))
+
+
+class GrpcRemoteWorker(WorkerInterface):
+    """A task of another process, over gRPC (used on one event loop: its server's)."""
+
+    def __init__(self, address: str, task: str):
+        self.address = address
+        self.task = task
+        self._channel = None
+        self._stubs = None
+        self._runs: dict[int, asyncio.Task] = {}  # step id -> the RunGraph in flight
+        # A task on this machine may hand large tensors over in shared memory.
+        self._same_machine = (shm_transfer.available()
+                              and shm_transfer.is_local_host(address.rpartition(":")[0]))
+
+    @property
+    def stubs(self) -> _Stubs:
+        if self._stubs is None:
+            self._channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+            self._stubs = _Stubs(self._channel, WORKER_SERVICE, _WORKER_METHODS)
+        return self._stubs
+
+    async def _call(self, name: str, request, timeout: float | None = CONTROL_TIMEOUT_S):
+        fresh = self._stubs is None
+        try:
+            return await getattr(self.stubs, name)(request, timeout=timeout,
+                                                   wait_for_ready=name in _WAIT_FOR_READY)
+        except aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise _op_error(e, self.task) from None
+            self._stubs = None  # the task went away: a fresh connection next time
+            if fresh or name not in _RETRIED:
+                raise _op_error(e, self.task) from None
+        # A control call on a connection that failed before: once more on a new one (the
+        # task may be back; the old connection waits out its backoff).
+        return await self._call(name, request, timeout)
+
+    async def get_status(self) -> list:
+        response = await self._call("GetStatus", worker_pb2.GetStatusRequest())
+        return list(response.device_attributes)
+
+    async def register_graph(self, graph, config) -> str:
+        request = worker_pb2.RegisterGraphRequest(graph_def=_as_graph_def(graph))
+        if config is not None:
+            request.config_proto.CopyFrom(config)
+        return (await self._call("RegisterGraph", request)).graph_handle
+
+    async def deregister_graph(self, handle: str) -> None:
+        await self._call("DeregisterGraph", worker_pb2.DeregisterGraphRequest(
+            graph_handle=handle))
+
+    async def run_graph(self, handle, step_id, sends, recv_keys, timeout_s=None) -> dict:
+        request = worker_pb2.RunGraphRequest(graph_handle=handle, step_id=step_id,
+                                             recv_key=recv_keys)
+        for key, value in sends.items():
+            request.send.append(named_tensor_pb2.NamedTensorProto(name=key,
+                                                                   tensor=to_proto(value)))
+        task = asyncio.ensure_future(self._call("RunGraph", request, timeout_s))
+        self._runs[step_id] = task
+        try:
+            response = await task
+        finally:
+            self._runs.pop(step_id, None)
+        got = {t.name: (from_proto(t.tensor), False) for t in response.recv}
+        return {key: got.get(key, (None, True)) for key in recv_keys}
+
+    async def recv_tensor(self, step_id: int, key: str) -> tuple:
+        return await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
+            step_id=step_id, rendezvous_key=key, dma_ok=self._same_machine), timeout=None)
+
+    async def abort_step(self, step_id: int, error) -> None:
+        run = self._runs.get(step_id)
+        if run is not None:
+            run.cancel()  # the cancelled RunGraph aborts the step on that task
+
+    async def cleanup_graph(self, step_id: int) -> None:
+        await self._call("CleanupGraph", worker_pb2.CleanupGraphRequest(step_id=step_id))
+
+    async def cleanup_all(self, containers) -> None:
+        await self._call("CleanupAll", worker_pb2.CleanupAllRequest(container=containers))
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+
+
+def _as_graph_def(graph) -> graph_pb2.GraphDef:
+    """One GraphDef of a task's share ({device: Graph} in process, or a GraphDef)."""
+    if isinstance(graph, graph_pb2.GraphDef):
+        return graph
+    merged = graph_pb2.GraphDef()
+    for part in graph.values():
+        part_def = part.to_graph_def() if isinstance(part, Graph) else part
+        merged.versions.CopyFrom(part_def.versions)
+        merged.node.extend(part_def.node)
+        for fn in part_def.library.function:
+            if all(f.signature.name != fn.signature.name for f in merged.library.function):
+                merged.library.function.append(fn)
+    return merged
+
+
+class GrpcMasterClient(MasterClient):
+    """A master in another process (one channel per event loop; blocking calls on a
+    channel of their own)."""
+
+    def __init__(self, address: str):
+        self.address = address
+        self._channels: dict = {}  # loop -> (channel, stubs)
+        self._blocking = None
+
+    def _stubs(self) -> _Stubs:
+        loop = asyncio.get_running_loop()
+        entry = self._channels.get(loop)
+        if entry is None:
+            channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+            entry = self._channels[loop] = (channel, _Stubs(channel, MASTER_SERVICE,
+                                                            _MASTER_METHODS))
+        return entry[1]
+
+    def _blocking_stubs(self) -> _Stubs:
+        if self._blocking is None:
+            channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+            self._blocking = (channel, _Stubs(channel, MASTER_SERVICE, _MASTER_METHODS))
+        return self._blocking[1]
+
+    async def _call(self, name: str, request, timeout: float | None = None):
+        try:
+            return await getattr(self._stubs(), name)(request, timeout=timeout,
+                                                      wait_for_ready=name in _WAIT_FOR_READY)
+        except aio.AioRpcError as e:
+            raise _op_error(e, self.address) from None
+
+    def _call_blocking(self, name: str, request, timeout: float | None = CONTROL_TIMEOUT_S):
+        try:
+            return getattr(self._blocking_stubs(), name)(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise _op_error(e, self.address) from None
+
+    async def create_session(self, graph_def, config) -> str:
+        """CreateSession, waiting for the master to be up (TF's client waits too), at most
+        the config's operation_timeout_in_ms or MASTER_WAIT_S."""
+        request = master_pb2.CreateSessionRequest(graph_def=graph_def)
+        timeout = MASTER_WAIT_S
+        if config is not None:
+            request.config.CopyFrom(config)
+            if config.operation_timeout_in_ms > 0:
+                timeout = config.operation_timeout_in_ms / 1000.0
+        try:
+            return (await self._call("CreateSession", request, timeout)).session_handle
+        except errors.DeadlineExceededError as e:
+            raise errors.UnavailableError(None, None, f"No master answered at "
+                                                      f"{self.address}: {e.message}") from None
+
+    async def extend_session(self, handle: str, graph_def) -> None:
+        await self._call("ExtendSession", master_pb2.ExtendSessionRequest(
+            session_handle=handle, graph_def=graph_def))
+
+    async def run_step(self, handle, feeds, fetches, targets, options=None,
+                       run_metadata=None) -> list:
+        request = master_pb2.RunStepRequest(session_handle=handle, fetch=fetches,
+                                            target=targets)
+        for name, value in feeds.items():
+            request.feed.append(named_tensor_pb2.NamedTensorProto(name=name,
+                                                                  tensor=to_proto(value)))
+        timeout = None
+        if options is not None:
+            request.options.CopyFrom(options)
+            if options.timeout_in_ms > 0:  # (the master enforces it; a margin here)
+                timeout = options.timeout_in_ms / 1000.0 + CONTROL_TIMEOUT_S
+        response = await self._call("RunStep", request, timeout)
+        if run_metadata is not None:
+            run_metadata.MergeFrom(response.metadata)
+        by_name = {t.name: t.tensor for t in response.tensor}
+        return [from_proto(by_name[name]) for name in fetches]
+
+    async def close_session(self, handle: str) -> None:
+        await self._call("CloseSession", master_pb2.CloseSessionRequest(session_handle=handle),
+                         CONTROL_TIMEOUT_S)
+
+    def close_session_soon(self, handle: str) -> None:
+        try:
+            self._blocking_stubs().CloseSession.future(
+                master_pb2.CloseSessionRequest(session_handle=handle), timeout=CONTROL_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - a master gone has nothing to close
+            pass
+
+    def list_devices_blocking(self, handle: str) -> list:
+        response = self._call_blocking("ListDevices", master_pb2.ListDevicesRequest(
+            session_handle=handle))
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit, d.incarnation)
+                for d in list(response.local_device) + list(response.remote_device)]
+
+    def reset_blocking(self, containers) -> None:
+        self._call_blocking("Reset", master_pb2.ResetRequest(container=containers or []))

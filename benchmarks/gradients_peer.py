@@ -1,0 +1,129 @@
+#!/usr/bin/env python
+"""Forward + backward steps in aioflow and in TensorFlow 2.21, side by side.
+
+Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's style):
+  mlp          784-256-128-10 MLP, batch 64: loss and the gradients of its 6 weights
+  conv         two 3x3 convolutions (32, 64 channels) + max pool + dense, batch 16, 32x32x3
+  while_grad   the gradient of a 200-iteration while loop over a [256] vector
+Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs one
+warm-up step, then times `--steps` steps and prints the median ms per step. The peers
+alternate (ABAB), `--reps` rounds; the result is the median over rounds and the ratio
+aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu; never a
+dependency). On a machine shared by many processes, NumPy's multithreaded BLAS
+oversubscribes the cores: run with OPENBLAS_NUM_THREADS=1 (inherited by both peers).
+
+Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+WORKLOADS = ["mlp", "conv", "while_grad"]
+
+
+def _mlp(tf):
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [64, 784])
+    labels = tf.placeholder(tf.int32, [64])
+    h = x
+    weights = []
+    for i, (n_in, n_out) in enumerate([(784, 256), (256, 128), (128, 10)]):
+        w = tf.constant(rng.normal(0, 0.05, (n_in, n_out)).astype(np.float32), name=f"w{i}")
+        b = tf.constant(np.zeros(n_out, np.float32), name=f"b{i}")
+        weights += [w, b]
+        h = tf.nn.bias_add(tf.matmul(h, w), b)
+        if i < 2:
+            h = tf.nn.relu(h)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                         logits=h))
+    fetches = [loss] + tf.gradients(loss, weights)
+    feeds = {x: rng.normal(size=(64, 784)).astype(np.float32),
+             labels: rng.integers(0, 10, 64).astype(np.int32)}
+    return fetches, feeds
+
+
+def _conv(tf):
+    rng = np.random.default_rng(1)
+    x = tf.placeholder(tf.float32, [16, 32, 32, 3])
+    labels = tf.placeholder(tf.int32, [16])
+    f1 = tf.constant(rng.normal(0, 0.1, (3, 3, 3, 32)).astype(np.float32))
+    f2 = tf.constant(rng.normal(0, 0.05, (3, 3, 32, 64)).astype(np.float32))
+    w = tf.constant(rng.normal(0, 0.01, (16 * 16 * 64, 10)).astype(np.float32))
+    h = tf.nn.relu(tf.nn.conv2d(x, f1, [1, 1, 1, 1], "SAME"))
+    h = tf.nn.relu(tf.nn.conv2d(h, f2, [1, 1, 1, 1], "SAME"))
+    h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    logits = tf.matmul(tf.reshape(h, [16, -1]), w)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                         logits=logits))
+    fetches = [loss] + tf.gradients(loss, [f1, f2, w])
+    feeds = {x: rng.normal(size=(16, 32, 32, 3)).astype(np.float32),
+             labels: rng.integers(0, 10, 16).astype(np.int32)}
+    return fetches, feeds
+
+
+def _while_grad(tf):
+    x = tf.placeholder(tf.float32, [256])
+    _, y = tf.while_loop(lambda i, v: i < 200, lambda i, v: (i + 1, tf.tanh(v) * 1.01),
+                         [tf.constant(0), x])
+    fetches = tf.gradients(tf.reduce_sum(y), [x])
+    return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
+
+
+def run_peer(peer: str, workload: str, steps: int) -> float:
+    if peer == "tf":
+        import tensorflow.compat.v1 as tf
+        tf.disable_v2_behavior()
+    else:
+        import aioflow.compat.v1 as tf
+    graph = tf.Graph()
+    with graph.as_default():
+        fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad}[workload](tf)
+        with tf.Session() as sess:
+            sess.run(fetches, feeds)
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                sess.run(fetches, feeds)
+                times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--peer")
+    parser.add_argument("--workload")
+    parser.add_argument("--tf-python")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+    if args.peer:
+        print(run_peer(args.peer, args.workload, args.steps))
+        return
+    pythons = {"aioflow": sys.executable, "tf": args.tf_python}
+    result = {}
+    for workload in WORKLOADS:
+        ms: dict = {"aioflow": [], "tf": []}
+        for _ in range(args.reps):
+            for peer in ("aioflow", "tf"):
+                out = subprocess.run(
+                    [pythons[peer], __file__, "--peer", peer, "--workload", workload,
+                     "--steps", str(args.steps)], capture_output=True, text=True, check=True,
+                    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                ms[peer].append(float(out.stdout.strip().splitlines()[-1]))
+        med = {p: round(statistics.median(v), 2) for p, v in ms.items()}
+        med["aioflow_over_tf"] = round(med["aioflow"] / med["tf"], 2)
+        result[workload] = med
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

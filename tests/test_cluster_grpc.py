@@ -1,0 +1,134 @@
+"""Clusters across OS processes over gRPC on loopback: a task in another process (its
+server from TF_CONFIG) runs part of each step; killing it mid-step fails the step with
+UnavailableError well within the step's deadline, nothing hangs, and once the task is
+back (a new process on the same port) the next step succeeds: the master registers its
+graphs there again. (The classic ps/worker script: tests/test_examples.py runs
+examples/cluster_ps_worker.py, three processes.)"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.framework import errors
+from aioflow.proto import config_pb2
+
+pytest.importorskip("grpc")
+
+_TASK = """
+import aioflow as af
+resolver = af.distributed.TFConfigClusterResolver()
+server = af.train.Server(resolver.cluster_spec(), resolver.task_type, resolver.task_id)
+print("serving", server.target, flush=True)
+server.join()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+class _Task:
+    """A task of the cluster in a process of its own, configured by TF_CONFIG."""
+
+    def __init__(self, cluster: dict, job: str, index: int):
+        env = dict(os.environ, TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": job, "index": index}}))
+        self.proc = subprocess.Popen([sys.executable, "-c", _TASK], env=env,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("serving grpc://"), line
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    spec = {"worker": [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]}
+    remote = _Task(spec, "worker", 1)
+    local = af.train.Server(spec, "worker", 0)  # gRPC too: task 1 pulls tensors from it
+    yield spec, local, remote
+    local.stop()
+    remote.kill()
+
+
+def _graph():
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [3], name="x")
+        with af.device("/job:worker/task:1"):
+            y = af.reduce_sum(x * 2.0, name="y")
+            q = af.FIFOQueue(1, [af.float32], shapes=[[]], name="never_fed")
+            blocked = q.dequeue() + y
+        z = af.add(y, 1.0, name="z")
+    return g, x, z, blocked
+
+
+async def test_step_across_processes(cluster):
+    spec, local, _ = cluster
+    g, x, z, _ = _graph()
+    async with af.Session(local.target, graph=g) as sess:
+        for i in range(3):
+            assert await sess.run(z, {x: [1.0, 2.0, float(i)]}) == 7.0 + 2 * i
+        big = np.arange(1 << 18, dtype=np.float32)  # 1 MB each way: in shared memory
+        small = np.arange(1000, dtype=np.float32)  # inline in the message
+        with g.as_default():
+            v = af.placeholder(af.float32, [None])
+            with af.device("/job:worker/task:1"):
+                doubled = v * 2.0
+        for value in (big, small, big):
+            np.testing.assert_array_equal(await sess.run(doubled, {v: value}), value * 2.0)
+        # every shared-memory file was unlinked by its receiver
+        assert not glob.glob(f"/dev/shm/aioflow-{os.getpid()}-*")
+        assert not glob.glob(f"/dev/shm/aioflow-{cluster[2].proc.pid}-*")
+
+
+async def test_killed_task_fails_the_step_then_recovers(cluster):
+    spec, local, remote = cluster
+    g, x, z, blocked = _graph()
+    feed = {x: [1.0, 1.0, 1.0]}
+    async with af.Session(local.target, graph=g) as sess:
+        assert await sess.run(z, feed) == 7.0
+        options = config_pb2.RunOptions(timeout_in_ms=30000)
+        import asyncio
+
+        run = asyncio.ensure_future(sess.run(blocked, feed, options=options))
+        await asyncio.sleep(0.5)  # the step waits in task 1's dequeue
+        assert not run.done()
+        started = time.perf_counter()
+        remote.kill()
+        with pytest.raises(errors.UnavailableError):
+            await run
+        assert time.perf_counter() - started < 10.0  # well within the 30 s deadline
+        with pytest.raises(errors.UnavailableError):  # the task is still away
+            await sess.run(z, feed, options=config_pb2.RunOptions(timeout_in_ms=5000))
+        back = _Task(spec, "worker", 1)  # the task is back, on its port
+        cluster_tasks = cluster[2]
+        cluster_tasks.proc = back.proc
+        assert await sess.run(z, feed) == 7.0
+        assert await sess.run(z, {x: [2.0, 2.0, 2.0]}) == 13.0
+
+
+async def test_a_target_nobody_serves_is_unavailable_not_a_hang():
+    with af.Graph().as_default() as g:
+        out = af.constant(1.0) + 1.0
+    config = config_pb2.ConfigProto(operation_timeout_in_ms=300)
+    started = time.perf_counter()
+    async with af.Session(f"grpc://localhost:{_free_port()}", graph=g, config=config) as sess:
+        with pytest.raises(errors.UnavailableError):
+            await sess.run(out)
+    assert time.perf_counter() - started < 5.0
+    with pytest.raises(errors.UnavailableError):
+        af.Session.reset(f"grpc://localhost:{_free_port()}")
