@@ -107,6 +107,17 @@ def af_kernel(op: str, values, attrs):
     return create_kernel(out.op.node_def, device_type="CPU")
 
 
+def _wait_compiled(module: str) -> None:
+    """Wait for a module's loops, compiled in the background (NumPy runs until they
+    are); an older checkout without the module (a before/after run) runs as it is."""
+    import importlib
+
+    try:
+        importlib.import_module(module).wait_ready(300)
+    except ImportError:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -123,11 +134,10 @@ def main() -> None:
     if args.worker:
         tf_worker()
         return
-    from aioflow.kernels.nn import activation_jit
     from aioflow.runtime.allocator import retain_freed_memory
 
     memory_policy = retain_freed_memory()  # as a session applies it
-    activation_jit.wait_ready(300)  # compiled in the background: NumPy runs until it is
+    _wait_compiled("aioflow.kernels.nn.activation_jit")
     if args.intra_op > 0:
         from aioflow.runtime.device import _limit_blas_threads
 

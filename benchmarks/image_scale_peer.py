@@ -87,10 +87,11 @@ class _Construction:
 
 
 def aioflow_fns() -> dict:
-    from aioflow.kernels.image import resize_area_jit
+    from elementwise_peer import _wait_compiled
+
     from aioflow.kernels.image import resize_area_kernels as kernels
 
-    resize_area_jit.wait_ready(300)  # compiled in the background: NumPy runs until it is
+    _wait_compiled("aioflow.kernels.image.resize_area_jit")
     classes = {"ResizeArea": kernels.ResizeAreaOp,
                "ScaleAndTranslate": kernels.ScaleAndTranslateOp,
                "ScaleAndTranslateGrad": kernels.ScaleAndTranslateGradOp}
