@@ -169,3 +169,12 @@ def test_pad_without_threads_matches(monkeypatch):
     x = np.random.default_rng(4).standard_normal((2, 115, 117, 24)).astype(np.float32)
     pads = [[0, 0], [1, 2], [3, 0], [0, 0]]
     _same_bits(pad_fill.pad_constant(x, pads, np.float32(0)), np.pad(x, pads))
+
+
+def test_pad_strided_and_bool_inputs(small_split):
+    x = np.random.default_rng(5).standard_normal((6, 80, 90)).astype(np.float32)
+    view = x.transpose(2, 1, 0)[::2]  # not C-contiguous
+    pads = [[1, 2], [0, 3], [2, 2]]
+    _same_bits(pad_fill.pad_constant(view, pads, np.float32(0)), np.pad(view, pads))
+    mask = x > 0
+    _same_bits(pad_fill.pad_constant(mask, pads, np.False_), np.pad(mask, pads))
