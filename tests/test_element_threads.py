@@ -5,6 +5,8 @@ lowered here so that small tensors take every path."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from kernel_testutil import run1
@@ -84,6 +86,41 @@ def test_for_ranges_covers_every_element_once(small_split):
     calls = []
     element_threads.for_ranges(4096, lambda lo, hi: calls.append((lo, hi)))
     assert calls == [(0, 4096)]  # at the threshold: one call, inline
+
+
+@pytest.mark.skipif(element_threads._CORES < 2, reason="no helper threads on one core")
+def test_a_busy_helper_leaves_its_share_to_the_caller(small_split):
+    """The caller never waits for a helper job that has not started: with every helper
+    held up, it does every range itself and returns."""
+    release = threading.Event()
+    pool = element_threads._helper_pool()
+    blockers = [pool.submit(release.wait, 30) for _ in range(element_threads._CORES - 1)]
+    try:
+        seen = np.zeros(20_000, np.int32)
+
+        def mark(lo, hi):
+            seen[lo:hi] += 1
+
+        element_threads.for_ranges(seen.size, mark)
+        assert (seen == 1).all()
+        assert not any(b.done() for b in blockers)  # returned while they are held up
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+
+
+def test_an_error_in_a_range_is_raised_after_every_range_ends(small_split):
+    seen = np.zeros(20_000, np.int32)
+
+    def mark(lo, hi):
+        seen[lo:hi] += 1
+        if lo == 0:
+            raise ValueError("first range")
+
+    with pytest.raises(ValueError, match="first range"):
+        element_threads.for_ranges(seen.size, mark)
+    assert (seen == 1).all()
 
 
 # -- Relu, Relu6 -------------------------------------------------------------------------------

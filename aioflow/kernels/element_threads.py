@@ -2,30 +2,41 @@
 
 TF's element-wise kernels (Eigen's, oneDNN's) split a large tensor over its intra-op
 pool; NumPy's ufuncs run on the calling thread. Above SPLIT_ABOVE elements a kernel here
-hands ranges of its flat output to the convolutions' helper threads
-(aioflow/kernels/nn/conv_kernels.py `parallel_blocks`: one pool for every kernel that
-splits, so kernels running one after another never stack pools on the cores), at most
-intra_op_parallelism_threads of them (the count the CPU device sets, read through
+shares ranges of its output with helper threads, at most intra_op_parallelism_threads
+threads in all (the count the CPU device sets, read through
 aioflow/framework/intra_op_threads.py; the cores when it cannot be read). Below, or with
 one thread, the whole range runs inline: a hand-off costs more than the work saved.
 
-Ranges are handed out one at a time (at least BLOCK elements each, about two per
-thread), so a helper that gets no core on a loaded machine costs at most one block.
-The loops given here release the GIL (NumPy ufuncs on slices, numba's nogil loops).
+Ranges are taken one at a time (at least BLOCK elements each, about two per thread) by
+the calling thread and by helper jobs, and the caller waits only for ranges a helper has
+started: a helper that is busy (a convolution's blocks, another kernel's) or gets no
+core on a loaded machine leaves its share to the caller instead of holding the kernel
+up. In a model, the residual Relu's helper job queued behind a convolution's made the
+traced Relu 2x slower than on one thread, hence helpers of their own, one fewer than
+the cores (the convolutions' pool, aioflow/kernels/nn/conv_kernels.py, waits for every
+job it submitted). The loops given here release the GIL (NumPy ufuncs on slices,
+numba's nogil loops).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from aioflow.framework.intra_op_threads import blas_threads_outside
-from aioflow.kernels.nn.conv_kernels import _CORES, PARALLEL_WORK, parallel_blocks
 
 #: Elements above which a kernel's work is shared among threads (float32: 2 MiB; one
 #: thread's numba Relu over it takes ~0.1 ms, a hand-off to a pool thread 10-30 µs).
 SPLIT_ABOVE = 1 << 19
 #: The fewest elements a thread is handed at once.
 BLOCK = 1 << 17
+_CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else (os.cpu_count() or 1))
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
 
 
 def intra_op_threads() -> int:
@@ -55,7 +66,49 @@ def for_ranges(n: int, fn: Callable[[int, int], None], unit: int = 1,
         return
     threads = intra_op_threads() if threads is None else threads
     ranges = split_ranges(n, threads, unit)
-    if len(ranges) == 1:
-        fn(0, n)
+    if len(ranges) == 1 or _CORES == 1:
+        for lo, hi in ranges:
+            fn(lo, hi)
         return
-    parallel_blocks(ranges, lambda r: fn(r[0], r[1]), PARALLEL_WORK + 1, threads)
+    _share(ranges, fn, min(threads, _CORES, len(ranges)))
+
+
+def _helper_pool() -> ThreadPoolExecutor:
+    global _helpers
+    if _helpers is None:
+        with _helpers_lock:
+            if _helpers is None:
+                _helpers = ThreadPoolExecutor(max_workers=_CORES - 1,
+                                              thread_name_prefix="aioflow-elementwise")
+    return _helpers
+
+
+def _share(ranges: list, fn: Callable[[int, int], None], threads: int) -> None:
+    """fn over every range, taken one at a time by this thread and threads - 1 helper
+    jobs; returns when every range is done (raising the first error), without waiting
+    for a helper job that has not taken a range."""
+    total = len(ranges)
+    taken = itertools.count()  # next() is atomic under the GIL
+    lock = threading.Lock()
+    done = threading.Event()
+    state = {"left": total, "error": None}
+
+    def run() -> None:
+        while (i := next(taken)) < total:
+            try:
+                fn(*ranges[i])
+            except BaseException as e:  # noqa: BLE001 - raised by the caller
+                state["error"] = state["error"] or e
+            finally:
+                with lock:
+                    state["left"] -= 1
+                    if state["left"] == 0:
+                        done.set()
+
+    pool = _helper_pool()
+    for _ in range(threads - 1):
+        pool.submit(run)
+    run()
+    done.wait()
+    if state["error"] is not None:
+        raise state["error"]
