@@ -20,9 +20,12 @@ from aioflow.proto.config_pb2 import (  # noqa: E402
     RunOptions,
 )
 from aioflow.proto.graph_pb2 import GraphDef  # noqa: E402
+from aioflow.train.session_creation import register_session_classes  # noqa: E402
 
 __all__ = list(_api_all) + [
     "Session", "SyncSession", "Timeline", "py_func", "async_py_func", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "GraphDef",
     "__version__",
 ]
+
+register_session_classes(Session, SyncSession)  # af.train's training sessions

@@ -4,7 +4,7 @@ import *`): graph API, dtypes, shapes, errors, and the core op builders, plus th
 
 from __future__ import annotations
 
-from aioflow import data, saved_model, summary, train  # tf.data; checkpoints; TensorBoard
+from aioflow import data, layers, losses, metrics, saved_model, summary, train  # noqa: I001  (tf.data; tf.layers; checkpoints; SavedModels; TensorBoard)
 from aioflow.framework import dtypes, errors
 from aioflow.framework.dtypes import (
     DType,
@@ -218,6 +218,7 @@ from aioflow.ops.math_ops import (
     subtract,
     tan,
     tanh,
+    tensordot,
     to_bfloat16,
     to_double,
     to_float,
@@ -312,7 +313,7 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "logical_not", "logical_xor", "add_n", "scalar_mul", "matmul", "range",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
-    "reduce_any", "reduce_logsumexp", "argmax", "argmin", "cumsum", "cumprod",
+    "reduce_any", "reduce_logsumexp", "tensordot", "argmax", "argmin", "cumsum", "cumprod",
     "sparse", "SparseTensor", "SparseTensorValue", "sparse_to_dense", "sparse_placeholder",
     "strings",
     "io",
@@ -320,7 +321,7 @@ __all__ = [
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
     "PriorityQueue",
-    "saved_model", "train", "summary", "data",
+    "saved_model", "train", "summary", "data", "layers", "losses", "metrics",
 ]
 
 # Variables (issue #11): TF 1.x's variable API.

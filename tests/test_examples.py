@@ -24,6 +24,7 @@ EXPECTED = {
     "sync_session.py": "hypotenuse(5, 12) = 13.0",
     "trace_two_devices.py": "wrote ",
     "variables_and_checkpoints.py": "restored total: 100.0",
+    "train_and_serve.py": "every answer matches its snapshot's weights: True",
 }
 
 

@@ -387,46 +387,59 @@ async def test_the_other_devices_body_runs_as_one_segment(monkeypatch):
         direct.close()
 
 
-def _count_top_level_drains(monkeypatch) -> dict:
-    """Counts the partitions' `process` calls that the runner made itself (not nested in
-    another partition's drain)."""
+def _watch_propagation(monkeypatch) -> dict:
+    """Records, for the partitions' `process` calls, how deep they nest and how many the
+    runner made; and every `activate` (the propagation of outputs to successors) whose
+    state's own `process` is not the innermost one on the stack."""
     from aioflow.runtime.frame_state import ControlFlowExecutorState
 
-    calls = {"top": 0, "nested": 0, "depth": 0}
-    original = ControlFlowExecutorState.process
+    seen = {"calls": 0, "max_depth": 0, "foreign": 0, "activations": 0}
+    stack = []
+    process, activate = ControlFlowExecutorState.process, ControlFlowExecutorState.activate
 
-    def process(self, deadline):
-        calls["top" if calls["depth"] == 0 else "nested"] += 1
-        calls["depth"] += 1
+    def watched_process(self, deadline):
+        seen["calls"] += 1
+        stack.append(self)
+        seen["max_depth"] = max(seen["max_depth"], len(stack))
         try:
-            return original(self, deadline)
+            return process(self, deadline)
         finally:
-            calls["depth"] -= 1
+            stack.pop()
 
-    monkeypatch.setattr(ControlFlowExecutorState, "process", process)
-    return calls
+    def watched_activate(self, *args):
+        seen["activations"] += 1
+        if not stack or stack[-1] is not self:
+            seen["foreign"] += 1
+        return activate(self, *args)
+
+    monkeypatch.setattr(ControlFlowExecutorState, "process", watched_process)
+    monkeypatch.setattr(ControlFlowExecutorState, "activate", watched_activate)
+    return seen
 
 
-@pytest.mark.segment_modes("no_segments")
-async def test_the_receiving_partition_runs_nested_in_the_senders_drain(monkeypatch):
-    """The loop's value goes to /cpu:1 and back every iteration: /cpu:1 runs nested in
-    /cpu:0's drain when its Recv's value arrives, so the runner itself processes the
-    partitions a few times per step, not twice per iteration."""
+@pytest.mark.parametrize("parallel_iterations", [1, 10])
+async def test_each_partition_propagates_only_in_its_own_process(monkeypatch,
+                                                                 parallel_iterations):
+    """One place propagates: the loop's value goes to /cpu:1 and back every iteration,
+    and each hand-off is queued on the receiving partition, whose own `process` (called
+    by the runner in the same slice, never nested in the sender's) propagates it."""
     xv = np.ones(4, np.float32)
-    g, x, out = _split_loop(200, 10)
+    g, x, out = _split_loop(200, parallel_iterations)
     async with af.Session(graph=g, config=TWO_CPUS, time_budget_ms=60_000) as sess:
         await sess.run(out, {x: xv})  # built and warm
-        calls = _count_top_level_drains(monkeypatch)
+        seen = _watch_propagation(monkeypatch)
         value = await asyncio.wait_for(sess.run(out, {x: xv}), 30)
     np.testing.assert_allclose(value, _expected(200, xv), rtol=1e-4)
-    assert calls["top"] <= 10, calls
-    assert calls["nested"] >= 200, calls  # at least once per iteration
+    assert seen["max_depth"] == 1, seen
+    assert seen["foreign"] == 0, seen
+    assert seen["activations"] >= 200, seen  # (propagation was watched)
+    assert seen["calls"] >= 400, seen  # each hand-off: the receiver's own process
 
 
-async def test_an_error_in_the_nested_drain_stops_both_partitions():
-    """The body on /cpu:1 fails at iteration 4 while it runs nested in /cpu:0's drain:
-    the error names its node and iteration, /cpu:0 runs nothing after it (its ready
-    queue is empty, nothing is in flight), and the rendezvous holds nothing."""
+async def test_an_error_in_the_other_partitions_body_stops_both_partitions():
+    """The body on /cpu:1 fails at iteration 4, between two hand-offs of the loop's
+    value: the error names its node and iteration, /cpu:0 runs nothing after it (its
+    ready queue is empty, nothing is in flight), and the rendezvous holds nothing."""
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [3], name="x")

@@ -10,14 +10,14 @@ import logging
 
 import numpy as np
 import pytest
-from aioflow.kernels.array.parallel_concat_kernels import check_update
-from aioflow.kernels.state.unsafe_read_kernels import VariableBuffer
 from google.protobuf import text_format
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.var import Var
+from aioflow.kernels.array.parallel_concat_kernels import check_update
+from aioflow.kernels.state.unsafe_read_kernels import VariableBuffer
 from aioflow.passes import graph_dump, resource_variable_read
 from aioflow.passes.registry import Grouping, global_registry
 from aioflow.proto import graph_pb2, op_def_pb2
@@ -392,3 +392,17 @@ def test_a_repeated_name_gets_a_counter_and_never_overwrites(tmp_path, monkeypat
     paths = [graph_dump.dump_graph_def("g/x", graph_pb2.GraphDef()) for _ in range(3)]
     assert [p.rsplit("/", 1)[1] for p in paths] == ["g_x.pbtxt", "g_x_2.pbtxt", "g_x_3.pbtxt"]
     assert (tmp_path / "dumps" / "g_x_1.pbtxt").read_text() == "kept"
+
+
+def test_parallel_concat_update_of_a_read_only_value_writes_a_copy():
+    """_ParallelConcatUpdate on a buffer that is not _ParallelConcatStart's (a Const's
+    read-only value): the row is written in a copy and the input is left as it was (the
+    fuzzer found a raw 'assignment destination is read-only')."""
+    from tests.kernel_testutil import run_kernel
+
+    value = np.zeros((2, 3), np.float32)
+    value.flags.writeable = False
+    (out,) = run_kernel("_ParallelConcatUpdate", [value, np.ones((1, 3), np.float32)],
+                        loc=1)
+    np.testing.assert_array_equal(out, [[0, 0, 0], [1, 1, 1]])
+    np.testing.assert_array_equal(value, np.zeros((2, 3)))

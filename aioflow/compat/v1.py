@@ -25,6 +25,7 @@ from aioflow.framework import ops as _ops
 from aioflow.lib import tf_record as _tf_record
 from aioflow.proto import cluster_pb2 as _cluster_pb2
 from aioflow.proto import tensorflow_server_pb2 as _tensorflow_server_pb2
+from aioflow.train import monitored_session as _monitored
 
 
 class Session(_SyncSession):
@@ -91,6 +92,15 @@ class Saver(_af.train.Saver):
     def restore(self, sess, save_path):
         coro = super().restore(_awaitable(sess), save_path)
         return _blocking(sess, coro) if isinstance(sess, _SyncSession) else coro
+
+
+def import_meta_graph(meta_graph_or_file, *args, **kwargs):
+    """tf.compat.v1.train.import_meta_graph: the Saver it returns blocks with a blocking
+    session, as this module's Saver."""
+    saver = _af.train.import_meta_graph(meta_graph_or_file, *args, **kwargs)
+    if saver is not None and type(saver) is _af.train.Saver:
+        saver.__class__ = Saver
+    return saver
 
 
 def _load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
@@ -198,6 +208,13 @@ _IO_GFILE = {"GFile": _gfile.GFile, "copy": _gfile.Copy, "exists": _gfile.Exists
              "rename": _gfile.Rename, "rmtree": _gfile.DeleteRecursively, "walk": _gfile.Walk}
 
 
+_BLOCKING_TRAINING_SESSIONS = {  # TF 1's training sessions block
+    "MonitoredSession": _monitored.BlockingMonitoredSession,
+    "SingularMonitoredSession": _monitored.BlockingSingularMonitoredSession,
+    "MonitoredTrainingSession": _monitored.BlockingMonitoredTrainingSession,
+}
+
+
 def _build() -> dict:
     """The tf namespace: aioflow's top-level names, its modules at TF's paths, and the
     blocking sessions."""
@@ -213,14 +230,17 @@ def _build() -> dict:
                disable_v2_behavior=disable_v2_behavior, executing_eagerly=executing_eagerly,
                OpError=_errors.OpError)
     for path in ("nn", "math", "strings", "image", "sparse", "random", "bitwise",
-                 "initializers", "lookup", "queue", "data"):
+                 "initializers", "lookup", "queue", "data", "layers", "losses",
+                 "metrics"):
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})
     top["train"] = _namespace("train", {
         **_public(_af.train), "Saver": Saver, "Server": _af.distributed.Server,
         "ClusterDef": _cluster_pb2.ClusterDef, "JobDef": _cluster_pb2.JobDef,
-        "ServerDef": _tensorflow_server_pb2.ServerDef})
+        "ServerDef": _tensorflow_server_pb2.ServerDef,
+        "import_meta_graph": import_meta_graph, "summary_iterator": _af.summary.summary_iterator,
+        **_BLOCKING_TRAINING_SESSIONS})
     top["distribute"] = _namespace("distribute", {  # (clusters: issue 27)
         "Server": _af.distributed.Server,
         "cluster_resolver": _namespace("distribute.cluster_resolver", {

@@ -42,7 +42,7 @@ def _of_rank(rank: int | None) -> TensorShape:
 def _scalar_const(op, index: int):
     """The constant value of scalar input `index`, or None when it is not known; a
     constant that is not a scalar is TF's shape-function error."""
-    value = constant_value(op.inputs[index])
+    value = constant_value(op.inputs[index], fold=True)
     if value is not None and np.ndim(value) != 0:
         raise ValueError(f"Shape must be rank 0 but is rank {np.ndim(value)} for "
                          f"'{op.name}' (op: '{op.type}')")
@@ -50,7 +50,7 @@ def _scalar_const(op, index: int):
 
 
 def _const_ints(tensor) -> list[int] | None:
-    value = constant_value(tensor)
+    value = constant_value(tensor, fold=True)
     return None if value is None else [int(v) for v in np.ravel(value)]
 
 
@@ -235,11 +235,11 @@ def shape_op(op) -> list[TensorShape]:
 
 def reshape(op) -> list[TensorShape]:
     """The (partially) constant `shape` input, with one -1 resolved when sizes are known."""
-    target = constant_value_as_shape(op.inputs[1])
+    target = constant_value_as_shape(op.inputs[1], fold=True)
     dims = _dims(target)
     if dims is None:
         return [UNKNOWN]
-    value = constant_value(op.inputs[1])
+    value = constant_value(op.inputs[1], fold=True)
     in_shape = op.inputs[0].shape
     if value is not None and in_shape.is_fully_defined():
         value = [int(v) for v in np.ravel(value)]
@@ -363,7 +363,7 @@ def squeeze(op) -> list[TensorShape]:
 
 def fill(op) -> list[TensorShape]:
     """Fill/BroadcastTo: the shape the `dims` input holds."""
-    return [constant_value_as_shape(op.inputs[0] if op.type == "Fill" else op.inputs[1])]
+    return [constant_value_as_shape(op.inputs[0] if op.type == "Fill" else op.inputs[1], fold=True)]
 
 
 def range_shape(op) -> list[TensorShape]:
@@ -725,7 +725,7 @@ def scatter_nd(op) -> list[TensorShape]:
     if indices.rank == 0 or updates.rank == 0:
         raise ValueError(f"Shape must be at least rank 1 but is rank 0 for '{op.name}' "
                          "(op: 'ScatterNd')")
-    out = constant_value_as_shape(op.inputs[2])
+    out = constant_value_as_shape(op.inputs[2], fold=True)
     sizes = [s.num_elements() for s in (out, indices, updates)]
     if sizes[0] == 0 and ((sizes[1] or 0) > 0 or (sizes[2] or 0) > 0):
         raise ValueError(f"Indices and updates specified for empty input for '{op.name}' "

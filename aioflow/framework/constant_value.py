@@ -29,15 +29,29 @@ def _np_type(dtype) -> Any:
     return dtype.as_numpy_dtype
 
 
-def constant_value(tensor) -> np.ndarray | None:
-    """The value of `tensor` if it is known at graph-building time, else None."""
+def constant_value(tensor, fold: bool = False) -> np.ndarray | None:
+    """The value of `tensor` if it is known at graph-building time, else None.
+
+    With `fold` (shape functions: TF's C++ shape inference folds small constant
+    subgraphs), a StridedSlice of known values is evaluated too, e.g. the
+    `shape(x)[0]` in `stack([shape(x)[0], -1])`; builders keep TF's Python
+    constant_value, which does not."""
     op = tensor.op
     kind = op.type
     try:
         if kind == "Const":
             return _const_value(op)
         if kind in ("Identity", "StopGradient", "Snapshot", "PreventGradient"):
-            return constant_value(op.inputs[0])
+            return constant_value(op.inputs[0], fold)
+        if kind == "StridedSlice" and fold:
+            return _strided_slice_value(op)
+        if kind in ("ExpandDims", "Reshape") and fold:
+            value, arg = constant_value(op.inputs[0], True), constant_value(op.inputs[1])
+            if value is None or arg is None:
+                return None
+            if kind == "ExpandDims":
+                return np.expand_dims(value, int(np.ravel(arg)[0]))
+            return value.reshape([int(d) for d in np.ravel(arg)])
         if kind in ("Shape", "ShapeN"):
             shape = op.inputs[tensor.value_index].shape
             if shape.is_fully_defined():
@@ -52,10 +66,10 @@ def constant_value(tensor) -> np.ndarray | None:
             rank = op.inputs[0].shape.rank
             return None if rank is None else np.array(rank, dtype=np.int32)
         if kind == "Cast":
-            value = constant_value(op.inputs[0])
+            value = constant_value(op.inputs[0], fold)
             return None if value is None else value.astype(_np_type(op.get_attr("DstT")))
         if kind == "Pack":
-            values = [constant_value(t) for t in op.inputs]
+            values = [constant_value(t, fold) for t in op.inputs]
             if any(v is None for v in values):
                 return None
             return np.stack(values, axis=op.get_attr("axis"))
@@ -64,7 +78,7 @@ def constant_value(tensor) -> np.ndarray | None:
             axis_t, parts = (inputs[-1], inputs[:-1]) if kind == "ConcatV2" else (
                 inputs[0], inputs[1:])
             axis = constant_value(axis_t)
-            values = [constant_value(t) for t in parts]
+            values = [constant_value(t, fold) for t in parts]
             if axis is None or any(v is None for v in values):
                 return None
             return np.concatenate(values, axis=int(axis))
@@ -88,6 +102,31 @@ def constant_value(tensor) -> np.ndarray | None:
     return None
 
 
+def _strided_slice_value(op) -> np.ndarray | None:
+    """StridedSlice of known values with known begin/end/strides, without ellipsis or new
+    axes (what shape tensors use), as its kernel computes it."""
+    value, begin, end, strides = (constant_value(t, True) for t in op.inputs)
+    if value is None or begin is None or end is None or strides is None:
+        return None
+    if op.get_attr("ellipsis_mask") or op.get_attr("new_axis_mask"):
+        return None
+    begin, end, strides = (np.ravel(v).tolist() for v in (begin, end, strides))
+    if not len(begin) == len(end) == len(strides) <= value.ndim or 0 in strides:
+        return None
+    begin_mask, end_mask = op.get_attr("begin_mask"), op.get_attr("end_mask")
+    shrink = op.get_attr("shrink_axis_mask")
+    index = []
+    for i, (b, e, st) in enumerate(zip(begin, end, strides, strict=True)):
+        if shrink >> i & 1:
+            if not -value.shape[i] <= b < value.shape[i]:
+                return None
+            index.append(int(b))
+        else:
+            index.append(slice(None if begin_mask >> i & 1 else int(b),
+                               None if end_mask >> i & 1 else int(e), int(st)))
+    return np.asarray(value[tuple(index)])
+
+
 def _const_value(op) -> np.ndarray | None:
     """A Const's value, when it is small and its TensorProto agrees with its dtype attr (a
     Const that TF's kernel would refuse has no known value)."""
@@ -101,23 +140,28 @@ def _const_value(op) -> np.ndarray | None:
     return op.get_attr("value")
 
 
-def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
-    """The (partial) shape that the 1-D int tensor `tensor` holds; -1 and unknowns are None."""
+def constant_value_as_shape(tensor, fold: bool = False) -> tensor_shape.TensorShape:
+    """The (partial) shape that the 1-D int tensor `tensor` holds; -1 and unknowns are None.
+    `fold` as in constant_value (shape functions)."""
     op = tensor.op
     if op.type == "Shape":
         return op.inputs[0].shape
     if op.type == "Pack":
         dims = []
         for t in op.inputs:
-            v = constant_value(t)
+            v = constant_value(t, fold)
             dims.append(None if v is None or int(v) < 0 else int(v))
         return tensor_shape.TensorShape(dims)
     if op.type == "ConcatV2":
         out = tensor_shape.TensorShape([])
         for t in op.inputs[:-1]:
-            out = out.concatenate(constant_value_as_shape(t))
+            out = out.concatenate(constant_value_as_shape(t, fold))
         return out
-    value = constant_value(tensor)
+    if op.type == "StridedSlice":
+        sliced = _sliced_shape(op, fold)
+        if sliced is not None:
+            return sliced
+    value = constant_value(tensor, fold)
     if value is not None:
         if value.ndim != 1:
             raise ValueError(f"Shape must be rank 1 but is rank {value.ndim} for '{op.name}'")
@@ -127,6 +171,27 @@ def constant_value_as_shape(tensor) -> tensor_shape.TensorShape:
     if length is not None and length > _MAX_RANK:
         return tensor_shape.unknown_shape()
     return tensor_shape.unknown_shape(rank=length)
+
+
+def _sliced_shape(op, fold: bool) -> tensor_shape.TensorShape | None:
+    """A 1-D slice of a shape tensor (TF's constant_value_as_shape: begin, end and stride
+    known, no mask but begin's and end's)."""
+    begin, end, strides = (constant_value(t) for t in op.inputs[1:])
+    if begin is None or end is None or strides is None or np.size(begin) != 1:
+        return None
+    if (op.get_attr("ellipsis_mask") or op.get_attr("new_axis_mask")
+            or op.get_attr("shrink_axis_mask") or op.get_attr("begin_mask") not in (0, 1)
+            or op.get_attr("end_mask") not in (0, 1)):
+        return None
+    prev = constant_value_as_shape(op.inputs[0], fold)
+    if prev.rank is None:
+        return None
+    b = None if op.get_attr("begin_mask") else int(np.ravel(begin)[0])
+    e = None if op.get_attr("end_mask") else int(np.ravel(end)[0])
+    st = int(np.ravel(strides)[0])
+    if st == 0:
+        return None
+    return tensor_shape.TensorShape(prev.dims[b:e:st])
 
 
 def range_size(start, limit, delta) -> int:

@@ -72,7 +72,7 @@ from .nn import (
     pooling_kernels,
     topk_kernels,
 )
-from .random import random_kernels
+from .random import candidate_sampler_kernels, random_kernels
 from .sparse import sparse_kernels
 from .state import (
     lookup_kernels,

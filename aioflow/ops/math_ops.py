@@ -610,8 +610,107 @@ def linspace(start, stop, num, name=None) -> ops.Tensor:
         return apply_op("LinSpace", start=start, stop=stop, num=num)
 
 
+
+# -- tensordot ------------------------------------------------------------------------------
+
+def _tensordot_reshape(a, axes, flipped: bool = False):
+    """`a` transposed and reshaped to a matrix whose rows (columns when `flipped`) are its
+    free dims and columns its contracted `axes`, with the free dims (TF's steps: static
+    when a's shape is known, else Shape/GatherV2/Prod)."""
+    if a.shape.is_fully_defined() and isinstance(axes, (list, tuple)):
+        shape_a = a.shape.as_list()
+        axes = [i if i >= 0 else i + len(shape_a) for i in axes]
+        free = [i for i in builtins.range(len(shape_a)) if i not in axes]
+        free_dims = [shape_a[i] for i in free]
+        prod_free = int(np.prod([shape_a[i] for i in free]))
+        prod_axes = int(np.prod([shape_a[i] for i in axes]))
+        perm = list(axes) + free if flipped else free + list(axes)
+        new_shape = [prod_axes, prod_free] if flipped else [prod_free, prod_axes]
+        a_trans = (array_ops.transpose(a, perm)
+                   if (perm != np.arange(len(shape_a))).any() else a)
+        reshaped = (array_ops.reshape(a_trans, new_shape)
+                    if a_trans.shape.as_list() != new_shape else a_trans)
+        return reshaped, free_dims, free_dims
+    if a.shape.rank is not None and isinstance(axes, (list, tuple)):
+        shape_a = a.shape.as_list()
+        axes = [i if i >= 0 else i + len(shape_a) for i in axes]
+        free = [i for i in builtins.range(len(shape_a)) if i not in axes]
+        free_dims_static = [shape_a[i] for i in free]
+        axes = ops.convert_to_tensor(axes, dtype=dtypes.int32, name="axes")
+        free = ops.convert_to_tensor(free, dtype=dtypes.int32, name="free")
+        shape_a = array_ops.shape(a)
+    else:
+        free_dims_static = None
+        shape_a = array_ops.shape(a)
+        rank_a = array_ops.rank(a)
+        axes = ops.convert_to_tensor(axes, dtype=dtypes.int32, name="axes")
+        axes = array_ops.where(axes >= 0, axes, axes + rank_a)
+        free = apply_op("ListDiff", x=range(rank_a), y=axes, out_idx=dtypes.int32)[0]
+    free_dims = array_ops.gather(shape_a, free)
+    axes_dims = array_ops.gather(shape_a, axes)
+    prod_free_dims = reduce_prod(free_dims)
+    prod_axes_dims = reduce_prod(axes_dims)
+    if flipped:
+        perm = array_ops.concat([axes, free], 0)
+        new_shape = array_ops.stack([prod_axes_dims, prod_free_dims])
+    else:
+        perm = array_ops.concat([free, axes], 0)
+        new_shape = array_ops.stack([prod_free_dims, prod_axes_dims])
+    return (array_ops.reshape(array_ops.transpose(a, perm), new_shape), free_dims,
+            free_dims_static)
+
+
+def _tensordot_axes(a, axes):
+    if isinstance(axes, (int, np.integer)):
+        if axes < 0:
+            raise ValueError(f"`axes` must be at least 0. Received: {axes}.")
+        if a.shape.rank is None:
+            raise NotImplementedError("tensordot with an int `axes` needs a's rank")
+        if axes > a.shape.rank:
+            raise ValueError(f"`axes` must not be larger than the number of dimensions of "
+                             f"tensor {a}.  Received {axes}, vs tensor dimensions "
+                             f"{a.shape.rank}.")
+        return (list(builtins.range(a.shape.rank - axes, a.shape.rank)),
+                list(builtins.range(axes)))
+    if isinstance(axes, (list, tuple)):
+        if len(axes) != 2:
+            raise ValueError(f"`axes` must be an integer or have length 2. Received {axes}.")
+        a_axes, b_axes = axes
+        if isinstance(a_axes, (int, np.integer)) and isinstance(b_axes, (int, np.integer)):
+            a_axes, b_axes = [a_axes], [b_axes]
+        if len(a_axes) != len(b_axes):
+            raise ValueError(f"Different number of contraction axes `a` and `b`, "
+                             f"{len(a_axes)} != {len(b_axes)}.")
+        return list(a_axes), list(b_axes)
+    raise NotImplementedError("tensordot with `axes` as a tensor is not supported")
+
+
+def tensordot(a, b, axes, name=None):
+    """Sum of a's `axes[0]` times b's `axes[1]` (an int n: a's last n dims and b's first
+    n), built as TF builds it: transposes and reshapes to one MatMul, reshaped to a's free
+    dims followed by b's."""
+    with ops.name_scope(name, "Tensordot", [a, b, axes]) as name:
+        a = ops.convert_to_tensor(a, name="a")
+        b = ops.convert_to_tensor(b, name="b")
+        a_axes, b_axes = _tensordot_axes(a, axes)
+        a_reshape, a_free_dims, a_free_dims_static = _tensordot_reshape(a, a_axes)
+        b_reshape, b_free_dims, b_free_dims_static = _tensordot_reshape(b, b_axes, True)
+        ab_matmul = matmul(a_reshape, b_reshape)
+        if isinstance(a_free_dims, list) and isinstance(b_free_dims, list):
+            if (ab_matmul.shape.is_fully_defined()
+                    and ab_matmul.shape.as_list() == a_free_dims + b_free_dims):
+                return ab_matmul
+            return array_ops.reshape(ab_matmul, a_free_dims + b_free_dims, name=name)
+        a_free_dims = ops.convert_to_tensor(a_free_dims, dtype=dtypes.int32)
+        b_free_dims = ops.convert_to_tensor(b_free_dims, dtype=dtypes.int32)
+        product = array_ops.reshape(ab_matmul, array_ops.concat([a_free_dims, b_free_dims], 0),
+                                    name=name)
+        if a_free_dims_static is not None and b_free_dims_static is not None:
+            product.set_shape(a_free_dims_static + b_free_dims_static)
+        return product
+
 __all__ = [
-    "bucketize", "linspace",
+    "bucketize", "linspace", "tensordot",
     "cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16",
     "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos",
     "atan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "floor", "ceil", "rint", "erf",

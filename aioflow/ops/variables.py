@@ -29,6 +29,22 @@ class GraphKeys:
     ASSET_FILEPATHS = "asset_filepaths"
     QUEUE_RUNNERS = "queue_runners"
     VARIABLES = GLOBAL_VARIABLES
+    # training (TF's names)
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    TRAIN_OP = "train_op"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    METRIC_VARIABLES = "metric_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    SAVERS = "savers"
+    SUMMARY_OP = "summary_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    LOCAL_RESOURCES = "local_resources"
+    RESOURCES = "resources"
+    EVAL_STEP = "eval_step"
+    ACTIVATIONS = "activations"
+    WEIGHTS = "weights"
+    BIASES = "biases"
 
 
 def _class_attr(name: str) -> attr_value_pb2.AttrValue:
@@ -89,7 +105,10 @@ class Variable:
         graph = ops_mod.get_default_graph()
         self._graph = graph
         init_from_fn = callable(initial_value)
-        with ops_mod.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) \
+        # TF's init_scope: a variable made in a loop or under control dependencies is
+        # initialized outside them (its ops in no control-flow frame).
+        with ops_mod.control_dependencies(None), \
+                ops_mod.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) \
                 as scope:
             self._build(graph, scope, initial_value, init_from_fn, dtype, shape,
                         validate_shape)

@@ -1,9 +1,10 @@
 """Per-run executor state (TF's ExecutorState), touched only on the event loop thread.
 
 ExecutorStateBase holds what every run needs: the ready queue, the completion queue,
-the one dispatch decision, the first error, abort and completion. SimpleExecutorState
-is the propagator for graphs without v1 control flow: one flat list of pending counts
-and one of input slots, copied from the templates per run.
+the one dispatch decision, the first error, abort and completion. Its `process`, the one
+process loop (process_loop.py), is generated per propagator. SimpleExecutorState is the
+propagator for graphs without v1 control flow: one flat list of pending counts and one
+of input slots, copied from the templates per run (frame_state.py has the other).
 
 One place propagates (asyncio's `_run_once` rule): kernels that finish outside
 `process` (on the pool, in a task, through a callback, or at once from a task-free
@@ -20,7 +21,7 @@ import asyncio
 import math
 from collections import deque
 from functools import partial
-from time import perf_counter, time_ns
+from time import time_ns
 
 import numpy as np
 
@@ -32,9 +33,8 @@ from aioflow.runtime.kernel_stats import (
     timed_call,
     timed_inline,
 )
-from aioflow.runtime.node_item import ASYNC, BY_SIZE, FORWARD, INLINE, MAYBE, SEGMENT
-
-_CHECK_EVERY = 31  # test the clock once per 32 nodes
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, MAYBE
+from aioflow.runtime.process_loop import Propagator, generate
 
 
 def broadcast_size(a, b) -> int:
@@ -78,12 +78,13 @@ class ExecutorStateBase:
         self.runner = runner
         self.loop = runner.loop
         self.budget = ctx.time_budget_s if ctx is not None else None
+        self.warn_overrun = ctx is not None and ctx.warn_overrun  # (debug mode)
         self.done: asyncio.Future = self.loop.create_future()
         self.ready: deque = deque()
         self.completed: deque = deque()  # (token, outputs) of kernels that ran elsewhere
         self.suspended: deque = deque()  # (token, generator) of compiled loops to resume
         self.queued = False
-        self.running = False  # its `process` is on the stack (loop_runner, frame_state)
+        self.begun = False  # the per-run lists are made (`begin`, in the first slice)
         self.in_flight = 0
         self.error: errors.OpError | None = None
         self.jobs: dict = {}        # id(token) -> concurrent future of its pool job
@@ -98,7 +99,19 @@ class ExecutorStateBase:
     def start(self) -> None:
         raise NotImplementedError
 
+    def begin(self) -> None:
+        """Make the per-run lists (called by the first `process`)."""
+        raise NotImplementedError
+
     def process(self, deadline: float) -> None:
+        """Run ready nodes and propagate every output until nothing is left or
+        perf_counter() passes `deadline`: the one process loop, generated per
+        propagator from its fragments (process_loop.py)."""
+        raise NotImplementedError
+
+    def expand(self, token) -> None:
+        """Run the segment of `token` node by node this time (its entry members become
+        ready)."""
         raise NotImplementedError
 
     def has_ready(self) -> bool:
@@ -313,65 +326,34 @@ class SimpleExecutorState(ExecutorStateBase):
     members, so they run node by node from there."""
 
     def start(self) -> None:
-        # The per-run lists are made in the first slice, not here: a burst of runs
-        # started together would otherwise copy them all in one turn of the loop.
-        self.pending = None
+        # The per-run lists are made in the first slice (`begin`), not here: a burst of
+        # runs started together would otherwise copy them all in one turn of the loop.
         self.ready.extend(self.impl.roots)
         self.runner.run_now(self)
 
-    def process(self, deadline: float) -> None:
-        # The per-node hot path: kept flat on purpose (see DESIGN.md, "The executor").
-        if self.pending is None:
-            self.pending = self.impl.root_info.pending_template[:]
-            self.inputs = [None] * self.impl.root_info.total_inputs
-        ready = self.ready
-        completed = self.completed
-        inputs = self.inputs
-        pending = self.pending
-        items = self.items
-        ctx = self.kctx
-        popleft = ready.popleft
-        append = ready.append
-        stats = self.stats
-        if stats is not None:
-            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
-        count = 0
-        while True:
-            if ready:
-                item = popleft()
-                mode = item.mode
-                try:
-                    if mode == SEGMENT:
-                        # Traced, every node shows in the stats: run them one by one.
-                        outs = None if stats is not None else item.compute(ctx, inputs)
-                        count |= _CHECK_EVERY  # a segment is many nodes: test the clock
-                        if outs is None:
-                            item.segment.fill_constant_slots(inputs)
-                            self.ready.extend(item.segment.entries)
-                            continue
-                    elif mode == FORWARD:
-                        outs = inputs[item.input_start:item.input_end]
-                        if stats is not None:
-                            stats.forwarded(item, outs)
-                    else:
-                        args = inputs[item.input_start:item.input_end]
-                        if mode != INLINE and self.offload(item, item, args, inputs):
-                            continue
-                        outs = (item.compute(ctx, args) if stats is None
-                                else stats.call(item, ctx, args))
-                except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                    if mode == SEGMENT and isinstance(e, Exception):
-                        # Run the members one by one: the error will name its node.
-                        item.segment.fell_back()
-                        item.segment.fill_constant_slots(inputs)
-                        self.ready.extend(item.segment.entries)
-                        continue
-                    self.fail(wrap_error(e, item))
-                    return
-            elif completed:
-                item, outs = completed.popleft()
-            else:
-                break
+    def begin(self) -> None:
+        self.begun = True
+        self.pending = self.impl.root_info.pending_template[:]
+        self.inputs = [None] * self.impl.root_info.total_inputs
+
+    # The per-node hot path: the propagation is written out flat on purpose (see
+    # DESIGN.md, "The executor"): an output goes to its slot, a count reaching zero
+    # readies its node.
+    process = generate(Propagator(
+        name="SimpleExecutorState",
+        token="item",
+        unpack="",
+        inputs="inputs",
+        is_dead="False",
+        is_transfer="False",
+        transfer="pass",
+        setup="""
+            inputs = self.inputs
+            pending = self.pending
+            items = self.items
+            append = ready.append
+        """,
+        propagate="""
             for dst, slot, idx in item.out_data:
                 inputs[idx] = outs[slot]
                 c = pending[dst] - 1
@@ -383,9 +365,12 @@ class SimpleExecutorState(ExecutorStateBase):
                 pending[dst] = c
                 if not c:
                     append(items[dst])
-            count += 1
-            if not count & _CHECK_EVERY and perf_counter() > deadline:
-                return
+        """))
+
+    def expand(self, item) -> None:
+        segment = item.segment
+        segment.fill_constant_slots(self.inputs)
+        self.ready.extend(segment.entries)
 
     def wrap(self, token, exc) -> errors.OpError:
         return wrap_error(exc, token)

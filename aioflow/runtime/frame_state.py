@@ -7,27 +7,32 @@ pending counts, dead counts and input slots copied from its frame's templates.
 Iterations and frames are freed as soon as they are done, so memory stays bounded
 however many iterations a loop runs.
 
+Its `process` is the one process loop (process_loop.py) with this propagator's
+fragments: a ready entry is a tagged node, its inputs are its iteration's, and outputs
+propagate through `activate` (and `propagate` for Enter, Exit and NextIteration).
+
 Transfers inside a while loop (mode FRAMED: a loop split over devices) run in the
-propagator itself, once per iteration, under the key `(kernel.frame_prefix, frame_id,
-iter)` (TF's key is the prefix and "frame_id:iter"; a tuple is cheaper to make and hash
-every iteration). A Recv runs as it becomes ready (`_recv_now`, from `activate`): it
-takes a value sent already, or waits parked in the rendezvous. A Send whose Recv waits
-hands the value to that partition's `_recv_done`, which propagates it there and runs that
-partition's ready nodes at once, nested in the sender's drain (the loop's value goes to
-the other device and back every iteration: no task, no pool, no turn of the loop, no
-pass through the runner's queue); when the receiving partition's own drain is the one
-running, the value is queued for it. Dead values travel as dead, as TF sends them.
+propagator itself (a Send written out in the process loop's `transfer` fragment, other
+transfers in `transfer`), once per iteration, under the key
+`(kernel.frame_prefix, frame_id, iter)` (TF's key is the prefix and "frame_id:iter"; a
+tuple is cheaper to make and hash every iteration). A Recv runs as it becomes ready
+(`_recv_now`, from `activate`): it takes a value sent already, or waits parked in the
+rendezvous. A Send whose Recv waits hands the value to that partition's `_recv_done`,
+which queues it on that partition's `completed` and asks the runner for a drain: the
+runner processes the receiving partition in the same slice, after the sender's
+`process` returns (no task, no pool, no turn of the event loop), and that partition's
+own `process` propagates it. Dead values travel as dead, as TF sends them.
 """
 
 from __future__ import annotations
 
 from hashlib import blake2b
-from time import perf_counter, perf_counter_ns, time_ns
+from time import perf_counter_ns, time_ns
 
 from aioflow.framework import errors
-from aioflow.runtime.executor_state import _CHECK_EVERY, ExecutorStateBase, wrap_error
-from aioflow.runtime.loop_segments import Suspended
-from aioflow.runtime.node_item import FORWARD, FRAMED, INLINE, SEGMENT
+from aioflow.runtime.executor_state import ExecutorStateBase, wrap_error
+from aioflow.runtime.node_item import FRAMED
+from aioflow.runtime.process_loop import Propagator, generate
 
 
 class IterationState:
@@ -75,143 +80,56 @@ class ControlFlowExecutorState(ExecutorStateBase):
     """Runs a graph with Switch/Merge/Enter/Exit/NextIteration."""
 
     def start(self) -> None:
-        # The root frame is made in the first slice (see SimpleExecutorState.start); until
-        # then the ready queue holds one placeholder.
-        self.root = None
+        # The root frame is made in the first slice (`begin`; see SimpleExecutorState).
         self.rendezvous = self.kctx.rendezvous if self.kctx is not None else None
         self.take_waiter, self.take_sent = ((None, None) if self.rendezvous is None
                                             else self.rendezvous.takers())
         self.recv_done = self._recv_done  # bound once: parked with every waiting Recv
-        self.ready.append(None)
+        self.ready.extend(self.impl.roots)  # (items until `begin` tags them)
         self.runner.run_now(self)
 
-    def _begin(self) -> None:
-        impl = self.impl
-        self.root = FrameState("", impl.root_info, None, None, 1)
+    def begin(self) -> None:
+        self.begun = True
+        self.root = FrameState("", self.impl.root_info, None, None, 1)
         it0 = self.root.iterations[0]
+        roots = self.impl.roots
         self.ready.clear()
-        self.ready.extend((item, self.root, it0, False) for item in impl.roots)
-        it0.outstanding_ops = len(impl.roots)
+        self.ready.extend((item, self.root, it0, False) for item in roots)
+        it0.outstanding_ops = len(roots)
 
-    def process(self, deadline: float) -> None:
-        """Run ready nodes and propagate every output (the only place that does)."""
-        if self.root is None:
-            self._begin()
-        ready = self.ready
-        completed = self.completed
-        suspended = self.suspended
-        ctx = self.kctx
-        popleft = ready.popleft
-        rendezvous = self.rendezvous
-        recv_done = self.recv_done
-        take_waiter = self.take_waiter
-        take_sent = self.take_sent
-        stats = self.stats
-        if stats is not None:
-            stats.scheduled_ns = time_ns()  # inline nodes: scheduled when the drain began
-        count = 0
-        while True:
-            if ready:
-                tagged = popleft()
-                item, frame, it, is_dead = tagged
-                mode = item.mode
-                try:
-                    if is_dead:
-                        if mode == SEGMENT:
-                            self.expand(tagged)
-                            continue
-                        outs = None
-                        if item.is_send:  # a dead value is sent as dead (TF runs transfers)
-                            if mode == FRAMED:
-                                self.rendezvous.send((item.kernel.frame_prefix,
-                                                      frame.frame_id or _frame_id(frame),
-                                                      it.iter_num), None, True)
-                                if self.error is not None:
-                                    return  # the receiver's nested drain failed
-                            else:
-                                item.compute(ctx, (None,))
-                    elif mode == SEGMENT:
-                        # Traced, every node shows in the stats: run them one by one.
-                        outs = None if stats is not None else item.compute(ctx, it.inputs)
-                        count |= _CHECK_EVERY  # a segment is many nodes: test the clock
-                        if outs is None:
-                            self.expand(tagged)
-                            continue
-                    elif mode == FORWARD:
-                        outs = it.inputs[item.input_start:item.input_end]
-                        if stats is not None:
-                            stats.forwarded(item, outs)
-                    else:
-                        args = it.inputs[item.input_start:item.input_end]
-                        if mode == INLINE or not (mode == FRAMED or self.offload(
-                                item, tagged, args, it.inputs)):
-                            outs = (item.compute(ctx, args) if stats is None
-                                    else stats.call(item, ctx, args))
-                        elif mode != FRAMED:
-                            continue  # running elsewhere: the pool, a task, a callback
-                        elif stats is not None:
-                            outs = self.traced_transfer(item, tagged, args)
-                            if outs is None:
-                                continue
-                        else:
-                            # A transfer inside a while loop, handed over directly (see
-                            # `_recv_done`); written out here: it runs every iteration.
-                            key = (item.kernel.frame_prefix,
-                                   frame.frame_id or _frame_id(frame), it.iter_num)
-                            if item.is_send:
-                                value = args[0]
-                                waiter = take_waiter(key, None)
-                                if waiter is None:
-                                    rendezvous.put(key, value, value is None)
-                                else:  # its Recv waits: hand it over (`_recv_done`)
-                                    waiter[0](waiter[1], value, value is None, None)
-                                    if self.error is not None:
-                                        return  # the receiver's nested drain failed
-                                if not (item.out_data_cf or item.has_rare_edges_cf):
-                                    # Nothing to activate: only its iteration's count.
-                                    it.outstanding_ops -= 1
-                                    if not it.outstanding_ops and self.cleanup_iterations(
-                                            frame, it):
-                                        self.frame_done(frame)
-                                    continue
-                                outs = ()
-                            else:
-                                outs = take_sent(key, None)
-                                if outs is None:
-                                    outs = rendezvous.recv_or_wait(key, recv_done, tagged)
-                                    if outs is None:
-                                        self.in_flight += 1  # `_recv_done` will come
-                                        continue
-                                outs = (None if outs[1] else outs[0],)
-                except Suspended as s:
-                    suspended.append((tagged, s.gen))
-                    return  # it used its slice: let the loop turn
-                except BaseException as e:  # noqa: BLE001 - becomes the step's error
-                    if mode == SEGMENT and isinstance(e, Exception):
-                        item.segment.fell_back()  # node by node: the error names its node
-                        self.expand(tagged)
-                        continue
-                    self.fail(self.wrap(tagged, e))
-                    return
-            elif completed:
-                tagged, outs = completed.popleft()
-                item, frame, it, is_dead = tagged
-            elif suspended:  # a compiled loop that yielded: continue it
-                tagged, gen = suspended.popleft()
-                item, frame, it, is_dead = tagged
-                try:
-                    outs = item.segment.resume(gen)
-                except Suspended as s:
-                    suspended.append((tagged, s.gen))
-                    return  # it used its slice: let the loop turn
-                except Exception:  # noqa: BLE001 - run the loop node by node instead
-                    item.segment.fell_back()
-                    outs = None
-                if outs is None:
-                    self.expand(tagged)
-                    continue
-            else:
-                break
+    process = generate(Propagator(
+        name="ControlFlowExecutorState",
+        token="tagged",
+        unpack="item, frame, it, is_dead = tagged",
+        inputs="it.inputs",
+        is_dead="is_dead",
+        is_transfer="mode == FRAMED",
+        transfer="""
+            if not item.is_send or stats is not None:
+                self.transfer(item, tagged, args)  # a Recv run as a node, or traced
+                continue
+            # A Send in a loop, written out here: it runs every iteration.
+            key = (item.kernel.frame_prefix, frame.frame_id or self.frame_id(frame),
+                   it.iter_num)
+            value = args[0]
+            waiter = take_waiter(key, None)
+            if waiter is None:
+                rendezvous.put(key, value, value is None)
+            else:  # its Recv waits: `_recv_done` queues the value on its partition
+                waiter[0](waiter[1], value, value is None, None)
+            if item.out_data_cf or item.has_rare_edges_cf:
+                completed.append((tagged, ()))
+            else:  # nothing to activate: it is done, only its iteration counts it
+                it.outstanding_ops -= 1
+                if not it.outstanding_ops and self.cleanup_iterations(frame, it):
+                    self.frame_done(frame)
+            continue
+        """,
+        setup="""
+            rendezvous = self.rendezvous
+            take_waiter = self.take_waiter
+        """,
+        propagate="""
             if item.is_enter_exit_or_next_iter:
                 self.propagate(tagged, outs)
             else:  # propagate() without the frame cases (one call on the hot path)
@@ -219,9 +137,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
                 it.outstanding_ops -= 1
                 if not it.outstanding_ops and self.cleanup_iterations(frame, it):
                     self.frame_done(frame)
-            count += 1
-            if not count & _CHECK_EVERY and perf_counter() > deadline:
-                return
+        """))
 
     def expand(self, tagged) -> None:
         """Run a segment's members node by node this time: their pending counts count
@@ -235,6 +151,36 @@ class ControlFlowExecutorState(ExecutorStateBase):
         for member in segment.entries:
             append((member, frame, it, dead[member.pending_id] > 0))
         it.outstanding_ops += len(segment.entries) - 1  # the segment itself is done
+
+    # -- transfers inside a while loop (mode FRAMED) --------------------------------------
+    def transfer(self, item, tagged, args) -> None:
+        """A transfer inside a loop run as a node (the process loop runs an untraced
+        Send itself): a Recv that went through the ready queue (`_recv_now` runs the
+        others) takes its value or waits parked; a traced transfer is timed
+        (`traced_transfer`). Outputs come back through `completed`."""
+        if self.stats is not None:
+            outs = self.traced_transfer(item, tagged, args)
+            if outs is not None:
+                self.completed.append((tagged, outs))
+            return
+        _, frame, it, _ = tagged
+        key = (item.kernel.frame_prefix, frame.frame_id or _frame_id(frame), it.iter_num)
+        got = self.take_sent(key, None)
+        if got is None:
+            got = self.rendezvous.recv_or_wait(key, self.recv_done, tagged)
+            if got is None:
+                self.in_flight += 1  # `_recv_done` will come
+                return
+        self.completed.append((tagged, (None if got[1] else got[0],)))
+
+    def send_dead(self, tagged) -> None:
+        """A dead Send sends deadness (TF runs transfers even when dead)."""
+        item, frame, it, _ = tagged
+        if item.mode == FRAMED:
+            self.rendezvous.send((item.kernel.frame_prefix, frame.frame_id or _frame_id(frame),
+                                  it.iter_num), None, True)
+        else:
+            item.compute(self.kctx, (None,))
 
     def _recv_now(self, item, frame: FrameState, it: IterationState) -> int:
         """Run a ready Recv inside a loop from `activate`: 0 when its value was there
@@ -253,45 +199,22 @@ class ControlFlowExecutorState(ExecutorStateBase):
         return 1
 
     def _recv_done(self, tagged, value, is_dead: bool, error) -> None:
-        """The value of a waiting framed Recv arrived (called by the sender's send, or
-        with `error` by the rendezvous's abort). When this state's `process` is on the
-        stack, queued for it; else propagated here, and this state's ready nodes run at
-        once, nested in the sender's drain (the loop's value goes to the other
-        partition and back every iteration: no pass through the runner's queue)."""
+        """The value of a waiting Recv inside a loop arrived (called by the sender's
+        `transfer`, or with `error` by the rendezvous's abort): queued on `completed`,
+        and the runner asked for a drain (it is draining: the sender's `process` is on
+        its stack; this partition's `process` runs after it, in the same slice)."""
         if error is not None or self.error is not None:
             self._callback_done(tagged, None, error)
             return
         self.in_flight -= 1
-        if self.running:
-            self.completed.append((tagged, (None if is_dead else value,)))
-            return  # its process gets to it before it stops (or queues it again)
-        # What `process` does for a completion (a Recv is no Enter/Exit/NextIteration).
-        item, frame, it, node_dead = tagged
-        self.activate(item, node_dead, frame, it, (None if is_dead else value,))
-        it.outstanding_ops -= 1
-        if not it.outstanding_ops and self.cleanup_iterations(frame, it):
-            self.frame_done(frame)
-        if self.queued:
-            return
-        runner = self.runner
-        if runner.draining and self.ready:
-            self.running = True
-            try:
-                self.process(runner.deadline)
-            except Exception as e:  # noqa: BLE001 - as the runner's slice does
-                err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
-                err.__cause__ = e
-                self.fail(err)
-            finally:
-                self.running = False
-            if (self.ready or self.completed or self.suspended) and self.error is None:
-                if not self.queued:  # (a callback during the drain may have queued it)
-                    self.queued = True
-                    runner.queue.append(self)
-            elif not self.in_flight:
-                self.maybe_finish()
-        elif self.ready or not self.in_flight:
-            runner.submit(self)
+        self.completed.append((tagged, (None if is_dead else value,)))
+        if not self.queued:
+            runner = self.runner
+            if runner.draining:  # (always: a Send runs in a `process`) runner.submit,
+                self.queued = True  # written out: twice per iteration of a split loop
+                runner.queue.append(self)
+            else:
+                runner.submit(self)
 
     def traced_transfer(self, item, tagged, args):
         """A transfer inside a while loop in a traced run: what `process` does for mode
@@ -320,6 +243,11 @@ class ControlFlowExecutorState(ExecutorStateBase):
         outs = (None if got[1] else got[0],)
         stats.record(item, start, op_start, perf_counter_ns(), outs)
         return outs
+
+    @staticmethod
+    def frame_id(frame) -> int:
+        """A frame instance's id in rendezvous keys (`_frame_id`)."""
+        return _frame_id(frame)
 
     def wrap(self, tagged, exc) -> errors.OpError:
         item, frame, it, _ = tagged

@@ -37,7 +37,6 @@ class LoopRunner:
         self.queue: deque = deque()
         self.draining = False
         self.scheduled = False
-        self.deadline = 0.0  # of the state being processed (a nested drain keeps to it)
         self.budget = DEFAULT_TIME_BUDGET_S  # for runs that do not set their own
         self._completions: list = []
         self._lock = threading.Lock()
@@ -114,33 +113,33 @@ class LoopRunner:
         slice lasts the first state's budget (its session's, or the runner's default);
         each state also stops at its own budget."""
         queue = self.queue
+        popleft = queue.popleft
+        default = self.budget
         start = ended = perf_counter()
         deadline = None
         while queue:
-            state = queue.popleft()
+            state = popleft()
             state.queued = False
-            budget = state.budget or self.budget
-            began = ended  # the previous state's end: one clock read per state
+            budget = state.budget or default
             if deadline is None:
                 deadline = start + budget
+            began = ended  # the previous state's end: one clock read per state
             own = began + budget
-            state.running = True
-            self.deadline = own = own if own < deadline else deadline
             try:
-                state.process(own)
+                state.process(own if own < deadline else deadline)
             except Exception as e:  # noqa: BLE001 - an executor bug fails its run only
                 # (kernel errors are caught in process; this is propagation going wrong,
                 # e.g. a kernel returning fewer outputs than its node has)
                 err = errors.InternalError(None, None, f"{type(e).__name__}: {e}")
                 err.__cause__ = e
                 state.fail(err)
-            state.running = False
             ended = perf_counter()
-            if state.ctx is not None and state.ctx.warn_overrun:
+            if state.warn_overrun:
                 _check_overrun(ended - began, budget)
             if (state.ready or state.completed or state.suspended) and state.error is None:
-                state.queued = True  # (state.has_ready(), written out: once per state)
-                queue.append(state)
+                if not state.queued:  # (state.has_ready(), written out: once per state;
+                    state.queued = True  # queued already when its own kernel's
+                    queue.append(state)  # callback submitted it during its process)
             elif not state.in_flight:
                 state.maybe_finish()
             if ended >= deadline:

@@ -3,6 +3,7 @@
 in aioflow/checkpoint/.
 """
 
+from aioflow.checkpoint.checkpoint_init import init_from_checkpoint
 from aioflow.checkpoint.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
@@ -32,8 +33,23 @@ from aioflow.train.adadelta import AdadeltaOptimizer
 from aioflow.train.adagrad import AdagradOptimizer
 from aioflow.train.adagrad_da import AdagradDAOptimizer
 from aioflow.train.adam import AdamOptimizer
+from aioflow.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from aioflow.train.ftrl import FtrlOptimizer
 from aioflow.train.gradient_descent import GradientDescentOptimizer
+from aioflow.train.graph_io import write_graph
 from aioflow.train.input import (
     batch,
     batch_join,
@@ -63,6 +79,15 @@ from aioflow.train.learning_rate_decay import (
     polynomial_decay,
 )
 from aioflow.train.momentum import MomentumOptimizer
+from aioflow.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from aioflow.train.moving_averages import ExponentialMovingAverage
 from aioflow.train.optimizer import Optimizer
 from aioflow.train.proximal_adagrad import ProximalAdagradOptimizer
@@ -74,6 +99,13 @@ from aioflow.train.queue_runner import (
     start_queue_runners,
 )
 from aioflow.train.rmsprop import RMSPropOptimizer
+from aioflow.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
+from aioflow.train.snapshots import Snapshot, SnapshotPublisher, placeholders_for
 from aioflow.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -83,6 +115,8 @@ from aioflow.train.training_util import (
 )
 
 __all__ = [
+    "GlobalStepWaiterHook", "write_graph",
+    "init_from_checkpoint",
     "ClusterSpec", "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "CheckpointReader", "CheckpointState", "Saver", "SaverDef", "export_meta_graph",
     "import_meta_graph", "NewCheckpointReader", "checkpoint_exists",
@@ -104,4 +138,14 @@ __all__ = [
     "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
     "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
     "piecewise_constant", "piecewise_constant_decay", "polynomial_decay",
+    # training sessions and hooks
+    "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
+    "MonitoredTrainingSession", "Scaffold",
+    "SessionCreator", "SingularMonitoredSession", "SessionRunArgs", "SessionRunContext",
+    "SessionRunHook", "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
+    "FeedFnHook", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
+    "NanTensorHook", "SecondOrStepTimer", "StepCounterHook", "StopAtStepHook",
+    "SummarySaverHook",
+    # beyond TF: training beside serving on one loop
+    "Snapshot", "SnapshotPublisher", "placeholders_for",
 ]

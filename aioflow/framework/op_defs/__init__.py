@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     array_grad_ops,
     array_ops,
     bitwise_ops,
+    candidate_sampling_ops,
     control_flow_ops,
     data_flow_ops,
     dataset_ops,

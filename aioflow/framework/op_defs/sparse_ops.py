@@ -34,7 +34,7 @@ def _sparse_out(rank, nnz=None) -> list[TensorShape]:
 
 
 def _sparse_to_dense_shape(op):
-    return [constant_value_as_shape(op.inputs[1])]
+    return [constant_value_as_shape(op.inputs[1], fold=True)]
 
 
 def _matmul_shape(op):

@@ -64,8 +64,10 @@ class ParallelConcatUpdateOp(OpKernel):
         self.loc = ctx.get_attr("loc")
 
     def compute(self, ctx, inputs):
-        value, update = inputs[0], np.asarray(inputs[1])
+        value, update = np.asarray(inputs[0]), np.asarray(inputs[1])
         check_update(value, update)
+        if not value.flags.writeable:  # not _ParallelConcatStart's buffer (a Const, a
+            value = value.copy()       # fed value): written in a copy, the input left as is
         rows = value.shape[0]
         if rows:
             value[self.loc % rows] = update[0]
