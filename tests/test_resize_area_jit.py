@@ -52,6 +52,8 @@ def test_compiled_matches_tf(compiled, case_id):
     ((1, 1, 40, 2), (3, 7), True),  # a 1-pixel axis takes in / out even aligned
     ((1, 17, 19, 3), (17, 19), False),  # same size
     ((2, 8, 8, 3), (1, 1), False),  # one output pixel: every cell a tap
+    ((1, 45, 38, 8), (13, 17), False),  # channels four at a time
+    ((2, 20, 24, 12), (7, 40), True),
 ])
 def test_compiled_matches_numpy(compiled, shape, size, align):
     rng = np.random.default_rng(sum(shape))
