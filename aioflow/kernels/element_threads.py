@@ -11,11 +11,15 @@ Ranges are taken one at a time (at least BLOCK elements each, about two per thre
 the calling thread and by helper jobs, and the caller waits only for ranges a helper has
 started: a helper that is busy (a convolution's blocks, another kernel's) or gets no
 core on a loaded machine leaves its share to the caller instead of holding the kernel
-up. In a model, the residual Relu's helper job queued behind a convolution's made the
-traced Relu 2x slower than on one thread, hence helpers of their own, one fewer than
-the cores (the convolutions' pool, aioflow/kernels/nn/conv_kernels.py, waits for every
-job it submitted). The loops given here release the GIL (NumPy ufuncs on slices,
-numba's nogil loops).
+up. Hence helpers of their own, one fewer than the cores: the convolutions' pool
+(aioflow/kernels/nn/conv_kernels.py `parallel_blocks`) waits for every job it submitted,
+so a job queued behind a convolution's would hold the kernel up until that one ended.
+The loops given here release the GIL (NumPy ufuncs on slices, numba's nogil loops).
+
+A memory-bound pass gains from a second thread only where the cores have memory
+bandwidth to spare: on the 2-vCPU development machine it gains nothing (two half
+passes side by side 0.99 ms, one whole pass 0.78; docs/performance.md, 2026-11-29).
+intra_op_parallelism_threads=1 keeps these kernels on one thread.
 """
 
 from __future__ import annotations
