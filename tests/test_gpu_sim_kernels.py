@@ -8,6 +8,7 @@ import pytest
 
 import aioflow as af
 from aioflow.compat import v1
+from aioflow.framework.op_def_library import apply_op
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -146,3 +147,137 @@ async def test_nchw_convolution_and_pooling_on_the_gpu(monkeypatch):
         got = await sess.run([conv, pool, conv_ref, pool_ref], {x: IMG})
     np.testing.assert_allclose(got[0].transpose(0, 2, 3, 1), got[2], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1].transpose(0, 2, 3, 1), got[3])
+
+
+async def test_windowed_gpu_kernels_check_as_the_cpu_ones(monkeypatch):
+    """Bad input gives the CPU kernels' InvalidArgumentError naming the node (never a raw
+    ValueError from the array code); a window that fits nowhere gives an empty output."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    g = af.Graph()
+    with g.as_default(), af.device("/gpu:0"):
+        x = af.placeholder(af.float32, None, name="x")
+        w = af.placeholder(af.float32, None, name="w")
+        conv = af.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="VALID", name="conv")
+        depthwise = af.nn.depthwise_conv2d(x, w, strides=[1, 1, 1, 1], padding="VALID",
+                                           name="depthwise")
+        pool = af.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "VALID", name="pool")
+    w4 = np.ones((4, 4, 2, 1), np.float32)
+    async with af.Session(graph=g) as sess:
+        empty = await sess.run(pool, {x: np.ones((1, 1, 1, 2), np.float32)})
+        assert empty.shape == (1, 0, 0, 2)
+        cases = [(conv, np.ones((2, 2, 2), np.float32), w4,
+                  r"^convolution input must be 4-dimensional: \[2,2,2\]"),
+                 (depthwise, np.ones((1, 2, 2, 2), np.float32), w4[0],
+                  r"^filter must be 4-dimensional: \[4,2,1\]"),
+                 (pool, np.ones((2, 2), np.float32), w4,
+                  r"^tensor_in_shape must have 2 spatial dimensions"),
+                 (conv, np.ones((1, 2, 2, 2), np.float32), w4,
+                  r"^Computed output size would be negative: -1 \[input_size: 2, "
+                  r"effective_filter_size: 4, stride: 1\]")]
+        for op, xv, wv, message in cases:
+            with pytest.raises(af.errors.InvalidArgumentError, match=message) as info:
+                await sess.run(op, {x: xv, w: wv})
+            assert op.op.name in str(info.value)
+
+
+async def test_binary_gpu_kernels_refuse_shapes_that_do_not_broadcast(monkeypatch):
+    """TF's "Incompatible shapes" InvalidArgumentError naming the node, as the CPU kernels
+    give it (was the array module's ValueError, wrapped)."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    g = af.Graph()
+    with g.as_default(), af.device("/gpu:0"):
+        a = af.placeholder(af.float32, None, name="a")
+        b = af.placeholder(af.float32, None, name="b")
+        total = af.add(a, b, name="total")
+        both = af.logical_and(a > 0, b > 0, name="both")
+    feed = {a: np.ones((2, 3), np.float32), b: np.ones((3, 3, 3), np.float32)}
+    async with af.Session(graph=g) as sess:
+        for op in (total, both):
+            with pytest.raises(af.errors.InvalidArgumentError,
+                               match=r"^Incompatible shapes: \[2,3\] vs. \[3,3,3\]") as info:
+                await sess.run(op, feed)
+            assert op.op.name in str(info.value)
+        np.testing.assert_array_equal(
+            await sess.run(total, {a: np.ones((2, 1), np.float32), b: np.ones(3, np.float32)}),
+            np.full((2, 3), 2, np.float32))
+
+
+def _bad_input_cases():
+    """(name, builder of the op from float32 placeholders a and b, a, b) that the CPU
+    kernels refuse with TF's InvalidArgumentError."""
+    f = np.float32
+    return [
+        ("fill_negative", lambda a, b: af.fill(af.cast(a, af.int32), 1.0),
+         np.array([2, -1], f), None),
+        ("fill_value_not_scalar", lambda a, b: af.fill([2, 2], b),
+         None, np.ones(2, f)),
+        ("unstack_wrong_num", lambda a, b: af.unstack(a, num=3)[0],
+         np.ones((2, 4), f), None),
+        ("matmul_transposed", lambda a, b: af.matmul(a, b, transpose_a=True),
+         np.ones((2, 3), f), np.ones((2, 4), f).T),
+        ("matmul_rank", lambda a, b: af.matmul(a, b), np.ones(3, f), np.ones(3, f)),
+        ("batch_matmul_rank", lambda a, b: af.matmul(a, b),
+         np.ones((2, 2, 3), f), np.ones(3, f)),
+        ("batch_matmul_batch", lambda a, b: af.matmul(a, b),
+         np.ones((2, 2, 3), f), np.ones((3, 3, 2), f)),
+        ("batch_matmul_inner", lambda a, b: af.matmul(a, b, adjoint_b=True),
+         np.ones((2, 2, 3), f), np.ones((2, 2, 4), f)),
+        # no check of the GPU kernel's own: the CPU kernel's error, from base.py's fallback
+        ("concat_shapes", lambda a, b: af.concat([a, b], axis=0),
+         np.ones((2, 3), f), np.ones((2, 4), f)),
+        ("transpose_perm", lambda a, b: af.transpose(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([0, 0], f)),
+        ("reshape_size", lambda a, b: af.reshape(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([4, 2], f)),
+        ("expand_dims_two_dims", lambda a, b: af.expand_dims(a, af.cast(b, af.int32)),
+         np.ones((2, 3), f), np.array([0, 1], f)),
+        ("split_v_sizes", lambda a, b: af.split(a, af.cast(b, af.int32), axis=1, num=2)[0],
+         np.ones((2, 3), f), np.array([1, 1], f)),
+    ]
+
+
+@pytest.mark.parametrize("case", _bad_input_cases(), ids=lambda c: c[0])
+async def test_gpu_kernels_refuse_bad_input_as_the_cpu_ones(case, monkeypatch):
+    """The GPU kernel's error is the CPU kernel's (class and message), naming the node."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    _, build, a_value, b_value = case
+    messages = []
+    for device in ("/cpu:0", "/gpu:0"):
+        g = af.Graph()
+        with g.as_default():
+            a = af.placeholder(af.float32, None, name="a")
+            b = af.placeholder(af.float32, None, name="b")
+            with af.device(device):
+                op = build(a, b)
+        feed = {t: v for t, v in ((a, a_value), (b, b_value)) if v is not None}
+        async with af.Session(graph=g) as sess:
+            with pytest.raises(af.errors.InvalidArgumentError) as info:
+                await sess.run(op, feed)
+        assert op.op.name in str(info.value)
+        messages.append(info.value.message.split(" [[")[0].split("\n")[0])
+    assert messages[1] == messages[0]
+
+
+async def test_gpu_kernels_give_the_cpu_values_on_edge_inputs(monkeypatch):
+    """Empty softmax rows, empty Max/Min reductions (the reducer's identity) and Equal /
+    NotEqual of shapes that do not broadcast with incompatible_shape_error=False (a
+    scalar): the GPU kernels give the CPU kernels' values (they raised NumPy errors)."""
+    monkeypatch.setenv("AIOFLOW_SIMULATED_GPUS", "1")
+    f = np.float32
+    feed_values = {"a": np.ones((3, 0), f), "b": np.ones((2, 3), f), "c": np.ones(4, f)}
+    results = []
+    for device in ("/cpu:0", "/gpu:0"):
+        g = af.Graph()
+        with g.as_default():
+            a, b, c = (af.placeholder(af.float32, None, name=n) for n in "abc")
+            with af.device(device):
+                ops = [af.nn.softmax(a), af.nn.log_softmax(a),
+                       af.reduce_max(a, axis=1), af.reduce_min(a, axis=[0, 1]),
+                       apply_op("Equal", x=b, y=c, incompatible_shape_error=False),
+                       apply_op("NotEqual", x=b, y=c, incompatible_shape_error=False)]
+        async with af.Session(graph=g) as sess:
+            results.append(await sess.run(ops, {f"{n}:0": v for n, v in feed_values.items()}))
+    for cpu, gpu in zip(*results, strict=True):
+        assert np.asarray(gpu).dtype == np.asarray(cpu).dtype
+        np.testing.assert_array_equal(gpu, cpu)
+    assert [np.shape(v) for v in results[1]] == [(3, 0), (3, 0), (3,), (), (), ()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import tracemalloc
 import weakref
 
@@ -80,6 +81,16 @@ def _long_loop_gradient(n: int, width: int):
     return g, x, y, dx
 
 
+def _join_background_compiles() -> None:
+    """Wait for the kernels' numba compiles that earlier tests started on daemon threads
+    (kernels/background_jit.py, epilogue_jit.py: "aioflow-...-jit"): tracemalloc counts
+    every thread's allocations, and a compile's (numba's imports) would be counted as the
+    step's."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("aioflow-") and thread.name.endswith("-jit"):
+            thread.join()
+
+
 async def test_thousand_iteration_loop_gradient_frees_its_stacks():
     width = 1000  # 4 kB a pushed value, 4 MB over the loop
     g, x, y, dx = _long_loop_gradient(1000, width)
@@ -87,6 +98,7 @@ async def test_thousand_iteration_loop_gradient_frees_its_stacks():
     async with af.Session(graph=g) as sess:
         await sess.run(dx, {x: value})  # warm
         assert _live_stacks() == 0
+        _join_background_compiles()
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         got = await sess.run(dx, {x: value})

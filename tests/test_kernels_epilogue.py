@@ -12,10 +12,10 @@ import threading
 
 import numpy as np
 import pytest
-from aioflow.kernels.nn import epilogue_jit, fused_kernels
 from kernel_testutil import create, run1
 
 import aioflow as af
+from aioflow.kernels.nn import epilogue_jit, fused_kernels
 from aioflow.runtime.executor import observe_steps
 
 needs_jit = pytest.mark.skipif(not epilogue_jit.available(),
@@ -186,26 +186,40 @@ def test_a_failed_background_compile_is_tried_again_a_few_times(monkeypatch):
     NumPy's passes in place, and a later call tries again, at most _MAX_ATTEMPTS times."""
     calls = []
 
+    class Jit:  # what kernels/jit.py's LazyJit offers: a call, and freeze
+        def __init__(self, fn):
+            self.fn, self.frozen = fn, False
+
+        def __call__(self, *args):
+            return self.fn(*args)
+
+        def freeze(self):
+            self.frozen = True
+
     def flaky(*args):
         calls.append(args[0].dtype)
         if len(calls) == 1:
             raise OSError("cache being written")
 
+    jit = Jit(flaky)
     for name, value in (("_ready", threading.Event()), ("_finished", threading.Event()),
                         ("_started", False), ("_attempts", 0), ("last_error", None),
-                        ("_compiled", flaky)):
+                        ("_compiled", jit)):
         monkeypatch.setattr(epilogue_jit, name, value)
     assert not epilogue_jit.wait_ready(30)
     assert isinstance(epilogue_jit.last_error, OSError) and not epilogue_jit.ready()
+    assert not jit.frozen
     assert epilogue_jit.wait_ready(30)  # the second attempt compiles both types
-    assert calls[1:] == [np.dtype(np.float32), np.dtype(np.float64)]
+    # (writeable and read-only scale and bias: four signatures a type), then freezes
+    assert calls[1:] == [np.dtype(np.float32)] * 4 + [np.dtype(np.float64)] * 4
+    assert jit.frozen
 
     def broken(*args):
         calls.append(None)
         raise OSError("no compiler")
 
     for name, value in (("_ready", threading.Event()), ("_finished", threading.Event()),
-                        ("_started", False), ("_attempts", 0), ("_compiled", broken)):
+                        ("_started", False), ("_attempts", 0), ("_compiled", Jit(broken))):
         monkeypatch.setattr(epilogue_jit, name, value)
     calls.clear()
     for _ in range(epilogue_jit._MAX_ATTEMPTS + 2):

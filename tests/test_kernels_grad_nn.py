@@ -177,6 +177,47 @@ def test_shape_functions():
     assert [t.shape.as_list() for t in bn] == [[8, 9, 10, 3], [3], [3], [0], [0]]
 
 
+
+# Static shapes (or the ValueError's start) TF 2.21 gives, built with tf.compat.v1
+# placeholders of these shapes (None: unknown rank).
+_DENSE, _SPARSE = "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"
+_BROADCAST = "Shape must be broadcasted with rank 2, but is rank "
+_XENT_SHAPES = [
+    (_DENSE, [], [3], _BROADCAST + "1"),
+    (_DENSE, [3], [3], _BROADCAST + "1"),
+    (_DENSE, [2, 3, 4], [2, 3, 4], _BROADCAST + "3"),
+    (_DENSE, [2, 3], None, ([2], [2, 3])),
+    (_DENSE, None, [2, 3], ([2], [2, 3])),
+    (_DENSE, [], None, _BROADCAST + "is unknown."),
+    (_DENSE, None, [], _BROADCAST + "is unknown."),
+    (_DENSE, [3], None, _BROADCAST + "is unknown."),
+    (_DENSE, [2, 1], [1, 3], ([2], [2, 3])),
+    (_DENSE, [2, 3], [3], ([2], [2, 3])),
+    (_SPARSE, [], [3], "Shape must be rank 2 but is rank 0"),
+    (_SPARSE, [3], [3], "Shape must be rank 2 but is rank 1"),
+    (_SPARSE, [2, 3], [], "Shape must be rank 1 but is rank 0"),
+    (_SPARSE, [2, 3], None, ([2], [2, 3])),
+    (_SPARSE, None, [2], ([2], [2, None])),
+    (_SPARSE, [2, 3], [2, 3], "Shape must be rank 1 but is rank 2"),
+    (_SPARSE, [2, 3, 4], [2, 3], "Shape must be rank 2 but is rank 3"),
+    (_SPARSE, [2, 3], [4], "Dimensions must be equal, but are 2 and 4"),
+]
+
+
+@pytest.mark.parametrize("op_type, features, labels, want", _XENT_SHAPES)
+def test_cross_entropy_shape_functions_as_tf(op_type, features, labels, want):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, features)
+        y = af.placeholder(af.int32 if op_type.startswith("Sparse") else af.float32, labels)
+        if isinstance(want, str):
+            with pytest.raises(ValueError, match=re.escape(want)):
+                apply_op(op_type, features=x, labels=y)
+            return
+        loss, backprop = apply_op(op_type, features=x, labels=y)
+    assert (loss.shape.as_list(), backprop.shape.as_list()) == want
+
+
 # -- the deprecated Conv3D gradients (TF 2.21 no longer builds them: compared with V2) ---------
 
 def test_conv3d_v1_gradients_equal_v2():
@@ -312,3 +353,21 @@ def test_kernel_error_names_the_node():
                                            "out_depth") + r"[\s\S]*\{\{node filter_grad\}\}"):
             sess.run(dw, {x: np.ones((1, 5, 5, 3), np.float32),
                           dy: np.ones((1, 5, 5, 2), np.float32)})
+
+
+def test_mirror_pad_grad_and_fake_quant_vars_grad_refuse_bad_inputs_with_tfs_words():
+    """The long fuzz run's two open findings: paddings past the output (a raw broadcast
+    ValueError before) and non-scalar min/max (a raw IndexError before)."""
+    from tests.kernel_testutil import run_kernel
+
+    g = np.ones((3, 4), np.float32)
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="paddings must be no greater than the output dimension size"):
+        run_kernel("MirrorPadGrad", [g, np.array([[1, 1], [2, 1]], np.int32)], mode="REFLECT")
+    with pytest.raises(errors.InvalidArgumentError, match="Paddings must be non-negative"):
+        run_kernel("MirrorPadGrad", [g, np.array([[-1, 0], [0, 0]], np.int32)],
+                   mode="SYMMETRIC")
+    x = np.zeros((2, 2), np.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="`min` must be rank 0 but is rank 1"):
+        run_kernel("FakeQuantWithMinMaxVarsGradient",
+                   [x, x, np.zeros(2, np.float32), np.float32(1)])

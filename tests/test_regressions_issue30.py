@@ -71,3 +71,26 @@ async def test_scalar_summary_writes_a_non_utf8_tag_as_tf_does():
     async with af.Session(graph=g) as sess:
         got = await sess.run(out)
     assert got == b"\n\t\n\x02\xff\xfe\x15\x00\x00\xc0?\n\t\n\x02ok\x15\x00\x00\x00@"
+
+
+async def test_cost_graph_lists_the_nodes_of_compiled_segments():
+    """RunMetadata.cost_graph of a step the cost model measures, after the graph's
+    straight-line chain runs as a compiled segment (40 steps): every node of the
+    partition, each output with its size, as TF lists them."""
+    from aioflow.proto import config_pb2
+
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        d = af.abs(af.exp(af.sigmoid(af.tanh(x, name="a"), name="b"), name="c"), name="d")
+        af.reduce_sum(d * 2.0, name="z")
+    config = config_pb2.ConfigProto(graph_options=config_pb2.GraphOptions(
+        build_cost_model=10, build_cost_model_after=20))
+    async with af.Session(graph=g, config=config) as sess:
+        for _ in range(40):
+            md = config_pb2.RunMetadata()
+            await sess.run("z:0", {"x:0": np.ones((2, 4), np.float32)}, run_metadata=md)
+    sizes = {n.name: [o.size for o in n.output_info] for n in md.cost_graph.node}
+    for name in ("a", "b", "c", "d", "mul"):
+        assert sizes[name] == [32], (name, sizes)
+    assert sizes["z"] == [4]

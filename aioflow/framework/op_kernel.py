@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from aioflow.framework import dtypes, errors
 from aioflow.framework.attr_value import attr_value_to_python
 
@@ -74,6 +76,22 @@ def attr_text(value) -> str:
     value matches no name and is refused with TF's message naming it, never a
     UnicodeDecodeError)."""
     return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
+
+
+def allocate(shape, fill, dtype):
+    """An output of `shape` filled with `fill` (zeros from calloc: pages never written
+    are never touched); memory that cannot hold it, or more than NumPy can address, is
+    TF's OOM (ResourceExhaustedError in TF's words), never a raw MemoryError or
+    ValueError."""
+    try:
+        return np.zeros(shape, dtype) if fill == 0 else np.full(shape, fill, dtype)
+    except (MemoryError, ValueError):  # ValueError: "array is too big" for NumPy
+        name = dtypes.as_dtype(np.dtype(dtype)).name
+        name = {"float32": "float", "float64": "double"}.get(name, name)
+        raise errors.ResourceExhaustedError(
+            None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] "
+                        f"and type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
+                        "allocator cpu") from None
 
 
 class OpKernel:

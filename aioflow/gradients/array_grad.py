@@ -8,6 +8,7 @@ from aioflow.framework import dtypes, ops
 from aioflow.framework.constant_value import constant_value
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
+from aioflow.gradients.indexed_slices_ops import indexed_slices_to_tensor
 from aioflow.gradients.registry import NotDifferentiable, RegisterGradient
 from aioflow.ops import array_ops, control_flow_ops, math_ops, segment_ops
 from aioflow.ops.constant_op import constant
@@ -20,11 +21,7 @@ def _gen(op_type: str, name: str | None = None, **keywords):
 def _indexed_slices_to_tensor_no_warning(value):
     if not isinstance(value, IndexedSlices):
         return value
-    if value.dense_shape is None:
-        raise ValueError("Tensor conversion requested for IndexedSlices without dense_shape: "
-                         f"{value}")
-    return segment_ops.unsorted_segment_sum(value.values, value.indices,
-                                            value.dense_shape[0])
+    return indexed_slices_to_tensor(value, warn=False)
 
 
 @RegisterGradient("Pack")

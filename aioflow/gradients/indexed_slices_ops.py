@@ -16,20 +16,23 @@ from aioflow.ops import array_ops, math_ops, segment_ops
 _LARGE_SPARSE_NUM_ELEMENTS = 100000000
 
 
-def indexed_slices_to_tensor(value, dtype=None, name=None):
-    """The dense tensor of `value` (TF's _indexed_slices_to_tensor)."""
+def indexed_slices_to_tensor(value, dtype=None, name=None, *, warn: bool = True):
+    """The dense tensor of `value` (TF's _indexed_slices_to_tensor); `warn=False`: without
+    the large-or-unknown-size warning (TF's _indexed_slices_to_tensor_no_warning, for the
+    gradients that must densify)."""
     if dtype is not None and not dtype.is_compatible_with(value.dtype):
         raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices "
                          f"with dtype {value.dtype.name}")
     if value.dense_shape is None:
         raise ValueError("Tensor conversion requested for IndexedSlices without dense_shape: "
                          f"{value}")
-    shape_value = constant_value(value.dense_shape)
-    if shape_value is None or np.prod(shape_value) >= _LARGE_SPARSE_NUM_ELEMENTS:
-        warnings.warn("Converting sparse IndexedSlices to a dense Tensor"
-                      + (" of unknown shape" if shape_value is None else
-                         f" with {int(np.prod(shape_value))} elements")
-                      + ". This may consume a large amount of memory.", stacklevel=3)
+    if warn:
+        shape_value = constant_value(value.dense_shape)
+        if shape_value is None or np.prod(shape_value) >= _LARGE_SPARSE_NUM_ELEMENTS:
+            warnings.warn("Converting sparse IndexedSlices to a dense Tensor"
+                          + (" of unknown shape" if shape_value is None else
+                             f" with {int(np.prod(shape_value))} elements")
+                          + ". This may consume a large amount of memory.", stacklevel=3)
     return segment_ops.unsorted_segment_sum(value.values, value.indices,
                                             value.dense_shape[0], name=name)
 

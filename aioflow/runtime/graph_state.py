@@ -126,8 +126,9 @@ class GraphState:
         self.groups = {}
         self.colocation = placer.Colocation(self.colocation.resource_edges)
         nodes = list(self.graph.op_nodes())
-        for node in nodes:
-            self.colocation.key(node)
+        if self.colocation.resource_edges:  # (without, no group is joined)
+            for node in nodes:
+                self.colocation.key(node)
         for node in nodes:
             self.groups.setdefault(self.colocation.find(placer._group_of(node)), []).append(node)
 

@@ -16,8 +16,9 @@ def place(graph, device_mgr, allow_soft_placement: bool = False) -> None:
     groups: dict[str, list] = {}
     colocation = Colocation(colocates_resource_edges(device_mgr))
     nodes = list(graph.op_nodes())
-    for node in nodes:
-        colocation.key(node)
+    if colocation.resource_edges:  # (without, no group is joined: nothing to walk)
+        for node in nodes:
+            colocation.key(node)
     for node in nodes:
         groups.setdefault(colocation.find(_group_of(node)), []).append(node)
     for key, members in placement_order(groups):

@@ -63,6 +63,15 @@ class RestoredVariable:
     handle: str
 
 
+#: Resources TF registers whose creation (`_create_resource`) and initialization
+#: (`_initialize`) the SavedModel's graph holds too: the table op the functions capture,
+#: filled by the graph's `__saved_model_init_op` as TF's loader fills it by calling them.
+_GRAPH_RESOURCES = frozenset({"tf.StaticHashTable"})
+#: Objects TF itself registers for serialization and the graph restores without Python:
+#: a TrackableConstant is the Const op its functions capture (SavedConstant.operation).
+_TF_REGISTERED = _GRAPH_RESOURCES | {"tf.TrackableConstant"}
+
+
 def _describe(node_id: int, obj) -> str:
     return f"node {node_id} ({obj.WhichOneof('kind') or 'an object with no kind'})"
 
@@ -74,13 +83,13 @@ def check_supported(object_graph: saved_object_graph_pb2.SavedObjectGraph,
     registered saver, and Python classes registered for serialization."""
     problems = []
     for node_id, obj in enumerate(object_graph.nodes):
-        if obj.HasField("resource"):
+        if obj.HasField("resource") and obj.registered_name not in _GRAPH_RESOURCES:
             problems.append(f"{_describe(node_id, obj)}: a resource (e.g. a tf.lookup "
                             "table) created by a function at load time")
         elif obj.saveable_objects:
             problems.append(f"{_describe(node_id, obj)}: an object saved through its own "
                             f"functions ({', '.join(sorted(obj.saveable_objects))})")
-        if obj.registered_name:
+        if obj.registered_name and obj.registered_name not in _TF_REGISTERED:
             problems.append(f"{_describe(node_id, obj)}: the registered Python object "
                             f"{obj.registered_name!r}")
         if obj.registered_saver:

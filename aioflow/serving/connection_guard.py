@@ -88,9 +88,14 @@ class ConnectionGuard:
 
     def _sweep(self) -> None:
         now = time.monotonic()
-        for conn in list(self.connections):
-            if conn.deadline(now) < now:
-                conn.transport.abort()
+        try:
+            for conn in list(self.connections):
+                if conn.deadline(now) < now:
+                    conn.transport.abort()
+        finally:  # (whatever happened, the sweeps go on)
+            self._schedule()
+
+    def _schedule(self) -> None:
         shortest = min(self.idle_timeout_s, self.head_timeout_s, self.body_timeout_s,
                        self.write_timeout_s)
         self._sweeper = asyncio.get_running_loop().call_later(min(1.0, shortest / 4),

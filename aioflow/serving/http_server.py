@@ -287,11 +287,16 @@ class HttpServer:
     def _sweep(self) -> None:
         """Close the connections past their phase's deadline; again in a while."""
         now = time.monotonic()
-        for conn in list(self.connections):
-            if conn.writing_paused and conn.write_deadline < now:
-                conn.transport.abort()  # (close would wait for the unread answer)
-            elif conn.deadline < now and not conn.busy():
-                conn.transport.abort() if conn.writing_paused else conn.transport.close()
+        try:
+            for conn in list(self.connections):
+                if conn.writing_paused and conn.write_deadline < now:
+                    conn.transport.abort()  # (close would wait for the unread answer)
+                elif conn.deadline < now and not conn.busy():
+                    conn.transport.abort() if conn.writing_paused else conn.transport.close()
+        finally:  # (whatever happened, the sweeps go on)
+            self._schedule_sweep()
+
+    def _schedule_sweep(self) -> None:
         shortest = min(self.idle_timeout_s, self.head_timeout_s, self.body_timeout_s,
                        self.write_timeout_s)
         self._sweeper = asyncio.get_running_loop().call_later(min(1.0, shortest / 4),

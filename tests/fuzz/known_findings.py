@@ -265,6 +265,34 @@ def _parse_single_example_types_shorter_than_keys():
         {"serialized:0": b""}, ["p:0"])
 
 
+def _unsorted_segment_num_segments_past_numpy():
+    return FuzzCase("repro", graph(
+        placeholder("data", shape=[2]), const("ids", DT_INT32, [2], int_val=[0, 1]),
+        node("n", "Const", dtype=attr(type=types_pb2.DT_INT64),
+             value=attr_value_pb2.AttrValue(tensor=tensor_pb2.TensorProto(
+                 dtype=types_pb2.DT_INT64, int64_val=[2**63 - 1]))),
+        node("s", "UnsortedSegmentMin", ["data", "ids", "n"], T=attr(type=DT_FLOAT),
+             Tindices=attr(type=DT_INT32), Tnumsegments=attr(type=types_pb2.DT_INT64))),
+        {"data:0": [1.0, 2.0]}, ["s:0"])
+
+
+def _anonymous_seed_generator_seed_not_scalar():
+    return FuzzCase("repro", graph(
+        node("seed", "Const", dtype=attr(type=types_pb2.DT_INT64),
+             value=attr_value_pb2.AttrValue(tensor=tensor_pb2.TensorProto(
+                 dtype=types_pb2.DT_INT64, int64_val=[1, 2],
+                 tensor_shape=tensor_shape_pb2.TensorShapeProto(
+                     dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=2)])))),
+        node("seed2", "Const", dtype=attr(type=types_pb2.DT_INT64),
+             value=attr_value_pb2.AttrValue(tensor=tensor_pb2.TensorProto(
+                 dtype=types_pb2.DT_INT64, int64_val=[3]))),
+        node("reshuffle", "Const", dtype=attr(type=types_pb2.DT_BOOL),
+             value=attr_value_pb2.AttrValue(tensor=tensor_pb2.TensorProto(
+                 dtype=types_pb2.DT_BOOL, bool_val=[True]))),
+        node("g", "AnonymousSeedGenerator", ["seed", "seed2", "reshuffle"])),
+        fetches=["g:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -336,6 +364,12 @@ FINDINGS = [
     Finding("parse-example-key-not-scalar",
             "FAIL:wrapped-IndexError@run@kernels/io/parsing_kernels.py:*",
             _parse_example_key_not_scalar),
+    Finding("unsorted-segment-num-segments-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/math/segment_kernels.py:*",
+            _unsorted_segment_num_segments_past_numpy),
+    Finding("anonymous-seed-generator-seed-not-scalar",
+            "FAIL:wrapped-TypeError@run@kernels/data/shuffle_kernels.py:compute",
+            _anonymous_seed_generator_seed_not_scalar),
     Finding("parse-single-example-types-shorter-than-keys",
             "FAIL:wrapped-ValueError@run@kernels/io/parsing_kernels.py:*",
             _parse_single_example_types_shorter_than_keys),

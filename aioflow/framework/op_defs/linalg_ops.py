@@ -79,7 +79,7 @@ def _matrix_diag_v2(op) -> list[TensorShape]:
     """diagonals -> matrices (TF's MatrixDiagV2Shape, with constant k, num_rows, num_cols)."""
     d = op.inputs[0].shape
     k = _k_pair(op, 1)
-    rows, cols = constant_value(op.inputs[2]), constant_value(op.inputs[3])
+    rows, cols = cs._scalar_const(op, 2), cs._scalar_const(op, 3)  # (rank 0, as TF's)
     if d.rank is None or d.rank == 0 or k is None or rows is None or cols is None:
         return [cs.UNKNOWN]
     lower, upper = k

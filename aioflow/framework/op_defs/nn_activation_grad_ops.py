@@ -48,21 +48,41 @@ def _bias_add_grad_shape(op) -> list:
 
 
 def _xent_shape(op) -> list:
-    features = op.inputs[0].shape
-    labels = op.inputs[1].shape
-    if op.type == "SoftmaxCrossEntropyWithLogits":
-        if features.rank is not None and labels.rank is not None and features.rank == 2 \
-                and labels.rank == 2:
-            both = cs.broadcast_shapes(features, labels)
+    """TF's shape function: [batch] and [batch, classes] from rank-2 features and labels
+    that merge; else their broadcast, which must have rank 2."""
+    features, labels = op.inputs[0].shape, op.inputs[1].shape
+    if features.rank in (None, 2):
+        try:
+            both = features.with_rank(2).merge_with(labels)
+        except ValueError:
+            pass
         else:
-            both = features if features.rank is not None else labels
-    else:
-        both = features
-        if labels.rank is not None and features.rank is not None:
-            both = features.merge_with(labels.concatenate([None]))
+            return [TensorShape([both.dims[0]]), both]
+    both = cs.broadcast_shapes(features, labels)
     if both.rank is None:
-        return [TensorShape([None]), TensorShape([None, None])]
+        raise ValueError(f"Shape must be broadcasted with rank 2, but is rank is unknown. "
+                         f"for '{op.name}' (op: '{op.type}')")
+    if both.rank != 2:
+        raise ValueError(f"Shape must be broadcasted with rank 2, but is rank {both.rank} "
+                         f"for '{op.name}' (op: '{op.type}')")
     return [TensorShape([both.dims[0]]), both]
+
+
+def _sparse_xent_shape(op) -> list:
+    """TF's shape function: features [batch, classes], labels [batch]."""
+    features, labels = op.inputs[0].shape, op.inputs[1].shape
+    for shape, rank in ((features, 2), (labels, 1)):
+        if shape.rank not in (None, rank):
+            raise ValueError(f"Shape must be rank {rank} but is rank {shape.rank} for "
+                             f"'{op.name}' (op: '{op.type}')")
+    (batch, classes), (label_batch,) = (features.with_rank(2).as_list(),
+                                        labels.with_rank(1).as_list())
+    if batch is not None and label_batch is not None and batch != label_batch:
+        raise ValueError(f"Dimensions must be equal, but are {batch} and {label_batch} for "
+                         f"'{op.name}' (op: '{op.type}') with input shapes: "
+                         f"{features.as_list()}, {labels.as_list()}.")
+    batch = batch if batch is not None else label_batch
+    return [TensorShape([batch]), TensorShape([batch, classes])]
 
 
 (register_op("SoftmaxCrossEntropyWithLogits").input("features: T").input("labels: T")
@@ -70,4 +90,4 @@ def _xent_shape(op) -> list:
     .set_shape_fn(_xent_shape))
 (register_op("SparseSoftmaxCrossEntropyWithLogits").input("features: T")
     .input("labels: Tlabels").output("loss: T").output("backprop: T").attr("T: floatingtype")
-    .attr("Tlabels: {int32, int64} = DT_INT64").set_shape_fn(_xent_shape))
+    .attr("Tlabels: {int32, int64} = DT_INT64").set_shape_fn(_sparse_xent_shape))

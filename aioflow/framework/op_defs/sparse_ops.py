@@ -104,6 +104,9 @@ def _sparse_reduce_shape(op) -> list:
     axes = constant_value(op.inputs[3])
     if shape is None or axes is None:
         return [_UNKNOWN]
+    if np.ndim(shape) != 1:  # TF: the dense shape is a vector
+        raise ValueError(f"Shape must be rank 1 but is rank {np.ndim(shape)} for "
+                         f"'{op.name}' (op: '{op.type}')")
     rank = len(shape)
     reduced = {int(a) % rank for a in np.ravel(axes)} if rank else set()
     keep = op.get_attr("keep_dims")

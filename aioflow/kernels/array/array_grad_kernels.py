@@ -65,6 +65,14 @@ class StridedSliceGradOp(OpKernel):
 
     def compute(self, ctx, inputs):
         shape, begin, end, strides, dy = inputs
+        if np.ndim(shape) != 1:  # TF's StridedSliceGradOp
+            raise _invalid(f"shape must be 1-D, got shape.shape = {shape_str(np.shape(shape))}")
+        begin, end, strides = np.asarray(begin), np.asarray(end), np.asarray(strides)
+        if not begin.ndim == end.ndim == strides.ndim == 1:  # TF's ValidateStridedSliceOp
+            raise _invalid(
+                "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                f"{shape_str(begin.shape)}, {shape_str(end.shape)}, and "
+                f"{shape_str(strides.shape)} instead.")
         shape = [int(d) for d in np.ravel(shape)]
         try:
             index, final = strided_slice_spec(shape, begin.tolist(), end.tolist(),
@@ -101,10 +109,12 @@ class MirrorPadGradOp(OpKernel):
                            f"{shape_str(paddings.shape)}")
         off = self._offset
         for axis, (before, after) in enumerate(paddings.tolist()):
+            if before < 0 or after < 0:
+                raise _invalid(f"Paddings must be non-negative: {before}, {after}")
             n = g.shape[axis] - before - after
-            if n < 0:
-                raise _invalid(f"paddings {before} {after} exceed the gradient's dimension "
-                               f"{g.shape[axis]}")
+            if n < 0 or before + off > n or after + off > n:  # TF's MirrorPadGradOp
+                raise _invalid(f"paddings must be no greater than the output dimension "
+                               f"size: {before}, {after} greater than {n - off}")
             moved = np.moveaxis(g, axis, 0)
             center = moved[before:before + n].copy()
             if before:

@@ -177,7 +177,7 @@ class CacheDatasetOp(OpKernel):
 
     def compute(self, ctx, inputs):
         raw = np.asarray(inputs[1], dtype=object)[()]
-        filename = raw.decode() if isinstance(raw, bytes) else str(raw)
+        filename = os.fsdecode(raw) if isinstance(raw, bytes) else str(raw)  # (any bytes)
         return (variant(CacheDataset(dataset_of(inputs[0]), filename)),)
 
 

@@ -120,12 +120,13 @@ def _filenames(value) -> list[str]:
     if arr.ndim > 1:
         raise errors.InvalidArgumentError(
             None, None, "`filenames` must be a scalar or a vector.")
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in arr.reshape(-1)]
+    # (a name is bytes, as TF's: one that is not UTF-8 opens the file of those bytes)
+    return [os.fsdecode(v) if isinstance(v, bytes) else str(v) for v in arr.reshape(-1)]
 
 
 def _compression(value) -> str:
     raw = np.asarray(value, dtype=object)[()]
-    name = raw.decode() if isinstance(raw, bytes) else str(raw)
+    name = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else str(raw)
     compression_wbits(name)
     return name
 

@@ -490,7 +490,8 @@ class IteratorState:
                             f"'{proto.type_name}'")
         keys = tensor_util.make_ndarray(proto.tensors[0]).reshape(-1)
         values = [tensor_util.make_ndarray(t) for t in proto.tensors[1:]]
-        return cls({k.decode(): v for k, v in zip(keys, values, strict=True)})
+        return cls({k.decode("utf-8", "surrogateescape"): v
+                    for k, v in zip(keys, values, strict=True)})
 
 
 @register_kernel("SerializeIterator", "CPU")

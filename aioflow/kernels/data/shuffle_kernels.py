@@ -271,7 +271,8 @@ class _ShuffleOpBase(OpKernel):
         i = 2
         generator = None
         if self.has_seeds:
-            seed, seed2 = random_seeds(int(inputs[2]), int(inputs[3]))
+            seed, seed2 = random_seeds(scalar_int(inputs[2], "seed"),
+                                       scalar_int(inputs[3], "seed2"))
             i = 4
         if self.has_generator:
             generator = _generator_of(ctx, inputs[i])
@@ -348,7 +349,10 @@ class AnonymousSeedGeneratorOp(OpKernel):
     """A generator resource (seed, seed2, reshuffle) and its deleter."""
 
     def compute(self, ctx, inputs):
-        seed, seed2 = random_seeds(int(inputs[0]), int(inputs[1]))
+        # TF's ParseScalarArgument: "<name> must be a scalar"
+        if np.ndim(inputs[2]) != 0:
+            raise errors.InvalidArgumentError(None, None, "reshuffle must be a scalar")
+        seed, seed2 = random_seeds(scalar_int(inputs[0], "seed"), scalar_int(inputs[1], "seed2"))
         name = f"_anonymous_seed_generator_{next(_unique)}"
         ctx.resource_mgr.create("", SEED_GENERATOR_TYPE, name,
                                 SeedGenerator(seed, seed2, bool(inputs[2])))

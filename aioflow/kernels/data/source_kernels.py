@@ -13,7 +13,7 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 
-from .dataset import Dataset, DatasetIterator, shapes_attr, variant
+from .dataset import Dataset, DatasetIterator, scalar_int, shapes_attr, variant
 
 
 class TensorDataset(Dataset):
@@ -184,7 +184,8 @@ class RangeDatasetOp(OpKernel):
         self.dtype = ctx.get_attr("output_types")[0]
 
     def compute(self, ctx, inputs):
-        start, stop, step = (int(v) for v in inputs)
+        start, stop, step = (scalar_int(v, what)  # (TF's ParseScalarArgument)
+                             for v, what in zip(inputs, ("start", "stop", "step"), strict=True))
         if step == 0:
             raise errors.InvalidArgumentError(None, None, "step must be a non-zero integer.")
         return (variant(RangeDataset(start, stop, step, dtypes.as_dtype(self.dtype),

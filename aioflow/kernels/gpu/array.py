@@ -10,8 +10,15 @@ import numpy as np
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, registered_kernels
 
-from ..array import array_kernels  # noqa: F401  (registers the CPU kernels reused here)
-from .base import FLOATS, GpuKernel, device_context_of, register_gpu
+from ..array import array_kernels  # (also registers the CPU kernels reused here)
+from .base import (
+    FLOATS,
+    GpuKernel,
+    cpu_kernel_error,
+    device_context_of,
+    refusal,
+    register_gpu,
+)
 
 _DEVICE_TYPES = list(FLOATS) + ["int64", "bool", "uint8", "int8", "int16"]
 
@@ -37,6 +44,7 @@ class _ViewOp(OpKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.device = device_context_of(ctx)
+        self._construction = ctx  # for TF's error of bad input (base.py's fallback)
 
     def raw(self, value, index: int = 0):
         device = self.device
@@ -51,7 +59,17 @@ class _ViewOp(OpKernel):
         raise NotImplementedError
 
     def compute(self, ctx, inputs):
-        return (self.device.wrap(self.view(self.raw(inputs[0]), inputs)),)
+        raw = self.raw(inputs[0])
+        try:
+            view = self.view(raw, inputs)
+        except errors.OpError:
+            raise
+        except Exception:  # noqa: BLE001 - replaced by TF's error when there is one
+            tf_error = cpu_kernel_error(self._construction, [raw, *inputs[1:]])
+            if tf_error is None:
+                raise
+            raise tf_error from None
+        return (self.device.wrap(view),)
 
 
 class IdentityOp(_ViewOp):
@@ -61,24 +79,19 @@ class IdentityOp(_ViewOp):
 
 class ReshapeOp(_ViewOp):
     def view(self, raw, inputs):
-        shape = [int(d) for d in np.asarray(inputs[1]).reshape(-1)]
-        known = int(np.prod([d for d in shape if d != -1])) if shape else 1
-        if -1 in shape:
-            if known == 0 or raw.size % known:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Input to reshape is a tensor with {raw.size} values, but "
-                                f"the requested shape requires a multiple of {known}")
-            shape[shape.index(-1)] = raw.size // known
-        elif known != raw.size:
-            raise errors.InvalidArgumentError(
-                None, None, f"Input to reshape is a tensor with {raw.size} values, but the "
-                            f"requested shape has {known}")
-        return raw.reshape(shape)
+        sizes = inputs[1]
+        if np.ndim(sizes) > 1:
+            raise refusal(self._construction, [raw, sizes])
+        return raw.reshape(array_kernels.reshape_target(np.ravel(sizes).tolist(), raw.size,
+                                                        raw.shape))
 
 
 class ExpandDimsOp(_ViewOp):
     def view(self, raw, inputs):
-        axis = int(np.asarray(inputs[1]).reshape(-1)[0])
+        dim = inputs[1]
+        if np.size(dim) != 1 or not -1 - raw.ndim <= int(np.ravel(dim)[0]) <= raw.ndim:
+            raise refusal(self._construction, [raw, dim])
+        axis = int(np.asarray(dim).reshape(-1)[0])
         if axis < 0:
             axis += raw.ndim + 1
         return raw.reshape(raw.shape[:axis] + (1,) + raw.shape[axis:])
@@ -140,11 +153,18 @@ class SplitOp(GpuKernel):
 
 
 class SplitVOp(GpuKernel):
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.num_split = ctx.get_attr("num_split")
+
     def work(self, xp, value, size_splits, axis):
         axis = int(axis)
         sizes = [int(s) for s in np.asarray(size_splits)]
         if -1 in sizes:
             sizes[sizes.index(-1)] = value.shape[axis] - (sum(sizes) + 1)
+        if (len(sizes) != self.num_split or sum(sizes) != value.shape[axis]
+                or min(sizes) < 0):  # np.split would split anyway
+            raise self.refuse((value, size_splits, axis))
         bounds = np.cumsum(sizes)[:-1].tolist()
         return tuple(xp.ascontiguousarray(p) for p in xp.split(value, bounds, axis))
 

@@ -5,6 +5,8 @@ where a Switch reads it)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .base import FLOATS, GpuKernel, register_gpu
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -83,10 +85,31 @@ class UnaryOp(GpuKernel):
 
 
 class BinaryOp(GpuKernel):
+    """A broadcasting binary op (shapes that do not broadcast: the CPU kernel's
+    "Incompatible shapes" error, through GpuKernel's fallback)."""
+
     fn = None
 
     def work(self, xp, a, b):
         return (type(self).fn(xp, a, b),)
+
+
+class EqualityOp(BinaryOp):
+    """Equal/NotEqual: with incompatible_shape_error=False, shapes that do not broadcast
+    give a scalar (False for Equal, True for NotEqual), as TF's."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.strict = ctx.get_attr("incompatible_shape_error", True)
+        self.mismatch = ctx.op_type == "NotEqual"
+
+    def work(self, xp, a, b):
+        if not self.strict and a.shape != b.shape:
+            try:
+                np.broadcast_shapes(a.shape, b.shape)
+            except ValueError:
+                return (xp.asarray(self.mismatch),)
+        return super().work(xp, a, b)
 
 
 class LeakyReluOp(GpuKernel):
@@ -115,8 +138,9 @@ def _register_all() -> None:
     for op, fn in _UNARY.items():
         register_gpu(op, T=list(FLOATS))(type(f"Gpu{op}Op", (UnaryOp,), {"fn": staticmethod(fn)}))
     for op, fn in _BINARY.items():
+        base = EqualityOp if op in ("Equal", "NotEqual") else BinaryOp
         register_gpu(op, T=list(FLOATS) + ["int64"])(
-            type(f"Gpu{op}Op", (BinaryOp,), {"fn": staticmethod(fn)}))
+            type(f"Gpu{op}Op", (base,), {"fn": staticmethod(fn)}))
     for op, fn in _LOGICAL.items():
         register_gpu(op)(type(f"Gpu{op}Op", (BinaryOp,), {"fn": staticmethod(fn)}))
     register_gpu("LogicalNot")(LogicalNotOp)

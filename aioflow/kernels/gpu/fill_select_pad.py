@@ -19,7 +19,9 @@ def _ints(value) -> list[int]:
 
 class FillOp(GpuKernel):
     def work(self, xp, dims, value):
-        return (xp.full(_ints(dims), value, dtype=value.dtype),)
+        if np.ndim(dims) > 1 or value.size != 1 or value.ndim > 1:  # xp.full would take them
+            raise self.refuse((dims, value))
+        return (xp.full(_ints(dims), value.reshape(()), dtype=value.dtype),)
 
 
 class ZerosLikeOp(GpuKernel):
@@ -71,9 +73,13 @@ class UnpackOp(GpuKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.axis = ctx.get_attr("axis", 0)
+        self.num = ctx.get_attr("num")
 
     def work(self, xp, x):
-        axis = self.axis % x.ndim
+        ndim = x.ndim
+        if not -ndim <= self.axis < ndim or x.shape[self.axis % ndim] != self.num:
+            raise self.refuse((x,))  # (outputs other than `num` would fail the step)
+        axis = self.axis % ndim
         return tuple(xp.ascontiguousarray(xp.take(x, i, axis=axis)) for i in range(x.shape[axis]))
 
 

@@ -7,38 +7,39 @@ transpose)."""
 from __future__ import annotations
 
 from aioflow.framework import errors
+from aioflow.framework.op_kernel import attr_text
+from aioflow.kernels.nn.conv_kernels import windowed_output_size
 
 from .base import FLOATS, GpuKernel, register_gpu
 
 
-def _str(value) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _geometry(size: int, k: int, stride: int, dilation: int, padding: str,
-              explicit=(0, 0)) -> tuple[int, int, int]:
-    """(output size, padding before, padding after), as TF's GetWindowedOutputSize."""
-    eff = (k - 1) * dilation + 1
-    if padding == "VALID":
-        return (size - eff) // stride + 1, 0, 0
-    if padding == "EXPLICIT":
-        before, after = explicit
-        return (size + before + after - eff) // stride + 1, before, after
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return out, total // 2, total - total // 2
+def _taps(start: int, count: int, step: int) -> slice:
+    """The `count` strided positions from `start` (none when the output is empty)."""
+    return slice(start, start + (count - 1) * step + 1, step) if count else slice(0, 0)
 
 
 class _Windowed(GpuKernel):
-    """Reads data_format, strides, dilations, padding; works in NHWC."""
+    """Reads data_format, strides, dilations, padding; works in NHWC. Output sizes and
+    padding come from the CPU kernels' windowed_output_size, with TF's checks and
+    messages (a zero-size output is empty, a negative one an InvalidArgumentError)."""
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.nchw = _str(ctx.get_attr("data_format", "NHWC")) == "NCHW"
-        self.padding = _str(ctx.get_attr("padding"))
-        self.strides = self._hw(ctx.get_attr("strides"))
-        self.dilations = self._hw(ctx.get_attr("dilations", [1, 1, 1, 1]))
+        self.nchw = attr_text(ctx.get_attr("data_format", "NHWC")) == "NCHW"
+        self.padding = attr_text(ctx.get_attr("padding"))
+        strides = list(ctx.get_attr("strides"))
+        dilations = list(ctx.get_attr("dilations", [1, 1, 1, 1]))
+        for name, values in (("strides", strides), ("dilations", dilations)):
+            if len(values) != 4:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Sliding window {name} field must specify 4 dimensions")
+        self.strides = self._hw(strides)
+        self.dilations = self._hw(dilations)
         explicit = list(ctx.get_attr("explicit_paddings", []))
+        if explicit and len(explicit) != 8:
+            raise errors.InvalidArgumentError(
+                None, None, f"explicit_paddings attribute must contain 8 values, but got: "
+                            f"{len(explicit)}")
         if explicit:
             pairs = [explicit[i:i + 2] for i in range(0, 8, 2)]
             self.explicit = self._hw(pairs)
@@ -58,13 +59,10 @@ class _Windowed(GpuKernel):
     def taps(self, xp, x, kh: int, kw: int, fill=0):
         """The padded input and, per (i, j) tap, the strided view it reads."""
         _, h, w, _ = x.shape
-        oh, top, bottom = _geometry(h, kh, self.strides[0], self.dilations[0], self.padding,
-                                    self.explicit[0])
-        ow, left, right = _geometry(w, kw, self.strides[1], self.dilations[1], self.padding,
-                                    self.explicit[1])
-        if oh <= 0 or ow <= 0:
-            raise errors.InvalidArgumentError(
-                None, None, "Computed output size would be negative")
+        oh, top, bottom = windowed_output_size(h, kh, self.dilations[0], self.strides[0],
+                                               self.padding, *self.explicit[0])
+        ow, left, right = windowed_output_size(w, kw, self.dilations[1], self.strides[1],
+                                               self.padding, *self.explicit[1])
         if top or bottom or left or right:
             x = xp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)),
                        constant_values=fill)
@@ -73,8 +71,7 @@ class _Windowed(GpuKernel):
         views = {}
         for i in range(kh):
             for j in range(kw):
-                views[i, j] = x[:, i * dh:i * dh + (oh - 1) * sh + 1:sh,
-                                j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
+                views[i, j] = x[:, _taps(i * dh, oh, sh), _taps(j * dw, ow, sw), :]
         return views, oh, ow
 
 
@@ -108,7 +105,11 @@ class DepthwiseConv2dOp(_Windowed):
 class _Pool(_Windowed):
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.ksize = self._hw(ctx.get_attr("ksize"))
+        ksize = list(ctx.get_attr("ksize"))
+        if len(ksize) != 4:
+            raise errors.InvalidArgumentError(
+                None, None, "Sliding window ksize field must specify 4 dimensions")
+        self.ksize = self._hw(ksize)
         self.dilations = (1, 1)
 
 
@@ -138,7 +139,7 @@ class AvgPoolOp(_Pool):
 class BiasAddOp(GpuKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.nchw = _str(ctx.get_attr("data_format", "NHWC")) == "NCHW"
+        self.nchw = attr_text(ctx.get_attr("data_format", "NHWC")) == "NCHW"
 
     def work(self, xp, x, bias):
         if self.nchw and x.ndim >= 3:
@@ -155,7 +156,7 @@ class FusedBatchNormOp(GpuKernel):
         self.epsilon = ctx.get_attr("epsilon", 1e-4)
         self.training = ctx.get_attr("is_training", True)
         self.factor = ctx.get_attr("exponential_avg_factor", 1.0)
-        self.nchw = _str(ctx.get_attr("data_format", "NHWC")) == "NCHW"
+        self.nchw = attr_text(ctx.get_attr("data_format", "NHWC")) == "NCHW"
         self.num_outputs = len(ctx.output_dtypes)
 
     def work(self, xp, x, scale, offset, mean, variance):
@@ -193,6 +194,8 @@ class SoftmaxOp(GpuKernel):
     log = False
 
     def work(self, xp, logits):
+        if logits.size == 0 and logits.ndim:  # nothing to normalise (xp.max would raise)
+            return (xp.empty_like(logits),)
         shifted = logits - xp.max(logits, axis=-1, keepdims=True)
         if self.log:
             return (shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True)),)

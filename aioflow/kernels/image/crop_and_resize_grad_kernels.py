@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -16,8 +16,7 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 
 
 def _method(ctx) -> str:
-    method = ctx.get_attr("method", b"bilinear")
-    return method.decode() if isinstance(method, bytes) else method
+    return attr_text(ctx.get_attr("method", b"bilinear"))
 
 
 def _axis_points(lo, hi, size: int, crop: int, ratio_first: bool = False):

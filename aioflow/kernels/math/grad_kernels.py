@@ -98,6 +98,8 @@ class _SparseSegmentGrad(OpKernel):
         grad = np.asarray(grad)
         indices = np.asarray(indices).astype(np.int64).ravel()
         segment_ids = np.asarray(segment_ids).astype(np.int64).ravel()
+        if np.ndim(output_dim0) != 0:  # TF's SparseSegmentGradOpBase
+            raise errors.InvalidArgumentError(None, None, "output_dim0 should be a scalar.")
         dim0 = int(output_dim0)
         if indices.size != segment_ids.size:
             raise errors.InvalidArgumentError(
@@ -178,7 +180,10 @@ def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
     higher = whole & (n > 0) & (x > 0)
     if np.any(higher):
         nn = n[higher]
-        fact = np.array([math.factorial(int(v)) for v in nn], np.float64)
+        # n! as Eigen's polygamma takes it, exp(lgamma(n + 1)): inf past 170 (and for an
+        # infinite n), never an int() of infinity
+        with np.errstate(over="ignore"):
+            fact = np.exp(np.array([math.lgamma(v + 1.0) for v in nn], np.float64))
         out[higher] = (-1.0) ** (nn + 1) * fact * hurwitz_zeta(nn + 1, x[higher])
     return out
 

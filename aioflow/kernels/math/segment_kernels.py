@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, allocate, register_kernel
 from aioflow.kernels.math.cwise_kernels import _NON_QUANTIZED_NUMBERS, BIG, shape_str
 
 _REAL = [t for t in _NON_QUANTIZED_NUMBERS if not t.is_complex]
@@ -141,7 +141,7 @@ def _check_sorted_runs(run_ids, output_rows: int) -> None:
 def _sorted_reduce(kind: str, rows, ids, output_rows: int, out_dtype: np.dtype):
     """Reduce `rows` ([n, ...]) into `output_rows` by sorted `ids` (checked here)."""
     empty = 1 if kind == "prod" else 0
-    out = np.full((output_rows,) + rows.shape[1:], empty, dtype=out_dtype)
+    out = allocate((output_rows,) + rows.shape[1:], empty, out_dtype)
     if ids.shape[0] == 0:
         return out
     starts, seg_of_row = _segments_of_sorted(ids)
@@ -239,8 +239,7 @@ class UnsortedSegmentSumOp(_SegmentBase):
         work_dtype = _work_dtype(dtype)
         # zeros come from calloc: pages a sum never writes are never touched (a huge
         # num_segments costs no time until the output is read)
-        out = (np.zeros((n,) + inner, dtype=work_dtype) if init == 0 else
-               np.full((n,) + inner, init, dtype=work_dtype))
+        out = allocate((n,) + inner, init, work_dtype)
         keep = flat_ids >= 0
         rows = data.reshape((-1,) + inner)
         if not keep.all():

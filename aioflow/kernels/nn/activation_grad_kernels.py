@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import BIG, CwiseKernel, shape_str, via_float32
 
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -67,8 +67,7 @@ class BiasAddGradOp(CwiseKernel):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        fmt = ctx.get_attr("data_format", b"NHWC")
-        self._nchw = (fmt.decode() if isinstance(fmt, bytes) else fmt) == "NCHW"
+        self._nchw = attr_text(ctx.get_attr("data_format", b"NHWC")) == "NCHW"
 
     def compute(self, ctx, inputs):
         g = np.asarray(inputs[0])

@@ -48,8 +48,9 @@ last_error: Exception | None = None  # why the last attempt failed (None: it did
 
 
 def ready() -> bool:
-    """Whether the loop is compiled for float32 and float64 (callers run NumPy's passes
-    until then, and call compile_in_background)."""
+    """Whether the loop is compiled for float32 and float64, writeable and read-only
+    scale and bias (callers run NumPy's passes until then, and call
+    compile_in_background)."""
     return _ready.is_set()
 
 
@@ -71,8 +72,14 @@ def _compile() -> None:
     global _started, last_error
     try:
         for t in (np.float32, np.float64):
-            y, bias = np.zeros((1, 1), t), np.zeros(1, t)
-            _compiled(y, bias, bias, t(0), t(1), False)
+            y = np.zeros((1, 1), t)
+            # scale and bias writeable or read-only (a Const's value is read-only): each
+            # combination is a signature of its own
+            for scale_ro, bias_ro in ((False, False), (True, True), (False, True),
+                                      (True, False)):
+                scale, bias = np.zeros(1, t), np.zeros(1, t)
+                scale.flags.writeable, bias.flags.writeable = not scale_ro, not bias_ro
+                _compiled(y, scale, bias, t(0), t(1), False)
         # No later call compiles (nor opens numba's cache files: at the descriptor limit
         # that open fails): one that matches neither signature runs NumPy's passes.
         _compiled.freeze()

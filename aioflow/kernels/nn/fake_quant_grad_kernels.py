@@ -58,6 +58,9 @@ class FakeQuantVarsGradOp(_FakeQuantGrad):
     def compute(self, ctx, inputs):
         g, x, low, high = (np.asarray(v, _F) for v in inputs)
         self._same_shape(g, x)
+        for name, v in (("min", low), ("max", high)):
+            if v.ndim != 0:
+                raise _invalid(f"`{name}` must be rank 0 but is rank {v.ndim}")
         nmin, nmax = self._nudged(low, high)
         below, above = x < nmin, x > nmax
         return (np.where(~below & ~above, g, _F(0)).astype(_F),

@@ -144,6 +144,8 @@ class Epilogue:
                 if epilogue_jit.scale_bias_clip(block.reshape(-1, block.shape[-1]),
                                                 self.scale, self.bias, *self._clip):
                     return
+                self._clip = None  # no compiled signature for these arrays: NumPy's
+                # passes from now on (asking again would cost numba's failed dispatch)
             else:
                 epilogue_jit.compile_in_background()
         if self.scale is not None:

@@ -41,6 +41,7 @@ from aioflow.kernels.nn.conv_kernels import (
     unimplemented,
     windowed_output_size,
 )
+from aioflow.kernels.nn.pooling_kernels import _PoolBase
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
@@ -267,17 +268,9 @@ class _PoolGradBase(OpKernel):
         if self._padding == "EXPLICIT":
             self._check_explicit()
 
-    def _check_explicit(self):
-        p = self._explicit
-        if len(p) != 8:
-            raise invalid(f"explicit_paddings attribute must contain 8 values, but got: "
-                          f"{len(p)}")
-        if any(v < 0 for v in p):
-            raise invalid("All elements of explicit_paddings must be nonnegative")
-        c = 1 if self._channels_first else 3
-        if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
-            raise invalid("Nonzero explicit padding in the batch or depth dimensions is not "
-                          "supported")
+    # TF's explicit_paddings checks, as the forward pools make them (same attrs, same
+    # messages): only self._explicit and self._channels_first are read.
+    _check_explicit = _PoolBase._check_explicit
 
     def check_window(self, ksize, strides):
         rank = self.num_spatial + 2

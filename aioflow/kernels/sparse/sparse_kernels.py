@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, allocate, register_kernel
 from aioflow.kernels.array.array_kernels import _invalid
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
 
@@ -221,7 +221,7 @@ class SparseToDenseOp(OpKernel):
                 raise error
         elif ix.size and ((ix < 0) | (ix >= np.asarray(dims, dtype=np.int64))).any():
             raise _invalid(f"Indices are not valid (out of bounds).  Shape: {shape_str(dims)}")
-        out = np.full(dims, default[()], dtype=values.dtype)
+        out = allocate(tuple(dims), default[()], values.dtype)
         if num_elems:
             out[tuple(ix.T)] = values  # a repeated index keeps its last value, as TF's
         return (out,)
@@ -278,7 +278,7 @@ class SparseTensorDenseMatMulOp(OpKernel):
                 f"{cols}).  Dimensions of B: {shape_str(b.shape)}")
         # TF 2.21 aborts the process on a negative dim here; this is TensorShape's own error.
         _vector_dims(np.array([outer_left, outer_right], dtype=np.int64))
-        out = np.zeros((outer_left, outer_right), dtype=b.dtype)
+        out = allocate((outer_left, outer_right), 0, b.dtype)
         if out.size == 0 or nnz == 0 or b.size == 0:
             return (out,)
         ix = a_indices.astype(np.int64, copy=False)
@@ -454,7 +454,7 @@ class SparseReduceSumOp(_SparseReduceBase):
 
     def compute(self, ctx, inputs):
         dims, group_dims, reduced_shape, keys, sums = self._groups(inputs)
-        out = np.zeros(reduced_shape, dtype=np.asarray(inputs[1]).dtype)
+        out = allocate(tuple(reduced_shape), 0, np.asarray(inputs[1]).dtype)
         if len(sums) == 0:
             return (out,)
         if group_dims:

@@ -30,8 +30,8 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 
 
 def _str_attr(ctx, name: str) -> str:
-    value = ctx.get_attr(name, "")
-    return value.decode() if isinstance(value, bytes) else value
+    value = ctx.get_attr(name, "")  # TF takes any bytes: non-UTF-8 ones are kept, escaped
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
 def handle_of(value) -> ResourceHandle:

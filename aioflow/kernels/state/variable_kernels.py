@@ -83,9 +83,9 @@ class VariableOp(OpKernel):
         self.container = ctx.get_attr("container")
         self.shared_name = ctx.get_attr("shared_name") or self.name
         if isinstance(self.container, bytes):
-            self.container = self.container.decode()
+            self.container = self.container.decode("utf-8", "surrogateescape")
         if isinstance(self.shared_name, bytes):
-            self.shared_name = self.shared_name.decode()
+            self.shared_name = self.shared_name.decode("utf-8", "surrogateescape")
 
     def compute(self, ctx, inputs):
         var = ctx.resource_mgr.lookup_or_create(
