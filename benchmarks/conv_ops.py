@@ -16,9 +16,14 @@ thread count a session with intra_op_parallelism_threads=N sets (the convolution
 split their blocks over at most N threads; by default over the cores, BLAS single-threaded
 inside each convolution either way).
 
+`--backend onednn` (the default where the onednn extra is installed) runs aioflow's oneDNN
+kernels (aioflow/kernels/onednn/), their filters and statistics read-only as a frozen
+graph's Consts are (so a filter is reordered into oneDNN's layout once, as in a served
+model); `--backend numpy` the NumPy/numba kernels (AIOFLOW_ONEDNN=0).
+
 Usage: python benchmarks/conv_ops.py [--quick] [--only substring] [--batches 1,8]
            [--tf-python /work/peers-venv/bin/python] [--tf-eigen] [--mallopt]
-           [--intra-op N] [--no-memory-policy] [--rounds N]
+           [--intra-op N] [--no-memory-policy] [--rounds N] [--backend onednn|numpy]
 """
 
 from __future__ import annotations
@@ -251,11 +256,16 @@ def main() -> None:
                              "intra_op_parallelism_threads=N sets them (0: BLAS's default)")
     parser.add_argument("--no-memory-policy", action="store_true",
                         help="leave malloc as it is (a session applies the host memory policy)")
+    parser.add_argument("--backend", choices=("onednn", "numpy"), default="onednn",
+                        help="aioflow's kernels: oneDNN's (when installed) or NumPy's")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         tf_worker()
         return
+    if args.backend == "numpy":
+        os.environ["AIOFLOW_ONEDNN"] = "0"  # read when aioflow's kernels load
+    from aioflow.kernels.onednn import backend as onednn_backend
     memory_policy = False
     if not args.no_memory_policy:
         from aioflow.runtime.allocator import retain_freed_memory
@@ -288,6 +298,8 @@ def main() -> None:
             continue
         for batch in [int(b) for b in args.batches.split(",")]:
             values = make_inputs(shapes, batch)
+            for v in values[1:]:
+                v.setflags(write=False)  # filters and statistics: a frozen graph's Consts
             kernel = af_kernel(op, values, attrs)
             req = dict(name=name, op=op, shapes=[list(s) for s in shapes], attrs=attrs,
                        batch=batch, min_time=min_time)
@@ -319,6 +331,7 @@ def main() -> None:
     min_ratios = [r["ratio_of_mins"] for r in results]
     print(json.dumps({
         "benchmark": "conv_ops", "tf": "oneDNN off (Eigen)" if args.tf_eigen else "default",
+        "backend": "onednn" if onednn_backend.AVAILABLE else "numpy",
         "mallopt": args.mallopt, "memory_policy": memory_policy, "intra_op": args.intra_op,
         "blas": blas_info(),
         "load_before": load_before, "load_after": os.getloadavg()[0],

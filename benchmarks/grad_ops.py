@@ -14,8 +14,12 @@ threads, steadier than the wall clock on a loaded machine). TF runs with its def
 The pooling gradients' orig_output is the forward pooling of orig_input (NumPy here, the
 same arrays on both sides), so the argmax searches do their real work.
 
+`--backend onednn` (the default where the onednn extra is installed) runs aioflow's oneDNN
+kernels (aioflow/kernels/onednn/) where they exist; `--backend numpy` the NumPy/numba
+ones (AIOFLOW_ONEDNN=0).
+
 Usage: python benchmarks/grad_ops.py [--quick] [--only substring] [--batches 8]
-           [--tf-python /work/tfvenv/bin/python] [--rounds N]
+           [--tf-python /work/tfvenv/bin/python] [--rounds N] [--backend onednn|numpy]
 """
 
 from __future__ import annotations
@@ -253,13 +257,17 @@ def main() -> None:
     parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON",
                                                               "/work/tfvenv/bin/python"))
     parser.add_argument("--rounds", type=int, default=0)
+    parser.add_argument("--backend", choices=("onednn", "numpy"), default="onednn")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         tf_worker()
         return
+    if args.backend == "numpy":
+        os.environ["AIOFLOW_ONEDNN"] = "0"  # read when aioflow's kernels load
     from aioflow.kernels.image import resize_grad_jit
     from aioflow.kernels.nn import batch_norm_grad_jit, depthwise_grad_jit, pooling_grad_jit
+    from aioflow.kernels.onednn import backend as onednn_backend
     from aioflow.runtime.allocator import retain_freed_memory
 
     memory_policy = retain_freed_memory()  # as a session applies it
@@ -309,6 +317,7 @@ def main() -> None:
     ratios = [r["ratio"] for r in results]
     print(json.dumps({
         "benchmark": "grad_ops", "tf": "default (oneDNN on)", "memory_policy": memory_policy,
+        "backend": "onednn" if onednn_backend.AVAILABLE else "numpy",
         "blas": blas_info(), "load_before": load_before, "load_after": os.getloadavg()[0],
         "cpus": os.cpu_count(), "results": results,
         "worst_ratio": max(ratios) if ratios else None,

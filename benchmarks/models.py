@@ -17,9 +17,12 @@ turns (`--traces`, default 5; aioflow: RunOptions FULL_TRACE step stats; TF: its
 RunMetadata step_stats), summed by op family in each run, the median over the runs; TF's
 names are its fused ops (_FusedConv2D, ...), as its grappler rewrote them.
 
+`--backend onednn` (the default where the onednn extra is installed) runs aioflow's oneDNN
+kernels (aioflow/kernels/onednn/); `--backend numpy` the NumPy/numba ones (AIOFLOW_ONEDNN=0).
+
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
            [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
-           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N]
+           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--backend onednn|numpy]
 Worker roles (run with TF's Python, used by the benchmark itself): --role freeze|tf
 """
 
@@ -373,6 +376,8 @@ def main() -> None:
                    help="aioflow's intra_op_parallelism_threads (N: BLAS calls and the "
                         "conv kernels' own block split use at most N threads)")
     p.add_argument("--no-fusion", action="store_true")
+    p.add_argument("--backend", choices=("onednn", "numpy"), default="onednn",
+                   help="aioflow's conv kernels: oneDNN's (when installed) or NumPy's")
     p.add_argument("--no-trace", action="store_true")
     p.add_argument("--traces", type=int, default=5,
                    help="traced runs per side for the top-ops table (medians per op family)")
@@ -384,7 +389,12 @@ def main() -> None:
         _tf_worker(args.path)
         return
     args.batches = [int(b) for b in args.batches.split(",")]
+    if args.backend == "numpy":
+        os.environ["AIOFLOW_ONEDNN"] = "0"  # read when aioflow's kernels load
+    from aioflow.kernels.onednn import backend as onednn_backend
+
     out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
+           "backend": "onednn" if onednn_backend.AVAILABLE else "numpy",
            "load_before": os.getloadavg()[0], "blas": blas_info(),
            "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,
            "runs": args.runs,

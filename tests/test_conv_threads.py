@@ -19,6 +19,13 @@ needs_openblas = pytest.mark.skipif(BlasThreads.find() is None,
                                     reason="needs numpy on a pthreads OpenBLAS")
 
 
+@pytest.fixture(autouse=True)
+def _numpy_kernels(monkeypatch):
+    """The NumPy kernels' threads (the oneDNN backend's teams: tests/test_onednn_kernels.py)."""
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
+
+
 @pytest.fixture
 def blas_count():
     """Sets BLAS's process-wide thread count for a test (as a session's intra_op does)

@@ -188,6 +188,87 @@ async def test_an_intermediate_with_another_consumer_is_not_fused():
     assert {"Conv2D", "FusedBatchNormV3", "Relu"} <= set(_ops(nodes))
 
 
+def _residual_graph(activation=af.nn.relu, addend_shape=(2, 9, 9, 6), swap=False):
+    """x -> conv -> bias add -> + shortcut [-> activation]: ResNet's residual connection."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 9, 9, 4], name="x")
+        shortcut = af.placeholder(af.float32, None, name="shortcut")
+        y = af.nn.conv2d(x, af.constant(_f32(3, 3, 4, 6)), [1, 1, 1, 1], "SAME", name="conv")
+        y = af.nn.bias_add(y, af.constant(_f32(6)), name="bias")
+        y = af.add(shortcut, y, name="add") if swap else af.add(y, shortcut, name="add")
+        out = activation(y, name="act") if activation else y
+    return g, out, {x: _f32(2, 9, 9, 4), shortcut: _f32(*addend_shape)}
+
+
+@pytest.mark.parametrize("activation, fused_ops, swap", [
+    (af.nn.relu, ["BiasAdd", "Add", "Relu"], False),
+    (af.nn.relu6, ["BiasAdd", "Add", "Relu6"], True),
+    (None, ["BiasAdd", "Add"], False),
+])
+async def test_residual_add_fuses_into_the_conv(activation, fused_ops, swap):
+    g, out, feeds = _residual_graph(activation, swap=swap)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    last = "act" if activation else "add"
+    assert nodes[last][:2] == ("_FusedConv2D", fused_ops)
+    assert nodes[last][2].attr["num_args"].i == 2
+    assert not {"AddV2", "Relu", "Relu6", "BiasAdd", "Conv2D"} & set(_ops(nodes))
+
+
+async def test_residual_addend_that_broadcasts_gives_adds_values():
+    g, out, feeds = _residual_graph(addend_shape=(1, 1, 6))
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert nodes["act"][:2] == ("_FusedConv2D", ["BiasAdd", "Add", "Relu"])
+
+
+async def test_residual_addend_of_an_incompatible_shape_is_adds_error():
+    g, out, feeds = _residual_graph(addend_shape=(2, 9, 9, 5))
+    with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes"):
+        await _run(g, out, feeds)
+
+
+def _pad_conv_graph(paddings, constant=0.0, explicit=None):
+    channels = 3 + sum(paddings[3])
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 9, 9, 3], name="x")
+        p = af.pad(x, paddings, constant_values=constant, name="pad")
+        w = af.constant(_f32(7, 7, channels, 4))
+        padding = [[0, 0], explicit[2:4], explicit[4:6], [0, 0]] if explicit else "VALID"
+        y = af.nn.conv2d(p, w, [1, 2, 2, 1], padding, name="conv")
+        out = af.nn.relu(af.nn.bias_add(y, af.constant(_f32(4))), name="act")
+    return g, out, {x: _f32(2, 9, 9, 3)}
+
+
+@pytest.mark.parametrize("explicit", [None, [0, 0, 1, 0, 0, 2, 0, 0]])
+async def test_zero_pad_folds_into_the_convs_explicit_padding(explicit):
+    g, out, feeds = _pad_conv_graph([[0, 0], [3, 3], [2, 3], [0, 0]], explicit=explicit)
+    (fused, nodes), (plain, plain_nodes) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert "Pad" in _ops(plain_nodes) and "Pad" not in _ops(nodes)
+    op, fused_ops, node = nodes["act"]
+    assert (op, fused_ops) == ("_FusedConv2D", ["BiasAdd", "Relu"])
+    assert node.attr["padding"].s == b"EXPLICIT"
+    want = [0, 0, 3, 3, 2, 3, 0, 0]
+    if explicit:
+        want = [a + b for a, b in zip(want, explicit, strict=True)]
+    assert list(node.attr["explicit_paddings"].list.i) == want
+
+
+@pytest.mark.parametrize("paddings, constant", [
+    ([[0, 0], [1, 1], [1, 1], [0, 0]], 1.0),   # not zeros
+    ([[0, 0], [1, 1], [1, 1], [0, 1]], 0.0),   # the channels padded
+])
+async def test_other_pads_are_left_alone(paddings, constant):
+    g, out, feeds = _pad_conv_graph(paddings, constant)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert {"Pad", "PadV2"} & set(_ops(nodes))
+    assert nodes["act"][2].attr["padding"].s == b"VALID"
+
+
 async def test_level_l0_leaves_the_graph_and_remapping_on_overrides_it():
     g, out, feeds = _conv_bn_graph()
     _, nodes = await _run(g, out, feeds, _config(level=config_pb2.OptimizerOptions.L0))

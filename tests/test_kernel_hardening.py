@@ -588,3 +588,14 @@ def test_einsum_labels_are_bytes_as_in_tf():
     # decoding the equation as UTF-8 raised UnicodeDecodeError
     out = run1("Einsum", [np.ones(2, f32), np.ones(2, f32)], equation=b"\xff,i->")
     assert out == f32(4.0)
+
+
+def test_fill_and_tile_past_numpys_reach_are_tfs_oom():
+    """Fill and Tile of a shape NumPy cannot hold: TF's ResourceExhaustedError (OOM), not a
+    wrapped 'array is too big' ValueError (the fuzzer's); a -0.0 fill stays -0.0."""
+    with pytest.raises(errors.ResourceExhaustedError, match="OOM when allocating tensor"):
+        run_kernel("Fill", [np.array([2**40, 2**40], np.int64), np.float32(1)])
+    with pytest.raises(errors.ResourceExhaustedError, match="OOM when allocating tensor"):
+        run_kernel("Tile", [np.ones((2, 2), np.float32), np.array([2**40, 2**40], np.int64)])
+    (out,) = run_kernel("Fill", [np.array([2], np.int32), np.float32(-0.0)])
+    assert np.signbit(out).all()

@@ -266,8 +266,11 @@ def _ref_max_pool(x, k, s, pads):
 
 @pytest.fixture(params=["numpy", "jit"])
 def max_pool_path(request, monkeypatch):
-    """MaxPool's NumPy path, and its compiled one where numba is installed."""
+    """MaxPool's NumPy path, and its compiled one where numba is installed (the oneDNN
+    backend, where it is installed, off: it takes TF's NaN handling, tested with it)."""
     from aioflow.kernels.nn import pooling_kernels
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
     if request.param == "numpy":
         monkeypatch.setattr(pooling_kernels, "_COMPILED", False)
     elif not pooling_kernels._COMPILED:
@@ -334,7 +337,10 @@ def test_avg_pool_same_counts_only_inside_taps():
     ("FusedBatchNormV3", [(1, 4, 4, 3), (3,), (3,), (3,), (3,)],
      [(1, 112, 112, 32), (32,), (32,), (32,), (32,)], dict(is_training=False)),
 ])
-def test_expensive_by_size_of_work(op, small, big, attrs):
+def test_expensive_by_size_of_work(op, small, big, attrs, monkeypatch):
+    """The NumPy kernels' thresholds (the oneDNN backend's: tests/test_onednn_kernels.py)."""
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
     small_in = [np.ones(s, np.float32) for s in small]
     big_in = [np.ones(s, np.float32) for s in big]
     kernel = create(op, small_in, **attrs)

@@ -4,7 +4,9 @@ FusedBatchNorm*) kernels on each of their paths: NumPy's, and the loops numba co
 TF 2.21's
 fixtures (tests/data/nn_conv_cases) on both, NumPy references at the shapes, paddings,
 strides, formats and dtypes the fixtures do not cover, and the first call running NumPy
-while the loops compile in the background."""
+while the loops compile in the background. The oneDNN backend (the onednn extra) is off
+here: its pooling kernels are tested in tests/test_onednn_kernels.py and on the fixtures
+in tests/test_kernels_conv.py."""
 
 from __future__ import annotations
 
@@ -24,6 +26,13 @@ try:
     from ml_dtypes import bfloat16
 except ImportError:  # pragma: no cover - ml_dtypes comes with aioflow
     bfloat16 = None
+
+
+@pytest.fixture(autouse=True)
+def _numpy_kernels(monkeypatch):
+    """The NumPy/numba kernels, whether or not the oneDNN backend is installed."""
+    from aioflow.kernels.onednn import backend
+    monkeypatch.setattr(backend, "ACTIVE", False)
 
 
 @pytest.fixture(params=["numpy", "jit"])

@@ -86,12 +86,17 @@ def allocate(shape, fill, dtype):
     try:
         return np.zeros(shape, dtype) if fill == 0 else np.full(shape, fill, dtype)
     except (MemoryError, ValueError):  # ValueError: "array is too big" for NumPy
-        name = dtypes.as_dtype(np.dtype(dtype)).name
-        name = {"float32": "float", "float64": "double"}.get(name, name)
-        raise errors.ResourceExhaustedError(
-            None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] "
-                        f"and type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
-                        "allocator cpu") from None
+        raise oom_error(shape, dtype) from None
+
+
+def oom_error(shape, dtype) -> errors.ResourceExhaustedError:
+    """TF's OOM for an output of `shape` and `dtype` that memory (or NumPy) cannot hold."""
+    name = dtypes.as_dtype(np.dtype(dtype)).name
+    name = {"float32": "float", "float64": "double"}.get(name, name)
+    return errors.ResourceExhaustedError(
+        None, None, f"OOM when allocating tensor with shape[{','.join(map(str, shape))}] "
+                    f"and type {name} on /job:localhost/replica:0/task:0/device:CPU:0 by "
+                    "allocator cpu")
 
 
 class OpKernel:
@@ -159,21 +164,25 @@ class AsyncOpKernel(OpKernel):
 
 
 class _KernelDef:
-    __slots__ = ("cls", "constraints", "host_memory")
+    __slots__ = ("cls", "constraints", "host_memory", "priority")
 
-    def __init__(self, cls, constraints, host_memory):
+    def __init__(self, cls, constraints, host_memory, priority=0):
         self.cls = cls
         self.constraints = constraints
         self.host_memory = host_memory
+        self.priority = priority
 
 
 _kernels: dict[tuple[str, str], list[_KernelDef]] = {}
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequence[str] = (),
-                    **type_constraints):
+                    priority: int = 0, **type_constraints):
     """Class decorator registering a kernel for (op type, device type); keyword
-    arguments constrain type attrs, e.g. ``T=[dtypes.float32, dtypes.float64]``."""
+    arguments constrain type attrs, e.g. ``T=[dtypes.float32, dtypes.float64]``.
+    Of the kernels matching a node, the one of highest `priority` is chosen, the first
+    registered among equals (TF's KernelDef.priority: an optional backend's kernels,
+    aioflow/kernels/onednn/, take precedence over the NumPy ones they fall back to)."""
     constraints = {
         name: frozenset(dtypes.as_dtype(t).as_datatype_enum for t in (
             allowed if isinstance(allowed, (list, tuple, set, frozenset)) else [allowed]))
@@ -181,8 +190,9 @@ def register_kernel(op_type: str, device_type: str = "CPU", host_memory: Sequenc
     }
 
     def wrap(cls):
-        _kernels.setdefault((op_type, device_type), []).append(
-            _KernelDef(cls, constraints, tuple(host_memory)))
+        kdefs = _kernels.setdefault((op_type, device_type), [])
+        at = next((i for i, k in enumerate(kdefs) if k.priority < priority), len(kdefs))
+        kdefs.insert(at, _KernelDef(cls, constraints, tuple(host_memory), priority))
         return cls
 
     return wrap

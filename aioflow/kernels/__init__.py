@@ -72,6 +72,12 @@ from .nn import (
     pooling_kernels,
     topk_kernels,
 )
+from .onednn import (  # registered when oneDNN loads
+    conv_grad_onednn,
+    conv_onednn,
+    pooling_grad_onednn,
+    pooling_onednn,
+)
 from .random import candidate_sampler_kernels, random_kernels
 from .sparse import sparse_kernels
 from .state import (

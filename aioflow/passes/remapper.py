@@ -11,6 +11,13 @@ no control edge leaving it), all on one device:
 * Conv2D / DepthwiseConv2dNative + FusedBatchNorm* (inference, outputs other than y
   unused) [+ activation] -> fused_ops ["FusedBatchNorm", ...] with its four arguments
   (when fold_batch_norm.py could not fold it: a filter or statistics that are not Consts)
+* Pad (zeros, spatial only, a Const padding) + Conv2D (NHWC): the Conv2D with those
+  paddings as its explicit padding (TF's remapper folds the pad into its oneDNN
+  convolution too; ResNet's stem), then fused as any Conv2D
+* Conv2D (NHWC) + BiasAdd + Add|AddV2 (a residual connection) [+ activation]
+  -> _FusedConv2D, fused_ops ["BiasAdd", "Add", ...] with the bias and the other addend
+  (TF's remapper writes this one when oneDNN is on; the oneDNN kernel adds the addend as
+  a sum post-op, the NumPy kernel after its convolution)
 
 The fused node takes the name of the chain's last node (as TF's remapper does).
 
@@ -31,6 +38,7 @@ from aioflow.passes.pattern_util import (
     attr_b,
     attr_f,
     attr_s,
+    const_value,
     input_node,
     make_node,
     sole_consumer,
@@ -82,6 +90,19 @@ def _base_step(contraction: Node, nxt: Node):
     return None
 
 
+def _residual_add(bias_add: Node, device: str):
+    """(the Add/AddV2 node, its other input) when the bias add's sole consumer adds it to
+    another tensor, else None."""
+    add = sole_consumer(bias_add)
+    if add is None or add.type_string not in ("Add", "AddV2") or \
+            add.assigned_device_name != device:
+        return None
+    ins = [input_node(add, 0), input_node(add, 1)]
+    if ins.count((bias_add, 0)) != 1 or None in ins:
+        return None
+    return add, ins[1] if ins[0] == (bias_add, 0) else ins[0]
+
+
 def _fusable(node: Node) -> bool:
     op = node.type_string
     if op not in FUSED_OPS:
@@ -109,9 +130,15 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     chain = [nxt]
     fused_ops = [kind]
     alpha = 0.2
-    act = sole_consumer(nxt)
+    if kind == "BiasAdd" and node.type_string == "Conv2D":
+        addend = _residual_add(nxt, device)
+        if addend is not None:
+            chain.append(addend[0])
+            fused_ops.append("Add")
+            args = args + [addend[1]]
+    act = sole_consumer(chain[-1])
     if act is not None and act.type_string in ACTIVATIONS and \
-            act.assigned_device_name == device and input_node(act, 0) == (nxt, 0):
+            act.assigned_device_name == device and input_node(act, 0) == (chain[-1], 0):
         chain.append(act)
         fused_ops.append(act.type_string)
         if act.type_string == "LeakyRelu":
@@ -141,6 +168,58 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     return True
 
 
+def _spatial_zero_pads(pad: Node) -> list[int] | None:
+    """A Pad's paddings as Conv2D's explicit_paddings (NHWC, 8 values) when it pads the
+    spatial dimensions only, with zeros, by a Const; else None."""
+    if pad.type_string == "PadV2":
+        value = input_node(pad, 2)
+        v = const_value(value[0]) if value is not None and value[1] == 0 else None
+        if v is None or v.size != 1 or float(v.reshape(())) != 0.0:
+            return None
+    elif pad.type_string != "Pad":
+        return None
+    src = input_node(pad, 1)
+    paddings = const_value(src[0]) if src is not None and src[1] == 0 else None
+    if paddings is None or paddings.shape != (4, 2) or (paddings < 0).any():
+        return None
+    if paddings[0].any() or paddings[3].any():
+        return None
+    return [int(v) for v in paddings.reshape(-1)]
+
+
+def fold_pads(graph: Graph) -> bool:
+    """Pad + Conv2D -> Conv2D with explicit padding; True on a change."""
+    names = {n.name for n in graph.op_nodes()}
+    changed = False
+    for conv in list(graph.op_nodes()):
+        if graph.nodes[conv.id] is None or conv.type_string != "Conv2D" or \
+                not _fusable(conv) or attr_s(conv, "padding") not in ("VALID", "EXPLICIT"):
+            continue
+        src = input_node(conv, 0)
+        if src is None or src[1] != 0 or sole_consumer(src[0]) is not conv or \
+                src[0].assigned_device_name != conv.assigned_device_name:
+            continue
+        pad = src[0]
+        pads = _spatial_zero_pads(pad)
+        if pads is None:
+            continue
+        if attr_s(conv, "padding") == "EXPLICIT":
+            pads = [a + b for a, b in zip(pads, conv.def_.attr["explicit_paddings"].list.i,
+                                          strict=False)]
+        attrs = {k: v for k, v in conv.def_.attr.items() if k != "explicit_paddings"}
+        attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
+        attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
+        folded = make_node(graph, conv, unique_name(names, conv.name + "/padded"), "Conv2D",
+                           [input_node(pad, 0), input_node(conv, 1)], attrs)
+        take_over(graph, conv, folded, [pad, conv])
+        graph.remove_node(conv)
+        graph.remove_node(pad)
+        names.discard(folded.name)
+        folded.def_.name = conv.name
+        changed = True
+    return changed
+
+
 def fuse_contractions(graph: Graph) -> bool:
     """Fuse every contraction + bias/batch norm (+ activation) chain; True on a change."""
     names = {n.name for n in graph.op_nodes()}
@@ -158,4 +237,5 @@ def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = 
     if device_type != "CPU" or not remapping_enabled(optimizer_options, rewrite_options):
         return False
     changed = fold_batch_norms(graph)
+    changed = fold_pads(graph) or changed
     return fuse_contractions(graph) or changed

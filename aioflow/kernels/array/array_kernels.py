@@ -16,7 +16,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
-from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, oom_error, register_kernel
 from aioflow.kernels.array.pad_fill import pad_constant
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
@@ -375,7 +375,10 @@ class FillOp(OpKernel):
             raise _invalid(
                 f"value must represent a scalar, got shape {shape_str(np.shape(value))}")
         value = np.asarray(value)
-        return (np.full(shape, value.reshape(()), dtype=value.dtype),)
+        try:  # (np.full, not calloc's zeros: a -0.0 fill stays -0.0)
+            return (np.full(shape, value.reshape(()), dtype=value.dtype),)
+        except (MemoryError, ValueError):  # past memory or NumPy's reach: TF's OOM
+            raise oom_error(shape, value.dtype) from None
 
 
 class _LikeInput(OpKernel):
@@ -718,7 +721,10 @@ def _tile(x, reps: list[int]):
     """np.tile by one broadcasting copy: np.tile's repeat holds the GIL for the whole
     copy (300 ms for 3e8 elements), which stalls the event loop even from the pool."""
     blocks = [n for pair in zip(reps, x.shape, strict=True) for n in pair]
-    out = np.empty(blocks, dtype=x.dtype)
+    try:
+        out = np.empty(blocks, dtype=x.dtype)
+    except (MemoryError, ValueError):  # past memory or NumPy's reach: TF's OOM
+        raise oom_error([m * d for m, d in zip(reps, x.shape, strict=True)], x.dtype) from None
     out[...] = x.reshape([n for d in x.shape for n in (1, d)])
     return out.reshape([m * d for m, d in zip(reps, x.shape, strict=True)])
 

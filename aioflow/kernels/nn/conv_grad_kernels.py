@@ -512,8 +512,12 @@ class Conv2DBackpropFilterOp(_BackpropBase):
         if self._channels_first:
             x, dy = to_channels_last(x), to_channels_last(dy)
         xc, dyc = self._cast_in(x, dy)
-        dw = conv_backprop_filter(xc, dyc, f_shape[:2], self._strides, self._dilations, pads)
-        return (self._cast_out(dw),)
+        return (self._cast_out(self.filter_grad(xc, dyc, f_shape, pads)),)
+
+    def filter_grad(self, x, dy, f_shape, pads):
+        """The filter's gradient (f_shape, HWIO) from checked channels-last x and dy in
+        the compute type (a backend's kernel overrides this: aioflow/kernels/onednn/)."""
+        return conv_backprop_filter(x, dy, f_shape[:2], self._strides, self._dilations, pads)
 
 
 @register_kernel("Conv2DBackpropInput", "CPU", T=_CONV_TYPES, host_memory=("input_sizes",))
@@ -544,9 +548,13 @@ class Conv2DBackpropInputOp(_BackpropBase):
         if self._channels_first:
             dy = to_channels_last(dy)
         dyc, wc = self._cast_in(dy, w)
-        dx = self._cast_out(conv_backprop_input(dyc, wc, in_shape[1:3], self._strides,
-                                                self._dilations, pads))
+        dx = self._cast_out(self.input_grad(dyc, wc, in_shape, pads))
         return (to_channels_first(dx) if self._channels_first else np.ascontiguousarray(dx),)
+
+    def input_grad(self, dy, w, in_shape, pads):
+        """The input's gradient (in_shape, channels-last) from checked channels-last dy and
+        w in the compute type (a backend's kernel overrides this)."""
+        return conv_backprop_input(dy, w, in_shape[1:3], self._strides, self._dilations, pads)
 
 
 class _DepthwiseBackpropBase(_BackpropBase):
@@ -610,9 +618,13 @@ class DepthwiseConv2dNativeBackpropInputOp(_DepthwiseBackpropBase):
         if self._channels_first:
             dy = to_channels_last(dy)
         dyc, wc = self._cast_in(dy, w)
-        dx = depthwise_backprop_input(dyc, wc, in_shape[1:3], self._strides, pads)
-        dx = self._cast_out(dx)
+        dx = self._cast_out(self.input_grad(dyc, wc, in_shape, pads))
         return (to_channels_first(dx) if self._channels_first else dx,)
+
+    def input_grad(self, dy, w, in_shape, pads):
+        """The input's gradient (in_shape, channels-last) from checked channels-last dy and
+        w in the compute type (a backend's kernel overrides this)."""
+        return depthwise_backprop_input(dy, w, in_shape[1:3], self._strides, pads)
 
 
 @register_kernel("DepthwiseConv2dNativeBackpropFilter", "CPU", T=_FLOATS,
@@ -629,8 +641,12 @@ class DepthwiseConv2dNativeBackpropFilterOp(_DepthwiseBackpropBase):
         if self._channels_first:
             x, dy = to_channels_last(x), to_channels_last(dy)
         xc, dyc = self._cast_in(x, dy)
-        dw = depthwise_backprop_filter(xc, dyc, f_shape[:2], self._strides, pads)
-        return (self._cast_out(dw),)
+        return (self._cast_out(self.filter_grad(xc, dyc, f_shape, pads)),)
+
+    def filter_grad(self, x, dy, f_shape, pads):
+        """The filter's gradient (f_shape) from checked channels-last x and dy in the
+        compute type (a backend's kernel overrides this)."""
+        return depthwise_backprop_filter(x, dy, f_shape[:2], self._strides, pads)
 
 
 class _Conv3DBackpropBase(_BackpropBase):

@@ -720,10 +720,14 @@ class Conv2DOp(_ConvBase):
                           f"{w.shape[3]} vs {groups}")
         outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
         xc, wc = self._cast_in(x, w)
-        y = grouped_conv(xc, wc, self._strides, self._dilations, pads, outs,
-                         self.epilogue(inputs, w.shape[3]))
-        y = self._cast_out(y)
+        y = self._cast_out(self.convolve(inputs, xc, wc, pads, outs))
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        """The (fused) convolution of checked channels-last x (N, H, W, C) and w in the
+        compute type (a backend's kernel overrides this: aioflow/kernels/onednn/)."""
+        return grouped_conv(x, w, self._strides, self._dilations, pads, out_sizes,
+                            self.epilogue(inputs, w.shape[3]))
 
     def epilogue(self, inputs, channels: int):
         """What finishes each block of output in place (None: nothing; fused kernels)."""
@@ -757,9 +761,13 @@ class Conv3DOp(_ConvBase):
             raise unimplemented("Grouped convolutions are not supported on CPU.")
         outs, pads = self._out_geometry(x.shape[1:4], w.shape[:3])
         xc, wc = self._cast_in(x, w)
-        y = self._cast_out(conv_channels_last(xc, wc, self._strides, self._dilations, pads,
-                                              outs))
+        y = self._cast_out(self.convolve(inputs, xc, wc, pads, outs))
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        """The convolution of checked channels-last x (N, D, H, W, C) and w in the compute
+        type (a backend's kernel overrides this: aioflow/kernels/onednn/)."""
+        return conv_channels_last(x, w, self._strides, self._dilations, pads, out_sizes)
 
 
 @register_kernel("DepthwiseConv2dNative", "CPU", T=_CONV3D_TYPES)
@@ -808,10 +816,14 @@ class DepthwiseConv2dNativeOp(_ConvBase):
             raise invalid(f"input and filter must have the same depth: {c} vs {w.shape[2]}")
         outs, pads = self._out_geometry(x.shape[1:3], w.shape[:2])
         xc, wc = self._cast_in(x, w)
-        y = self._cast_out(depthwise_channels_last(xc, wc, self._strides, self._dilations,
-                                                   pads, outs,
-                                                   self.epilogue(inputs, c * w.shape[3])))
+        y = self._cast_out(self.convolve(inputs, xc, wc, pads, outs))
         return (to_channels_first(y) if self._channels_first else y,)
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        """The (fused) depthwise convolution of checked channels-last x and w (kh, kw, C,
+        M) in the compute type (a backend's kernel overrides this)."""
+        return depthwise_channels_last(x, w, self._strides, self._dilations, pads, out_sizes,
+                                       self.epilogue(inputs, w.shape[2] * w.shape[3]))
 
     def epilogue(self, inputs, channels: int):
         """What finishes each block of output in place (None: nothing; fused kernels)."""

@@ -70,12 +70,31 @@ def _fusion_error(fused_ops) -> errors.UnimplementedError:
         None, None, f"Fusion is not implemented: [{','.join(fused_ops)}]")
 
 
-def parse_fused_ops(ctx, kind: str, activations: dict):
+def fused_op_names(ctx) -> list[str]:
+    return [attr_text(o) for o in ctx.get_attr("fused_ops", [])]
+
+
+def has_residual_add(ctx) -> bool:
+    """Whether the chain is BiasAdd, Add (a residual addend) [, activation]."""
+    return fused_op_names(ctx)[:2] == ["BiasAdd", "Add"]
+
+
+def parse_fused_ops(ctx, kind: str, activations: dict, residual_add: bool = False):
     """(base, activation fn or None, epsilon, alpha) from the node's attrs; `base` is
     'BiasAdd' or 'FusedBatchNorm'. TF's Unimplemented for any other chain and its
-    InvalidArgument when num_args does not fit the chain."""
-    ops = [attr_text(o) for o in ctx.get_attr("fused_ops", [])]
+    InvalidArgument when num_args does not fit the chain. `residual_add`: the chain is
+    BiasAdd, Add [, activation] (_FusedConv2D's residual connection, two arguments)."""
+    ops = fused_op_names(ctx)
     num_args = ctx.get_attr("num_args")
+    if residual_add:
+        if num_args != 2:
+            raise errors.InvalidArgumentError(
+                None, None, "Fused Conv2D must have two extra arguments: bias and add.")
+        if len(ops) > 3 or (len(ops) == 3 and ops[2] not in activations):
+            raise _fusion_error(ops)
+        act = activations[ops[2]] if len(ops) == 3 else None
+        return "BiasAdd", act, ctx.get_attr("epsilon", 0.0001), ctx.get_attr(
+            "leakyrelu_alpha", 0.2)
     bases = ("BiasAdd", "FusedBatchNorm") if kind != "MatMul" else ("BiasAdd",)
     if not ops or ops[0] not in bases or len(ops) > 2 or (
             len(ops) == 2 and ops[1] not in activations):
@@ -155,17 +174,49 @@ class Epilogue:
             self.act(block, self.alpha)
 
 
+def add_residual(y: np.ndarray, addend: np.ndarray, act, alpha: float) -> np.ndarray:
+    """y + addend (broadcast as Add does), then the activation, in place when the shapes
+    are the same; TF's Add error when they do not broadcast."""
+    if addend.shape == y.shape:
+        y += addend
+    else:
+        try:
+            y = np.add(y, addend, dtype=y.dtype)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, f"Incompatible shapes: {list(y.shape)} vs. "
+                f"{list(addend.shape)}") from None
+    if act is not None:
+        act(y, alpha)
+    return y
+
+
 @register_kernel("_FusedConv2D", "CPU", T=_FLOAT_TYPES)
 class FusedConv2DOp(Conv2DOp):
-    """Conv2D and its bias or batch norm and activation, one call (TF's _FusedConv2D)."""
+    """Conv2D and its bias or batch norm and activation, one call (TF's _FusedConv2D);
+    or its bias, a residual addend and activation (fused_ops BiasAdd, Add [, act]): the
+    addend added after the convolution and its bias, then the activation."""
+
+    #: Whether building the kernel starts the compiled epilogue's compile (a backend's
+    #: kernel that fuses the chain itself sets False).
+    compiles_epilogue = True
 
     def __init__(self, ctx):
         super().__init__(ctx)
         fmt = ctx.get_attr("filter_format", "HWIO")
         if attr_text(fmt) != "HWIO":
             raise errors.InvalidArgumentError(None, None, "Invalid filter format")
-        self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS)
-        compile_for(ctx, self._fusion)
+        self._residual = has_residual_add(ctx)
+        self._fusion = parse_fused_ops(ctx, "Conv2D", CONV_ACTIVATIONS, self._residual)
+        if self.compiles_epilogue:
+            compile_for(ctx, self._fusion)
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        y = super().convolve(inputs, x, w, pads, out_sizes)
+        if self._residual:
+            _, act, _, alpha = self._fusion
+            y = add_residual(y, inputs[3], act, alpha)
+        return y
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[0], inputs[1]
@@ -173,18 +224,26 @@ class FusedConv2DOp(Conv2DOp):
             np.size(w) // max(1, np.shape(w)[-1] if np.ndim(w) else 1)) > POOL_FLOPS
 
     def epilogue(self, inputs, channels: int):
-        return make_epilogue(*self._fusion, inputs[2:2 + (1 if self._fusion[0] == "BiasAdd"
-                                                        else 4)], channels, self._compute_type)
+        base, act, epsilon, alpha = self._fusion
+        if self._residual:  # the bias only: the addend and activation come after
+            return make_epilogue(base, None, epsilon, alpha, inputs[2:3], channels,
+                                 self._compute_type)
+        return make_epilogue(base, act, epsilon, alpha,
+                             inputs[2:2 + (1 if base == "BiasAdd" else 4)], channels,
+                             self._compute_type)
 
 
 @register_kernel("_FusedDepthwiseConv2dNative", "CPU", T=_FLOAT_TYPES)
 class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
     """DepthwiseConv2dNative and its bias or batch norm and activation, one call."""
 
+    compiles_epilogue = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._fusion = parse_fused_ops(ctx, "DepthwiseConv2d", CONV_ACTIVATIONS)
-        compile_for(ctx, self._fusion)
+        if self.compiles_epilogue:
+            compile_for(ctx, self._fusion)
 
     def epilogue(self, inputs, channels: int):
         return make_epilogue(*self._fusion, inputs[2:], channels, self._compute_type)

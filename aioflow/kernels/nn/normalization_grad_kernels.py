@@ -129,10 +129,20 @@ class _FusedBatchNormGradBase(OpKernel):
                           "only support NHWC tensor format for now.")
         xf = x.astype(np.float32, copy=False)
         dyf = dy.astype(np.float32, copy=False)
+        dx, dscale, doffset = self.gradients(xf, dyf, scale, mean, var, axis)
+        u = self._u_type
+        empty = np.zeros(0, u)
+        return [np.ascontiguousarray(dx.astype(self._np_type, copy=False)),
+                dscale.astype(u), doffset.astype(u), empty, empty]
+
+    def gradients(self, x, dy, scale, mean, var, axis: int):
+        """(dx, dscale, doffset) of float32 x and dy normalised along `axis` (checked; a
+        backend's kernel overrides this: aioflow/kernels/onednn/)."""
+        channels = x.shape[axis]
         if self._channels_first:  # channels-last inside (TF's CPU graphs run NHWC)
-            xf, dyf = np.moveaxis(xf, 1, -1), np.moveaxis(dyf, 1, -1)
-        x2 = np.ascontiguousarray(xf).reshape(-1, channels)
-        dy2 = np.ascontiguousarray(dyf).reshape(-1, channels)
+            x, dy = np.moveaxis(x, 1, -1), np.moveaxis(dy, 1, -1)
+        x2 = np.ascontiguousarray(x).reshape(-1, channels)
+        dy2 = np.ascontiguousarray(dy).reshape(-1, channels)
         sum_dy, sum_dyx = _channel_sums(x2, dy2)
         mean_f = mean.astype(np.float64)
         inv = 1.0 / np.sqrt(var.astype(np.float32) + np.float32(self._epsilon)).astype(
@@ -145,13 +155,10 @@ class _FusedBatchNormGradBase(OpKernel):
             k = -coef * sum_dy / count - b * mean_f
         else:
             b = k = np.zeros(channels)
-        dx = _affine(x2, dy2, coef, b, k).reshape(xf.shape)
+        dx = _affine(x2, dy2, coef, b, k).reshape(x.shape)
         if self._channels_first:
             dx = np.moveaxis(dx, -1, 1)
-        u = self._u_type
-        empty = np.zeros(0, u)
-        return [np.ascontiguousarray(dx.astype(self._np_type, copy=False)),
-                (dot * inv).astype(u), sum_dy.astype(u), empty, empty]
+        return dx, dot * inv, sum_dy
 
     def is_expensive(self, inputs: list) -> bool:
         return np.size(inputs[1]) > 1 << 16

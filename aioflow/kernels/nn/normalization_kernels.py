@@ -117,36 +117,19 @@ class _FusedBatchNormBase(OpKernel):
                                   f"the channels of x, got {t.shape[0]} and {channels}")
         xf = x.astype(np.float32) if x.dtype != np.float32 else x
         u = self._u_type
-        shape = [1] * rank
-        shape[axis] = channels
         if not self._training:
-            scale_f = scale.astype(np.float32) / np.sqrt(var.astype(np.float32)
-                                                         + np.float32(self._epsilon))
-            shift = offset.astype(np.float32) - mean.astype(np.float32) * scale_f
-            if _compiled_ready():
-                y = scale_shift(xf, scale_f, shift, axis)
-            else:
-                y = xf * scale_f.reshape(shape)
-                y += shift.reshape(shape)
+            y = self.normalize_inference(xf, scale, offset, mean, var, axis)
             # reserve_space_1/2 are not read after inference: TF leaves them unset.
             zeros = np.zeros(channels, u)
             outs = [y.astype(self._np_type, copy=False), mean, var, zeros, zeros]
         else:
-            axes = tuple(i for i in range(rank) if i != axis)
             count = x.size // max(1, channels)
             if x.size == 0:
                 bmean = np.full(channels, np.nan, np.float32)
                 bvar = np.full(channels, np.nan, np.float32)
                 y = xf.copy()
             else:
-                bmean = xf.mean(axis=axes, dtype=np.float64).astype(np.float32)
-                centered = xf - bmean.reshape(shape)
-                bvar = np.mean(np.square(centered), axis=axes, dtype=np.float64).astype(
-                    np.float32)
-                inv = scale.astype(np.float32) / np.sqrt(bvar + np.float32(self._epsilon))
-                y = centered
-                y *= inv.reshape(shape)
-                y += offset.astype(np.float32).reshape(shape)
+                y, bmean, bvar = self.normalize_training(xf, scale, offset, axis)
             corrected = bvar * np.float32(count / max(count - 1, 1))
             f = np.float32(self._factor)
             if self._factor != 1.0:
@@ -159,6 +142,34 @@ class _FusedBatchNormBase(OpKernel):
         if self.version == 3:
             outs.append(np.zeros((), u))
         return outs
+
+    def normalize_inference(self, x, scale, offset, mean, var, axis: int) -> np.ndarray:
+        """y of float32 x normalised by the given statistics along `axis` (a backend's
+        kernel overrides this: aioflow/kernels/onednn/)."""
+        shape = [1] * x.ndim
+        shape[axis] = x.shape[axis]
+        scale_f = scale.astype(np.float32) / np.sqrt(var.astype(np.float32)
+                                                     + np.float32(self._epsilon))
+        shift = offset.astype(np.float32) - mean.astype(np.float32) * scale_f
+        if _compiled_ready():
+            return scale_shift(x, scale_f, shift, axis)
+        y = x * scale_f.reshape(shape)
+        y += shift.reshape(shape)
+        return y
+
+    def normalize_training(self, x, scale, offset, axis: int):
+        """(y, batch mean, biased batch variance) of non-empty float32 x along `axis`."""
+        shape = [1] * x.ndim
+        shape[axis] = x.shape[axis]
+        axes = tuple(i for i in range(x.ndim) if i != axis)
+        bmean = x.mean(axis=axes, dtype=np.float64).astype(np.float32)
+        centered = x - bmean.reshape(shape)
+        bvar = np.mean(np.square(centered), axis=axes, dtype=np.float64).astype(np.float32)
+        inv = scale.astype(np.float32) / np.sqrt(bvar + np.float32(self._epsilon))
+        y = centered
+        y *= inv.reshape(shape)
+        y += offset.astype(np.float32).reshape(shape)
+        return y, bmean, bvar
 
 
 @register_kernel("FusedBatchNorm", "CPU", T=dtypes.float32)

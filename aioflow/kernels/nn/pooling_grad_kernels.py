@@ -369,7 +369,12 @@ class _MaxPoolGrad(_PoolGradBase):
         want = self.out_shape(x.shape, outs)
         _expect("orig_output", want, y.shape)
         _expect("grad", want, g.shape)
-        return (max_pool_grad_2d(x, g, ksizes, strides, pads, outs),)
+        return (self.max_grad(x, g, ksizes, strides, pads, outs),)
+
+    def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
+        """grad added at each window's first maximum of x (NHWC, checked; a backend's
+        kernel overrides this: aioflow/kernels/onednn/)."""
+        return max_pool_grad_2d(x, g, ksizes, strides, pads, out_sizes)
 
 
 @register_kernel("MaxPoolGrad", "CPU", T=_REAL)
@@ -432,8 +437,13 @@ class _AvgPoolGradBase(_PoolGradBase):
         outs, pads = self.geometry(last[1:-1], ksizes, strides)
         _expect("grad", self.out_shape(in_shape, outs), g.shape)
         work = gl.astype(np.float32) if self._half else gl
-        dx = spread_average(work, last[1:-1], ksizes, strides, pads)
+        dx = self.avg_grad(work, last[1:-1], ksizes, strides, pads)
         return (self.to_format(dx.astype(self._np_type, copy=False)),)
+
+    def avg_grad(self, g, in_sizes, ksizes, strides, pads):
+        """g (channels-last, checked) spread over each window's taps inside the input (a
+        backend's kernel overrides this)."""
+        return spread_average(g, in_sizes, ksizes, strides, pads)
 
     def check_grad(self, in_shape, g_shape) -> None:
         """Checks TF makes before the window's (AvgPool3DGrad's batch and depth)."""

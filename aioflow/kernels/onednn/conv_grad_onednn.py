@@ -1,0 +1,222 @@
+"""Conv2DBackpropInput, Conv2DBackpropFilter and the depthwise ones
+(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) on oneDNN's
+convolution backward primitives (backward data, backward weights), float32.
+
+The NumPy kernels (aioflow/kernels/nn/conv_grad_kernels.py) check the sizes and attrs with
+TF's messages and hand checked channels-last tensors to `input_grad` / `filter_grad`;
+these kernels override them. Each backward primitive is made with the hint of the
+forward one of the same geometry (oneDNN asks for it); tensors are described as they lie
+(NHWC, HWIO), the filter of backward data in the layout oneDNN chooses (reordered once
+for a read-only filter, as conv_onednn's), the filter gradient computed in the layout
+oneDNN chooses and reordered into HWIO. Primitives are cached by geometry and threads.
+Other types, empty tensors and grouped convolutions run the NumPy code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.kernels.nn.conv_grad_kernels import (
+    Conv2DBackpropFilterOp,
+    Conv2DBackpropInputOp,
+    DepthwiseConv2dNativeBackpropFilterOp,
+    DepthwiseConv2dNativeBackpropInputOp,
+)
+from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import dnnl_api as api
+from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.conv_onednn import depthwise_filter_desc, hwio_filter_desc
+from aioflow.kernels.onednn.primitives import (
+    MemoryDesc,
+    Primitive,
+    PrimitiveCache,
+    WeightsCache,
+    array_desc,
+    engine,
+    reorder,
+    set_threads,
+)
+
+_NHWC = (0, 3, 1, 2)
+_CACHE = PrimitiveCache()
+
+
+def _forward_hint(src_md, w_md, dst_md, geometry) -> Primitive:
+    eng = engine()
+    strides, dilates, pad_l, pad_r = geometry
+    return Primitive(lambda pd: api._lib.dnnl_convolution_forward_primitive_desc_create(
+        pd, eng, api.FORWARD_TRAINING, api.CONVOLUTION_DIRECT, src_md.handle, w_md.handle,
+        None, dst_md.handle, strides, dilates, pad_l, pad_r, None),
+        "dnnl_convolution_forward_primitive_desc_create")
+
+
+def _geometry(strides, dilations, pads):
+    return (api.dims(strides), api.dims([d - 1 for d in dilations]),
+            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
+
+
+class BackwardDataPlan:
+    """dx = conv_backward_data(dy, w) for one geometry."""
+
+    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads):
+        self.dx_md = array_desc(dx, _NHWC)
+        self.dy_md = array_desc(dy, _NHWC)
+        w_dims, w_strides = w_desc
+        self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
+        any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
+        geometry = _geometry(strides, dilations, pads)
+        hint = _forward_hint(self.dx_md, any_w, self.dy_md, geometry)
+        eng = engine()
+        self.prim = Primitive(
+            lambda pd: api._lib.dnnl_convolution_backward_data_primitive_desc_create(
+                pd, eng, api.CONVOLUTION_DIRECT, self.dx_md.handle, any_w.handle,
+                self.dy_md.handle, *geometry, hint.pd, None),
+            "dnnl_convolution_backward_data_primitive_desc_create")
+        self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
+        self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
+                                                                          self.w_md)
+
+
+class BackwardWeightsPlan:
+    """dw = conv_backward_weights(x, dy) for one geometry, reordered into HWIO."""
+
+    def __init__(self, x: np.ndarray, dw_desc, dy: np.ndarray, strides, dilations, pads):
+        self.x_md = array_desc(x, _NHWC)
+        self.dy_md = array_desc(dy, _NHWC)
+        dw_dims, dw_strides = dw_desc
+        self.user_dw_md = MemoryDesc.strided(dw_dims, np.float32, dw_strides)
+        any_w = MemoryDesc.tagged(dw_dims, np.float32, api.FORMAT_ANY)
+        geometry = _geometry(strides, dilations, pads)
+        hint = _forward_hint(self.x_md, any_w, self.dy_md, geometry)
+        eng = engine()
+        self.prim = Primitive(
+            lambda pd: api._lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                pd, eng, api.CONVOLUTION_DIRECT, self.x_md.handle, any_w.handle, None,
+                self.dy_md.handle, *geometry, hint.pd, None),
+            "dnnl_convolution_backward_weights_primitive_desc_create")
+        self.dw_md = self.prim.md(api.QUERY_DIFF_WEIGHTS_MD)
+        self.dw_reorder = None if self.dw_md == self.user_dw_md else reorder(self.dw_md,
+                                                                             self.user_dw_md)
+
+
+def _runs_here(*arrays) -> bool:
+    return backend.ACTIVE and all(a.dtype == np.float32 and a.size for a in arrays)
+
+
+class _OnednnInputGrad:
+    """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels)."""
+
+    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+    filter_desc = staticmethod(hwio_filter_desc)
+    dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
+
+    def _grad_dilations(self):
+        return self._dilations if self.dilated else (1,) * len(self._dilations)
+
+    def _onednn_init(self):
+        self._weights = WeightsCache()
+
+    def input_grad(self, dy, w, in_shape, pads):
+        if not _runs_here(dy, w) or 0 in in_shape:
+            return super().input_grad(dy, w, in_shape, pads)
+        try:
+            return self._input_grad(dy, w, in_shape, pads)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().input_grad(dy, w, in_shape, pads)
+
+    def _input_grad(self, dy, w, in_shape, pads):
+        dilations = self._grad_dilations()
+        dy = np.ascontiguousarray(dy)
+        dx = np.empty(in_shape, np.float32)
+        w_desc = self.filter_desc(w, in_shape[-1])
+        with team(dy.size * int(np.prod(w.shape[:3]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
+                   dilations, tuple(pads), threads)
+            plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
+                                                            dilations, pads))
+            if plan.w_reorder is None:
+                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
+            else:
+                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
+            plan.prim.execute([(api.ARG_DIFF_DST, plan.dy_md, dy), w_arg,
+                               (api.ARG_DIFF_SRC, plan.dx_md, dx)])
+            return dx
+
+
+class _OnednnFilterGrad:
+    """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels)."""
+
+    uses_blas = True
+    filter_desc = staticmethod(hwio_filter_desc)
+    dilated = True
+    _grad_dilations = _OnednnInputGrad._grad_dilations
+
+    def filter_grad(self, x, dy, f_shape, pads):
+        if not _runs_here(x, dy) or 0 in f_shape:
+            return super().filter_grad(x, dy, f_shape, pads)
+        try:
+            return self._filter_grad(x, dy, f_shape, pads)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().filter_grad(x, dy, f_shape, pads)
+
+    def _filter_grad(self, x, dy, f_shape, pads):
+        dilations = self._grad_dilations()
+        x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
+        dw = np.empty(f_shape, np.float32)
+        dw_desc = self.filter_desc(dw, x.shape[-1])
+        with team(dy.size * int(np.prod(f_shape[:3]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
+                   dilations, tuple(pads), threads)
+            plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
+                                                               dilations, pads))
+            if plan.dw_reorder is None:
+                plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
+                                   (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
+                return dw
+            blocked = np.empty(plan.dw_md.size // 4, np.float32)
+            plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
+                               (api.ARG_DIFF_WEIGHTS, plan.dw_md, blocked)])
+            plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
+                                     (api.ARG_TO, plan.user_dw_md, dw)])
+            return dw
+
+
+@onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)
+class OnednnConv2DBackpropInputOp(_OnednnInputGrad, Conv2DBackpropInputOp):
+    """Conv2DBackpropInput (a transposed convolution) on oneDNN's backward data."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv2DBackpropFilter", host_memory=("filter_sizes",), T=dtypes.float32)
+class OnednnConv2DBackpropFilterOp(_OnednnFilterGrad, Conv2DBackpropFilterOp):
+    """Conv2DBackpropFilter on oneDNN's backward weights."""
+
+
+@onednn_kernel("DepthwiseConv2dNativeBackpropInput", host_memory=("input_sizes",),
+               T=dtypes.float32)
+class OnednnDepthwiseConv2dNativeBackpropInputOp(_OnednnInputGrad,
+                                                 DepthwiseConv2dNativeBackpropInputOp):
+    """DepthwiseConv2dNativeBackpropInput on oneDNN (grouped backward data)."""
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+    dilated = False
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("DepthwiseConv2dNativeBackpropFilter", host_memory=("filter_sizes",),
+               T=dtypes.float32)
+class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
+                                                  DepthwiseConv2dNativeBackpropFilterOp):
+    """DepthwiseConv2dNativeBackpropFilter on oneDNN (grouped backward weights)."""
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+    dilated = False

@@ -1,0 +1,313 @@
+"""Conv2D, Conv3D, DepthwiseConv2dNative and the remapper's fused convolutions (_FusedConv2D,
+_FusedDepthwiseConv2dNative) on oneDNN's convolution primitive, float32.
+
+The NumPy kernels (aioflow/kernels/nn/conv_kernels.py, fused_kernels.py) check the attrs
+and inputs with TF's messages and hand the checked channels-last input to `convolve`;
+these kernels override it:
+
+* the input and output are described as they lie (NHWC, no copy); the filter as
+  oneDNN's format `any`, so the primitive picks its blocked layout, and the HWIO filter
+  is reordered into it, once for a read-only filter (a Const or a variable's value:
+  primitives.WeightsCache), per call otherwise;
+* a grouped Conv2D (filter depth dividing the input depth) and a depthwise one
+  (groups = channels, channel_multiplier outputs each) are oneDNN grouped convolutions;
+* the fused chain becomes the primitive's bias and post-ops: BiasAdd as its bias, an
+  inference batch norm as a per-channel multiply and add (binary post-ops, with
+  fused_kernels' scale and offset, computed as TF does), then Relu (eltwise_relu),
+  Relu6 (clip_v2 0..6), Elu (eltwise_elu, alpha 1) or LeakyRelu (eltwise_relu with
+  alpha);
+* primitives are cached by shapes, strides, window and chain (PrimitiveCache), as TF's
+  MklPrimitiveFactory does.
+
+Other types (float16, bfloat16, float64, int32) and empty tensors run the NumPy code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.kernels.nn.conv_kernels import (
+    Conv2DOp,
+    Conv3DOp,
+    DepthwiseConv2dNativeOp,
+)
+from aioflow.kernels.nn.fused_kernels import (
+    FusedConv2DOp,
+    FusedDepthwiseConv2dNativeOp,
+    _elu,
+    _leaky_relu,
+    _relu,
+    _relu6,
+    add_residual,
+    make_epilogue,
+)
+from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import dnnl_api as api
+from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.primitives import (
+    MemoryDesc,
+    PostOps,
+    Primitive,
+    PrimitiveCache,
+    WeightsCache,
+    array_desc,
+    engine,
+    never_written,
+    reorder,
+    set_threads,
+)
+
+
+def channels_last_order(ndim: int) -> tuple:
+    """A channels-last array's axes in oneDNN's logical order N C spatial (NHWC: 0 3 1 2)."""
+    return (0, ndim - 1) + tuple(range(1, ndim - 1))
+
+_CACHE = PrimitiveCache()
+
+
+def _eltwise(act, alpha: float):
+    """The post-op of a fused activation (fused_kernels' function)."""
+    if act is _relu:
+        return ("eltwise", api.ELTWISE_RELU, 0.0, 0.0)
+    if act is _relu6:
+        return ("eltwise", api.ELTWISE_CLIP_V2, 0.0, 6.0)
+    if act is _elu:
+        return ("eltwise", api.ELTWISE_ELU, 1.0, 0.0)
+    if act is _leaky_relu:
+        return ("eltwise", api.ELTWISE_RELU, float(alpha), 0.0)
+    raise ValueError(f"no oneDNN post-op for {act}")
+
+
+class ConvPlan:
+    """A convolution primitive for one geometry and chain, with the descriptors of its
+    arguments and the reorder of the user's filter into the layout it chose."""
+
+    def __init__(self, x: np.ndarray, w_dims, w_strides, out: np.ndarray, strides,
+                 dilations, pads, bias: bool, scaled: bool, residual: bool, eltwise):
+        o = out.shape[-1]
+        order = channels_last_order(x.ndim)
+        self.src_md = array_desc(x, order)
+        self.dst_md = array_desc(out, order)
+        self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
+        any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
+        self.bias_md = MemoryDesc.tagged([o], np.float32, api.TAG_X) if bias else None
+        ones = [1] * (x.ndim - 2)
+        channel_md = MemoryDesc.strided([1, o, *ones], np.float32, [o, 1, *ones])
+        spec = []
+        if scaled:  # y * scale + offset: an inference batch norm
+            spec += [("binary", api.BINARY_MUL, channel_md), ("binary", api.BINARY_ADD,
+                                                               channel_md)]
+        self.residual_md = array_desc(out, order) if residual else None
+        self.residual_index = len(spec)
+        if residual:  # + the addend, read in place (a binary post-op on the whole tensor)
+            spec.append(("binary", api.BINARY_ADD, self.residual_md))
+        if eltwise is not None:
+            spec.append(eltwise)
+        self.channel_md = channel_md
+        self.attr = PostOps(spec)
+        eng = engine()
+        lib = api._lib
+        self.prim = Primitive(lambda pd: lib.dnnl_convolution_forward_primitive_desc_create(
+            pd, eng, api.FORWARD_INFERENCE, api.CONVOLUTION_DIRECT, self.src_md.handle,
+            any_w.handle, self.bias_md.handle if bias else None, self.dst_md.handle,
+            api.dims(strides), api.dims([d - 1 for d in dilations]),
+            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), self.attr.attr),
+            "dnnl_convolution_forward_primitive_desc_create")
+        self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
+        self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
+                                                                          self.w_md)
+
+
+class _OnednnConv:
+    """convolve() on oneDNN for float32 (mixed into the NumPy kernels' classes, before
+    them: super().convolve is the NumPy code)."""
+
+    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+
+    _residual = False  # (FusedConv2DOp's, when its chain adds a residual addend)
+
+    def _onednn_init(self):
+        self._weights = WeightsCache()
+        self._chain_cache = None  # (args, channels, (bias, bn)): _chain's last
+
+    def is_expensive(self, inputs: list) -> bool:
+        """To the pool above backend.POOL_WORK multiply-adds, else inline (the NumPy
+        kernel's rule when the backend is off)."""
+        if not backend.ACTIVE:
+            return super().is_expensive(inputs)
+        x, w = inputs[0], inputs[1]
+        if np.ndim(x) < 3:
+            return False
+        positions = np.size(x) // max(1, np.shape(x)[1 if self._channels_first else -1])
+        # input positions x filter size / strides: the multiply-adds of a convolution, a
+        # grouped one and a depthwise one alike
+        return positions * np.size(w) // max(1, int(np.prod(self._strides))) > \
+            backend.POOL_WORK
+
+    def filter_desc(self, w: np.ndarray, channels: int):
+        """(logical dims, strides in elements) of the filter, oneDNN's O I H W or, grouped,
+        G O/G I/G H W."""
+        raise NotImplementedError
+
+    def fusion(self, inputs, channels: int):
+        """(bias or None, (scale, offset) or None, activation post-op or None, residual
+        addend or None)."""
+        return None, None, None, None
+
+    def convolve(self, inputs, x, w, pads, out_sizes):
+        if not backend.ACTIVE or x.dtype != np.float32 or w.dtype != np.float32 or \
+                x.size == 0 or w.size == 0:
+            return super().convolve(inputs, x, w, pads, out_sizes)
+        w_dims, w_strides = self.filter_desc(w, x.shape[-1])
+        grouped = len(w_dims) == x.ndim + 1
+        channels = w_dims[0] * w_dims[1] if grouped else w_dims[0]
+        if 0 in out_sizes:
+            return super().convolve(inputs, x, w, pads, out_sizes)
+        bias, bn, eltwise, addend = self.fusion(inputs, channels)
+        x = np.ascontiguousarray(x)
+        out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
+        residual = None
+        if addend is not None and addend.shape == out.shape:
+            residual = np.ascontiguousarray(addend)
+        try:
+            if addend is not None and residual is None:  # an addend that broadcasts: added
+                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, None)
+                return add_residual(y, addend, self._fusion[1], self._fusion[3])  # after
+            return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise,
+                                  residual)
+        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+            return super().convolve(inputs, x, w, pads, out_sizes)
+
+    def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual):
+        grouped = len(w_dims) == x.ndim + 1
+        # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
+        with team(out.size * int(np.prod(w_dims[2 if grouped else 1:]))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
+                   tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
+                   threads)
+            plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
+                                                    self._dilations, pads, bias is not None,
+                                                    bn is not None, residual is not None,
+                                                    eltwise))
+            if plan.w_reorder is None:
+                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
+            else:
+                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
+            args = [(api.ARG_SRC, plan.src_md, x), w_arg, (api.ARG_DST, plan.dst_md, out)]
+            if bias is not None:
+                args.append((api.ARG_BIAS, plan.bias_md, bias))
+            if bn is not None:
+                args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
+                         (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
+            if residual is not None:
+                args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
+                             plan.residual_md, residual))
+            plan.prim.execute(args)
+            return out
+
+
+def hwio_filter_desc(w: np.ndarray, channels: int):
+    """A Conv2D filter (kh, kw, C/groups, O): O I H W, or grouped G O/G I/G H W."""
+    kh, kw, fc, o = w.shape
+    s = [st // w.itemsize for st in w.strides]
+    groups = channels // fc
+    if groups == 1:
+        return [o, fc, kh, kw], [s[3], s[2], s[0], s[1]]
+    og = o // groups
+    return [groups, og, fc, kh, kw], [og * s[3], s[3], s[2], s[0], s[1]]
+
+
+def _dhwio_desc(w: np.ndarray, channels: int):
+    """A Conv3D filter (kd, kh, kw, C, O): O I D H W."""
+    s = [st // w.itemsize for st in w.strides]
+    return [w.shape[4], w.shape[3], *w.shape[:3]], [s[4], s[3], s[0], s[1], s[2]]
+
+
+def depthwise_filter_desc(w: np.ndarray, channels: int):
+    """A depthwise filter (kh, kw, C, M): C groups of M outputs from 1 input each."""
+    kh, kw, c, m = w.shape
+    s = [st // w.itemsize for st in w.strides]
+    return [c, m, 1, kh, kw], [s[2], s[3], s[2], s[0], s[1]]
+
+
+def _chain(kernel, inputs, channels: int):
+    """fusion() of a fused kernel: its chain's arguments, checked by fused_kernels. The
+    bias (or folded batch norm) is made once while the same never-written argument
+    arrays come back (a frozen graph's Consts), as _FusedMatMul keeps its epilogue."""
+    base, act, epsilon, alpha = kernel._fusion
+    args = inputs[2:2 + (1 if base == "BiasAdd" else 4)]
+    last = kernel._chain_cache
+    if last is not None and len(last[0]) == len(args) and all(
+            a is b for a, b in zip(last[0], args, strict=True)) and last[1] == channels:
+        bias, bn = last[2]
+    else:
+        ep = make_epilogue(base, act, epsilon, alpha, args, channels, np.float32)
+        bias, bn = (ep.bias, None) if ep.scale is None else (
+            None, (np.ascontiguousarray(ep.scale), ep.bias))
+        kernel._chain_cache = (tuple(args), channels, (bias, bn)) if all(
+            never_written(a) for a in args) else None
+    eltwise = _eltwise(act, alpha) if act is not None else None
+    addend = inputs[3] if kernel._residual else None
+    if addend is not None and addend.dtype != np.float32:
+        addend = addend.astype(np.float32)
+    return bias, bn, eltwise, addend
+
+
+@onednn_kernel("Conv2D", T=dtypes.float32)
+class OnednnConv2DOp(_OnednnConv, Conv2DOp):
+    """Conv2D (and grouped Conv2D) on oneDNN."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(hwio_filter_desc)
+
+
+@onednn_kernel("Conv3D", T=dtypes.float32)
+class OnednnConv3DOp(_OnednnConv, Conv3DOp):
+    """Conv3D on oneDNN."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+
+@onednn_kernel("DepthwiseConv2dNative", T=dtypes.float32)
+class OnednnDepthwiseConv2dNativeOp(_OnednnConv, DepthwiseConv2dNativeOp):
+    """DepthwiseConv2dNative on oneDNN (a grouped convolution)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+
+@onednn_kernel("_FusedConv2D", T=dtypes.float32)
+class OnednnFusedConv2DOp(_OnednnConv, FusedConv2DOp):
+    """_FusedConv2D on oneDNN: the chain as the primitive's bias and post-ops."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(hwio_filter_desc)
+    fusion = _chain
+    compiles_epilogue = False  # the chain is the primitive's post-ops
+
+
+@onednn_kernel("_FusedDepthwiseConv2dNative", T=dtypes.float32)
+class OnednnFusedDepthwiseConv2dNativeOp(_OnednnConv, FusedDepthwiseConv2dNativeOp):
+    """_FusedDepthwiseConv2dNative on oneDNN."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+    filter_desc = staticmethod(depthwise_filter_desc)
+    fusion = _chain
+    compiles_epilogue = False  # the chain is the primitive's post-ops

@@ -1,0 +1,142 @@
+"""MaxPoolGrad, MaxPoolGradV2, AvgPoolGrad and AvgPool3DGrad on oneDNN's pooling backward
+primitive, float32.
+
+The NumPy kernels (aioflow/kernels/nn/pooling_grad_kernels.py) check the shapes and window
+and hand channels-last tensors to `max_grad` / `avg_grad`; these kernels override them.
+Max pooling's backward needs the forward's workspace (which tap won each window): the
+forward runs again for training on the original input (oneDNN, as TF's, takes the first
+maximum in window order: TF's MaxPoolGrad recomputes the argmax from the input too),
+then the backward scatters the gradient to it. Average pooling's backward spreads each
+gradient over the taps inside the input (exclude padding, TF's). Primitives are made with
+the forward's hint and cached by geometry and threads. Other types run the NumPy code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.kernels.nn.pooling_grad_kernels import (
+    AvgPool3DGradOp,
+    AvgPoolGradOp,
+    MaxPoolGradOp,
+    MaxPoolGradV2Op,
+)
+from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import dnnl_api as api
+from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.conv_onednn import channels_last_order
+from aioflow.kernels.onednn.primitives import (
+    Primitive,
+    PrimitiveCache,
+    array_desc,
+    engine,
+    set_threads,
+)
+
+_CACHE = PrimitiveCache()
+
+
+class PoolBackwardPlan:
+    """The forward (training) and backward pooling primitives of one geometry."""
+
+    def __init__(self, dx: np.ndarray, dy: np.ndarray, alg: int, ksizes, strides, pads):
+        order = channels_last_order(dx.ndim)
+        self.src_md = array_desc(dx, order)
+        self.dst_md = array_desc(dy, order)
+        geometry = (api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
+                    api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
+        eng = engine()
+        lib = api._lib
+        self.forward = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
+            pd, eng, api.FORWARD_TRAINING, alg, self.src_md.handle, self.dst_md.handle,
+            *geometry, None), "dnnl_pooling_forward_primitive_desc_create")
+        self.backward = Primitive(lambda pd: lib.dnnl_pooling_backward_primitive_desc_create(
+            pd, eng, alg, self.src_md.handle, self.dst_md.handle, *geometry,
+            self.forward.pd, None), "dnnl_pooling_backward_primitive_desc_create")
+        self.ws_md = self.forward.md(api.QUERY_WORKSPACE_MD) if alg == api.POOLING_MAX \
+            else None
+
+
+def _gradient(dx_shape, dy, alg, ksizes, strides, pads, run):
+    """dx of dx_shape from run(plan, dx) on the geometry's primitives; None when oneDNN
+    refuses the window."""
+    dx = np.empty(dx_shape, np.float32)
+    with team(dy.size * int(np.prod(ksizes))) as threads:
+        set_threads(threads)  # before a primitive is made: it keeps the count
+        key = (dx.shape, dy.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
+        try:
+            plan = _CACHE.get(key, lambda: PoolBackwardPlan(dx, dy, alg, ksizes, strides,
+                                                            pads))
+        except api.DnnlError:
+            return None
+        run(plan, dx)
+    return dx
+
+
+def _max_backward(x, g):
+    def run(plan, dx):
+        y = np.empty(g.shape, np.float32)
+        ws = np.empty(max(1, plan.ws_md.size), np.uint8)
+        plan.forward.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, y),
+                              (api.ARG_WORKSPACE, plan.ws_md, ws)])
+        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
+                               (api.ARG_WORKSPACE, plan.ws_md, ws),
+                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
+    return run
+
+
+def _avg_backward(g):
+    def run(plan, dx):
+        plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
+                               (api.ARG_DIFF_SRC, plan.src_md, dx)])
+    return run
+
+
+class _OnednnMaxPoolGrad:
+    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+
+    def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
+        if not backend.ACTIVE or x.dtype != np.float32 or g.dtype != np.float32 or \
+                x.size == 0 or g.size == 0:
+            return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
+        x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+        dx = _gradient(x.shape, g, api.POOLING_MAX, ksizes, strides, pads, _max_backward(x, g))
+        if dx is None:  # a window oneDNN does not take: the NumPy code
+            return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
+        return dx
+
+
+class _OnednnAvgPoolGrad:
+    uses_blas = True
+
+    def avg_grad(self, g, in_sizes, ksizes, strides, pads):
+        if not backend.ACTIVE or g.dtype != np.float32 or g.size == 0 or 0 in in_sizes:
+            return super().avg_grad(g, in_sizes, ksizes, strides, pads)
+        g = np.ascontiguousarray(g)
+        shape = (g.shape[0], *in_sizes, g.shape[-1])
+        dx = _gradient(shape, g, api.POOLING_AVG_EXCLUDE_PADDING, ksizes, strides, pads,
+                       _avg_backward(g))
+        if dx is None:
+            return super().avg_grad(g, in_sizes, ksizes, strides, pads)
+        return dx
+
+
+@onednn_kernel("MaxPoolGrad", T=dtypes.float32)
+class OnednnMaxPoolGradOp(_OnednnMaxPoolGrad, MaxPoolGradOp):
+    """MaxPoolGrad on oneDNN."""
+
+
+@onednn_kernel("MaxPoolGradV2", host_memory=("ksize", "strides"), T=dtypes.float32)
+class OnednnMaxPoolGradV2Op(_OnednnMaxPoolGrad, MaxPoolGradV2Op):
+    """MaxPoolGradV2 on oneDNN."""
+
+
+@onednn_kernel("AvgPoolGrad", host_memory=("orig_input_shape",), T=dtypes.float32)
+class OnednnAvgPoolGradOp(_OnednnAvgPoolGrad, AvgPoolGradOp):
+    """AvgPoolGrad on oneDNN."""
+
+
+@onednn_kernel("AvgPool3DGrad", host_memory=("orig_input_shape",), T=dtypes.float32)
+class OnednnAvgPool3DGradOp(_OnednnAvgPoolGrad, AvgPool3DGradOp):
+    """AvgPool3DGrad on oneDNN."""

@@ -1,0 +1,111 @@
+"""MaxPool, MaxPoolV2, AvgPool, MaxPool3D and AvgPool3D on oneDNN's pooling primitive,
+float32, spatial windows.
+
+The NumPy kernels (aioflow/kernels/nn/pooling_kernels.py) check the window and hand the
+channels-last input to `_spatial`; these kernels override it: the input and output are
+described as they lie (NHWC / NDHWC, no copy), max pooling is pooling_max and average
+pooling pooling_avg_exclude_padding (TF's SAME padding does not count the padding), for
+inference (no workspace). Depthwise max pooling (a window over channels), other types
+and empty tensors run the NumPy code. Primitives are cached by shapes and window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.kernels.nn.pooling_kernels import (
+    AvgPool3DOp,
+    AvgPoolOp,
+    MaxPool3DOp,
+    MaxPoolOp,
+    MaxPoolV2Op,
+)
+from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import dnnl_api as api
+from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.primitives import (
+    Primitive,
+    PrimitiveCache,
+    array_desc,
+    engine,
+    set_threads,
+)
+
+_CACHE = PrimitiveCache()
+
+
+class PoolPlan:
+    """A pooling primitive for one geometry, with its argument descriptors."""
+
+    def __init__(self, x: np.ndarray, out: np.ndarray, alg: int, ksizes, strides, pads):
+        nd = x.ndim
+        order = (0, nd - 1) + tuple(range(1, nd - 1))  # channels-last -> N C spatial
+        self.src_md = array_desc(x, order)
+        self.dst_md = array_desc(out, order)
+        eng = engine()
+        lib = api._lib
+        self.prim = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
+            pd, eng, api.FORWARD_INFERENCE, alg, self.src_md.handle, self.dst_md.handle,
+            api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
+            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), None),
+            "dnnl_pooling_forward_primitive_desc_create")
+
+
+class _OnednnPool:
+    """_spatial() on oneDNN for float32 (mixed in before the NumPy kernels' classes)."""
+
+    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+
+    def is_expensive(self, inputs: list) -> bool:
+        """To the pool above backend.POOL_WORK output elements x taps, else inline."""
+        window = self._window
+        if not backend.ACTIVE or window is None:
+            return super().is_expensive(inputs)
+        taps = int(np.prod(window[0]))
+        return np.size(inputs[0]) * taps // max(1, int(np.prod(window[1]))) > \
+            backend.POOL_WORK
+
+    def _spatial(self, x, ksizes, strides):
+        if not backend.ACTIVE or x.dtype != np.float32 or x.size == 0:
+            return super()._spatial(x, ksizes, strides)
+        outs, pads = self._geometry(x, ksizes, strides)
+        if 0 in outs:
+            return super()._spatial(x, ksizes, strides)
+        x = np.ascontiguousarray(x)
+        out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
+        alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
+        with team(out.size * int(np.prod(ksizes))) as threads:
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
+            try:
+                plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
+            except api.DnnlError:  # a window oneDNN does not take: the NumPy code
+                return super()._spatial(x, ksizes, strides)
+            plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
+            return out
+
+
+@onednn_kernel("MaxPool", T=dtypes.float32)
+class OnednnMaxPoolOp(_OnednnPool, MaxPoolOp):
+    """MaxPool on oneDNN."""
+
+
+@onednn_kernel("MaxPoolV2", host_memory=("ksize", "strides"), T=dtypes.float32)
+class OnednnMaxPoolV2Op(_OnednnPool, MaxPoolV2Op):
+    """MaxPoolV2 on oneDNN."""
+
+
+@onednn_kernel("AvgPool", T=dtypes.float32)
+class OnednnAvgPoolOp(_OnednnPool, AvgPoolOp):
+    """AvgPool on oneDNN."""
+
+
+@onednn_kernel("MaxPool3D", T=dtypes.float32)
+class OnednnMaxPool3DOp(_OnednnPool, MaxPool3DOp):
+    """MaxPool3D on oneDNN."""
+
+
+@onednn_kernel("AvgPool3D", T=dtypes.float32)
+class OnednnAvgPool3DOp(_OnednnPool, AvgPool3DOp):
+    """AvgPool3D on oneDNN."""

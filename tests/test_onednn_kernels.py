@@ -1,0 +1,500 @@
+"""The oneDNN backend (aioflow/kernels/onednn/, the `onednn` extra): its kernels chosen over
+the NumPy ones for float32 and falling back to them otherwise, their results against the
+NumPy kernels (the reference; TF's fixtures run on them in test_kernels_conv.py and
+test_kernels_grad_nn.py) at the shapes, strides, paddings, groups and fused chains
+MobileNetV2 and ResNet50 use, the gradients, the primitive, weights and chain caches,
+the thread budget, and AIOFLOW_ONEDNN=0. Skipped without the extra."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from kernel_testutil import create, make_node_def
+
+from aioflow.framework import op_def_registry
+from aioflow.framework.intra_op_threads import BlasThreads
+from aioflow.framework.op_kernel import OpKernelConstruction
+from aioflow.kernels.nn import (
+    conv_grad_kernels,
+    conv_kernels,
+    fused_kernels,
+    pooling_grad_kernels,
+    pooling_kernels,
+)
+from aioflow.kernels.onednn import backend, dnnl_api
+
+pytestmark = pytest.mark.skipif(not backend.AVAILABLE,
+                                reason=f"oneDNN not loaded: {dnnl_api.load_error()}")
+
+#: TF's oneDNN-vs-Eigen tolerance for float32 convolutions (conv_ops_test: 1e-5 relative,
+#: here with an absolute part for sums of hundreds of products near zero).
+TOL = dict(rtol=1e-5, atol=1e-4)
+
+_REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
+              "DepthwiseConv2dNative": conv_kernels.DepthwiseConv2dNativeOp,
+              "_FusedConv2D": fused_kernels.FusedConv2DOp,
+              "_FusedDepthwiseConv2dNative": fused_kernels.FusedDepthwiseConv2dNativeOp,
+              "MaxPool": pooling_kernels.MaxPoolOp, "AvgPool": pooling_kernels.AvgPoolOp,
+              "MaxPool3D": pooling_kernels.MaxPool3DOp,
+              "AvgPool3D": pooling_kernels.AvgPool3DOp,
+              "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
+              "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
+              "DepthwiseConv2dNativeBackpropInput":
+                  conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
+              "DepthwiseConv2dNativeBackpropFilter":
+                  conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
+              "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
+              "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
+              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
+
+
+def _both(op, inputs, **attrs):
+    """(the oneDNN kernel's outputs, the NumPy kernel's) for one node."""
+    kernel = create(op, inputs, **attrs)
+    assert type(kernel).__module__.startswith("aioflow.kernels.onednn"), type(kernel)
+    got = [np.asarray(v) for v in kernel.compute(None, inputs)]
+    node = make_node_def(op, inputs, **attrs)
+    reference = _REFERENCE[op](OpKernelConstruction(node, op_def_registry.get(op)))
+    want = [np.asarray(v) for v in reference.compute(None, inputs)]
+    return got, want
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+def _const(a):
+    a = np.array(a)
+    a.setflags(write=False)  # as a Const's value
+    return a
+
+
+def test_version_is_3_2():
+    assert dnnl_api.version()[:2] == (3, 2)
+
+
+# -- convolutions ---------------------------------------------------------------------------------
+
+# (input NHWC, filter HWIO, strides, padding, dilations): MobileNetV2/ResNet50 shapes, shrunk
+_CONVS = [
+    ((1, 16, 16, 3), (3, 3, 3, 8), 2, "SAME", 1),       # the RGB stem
+    ((2, 14, 14, 16), (1, 1, 16, 24), 1, "VALID", 1),   # pointwise
+    ((1, 15, 15, 16), (1, 1, 16, 8), 2, "SAME", 1),     # strided 1x1 (ResNet's shortcut)
+    ((2, 12, 12, 8), (3, 3, 8, 8), 1, "SAME", 1),
+    ((1, 13, 11, 8), (3, 3, 8, 12), 2, "VALID", 1),
+    ((1, 17, 17, 4), (7, 7, 4, 8), 2, "SAME", 1),       # ResNet's 7x7 stem
+    ((1, 12, 12, 6), (3, 3, 6, 4), 1, "SAME", 2),       # dilated
+    ((1, 10, 10, 8), (3, 3, 4, 6), 1, "SAME", 1),       # grouped: 2 groups
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _CONVS)
+def test_conv2d_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    got, want = _both("Conv2D", [_rand(*x_shape), _const(_rand(*w_shape, seed=1))],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+def test_conv2d_nchw_and_explicit_padding_match_numpy():
+    x, w = _rand(1, 6, 9, 8), _const(_rand(3, 3, 6, 5, seed=1))
+    got, want = _both("Conv2D", [x, w], strides=[1, 1, 2, 1], padding="EXPLICIT",
+                      explicit_paddings=[0, 0, 0, 0, 2, 1, 0, 3], data_format="NCHW")
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding", [
+    ((1, 16, 16, 8), (3, 3, 8, 1), 1, "SAME"),
+    ((2, 15, 15, 8), (3, 3, 8, 1), 2, "SAME"),
+    ((1, 9, 9, 4), (3, 3, 4, 2), 1, "VALID"),  # channel_multiplier 2
+    ((1, 14, 14, 6), (5, 5, 6, 1), 2, "SAME"),
+])
+def test_depthwise_matches_numpy(x_shape, w_shape, stride, padding):
+    got, want = _both("DepthwiseConv2dNative", [_rand(*x_shape), _const(_rand(*w_shape))],
+                      strides=[1, stride, stride, 1], padding=padding)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+_CHAINS = [(["BiasAdd"], 0.2), (["BiasAdd", "Relu"], 0.2), (["BiasAdd", "Relu6"], 0.2),
+           (["BiasAdd", "Elu"], 0.2), (["BiasAdd", "LeakyRelu"], 0.3),
+           (["BiasAdd", "LeakyRelu"], 1.5), (["FusedBatchNorm"], 0.2),
+           (["FusedBatchNorm", "Relu6"], 0.2)]
+
+
+def _chain_args(fused_ops, channels):
+    if fused_ops[0] == "BiasAdd":
+        return [_rand(channels, seed=3) * 3]
+    rng = np.random.default_rng(4)
+    return [rng.uniform(0.5, 2, channels).astype(np.float32),
+            rng.standard_normal(channels).astype(np.float32),
+            rng.standard_normal(channels).astype(np.float32),
+            rng.uniform(0.1, 3, channels).astype(np.float32)]
+
+
+@pytest.mark.parametrize("fused_ops, alpha", _CHAINS)
+def test_fused_conv2d_matches_numpy(fused_ops, alpha):
+    x, w = _rand(2, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
+    args = _chain_args(fused_ops, 16)
+    got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
+                      fused_ops=fused_ops, num_args=len(args), epsilon=0.001,
+                      leakyrelu_alpha=alpha)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("fused_ops, alpha", [c for c in _CHAINS if c[0] != ["BiasAdd", "Elu"]])
+def test_fused_depthwise_matches_numpy(fused_ops, alpha):
+    x, w = _rand(1, 11, 11, 8), _const(_rand(3, 3, 8, 2, seed=2))
+    args = _chain_args(fused_ops, 16)
+    got, want = _both("_FusedDepthwiseConv2dNative", [x, w, *args], strides=[1, 2, 2, 1],
+                      padding="SAME", fused_ops=fused_ops, num_args=len(args),
+                      epsilon=0.001, leakyrelu_alpha=alpha)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+def test_fused_chain_errors_are_the_numpy_kernels():
+    from aioflow.framework import errors
+    x, w = _rand(1, 5, 5, 3), _const(_rand(3, 3, 3, 4))
+    with pytest.raises(errors.InvalidArgumentError, match="bias must be 1-dimensional of size 4"):
+        create("_FusedConv2D", [x, w, _rand(5)], strides=[1, 1, 1, 1], padding="SAME",
+               fused_ops=["BiasAdd"], num_args=1).compute(None, [x, w, _rand(5)])
+
+
+# -- falling back, caches ---------------------------------------------------------------------
+
+def test_other_types_use_the_numpy_kernels():
+    x64 = _rand(1, 5, 5, 3).astype(np.float64)
+    w64 = _rand(3, 3, 3, 4).astype(np.float64)
+    assert type(create("Conv2D", [x64, w64], strides=[1, 1, 1, 1], padding="SAME")) is \
+        conv_kernels.Conv2DOp
+    x16 = x64.astype(np.float16)
+    assert type(create("MaxPool", [x16], ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                       padding="VALID")) is pooling_kernels.MaxPoolOp
+
+
+def test_empty_input_falls_back():
+    got, want = _both("Conv2D", [np.zeros((0, 5, 5, 3), np.float32), _const(_rand(3, 3, 3, 4))],
+                      strides=[1, 1, 1, 1], padding="SAME")
+    assert got[0].shape == want[0].shape == (0, 5, 5, 4)
+
+
+def test_primitives_are_cached_by_geometry():
+    from aioflow.kernels.onednn import conv_onednn
+    x, w = _rand(1, 7, 9, 5), _const(_rand(3, 3, 5, 7))
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    kernel.compute(None, [x, w])
+    size = len(conv_onednn._CACHE)
+    kernel.compute(None, [x + 1, w])
+    create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME").compute(None, [x, w])
+    assert len(conv_onednn._CACHE) == size
+    kernel.compute(None, [_rand(2, 7, 9, 5), w])
+    assert len(conv_onednn._CACHE) == size + 1
+
+
+def test_constant_filter_is_reordered_once_and_a_writable_one_every_call():
+    x = _rand(1, 8, 8, 16)
+    w = _rand(3, 3, 16, 16)
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    first = kernel.compute(None, [x, w])[0]
+    w *= 2  # a writable filter changed in place: never served from the cache
+    np.testing.assert_allclose(kernel.compute(None, [x, w])[0], 2 * first, **TOL)
+    assert kernel._weights._entry is None
+    wc = _const(w)
+    kernel.compute(None, [x, wc])
+    entry = kernel._weights._entry
+    assert entry is not None and entry[0] is wc
+    kernel.compute(None, [x, wc])
+    assert kernel._weights._entry is entry
+
+
+def test_read_only_view_of_a_writable_buffer_is_not_cached():
+    """A ref variable's read: a read-only view of a buffer Assign writes in place."""
+    x = _rand(1, 8, 8, 16)
+    buf = _rand(3, 3, 16, 16)
+    view = buf.view()
+    view.flags.writeable = False
+    kernel = create("Conv2D", [x, view], strides=[1, 1, 1, 1], padding="SAME")
+    first = kernel.compute(None, [x, view])[0]
+    buf *= -1
+    np.testing.assert_allclose(kernel.compute(None, [x, view])[0], -first, **TOL)
+
+
+# -- pooling and batch norm ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["MaxPool", "AvgPool"])
+@pytest.mark.parametrize("shape, k, s, padding", [
+    ((2, 13, 11, 5), 3, 2, "SAME"),
+    ((1, 12, 12, 16), 3, 2, "SAME"),     # ResNet50's max pool, shrunk
+    ((3, 9, 8, 3), 2, 2, "VALID"),
+    ((1, 7, 7, 32), 7, 1, "VALID"),      # global average pooling
+    ((2, 2, 3, 4), 5, 3, "SAME"),        # the window larger than the input
+])
+def test_pooling_matches_numpy(op, shape, k, s, padding):
+    got, want = _both(op, [_rand(*shape)], ksize=[1, k, k, 1], strides=[1, s, s, 1],
+                      padding=padding)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["MaxPool3D", "AvgPool3D"])
+def test_pooling_3d_matches_numpy(op):
+    got, want = _both(op, [_rand(1, 5, 6, 7, 3)], ksize=[1, 2, 3, 2, 1],
+                      strides=[1, 2, 2, 1, 1], padding="SAME")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_ignores_nan_as_tensorflow_does():
+    """TF 2.21's MaxPool (oneDNN) returns the window's largest number beside a NaN."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    x[0, 0, 0, 0] = np.nan
+    kernel = create("MaxPool", [x], ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+    np.testing.assert_array_equal(kernel.compute(None, [x])[0].ravel(), [5, 7, 13, 15])
+
+
+# -- turned off ------------------------------------------------------------------------------
+
+def test_environment_variable_turns_the_backend_off():
+    code = ("from aioflow.runtime.kernel_library import load_builtin_kernels\n"
+            "load_builtin_kernels()\n"
+            "from aioflow.kernels.onednn import backend, dnnl_api\n"
+            "from aioflow.framework.op_kernel import registered_kernels\n"
+            "names = [c.__name__ for c in registered_kernels()[('Conv2D', 'CPU')]]\n"
+            "print(backend.AVAILABLE, dnnl_api.load_error(), names)\n")
+    env = dict(os.environ, AIOFLOW_ONEDNN="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "False turned off by AIOFLOW_ONEDNN ['Conv2DOp']"
+
+
+def test_kernels_registered_ahead_of_numpy():
+    from aioflow.framework.op_kernel import registered_kernels
+    for op in ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "MaxPool", "AvgPool",
+               "Conv2DBackpropInput"):
+        classes = registered_kernels()[(op, "CPU")]
+        assert classes[0].__module__.startswith("aioflow.kernels.onednn"), op
+        # the NumPy kernel stays registered behind it
+        assert any(c.__module__.startswith("aioflow.kernels.nn") for c in classes), op
+
+
+@pytest.mark.parametrize("stride, padding", [(1, "SAME"), (2, "VALID")])
+def test_conv3d_matches_numpy(stride, padding):
+    got, want = _both("Conv3D", [_rand(1, 6, 7, 8, 3), _const(_rand(3, 3, 3, 3, 8, seed=1))],
+                      strides=[1, stride, stride, stride, 1], padding=padding)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("fused_ops, addend_shape", [
+    (["BiasAdd", "Add"], (2, 9, 10, 16)),
+    (["BiasAdd", "Add", "Relu"], (2, 9, 10, 16)),
+    (["BiasAdd", "Add", "Relu6"], (16,)),  # broadcast: added after the primitive
+])
+def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
+    x, w = _rand(2, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
+    args = [_rand(16, seed=3), _rand(*addend_shape, seed=4)]
+    from aioflow.kernels.onednn import conv_onednn
+
+    conv_onednn._CACHE.clear()
+    got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
+                      fused_ops=fused_ops, num_args=2)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    # a whole-tensor addend is the primitive's post-op (read in place), not NumPy's add
+    assert [key[8] for key in conv_onednn._CACHE._entries] == [len(addend_shape) == 4]
+
+
+# -- gradients ----------------------------------------------------------------------------------
+
+_GRADS = [((2, 9, 9, 4), (3, 3, 4, 6), 1, "SAME", 1),
+          ((1, 14, 14, 8), (3, 3, 8, 4), 2, "SAME", 1),   # a decoder's transposed conv
+          ((1, 11, 12, 3), (5, 5, 3, 4), 2, "VALID", 1),
+          ((1, 10, 10, 4), (1, 1, 4, 8), 2, "VALID", 1),
+          ((1, 12, 12, 2), (3, 3, 2, 3), 1, "SAME", 2)]
+
+
+def _out_shape(x_shape, w_shape, stride, padding, dilation):
+    eff = (w_shape[0] - 1) * dilation + 1
+    size = [-(-d // stride) if padding == "SAME" else (d - eff + stride) // stride
+            for d in x_shape[1:3]]
+    return (x_shape[0], *size, w_shape[3])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _GRADS)
+def test_conv2d_backprop_input_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    dy = _rand(*_out_shape(x_shape, w_shape, stride, padding, dilation))
+    got, want = _both("Conv2DBackpropInput", [np.array(x_shape, np.int32),
+                                              _const(_rand(*w_shape, seed=1)), dy],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", _GRADS)
+def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding, dilation):
+    dy = _rand(*_out_shape(x_shape, w_shape, stride, padding, dilation))
+    got, want = _both("Conv2DBackpropFilter", [_rand(*x_shape), np.array(w_shape, np.int32),
+                                               dy],
+                      strides=[1, stride, stride, 1], padding=padding,
+                      dilations=[1, dilation, dilation, 1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op, small, big, attrs", [
+    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(1, 56, 56, 64), (3, 3, 64, 64)],
+     dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("DepthwiseConv2dNative", [(1, 112, 112, 32), (3, 3, 32, 1)],
+     [(8, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
+    ("MaxPool", [(1, 112, 112, 64)], [(8, 112, 112, 256)],
+     dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
+])
+def test_pool_or_inline_by_work(op, small, big, attrs):
+    """Below 2**24 multiply-adds (taps) a primitive runs inline, above on the pool."""
+    small_in = [np.ones(s, np.float32) for s in small]
+    kernel = create(op, small_in, **attrs)
+    assert not kernel.is_expensive(small_in)
+    assert kernel.is_expensive([np.ones(s, np.float32) for s in big])
+
+
+def test_filter_cached_only_when_nothing_can_write_it():
+    from aioflow.framework.var import Var
+    from aioflow.kernels.onednn.primitives import never_written
+
+    folded = np.ones((3, 3, 2, 2), np.float32) * 2  # a folded Const: a view only it holds
+    const = folded.view()
+    const.flags.writeable = False
+    del folded
+    assert never_written(const)
+    assert never_written(_const(np.ones(3)))
+    assert not never_written(np.ones(3))
+    var = Var("v", None)
+    var.value = np.ones((3, 3, 2, 2), np.float32)
+    assert not never_written(var.read_ref("v"))  # the Var holds (and may write) the buffer
+
+
+_POOL_GRADS = [((2, 13, 11, 5), 3, 2, "SAME"), ((1, 12, 12, 16), 3, 2, "SAME"),
+               ((3, 9, 8, 3), 2, 2, "VALID"), ((1, 7, 7, 8), 7, 1, "VALID")]
+
+
+@pytest.mark.parametrize("shape, k, s, padding", _POOL_GRADS)
+def test_max_pool_grad_matches_numpy(shape, k, s, padding):
+    attrs = dict(ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding)
+    x = _rand(*shape)
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("MaxPoolGrad", [x, y, _rand(*y.shape, seed=9)], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_grad_goes_to_the_first_maximum_as_tensorflows():
+    x = np.zeros((1, 4, 4, 1), np.float32)  # every window a tie
+    attrs = dict(ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="VALID")
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("MaxPoolGrad", [x, y, np.ones(y.shape, np.float32)], **attrs)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("shape, k, s, padding", _POOL_GRADS)
+def test_avg_pool_grad_matches_numpy(shape, k, s, padding):
+    attrs = dict(ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding)
+    x = _rand(*shape)
+    y = create("AvgPool", [x], **attrs).compute(None, [x])[0]
+    got, want = _both("AvgPoolGrad", [np.array(shape, np.int32), _rand(*y.shape, seed=9)],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_avg_pool_3d_grad_matches_numpy():
+    attrs = dict(ksize=[1, 2, 3, 2, 1], strides=[1, 2, 2, 1, 1], padding="SAME")
+    shape = (1, 5, 6, 7, 3)
+    y = create("AvgPool3D", [_rand(*shape)], **attrs).compute(None, [_rand(*shape)])[0]
+    got, want = _both("AvgPool3DGrad", [np.array(shape, np.int32), _rand(*y.shape, seed=9)],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding", [
+    ((2, 9, 9, 4), (3, 3, 4, 1), 1, "SAME"), ((1, 14, 14, 8), (3, 3, 8, 2), 2, "SAME"),
+    ((1, 11, 12, 3), (5, 5, 3, 1), 2, "VALID")])
+def test_depthwise_gradients_match_numpy(x_shape, w_shape, stride, padding):
+    attrs = dict(strides=[1, stride, stride, 1], padding=padding)
+    dy = _rand(*_out_shape(x_shape, (*w_shape[:3], w_shape[2] * w_shape[3]), stride, padding,
+                           1))
+    got, want = _both("DepthwiseConv2dNativeBackpropInput",
+                      [np.array(x_shape, np.int32), _const(_rand(*w_shape, seed=1)), dy],
+                      **attrs)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    got, want = _both("DepthwiseConv2dNativeBackpropFilter",
+                      [_rand(*x_shape), np.array(w_shape, np.int32), dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_geometry_onednn_refuses_runs_the_numpy_code(monkeypatch):
+    from aioflow.kernels.onednn import conv_onednn
+
+    def refuse(*args, **kwargs):
+        raise dnnl_api.DnnlError("dnnl_convolution_forward_primitive_desc_create",
+                                 dnnl_api.UNIMPLEMENTED)
+
+    monkeypatch.setattr(conv_onednn, "ConvPlan", refuse)
+    monkeypatch.setattr(conv_onednn, "_CACHE", conv_onednn.PrimitiveCache())
+    got, want = _both("Conv2D", [_rand(1, 6, 6, 3), _const(_rand(3, 3, 3, 4))],
+                      strides=[1, 1, 1, 1], padding="SAME")
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.skipif(BlasThreads.find() is None, reason="needs numpy on a pthreads OpenBLAS")
+def test_team_size_follows_intra_op_threads():
+    """intra_op_parallelism_threads (BLAS's count, as the CPU device sets it) sizes the
+    OpenMP team of a large primitive; a small one runs on one thread."""
+    blas = BlasThreads.find()
+    before = blas.get()
+    try:
+        blas.set(1)
+        assert backend.team_size(1 << 30) == 1
+        blas.set(2)
+        assert backend.team_size(1 << 30) == min(2, conv_kernels._CORES)
+        assert backend.team_size(1000) == 1
+    finally:
+        blas.set(before)
+
+
+def test_one_primitive_runs_in_several_threads_at_once():
+    """Runs in flight share a kernel and its primitive: each thread binds its own
+    memories (and oneDNN's scratchpad is per thread)."""
+    import threading
+
+    w = _const(_rand(3, 3, 8, 8, seed=1))
+    xs = [_rand(2, 12, 12, 8, seed=s) for s in range(6)]
+    kernel = create("Conv2D", [xs[0], w], strides=[1, 1, 1, 1], padding="SAME")
+    want = [kernel.compute(None, [x, w])[0] for x in xs]
+    got = [None] * len(xs)
+    barrier = threading.Barrier(len(xs))
+
+    def run(i):
+        barrier.wait()
+        for _ in range(20):
+            got[i] = kernel.compute(None, [xs[i], w])[0]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w_ in zip(got, want, strict=True):
+        # (a primitive of another team size when the cores are taken: another sum order)
+        np.testing.assert_allclose(g, w_, **TOL)
+
+
+def test_teams_never_oversubscribe_the_cores(monkeypatch):
+    """A primitive gets its team only when that many cores are free of other primitives'
+    threads; else it runs on one thread (many runs in flight)."""
+    monkeypatch.setattr(backend, "team_size", lambda work: 2)
+    monkeypatch.setattr(backend, "_CORES", 3)
+    assert backend.busy_threads() == 0
+    with backend.team(1 << 30) as first:
+        assert first == 2 and backend.busy_threads() == 2
+        with backend.team(1 << 30) as second:
+            assert second == 1 and backend.busy_threads() == 3
+            with backend.team(1 << 30) as third:
+                assert third == 1  # oversubscribed only by single threads, never by teams
+        assert backend.busy_threads() == 2
+    assert backend.busy_threads() == 0
