@@ -14,8 +14,9 @@ aioflow's kernel is called directly (its compute, as the executor's pool thread 
 TF's runs as tf.raw_ops eagerly with one intra-op thread (its CPU kernels for these ops
 run on one thread) in a child process of `--tf-python`, a Python that has tensorflow-cpu
 (TensorFlow is never a dependency). The peers alternate (ABAB), `--reps` rounds of
-`--runs` calls per workload; each figure is the median ms per call. Prints one JSON
-object: per workload the medians and aioflow / TF.
+`--runs` calls per workload; each figure is the median ms per call, wall and process CPU
+("cpu": every thread's, steadier on a shared machine). Prints one JSON object: per
+workload the medians and aioflow / TF.
 
 Usage: python benchmarks/image_scale_peer.py --tf-python /path/to/tf-venv/bin/python
 """
@@ -57,7 +58,7 @@ def workloads() -> dict:
     }
 
 
-def child_tf(runs: int) -> dict:
+def child_tf(runs: int) -> tuple[dict, dict]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     import tensorflow as tf
@@ -71,7 +72,8 @@ def child_tf(runs: int) -> dict:
                 for arg, v in zip(op_def_registry.get(op).input_arg, inputs, strict=True)}
         raw = getattr(tf.raw_ops, op)
         fns[name] = lambda f=raw, a=args, k=attrs: f(**a, **k).numpy()
-    return measure(fns, runs)
+    cpu = {}
+    return measure(fns, runs, cpu), cpu
 
 
 class _Construction:
@@ -85,7 +87,11 @@ class _Construction:
 
 
 def aioflow_fns() -> dict:
+    from elementwise_peer import _wait_compiled
+
     from aioflow.kernels.image import resize_area_kernels as kernels
+
+    _wait_compiled("aioflow.kernels.image.resize_area_jit")
     classes = {"ResizeArea": kernels.ResizeAreaOp,
                "ScaleAndTranslate": kernels.ScaleAndTranslateOp,
                "ScaleAndTranslateGrad": kernels.ScaleAndTranslateGradOp}
@@ -108,15 +114,24 @@ def main() -> None:
         return
     fns = aioflow_fns()
     times = {name: {"aioflow": [], "tf": []} for name in fns}
+    cpu_times = {name: {"aioflow": [], "tf": []} for name in fns}
+    load_before = os.getloadavg()[0]
     for _ in range(args.reps):
-        for name, t in measure(fns, args.runs).items():
+        cpu = {}
+        for name, t in measure(fns, args.runs, cpu).items():
             times[name]["aioflow"] += t
+            cpu_times[name]["aioflow"] += cpu[name]
         if args.tf_python:
             out = subprocess.run([args.tf_python, __file__, "--child", "--runs", str(args.runs)],
                                  capture_output=True, text=True, check=True)
-            for name, t in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            wall, cpu = json.loads(out.stdout.strip().splitlines()[-1])
+            for name, t in wall.items():
                 times[name]["tf"] += t
+                cpu_times[name]["tf"] += cpu[name]
     result = summarize(times)
+    for name, cpu in summarize(cpu_times).items():  # process CPU ms per call, all threads
+        result[name]["cpu"] = cpu
+    result["load"] = [load_before, os.getloadavg()[0]]
     print(json.dumps(result, indent=1))
 
 

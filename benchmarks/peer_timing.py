@@ -7,17 +7,22 @@ import statistics
 import time
 
 
-def measure(fns: dict, runs: int) -> dict:
-    """{workload: [ms per call] over `runs` calls}, after one warm-up call each."""
+def measure(fns: dict, runs: int, cpu: dict | None = None) -> dict:
+    """{workload: [ms per call] over `runs` calls}, after one warm-up call each; with a
+    `cpu` dict, also {workload: [process CPU ms per call]} into it (every thread's: on a
+    shared machine steadier than the wall clock)."""
     out = {}
     for name, fn in fns.items():
         fn()
-        times = []
+        times, cpus = [], []
         for _ in range(runs):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             fn()
             times.append((time.perf_counter() - start) * 1e3)
+            cpus.append((time.process_time() - cpu_start) * 1e3)
         out[name] = times
+        if cpu is not None:
+            cpu[name] = cpus
     return out
 
 

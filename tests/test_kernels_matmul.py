@@ -113,6 +113,7 @@ def test_single_threaded_blas_matmul_in_row_blocks(monkeypatch, ta, tb):
     monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
     monkeypatch.setattr(conv_kernels, "_EPILOGUE_BLOCK_BYTES", 4096)  # many blocks
     monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)  # shared even when small
+    monkeypatch.setattr(matmul_kernels, "_SHARED_MACS", 0)
     rng = np.random.default_rng(1)
     a = rng.standard_normal((300, 70)).astype(np.float32)
     b = rng.standard_normal((70, 90)).astype(np.float32)
@@ -120,3 +121,27 @@ def test_single_threaded_blas_matmul_in_row_blocks(monkeypatch, ta, tb):
                transpose_a=ta, transpose_b=tb)
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
     assert got.dtype == np.float32 and got.shape == (300, 90)
+
+
+def test_small_matmul_does_not_ask_blas_its_threads(monkeypatch):
+    """A product too small to share among threads never calls into OpenBLAS for its
+    thread count (a ctypes call lets go of the GIL: on the event loop a tiny product
+    then waited behind pool threads and was learned as expensive)."""
+    from aioflow.kernels.math import matmul_kernels
+
+    def asked():
+        raise AssertionError("blas_single_threaded called for a small product")
+
+    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", asked)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    b = np.arange(16, dtype=np.float32).reshape(8, 2)
+    np.testing.assert_array_equal(run1("MatMul", [a, b]), a @ b)
+    np.testing.assert_array_equal(
+        run1("_FusedMatMul", [a, b, np.float32([1, 2])], fused_ops=[b"BiasAdd"], num_args=1),
+        a @ b + np.float32([1, 2]))
+    calls = []
+    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", lambda: calls.append(1))
+    big = np.ones((512, 256), np.float32)  # 2**25 multiply-adds: may be shared, asks
+    np.testing.assert_array_equal(run1("MatMul", [big, big.T.copy()]),
+                                  np.full((512, 512), 256, np.float32))
+    assert calls == [1]

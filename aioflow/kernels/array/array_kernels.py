@@ -17,6 +17,7 @@ import numpy as np
 from aioflow.framework import dtypes, errors
 from aioflow.framework.common_shapes import canonical_axes, strided_slice_spec
 from aioflow.framework.op_kernel import OpKernel, attr_text, oom_error, register_kernel
+from aioflow.kernels.array.pad_fill import pad_constant
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     incompatible_shapes,
@@ -746,10 +747,7 @@ class _PadBase(_Copying):
         for before, after in pads:
             if before < 0 or after < 0:
                 raise _invalid(f"Paddings must be non-negative: {before} {after}")
-        out = np.full([d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)], constant,
-                      dtype=x.dtype)
-        out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))] = x
-        return out
+        return pad_constant(x, pads, constant)
 
 
 @register_kernel("Pad", "CPU")

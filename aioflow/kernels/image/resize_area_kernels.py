@@ -38,6 +38,7 @@ import numpy as np
 
 from aioflow.framework import errors
 from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
+from aioflow.kernels.image import resize_area_jit
 from aioflow.kernels.image.resize_kernels import POOL_ABOVE, resize_scale, validate_resize
 from aioflow.kernels.math.cwise_kernels import shape_str
 
@@ -149,6 +150,13 @@ def area_row_taps(in_size: int, out_size: int, scale) -> _Taps:
     return _Taps(np.clip(cell, 0, in_size - 1), _covered(cell, lo, hi, scale), k < count)
 
 
+def _counted(taps: _Taps) -> tuple:
+    """(idx int64, w float32, count int64): the taps for the compiled loops, each
+    output index's used taps being its first `count` (as the area tables give them)."""
+    return (np.ascontiguousarray(taps.idx, np.int64), np.ascontiguousarray(taps.w, _F32),
+            taps.use.sum(axis=0, dtype=np.int64))
+
+
 @register_kernel("ResizeArea", "CPU")
 class ResizeAreaOp(OpKernel):
     """Area resize of NHWC images to `size`: each output pixel is the mean of the input
@@ -177,6 +185,9 @@ class ResizeAreaOp(OpKernel):
         cols = area_column_taps(st.in_w, st.out_w, w_scale)
         rows = area_row_taps(st.in_h, st.out_h, h_scale)
         scale = _F32(1.0 / float(h_scale * w_scale))
+        if resize_area_jit.ready():
+            return (resize_area_jit.resize_area(
+                np.ascontiguousarray(img), *_counted(cols), *_counted(rows), scale),)
         with np.errstate(invalid="ignore", over="ignore"):
             summed = _reduce(img, 2, cols)
             out = _reduce(summed, 1, rows)

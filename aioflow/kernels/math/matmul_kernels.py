@@ -36,6 +36,14 @@ POOL_FLOPS = 1 << 21
 #: idle since a convolution (at most ~0.3 ms on one core; below lo OpenBLAS threads
 #: nothing anyway). Back to back, a chain of them keeps BLAS's threads (1.7x faster hot).
 _ONE_THREAD_MACS = (1 << 20, 1 << 25)
+#: Products of more multiply-adds than this are shared among helper threads when BLAS
+#: runs single-threaded (conv_kernels.gemm_rows: its work, multiply-adds / 8, above
+#: PARALLEL_WORK). Smaller ones are one np.matmul either way, and do not ask OpenBLAS
+#: its thread count: a ctypes call, which lets go of the GIL. On the event loop a tiny
+#: product then waited for the GIL behind pool threads, was timed as expensive and sent
+#: to the pool (the Keras LSTM's Dense head at batch 4: 1.25x TF's latency, 1.0x at
+#: batch 1, where a one-row product skipped the call).
+_SHARED_MACS = 1 << 24
 
 
 class _MatMulBase(OpKernel):
@@ -82,12 +90,12 @@ class MatMulOp(_MatMulBase):
         y = b.T if self._tb else b
         if x.shape[1] != y.shape[0]:
             raise _size_error(a, b)
-        if (self._half is None and x.dtype == y.dtype and x.dtype.kind == "f"
-                and x.shape[0] > 1 and blas_single_threaded()):
+        macs = x.shape[0] * x.shape[1] * y.shape[1]
+        if (macs > _SHARED_MACS and self._half is None and x.dtype == y.dtype
+                and x.dtype.kind == "f" and blas_single_threaded()):
             out = np.empty((x.shape[0], y.shape[1]), x.dtype)
             gemm_rows(x, y, out)
             return (out,)
-        macs = x.shape[0] * x.shape[1] * y.shape[1]
         if macs > _ONE_THREAD_MACS[0]:
             if intra_op_threads.threads_idle and macs <= _ONE_THREAD_MACS[1]:
                 # A small product after convolutions (a classifier's head): BLAS's workers

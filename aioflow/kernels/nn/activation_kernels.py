@@ -10,6 +10,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import attr_text, register_kernel
+from aioflow.kernels.element_threads import for_ranges
 from aioflow.kernels.math.cwise_kernels import (
     BIG,
     CwiseKernel,
@@ -18,6 +19,7 @@ from aioflow.kernels.math.cwise_kernels import (
     shape_str,
     via_float32,
 )
+from aioflow.kernels.nn import activation_jit
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -34,13 +36,51 @@ def _typed(dtype, value):
     return np.array(value).astype(dtype.as_numpy_dtype)[()]
 
 
+#: Elements from which Relu/Relu6 run their compiled loop (NumPy's maximum below: a
+#: numba call's dispatch costs more than a small array's pass).
+COMPILED_FROM = 1 << 14
+
+
+def _large(numpy_ranges, compiled_ranges):
+    """An activation of a large C-contiguous float32/float64 tensor: its flat ranges
+    through the compiled loop (NumPy's until it is compiled), shared among the intra-op
+    threads above element_threads.SPLIT_ABOVE elements."""
+    def fn(x):
+        out = np.empty(x.shape, x.dtype)
+        src, dst = x.reshape(-1), out.reshape(-1)
+        ranges = compiled_ranges if activation_jit.ready() else numpy_ranges
+        for_ranges(src.size, lambda lo, hi: ranges(src, dst, lo, hi))
+        return out
+    return fn
+
+
+def _sized(dtype, small, numpy_ranges, compiled_ranges):
+    """`small` for small or strided inputs (and types the loops do not take), the
+    compiled, threaded path for large ones."""
+    if np.dtype(dtype.as_numpy_dtype) not in activation_jit.TYPES:
+        return small
+    large = _large(numpy_ranges, compiled_ranges)
+
+    def fn(x):
+        if not isinstance(x, np.ndarray) or x.size < COMPILED_FROM or \
+                not x.flags.c_contiguous:
+            return small(x)
+        return large(x)
+    return fn
+
+
 @register_kernel("Relu", "CPU", T=_NON_QUANTIZED_REAL)
 class ReluOp(_Activation):
     """max(features, 0); NaN stays NaN."""
 
     def make_fn(self, dtype):
         zero = _typed(dtype, 0)
-        return lambda x: np.maximum(x, zero)
+
+        def numpy_ranges(x, out, lo, hi):
+            np.maximum(x[lo:hi], zero, out=out[lo:hi])
+
+        return _sized(dtype, lambda x: np.maximum(x, zero), numpy_ranges,
+                      activation_jit.relu)
 
 
 @register_kernel("Relu6", "CPU")
@@ -49,7 +89,14 @@ class Relu6Op(_Activation):
 
     def make_fn(self, dtype):
         zero, six = _typed(dtype, 0), _typed(dtype, 6)
-        return lambda x: np.minimum(np.maximum(x, zero), six)
+
+        def numpy_ranges(x, out, lo, hi):
+            part = out[lo:hi]
+            np.maximum(x[lo:hi], zero, out=part)
+            np.minimum(part, six, out=part)
+
+        return _sized(dtype, lambda x: np.minimum(np.maximum(x, zero), six), numpy_ranges,
+                      activation_jit.relu6)
 
 
 def _elu(x):
