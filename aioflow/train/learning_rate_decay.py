@@ -16,20 +16,28 @@ def _lr(value):
     return ops.convert_to_tensor(value, name="initial_learning_rate")
 
 
+def _progress(learning_rate, global_step, decay_steps, decay_rate, staircase: bool):
+    """(lr, decay_rate, global_step / decay_steps) in the learning rate's dtype, the ratio
+    floored under staircase: the nodes exponential and inverse-time decay both start with,
+    in TF's order."""
+    lr = _lr(learning_rate)
+    dtype = lr.dtype
+    decay_steps = math_ops.cast(decay_steps, dtype)
+    decay_rate = math_ops.cast(decay_rate, dtype)
+    p = math_ops.cast(global_step, dtype) / decay_steps
+    if staircase:
+        p = math_ops.floor(p)
+    return lr, decay_rate, p
+
+
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
                       staircase: bool = False, name=None):
     """lr * decay_rate ^ (global_step / decay_steps) (the exponent floored: staircase)."""
     if global_step is None:
         raise ValueError("global_step is required for exponential_decay.")
     with ops.name_scope(name or "ExponentialDecay") as scope:
-        lr = _lr(learning_rate)
-        dtype = lr.dtype
-        decay_steps = math_ops.cast(decay_steps, dtype)
-        decay_rate = math_ops.cast(decay_rate, dtype)
-        step = math_ops.cast(global_step, dtype)
-        p = step / decay_steps
-        if staircase:
-            p = math_ops.floor(p)
+        lr, decay_rate, p = _progress(learning_rate, global_step, decay_steps, decay_rate,
+                                      staircase)
         return math_ops.multiply(lr, math_ops.pow(decay_rate, p), name=scope)
 
 
@@ -49,15 +57,9 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate,
     if global_step is None:
         raise ValueError("global_step is required for inverse_time_decay.")
     with ops.name_scope(name or "InverseTimeDecay") as scope:
-        lr = _lr(learning_rate)
-        dtype = lr.dtype
-        decay_steps = math_ops.cast(decay_steps, dtype)
-        decay_rate = math_ops.cast(decay_rate, dtype)
-        step = math_ops.cast(global_step, dtype)
-        p = step / decay_steps
-        if staircase:
-            p = math_ops.floor(p)
-        const = math_ops.cast(constant_op.constant(1), dtype)
+        lr, decay_rate, p = _progress(learning_rate, global_step, decay_steps, decay_rate,
+                                      staircase)
+        const = math_ops.cast(constant_op.constant(1), lr.dtype)
         denom = math_ops.add(const, math_ops.multiply(decay_rate, p))
         return math_ops.divide(lr, denom, name=scope)
 
