@@ -136,8 +136,12 @@ def _spawn(seed: int, seconds: float, out: pathlib.Path, mem_mb: int, batch: int
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", "--seed",
            str(seed), "--seconds", str(max(seconds, 1.0)), "--out", str(out), "--mem-mb",
            str(mem_mb), "--batch", str(batch)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(  # noqa: SIM115
-        out / f"worker-{seed}.err", "w"))
+    # Fuzzed ops write files at fuzzed paths (SaveV2 with prefix "a" writes a.index): the
+    # worker runs in a scratch folder of its own, never in the caller's checkout.
+    scratch = out / f"scratch-{seed}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(cmd, env=env, cwd=scratch, stdout=subprocess.DEVNULL,
+                            stderr=open(out / f"worker-{seed}.err", "w"))  # noqa: SIM115
 
 
 def _blame(out: pathlib.Path, proc, cls: str, message: str) -> None:
@@ -159,7 +163,7 @@ def _blame(out: pathlib.Path, proc, cls: str, message: str) -> None:
 def drive(seconds: float, out: str | os.PathLike, workers: int = 1, mem_mb: int = 2048,
           seed: int = 0, batch: int = 50, stall_s: float = 60.0) -> dict:
     """Fuzz with `workers` subprocesses for `seconds`; returns (and writes) the report."""
-    out = pathlib.Path(out)
+    out = pathlib.Path(out).resolve()  # workers run in their own scratch folder
     out.mkdir(parents=True, exist_ok=True)
     end = time.monotonic() + seconds
     next_seed = seed
