@@ -7,42 +7,12 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import numbers
 
-from aioflow.framework import constant_value, dtypes, nest, ops, tensor_shape
+from aioflow.framework import constant_value, dtypes, nest, ops
 from aioflow.layers.base import Layer
 from aioflow.ops import array_ops, clip_ops, constant_op, init_ops, math_ops, nn_impl, nn_ops
 from aioflow.ops import variable_scope as vs
-
-
-def _concat(prefix, suffix, static: bool = False):
-    """[prefix] + suffix as a static list or a shape tensor (TF's rnn_cell_impl._concat);
-    either may be an int, a TensorShape, a list or a (scalar or vector) tensor."""
-    def dims(x):
-        if isinstance(x, ops.Tensor):
-            return [x] if x.shape.rank == 0 else x
-        if isinstance(x, tensor_shape.TensorShape):
-            return x.as_list()
-        return [x] if isinstance(x, numbers.Integral) else list(x)
-
-    p, s = dims(prefix), dims(suffix)
-    if static:
-        out = []
-        for part in (p, s):
-            if isinstance(part, ops.Tensor):
-                out.extend([None] * (part.shape.as_list()[0] or 0))
-            else:
-                out.extend(None if isinstance(x, ops.Tensor) else x for x in part)
-        return out
-    parts = []
-    for part in (p, s):
-        if isinstance(part, ops.Tensor):
-            parts.append(part)
-        elif any(isinstance(x, ops.Tensor) for x in part):
-            parts.append(array_ops.stack(part))
-        else:
-            parts.append(constant_op.constant(part, dtype=dtypes.int32))
-    return array_ops.concat(parts, 0)
+from aioflow.ops.rnn import concat_shape as _concat
 
 
 def _zero_state_tensors(state_size, batch_size, dtype):
@@ -89,6 +59,14 @@ class RNNCell(Layer):
             return _zero_state_tensors(self.state_size, batch_size, dtype)
 
 
+class LayerRNNCell(RNNCell):
+    """A cell that is a plain layer when called: no extra variable scope around the call
+    (TF's LayerRNNCell), so its ops go under the layer's own scope (rnn/while/gru_cell)."""
+
+    def __call__(self, inputs, state, scope=None, *args, **kwargs):
+        return Layer.__call__(self, inputs, state, *args, scope=scope, **kwargs)
+
+
 def _input_depth(input_shape) -> int:
     depth = input_shape.as_list()[-1]
     if depth is None:
@@ -97,7 +75,7 @@ def _input_depth(input_shape) -> int:
     return depth
 
 
-class BasicRNNCell(RNNCell):
+class BasicRNNCell(LayerRNNCell):
     """output = new_state = activation(W [inputs, state] + b)."""
 
     def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None,
@@ -129,7 +107,7 @@ class BasicRNNCell(RNNCell):
         return output, output
 
 
-class GRUCell(RNNCell):
+class GRUCell(LayerRNNCell):
     """Gated recurrent unit (Cho et al.)."""
 
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
@@ -190,7 +168,7 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         return c.dtype
 
 
-class BasicLSTMCell(RNNCell):
+class BasicLSTMCell(LayerRNNCell):
     """LSTM (Hochreiter & Schmidhuber) with a forget bias, as TF's basic cell."""
 
     def __init__(self, num_units, forget_bias=1.0, state_is_tuple: bool = True,
@@ -237,7 +215,7 @@ class BasicLSTMCell(RNNCell):
         return new_h, new_state
 
 
-class LSTMCell(RNNCell):
+class LSTMCell(LayerRNNCell):
     """LSTM with optional peepholes, cell clipping and an output projection."""
 
     def __init__(self, num_units, use_peepholes: bool = False, cell_clip=None,

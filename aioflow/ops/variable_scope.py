@@ -40,8 +40,11 @@ class VariableScope:
     """What a variable scope says: its name, reuse, and defaults for get_variable."""
 
     def __init__(self, reuse, name: str = "", initializer=None, dtype=dtypes.float32,
-                 use_resource=None, constraint=None, name_scope: str = ""):
+                 use_resource=None, constraint=None, name_scope: str = "",
+                 caching_device=None, partitioner=None):
         self.name = name
+        self.caching_device = caching_device
+        self.partitioner = partitioner
         self.reuse = reuse
         self.initializer = initializer
         self.dtype = dtypes.as_dtype(dtype)
@@ -51,6 +54,12 @@ class VariableScope:
 
     def reuse_variables(self) -> None:
         self.reuse = True
+
+    def set_caching_device(self, caching_device) -> None:
+        self.caching_device = caching_device
+
+    def set_partitioner(self, partitioner) -> None:
+        self.partitioner = partitioner
 
     def get_variable(self, name, shape=None, dtype=None, initializer=None, **kwargs):
         return get_variable(name, shape, dtype, initializer, **kwargs)
@@ -86,9 +95,8 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                    custom_getter=None, reuse=None, dtype=None, use_resource=None,
                    constraint=None, auxiliary_name_scope=True):
     """A variable scope (and a name scope of the same name), as TF 1.x's."""
-    if partitioner is not None or custom_getter is not None:
-        raise NotImplementedError("variable_scope partitioner / custom_getter are not "
-                                  "supported by aioflow")
+    if custom_getter is not None:
+        raise NotImplementedError("variable_scope custom_getter is not supported by aioflow")
     store = _store()
     parent = store.scopes[-1]
     if isinstance(name_or_scope, VariableScope):
@@ -114,7 +122,11 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                           initializer if initializer is not None else base.initializer,
                           dtype if dtype is not None else base.dtype,
                           use_resource if use_resource is not None else base.use_resource,
-                          constraint if constraint is not None else base.constraint)
+                          constraint if constraint is not None else base.constraint,
+                          caching_device=(caching_device if caching_device is not None
+                                          else base.caching_device),
+                          partitioner=partitioner if partitioner is not None
+                          else base.partitioner)
     name_ctx = (ops_mod.name_scope(scope_name, values=values) if auxiliary_name_scope
                 else contextlib.nullcontext(""))
     with name_ctx as ns:
@@ -188,10 +200,12 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     if use_resource is None:
         use_resource = bool(scope.use_resource)
     cls = ResourceVariable if use_resource else Variable
+    if caching_device is None:
+        caching_device = scope.caching_device
     with ops_mod.name_scope(None):
         var = cls(initial_value=init_value, name=full_name, trainable=trainable,
                   collections=collections, validate_shape=validate_shape, dtype=var_dtype,
-                  constraint=constraint)
+                  constraint=constraint, caching_device=caching_device)
     store.vars[full_name] = var
     return var
 

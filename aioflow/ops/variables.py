@@ -102,6 +102,7 @@ class Variable:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self._trainable = trainable
         self._constraint = constraint
+        self._caching_device = caching_device
         graph = ops_mod.get_default_graph()
         self._graph = graph
         init_from_fn = callable(initial_value)
@@ -143,11 +144,15 @@ class Variable:
         with graph.colocate_with(self._variable.op):
             self._initializer_op = state_ops.assign(
                 self._variable, self._initial_value, validate_shape=validate_shape).op
-        with graph.device(self._variable.op.device), \
-                graph.colocate_with(self._variable.op):
-            from aioflow.ops.array_ops import identity
+        from aioflow.ops.array_ops import identity
 
-            self._snapshot = identity(self._variable, name="read")
+        if self._caching_device is not None:
+            with graph.device(self._caching_device):
+                self._snapshot = identity(self._variable, name="read")
+        else:
+            with graph.device(self._variable.op.device), \
+                    graph.colocate_with(self._variable.op):
+                self._snapshot = identity(self._variable, name="read")
 
     # -- TF's Variable API ---------------------------------------------------------------
     @property
@@ -279,6 +284,12 @@ class ResourceVariable(Variable):
             self._initializer_op = state_ops.assign_variable_op(self._handle, value, name=n)
         with graph.name_scope("Read"):
             self._graph_element = self._read("ReadVariableOp")
+            self._cached_value = None
+            if self._caching_device is not None:
+                from aioflow.ops.array_ops import identity
+
+                with graph.colocate_with(None, True), graph.device(self._caching_device):
+                    self._cached_value = identity(self._graph_element)
 
     def _read(self, name: str = "ReadVariableOp") -> ops_mod.Tensor:
         value = state_ops.read_variable_op(self._handle, self._dtype, name=name)
@@ -300,6 +311,8 @@ class ResourceVariable(Variable):
     def value(self) -> ops_mod.Tensor:
         """A read of the variable in the current name scope, outside any colocation (TF's
         value(): colocate_with(None, ignore_existing=True))."""
+        if self._cached_value is not None:
+            return self._cached_value
         with ops_mod.colocate_with(None, ignore_existing=True):
             return self._read()
 
