@@ -79,7 +79,7 @@ from .onednn import (  # registered when oneDNN loads
     pooling_onednn,
 )
 from .random import candidate_sampler_kernels, random_kernels
-from .sparse import sparse_kernels
+from .sparse import set_kernels, sparse_kernels
 from .state import (
     lookup_kernels,
     resource_variable_kernels,

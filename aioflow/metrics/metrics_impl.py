@@ -8,7 +8,15 @@ from __future__ import annotations
 from aioflow.framework import dtypes, ops
 from aioflow.losses.losses_impl import remove_squeezable_dimensions
 from aioflow.losses.weights_broadcast import broadcast_weights
-from aioflow.ops import array_ops, linalg_ops, math_ops, state_ops, variable_scope, variables
+from aioflow.ops import (
+    array_ops,
+    check_ops,
+    linalg_ops,
+    math_ops,
+    state_ops,
+    variable_scope,
+    variables,
+)
 
 LOCAL_VARIABLES = "local_variables"
 METRIC_VARIABLES = "metric_variables"
@@ -86,10 +94,14 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
 
 def _count_condition(values, weights=None, metrics_collections=None,
                      updates_collections=None):
+    check_ops.assert_type(values, dtypes.bool)
     count = metric_variable([], dtypes.float32, name="count")
     values = math_ops.cast(values, dtypes.float32)
     if weights is not None:
-        values = math_ops.multiply(values, math_ops.cast(weights, dtypes.float32))
+        with ops.control_dependencies((check_ops.assert_rank_in(
+                weights, (0, array_ops.rank(values))),)):
+            weights = math_ops.cast(weights, dtypes.float32)
+            values = math_ops.multiply(values, weights)
     value_tensor = array_ops.identity(count)
     _add(metrics_collections, value_tensor)
     update_op = state_ops.assign_add(count, math_ops.reduce_sum(values))
@@ -182,9 +194,16 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
 
 def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None,
                                     includes=("tp", "fn", "tn", "fp")):
-    predictions, labels, weights = _remove_squeezable_dimensions(
-        math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool),
-        weights)
+    with ops.control_dependencies([
+            check_ops.assert_greater_equal(
+                predictions, math_ops.cast(0.0, dtype=predictions.dtype),
+                message="predictions must be in [0, 1]"),
+            check_ops.assert_less_equal(
+                predictions, math_ops.cast(1.0, dtype=predictions.dtype),
+                message="predictions must be in [0, 1]")]):
+        predictions, labels, weights = _remove_squeezable_dimensions(
+            math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool),
+            weights)
     num_thresholds = len(thresholds)
     predictions_2d = array_ops.reshape(predictions, [-1, 1])
     labels_2d = array_ops.reshape(math_ops.cast(labels, dtype=dtypes.bool), [1, -1])
@@ -197,21 +216,25 @@ def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=Non
     pred_is_pos = math_ops.greater(
         array_ops.tile(array_ops.transpose(predictions_2d), [num_thresholds, 1]),
         thresh_tiled)
-    pred_is_neg = math_ops.logical_not(pred_is_pos)
+    if "fn" in includes or "tn" in includes:
+        pred_is_neg = math_ops.logical_not(pred_is_pos)
     label_is_pos = array_ops.tile(labels_2d, [num_thresholds, 1])
-    label_is_neg = math_ops.logical_not(label_is_pos)
+    if "fp" in includes or "tn" in includes:
+        label_is_neg = math_ops.logical_not(label_is_pos)
     weights_tiled = None
     if weights is not None:
         weights = broadcast_weights(math_ops.cast(weights, dtypes.float32), predictions)
         weights_tiled = array_ops.tile(array_ops.reshape(weights, [1, -1]),
                                        [num_thresholds, 1])
     values, update_ops = {}, {}
-    for key, name, a, b in (("tp", "true_positives", label_is_pos, pred_is_pos),
-                            ("fn", "false_negatives", label_is_pos, pred_is_neg),
-                            ("tn", "true_negatives", label_is_neg, pred_is_neg),
-                            ("fp", "false_positives", label_is_neg, pred_is_pos)):
+    for key, name, a, b in (("tp", "true_positives", "pos", "pos"),
+                            ("fn", "false_negatives", "pos", "neg"),
+                            ("tn", "true_negatives", "neg", "neg"),
+                            ("fp", "false_positives", "neg", "pos")):
         if key not in includes:
             continue
+        a = label_is_pos if a == "pos" else label_is_neg
+        b = pred_is_pos if b == "pos" else pred_is_neg
         var = metric_variable([num_thresholds], dtypes.float32, name=name)
         hits = math_ops.cast(math_ops.logical_and(a, b), dtypes.float32)
         if weights_tiled is not None:

@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     random_ops,
     script_ops,
     segment_ops,
+    set_ops,
     sendrecv_ops,
     space_batch_ops,
     sparse_ops,
