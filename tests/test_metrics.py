@@ -23,13 +23,9 @@ import make_metrics_fixtures_tf as programs  # noqa: E402
 
 WANT = json.loads((DATA / "metrics.json").read_text())
 GRAPHS = np.load(DATA / "metrics_graphs.npz")
-# Metrics whose graphs still differ from TF's (values are TF's): set out by name so that
-# each one fixed joins the node-for-node test below.
-NOT_YET_NODE_FOR_NODE = {"mean_iou"}
 
 
-@pytest.mark.parametrize("key", [k for k in programs.METRICS
-                                 if k not in NOT_YET_NODE_FOR_NODE])
+@pytest.mark.parametrize("key", programs.METRICS)
 def test_metric_graph_equals_tf(key):
     g = tf.Graph()
     with g.as_default():

@@ -7,6 +7,7 @@ kernel module goes in its family's folder and gets a line here."""
 from .array import (
     array_grad_kernels,
     array_kernels,
+    diag_kernels,
     gather_scatter_nd_kernels,
     parallel_concat_kernels,
     partition_stitch_kernels,

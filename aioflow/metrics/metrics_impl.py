@@ -11,7 +11,7 @@ from aioflow.losses.weights_broadcast import broadcast_weights
 from aioflow.ops import (
     array_ops,
     check_ops,
-    linalg_ops,
+    confusion_matrix,
     math_ops,
     state_ops,
     variable_scope,
@@ -294,32 +294,35 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
         return value, update_op
 
 
+def _streaming_confusion_matrix(labels, predictions, num_classes, weights=None):
+    """A float64 confusion-matrix variable and the op adding a batch's matrix to it."""
+    total_cm = metric_variable([num_classes, num_classes], dtypes.float64,
+                               name="total_confusion_matrix")
+    predictions = math_ops.cast(predictions, dtypes.int64)
+    labels = math_ops.cast(labels, dtypes.int64)
+    num_classes = math_ops.cast(num_classes, dtypes.int64)
+    if predictions.get_shape().ndims > 1:
+        predictions = array_ops.reshape(predictions, [-1])
+    if labels.get_shape().ndims > 1:
+        labels = array_ops.reshape(labels, [-1])
+    if weights is not None and weights.get_shape().ndims > 1:
+        weights = array_ops.reshape(weights, [-1])
+    current_cm = confusion_matrix.confusion_matrix(labels, predictions, num_classes,
+                                                   weights=weights, dtype=dtypes.float64)
+    return total_cm, state_ops.assign_add(total_cm, current_cm)
+
+
 def mean_iou(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
              updates_collections=None, name=None):
     """The mean over classes of intersection / union, from a streaming confusion
     matrix."""
     with variable_scope.variable_scope(name, "mean_iou", (predictions, labels, weights)):
         predictions.get_shape().assert_is_compatible_with(labels.get_shape())
-        total_cm = metric_variable([num_classes, num_classes], dtypes.float64,
-                                   name="total_confusion_matrix")
-        predictions = math_ops.cast(predictions, dtypes.int64)
-        labels = math_ops.cast(labels, dtypes.int64)
-        if predictions.get_shape().ndims > 1:
-            predictions = array_ops.reshape(predictions, [-1])
-        if labels.get_shape().ndims > 1:
-            labels = array_ops.reshape(labels, [-1])
-        if weights is not None and weights.get_shape().ndims > 1:
-            weights = array_ops.reshape(weights, [-1])
-        indices = array_ops.stack([labels, predictions], axis=1)
-        entries = array_ops.ones_like(predictions, dtype=dtypes.float64) if weights is None \
-            else math_ops.cast(weights, dtypes.float64)
-        current_cm = array_ops.scatter_nd(indices, entries,
-                                          array_ops.constant([num_classes, num_classes],
-                                                             dtype=dtypes.int64))
-        update_op = state_ops.assign_add(total_cm, current_cm)
+        total_cm, update_op = _streaming_confusion_matrix(labels, predictions,
+                                                          num_classes, weights)
         sum_over_row = math_ops.cast(math_ops.reduce_sum(total_cm, 0), dtypes.float32)
         sum_over_col = math_ops.cast(math_ops.reduce_sum(total_cm, 1), dtypes.float32)
-        cm_diag = math_ops.cast(linalg_ops.diag_part(total_cm), dtypes.float32)
+        cm_diag = math_ops.cast(array_ops.diag_part(total_cm), dtypes.float32)
         denominator = sum_over_row + sum_over_col - cm_diag
         num_valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(denominator, 0),
                                                       dtype=dtypes.float32))

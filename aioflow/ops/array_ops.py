@@ -870,3 +870,9 @@ __all__ = [
 from aioflow.ops import math_ops  # noqa: E402, F401
 
 ops.register_builder("unstack", unstack)
+
+
+def diag_part(input, name: str | None = None) -> ops.Tensor:  # noqa: A002
+    """The diagonal [D1..Dk] of a [D1..Dk, D1..Dk] tensor (TF's array_ops.diag_part,
+    the DiagPart op; tf.linalg.diag_part is MatrixDiagPartV3)."""
+    return apply_op("DiagPart", name=name, input=input)
