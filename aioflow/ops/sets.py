@@ -8,6 +8,9 @@ from aioflow.framework import dtypes, ops
 from aioflow.framework.op_def_library import apply_op
 from aioflow.framework.sparse_tensor import SparseTensor
 
+__all__ = ["set_size", "set_intersection", "set_difference", "set_union", "size",
+           "intersection", "difference", "union"]
+
 _VALID_DTYPES = frozenset({dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
                            dtypes.uint8, dtypes.uint16, dtypes.string})
 
@@ -72,3 +75,6 @@ def set_difference(a, b, aminusb: bool = True, validate_indices: bool = True):
 def set_union(a, b, validate_indices: bool = True) -> SparseTensor:
     a, b, _ = _convert_pair(a, b)
     return _set_operation(a, b, "union", validate_indices)
+
+
+size, intersection, difference, union = set_size, set_intersection, set_difference, set_union
