@@ -8,7 +8,7 @@ from __future__ import annotations
 from aioflow.framework import dtypes, tensor_shape
 from aioflow.framework import ops as ops_mod
 from aioflow.ops import state_ops
-from aioflow.proto import attr_value_pb2
+from aioflow.proto import attr_value_pb2, variable_pb2
 
 
 class GraphKeys:
@@ -128,6 +128,41 @@ def guard_uninitialized_dependencies(scope: str, initial_value):
     return _safe_tensor(scope, initial_value, {})
 
 
+class SaveSliceInfo:
+    """Where a part of a partitioned variable sits in the full variable (TF's
+    Variable.SaveSliceInfo): the full variable's name and shape, the part's offset and
+    shape; `spec` is the checkpoint's slice spec ("10 4 0,4:0,4")."""
+
+    def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None,
+                 save_slice_info_def=None, import_scope=None):
+        if save_slice_info_def is not None:
+            full_name = save_slice_info_def.full_name
+            if import_scope:
+                full_name = f"{import_scope}/{full_name}"
+            full_shape = list(save_slice_info_def.full_shape)
+            var_offset = list(save_slice_info_def.var_offset)
+            var_shape = list(save_slice_info_def.var_shape)
+        self.full_name = full_name
+        self.full_shape = list(full_shape) if full_shape is not None else None
+        self.var_offset = list(var_offset) if var_offset is not None else None
+        self.var_shape = list(var_shape) if var_shape is not None else None
+
+    @property
+    def spec(self) -> str:
+        full_shape_str = " ".join(f"{d}" for d in self.full_shape) + " "
+        sl_spec = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape,
+                                                       strict=True))
+        return full_shape_str + sl_spec
+
+    def to_proto(self, export_scope=None):
+        full_name = self.full_name
+        if export_scope and full_name.startswith(export_scope + "/"):
+            full_name = full_name[len(export_scope) + 1:]
+        return variable_pb2.SaveSliceInfoDef(full_name=full_name, full_shape=self.full_shape,
+                                             var_offset=self.var_offset,
+                                             var_shape=self.var_shape)
+
+
 class Variable:
     """A TF 1.x variable. `Variable(initial_value, trainable=None, collections=None,
     validate_shape=True, name=None, dtype=None, use_resource=None, ...)`: a ref variable
@@ -140,6 +175,10 @@ class Variable:
         return super().__new__(cls)
 
     _is_resource = False
+    _save_slice_info = None
+    _caching_device = None
+    _cached_value = None
+    SaveSliceInfo = SaveSliceInfo
 
     def __init__(self, initial_value=None, trainable=None, collections=None,
                  validate_shape: bool = True, caching_device=None, name=None,
@@ -269,6 +308,12 @@ class Variable:
 
     def _ref(self) -> ops_mod.Tensor:
         return self._variable
+
+    def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self) -> SaveSliceInfo | None:
+        return self._save_slice_info
 
     def _as_graph_element(self):
         return self._variable
