@@ -3,14 +3,24 @@ moving_mean and moving_variance (the last two not trainable); in training (a Pyt
 or a boolean tensor: then a cond), the batch's statistics normalize and the moving ones
 are updated by ops put in UPDATE_OPS (run them with the train op, as TF 1 asks). A 4-D
 input uses FusedBatchNormV3 as TF's fused path; other ranks, moments and
-batch_normalization."""
+batch_normalization. With renorm (batch renormalization, never fused), TF's moving_stddev,
+renorm_mean and renorm_stddev variables and the corrections r and d (clipped by
+renorm_clipping) scale and shift the normalized batch."""
 
 from __future__ import annotations
 
 from aioflow.framework import constant_value, dtypes, ops
 from aioflow.layers.base import Layer
 from aioflow.layers.core import smart_cond
-from aioflow.ops import array_ops, init_ops, math_ops, nn_conv_ops, nn_impl, state_ops
+from aioflow.ops import (
+    array_ops,
+    init_ops,
+    math_ops,
+    nn_conv_ops,
+    nn_impl,
+    nn_ops,
+    state_ops,
+)
 
 
 class BatchNormalization(Layer):
@@ -23,10 +33,23 @@ class BatchNormalization(Layer):
                  gamma_constraint=None, renorm: bool = False, renorm_clipping=None,
                  renorm_momentum=0.99, fused=None, trainable: bool = True,
                  virtual_batch_size=None, adjustment=None, name=None, **kwargs):
-        if renorm or virtual_batch_size is not None or adjustment is not None:
-            raise NotImplementedError("batch normalization's renorm, virtual_batch_size and "
+        if virtual_batch_size is not None or adjustment is not None:
+            raise NotImplementedError("batch normalization's virtual_batch_size and "
                                       "adjustment are not supported by aioflow")
         super().__init__(trainable=trainable, name=name, **kwargs)
+        self.renorm = renorm
+        if renorm:
+            renorm_clipping = renorm_clipping or {}
+            keys = ["rmax", "rmin", "dmax"]
+            if set(renorm_clipping) - set(keys):
+                raise ValueError(f"Received invalid keys for `renorm_clipping` argument: "
+                                 f"{renorm_clipping}. Supported values: {keys}.")
+            self.renorm_clipping = renorm_clipping
+            self.renorm_momentum = renorm_momentum
+            if fused:
+                raise ValueError("Passing both `fused=True` and `renorm=True` is not "
+                                 "supported")
+            fused = False  # fused batch norm has no renorm
         self.axis = axis
         self.momentum = momentum
         self.epsilon = epsilon
@@ -75,7 +98,27 @@ class BatchNormalization(Layer):
         self.moving_variance = self.add_weight(
             "moving_variance", shape=shape, dtype=dtypes.float32,
             initializer=self.moving_variance_initializer, trainable=False)
+        if self.renorm:
+            self._build_renorm(shape)
         self.built = True
+
+    def _build_renorm(self, shape) -> None:
+        """Batch renormalization's variables (TF's names and colocation): moving_stddev
+        (tracked for inference instead of the variance), renorm_mean and renorm_stddev
+        (the training-time averages r and d are computed against)."""
+        def moving_stddev_initializer(*args, **kwargs):
+            return math_ops.sqrt(self.moving_variance_initializer(*args, **kwargs))
+
+        def renorm_variable(name, initializer):
+            return self.add_weight(name, shape=shape, dtype=dtypes.float32,
+                                   initializer=initializer, trainable=False)
+
+        with ops.colocate_with(self.moving_variance.op):
+            self.moving_stddev = renorm_variable("moving_stddev", moving_stddev_initializer)
+        with ops.colocate_with(self.moving_mean.op):
+            self.renorm_mean = renorm_variable("renorm_mean", self.moving_mean_initializer)
+        with ops.colocate_with(self.moving_stddev.op):
+            self.renorm_stddev = renorm_variable("renorm_stddev", moving_stddev_initializer)
 
     def call(self, inputs, training=False):
         if self.fused:
@@ -126,41 +169,115 @@ class BatchNormalization(Layer):
         return output
 
     def _plain(self, inputs, training):
+        """TF's non-fused path: moments, the moving averages' updates (in UPDATE_OPS) and
+        nn.batch_normalization; with renorm, the corrections r and d fold into the scale
+        and offset."""
         rank = inputs.shape.rank
-        axes = [i for i in range(rank) if i != self._axis]
+        reduction_axes = [i for i in range(rank) if i != self._axis]
+        broadcast_shape = [1] * rank
+        broadcast_shape[self._axis] = inputs.shape.as_list()[self._axis]
+
+        def _broadcast(v):
+            if v is not None and len(v.shape) != rank and \
+                    reduction_axes != list(range(rank - 1)):
+                return array_ops.reshape(v, broadcast_shape)
+            return v
+
+        scale, offset = _broadcast(self.gamma), _broadcast(self.beta)
         value = self._training_value(training)
-        broadcast = [1] * rank
-        broadcast[self._axis] = self.moving_mean.shape.as_list()[0]
-
-        def shaped(t):
-            return t if rank == 2 and self._axis == 1 else array_ops.reshape(t, broadcast)
-
         if value is False:
             mean, variance = self.moving_mean, self.moving_variance
         else:
             batch_mean, batch_variance = nn_impl.moments(
-                math_ops.cast(inputs, dtypes.float32), axes)
+                math_ops.cast(inputs, dtypes.float32), reduction_axes)
             mean = smart_cond(training, lambda: batch_mean,
                               lambda: ops.convert_to_tensor(self.moving_mean))
             variance = smart_cond(training, lambda: batch_variance,
                                   lambda: ops.convert_to_tensor(self.moving_variance))
-
-            def update(var, new):
-                return smart_cond(training,
-                                  lambda: self._assign_moving_average(var, new,
-                                                                      self.momentum),
-                                  lambda: ops.convert_to_tensor(var))
-
-            self.add_update(update(self.moving_mean, mean))
-            self.add_update(update(self.moving_variance, variance))
+            new_mean, new_variance = mean, variance
+            if self.renorm:
+                r, d, new_mean, new_variance = self._renorm_correction_and_moments(
+                    new_mean, new_variance, training)
+                r = _broadcast(array_ops.stop_gradient(r, name="renorm_r"))
+                d = _broadcast(array_ops.stop_gradient(d, name="renorm_d"))
+                scale, offset = _compose_transforms(r, d, scale, offset)
+            self.add_update(smart_cond(
+                training,
+                lambda: self._assign_moving_average(self.moving_mean, new_mean,
+                                                    self.momentum),
+                lambda: ops.convert_to_tensor(self.moving_mean)))
+            self.add_update(smart_cond(
+                training, lambda: self._variance_update(new_variance),
+                lambda: ops.convert_to_tensor(self.moving_variance)))
         mean = math_ops.cast(mean, inputs.dtype)
         variance = math_ops.cast(variance, inputs.dtype)
-        offset = math_ops.cast(self.beta, inputs.dtype) if self.beta is not None else None
-        scale = math_ops.cast(self.gamma, inputs.dtype) if self.gamma is not None else None
-        return nn_impl.batch_normalization(
-            inputs, shaped(mean), shaped(variance),
-            shaped(offset) if offset is not None else None,
-            shaped(scale) if scale is not None else None, self.epsilon)
+        if offset is not None:
+            offset = math_ops.cast(offset, inputs.dtype)
+        if scale is not None:
+            scale = math_ops.cast(scale, inputs.dtype)
+        return nn_impl.batch_normalization(inputs, _broadcast(mean), _broadcast(variance),
+                                           offset, scale, self.epsilon)
+
+    def _variance_update(self, new_variance):
+        if not self.renorm:
+            return self._assign_moving_average(self.moving_variance, new_variance,
+                                               self.momentum)
+        # renorm: the moving stddev (epsilon inside, as in training), then the variance
+        moving_stddev = self._assign_moving_average(
+            self.moving_stddev, math_ops.sqrt(new_variance + self.epsilon), self.momentum)
+        return self._assign_new_value(
+            self.moving_variance,
+            nn_ops.relu(moving_stddev * moving_stddev - self.epsilon))
+
+    def _assign_new_value(self, variable, value):
+        with ops.name_scope("AssignNewValue") as scope, ops.colocate_with(variable.op):
+            return state_ops.assign(variable, value, name=scope)
+
+    def _renorm_correction_and_moments(self, mean, variance, training):
+        """r, d and the mean and variance to update the moving averages with, after the
+        renorm averages are updated (TF's _renorm_correction_and_moments)."""
+        stddev = math_ops.sqrt(variance + self.epsilon)
+        renorm_mean = self.renorm_mean
+        renorm_stddev = math_ops.maximum(self.renorm_stddev, math_ops.sqrt(self.epsilon))
+        r = stddev / renorm_stddev
+        d = (mean - renorm_mean) / renorm_stddev
+        with ops.control_dependencies([r, d]):
+            mean = array_ops.identity(mean)
+            stddev = array_ops.identity(stddev)
+        rmin, rmax, dmax = (self.renorm_clipping.get(k) for k in ("rmin", "rmax", "dmax"))
+        if rmin is not None:
+            r = math_ops.maximum(r, rmin)
+        if rmax is not None:
+            r = math_ops.minimum(r, rmax)
+        if dmax is not None:
+            d = math_ops.maximum(d, -dmax)
+            d = math_ops.minimum(d, dmax)
+        r = smart_cond(training, lambda: r, lambda: array_ops.ones_like_v2(r))
+        d = smart_cond(training, lambda: d, lambda: array_ops.zeros_like(d))
+
+        def update(var, value):
+            value = array_ops.identity(value)
+            return smart_cond(
+                training,
+                lambda: self._assign_moving_average(var, value, self.renorm_momentum),
+                lambda: array_ops.identity(var))
+
+        update_new_mean = update(self.renorm_mean, mean)
+        update_new_stddev = update(self.renorm_stddev, stddev)
+        with ops.control_dependencies([update_new_mean, update_new_stddev]):
+            out_mean = array_ops.identity(mean)
+            out_variance = array_ops.identity(variance)
+        return r, d, out_mean, out_variance
+
+
+def _compose_transforms(scale, offset, then_scale, then_offset):
+    """(scale, offset) of x -> (x * scale + offset) * then_scale + then_offset."""
+    if then_scale is not None:
+        scale *= then_scale
+        offset *= then_scale
+    if then_offset is not None:
+        offset += then_offset
+    return scale, offset
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center: bool = True,
