@@ -1,5 +1,5 @@
-"""The set-op kernels (DenseToDenseSetOperation, DenseToSparseSetOperation, SetSize) and
-DiagPart against TF 2.21's answers (tests/data/set_diag.json, made by
+"""The set-op kernels (DenseToDenseSetOperation, DenseToSparseSetOperation,
+SparseToSparseSetOperation, SetSize) and DiagPart against TF 2.21's answers (tests/data/set_diag.json, made by
 tests/data/make_set_diag_tf.py): the same values, or the same error class and message."""
 
 from __future__ import annotations
@@ -31,6 +31,15 @@ def _build(op, args):
         return [apply_op(op, set_indices=c(args["indices"], tf.int64),
                          set_values=c(args["values"], tf.int64),
                          set_shape=c(args["shape"], tf.int64))]
+    if op == "SparseToSparseSetOperation":
+        other = args["other"]
+        return apply_op(op, set1_indices=c(args["indices"], tf.int64),
+                        set1_values=c(args["values"], tf.int64),
+                        set1_shape=c(args["shape"], tf.int64),
+                        set2_indices=c(other["indices"], tf.int64),
+                        set2_values=c(other["values"], tf.int64),
+                        set2_shape=c([2, 2, 3], tf.int64),
+                        set_operation=args["set_operation"])
     set1 = c(args["set1"], tf.int64)
     if op == "DenseToDenseSetOperation":
         return apply_op(op, set1=set1, set2=c(args["set2"], tf.int64),

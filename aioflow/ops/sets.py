@@ -49,8 +49,15 @@ def _convert_pair(a, b):
 
 def _set_operation(a, b, set_operation: str, validate_indices: bool = True) -> SparseTensor:
     if isinstance(a, SparseTensor):
-        raise NotImplementedError("SparseToSparseSetOperation is not supported by aioflow")
-    if isinstance(b, SparseTensor):
+        if not isinstance(b, SparseTensor):
+            raise ValueError("Sparse,Dense is not supported, but Dense,Sparse is. Please flip "
+                             "the order of your inputs.")
+        out = apply_op("SparseToSparseSetOperation", set1_indices=a.indices,
+                       set1_values=a.values, set1_shape=a.dense_shape,
+                       set2_indices=b.indices, set2_values=b.values,
+                       set2_shape=b.dense_shape, set_operation=set_operation,
+                       validate_indices=validate_indices)
+    elif isinstance(b, SparseTensor):
         out = apply_op("DenseToSparseSetOperation", set1=a, set2_indices=b.indices,
                        set2_values=b.values, set2_shape=b.dense_shape,
                        set_operation=set_operation, validate_indices=validate_indices)

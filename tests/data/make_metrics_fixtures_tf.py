@@ -2,10 +2,11 @@
 condition counts, precision, recall, the errors, auc ROC/PR with each summation method,
 mean_iou, the counts, precision and recall at thresholds, mean_relative_error,
 mean_cosine_distance, percentage_below, mean_tensor, mean_per_class_accuracy,
-sensitivity_at_specificity, specificity_at_sensitivity), each updated over three
-batches (weights among them): the values after each update, the final value, and the
-metric's local variables; and each metric's GraphDef, built alone
-(tests/data/metrics_graphs.npz).
+sensitivity_at_specificity, specificity_at_sensitivity, and the metrics at k: precision
+and recall at k and at top k, with class_id, weights and sparse labels, average precision
+at k), each updated over three batches (weights among them): the values after each
+update, the final value, and the metric's local variables; and each metric's GraphDef,
+built alone (tests/data/metrics_graphs.npz).
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -29,16 +30,32 @@ BATCHES = [(R.integers(0, 2, 8).astype(np.int64), R.uniform(size=8).astype(np.fl
             R.uniform(0, 2, size=8).astype(np.float32)) for _ in range(3)]
 
 
+R_K = np.random.default_rng(12)  # the metrics at k: scores of 4 classes, class-id labels
+BATCHES_K = [(R_K.normal(size=(8, 4)).astype(np.float32),
+              R_K.integers(0, 4, 8).astype(np.int64),
+              R_K.integers(0, 5, (8, 2)).astype(np.int64)) for _ in range(3)]
+SPARSE_LABELS = ([[0, 0], [1, 0], [1, 1], [3, 0], [4, 0], [6, 0], [6, 1], [7, 0]],
+                 [1, 0, 3, 2, 2, 0, 1, 3], [8, 2])
+
+
+def _sparse_labels(tf):
+    indices, values, shape = SPARSE_LABELS
+    return tf.SparseTensor(indices, tf.constant(values, tf.int64), shape)
+
+
 def _inputs(tf):
     labels = tf.placeholder(tf.int64, [None], name="labels")
     scores = tf.placeholder(tf.float32, [None], name="scores")
     classes = tf.placeholder(tf.int64, [None], name="classes")
     predicted = tf.placeholder(tf.int64, [None], name="predicted")
     weights = tf.placeholder(tf.float32, [None], name="weights")
-    return labels, scores, classes, predicted, weights
+    logits = tf.placeholder(tf.float32, [None, 4], name="logits")
+    class_ids = tf.placeholder(tf.int64, [None], name="class_ids")
+    multi = tf.placeholder(tf.int64, [None, 2], name="multi")
+    return labels, scores, classes, predicted, weights, logits, class_ids, multi
 
 
-def _metrics(tf, labels, scores, classes, predicted, weights):
+def _metrics(tf, labels, scores, classes, predicted, weights, logits, class_ids, multi):
     """Each metric's builder (in the order program() builds them)."""
     def binary():
         return tf.cast(scores > 0.5, tf.int64)
@@ -94,10 +111,27 @@ def _metrics(tf, labels, scores, classes, predicted, weights):
         "spec_at_sens": lambda: m.specificity_at_sensitivity(labels, scores, 0.6,
                                                              weights=weights,
                                                              num_thresholds=30),
+        "precision_at_2": lambda: m.precision_at_k(class_ids, logits, 2),
+        "precision_at_2_class1": lambda: m.precision_at_k(class_ids, logits, 2, class_id=1),
+        "sparse_precision_at_3": lambda: m.sparse_precision_at_k(multi, logits, 3,
+                                                                 weights=weights),
+        "precision_at_top_k": lambda: m.precision_at_top_k(
+            class_ids, tf.nn.top_k(logits, 2)[1], k=2),
+        "recall_at_2": lambda: m.recall_at_k(class_ids, logits, 2),
+        "recall_at_1_class2": lambda: m.recall_at_k(multi, logits, 1, class_id=2),
+        "recall_at_top_k": lambda: m.recall_at_top_k(multi, tf.nn.top_k(logits, 3)[1],
+                                                     weights=weights),
+        "recall_sparse_labels": lambda: m.recall_at_k(_sparse_labels(tf),
+                                                      logits, 2),
+        "average_precision_at_3": lambda: m.average_precision_at_k(multi, logits, 3),
+        "sparse_average_precision_at_2": lambda: m.sparse_average_precision_at_k(
+            class_ids, logits, 2, weights=weights),
+        "average_precision_sparse": lambda: m.average_precision_at_k(
+            _sparse_labels(tf), logits, 2),
     }
 
 
-METRICS = list(_metrics(None, *[None] * 5))
+METRICS = list(_metrics(None, *[None] * 8))
 
 
 def one_metric(tf, key):
@@ -107,7 +141,8 @@ def one_metric(tf, key):
 
 def _feeds():
     return [{"labels:0": b[0], "scores:0": b[1], "classes:0": b[2], "predicted:0": b[3],
-             "weights:0": b[4]} for b in BATCHES]
+             "weights:0": b[4], "logits:0": k[0], "class_ids:0": k[1], "multi:0": k[2]}
+            for b, k in zip(BATCHES, BATCHES_K, strict=True)]
 
 
 def program(tf):

@@ -45,3 +45,11 @@ def _set_size(op):
     .input("set_shape: int64").output("size: int32")
     .attr("validate_indices: bool = true").attr(f"T: {_SET_T}")
     .set_shape_fn(_set_size))
+(register_op("SparseToSparseSetOperation").input("set1_indices: int64")
+    .input("set1_values: T").input("set1_shape: int64").input("set2_indices: int64")
+    .input("set2_values: T").input("set2_shape: int64")
+    .output("result_indices: int64").output("result_values: T")
+    .output("result_shape: int64").attr("set_operation: string")
+    .attr("validate_indices: bool = true").attr(f"T: {_SET_T}")
+    .set_shape_fn(lambda op: _result_shapes(op.inputs[2].shape.as_list()[0]
+                                            if op.inputs[2].shape.rank == 1 else None)))

@@ -1,8 +1,9 @@
-"""CPU kernels of TF's set ops: DenseToDenseSetOperation, DenseToSparseSetOperation
-("a-b", "b-a", "intersection", "union" of the sets in the last dimension, group by group)
-and SetSize. A dense group is every value of its row; a sparse group the values whose
-indices share the leading coordinates. Results are SparseTensors holding each group's
-set sorted ascending, shaped [groups..., the largest set], as TF's set_kernels.cc."""
+"""CPU kernels of TF's set ops: DenseToDenseSetOperation, DenseToSparseSetOperation,
+SparseToSparseSetOperation ("a-b", "b-a", "intersection", "union" of the sets in the last
+dimension, group by group) and SetSize. A dense group is every value of its row; a sparse
+group the values whose indices share the leading coordinates. Results are SparseTensors
+holding each group's set sorted ascending, shaped [groups..., the largest set], as TF's
+set_kernels.cc."""
 
 from __future__ import annotations
 
@@ -125,6 +126,32 @@ class DenseToSparseSetOperationOp(OpKernel):
             raise _invalid(f"Mismatched group shapes {shape_str(shape1)} vs "
                            f"{shape_str(shape2)}.")
         results = {c: self.operation(sets1[c], sets2.get(c, set())) for c in sets1}
+        return _result(shape1, results, self.np_dtype)
+
+
+@register_kernel("SparseToSparseSetOperation", "CPU", T=_SET_T)
+class SparseToSparseSetOperationOp(OpKernel):
+    """A set operation between the groups of two SparseTensors (every group either
+    holds)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.operation = _operation(ctx.get_attr("set_operation"))
+        self.validate = bool(ctx.get_attr("validate_indices"))
+        self.np_dtype = _np_dtype(ctx)
+
+    def compute(self, ctx, inputs):
+        first = [np.asarray(v) for v in inputs[:3]]
+        second = [np.asarray(v) for v in inputs[3:]]
+        _check_sparse(*first, self.validate)
+        _check_sparse(*second, self.validate)
+        shape1, sets1 = _sparse_groups(*first)
+        shape2, sets2 = _sparse_groups(*second)
+        if shape1 != shape2:
+            raise _invalid(f"Mismatched group shapes {shape_str(shape1)} vs "
+                           f"{shape_str(shape2)}.")
+        results = {c: self.operation(sets1.get(c, set()), sets2.get(c, set()))
+                   for c in set(sets1) | set(sets2)}
         return _result(shape1, results, self.np_dtype)
 
 
