@@ -127,3 +127,23 @@ def test_errors_as_tf():
         assert [v.op.name for v in same] == ["b/part_0", "b/part_1"]
         with pytest.raises(ValueError, match="max_shards must be positive"):
             tf.variable_axis_size_partitioner(10, max_shards=-1)
+
+
+def test_meta_graph_keeps_the_slices(tmp_path):
+    """export_meta_graph writes each part's save_slice_info_def; after import_meta_graph
+    the parts are slices again, and a Saver over them reads TF's checkpoint."""
+    g, _, _ = _build("adam")
+    with g.as_default():
+        tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+        specs = {v.op.name: v._save_slice_info.spec for v in tf.global_variables()
+                 if v._save_slice_info is not None}
+    assert specs["emb/part_1"] == "10 3 5,5:0,3"
+    assert specs["emb/part_0/Adam_1"] == "10 3 0,5:0,3"
+    with tf.Graph().as_default() as g2:
+        saver = tf.train.import_meta_graph(str(tmp_path / "m.meta"))
+        assert {v.op.name: v._save_slice_info.spec for v in tf.global_variables()
+                if v._save_slice_info is not None} == specs
+        with tf.Session(graph=g2) as sess:
+            saver.restore(sess, str(CKPT))
+            np.testing.assert_array_equal(sess.run("emb/part_1:0"),
+                                          ARRAYS["adam/var:emb/part_1"])
