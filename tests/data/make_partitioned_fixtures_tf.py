@@ -1,10 +1,10 @@
 """Writes the partitioned-variable fixtures (tests/data/partitioned.npz, partitioned.json,
 tests/data/partitioned_ckpt/): TF 2.21's tf.compat.v1 get_variable with a partitioner
 (fixed_size, variable_axis_size, min_max; ref and resource variables), a
-PartitionedVariable used as a tensor (ConcatPartitions) and by embedding_lookup ("mod" and
-"div"), Adam training a partitioned embedding (slots per part), and a Saver writing TF's
-sliced checkpoint entries: GraphDefs node for node, values, the partitioners' answers for
-several shapes, and the checkpoint files TF wrote.
+PartitionedVariable used as a tensor (ConcatPartitions), by embedding_lookup ("mod" and
+"div") and by the sampled losses, Adam training a partitioned embedding (slots per part),
+and a Saver writing TF's sliced checkpoint entries: GraphDefs node for node, values, the
+partitioners' answers for several shapes, and the checkpoint files TF wrote.
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -98,8 +98,21 @@ def adam(tf):
     return {"loss": loss, "train": train, "saver": saver}, names
 
 
+def sampled(tf):
+    """nce_loss and sampled_softmax_loss over a partitioned output table."""
+    tf.set_random_seed(6)
+    weights = tf.get_variable("out_w", [12, 3], partitioner=tf.fixed_size_partitioner(3))
+    biases = tf.get_variable("out_b", [12], initializer=tf.zeros_initializer())
+    inputs = tf.constant(np.random.default_rng(2).normal(size=(4, 3)).astype(np.float32))
+    labels = tf.constant([[1], [5], [7], [11]], tf.int64)
+    nce = tf.nn.nce_loss(weights, biases, labels, inputs, num_sampled=4, num_classes=12)
+    softmax = tf.nn.sampled_softmax_loss(weights, biases, labels, inputs, num_sampled=4,
+                                         num_classes=12, partition_strategy="div")
+    return {"nce": nce, "softmax": softmax}, {"parts": [v.op.name for v in weights]}
+
+
 PROGRAMS = {"fixed": fixed, "axis_size_resource": axis_size_resource,
-            "min_max_constant": min_max_constant, "adam": adam}
+            "min_max_constant": min_max_constant, "adam": adam, "sampled": sampled}
 
 
 def feeds(graph):
