@@ -1,6 +1,7 @@
 """The set-op kernels (DenseToDenseSetOperation, DenseToSparseSetOperation,
-SparseToSparseSetOperation, SetSize) and DiagPart against TF 2.21's answers (tests/data/set_diag.json, made by
-tests/data/make_set_diag_tf.py): the same values, or the same error class and message."""
+SparseToSparseSetOperation, SetSize) and DiagPart against TF 2.21's answers
+(tests/data/set_diag.json, made by tests/data/make_set_diag_tf.py): the same values, or
+the same error class and message."""
 
 from __future__ import annotations
 
