@@ -10,7 +10,16 @@ import hashlib
 
 from aioflow.framework import constant_value, dtypes, nest, ops
 from aioflow.layers.base import Layer
-from aioflow.ops import array_ops, clip_ops, constant_op, init_ops, math_ops, nn_impl, nn_ops
+from aioflow.ops import (
+    array_ops,
+    clip_ops,
+    constant_op,
+    init_ops,
+    math_ops,
+    nn_impl,
+    nn_ops,
+    partitioned_variables,
+)
 from aioflow.ops import variable_scope as vs
 from aioflow.ops.rnn import concat_shape as _concat
 
@@ -215,6 +224,12 @@ class BasicLSTMCell(LayerRNNCell):
         return new_h, new_state
 
 
+def _shards(num_shards):
+    """The partitioner of a weight split in `num_shards` (None: not split)."""
+    return None if num_shards is None else partitioned_variables.fixed_size_partitioner(
+        num_shards)
+
+
 class LSTMCell(LayerRNNCell):
     """LSTM with optional peepholes, cell clipping and an output projection."""
 
@@ -222,9 +237,9 @@ class LSTMCell(LayerRNNCell):
                  initializer=None, num_proj=None, proj_clip=None, num_unit_shards=None,
                  num_proj_shards=None, forget_bias=1.0, state_is_tuple: bool = True,
                  activation=None, reuse=None, name=None, dtype=None, **kwargs):
-        if num_unit_shards is not None or num_proj_shards is not None:
-            raise NotImplementedError("LSTMCell's shards are not supported by aioflow")
         super().__init__(_reuse=reuse, name=name, dtype=dtype, **kwargs)
+        self._num_unit_shards = num_unit_shards
+        self._num_proj_shards = num_proj_shards
         self._num_units = num_units
         self._use_peepholes = use_peepholes
         self._cell_clip = cell_clip
@@ -251,7 +266,8 @@ class LSTMCell(LayerRNNCell):
         depth = _input_depth(input_shape)
         h_depth = self._num_units if self._num_proj is None else self._num_proj
         self._kernel = self.add_weight("kernel", shape=[depth + h_depth, 4 * self._num_units],
-                                       initializer=self._initializer)
+                                       initializer=self._initializer,
+                                       partitioner=_shards(self._num_unit_shards))
         self._bias = self.add_weight("bias", shape=[4 * self._num_units],
                                      initializer=init_ops.zeros_initializer())
         if self._use_peepholes:
@@ -264,7 +280,8 @@ class LSTMCell(LayerRNNCell):
         if self._num_proj is not None:
             self._proj_kernel = self.add_weight("projection/kernel",
                                                 shape=[self._num_units, self._num_proj],
-                                                initializer=self._initializer)
+                                                initializer=self._initializer,
+                                                partitioner=_shards(self._num_proj_shards))
         self.built = True
 
     def call(self, inputs, state):

@@ -1,6 +1,6 @@
 """Writes the recurrent-network fixtures (tests/data/rnn.npz, rnn.json): tf.compat.v1's
-dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping), GRUCell,
-MultiRNNCell and DropoutWrapper, with and without sequence_length, static_rnn and
+dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping, sharded
+weights), GRUCell, MultiRNNCell and DropoutWrapper, with and without sequence_length, static_rnn and
 bidirectional_dynamic_rnn, as TF 2.21 builds them (GraphDefs, node for node) and computes
 them (outputs and final states after the variables' seeded initialization).
 
@@ -58,6 +58,13 @@ def lstm_peephole_proj(tf):
     return _fetches(outputs, state, tf)
 
 
+def lstm_shards(tf):
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.LSTMCell(5, num_unit_shards=2, num_proj=3, num_proj_shards=2)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    return _fetches(outputs, state, tf)
+
+
 def gru(tf):
     x = _inputs(tf)
     cell = tf.nn.rnn_cell.GRUCell(4)
@@ -105,7 +112,8 @@ def bidirectional(tf):
     return {"fw": fw, "bw": bw, "state0": sfw, "state1": sbw.c, "state2": sbw.h}
 
 
-PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj, "gru": gru,
+PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
+            "lstm_shards": lstm_shards, "gru": gru,
             "multi_cell": multi_cell, "dropout_wrapper": dropout_wrapper,
             "dropout_wrapper_keep": dropout_wrapper_keep, "static": static,
             "bidirectional": bidirectional}
