@@ -72,6 +72,13 @@ def gru(tf):
     return _fetches(outputs, state, tf)
 
 
+def gru_resource(tf):
+    x = _inputs(tf)
+    with tf.variable_scope("res", use_resource=True):
+        outputs, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)
+    return _fetches(outputs, state, tf)
+
+
 def multi_cell(tf):
     x = _inputs(tf)
     cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicLSTMCell(4),
@@ -113,7 +120,7 @@ def bidirectional(tf):
 
 
 PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
-            "lstm_shards": lstm_shards, "gru": gru,
+            "lstm_shards": lstm_shards, "gru": gru, "gru_resource": gru_resource,
             "multi_cell": multi_cell, "dropout_wrapper": dropout_wrapper,
             "dropout_wrapper_keep": dropout_wrapper_keep, "static": static,
             "bidirectional": bidirectional}
