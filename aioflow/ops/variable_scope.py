@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import inspect
 import weakref
 
 import numpy as np
@@ -43,10 +45,11 @@ class VariableScope:
 
     def __init__(self, reuse, name: str = "", initializer=None, dtype=dtypes.float32,
                  use_resource=None, constraint=None, name_scope: str = "",
-                 caching_device=None, partitioner=None):
+                 caching_device=None, partitioner=None, custom_getter=None):
         self.name = name
         self.caching_device = caching_device
         self.partitioner = partitioner
+        self.custom_getter = custom_getter
         self.reuse = reuse
         self.initializer = initializer
         self.dtype = dtypes.as_dtype(dtype)
@@ -62,6 +65,9 @@ class VariableScope:
 
     def set_partitioner(self, partitioner) -> None:
         self.partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter) -> None:
+        self.custom_getter = custom_getter
 
     def get_variable(self, name, shape=None, dtype=None, initializer=None, **kwargs):
         return get_variable(name, shape, dtype, initializer, **kwargs)
@@ -98,8 +104,8 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                    custom_getter=None, reuse=None, dtype=None, use_resource=None,
                    constraint=None, auxiliary_name_scope=True):
     """A variable scope (and a name scope of the same name), as TF 1.x's."""
-    if custom_getter is not None:
-        raise NotImplementedError("variable_scope custom_getter is not supported by aioflow")
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"Cannot set custom_getter to a non-callable value: {custom_getter}")
     store = _store()
     parent = store.scopes[-1]
     if isinstance(name_or_scope, VariableScope):
@@ -129,7 +135,9 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                           caching_device=(caching_device if caching_device is not None
                                           else base.caching_device),
                           partitioner=partitioner if partitioner is not None
-                          else base.partitioner)
+                          else base.partitioner,
+                          custom_getter=_maybe_wrap_custom_getter(custom_getter,
+                                                                  base.custom_getter))
     name_ctx = (ops_mod.name_scope(scope_name, values=values) if auxiliary_name_scope
                 else contextlib.nullcontext(""))
     with name_ctx as ns:
@@ -139,6 +147,20 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
             yield scope
         finally:
             store.scopes.pop()
+
+
+def _maybe_wrap_custom_getter(custom_getter, old_getter):
+    """A scope's getter within another's: the new one calls the old one, which calls the
+    true getter (TF's _maybe_wrap_custom_getter)."""
+    if custom_getter is None:
+        return old_getter
+    if old_getter is None:
+        return custom_getter
+
+    def wrapped_custom_getter(getter, *args, **kwargs):
+        return custom_getter(functools.partial(old_getter, getter), *args, **kwargs)
+
+    return wrapped_custom_getter
 
 
 def _default_initializer(name: str, dtype: dtypes.DType):
@@ -155,30 +177,59 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  constraint=None, synchronization=None, aggregation=None):
     """The variable `name` of the current variable scope: made, or (when the scope
     reuses) the existing one, with TF's checks and messages. With a partitioner (given
-    or the scope's), a PartitionedVariable of `name/part_<i>` variables."""
-    if custom_getter is not None:
-        raise NotImplementedError("get_variable custom_getter is not supported by aioflow")
+    or the scope's), a PartitionedVariable of `name/part_<i>` variables. A custom getter
+    (given, or the scopes') is called with the true getter and the arguments."""
     store = _store()
     scope = store.scopes[-1]
     full_name = f"{scope.name}/{name}" if scope.name else name
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
     if initializer is None:
         initializer = scope.initializer
     if caching_device is None:
         caching_device = scope.caching_device
     if partitioner is None:
         partitioner = scope.partitioner
+    if custom_getter is None:
+        custom_getter = scope.custom_getter
     if use_resource is None:
-        use_resource = bool(scope.use_resource)
-    common = {"trainable": trainable, "collections": collections,
-              "caching_device": caching_device, "validate_shape": validate_shape,
-              "use_resource": use_resource, "constraint": constraint}
-    with ops_mod.name_scope(None):  # get_variable's names ignore the name scope
+        use_resource = scope.use_resource
+    if dtype is None:
+        dtype = scope.dtype
+
+    def true_getter(name, shape=None, dtype=dtypes.float32, initializer=None,
+                    regularizer=None, reuse=None, trainable=None, collections=None,
+                    caching_device=None, partitioner=None, validate_shape=True,
+                    use_resource=None, constraint=None, synchronization=None,
+                    aggregation=None):
+        dtype = dtypes.as_dtype(dtype)
+        common = {"trainable": trainable, "collections": collections,
+                  "caching_device": caching_device, "validate_shape": validate_shape,
+                  "use_resource": bool(use_resource), "constraint": constraint}
         if partitioner is not None:
-            return _partitioned_variable(store, full_name, shape, dtype, initializer,
-                                         partitioner, scope.reuse, common)
-        return _single_variable(store, full_name, shape, dtype, initializer, None,
-                                scope.reuse, common)
+            return _partitioned_variable(store, name, shape, dtype, initializer,
+                                         partitioner, reuse, common)
+        return _single_variable(store, name, shape, dtype, initializer, None, reuse, common)
+
+    kwargs = {"name": full_name, "shape": shape, "dtype": dtype, "initializer": initializer,
+              "regularizer": regularizer, "reuse": scope.reuse, "trainable": trainable,
+              "collections": collections, "caching_device": caching_device,
+              "partitioner": partitioner, "validate_shape": validate_shape,
+              "use_resource": use_resource, "synchronization": synchronization,
+              "aggregation": aggregation}
+    with ops_mod.name_scope(None):  # get_variable's names ignore the name scope
+        if custom_getter is None:
+            return true_getter(constraint=constraint, **kwargs)
+        if _accepts(custom_getter, "constraint"):
+            kwargs["constraint"] = constraint
+        return custom_getter(getter=true_getter, **kwargs)
+
+
+def _accepts(fn, arg: str) -> bool:
+    """Whether `fn` takes `arg` by name or any keyword arguments (TF's fn_args check)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == arg or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _single_variable(store, full_name, shape, dtype, initializer, partition_info, reuse,

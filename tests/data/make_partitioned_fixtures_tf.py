@@ -3,8 +3,9 @@ tests/data/partitioned_ckpt/): TF 2.21's tf.compat.v1 get_variable with a partit
 (fixed_size, variable_axis_size, min_max; ref and resource variables), a
 PartitionedVariable used as a tensor (ConcatPartitions), by embedding_lookup ("mod" and
 "div") and by the sampled losses, Adam training a partitioned embedding (slots per part),
-and a Saver writing TF's sliced checkpoint entries: GraphDefs node for node, values, the
-partitioners' answers for several shapes, and the checkpoint files TF wrote.
+a Saver writing TF's sliced checkpoint entries, and variable scopes' custom getters:
+GraphDefs node for node, values, the partitioners' answers for several shapes, and the
+checkpoint files TF wrote.
 
 Run from the project root with TF 2.21 (never a dependency):
 
@@ -111,8 +112,31 @@ def sampled(tf):
     return {"nce": nce, "softmax": softmax}, {"parts": [v.op.name for v in weights]}
 
 
+def custom_getter(tf):
+    """Variable scopes' custom getters, nested (the inner one calls the outer one), and
+    one given to get_variable; with a partitioner passed through."""
+    def rename(getter, name, *args, **kwargs):
+        kwargs["trainable"] = False
+        return getter(name + "_x", *args, **kwargs)
+
+    def doubled(getter, name, *args, **kwargs):
+        return tf.convert_to_tensor(getter(name, *args, **kwargs)) * 2.0
+
+    with tf.variable_scope("s", custom_getter=rename):
+        with tf.variable_scope("t", custom_getter=doubled):
+            v = tf.get_variable("v", [2], initializer=tf.ones_initializer())
+            p = tf.get_variable("p", [4, 2], initializer=tf.ones_initializer(),
+                                partitioner=tf.fixed_size_partitioner(2))
+        w = tf.get_variable("w", [3], initializer=tf.zeros_initializer(),
+                            custom_getter=lambda getter, *a, **k: getter(*a, **k) + 1.0)
+    return {"v": v, "p": p, "w": w}, {
+        "global": [x.op.name for x in tf.global_variables()],
+        "trainable": [x.op.name for x in tf.trainable_variables()]}
+
+
 PROGRAMS = {"fixed": fixed, "axis_size_resource": axis_size_resource,
-            "min_max_constant": min_max_constant, "adam": adam, "sampled": sampled}
+            "min_max_constant": min_max_constant, "adam": adam, "sampled": sampled,
+            "custom_getter": custom_getter}
 
 
 def feeds(graph):
