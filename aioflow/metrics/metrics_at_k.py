@@ -83,8 +83,7 @@ def _select_class_id(ids, selected_id):
     """The ids equal to `selected_id`, as a SparseTensor of the ids' shape."""
     ids = _convert(ids)
     if isinstance(ids, SparseTensor):
-        raise NotImplementedError("metrics at k with class_id and SparseTensor labels "
-                                  "(sparse_retain) are not supported by aioflow")
+        return sparse_ops.retain(ids, math_ops.equal(ids.values, selected_id))
     ids_shape = array_ops.shape(ids, out_type=dtypes.int64)
     ids_last_dim = array_ops.size(ids_shape) - 1
     filled_selected_id_shape = _reduced_shape(ids_shape,

@@ -123,6 +123,8 @@ def _metrics(tf, labels, scores, classes, predicted, weights, logits, class_ids,
                                                      weights=weights),
         "recall_sparse_labels": lambda: m.recall_at_k(_sparse_labels(tf),
                                                       logits, 2),
+        "recall_sparse_class": lambda: m.recall_at_k(_sparse_labels(tf), logits, 2,
+                                                     class_id=3),
         "average_precision_at_3": lambda: m.average_precision_at_k(multi, logits, 3),
         "sparse_average_precision_at_2": lambda: m.sparse_average_precision_at_k(
             class_ids, logits, 2, weights=weights),
