@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import hashlib
 
-from aioflow.framework import constant_value, dtypes, nest, ops
+from aioflow.framework import constant_value, dtypes, nest, ops, tensor_shape
 from aioflow.layers.base import Layer
 from aioflow.ops import (
     array_ops,
@@ -19,6 +19,8 @@ from aioflow.ops import (
     nn_impl,
     nn_ops,
     partitioned_variables,
+    random_ops,
+    tensor_array_ops,
 )
 from aioflow.ops import variable_scope as vs
 from aioflow.ops.rnn import concat_shape as _concat
@@ -369,19 +371,49 @@ class MultiRNNCell(RNNCell):
         return cur_inp, new_states
 
 
+def _default_dropout_state_filter_visitor(substate):
+    """TF's default: no dropout on an LSTM's memory c, nor on a TensorArray."""
+    if isinstance(substate, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    return not isinstance(substate, tensor_array_ops.TensorArray)
+
+
+def _filter_flags(visitor, structure) -> list:
+    """Per leaf of `structure` (nest.flatten's order), whether to drop it: the visitor
+    says True (look inside), False (keep all of it) or a shallow structure of bools (TF's
+    get_traverse_shallow_structure)."""
+    verdict = visitor(structure)
+    if isinstance(verdict, bool):
+        if not verdict:
+            return [False] * len(nest.flatten(structure))
+        if not nest.is_nested(structure):
+            return [True]
+        children = structure.values() if isinstance(structure, dict) else structure
+        return [f for child in children for f in _filter_flags(visitor, child)]
+    flags = []
+    for flag, child in zip(nest.flatten(verdict), structure, strict=True):
+        flags.extend([flag] * len(nest.flatten(child)))
+    return flags
+
+
 class DropoutWrapper(RNNCell):
     """Dropout on a cell's inputs, outputs and state (keep probabilities), seeded per
-    kind as TF's (md5 of the seed and a salt)."""
+    kind as TF's (md5 of the seed and a salt); with `variational_recurrent`, one noise per
+    sequence (drawn at construction, as TF's) for every step. The state filter keeps an
+    LSTM's memory c undropped, as TF's default."""
 
     def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0,
                  state_keep_prob=1.0, variational_recurrent: bool = False,
                  input_size=None, dtype=None, seed=None, dropout_state_filter_visitor=None,
                  **kwargs):
-        if variational_recurrent:
-            raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not "
-                                      "supported by aioflow")
         super().__init__(**kwargs)
         self._cell = cell
+        if dropout_state_filter_visitor is not None and \
+                not callable(dropout_state_filter_visitor):
+            raise TypeError(f"dropout_state_filter_visitor must be callable. Received: "
+                            f"{dropout_state_filter_visitor}")
+        self._dropout_state_filter = (dropout_state_filter_visitor
+                                      or _default_dropout_state_filter_visitor)
         with ops.name_scope("DropoutWrapperInit"):  # TF makes these tensors (and ops) here
             probs = []
             for prob, attr in ((input_keep_prob, "input_keep_prob"),
@@ -394,7 +426,33 @@ class DropoutWrapper(RNNCell):
                                      f"{value}")
                 probs.append(float(value) if value is not None else tensor)
         self._input_keep_prob, self._state_keep_prob, self._output_keep_prob = probs
+        self._variational_recurrent = variational_recurrent
         self._seed = seed
+        self._recurrent_input_noise = None
+        self._recurrent_state_noise = None
+        self._recurrent_output_noise = None
+        if variational_recurrent:
+            self._make_noise(cell, input_size, dtype)
+
+    def _make_noise(self, cell, input_size, dtype) -> None:
+        """TF's per-sequence noise: uniform [1, ...size] per input, state and output."""
+        if dtype is None:
+            raise ValueError("When variational_recurrent=True, dtype must be provided")
+
+        def noise_of(salt, sizes):
+            flat = [random_ops.random_uniform(
+                        array_ops.concat(([1], tensor_shape.TensorShape(size).as_list()), 0),
+                        seed=self._gen_seed(salt, i), dtype=dtype)
+                    for i, size in enumerate(nest.flatten(sizes))]
+            return nest.pack_sequence_as(sizes, flat)
+
+        if self._should(self._input_keep_prob):
+            if input_size is None:
+                raise ValueError("When variational_recurrent=True and input_keep_prob < 1.0 "
+                                 "or is unknown, input_size must be provided")
+            self._recurrent_input_noise = noise_of("input", input_size)
+        self._recurrent_state_noise = noise_of("state", cell.state_size)
+        self._recurrent_output_noise = noise_of("output", cell.output_size)
 
     @property
     def wrapped_cell(self):
@@ -419,11 +477,27 @@ class DropoutWrapper(RNNCell):
         string = (str(self._seed) + salt).encode("utf-8")
         return int(hashlib.md5(string).hexdigest()[:8], 16) & 0x7FFFFFFF
 
-    def _dropout(self, values, salt_prefix: str, keep_prob):
+    @staticmethod
+    def _variational_value(value, noise, keep_prob):
+        """value / keep_prob where keep_prob + noise >= 1, else 0."""
+        binary_tensor = math_ops.floor(keep_prob + noise)
+        ret = math_ops.divide(value, keep_prob) * binary_tensor
+        ret.set_shape(value.get_shape())
+        return ret
+
+    def _dropout(self, values, salt_prefix: str, recurrent_noise, keep_prob, flags=None):
         flat = nest.flatten(values)
-        out = [nn_impl.dropout_v2(v, rate=1.0 - keep_prob,
-                                  seed=self._gen_seed(salt_prefix, i))
-               for i, v in enumerate(flat)]
+        flags = flags if flags is not None else [True] * len(flat)
+        noise = nest.flatten(recurrent_noise) if self._variational_recurrent else None
+        out = []
+        for i, (value, drop) in enumerate(zip(flat, flags, strict=True)):
+            if not drop:
+                out.append(value)
+            elif self._variational_recurrent:
+                out.append(self._variational_value(value, noise[i], keep_prob))
+            else:
+                out.append(nn_impl.dropout_v2(value, rate=1.0 - keep_prob,
+                                              seed=self._gen_seed(salt_prefix, i)))
         return nest.pack_sequence_as(values, out)
 
     @staticmethod
@@ -432,12 +506,14 @@ class DropoutWrapper(RNNCell):
 
     def __call__(self, inputs, state, scope=None):
         if self._should(self._input_keep_prob):
-            inputs = self._dropout(inputs, "input", self._input_keep_prob)
+            inputs = self._dropout(inputs, "input", self._recurrent_input_noise,
+                                   self._input_keep_prob)
         output, new_state = self._cell(inputs, state, scope=scope)
         if self._should(self._state_keep_prob):
-            new_state = self._dropout(new_state, "state", self._state_keep_prob)
+            new_state = self._dropout(new_state, "state", self._recurrent_state_noise,
+                                      self._state_keep_prob,
+                                      _filter_flags(self._dropout_state_filter, new_state))
         if self._should(self._output_keep_prob):
-            output = self._dropout(output, "output", self._output_keep_prob)
+            output = self._dropout(output, "output", self._recurrent_output_noise,
+                                   self._output_keep_prob)
         return output, new_state
-
-

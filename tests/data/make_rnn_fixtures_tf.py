@@ -1,8 +1,9 @@
 """Writes the recurrent-network fixtures (tests/data/rnn.npz, rnn.json): tf.compat.v1's
 dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping, sharded
-weights), GRUCell, MultiRNNCell and DropoutWrapper, with and without sequence_length, static_rnn and
-bidirectional_dynamic_rnn, as TF 2.21 builds them (GraphDefs, node for node) and computes
-them (outputs and final states after the variables' seeded initialization).
+weights), GRUCell, MultiRNNCell and DropoutWrapper (its state filter, variational), with
+and without sequence_length, static_rnn and bidirectional_dynamic_rnn, as TF 2.21 builds
+them (GraphDefs, node for node) and computes them (outputs and final states after the
+variables' seeded initialization).
 
 Run from the project root with TF 2.21 and tf-keras 2.21 (never dependencies):
 
@@ -103,6 +104,27 @@ def dropout_wrapper_keep(tf):
     return {"graph_only": outputs}
 
 
+def dropout_lstm_state(tf):
+    """State dropout on an LSTM: the memory c is never dropped (TF's default filter)."""
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicLSTMCell(4),
+                                         state_keep_prob=0.6, seed=9)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32, parallel_iterations=1)
+    return _fetches(outputs, state, tf)
+
+
+def dropout_variational(tf):
+    """variational_recurrent: one noise per sequence for inputs, states and outputs."""
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicLSTMCell(3),
+                                     tf.nn.rnn_cell.GRUCell(2)]),
+        input_keep_prob=0.7, output_keep_prob=0.8, state_keep_prob=0.9,
+        variational_recurrent=True, input_size=2, dtype=tf.float32, seed=4)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    return _fetches(outputs, state, tf)
+
+
 def static(tf):
     x = _inputs(tf)
     cell = tf.nn.rnn_cell.GRUCell(3)
@@ -122,7 +144,9 @@ def bidirectional(tf):
 PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
             "lstm_shards": lstm_shards, "gru": gru, "gru_resource": gru_resource,
             "multi_cell": multi_cell, "dropout_wrapper": dropout_wrapper,
-            "dropout_wrapper_keep": dropout_wrapper_keep, "static": static,
+            "dropout_wrapper_keep": dropout_wrapper_keep,
+            "dropout_lstm_state": dropout_lstm_state,
+            "dropout_variational": dropout_variational, "static": static,
             "bidirectional": bidirectional}
 
 
