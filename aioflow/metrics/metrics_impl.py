@@ -256,9 +256,6 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
             raise ValueError(f"Invalid summation_method: {summation_method} "
                              f"summation_method should be 'trapezoidal', "
                              f"'careful_interpolation', 'minoring', or 'majoring'.")
-        if curve == "PR" and summation_method == "careful_interpolation":
-            raise NotImplementedError("auc(curve='PR', summation_method="
-                                      "'careful_interpolation') is not supported by aioflow")
         kepsilon = 1e-7
         if thresholds is not None:
             thresholds = sorted(thresholds)
@@ -272,6 +269,8 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
         epsilon = 1.0e-6
 
         def compute_auc(tp, fn, tn, fp, name):
+            if curve == "PR" and summation_method == "careful_interpolation":
+                return _interpolate_pr_auc(tp, fp, fn, num_thresholds)
             rec = math_ops.divide(tp + epsilon, tp + fn + epsilon)
             if curve == "ROC":
                 x, y = math_ops.divide(fp, fp + tn + epsilon), rec
@@ -310,6 +309,26 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights=None):
     current_cm = confusion_matrix.confusion_matrix(labels, predictions, num_classes,
                                                    weights=weights, dtype=dtypes.float64)
     return total_cm, state_ops.assign_add(total_cm, current_cm)
+
+
+def _interpolate_pr_auc(tp, fp, fn, num_thresholds: int):
+    """The PR curve's area with precision interpolated between thresholds (TF's
+    interpolate_pr_auc, after Davis & Goadrich 2006: tp and p = tp + fp linear in each
+    interval, integrated in closed form)."""
+    dtp = tp[:num_thresholds - 1] - tp[1:]
+    p = tp + fp
+    prec_slope = math_ops.div_no_nan(dtp, math_ops.maximum(p[:num_thresholds - 1] - p[1:], 0),
+                                     name="prec_slope")
+    intercept = tp[1:] - math_ops.multiply(prec_slope, p[1:])
+    safe_p_ratio = array_ops.where(
+        math_ops.logical_and(p[:num_thresholds - 1] > 0, p[1:] > 0),
+        math_ops.div_no_nan(p[:num_thresholds - 1], math_ops.maximum(p[1:], 0),
+                            name="recall_relative_ratio"),
+        array_ops.ones_like(p[1:]))
+    return math_ops.reduce_sum(
+        math_ops.div_no_nan(prec_slope * (dtp + intercept * math_ops.log(safe_p_ratio)),
+                            math_ops.maximum(tp[1:] + fn[1:], 0), name="pr_auc_increment"),
+        name="interpolate_pr_auc")
 
 
 def mean_iou(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
