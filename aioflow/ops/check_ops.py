@@ -41,7 +41,7 @@ def assert_type(tensor, tf_type, message=None, name=None) -> ops.Operation:
         tensor = ops.convert_to_tensor(tensor, name="tensor")
         if tensor.dtype != tf_type:
             raise TypeError(f"{_message_prefix(message)}{tensor.name} must be of type "
-                            f"{tf_type!r}; got {tensor.dtype!r}")
+                            f"tf.{tf_type.name}; got tf.{tensor.dtype.name}")
         return no_op("statically_determined_correct_type")
 
 
