@@ -147,3 +147,29 @@ def test_meta_graph_keeps_the_slices(tmp_path):
             saver.restore(sess, str(CKPT))
             np.testing.assert_array_equal(sess.run("emb/part_1:0"),
                                           ARRAYS["adam/var:emb/part_1"])
+
+
+@pytest.mark.parametrize("use_resource,sharded", [(True, False), (False, True),
+                                                  (True, True)])
+def test_save_and_restore_round_trip(tmp_path, use_resource, sharded):
+    """Resource parts, and a sharded Saver (a SaveV2 per device, MergeV2Checkpoints
+    joining the slices of one variable)."""
+    want = np.arange(24, dtype=np.float32).reshape(8, 3)
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    with tf.Graph().as_default(), tf.Session(config=config) as sess:
+        with tf.device("/cpu:0"):
+            tf.get_variable("a", initializer=tf.constant(want), use_resource=use_resource,
+                            partitioner=tf.fixed_size_partitioner(3))
+        with tf.device("/device:CPU:1" if sharded else "/cpu:0"):
+            tf.get_variable("b", initializer=tf.constant(want[:4]),
+                            partitioner=tf.fixed_size_partitioner(2))
+        saver = tf.train.Saver(sharded=sharded)
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, str(tmp_path / "m"), write_meta_graph=False, write_state=False)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        a = tf.get_variable("a", [8, 3], use_resource=use_resource,
+                            partitioner=tf.fixed_size_partitioner(2))
+        b = tf.get_variable("b", [4, 3])
+        tf.train.Saver().restore(sess, str(tmp_path / "m"))
+        np.testing.assert_array_equal(sess.run(a.as_tensor()), want)
+        np.testing.assert_array_equal(sess.run(b), want[:4])
