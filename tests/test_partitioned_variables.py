@@ -173,3 +173,22 @@ def test_save_and_restore_round_trip(tmp_path, use_resource, sharded):
         tf.train.Saver().restore(sess, str(tmp_path / "m"))
         np.testing.assert_array_equal(sess.run(a.as_tensor()), want)
         np.testing.assert_array_equal(sess.run(b), want[:4])
+
+
+def test_init_from_checkpoint_fills_the_parts():
+    """init_from_checkpoint over a partitioned variable (by name, by scope, or its
+    parts): each part restores its slice of TF's checkpoint tensor."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        emb = tf.get_variable("new/emb", [10, 3], partitioner=tf.fixed_size_partitioner(4))
+        slot = tf.get_variable("slot", [10, 3], partitioner=tf.fixed_size_partitioner(3))
+        dense = tf.get_variable("dense", [3, 1])
+        tf.train.init_from_checkpoint(str(CKPT), {"emb": "new/emb", "emb/Adam": list(slot),
+                                                  "/": "other/"})
+        tf.train.init_from_checkpoint(str(CKPT), {"dense": "dense"})
+        sess.run(tf.global_variables_initializer())
+        full = sess.run(emb.as_tensor())
+        np.testing.assert_array_equal(full, np.concatenate(
+            [ARRAYS["adam/var:emb/part_0"], ARRAYS["adam/var:emb/part_1"]]))
+        np.testing.assert_array_equal(sess.run(slot.as_tensor()), np.concatenate(
+            [ARRAYS["adam/var:emb/part_0/Adam"], ARRAYS["adam/var:emb/part_1/Adam"]]))
+        np.testing.assert_array_equal(sess.run(dense), ARRAYS["adam/var:dense"])
