@@ -33,10 +33,15 @@ class BatchNormalization(Layer):
                  gamma_constraint=None, renorm: bool = False, renorm_clipping=None,
                  renorm_momentum=0.99, fused=None, trainable: bool = True,
                  virtual_batch_size=None, adjustment=None, name=None, **kwargs):
-        if virtual_batch_size is not None or adjustment is not None:
-            raise NotImplementedError("batch normalization's virtual_batch_size and "
-                                      "adjustment are not supported by aioflow")
         super().__init__(trainable=trainable, name=name, **kwargs)
+        self.virtual_batch_size = virtual_batch_size
+        self.adjustment = adjustment
+        if fused and virtual_batch_size is not None:
+            raise ValueError("Passing `fused=True` is not supported when "
+                             "`virtual_batch_size` is specified.")
+        if fused and adjustment is not None:
+            raise ValueError("Passing `fused=True` is not supported when `adjustment` is "
+                             "specified.")
         self.renorm = renorm
         if renorm:
             renorm_clipping = renorm_clipping or {}
@@ -72,8 +77,21 @@ class BatchNormalization(Layer):
             raise ValueError(f"Input has undefined rank. Received: input_shape={input_shape}.")
         axis = self.axis[0] if isinstance(self.axis, (list, tuple)) else self.axis
         self._axis = axis % rank
+        if self.virtual_batch_size is not None:
+            if self.virtual_batch_size <= 0:
+                raise ValueError(f"`virtual_batch_size` must be a positive integer that "
+                                 f"divides the true batch size of the input tensor. "
+                                 f"Received: virtual_batch_size={self.virtual_batch_size}")
+            if self._axis == 0:
+                raise ValueError(f"When using `virtual_batch_size`, the batch dimension "
+                                 f"must be 0 and thus axis cannot include 0. Received "
+                                 f"axis={[self._axis]}")
+            if self.adjustment is not None:
+                raise ValueError("When using `virtual_batch_size`, adjustment cannot be "
+                                 "specified")
         if self.fused is None:
-            self.fused = rank == 4 and self._axis in (1, 3)
+            self.fused = rank == 4 and self._axis in (1, 3) and \
+                self.virtual_batch_size is None and self.adjustment is None
         elif self.fused and not (rank == 4 and self._axis in (1, 3)):
             raise ValueError("fused batch normalization needs a 4-D input normalized over "
                              "its channels (axis 1 or 3)")
@@ -84,6 +102,11 @@ class BatchNormalization(Layer):
                              f"dimension but the layer received an input with shape "
                              f"{input_shape}.")
         shape = [dim]
+        if self.virtual_batch_size is not None:
+            # the parameters broadcast over [virtual batch, batches, ...]: an extra dim 1
+            shape = [dim if i == self._axis else 1 for i in range(rank)]
+            shape.insert(1, 1)
+            self._axis += 1
         self.gamma = self.add_weight(
             "gamma", shape=shape, initializer=self.gamma_initializer,
             regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
@@ -123,7 +146,17 @@ class BatchNormalization(Layer):
     def call(self, inputs, training=False):
         if self.fused:
             return self._fused(inputs, training)
-        return self._plain(inputs, training)
+        if self.virtual_batch_size is None:
+            return self._plain(inputs, training)
+        # ghost batches: [virtual batch, batch / virtual batch, ...], normalized per
+        # virtual batch, reshaped back (TF 1's shape: [virtual_batch_size, -1, ...])
+        original_shape = array_ops.shape(inputs)
+        original_shape = array_ops.concat([array_ops.constant([-1]), original_shape[1:]],
+                                          axis=0)
+        expanded_shape = array_ops.concat(
+            [array_ops.constant([self.virtual_batch_size, -1]), original_shape[1:]], axis=0)
+        outputs = self._plain(array_ops.reshape(inputs, expanded_shape), training)
+        return array_ops.reshape(outputs, original_shape)
 
     def _assign_moving_average(self, variable, value, momentum):
         with ops.name_scope("AssignMovingAvg") as scope:
@@ -174,6 +207,9 @@ class BatchNormalization(Layer):
         and offset."""
         rank = inputs.shape.rank
         reduction_axes = [i for i in range(rank) if i != self._axis]
+        virtual = self.virtual_batch_size is not None
+        if virtual:
+            del reduction_axes[1]  # not over the virtual batches
         broadcast_shape = [1] * rank
         broadcast_shape[self._axis] = inputs.shape.as_list()[self._axis]
 
@@ -188,13 +224,19 @@ class BatchNormalization(Layer):
         if value is False:
             mean, variance = self.moving_mean, self.moving_variance
         else:
+            if self.adjustment:
+                scale, offset = self._adjust(inputs, training, scale, offset)
             batch_mean, batch_variance = nn_impl.moments(
-                math_ops.cast(inputs, dtypes.float32), reduction_axes)
+                math_ops.cast(inputs, dtypes.float32), reduction_axes, keep_dims=virtual)
             mean = smart_cond(training, lambda: batch_mean,
                               lambda: ops.convert_to_tensor(self.moving_mean))
             variance = smart_cond(training, lambda: batch_variance,
                                   lambda: ops.convert_to_tensor(self.moving_variance))
-            new_mean, new_variance = mean, variance
+            if virtual:
+                new_mean = math_ops.reduce_mean(mean, axis=1, keepdims=True)
+                new_variance = math_ops.reduce_mean(variance, axis=1, keepdims=True)
+            else:
+                new_mean, new_variance = mean, variance
             if self.renorm:
                 r, d, new_mean, new_variance = self._renorm_correction_and_moments(
                     new_mean, new_variance, training)
@@ -215,8 +257,20 @@ class BatchNormalization(Layer):
             offset = math_ops.cast(offset, inputs.dtype)
         if scale is not None:
             scale = math_ops.cast(scale, inputs.dtype)
-        return nn_impl.batch_normalization(inputs, _broadcast(mean), _broadcast(variance),
-                                           offset, scale, self.epsilon)
+        outputs = nn_impl.batch_normalization(inputs, _broadcast(mean), _broadcast(variance),
+                                              offset, scale, self.epsilon)
+        outputs.set_shape(inputs.shape)
+        return outputs
+
+    def _adjust(self, inputs, training, scale, offset):
+        """The user's adjustment (a scale and a bias from the input's dynamic shape)
+        composed in while training."""
+        adj_scale, adj_bias = self.adjustment(array_ops.shape(inputs))
+        adj_scale = smart_cond(training, lambda: adj_scale,
+                               lambda: array_ops.ones_like_v2(adj_scale))
+        adj_bias = smart_cond(training, lambda: adj_bias,
+                              lambda: array_ops.zeros_like(adj_bias))
+        return _compose_transforms(adj_scale, adj_bias, scale, offset)
 
     def _variance_update(self, new_variance):
         if not self.renorm:
