@@ -303,10 +303,10 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             flat_output_size = nest.flatten(cell.output_size)
 
             def _zero(size):
-                dims = [batch_size] + _shape_list(size)
-                out = array_ops.zeros(array_ops.stack(dims),
+                out = array_ops.zeros(array_ops.stack(concat_shape(batch_size, size)),
                                       _infer_state_dtype(dtype, state))
-                out.set_shape([batch] + _shape_list(size))
+                out.set_shape(tensor_shape.TensorShape(concat_shape(batch, size,
+                                                                    static=True)))
                 return out
 
             zero_output = nest.pack_sequence_as(cell.output_size,

@@ -132,6 +132,17 @@ def static(tf):
     return {"outputs": tf.stack(outputs), "state0": state}
 
 
+def static_multi(tf):
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.MultiRNNCell([
+        tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicLSTMCell(3), output_keep_prob=1.0),
+        tf.nn.rnn_cell.GRUCell(2)])
+    lengths = tf.placeholder(tf.int32, [3], name="lengths")
+    outputs, state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float32,
+                                      sequence_length=lengths)
+    return _fetches(tf.stack(outputs), state, tf)
+
+
 def bidirectional(tf):
     x = _inputs(tf)
     lengths = tf.placeholder(tf.int32, [3], name="lengths")
@@ -147,6 +158,7 @@ PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
             "dropout_wrapper_keep": dropout_wrapper_keep,
             "dropout_lstm_state": dropout_lstm_state,
             "dropout_variational": dropout_variational, "static": static,
+            "static_multi": static_multi,
             "bidirectional": bidirectional}
 
 
