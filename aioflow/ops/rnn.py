@@ -360,3 +360,48 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                 time_major=time_major, scope=bw_scope)
     output_bw = _reverse(tmp)
     return (output_fw, output_bw), (state_fw, state_bw)
+
+
+def _reverse_seq(input_seq, lengths):
+    """The list of time steps reversed (each row by its own length when given)."""
+    if lengths is None:
+        return list(reversed(input_seq))
+    flat_input_seq = tuple(nest.flatten(input_) for input_ in input_seq)
+    flat_results = [[] for _ in range(len(input_seq))]
+    for sequence in zip(*flat_input_seq, strict=True):
+        input_shape = tensor_shape.unknown_shape(rank=sequence[0].get_shape().rank)
+        for input_ in sequence:
+            input_shape.assert_is_compatible_with(input_.get_shape())
+            input_.set_shape(input_shape)
+        s_joined = array_ops.stack(sequence)
+        s_reversed = array_ops.reverse_sequence(s_joined, lengths, 0, 1)
+        result = array_ops.unstack(s_reversed)
+        for r, flat_result in zip(result, flat_results, strict=True):
+            r.set_shape(input_shape)
+            flat_result.append(r)
+    return [nest.pack_sequence_as(input_, flat_result)
+            for input_, flat_result in zip(input_seq, flat_results, strict=True)]
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """(outputs of forward and backward concatenated per step, final forward state, final
+    backward state): static_rnn forward and over the reversed steps."""
+    if not nest.is_nested(inputs):
+        raise TypeError(f"Argument `inputs` must be a sequence. Received: {inputs}")
+    if not inputs:
+        raise ValueError("Argument `inputs` must not be empty.")
+    with vs.variable_scope(scope or "bidirectional_rnn"):
+        with vs.variable_scope("fw") as fw_scope:
+            output_fw, output_state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                                    sequence_length, scope=fw_scope)
+        with vs.variable_scope("bw") as bw_scope:
+            reversed_inputs = _reverse_seq(inputs, sequence_length)
+            tmp, output_state_bw = static_rnn(cell_bw, reversed_inputs, initial_state_bw,
+                                              dtype, sequence_length, scope=bw_scope)
+    output_bw = _reverse_seq(tmp, sequence_length)
+    flat_outputs = tuple(array_ops.concat([fw, bw], 1) for fw, bw in
+                         zip(nest.flatten(output_fw), nest.flatten(output_bw), strict=True))
+    outputs = nest.pack_sequence_as(output_fw, flat_outputs)
+    return outputs, output_state_fw, output_state_bw

@@ -1,9 +1,9 @@
 """Writes the recurrent-network fixtures (tests/data/rnn.npz, rnn.json): tf.compat.v1's
 dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping, sharded
 weights), GRUCell, MultiRNNCell and DropoutWrapper (its state filter, variational), with
-and without sequence_length, static_rnn and bidirectional_dynamic_rnn, as TF 2.21 builds
-them (GraphDefs, node for node) and computes them (outputs and final states after the
-variables' seeded initialization).
+and without sequence_length, static_rnn, bidirectional_dynamic_rnn and
+static_bidirectional_rnn, as TF 2.21 builds them (GraphDefs, node for node) and computes
+them (outputs and final states after the variables' seeded initialization).
 
 Run from the project root with TF 2.21 and tf-keras 2.21 (never dependencies):
 
@@ -152,13 +152,22 @@ def bidirectional(tf):
     return {"fw": fw, "bw": bw, "state0": sfw, "state1": sbw.c, "state2": sbw.h}
 
 
+def static_bidirectional(tf):
+    x = _inputs(tf)
+    lengths = tf.placeholder(tf.int32, [3], name="lengths")
+    outputs, sfw, sbw = tf.nn.static_bidirectional_rnn(
+        tf.nn.rnn_cell.GRUCell(2), tf.nn.rnn_cell.BasicLSTMCell(3), tf.unstack(x, axis=1),
+        sequence_length=lengths, dtype=tf.float32)
+    return {"outputs": tf.stack(outputs), "state0": sfw, "state1": sbw.c, "state2": sbw.h}
+
+
 PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
             "lstm_shards": lstm_shards, "gru": gru, "gru_resource": gru_resource,
             "multi_cell": multi_cell, "dropout_wrapper": dropout_wrapper,
             "dropout_wrapper_keep": dropout_wrapper_keep,
             "dropout_lstm_state": dropout_lstm_state,
             "dropout_variational": dropout_variational, "static": static,
-            "static_multi": static_multi,
+            "static_multi": static_multi, "static_bidirectional": static_bidirectional,
             "bidirectional": bidirectional}
 
 
