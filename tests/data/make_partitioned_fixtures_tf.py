@@ -134,9 +134,25 @@ def custom_getter(tf):
         "trainable": [x.op.name for x in tf.trainable_variables()]}
 
 
+def ema_parts(tf):
+    """ExponentialMovingAverage of a partitioned variable's parts: the shadow of each
+    part is a part of the full shadow (saved as its slice), as TF's."""
+    w = tf.get_variable("w", [6, 2], initializer=tf.ones_initializer(),
+                        partitioner=tf.fixed_size_partitioner(2))
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    maintain = ema.apply(list(w))
+    saver = tf.train.Saver()
+    restore = tf.train.Saver(ema.variables_to_restore())
+    return {"maintain": maintain, "saver": saver}, {
+        "restore": sorted(ema.variables_to_restore()),
+        "specs": [v._save_slice_info.spec for v in tf.global_variables()],
+        "full_names": [v._save_slice_info.full_name for v in tf.global_variables()],
+        "restore_saver": restore.saver_def.restore_op_name}
+
+
 PROGRAMS = {"fixed": fixed, "axis_size_resource": axis_size_resource,
             "min_max_constant": min_max_constant, "adam": adam, "sampled": sampled,
-            "custom_getter": custom_getter}
+            "custom_getter": custom_getter, "ema_parts": ema_parts}
 
 
 def feeds(graph):
@@ -151,6 +167,9 @@ def run(tf, name, graph, fetches, sess, save_to=None):
     variable; saved to `save_to` when given)."""
     sess.run(tf.global_variables_initializer())
     out = {}
+    if name == "ema_parts":
+        sess.run(fetches["maintain"])
+        return {"var:" + v.op.name: sess.run(v) for v in tf.global_variables()}
     if name == "adam":
         for step in range(3):
             _, out[f"loss{step}"] = sess.run([fetches["train"], fetches["loss"]],
