@@ -517,3 +517,68 @@ class DropoutWrapper(RNNCell):
             output = self._dropout(output, "output", self._recurrent_output_noise,
                                    self._output_keep_prob)
         return output, new_state
+
+
+class ResidualWrapper(RNNCell):
+    """The wrapped cell's output plus its input (or `residual_fn(inputs, outputs)`)."""
+
+    def __init__(self, cell, residual_fn=None, **kwargs):
+        super().__init__(**kwargs)
+        self._cell = cell
+        self._residual_fn = residual_fn
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        with ops.name_scope(type(self).__name__ + "ZeroState"):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        outputs, new_state = self._cell(inputs, state, scope=scope)
+        if self._residual_fn is not None:
+            return self._residual_fn(inputs, outputs), new_state
+        nest.assert_same_structure(inputs, outputs)
+        for inp, out in zip(nest.flatten(inputs), nest.flatten(outputs), strict=True):
+            inp.get_shape().assert_is_compatible_with(out.get_shape())
+        res = [inp + out for inp, out in zip(nest.flatten(inputs), nest.flatten(outputs),
+                                              strict=True)]
+        return nest.pack_sequence_as(outputs, res), new_state
+
+
+class DeviceWrapper(RNNCell):
+    """The wrapped cell built on `device`."""
+
+    def __init__(self, cell, device, **kwargs):
+        super().__init__(**kwargs)
+        self._cell = cell
+        self._device = device
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        with ops.name_scope(type(self).__name__ + "ZeroState"), ops.device(self._device):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        with ops.device(self._device):
+            return self._cell(inputs, state, scope=scope)

@@ -1,9 +1,10 @@
 """Writes the recurrent-network fixtures (tests/data/rnn.npz, rnn.json): tf.compat.v1's
 dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping, sharded
-weights), GRUCell, MultiRNNCell and DropoutWrapper (its state filter, variational), with
-and without sequence_length, static_rnn, bidirectional_dynamic_rnn and
-static_bidirectional_rnn, as TF 2.21 builds them (GraphDefs, node for node) and computes
-them (outputs and final states after the variables' seeded initialization).
+weights), GRUCell, MultiRNNCell, DropoutWrapper (its state filter, variational),
+ResidualWrapper and DeviceWrapper, with and without sequence_length, static_rnn,
+bidirectional_dynamic_rnn and static_bidirectional_rnn, as TF 2.21 builds them (GraphDefs,
+node for node) and computes them (outputs and final states after the variables' seeded
+initialization).
 
 Run from the project root with TF 2.21 and tf-keras 2.21 (never dependencies):
 
@@ -125,6 +126,15 @@ def dropout_variational(tf):
     return _fetches(outputs, state, tf)
 
 
+def wrappers(tf):
+    """ResidualWrapper (inputs added to a GRU's outputs) inside a DeviceWrapper."""
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.DeviceWrapper(
+        tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(2)), "/cpu:0")
+    outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    return _fetches(outputs, state, tf)
+
+
 def static(tf):
     x = _inputs(tf)
     cell = tf.nn.rnn_cell.GRUCell(3)
@@ -167,7 +177,8 @@ PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
             "dropout_wrapper_keep": dropout_wrapper_keep,
             "dropout_lstm_state": dropout_lstm_state,
             "dropout_variational": dropout_variational, "static": static,
-            "static_multi": static_multi, "static_bidirectional": static_bidirectional,
+            "static_multi": static_multi, "wrappers": wrappers,
+            "static_bidirectional": static_bidirectional,
             "bidirectional": bidirectional}
 
 
