@@ -1,10 +1,10 @@
 """Writes the recurrent-network fixtures (tests/data/rnn.npz, rnn.json): tf.compat.v1's
-dynamic_rnn over BasicLSTMCell, LSTMCell (peepholes, projection, clipping, sharded
-weights), GRUCell, MultiRNNCell, DropoutWrapper (its state filter, variational),
-ResidualWrapper and DeviceWrapper, with and without sequence_length, static_rnn,
-bidirectional_dynamic_rnn and static_bidirectional_rnn, as TF 2.21 builds them (GraphDefs,
-node for node) and computes them (outputs and final states after the variables' seeded
-initialization).
+dynamic_rnn over BasicRNNCell (time major), BasicLSTMCell, LSTMCell (peepholes,
+projection, clipping, sharded weights), GRUCell, MultiRNNCell, DropoutWrapper (its state
+filter, variational), ResidualWrapper and DeviceWrapper, with and without sequence_length,
+static_rnn, bidirectional_dynamic_rnn and static_bidirectional_rnn, as TF 2.21 builds them
+(GraphDefs, node for node) and computes them (outputs and final states after the
+variables' seeded initialization).
 
 Run from the project root with TF 2.21 and tf-keras 2.21 (never dependencies):
 
@@ -64,6 +64,14 @@ def lstm_shards(tf):
     x = _inputs(tf)
     cell = tf.nn.rnn_cell.LSTMCell(5, num_unit_shards=2, num_proj=3, num_proj_shards=2)
     outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    return _fetches(outputs, state, tf)
+
+
+def basic_rnn_time_major(tf):
+    x = _inputs(tf)
+    cell = tf.nn.rnn_cell.BasicRNNCell(3, activation=tf.nn.relu)
+    outputs, state = tf.nn.dynamic_rnn(cell, tf.transpose(x, [1, 0, 2]), dtype=tf.float32,
+                                       time_major=True, swap_memory=True)
     return _fetches(outputs, state, tf)
 
 
@@ -172,7 +180,8 @@ def static_bidirectional(tf):
 
 
 PROGRAMS = {"basic_lstm": basic_lstm, "lstm_peephole_proj": lstm_peephole_proj,
-            "lstm_shards": lstm_shards, "gru": gru, "gru_resource": gru_resource,
+            "lstm_shards": lstm_shards, "basic_rnn_time_major": basic_rnn_time_major,
+            "gru": gru, "gru_resource": gru_resource,
             "multi_cell": multi_cell, "dropout_wrapper": dropout_wrapper,
             "dropout_wrapper_keep": dropout_wrapper_keep,
             "dropout_lstm_state": dropout_lstm_state,
