@@ -667,6 +667,57 @@ def program_crop_and_resize(tf):
                                        [0.3, -0.2, 0.6, 0.7]], np.float32)}}
 
 
+# -- issue 24's second wave: Qr, RandomGamma, sparse gradient kernels ---------------------------
+
+def program_qr(tf):
+    deep = _ph(tf, [4, 3], "deep")
+    square = _ph(tf, [2, 3, 3], "square")
+    wide = _ph(tf, [2, 4], "wide")
+    q1, r1 = tf.linalg.qr(deep)
+    q2, r2 = tf.linalg.qr(square)
+    q3, r3 = tf.linalg.qr(wide)
+    ys = [q1 * 2.0, r1, q2 + r2, q3, r3 * r3]
+    return {"ys": ys, "xs": [deep, square, wide],
+            "feeds": {deep: _rand(4, 3), square: _rand(2, 3, 3, seed=1),
+                      wide: _rand(2, 4, seed=2)}}
+
+
+def program_random_gamma(tf):
+    alpha = _ph(tf, [3], "alpha")
+    beta = _ph(tf, [3], "beta")
+    tf.set_random_seed(24)
+    sample = tf.random.gamma([2, 2], alpha, beta, seed=7)
+    return {"ys": [sample * sample], "xs": [alpha],
+            "feeds": {alpha: np.array([0.5, 2.0, 7.0], np.float32),
+                      beta: np.array([1.0, 2.0, 0.5], np.float32)}}
+
+
+def _sparse(tf, indices, values, shape):
+    return tf.SparseTensor(np.array(indices, np.int64), values, np.array(shape, np.int64))
+
+
+def program_sparse_add_slice(tf):
+    va = _ph(tf, [3], "va")
+    vb = _ph(tf, [3], "vb")
+    a = _sparse(tf, [[0, 0], [1, 2], [2, 1]], va, [3, 4])
+    b = _sparse(tf, [[0, 0], [1, 1], [2, 3]], vb, [3, 4])
+    total = tf.sparse.add(a, b)
+    part = tf.sparse.slice(a, [1, 1], [2, 3])
+    return {"ys": [total.values * 2.0, part.values], "xs": [va, vb],
+            "feeds": {va: _rand(3), vb: _rand(3, seed=1)}}
+
+
+def program_sparse_fill_reorder(tf):
+    values = _ph(tf, [3], "values")
+    default = _ph(tf, [], "default")
+    sp = _sparse(tf, [[3, 1], [0, 2], [3, 0]], values, [5, 3])
+    filled, _ = tf.sparse.fill_empty_rows(sp, default)
+    ordered = tf.sparse.reorder(sp)
+    return {"ys": [filled.values * filled.values, ordered.values * 3.0],
+            "xs": [values, default],
+            "feeds": {values: _rand(3), default: np.float32(0.5)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

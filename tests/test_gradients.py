@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent / "data" / "gradients_tf"
 def test_gradient_op_defs_equal_tfs():
     ops = op_def_pb2.OpList()
     ops.ParseFromString((DATA / "grad_op_defs.pb").read_bytes())
-    assert len(ops.op) == 36
+    assert len(ops.op) == 41
     assert_equal_to_tf(ops)
 
 

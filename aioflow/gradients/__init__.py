@@ -10,6 +10,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     list_grad,
     math_grad,
     nn_grad,
+    random_grad,
     resource_variable_grad,
     sparse_grad,
     tensor_array_grad,

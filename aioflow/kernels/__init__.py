@@ -57,6 +57,7 @@ from .math import (
     reduction_kernels,
     segment_kernels,
     special_math_kernels,
+    triangular_solve_kernels,
 )
 from .nn import (
     activation_grad_kernels,
@@ -78,8 +79,8 @@ from .onednn import (  # registered when oneDNN loads
     pooling_grad_onednn,
     pooling_onednn,
 )
-from .random import candidate_sampler_kernels, random_kernels
-from .sparse import sparse_kernels
+from .random import candidate_sampler_kernels, random_gamma_grad_kernels, random_kernels
+from .sparse import sparse_grad_kernels, sparse_kernels
 from .state import (
     lookup_kernels,
     resource_variable_kernels,

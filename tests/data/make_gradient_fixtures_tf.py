@@ -8,6 +8,9 @@ gradient tensors and of the variables after training steps.
 Run from the project root with TF 2.21 (never a dependency):
 
     TF_CPP_MIN_LOG_LEVEL=3 /work/tfvenv/bin/python tests/data/make_gradient_fixtures_tf.py
+
+Naming programs (``... make_gradient_fixtures_tf.py qr random_gamma``) rewrites only those
+programs' files and their index entries (and the OpDefs), leaving the rest as they are.
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
            "FakeQuantWithMinMaxVarsPerChannelGradient", "CropAndResizeGradImage",
            "CropAndResizeGradBoxes",
-           "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
+           "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3",
+           "SparseAddGrad", "SparseSliceGrad", "SparseFillEmptyRowsGrad", "RandomGammaGrad",
+           "MatrixTriangularSolve"]
 
 
-def write_programs(tf) -> dict:
+def write_programs(tf, only: list[str]) -> dict:
     index = {}
     for name, program in gradient_programs.PROGRAMS.items():
+        if only and name not in only:
+            continue
         graph, n_forward, spec, grads = gradient_programs.build(tf, program)
         (OUT / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
         fetches = gradient_programs.fetchable(tf, grads)
@@ -136,19 +143,21 @@ def write_cnn_adam_meta_graph(tf) -> dict:
             "train": train.name, "variables": ["conv_f", "dense_w"]}
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     OUT.mkdir(exist_ok=True)
-    index = write_programs(tf)
+    index = write_programs(tf, only)
     write_op_defs()
-    meta = write_mlp_meta_graph(tf)
-    cnn = write_cnn_adam_meta_graph(tf)
-    (OUT / "index.json").write_text(json.dumps({"programs": index, "mlp_meta_graph": meta,
-                                                "cnn_adam_meta_graph": cnn},
-                                               indent=1, sort_keys=True) + "\n")
+    if only:
+        full = json.loads((OUT / "index.json").read_text())
+        full["programs"].update(index)
+    else:
+        full = {"programs": index, "mlp_meta_graph": write_mlp_meta_graph(tf),
+                "cnn_adam_meta_graph": write_cnn_adam_meta_graph(tf)}
+    (OUT / "index.json").write_text(json.dumps(full, indent=1, sort_keys=True) + "\n")
     print(f"{len(index)} programs")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
