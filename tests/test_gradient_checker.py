@@ -5,6 +5,8 @@ cases together run the gradient function of every op listed in COVERED."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -44,6 +46,12 @@ def _max_pool_grad(g):
     pooled = tf.nn.max_pool(orig, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     return apply_op("MaxPoolGrad", orig_input=orig, orig_output=pooled, grad=g,
                     ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
+
+def _qr_flat(x):
+    """q and r of a QR decomposition, flattened into one vector."""
+    q, r = tf.linalg.qr(x)
+    return tf.concat([tf.reshape(q, [-1]), tf.reshape(r, [-1])], 0)
 
 
 # name: (function of the inputs, [input values]) — inputs become float64 placeholders
@@ -358,6 +366,21 @@ CASES = {
                                          input_values=v,
                                          input_shape=tf.constant([3, 2], tf.int64))[1] * v,
                       [_r(3)]),
+    "SparseAdd": (lambda a, b: apply_op(
+        "SparseAdd", a_indices=tf.constant([[0, 0], [1, 2], [2, 1]], tf.int64), a_values=a,
+        a_shape=tf.constant([3, 4], tf.int64),
+        b_indices=tf.constant([[0, 0], [1, 1], [2, 3]], tf.int64), b_values=b,
+        b_shape=tf.constant([3, 4], tf.int64), thresh=0.0)[1] * 2.0, [_r(3), _r(3)]),
+    "SparseSlice": (lambda v: apply_op(
+        "SparseSlice", indices=tf.constant([[0, 0], [1, 2], [2, 1], [2, 3]], tf.int64),
+        values=v, shape=tf.constant([3, 4], tf.int64), start=tf.constant([1, 1], tf.int64),
+        size=tf.constant([2, 2], tf.int64))[1] * 3.0, [_r(4)]),
+    "SparseFillEmptyRows": (lambda v, d: apply_op(
+        "SparseFillEmptyRows", indices=tf.constant([[3, 1], [0, 2], [3, 0]], tf.int64),
+        values=v, dense_shape=tf.constant([5, 3], tf.int64), default_value=d)[1] ** 2,
+                            [_r(3), _r()]),
+    # linalg
+    "Qr": (lambda x: _qr_flat(x), [_r(4, 3)]),
     # tensor lists
     "TensorListFromTensor": (lambda x: _list_stack(_list_of(x)) * 2.0, [_r(3, 2)]),
     "TensorListStack": (lambda x: _list_stack(_list_of(x * x)), [_r(3, 2)]),
@@ -465,4 +488,49 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 211
+    assert len(COVERED) >= 215
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (2, 3, 3)])
+def test_qr_square_wide_and_batched(shape):
+    _check(_qr_flat, [_r(*shape)])
+
+
+def _gamma_cdf(a: float, x: float) -> float:
+    """P(a, x) by Simpson's rule on the density (independent of the kernel's series)."""
+    t = np.linspace(0.0, x, 40001)[1:]
+    log_density = (a - 1.0) * np.log(t) - t - math.lgamma(a)
+    f = np.concatenate([[0.0], np.exp(log_density)])
+    h = x / 40000
+    return float(h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+
+def test_random_gamma_grad_is_the_implicit_derivative_of_the_cdf():
+    """RandomGamma's gradient is d sample / d alpha with the CDF held fixed (TF's implicit
+    reparameterization), not the sampler's own path derivative, so it is checked against
+    central differences of the CDF: -(dP/dalpha) / density."""
+    alpha = np.array([1.5, 3.0, 7.0])
+    sample = np.array([0.8, 3.5, 5.0])
+    with tf.Graph().as_default(), tf.Session() as sess:
+        got = sess.run(apply_op("RandomGammaGrad", alpha=tf.constant(alpha),
+                                sample=tf.constant(sample)))
+    h = 1e-4
+    for a, x, g in zip(alpha, sample, got, strict=True):
+        dp = (_gamma_cdf(a + h, x) - _gamma_cdf(a - h, x)) / (2 * h)
+        density = math.exp((a - 1.0) * math.log(x) - x - math.lgamma(a))
+        assert g == pytest.approx(-dp / density, rel=1e-5)
+
+
+def test_random_gamma_gradient_sums_over_the_sample_dimensions():
+    """d/dalpha of sum(samples * w) is sum over the sample dimensions of w * RandomGammaGrad
+    (the gradient function's graph, run against the kernel's value directly)."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        alpha = tf.constant([0.5, 2.0, 9.0], F64)
+        sample = tf.random.gamma([4, 2], alpha, dtype=F64, seed=3)
+        w_value = _r(4, 2, 3)
+        w = tf.constant(w_value)
+        (grad,) = tf.gradients(tf.reduce_sum(sample * w), [alpha])
+        s_value, g_value = sess.run([sample, grad])
+        partial = sess.run(apply_op("RandomGammaGrad", alpha=alpha,
+                                    sample=tf.constant(s_value)))
+    np.testing.assert_allclose(g_value, (partial * w_value).sum(axis=(0, 1)), rtol=1e-10)

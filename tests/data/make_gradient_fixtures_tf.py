@@ -16,6 +16,7 @@ programs' files and their index entries (and the OpDefs), leaving the rest as th
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -66,6 +67,149 @@ def write_op_defs() -> None:
     for name in OP_DEFS:
         ops.op.add().CopyFrom(op_def_registry.get(name))
     (OUT / "grad_op_defs.pb").write_bytes(ops.SerializeToString())
+
+
+def _i64(rows):
+    return np.array(rows, np.int64)
+
+
+def _f32(values):
+    return np.array(values, np.float32)
+
+
+# (case id, op, {input: value}, {attr: value}): the new gradient kernels' values and errors.
+KERNEL_CASES = [
+    ("add_grad", "SparseAddGrad", {"backprop_val_grad": _f32([1, 2, 3]),
+                                   "a_indices": _i64([[0, 0], [1, 1]]),
+                                   "b_indices": _i64([[0, 0], [2, 1]]),
+                                   "sum_indices": _i64([[0, 0], [1, 1], [2, 1]])}, {}),
+    ("add_grad_dropped", "SparseAddGrad", {"backprop_val_grad": _f32([4, 5]),
+                                           "a_indices": _i64([[0, 1], [1, 0], [2, 2]]),
+                                           "b_indices": _i64([[1, 0], [2, 0]]),
+                                           "sum_indices": _i64([[0, 1], [2, 2]])}, {}),
+    ("add_grad_matrix", "SparseAddGrad", {"backprop_val_grad": _f32([1]), "a_indices": _i64([0]),
+                                          "b_indices": _i64([[0, 0]]),
+                                          "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_vector", "SparseAddGrad", {"backprop_val_grad": _f32([[1]]),
+                                          "a_indices": _i64([[0, 0]]),
+                                          "b_indices": _i64([[0, 0]]),
+                                          "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_ndims", "SparseAddGrad", {"backprop_val_grad": _f32([1]),
+                                         "a_indices": _i64([[0, 0]]), "b_indices": _i64([[0]]),
+                                         "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_nnz", "SparseAddGrad", {"backprop_val_grad": _f32([1, 2]),
+                                       "a_indices": _i64([[0, 0]]), "b_indices": _i64([[0, 0]]),
+                                       "sum_indices": _i64([[0, 0]])}, {}),
+    ("slice_grad", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 6]),
+                                       "input_indices": _i64([[0, 0], [1, 2], [2, 3]]),
+                                       "input_start": _i64([1, 1]),
+                                       "output_indices": _i64([[0, 1], [1, 2]])}, {}),
+    ("slice_grad_matrix", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                              "input_indices": _i64([0]),
+                                              "input_start": _i64([1]),
+                                              "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_vector", "SparseSliceGrad", {"backprop_val_grad": _f32(5),
+                                              "input_indices": _i64([[0]]),
+                                              "input_start": _i64([1]),
+                                              "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_ndims", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                             "input_indices": _i64([[0]]),
+                                             "input_start": _i64([1]),
+                                             "output_indices": _i64([[0, 1]])}, {}),
+    ("slice_grad_rows", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 1]),
+                                            "input_indices": _i64([[0]]),
+                                            "input_start": _i64([1]),
+                                            "output_indices": _i64([[0], [1]])}, {}),
+    ("slice_grad_nnz", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 1]),
+                                           "input_indices": _i64([[0], [1]]),
+                                           "input_start": _i64([1]),
+                                           "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_start", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                             "input_indices": _i64([[0]]),
+                                             "input_start": _i64([[1]]),
+                                             "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_start_length", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                                    "input_indices": _i64([[0]]),
+                                                    "input_start": _i64([1, 2]),
+                                                    "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_unpropagated", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                                    "input_indices": _i64([[0]]),
+                                                    "input_start": _i64([1]),
+                                                    "output_indices": _i64([[7]])}, {}),
+    ("fill_grad", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0, 2]),
+                                              "grad_values": _f32([1, 2, 3, 4])}, {}),
+    ("fill_grad_vector", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([[0]]),
+                                                     "grad_values": _f32([1])}, {}),
+    ("fill_grad_values", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0]),
+                                                     "grad_values": _f32(1)}, {}),
+    ("fill_grad_range", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0, 5]),
+                                                    "grad_values": _f32([1, 2])}, {}),
+    ("gamma_grad", "RandomGammaGrad", {"alpha": _f32([0.5, 1, 3, 20]),
+                                       "sample": _f32([0.3, 1.2, 2.5, 18])}, {}),
+    ("gamma_grad_f64", "RandomGammaGrad", {
+        "alpha": np.array([0.1, 0.5, 1, 3, 20, 200]),
+        "sample": np.array([1e-4, 0.3, 1.2, 2.5, 18, 210])}, {}),
+    ("gamma_grad_broadcast", "RandomGammaGrad", {"alpha": _f32([[0.5], [2]]),
+                                                 "sample": _f32([0.3, 1.2, 2.5])}, {}),
+    ("gamma_grad_shapes", "RandomGammaGrad", {"alpha": _f32([0.5, 2]),
+                                              "sample": _f32([0.3, 1.2, 2.5])}, {}),
+    ("solve_lower", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                              "rhs": _f32([[1, 4], [2, 5]])}, {}),
+    ("solve_upper_adjoint", "MatrixTriangularSolve", {
+        "matrix": np.array([[[2, 7, 1], [9, 3, 2], [9, 9, 4]]], np.float64),
+        "rhs": np.array([[1.0], [2.0], [3.0]])}, {"lower": False, "adjoint": True}),
+    ("solve_broadcast", "MatrixTriangularSolve", {
+        "matrix": np.stack([_f32([[2, 0], [1, 3]]), _f32([[1, 0], [4, 2]])]),
+        "rhs": _f32([[1], [2]])}, {}),
+    ("solve_singular", "MatrixTriangularSolve", {"matrix": _f32([[0, 0], [1, 3]]),
+                                                 "rhs": _f32([[1], [2]])}, {}),
+    ("solve_rank", "MatrixTriangularSolve", {"matrix": _f32([1, 2]), "rhs": _f32([[1], [2]])},
+     {}),
+    ("solve_rhs_rank", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                                 "rhs": _f32([1, 2])}, {}),
+    ("solve_square", "MatrixTriangularSolve", {"matrix": np.ones((2, 3), np.float32),
+                                               "rhs": _f32([[1], [2]])}, {}),
+    ("solve_rows", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                             "rhs": np.ones((3, 1), np.float32)},
+     {"adjoint": True}),
+    ("solve_batch", "MatrixTriangularSolve", {"matrix": np.ones((2, 2, 2), np.float32),
+                                              "rhs": np.ones((3, 2, 1), np.float32)}, {}),
+]
+
+
+def _kernel_message(text: str) -> str:
+    """The kernel's own words out of a session error's text."""
+    text = text.split("\n\t [[")[0]
+    match = re.search(r"\nNode: '[^']*'\n(.*)$", text, re.S)
+    return (match.group(1) if match else text).strip()
+
+
+def write_kernel_cases(tf) -> None:
+    """Each KERNEL_CASES entry run in a Session on placeholders of unknown shape (so the
+    kernel, not shape inference, checks): its outputs, or its error's class and message."""
+    results, arrays = {}, {}
+    for cid, op, inputs, attrs in KERNEL_CASES:
+        graph = tf.Graph()
+        with graph.as_default():
+            feeds = {name: tf.placeholder(tf.as_dtype(value.dtype), None, name=name)
+                     for name, value in inputs.items()}
+            outs = getattr(tf.raw_ops, op)(**feeds, **attrs)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        for name, value in inputs.items():
+            arrays[f"{cid}/{name}"] = value
+        entry = {"op": op, "attrs": attrs, "inputs": list(inputs)}
+        try:
+            with tf.Session(graph=graph) as sess:
+                values = sess.run(outs, {feeds[n]: v for n, v in inputs.items()})
+        except tf.errors.OpError as e:
+            entry.update(error=type(e).__name__, message=_kernel_message(e.message))
+        else:
+            for i, value in enumerate(values):
+                arrays[f"{cid}/out{i}"] = value
+            entry["outputs"] = len(values)
+        results[cid] = entry
+    np.savez(OUT / "kernel_cases.npz", **arrays)
+    (OUT / "kernel_cases.json").write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
 def write_mlp_meta_graph(tf) -> dict:
@@ -149,6 +293,7 @@ def main(only: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
     index = write_programs(tf, only)
     write_op_defs()
+    write_kernel_cases(tf)
     if only:
         full = json.loads((OUT / "index.json").read_text())
         full["programs"].update(index)
