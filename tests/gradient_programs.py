@@ -718,6 +718,38 @@ def program_sparse_fill_reorder(tf):
             "feeds": {values: _rand(3), default: np.float32(0.5)}}
 
 
+def program_embedding_lookup_mod(tf):
+    p0 = _ph(tf, [3, 2], "p0")
+    p1 = _ph(tf, [2, 2], "p1")
+    p2 = _ph(tf, [2, 2], "p2")
+    ids = tf.placeholder(tf.int32, [2, 3], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1, p2], ids) * 2.0
+    return {"ys": [z], "xs": [p0, p1, p2],
+            "feeds": {p0: _rand(3, 2), p1: _rand(2, 2, seed=1), p2: _rand(2, 2, seed=2),
+                      ids: np.array([[0, 4, 6], [2, 4, 1]], np.int32)}}
+
+
+def program_embedding_lookup_div(tf):
+    p0 = _ph(tf, [3, 2], "p0")
+    p1 = _ph(tf, [2, 2], "p1")
+    ids = tf.placeholder(tf.int64, [4], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1], ids, partition_strategy="div")
+    return {"ys": [z * z], "xs": [p0, p1],
+            "feeds": {p0: _rand(3, 2), p1: _rand(2, 2, seed=1),
+                      ids: np.array([4, 0, 2, 3], np.int64)}}
+
+
+def program_embedding_lookup_div_dynamic(tf):
+    p0 = _ph(tf, [None, 3], "p0")
+    p1 = _ph(tf, [2, 3], "p1")
+    p2 = _ph(tf, [None, None], "p2")
+    ids = tf.placeholder(tf.int32, [None], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1, p2], ids, partition_strategy="div")
+    return {"ys": [z * 3.0], "xs": [p0, p1, p2],
+            "feeds": {p0: _rand(3, 3), p1: _rand(2, 3, seed=1), p2: _rand(2, 3, seed=2),
+                      ids: np.array([6, 0, 2, 3, 3], np.int32)}}
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -534,3 +534,27 @@ def test_random_gamma_gradient_sums_over_the_sample_dimensions():
         partial = sess.run(apply_op("RandomGammaGrad", alpha=alpha,
                                     sample=tf.constant(s_value)))
     np.testing.assert_allclose(g_value, (partial * w_value).sum(axis=(0, 1)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_partitioned_embedding_lookup(strategy):
+    ids = np.array([[0, 6, 2], [5, 3, 3]], np.int32)
+
+    def fn(p0, p1, p2):
+        return tf.nn.embedding_lookup([p0, p1, p2], ids, partition_strategy=strategy) * 2.0
+
+    _check(fn, [_r(3, 2), _r(2, 2), _r(2, 2)])
+
+
+def test_partitioned_embedding_lookup_gradients_are_indexed_slices():
+    """Each params tensor's gradient is IndexedSlices of its own rows (TF's)."""
+    with tf.Graph().as_default():
+        params = [tf.placeholder(F64, [3, 2]), tf.placeholder(F64, [2, 2])]
+        out = tf.nn.embedding_lookup(params, [4, 1, 0], partition_strategy="div")
+        grads = tf.gradients(out, params)
+        assert all(isinstance(g, tf.IndexedSlices) for g in grads)
+        with tf.Session() as sess:
+            g0, g1 = sess.run([(g.values, g.indices) for g in grads],
+                              {params[0]: _r(3, 2), params[1]: _r(2, 2)})
+    assert g0[1].tolist() == [1, 0] and g1[1].tolist() == [1]
+    np.testing.assert_array_equal(g0[0], np.ones((2, 2)))
