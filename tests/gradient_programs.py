@@ -11,6 +11,8 @@ This module imports neither TensorFlow nor aioflow.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 _RNG_SEED = 1234
@@ -748,6 +750,43 @@ def program_embedding_lookup_div_dynamic(tf):
     return {"ys": [z * 3.0], "xs": [p0, p1, p2],
             "feeds": {p0: _rand(3, 3), p1: _rand(2, 3, seed=1), p2: _rand(2, 3, seed=2),
                       ids: np.array([6, 0, 2, 3, 3], np.int32)}}
+
+
+def program_fused_batch_norm_second_order(tf):
+    x = _ph(tf, [2, 2, 2, 3], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True)
+    gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
+    return {"ys": [gx, gscale], "xs": [x, scale],
+            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+
+
+# -- function calls: SymbolicGradient (forward graphs written by TF, imported) ------------------
+
+_FORWARD = Path(__file__).resolve().parent / "data" / "gradients_tf"
+
+
+def _import_forward(tf, name):
+    """Import the forward GraphDef `name` into the default graph; its tensor getter."""
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((_FORWARD / f"{name}.pb").read_bytes())
+    tf.import_graph_def(graph_def, name="")
+    return tf.get_default_graph().get_tensor_by_name
+
+
+def program_function_calls(tf):
+    t = _import_forward(tf, "forward_function_calls")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("y:0"), t("v:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_function_call_both_outputs(tf):
+    t = _import_forward(tf, "forward_function_calls")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("y:0") * t("z:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())

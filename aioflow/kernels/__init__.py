@@ -15,7 +15,12 @@ from .array import (
     tensor_scatter_kernels,
     unique_kernels,
 )
-from .call import function_kernels, functional_kernels, script_kernels
+from .call import (
+    function_kernels,
+    functional_kernels,
+    script_kernels,
+    symbolic_gradient_kernels,
+)
 from .control_flow import control_flow_kernels
 from .data import (
     batch_kernels,

@@ -54,6 +54,7 @@ from aioflow.framework.function_instantiate import (
     instantiate,
 )
 from aioflow.framework.kernel_context import OpKernelContext
+from aioflow.gradients.function_gradient import symbolic_gradient_function_def
 from aioflow.graph import construct
 from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.passes.graph_optimizer import optimize_graph
@@ -128,10 +129,37 @@ class FunctionLibraryRuntime:
         with self._lock:
             return self._bodies.setdefault(key, body)
 
-    def _build(self, name: str, attrs: dict, caller) -> FunctionBody:
-        inst = instantiate(self.library, name, attrs)
+    def instantiate_gradient(self, func, caller=None) -> FunctionBody:
+        """The body a SymbolicGradient of `func` (a NameAttrList) runs: the library's
+        gradient function of func.name when it registers one, else the gradient built from
+        func's body (gradients/function_gradient.py), cached like any instantiation."""
+        attrs = dict(func.attr)
+        grad = self.library.find_gradient(func.name)
+        if grad is not None:
+            return self.instantiate(grad, attrs, caller)
+        key = ("SymbolicGradient", func.name, canonical_attrs(attrs))
+        body = self._bodies.get(key)
+        if body is not None:
+            return body
+        if self.library.find(func.name) is None:
+            raise function_not_found(func.name, caller)
+        grad_name = f"{func.name}_SymbolicGradient"
         try:
-            graph = construct.convert_graph_def_to_graph(inst.graph_def, self.library)
+            fdef = symbolic_gradient_function_def(self.library, func.name, attrs, grad_name)
+        except (LookupError, ValueError, TypeError) as e:
+            raise errors.InvalidArgumentError(
+                caller, None, f"Cannot build the gradient of function {func.name}: {e}") from e
+        library = self.library.copy()
+        library.add_function_def(fdef)
+        body = self._build(grad_name, {}, caller, library)
+        with self._lock:
+            return self._bodies.setdefault(key, body)
+
+    def _build(self, name: str, attrs: dict, caller, library=None) -> FunctionBody:
+        library = library if library is not None else self.library
+        inst = instantiate(library, name, attrs)
+        try:
+            graph = construct.convert_graph_def_to_graph(inst.graph_def, library)
         except errors.OpError as e:
             raise type(e)(e.node_def, None, f"{e.message}\n\tIn function '{name}'") from e
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)

@@ -42,6 +42,41 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "MatrixTriangularSolve"]
 
 
+def write_forward_graphs(tf) -> None:
+    """Forward graphs that call functions, which the function-call programs import (TF
+    emits SymbolicGradient for a call whose function has no registered gradient, as
+    after an import): a PartitionedCall of a tf.function with two results, one of them
+    calling another tf.function, and a direct call of a Defun."""
+    from tensorflow.python.framework import function
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.placeholder(tf.float32, [3], name="w")
+
+        @tf.function
+        def inner(a):
+            return tf.sin(a) * a
+
+        @tf.function
+        def outer(a, b):
+            return tf.tanh(a) * b + inner(a * b), tf.cos(b)
+
+        y, z = outer(x, w)
+
+        @function.Defun(tf.float32, tf.float32)
+        def scaled_exp(a, b):
+            return a * tf.exp(b)
+
+        v = scaled_exp(x, w)
+        v.set_shape([3])
+        tf.identity(y, name="y")
+        tf.identity(z, name="z")
+        tf.identity(v, name="v")
+    (OUT / "forward_function_calls.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+
 def write_programs(tf, only: list[str]) -> dict:
     index = {}
     for name, program in gradient_programs.PROGRAMS.items():
@@ -291,6 +326,8 @@ def main(only: list[str]) -> None:
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     OUT.mkdir(exist_ok=True)
+    if not only or any(name.startswith("function_call") for name in only):
+        write_forward_graphs(tf)
     index = write_programs(tf, only)
     write_op_defs()
     write_kernel_cases(tf)
