@@ -759,7 +759,9 @@ def program_fused_batch_norm_second_order(tf):
     y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True)
     gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
     return {"ys": [gx, gscale], "xs": [x, scale],
-            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)},
+            "values_only": "TF takes the inner gradient with a GradientTape, aioflow with "
+                           "tf.gradients (gradients/nn_fused_batch_norm_grad.py)"}
 
 
 # -- function calls: SymbolicGradient (forward graphs written by TF, imported) ------------------
@@ -787,6 +789,31 @@ def program_function_call_both_outputs(tf):
     x, w = t("x:0"), t("w:0")
     return {"ys": [t("y:0") * t("z:0")], "xs": [x, w],
             "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+_REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "
+             "recomputes them (gradients/functional_grad.py)")
+
+
+def program_functional_if(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    return {"ys": [t("cond_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}, "values_only": _REWRITES}
+
+
+def program_functional_if_false(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    return {"ys": [t("cond_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}, "values_only": _REWRITES}
+
+
+def program_functional_while(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}, "values_only": _REWRITES}
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())

@@ -6,6 +6,7 @@ cases together run the gradient function of every op listed in COVERED."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -558,3 +559,58 @@ def test_partitioned_embedding_lookup_gradients_are_indexed_slices():
                               {params[0]: _r(3, 2), params[1]: _r(2, 2)})
     assert g0[1].tolist() == [1, 0] and g1[1].tolist() == [1]
     np.testing.assert_array_equal(g0[0], np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_fused_batch_norm_second_order(training, data_format):
+    """The gradient of FusedBatchNormGradV3 (x -> d sum(y^3)/dx) against central
+    differences, in training and inference, both layouts."""
+    shape = (2, 2, 2, 3) if data_format == "NHWC" else (2, 3, 2, 2)
+
+    def first_order(x, scale):
+        mean = None if training else [0.1, -0.2, 0.3]
+        variance = None if training else [1.5, 0.5, 0.8]
+        y, _, _ = tf.nn.fused_batch_norm(x, scale, tf.zeros([3]), mean=mean,
+                                         variance=variance, is_training=training,
+                                         data_format=data_format)
+        return tf.gradients(tf.reduce_sum(y * y * y), [x, scale])[0]
+
+    _check(first_order, [_r(*shape).astype(np.float32), _pos(3).astype(np.float32)],
+           tf.float32, tolerance=2e-2)
+
+
+_FORWARD = Path(__file__).resolve().parent / "data" / "gradients_tf"
+
+
+def _check_imported(name: str, outputs: list[str], feeds: dict, tolerance=1e-3):
+    """The gradients of the imported TF forward graph `name` with respect to x and w
+    against central differences (float32 graphs: a looser tolerance)."""
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((_FORWARD / f"{name}.pb").read_bytes())
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+        x, w = g.get_tensor_by_name("x:0"), g.get_tensor_by_name("w:0")
+        values = {x: _r(3).astype(np.float32), w: _r(3).astype(np.float32)}
+        extra = {g.get_tensor_by_name(k): v for k, v in feeds.items()}
+        with tf.Session():
+            for out in outputs:
+                y = g.get_tensor_by_name(out)
+                err = tf.test.compute_gradient_error(
+                    [x, w], [[3], [3]], y, [3], x_init_value=[values[x], values[w]],
+                    extra_feed_dict={**values, **extra}, delta=1e-3)
+                assert err < tolerance, (out, err)
+
+
+def test_function_call_gradients_numeric():
+    """SymbolicGradient of a PartitionedCall (calling another) and of a Defun call."""
+    _check_imported("forward_function_calls", ["y:0", "z:0", "v:0"], {})
+
+
+@pytest.mark.parametrize("p", [True, False])
+def test_functional_if_gradient_numeric(p):
+    _check_imported("forward_functional_control_flow", ["cond_y:0"], {"p:0": p})
+
+
+def test_functional_while_gradient_numeric():
+    _check_imported("forward_functional_control_flow", ["while_v:0", "while_u:0"], {})

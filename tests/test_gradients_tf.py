@@ -39,7 +39,9 @@ def built(request):
 
 
 def test_gradient_nodes_are_tfs(built):
-    name, (graph, n_forward, _, _) = built
+    name, (graph, n_forward, spec, _) = built
+    if spec.get("values_only"):
+        pytest.skip(f"values only: {spec['values_only']}")
     info = INDEX["programs"][name]
     assert n_forward == info["n_forward"]
     ref = _tail(_tf_graph_def(name), info["n_forward"])

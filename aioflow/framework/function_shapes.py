@@ -75,8 +75,9 @@ def _infer(library, func, dtypes_, shapes) -> list:
         sources = [retvals[i] if ":" in retvals[i] else f"{retvals[i]}:0"
                    for i in range(len(retvals))]
         wanted = [s for s in sources if s.split(":")[0] not in args]
+        used = {text.lstrip("^").split(":")[0] for node in nodes.node for text in node.input}
         imported = dict(zip(wanted, import_graph_def(
-            nodes, input_map={f"{n}:0": t for n, t in args.items()},
+            nodes, input_map={f"{n}:0": t for n, t in args.items() if n in used},
             return_elements=wanted, name="") or [], strict=True))
     return [args[s.split(":")[0]].shape if s.split(":")[0] in args
             else tensor_shape.as_shape(imported[s].shape) for s in sources]

@@ -55,7 +55,8 @@ def _import_body(body: graph_pb2.GraphDef, xs: list) -> list:
             nodes.node.add().CopyFrom(node)
     sources = [retvals[i] for i in range(len(retvals))]
     wanted = [s for s in sources if s.split(":")[0] not in args]
-    input_map = {f"{name}:0": x for name, x in args.items()}
+    used = {text.lstrip("^").split(":")[0] for node in nodes.node for text in node.input}
+    input_map = {f"{name}:0": x for name, x in args.items() if name in used}
     imported = dict(zip(wanted, import_graph_def(nodes, input_map=input_map,
                                                  return_elements=wanted, name="") or [],
                         strict=True))

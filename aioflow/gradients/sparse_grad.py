@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from aioflow.framework import dtypes
 from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.gradients.math_grad import reduced_shape
 from aioflow.gradients.registry import NotDifferentiable, RegisterGradient
-from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.ops import array_ops, math_ops, sparse_ops
 
 NotDifferentiable("SparseAddGrad")

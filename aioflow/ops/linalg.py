@@ -12,4 +12,5 @@ from aioflow.ops.linalg_ops import (
 )
 from aioflow.ops.math_ops import matmul
 
-__all__ = ["adjoint", "triangular_solve", "band_part", "diag", "diag_part", "einsum", "qr", "set_diag", "matmul"]
+__all__ = ["adjoint", "triangular_solve", "band_part", "diag", "diag_part", "einsum", "qr",
+           "set_diag", "matmul"]

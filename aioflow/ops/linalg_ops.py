@@ -128,5 +128,6 @@ matrix_diag = diag
 matrix_diag_part = diag_part
 matrix_set_diag = set_diag
 
-__all__ = ["adjoint", "einsum", "band_part", "matrix_triangular_solve", "triangular_solve", "diag", "diag_part", "set_diag", "matrix_band_part",
-           "matrix_diag", "matrix_diag_part", "matrix_set_diag"]
+__all__ = ["adjoint", "einsum", "band_part", "matrix_triangular_solve", "triangular_solve",
+           "diag", "diag_part", "set_diag", "matrix_band_part", "matrix_diag",
+           "matrix_diag_part", "matrix_set_diag"]

@@ -76,6 +76,23 @@ def write_forward_graphs(tf) -> None:
     (OUT / "forward_function_calls.pb").write_bytes(
         graph.as_graph_def().SerializeToString())
 
+    from tensorflow.python.ops import cond_v2, while_v2
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.placeholder(tf.float32, [3], name="w")
+        p = tf.placeholder(tf.bool, [], name="p")
+        y = cond_v2.cond_v2(p, lambda: tf.tanh(x) * w, lambda: tf.sin(x * w) + w)
+        tf.identity(y, name="cond_y")
+        _, v, u = while_v2.while_loop(lambda i, v, u: i < 3,
+                                      lambda i, v, u: (i + 1, tf.sin(v) * w, u + v * v),
+                                      [tf.constant(0), x, tf.zeros([3])])
+        tf.identity(v, name="while_v")
+        tf.identity(u, name="while_u")
+    (OUT / "forward_functional_control_flow.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
 
 def write_programs(tf, only: list[str]) -> dict:
     index = {}
@@ -326,7 +343,7 @@ def main(only: list[str]) -> None:
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     OUT.mkdir(exist_ok=True)
-    if not only or any(name.startswith("function_call") for name in only):
+    if not only or any(name.startswith(("function_call", "functional_")) for name in only):
         write_forward_graphs(tf)
     index = write_programs(tf, only)
     write_op_defs()
