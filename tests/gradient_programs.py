@@ -4,7 +4,8 @@ Each ``program_*`` takes the TF-1-like module (``tensorflow.compat.v1`` in
 tests/data/make_gradient_fixtures_tf.py, ``aioflow.compat.v1`` in tests/test_gradients_tf.py)
 and uses only names both share. It builds a forward graph and returns a dict: ``ys``,
 ``xs`` (what tf.gradients is called with), ``feeds`` (placeholder -> value) and optional
-``kwargs`` for tf.gradients. ``build`` then calls tf.gradients and notes how many nodes the
+``kwargs`` for tf.gradients, ``init`` (an op to run first) and ``values_only`` (why the
+gradient graph is not TF's, when it is not). ``build`` then calls tf.gradients and notes how many nodes the
 forward graph had, so the nodes tf.gradients added can be compared.
 This module imports neither TensorFlow nor aioflow.
 """
@@ -789,6 +790,18 @@ def program_function_call_both_outputs(tf):
     x, w = t("x:0"), t("w:0")
     return {"ys": [t("y:0") * t("z:0")], "xs": [x, w],
             "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_function_call_variable(tf):
+    """A StatefulPartitionedCall of a tf.function reading a resource variable: the
+    gradient with respect to the variable's handle is its value's gradient."""
+    t = _import_forward(tf, "forward_function_variable")
+    x, handle = t("x:0"), t("v:0")
+    return {"ys": [t("y:0")], "xs": [x, handle], "feeds": {x: _rand(3)},
+            "init": tf.get_default_graph().get_operation_by_name("v/Assign"),
+            "values_only": "aioflow keeps no resource handle shapes, so the call's output "
+                           "shape (a ReadVariableOp's inside) is unknown and the gradient "
+                           "of y starts from a dynamic Shape where TF's is a Const"}
 
 
 _REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "

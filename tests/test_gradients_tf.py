@@ -54,6 +54,8 @@ def test_gradient_values_are_tfs(built):
     assert [i for i, g in enumerate(grads) if g is None] == info["none"]
     fetches = gradient_programs.fetchable(tf, grads)
     with tf.Session(graph=graph) as sess:
+        if spec.get("init"):
+            sess.run(spec["init"])
         values = sess.run([f for f in fetches if f is not None], spec["feeds"])
     want = np.load(DATA / f"{name}.npz")
     got = iter(gradient_programs.densify(v) for v in values)

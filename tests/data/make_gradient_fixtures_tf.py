@@ -76,6 +76,19 @@ def write_forward_graphs(tf) -> None:
     (OUT / "forward_function_calls.pb").write_bytes(
         graph.as_graph_def().SerializeToString())
 
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)
+
+        @tf.function
+        def times_variable(a):
+            return tf.tanh(a) * v
+
+        tf.identity(times_variable(x), name="y")
+    (OUT / "forward_function_variable.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -103,6 +116,8 @@ def write_programs(tf, only: list[str]) -> dict:
         (OUT / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
         fetches = gradient_programs.fetchable(tf, grads)
         with tf.Session(graph=graph) as sess:
+            if spec.get("init"):
+                sess.run(spec["init"])
             values = sess.run([f for f in fetches if f is not None], spec["feeds"])
         dense = iter(gradient_programs.densify(v) for v in values)
         arrays = {str(i): next(dense) for i, f in enumerate(fetches) if f is not None}
