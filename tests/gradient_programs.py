@@ -792,6 +792,14 @@ def program_function_call_both_outputs(tf):
             "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
+def program_function_call_library_gradient(tf):
+    """A Defun call whose library names a gradient function (FunctionDefLibrary.gradient):
+    SymbolicGradient runs that function, not one built from the body."""
+    t = _import_forward(tf, "forward_function_library_gradient")
+    x = t("x:0")
+    return {"ys": [t("y:0")], "xs": [x], "feeds": {x: _rand(3)}}
+
+
 def program_function_call_variable(tf):
     """A StatefulPartitionedCall of a tf.function reading a resource variable: the
     gradient with respect to the variable's handle is its value's gradient."""

@@ -79,6 +79,22 @@ def write_forward_graphs(tf) -> None:
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [3], name="x")
+
+        @function.Defun(tf.float32, tf.float32)
+        def halved(a, dy):
+            return dy * 0.5 + a * 0.0
+
+        @function.Defun(tf.float32, grad_func=halved)
+        def cube(a):
+            return a * a * a
+
+        tf.identity(cube(x), name="y")
+    (OUT / "forward_function_library_gradient.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
         v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)
 
         @tf.function
