@@ -753,6 +753,30 @@ def program_embedding_lookup_div_dynamic(tf):
                       ids: np.array([6, 0, 2, 3, 3], np.int32)}}
 
 
+def program_fused_batch_norm_second_order_nchw_inference(tf):
+    x = _ph(tf, [2, 3, 2, 2], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    mean = _ph(tf, [3], "mean")
+    variance = _ph(tf, [3], "variance")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, mean=mean, variance=variance,
+                                     is_training=False, data_format="NCHW")
+    gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
+    return {"ys": [gx, gscale], "xs": [x, scale, mean],
+            "feeds": {x: _rand(2, 3, 2, 2), scale: _rand(3, seed=1), offset: _rand(3, seed=2),
+                      mean: _rand(3, seed=3), variance: _rand(3, low=0.5, high=1.5, seed=4)}}
+
+
+def program_fused_batch_norm_second_order_nchw(tf):
+    x = _ph(tf, [2, 3, 2, 2], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True, data_format="NCHW")
+    (gx,) = tf.gradients(tf.reduce_sum(y * y * y), [x])
+    return {"ys": [gx * x], "xs": [x, scale],
+            "feeds": {x: _rand(2, 3, 2, 2), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+
+
 def program_fused_batch_norm_second_order(tf):
     x = _ph(tf, [2, 2, 2, 3], "x")
     scale = _ph(tf, [3], "scale")
@@ -760,9 +784,7 @@ def program_fused_batch_norm_second_order(tf):
     y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True)
     gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
     return {"ys": [gx, gscale], "xs": [x, scale],
-            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)},
-            "values_only": "TF takes the inner gradient with a GradientTape, aioflow with "
-                           "tf.gradients (gradients/nn_fused_batch_norm_grad.py)"}
+            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
 
 
 # -- function calls: SymbolicGradient (forward graphs written by TF, imported) ------------------

@@ -3,14 +3,14 @@ gradients of FusedBatchNormGrad, FusedBatchNormGradV2 and FusedBatchNormGradV3.
 
 _batch_norm_grad writes batch norm's gradient with plain ops (training: batch statistics;
 inference: the population's), and its gradient is taken with respect to grad_y, x and
-scale, seeded with the incoming gradients of grad_x, grad_scale and grad_offset. TF takes
-that inner gradient with a GradientTape in graph mode; aioflow has no tape and takes it
-with tf.gradients: the values are TF's, the inner nodes' order and names are not."""
+scale, seeded with the incoming gradients of grad_x, grad_scale and grad_offset, with a
+GradientTape in graph mode as TF's (gradients/tape.py replays TF's C++ tape), so the
+nodes are TF's."""
 
 from __future__ import annotations
 
 from aioflow.framework import dtypes
-from aioflow.gradients.gradients_util import gradients
+from aioflow.gradients.tape import Tape
 from aioflow.gradients.registry import RegisterGradient
 from aioflow.ops import array_ops, math_ops
 
@@ -73,13 +73,11 @@ def _fused_batch_norm_grad_grad(op, *grad):
     epsilon = op.get_attr("epsilon")
     is_training = op.get_attr("is_training")
     grad_y, x, scale, pop_mean, pop_var = op.inputs[:5]
-    grad_x, grad_scale, grad_offset = _batch_norm_grad(
-        grad_y, x, scale, pop_mean, pop_var, epsilon, data_format, is_training)
-    # The tape watches grad_y, x and scale as leaves: nothing flows through them (grad_y
-    # itself depends on x through the forward pass).
-    grad_grad_y, grad_x, grad_scale = gradients(
-        [grad_x, grad_scale, grad_offset], [grad_y, x, scale], list(grad[:3]),
-        stop_gradients=[grad_y, x, scale])
+    tape = Tape([grad_y, x, scale])
+    targets = tape.record(op.graph, lambda: _batch_norm_grad(
+        grad_y, x, scale, pop_mean, pop_var, epsilon, data_format, is_training))
+    grad_grad_y, grad_x, grad_scale = tape.gradient(
+        list(targets), [grad_y, x, scale], list(grad[:3]))
     return grad_grad_y, grad_x, grad_scale, None, None
 
 
