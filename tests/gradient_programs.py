@@ -5,8 +5,8 @@ tests/data/make_gradient_fixtures_tf.py, ``aioflow.compat.v1`` in tests/test_gra
 and uses only names both share. It builds a forward graph and returns a dict: ``ys``,
 ``xs`` (what tf.gradients is called with), ``feeds`` (placeholder -> value) and optional
 ``kwargs`` for tf.gradients, ``init`` (an op to run first) and ``values_only`` (why the
-gradient graph is not TF's, when it is not). ``build`` then calls tf.gradients and notes how many nodes the
-forward graph had, so the nodes tf.gradients added can be compared.
+gradient graph is not TF's, when it is not). ``build`` then calls tf.gradients and notes
+how many nodes the forward graph had, so the nodes tf.gradients added can be compared.
 This module imports neither TensorFlow nor aioflow.
 """
 

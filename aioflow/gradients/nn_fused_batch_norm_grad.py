@@ -10,8 +10,8 @@ nodes are TF's."""
 from __future__ import annotations
 
 from aioflow.framework import dtypes
-from aioflow.gradients.tape import Tape
 from aioflow.gradients.registry import RegisterGradient
+from aioflow.gradients.tape import Tape
 from aioflow.ops import array_ops, math_ops
 
 
