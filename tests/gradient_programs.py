@@ -4,8 +4,9 @@ Each ``program_*`` takes the TF-1-like module (``tensorflow.compat.v1`` in
 tests/data/make_gradient_fixtures_tf.py, ``aioflow.compat.v1`` in tests/test_gradients_tf.py)
 and uses only names both share. It builds a forward graph and returns a dict: ``ys``,
 ``xs`` (what tf.gradients is called with), ``feeds`` (placeholder -> value) and optional
-``kwargs`` for tf.gradients, ``init`` (an op to run first) and ``values_only`` (why the
-gradient graph is not TF's, when it is not). ``build`` then calls tf.gradients and notes
+``kwargs`` for tf.gradients, ``init`` (an op to run first), ``values_only`` (why the
+gradient graph is not TF's, when it is not) and ``nodes_only`` (why TF's values are not
+compared, when they are not). ``build`` then calls tf.gradients and notes
 how many nodes the forward graph had, so the nodes tf.gradients added can be compared.
 This module imports neither TensorFlow nor aioflow.
 """
@@ -832,6 +833,17 @@ def program_function_call_variable(tf):
             "values_only": "aioflow keeps no resource handle shapes, so the call's output "
                            "shape (a ReadVariableOp's inside) is unknown and the gradient "
                            "of y starts from a dynamic Shape where TF's is a Const"}
+
+
+def program_function_call_nested_control_flow(tf):
+    """SymbolicGradient of a tf.function whose body holds an If and a While."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("nested_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)},
+            "nodes_only": "TF 2.21's C++ SymbolicGradient has no gradient for If/While and "
+                          "returns zeros; aioflow's are the gradient (checked numerically in "
+                          "test_gradient_checker.py)"}
 
 
 _REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "

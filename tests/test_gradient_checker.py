@@ -614,3 +614,9 @@ def test_functional_if_gradient_numeric(p):
 
 def test_functional_while_gradient_numeric():
     _check_imported("forward_functional_control_flow", ["while_v:0", "while_u:0"], {})
+
+
+def test_function_with_if_and_while_inside_gradient_numeric():
+    """SymbolicGradient of a tf.function whose body holds an If and a While: the gradient
+    function built from the body takes their gradients too."""
+    _check_imported("forward_functional_control_flow", ["nested_y:0"], {})

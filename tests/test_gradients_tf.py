@@ -50,6 +50,8 @@ def test_gradient_nodes_are_tfs(built):
 
 def test_gradient_values_are_tfs(built):
     name, (graph, _, spec, grads) = built
+    if spec.get("nodes_only"):
+        pytest.skip(f"nodes only: {spec['nodes_only']}")
     info = INDEX["programs"][name]
     assert [i for i, g in enumerate(grads) if g is None] == info["none"]
     fetches = gradient_programs.fetchable(tf, grads)

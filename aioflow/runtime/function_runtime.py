@@ -42,6 +42,7 @@ the same way):
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 
 import numpy as np
@@ -87,6 +88,7 @@ class FunctionBody:
 
 
 _building = threading.local()
+_grad_uid = itertools.count(1)  # names of the gradient functions SymbolicGradient builds
 
 
 class FunctionLibraryRuntime:
@@ -143,23 +145,25 @@ class FunctionLibraryRuntime:
             return body
         if self.library.find(func.name) is None:
             raise function_not_found(func.name, caller)
-        grad_name = f"{func.name}_SymbolicGradient"
+        grad_name = f"{func.name}_SymbolicGradient_{next(_grad_uid)}"
+        # Built on a copy (gradients of If/While inside f add functions of their own),
+        # then everything new joins this runtime's library, where nested calls look.
+        library = self.library.copy()
         try:
-            fdef = symbolic_gradient_function_def(self.library, func.name, attrs, grad_name)
+            library.add_function_def(
+                symbolic_gradient_function_def(library, func.name, attrs, grad_name))
         except (LookupError, ValueError, TypeError) as e:
             raise errors.InvalidArgumentError(
                 caller, None, f"Cannot build the gradient of function {func.name}: {e}") from e
-        library = self.library.copy()
-        library.add_function_def(fdef)
-        body = self._build(grad_name, {}, caller, library)
+        self.library.add_library(library)
+        body = self._build(grad_name, {}, caller)
         with self._lock:
             return self._bodies.setdefault(key, body)
 
-    def _build(self, name: str, attrs: dict, caller, library=None) -> FunctionBody:
-        library = library if library is not None else self.library
-        inst = instantiate(library, name, attrs)
+    def _build(self, name: str, attrs: dict, caller) -> FunctionBody:
+        inst = instantiate(self.library, name, attrs)
         try:
-            graph = construct.convert_graph_def_to_graph(inst.graph_def, library)
+            graph = construct.convert_graph_def_to_graph(inst.graph_def, self.library)
         except errors.OpError as e:
             raise type(e)(e.node_def, None, f"{e.message}\n\tIn function '{name}'") from e
         options = PassOptions(graph=graph, config=self.config, device_mgr=self.device_mgr)

@@ -119,6 +119,14 @@ def write_forward_graphs(tf) -> None:
                                       [tf.constant(0), x, tf.zeros([3])])
         tf.identity(v, name="while_v")
         tf.identity(u, name="while_u")
+
+        @tf.function
+        def nested(a, b):  # a tf.function builds its cond and loop as If/While
+            c = tf.cond(tf.reduce_sum(a) > 0.0, lambda: a * b, lambda: tf.exp(a))
+            return tf.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, tf.sin(s) * b),
+                                 [tf.constant(0), c])[1]
+
+        tf.identity(nested(x, w), name="nested_y")
     (OUT / "forward_functional_control_flow.pb").write_bytes(
         graph.as_graph_def().SerializeToString())
 
