@@ -829,10 +829,7 @@ def program_function_call_variable(tf):
     t = _import_forward(tf, "forward_function_variable")
     x, handle = t("x:0"), t("v:0")
     return {"ys": [t("y:0")], "xs": [x, handle], "feeds": {x: _rand(3)},
-            "init": tf.get_default_graph().get_operation_by_name("v/Assign"),
-            "values_only": "aioflow keeps no resource handle shapes, so the call's output "
-                           "shape (a ReadVariableOp's inside) is unknown and the gradient "
-                           "of y starts from a dynamic Shape where TF's is a Const"}
+            "init": tf.get_default_graph().get_operation_by_name("v/Assign")}
 
 
 def program_function_call_nested_control_flow(tf):

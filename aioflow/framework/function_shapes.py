@@ -42,7 +42,7 @@ def call_output_shapes(op) -> list | None:
         return None
     _state.depth = depth + 1
     try:
-        result = _infer(library, func, [t.dtype for t in op.inputs], shapes)
+        result = _infer(library, func, op)
     except Exception:  # noqa: BLE001
         result = None  # a body that does not import: unknown shapes, as before
     finally:
@@ -51,13 +51,19 @@ def call_output_shapes(op) -> list | None:
     return result
 
 
-def _placeholder(dtype, shape, name):
-    t = apply_op("Placeholder", name=name, dtype=dtype, shape=shape)
-    t.set_shape(shape)
+def _arg(outer, name):
+    """The stand-in for an argument: a placeholder of the call input's dtype and shape; a
+    variable handle a VarHandleOp of the same variable shape and dtype (its reads then
+    have the variable's shape, as TF's handle data gives)."""
+    if outer.op.type == "VarHandleOp":
+        return apply_op("VarHandleOp", name=name, dtype=outer.op.get_attr("dtype"),
+                        shape=outer.op.get_attr("shape"), shared_name=name)
+    t = apply_op("Placeholder", name=name, dtype=outer.dtype, shape=outer.shape)
+    t.set_shape(outer.shape)
     return t
 
 
-def _infer(library, func, dtypes_, shapes) -> list:
+def _infer(library, func, op) -> list:
     inst = instantiate(library, func.name, dict(func.attr))
     scratch = ops.Graph()
     scratch._library = library
@@ -67,7 +73,7 @@ def _infer(library, func, dtypes_, shapes) -> list:
         for node in inst.graph_def.node:
             if node.op == "_Arg":
                 i = node.attr["index"].i
-                args[node.name] = _placeholder(dtypes_[i], shapes[i], node.name)
+                args[node.name] = _arg(op.inputs[i], node.name)
             elif node.op == "_Retval":
                 retvals[node.attr["index"].i] = node.input[0]
             else:
