@@ -46,8 +46,42 @@ class SparseAddGradOp(OpKernel):
                            f"match (#nnz of sum): got {grad.shape[0]} and {s.shape[0]}")
         a_grad = np.zeros(a.shape[0], grad.dtype)
         b_grad = np.zeros(b.shape[0], grad.dtype)
-        _split_sum_grad(grad, a, b, s, a_grad, b_grad)
+        ids = _row_ids(a, b, s)
+        if ids is None:
+            _split_sum_grad(grad, a, b, s, a_grad, b_grad)
+        else:  # all three strictly ordered (as SparseAdd writes them): match equal rows
+            a_ids, b_ids, s_ids = ids
+            _take_matching(grad, s_ids, a_ids, a_grad)
+            _take_matching(grad, s_ids, b_ids, b_grad)
         return a_grad, b_grad
+
+
+def _row_ids(*mats):
+    """Each matrix's rows as integers ordered as the rows are lexicographically (one
+    numbering for all), or None when a matrix's rows are not strictly increasing (then
+    only TF's walk gives TF's answer)."""
+    rows = np.concatenate([m.astype(np.int64, copy=False) for m in mats])
+    if rows.shape[0] == 0:
+        return [np.zeros(0, np.int64) for _ in mats]
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    out, start = [], 0
+    for m in mats:
+        ids = inverse[start:start + m.shape[0]]
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+            return None
+        out.append(ids)
+        start += m.shape[0]
+    return out
+
+
+def _take_matching(grad, s_ids, x_ids, x_grad) -> None:
+    """x_grad[i] = grad[k] where row k of the sum is row i of x (both strictly ordered)."""
+    if not s_ids.size or not x_ids.size:
+        return
+    k = np.minimum(np.searchsorted(s_ids, x_ids), s_ids.size - 1)
+    hit = s_ids[k] == x_ids
+    x_grad[hit] = grad[k[hit]]
 
 
 def _split_sum_grad(grad, a, b, s, a_grad, b_grad) -> None:
@@ -108,7 +142,19 @@ class SparseSliceGradOp(OpKernel):
                            f"but got length {start.shape[0]}")
         val_grad = np.zeros(indices.shape[0], grad.dtype)
         shifted = out + start
-        j, n = 0, grad.shape[0]
+        n = grad.shape[0]
+        ids = _row_ids(indices, shifted)
+        if ids is not None:  # both strictly ordered: output j is the input row equal to it
+            in_ids, out_ids = ids
+            k = np.minimum(np.searchsorted(in_ids, out_ids), max(in_ids.size - 1, 0))
+            hit = in_ids[k] == out_ids if in_ids.size else np.zeros(n, bool)
+            if hit.all():
+                val_grad[k] = grad
+                return (val_grad,)
+            raise errors.InternalError(
+                None, None, f"Elements of backprop_val_grad aren't all propagated. Num "
+                            f"elements:{n}, used: {int(np.argmin(hit))}")
+        j = 0
         for i in range(indices.shape[0]):
             if j >= n:
                 break
