@@ -37,7 +37,7 @@ from aioflow.proto import attr_value_pb2
 _uid = itertools.count(1)
 
 
-def _grad_function(graph, func, what: str) -> attr_value_pb2.NameAttrList:
+def _grad_function(graph, func) -> attr_value_pb2.NameAttrList:
     """The gradient function of library function `func` (a NameAttrList), added to the
     graph's library; its NameAttrList."""
     name = f"{func.name}_grad_{next(_uid)}"
@@ -66,8 +66,8 @@ def _if_grad(op, *grads):
     graph = op.graph
     inputs = list(op.inputs[1:])
     dys = _dense_grads(op, grads)
-    then_grad = _grad_function(graph, op.get_attr("then_branch"), "then")
-    else_grad = _grad_function(graph, op.get_attr("else_branch"), "else")
+    then_grad = _grad_function(graph, op.get_attr("then_branch"))
+    else_grad = _grad_function(graph, op.get_attr("else_branch"))
     outputs = apply_op(op.type, cond=op.inputs[0], input=inputs + dys,
                        Tout=[_zeros_type(t) for t in inputs], then_branch=then_grad,
                        else_branch=else_grad, output_shapes=[t.shape for t in inputs])
