@@ -1,7 +1,8 @@
 """tf.nn's training pieces built of other ops, node for node as TF's Python builds them
 (nn_impl.py, nn_ops.py, embedding_ops.py): dropout (TF 1's keep_prob or rate), moments,
 batch_normalization, l2_normalize, zero_fraction, the sigmoid, weighted and Poisson
-cross-entropies; embedding_lookup comes from embedding_ops.py."""
+cross-entropies; embedding_lookup lives in embedding_ops.py (imported here for the
+sampled losses and tf.nn)."""
 
 from __future__ import annotations
 
