@@ -21,8 +21,8 @@ from aioflow.ops.partitioned_variables import PartitionedVariable
 def embedding_lookup(params, ids, partition_strategy: str = "mod", name: str | None = None,
                      validate_indices: bool = True, max_norm=None):
     """The rows `ids` of `params`: a tensor or variable (ref or resource), or a list of
-    them partitioning one table (a PartitionedVariable: its parts); rows with an l2-norm above `max_norm` are scaled down
-    to it."""
+    them partitioning one table (a PartitionedVariable: its parts); rows with an l2-norm
+    above `max_norm` are scaled down to it."""
     if params is None:
         raise ValueError("params must be specified")
     if isinstance(params, (list, tuple)) and not params:
