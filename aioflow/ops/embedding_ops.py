@@ -48,7 +48,8 @@ def _is_resource(p) -> bool:
 
 
 def _colocate_with(p):
-    return ops.colocate_with(p.op if isinstance(p, ops.Tensor) else p)
+    """Colocation with a tensor's op or a variable's (a resource variable's handle)."""
+    return ops.colocate_with(p.op)
 
 
 def _gather(p, ids, name=None):
