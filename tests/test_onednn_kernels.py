@@ -498,3 +498,32 @@ def test_teams_never_oversubscribe_the_cores(monkeypatch):
                 assert third == 1  # oversubscribed only by single threads, never by teams
         assert backend.busy_threads() == 2
     assert backend.busy_threads() == 0
+
+
+@pytest.mark.parametrize("op", ["Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad"])
+def test_gradients_take_a_team_only_from_their_threshold(op, monkeypatch):
+    """A training step's small gradients run on one thread (a two-thread team's barriers
+    cost more than it saves there); from conv_grad_onednn.TEAM_WORK, the team
+    backend.team_size gives."""
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    asked = []
+    monkeypatch.setattr(backend, "team_size", lambda work: asked.append(work) or 2)
+    monkeypatch.setattr(backend, "_CORES", 4)
+    x = _rand(2, 8, 8, 4)
+    if op == "MaxPoolGrad":
+        attrs = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+        y = pooling_kernels.MaxPoolOp(OpKernelConstruction(
+            make_node_def("MaxPool", [x], **attrs), op_def_registry.get("MaxPool"))
+        ).compute(None, [x])[0]
+        inputs = [x, y, _rand(2, 4, 4, 4, seed=2)]
+    else:
+        attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+        dy = _rand(2, 8, 8, 6, seed=3)
+        inputs = ([x, np.array([3, 3, 4, 6], np.int32), dy] if op == "Conv2DBackpropFilter"
+                  else [np.array(x.shape, np.int32), _const(_rand(3, 3, 4, 6, seed=1)), dy])
+    got, want = _both(op, inputs, **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    assert asked == [0]  # below the threshold: the work asked about is none
+    with conv_grad_onednn.grad_team(conv_grad_onednn.TEAM_WORK) as threads:
+        assert threads == 2 and asked[-1] == conv_grad_onednn.TEAM_WORK

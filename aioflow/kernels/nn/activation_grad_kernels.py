@@ -9,7 +9,9 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
+from aioflow.kernels.element_threads import for_ranges
 from aioflow.kernels.math.cwise_kernels import BIG, CwiseKernel, shape_str, via_float32
+from aioflow.kernels.nn import activation_grad_jit
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -40,12 +42,32 @@ def _register(op_type: str, fn_of_ctx, **constraints):
     register_kernel(op_type, "CPU", **constraints)(cls)
 
 
-def _zero_of(g):
-    return np.zeros((), np.asarray(g).dtype)
+#: Elements from which ReluGrad/Relu6Grad run their compiled loop (NumPy below: a numba
+#: call's dispatch costs more than a small array's pass).
+COMPILED_FROM = 1 << 14
 
 
-_register("ReluGrad", lambda ctx: lambda g, x: np.where(x > 0, g, _zero_of(g)))
-_register("Relu6Grad", lambda ctx: lambda g, x: np.where((x > 0) & (x < 6), g, _zero_of(g)))
+def _masked(numpy_fn, compiled_ranges):
+    """g * mask(x) (TF's formula: a NaN or infinite g where the mask is 0 gives NaN):
+    NumPy's `numpy_fn` for small, strided or non-float inputs, else the compiled loop
+    over flat ranges shared among the intra-op threads."""
+    def fn(g, x):
+        if not (isinstance(g, np.ndarray) and isinstance(x, np.ndarray)) or \
+                g.size < COMPILED_FROM or g.dtype != x.dtype or \
+                g.dtype not in activation_grad_jit.TYPES or not activation_grad_jit.ready() \
+                or not (g.flags.c_contiguous and x.flags.c_contiguous):
+            return numpy_fn(g, x)
+        out = np.empty(g.shape, g.dtype)
+        gs, xs, ys = g.reshape(-1), x.reshape(-1), out.reshape(-1)
+        for_ranges(ys.size, lambda lo, hi: compiled_ranges(gs, xs, ys, lo, hi))
+        return out
+    return fn
+
+
+_relu_grad = _masked(lambda g, x: g * (x > 0), activation_grad_jit.relu_grad)
+_relu6_grad = _masked(lambda g, x: g * ((x > 0) & (x < 6)), activation_grad_jit.relu6_grad)
+_register("ReluGrad", lambda ctx: _relu_grad)
+_register("Relu6Grad", lambda ctx: _relu6_grad)
 _register("EluGrad", lambda ctx: lambda g, y: np.where(y < 0, g * (y + 1), g))
 _register("SeluGrad", lambda ctx: lambda g, y: np.where(
     y < 0, g * (y + _SELU_SCALE * _SELU_ALPHA), g * _SELU_SCALE))

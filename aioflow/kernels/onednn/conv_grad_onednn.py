@@ -10,6 +10,14 @@ forward one of the same geometry (oneDNN asks for it); tensors are described as 
 for a read-only filter, as conv_onednn's), the filter gradient computed in the layout
 oneDNN chooses and reordered into HWIO. Primitives are cached by geometry and threads.
 Other types, empty tensors and grouped convolutions run the NumPy code.
+
+Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
+multiply-adds, far above the forward convolutions' threshold. A training step's
+gradients are small and many: below that, a two-thread team costs more than it saves
+(its threads meet at barriers, and on two cores shared with the step's other kernels,
+the event loop or another process, one of them waits for a core; a team-of-two backward
+weights primitive of a small CNN took 1-8 ms against 0.07-0.25 ms on one thread), and
+the executor runs independent gradients side by side on its pool threads instead.
 """
 
 from __future__ import annotations
@@ -40,6 +48,15 @@ from aioflow.kernels.onednn.primitives import (
 
 _NHWC = (0, 3, 1, 2)
 _CACHE = PrimitiveCache()
+#: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
+#: calling thread; about 1.5 ms of single-threaded convolution).
+TEAM_WORK = 1 << 27
+
+
+def grad_team(work: int) -> team:
+    """backend.team for a backward primitive of `work` multiply-adds: one thread below
+    TEAM_WORK."""
+    return team(work if work >= TEAM_WORK else 0)
 
 
 def _forward_hint(src_md, w_md, dst_md, geometry) -> Primitive:
@@ -130,7 +147,7 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        with team(dy.size * int(np.prod(w.shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(w.shape[:3]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
                    dilations, tuple(pads), threads)
@@ -166,7 +183,7 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        with team(dy.size * int(np.prod(f_shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(f_shape[:3]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
                    dilations, tuple(pads), threads)
