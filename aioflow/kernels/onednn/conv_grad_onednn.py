@@ -12,12 +12,16 @@ oneDNN chooses and reordered into HWIO. Primitives are cached by geometry and th
 Other types, empty tensors and grouped convolutions run the NumPy code.
 
 Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
-multiply-adds, far above the forward convolutions' threshold. A training step's
-gradients are small and many: below that, a two-thread team costs more than it saves
-(its threads meet at barriers, and on two cores shared with the step's other kernels,
-the event loop or another process, one of them waits for a core; a team-of-two backward
-weights primitive of a small CNN took 1-8 ms against 0.07-0.25 ms on one thread), and
-the executor runs independent gradients side by side on its pool threads instead.
+multiply-adds (about 10 ms of one thread's work), far above the forward convolutions'
+threshold. A team's threads meet at barriers, so it runs only as fast as its slower
+thread's share of a core: on two cores shared with the step's other kernels, the event
+loop or another process, one of them waits for a core. In a training step that cost more
+than the team saves: a small CNN's backward-weights primitives took 1-8 ms on a team of
+two against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved on one
+thread; the 302 M multiply-add filter gradient of benchmarks/gradients_peer.py's conv
+step was faster on one thread at load 9 (median step 15.3 against 18.4 ms), though a
+team wins on idle cores (8.5 against 11.9 ms, the fastest steps). The executor runs
+independent gradients side by side on its pool threads instead.
 """
 
 from __future__ import annotations
@@ -49,8 +53,8 @@ from aioflow.kernels.onednn.primitives import (
 _NHWC = (0, 3, 1, 2)
 _CACHE = PrimitiveCache()
 #: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
-#: calling thread; about 1.5 ms of single-threaded convolution).
-TEAM_WORK = 1 << 27
+#: calling thread; about 10 ms of single-threaded convolution).
+TEAM_WORK = 1 << 30
 
 
 def grad_team(work: int) -> team:
