@@ -13,6 +13,7 @@ dependency). On a machine shared by many processes, NumPy's multithreaded BLAS
 oversubscribes the cores: run with OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
+           [--only conv,mlp,while_grad] [--steps 20] [--reps 2]
 """
 
 from __future__ import annotations
@@ -104,13 +105,14 @@ def main() -> None:
     parser.add_argument("--tf-python")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--only", default=",".join(WORKLOADS))
     args = parser.parse_args()
     if args.peer:
         print(run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
-    for workload in WORKLOADS:
+    for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
