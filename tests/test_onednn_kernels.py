@@ -43,6 +43,10 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "AvgPool3D": pooling_kernels.AvgPool3DOp,
               "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
               "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
+              "Conv3DBackpropInputV2": conv_grad_kernels.Conv3DBackpropInputV2Op,
+              "Conv3DBackpropFilterV2": conv_grad_kernels.Conv3DBackpropFilterV2Op,
+              "Conv3DBackpropInput": conv_grad_kernels.Conv3DBackpropInputOp,
+              "Conv3DBackpropFilter": conv_grad_kernels.Conv3DBackpropFilterOp,
               "DepthwiseConv2dNativeBackpropInput":
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
               "DepthwiseConv2dNativeBackpropFilter":
@@ -527,3 +531,28 @@ def test_gradients_take_a_team_only_from_their_threshold(op, monkeypatch):
     assert asked == [0]  # below the threshold: the work asked about is none
     with conv_grad_onednn.grad_team(conv_grad_onednn.TEAM_WORK) as threads:
         assert threads == 2 and asked[-1] == conv_grad_onednn.TEAM_WORK
+
+
+@pytest.mark.parametrize("stride, padding, dilation", [
+    (1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 1), (1, "SAME", 2)])
+@pytest.mark.parametrize("v2", [True, False])
+def test_conv3d_gradients_match_numpy(stride, padding, dilation, v2):
+    """Conv3DBackpropInput/Filter (and V2) on oneDNN's backward primitives."""
+    if dilation > 1 and not v2:
+        pytest.skip("the deprecated ops have no dilations attr")
+    x_shape, w_shape = (2, 5, 7, 6, 3), (3, 2, 3, 3, 4)
+    eff = [(k - 1) * dilation + 1 for k in w_shape[:3]]
+    out = [-(-d // stride) if padding == "SAME" else (d - e + stride) // stride
+           for d, e in zip(x_shape[1:4], eff, strict=True)]
+    dy = _rand(2, *out, 4, seed=5)
+    x, w = _rand(*x_shape), _const(_rand(*w_shape, seed=1))
+    attrs = dict(strides=[1, stride, stride, stride, 1], padding=padding)
+    if v2:
+        attrs["dilations"] = [1, dilation, dilation, dilation, 1]
+    suffix = "V2" if v2 else ""
+    first = np.array(x_shape, np.int32) if v2 else x
+    got, want = _both("Conv3DBackpropInput" + suffix, [first, w, dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    second = np.array(w_shape, np.int32) if v2 else w
+    got, want = _both("Conv3DBackpropFilter" + suffix, [x, second, dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

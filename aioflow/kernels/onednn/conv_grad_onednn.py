@@ -1,6 +1,7 @@
-"""Conv2DBackpropInput, Conv2DBackpropFilter and the depthwise ones
-(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) on oneDNN's
-convolution backward primitives (backward data, backward weights), float32.
+"""Conv2DBackpropInput, Conv2DBackpropFilter, the depthwise ones
+(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) and the 3-D ones
+(Conv3DBackpropInput/Filter and their V2) on oneDNN's convolution backward primitives
+(backward data, backward weights), float32.
 
 The NumPy kernels (aioflow/kernels/nn/conv_grad_kernels.py) check the sizes and attrs with
 TF's messages and hand checked channels-last tensors to `input_grad` / `filter_grad`;
@@ -8,20 +9,23 @@ these kernels override them. Each backward primitive is made with the hint of th
 forward one of the same geometry (oneDNN asks for it); tensors are described as they lie
 (NHWC, HWIO), the filter of backward data in the layout oneDNN chooses (reordered once
 for a read-only filter, as conv_onednn's), the filter gradient computed in the layout
-oneDNN chooses and reordered into HWIO. Primitives are cached by geometry and threads.
+oneDNN chooses and reordered into HWIO (DHWIO). Primitives are cached by geometry and
+threads.
 Other types, empty tensors and grouped convolutions run the NumPy code.
 
 Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
-multiply-adds (about 10 ms of one thread's work), far above the forward convolutions'
+multiply-adds (about 1.5 ms of one thread's work), far above the forward convolutions'
 threshold. A team's threads meet at barriers, so it runs only as fast as its slower
 thread's share of a core: on two cores shared with the step's other kernels, the event
-loop or another process, one of them waits for a core. In a training step that cost more
-than the team saves: a small CNN's backward-weights primitives took 1-8 ms on a team of
-two against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved on one
-thread; the 302 M multiply-add filter gradient of benchmarks/gradients_peer.py's conv
-step was faster on one thread at load 9 (median step 15.3 against 18.4 ms), though a
-team wins on idle cores (8.5 against 11.9 ms, the fastest steps). The executor runs
-independent gradients side by side on its pool threads instead.
+loop or another process, one of them waits for a core. A training step's gradients are
+mostly small: a small CNN's backward-weights primitives took 1-8 ms on a team of two
+against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved with them on
+one thread (the executor runs independent gradients side by side on its pool threads
+instead). Large ones keep the team: alone on idle cores it halves their time (TF runs
+them on its two threads), though on a loaded machine one thread does as well (the 302 M
+multiply-add filter gradient of benchmarks/gradients_peer.py's conv step: median step
+15.3 ms on one thread against 18.4 on a team at load 9, the fastest steps 11.9 against
+8.5).
 """
 
 from __future__ import annotations
@@ -32,13 +36,22 @@ from aioflow.framework import dtypes
 from aioflow.kernels.nn.conv_grad_kernels import (
     Conv2DBackpropFilterOp,
     Conv2DBackpropInputOp,
+    Conv3DBackpropFilterOp,
+    Conv3DBackpropFilterV2Op,
+    Conv3DBackpropInputOp,
+    Conv3DBackpropInputV2Op,
     DepthwiseConv2dNativeBackpropFilterOp,
     DepthwiseConv2dNativeBackpropInputOp,
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import onednn_kernel, team
-from aioflow.kernels.onednn.conv_onednn import depthwise_filter_desc, hwio_filter_desc
+from aioflow.kernels.onednn.conv_onednn import (
+    _dhwio_desc,
+    channels_last_order,
+    depthwise_filter_desc,
+    hwio_filter_desc,
+)
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     Primitive,
@@ -50,11 +63,10 @@ from aioflow.kernels.onednn.primitives import (
     set_threads,
 )
 
-_NHWC = (0, 3, 1, 2)
 _CACHE = PrimitiveCache()
 #: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
-#: calling thread; about 10 ms of single-threaded convolution).
-TEAM_WORK = 1 << 30
+#: calling thread; about 1.5 ms of single-threaded convolution).
+TEAM_WORK = 1 << 27
 
 
 def grad_team(work: int) -> team:
@@ -81,8 +93,9 @@ class BackwardDataPlan:
     """dx = conv_backward_data(dy, w) for one geometry."""
 
     def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads):
-        self.dx_md = array_desc(dx, _NHWC)
-        self.dy_md = array_desc(dy, _NHWC)
+        order = channels_last_order(dx.ndim)
+        self.dx_md = array_desc(dx, order)
+        self.dy_md = array_desc(dy, order)
         w_dims, w_strides = w_desc
         self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
         any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
@@ -103,8 +116,9 @@ class BackwardWeightsPlan:
     """dw = conv_backward_weights(x, dy) for one geometry, reordered into HWIO."""
 
     def __init__(self, x: np.ndarray, dw_desc, dy: np.ndarray, strides, dilations, pads):
-        self.x_md = array_desc(x, _NHWC)
-        self.dy_md = array_desc(dy, _NHWC)
+        order = channels_last_order(x.ndim)
+        self.x_md = array_desc(x, order)
+        self.dy_md = array_desc(dy, order)
         dw_dims, dw_strides = dw_desc
         self.user_dw_md = MemoryDesc.strided(dw_dims, np.float32, dw_strides)
         any_w = MemoryDesc.tagged(dw_dims, np.float32, api.FORMAT_ANY)
@@ -151,7 +165,7 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        with grad_team(dy.size * int(np.prod(w.shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(w.shape[:-1]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
                    dilations, tuple(pads), threads)
@@ -187,7 +201,7 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        with grad_team(dy.size * int(np.prod(f_shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(f_shape[:-1]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
                    dilations, tuple(pads), threads)
@@ -241,3 +255,39 @@ class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
 
     filter_desc = staticmethod(depthwise_filter_desc)
     dilated = False
+
+
+@onednn_kernel("Conv3DBackpropInputV2", host_memory=("input_sizes",), T=dtypes.float32)
+class OnednnConv3DBackpropInputV2Op(_OnednnInputGrad, Conv3DBackpropInputV2Op):
+    """Conv3DBackpropInputV2 on oneDNN's backward data."""
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv3DBackpropInput", T=dtypes.float32)
+class OnednnConv3DBackpropInputOp(_OnednnInputGrad, Conv3DBackpropInputOp):
+    """The deprecated Conv3DBackpropInput on oneDNN's backward data."""
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv3DBackpropFilterV2", host_memory=("filter_sizes",), T=dtypes.float32)
+class OnednnConv3DBackpropFilterV2Op(_OnednnFilterGrad, Conv3DBackpropFilterV2Op):
+    """Conv3DBackpropFilterV2 on oneDNN's backward weights."""
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+
+@onednn_kernel("Conv3DBackpropFilter", T=dtypes.float32)
+class OnednnConv3DBackpropFilterOp(_OnednnFilterGrad, Conv3DBackpropFilterOp):
+    """The deprecated Conv3DBackpropFilter on oneDNN's backward weights."""
+
+    filter_desc = staticmethod(_dhwio_desc)
