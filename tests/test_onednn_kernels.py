@@ -556,3 +556,27 @@ def test_conv3d_gradients_match_numpy(stride, padding, dilation, v2):
     second = np.array(w_shape, np.int32) if v2 else w
     got, want = _both("Conv3DBackpropFilter" + suffix, [x, second, dy], **attrs)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("stride, padding", [(1, "SAME"), (2, "SAME"), (2, "VALID")])
+def test_input_gradient_of_few_channels_computed_channels_first(channels, stride, padding):
+    """Below conv_grad_onednn.PLANAR_BELOW input channels (a first layer's gray or RGB
+    image), Conv2DBackpropInput and Conv3DBackpropInputV2 run oneDNN's channels-first
+    route (out_backprop reordered in, the gradient out): the NumPy kernels' values."""
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    planar = channels < conv_grad_onednn.PLANAR_BELOW
+    for spatial in ((9, 11), (5, 6, 7)):
+        nd = len(spatial)
+        x_shape, w_shape = (2, *spatial, channels), (*(3,) * nd, channels, 5)
+        out = [-(-d // stride) if padding == "SAME" else (d - 3 + stride) // stride
+               for d in spatial]
+        dy = _rand(2, *out, 5, seed=channels)
+        op = "Conv2DBackpropInput" if nd == 2 else "Conv3DBackpropInputV2"
+        conv_grad_onednn._CACHE.clear()
+        got, want = _both(op, [np.array(x_shape, np.int32), _const(_rand(*w_shape, seed=1)),
+                               dy], strides=[1, *(stride,) * nd, 1], padding=padding)
+        np.testing.assert_allclose(got[0], want[0], **TOL)
+        plans = list(conv_grad_onednn._CACHE._entries.values())
+        assert [p.dy_reorder is not None for p in plans] == [planar]

@@ -9,9 +9,11 @@ these kernels override them. Each backward primitive is made with the hint of th
 forward one of the same geometry (oneDNN asks for it); tensors are described as they lie
 (NHWC, HWIO), the filter of backward data in the layout oneDNN chooses (reordered once
 for a read-only filter, as conv_onednn's), the filter gradient computed in the layout
-oneDNN chooses and reordered into HWIO (DHWIO). Primitives are cached by geometry and
-threads.
-Other types, empty tensors and grouped convolutions run the NumPy code.
+oneDNN chooses and reordered into HWIO (DHWIO). The input gradient of fewer than
+PLANAR_BELOW input channels is computed channels first (oneDNN's GEMM route, which does
+not pad the channels to 16): out_backprop reordered in, the gradient reordered out.
+Primitives are cached by geometry and threads. Other types, empty tensors and grouped
+convolutions run the NumPy code.
 
 Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
 multiply-adds (about 1.5 ms of one thread's work), far above the forward convolutions'
@@ -64,6 +66,13 @@ from aioflow.kernels.onednn.primitives import (
 )
 
 _CACHE = PrimitiveCache()
+#: Input channels below which Conv2D/Conv3D's input gradient is computed channels first:
+#: oneDNN's channels-last backward data pads the channels to a vector of 16 (0.55 ms for
+#: one channel of a 32x28x28x16 out_backprop, as much as for 16), its channels-first
+#: GEMM route does not (0.17 ms, plus 0.04 ms to reorder out_backprop; the kernel's
+#: fastest calls 0.23-0.31 against 0.57-0.69 ms; 3 channels of 16x32x32x32 0.60-0.65
+#: against 0.83-0.84 ms; a 4x8x28x28x1 Conv3D 0.55-0.61 against 1.6-1.8 ms).
+PLANAR_BELOW = 4
 #: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
 #: calling thread; about 1.5 ms of single-threaded convolution).
 TEAM_WORK = 1 << 27
@@ -89,27 +98,60 @@ def _geometry(strides, dilations, pads):
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
 
 
-class BackwardDataPlan:
-    """dx = conv_backward_data(dy, w) for one geometry."""
+def _planar_desc(shape) -> MemoryDesc:
+    """A C-contiguous channels-first (N C spatial) descriptor of a channels-last shape."""
+    dims = [shape[0], shape[-1], *shape[1:-1]]
+    strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
+    return MemoryDesc.strided(dims, np.float32, strides)
 
-    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads):
+
+class BackwardDataPlan:
+    """dx = conv_backward_data(dy, w) for one geometry. `planar`: computed channels
+    first (the input gradient of few input channels), dy reordered in, dx out unless one
+    channel (then both layouts are the same bytes)."""
+
+    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads,
+                 planar: bool = False):
         order = channels_last_order(dx.ndim)
         self.dx_md = array_desc(dx, order)
         self.dy_md = array_desc(dy, order)
         w_dims, w_strides = w_desc
         self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
         any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
+        self.dy_reorder = self.dx_reorder = None
+        if planar:
+            self.prim_dx_md, self.prim_dy_md = _planar_desc(dx.shape), _planar_desc(dy.shape)
+            self.dy_reorder = reorder(self.dy_md, self.prim_dy_md)
+            if dx.shape[-1] != 1:
+                self.dx_reorder = reorder(self.prim_dx_md, self.dx_md)
+        else:
+            self.prim_dx_md, self.prim_dy_md = self.dx_md, self.dy_md
         geometry = _geometry(strides, dilations, pads)
-        hint = _forward_hint(self.dx_md, any_w, self.dy_md, geometry)
+        hint = _forward_hint(self.prim_dx_md, any_w, self.prim_dy_md, geometry)
         eng = engine()
         self.prim = Primitive(
             lambda pd: api._lib.dnnl_convolution_backward_data_primitive_desc_create(
-                pd, eng, api.CONVOLUTION_DIRECT, self.dx_md.handle, any_w.handle,
-                self.dy_md.handle, *geometry, hint.pd, None),
+                pd, eng, api.CONVOLUTION_DIRECT, self.prim_dx_md.handle, any_w.handle,
+                self.prim_dy_md.handle, *geometry, hint.pd, None),
             "dnnl_convolution_backward_data_primitive_desc_create")
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
                                                                           self.w_md)
+
+    def run(self, dy: np.ndarray, w_arg, dx: np.ndarray) -> None:
+        if self.dy_reorder is None:
+            self.prim.execute([(api.ARG_DIFF_DST, self.dy_md, dy), w_arg,
+                               (api.ARG_DIFF_SRC, self.dx_md, dx)])
+            return
+        dy_planar = np.empty(dy.size, np.float32)
+        self.dy_reorder.execute([(api.ARG_FROM, self.dy_md, dy),
+                                 (api.ARG_TO, self.prim_dy_md, dy_planar)])
+        out = dx if self.dx_reorder is None else np.empty(dx.size, np.float32)
+        self.prim.execute([(api.ARG_DIFF_DST, self.prim_dy_md, dy_planar), w_arg,
+                           (api.ARG_DIFF_SRC, self.prim_dx_md, out)])
+        if self.dx_reorder is not None:
+            self.dx_reorder.execute([(api.ARG_FROM, self.prim_dx_md, out),
+                                     (api.ARG_TO, self.dx_md, dx)])
 
 
 class BackwardWeightsPlan:
@@ -145,6 +187,9 @@ class _OnednnInputGrad:
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
+    #: Input channels below which the gradient is computed channels first (PLANAR_BELOW;
+    #: 0 for the depthwise ones).
+    planar_below = 0
 
     def _grad_dilations(self):
         return self._dilations if self.dilated else (1,) * len(self._dilations)
@@ -167,16 +212,16 @@ class _OnednnInputGrad:
         w_desc = self.filter_desc(w, in_shape[-1])
         with grad_team(dy.size * int(np.prod(w.shape[:-1]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
+            planar = self.planar_below > in_shape[-1]
             key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads)
+                   dilations, tuple(pads), threads, planar)
             plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
-                                                            dilations, pads))
+                                                            dilations, pads, planar))
             if plan.w_reorder is None:
                 w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
             else:
                 w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-            plan.prim.execute([(api.ARG_DIFF_DST, plan.dy_md, dy), w_arg,
-                               (api.ARG_DIFF_SRC, plan.dx_md, dx)])
+            plan.run(dy, w_arg, dx)
             return dx
 
 
@@ -223,6 +268,8 @@ class _OnednnFilterGrad:
 class OnednnConv2DBackpropInputOp(_OnednnInputGrad, Conv2DBackpropInputOp):
     """Conv2DBackpropInput (a transposed convolution) on oneDNN's backward data."""
 
+    planar_below = PLANAR_BELOW
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._onednn_init()
@@ -261,6 +308,8 @@ class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
 class OnednnConv3DBackpropInputV2Op(_OnednnInputGrad, Conv3DBackpropInputV2Op):
     """Conv3DBackpropInputV2 on oneDNN's backward data."""
 
+    planar_below = PLANAR_BELOW
+
     filter_desc = staticmethod(_dhwio_desc)
 
     def __init__(self, ctx):
@@ -271,6 +320,8 @@ class OnednnConv3DBackpropInputV2Op(_OnednnInputGrad, Conv3DBackpropInputV2Op):
 @onednn_kernel("Conv3DBackpropInput", T=dtypes.float32)
 class OnednnConv3DBackpropInputOp(_OnednnInputGrad, Conv3DBackpropInputOp):
     """The deprecated Conv3DBackpropInput on oneDNN's backward data."""
+
+    planar_below = PLANAR_BELOW
 
     filter_desc = staticmethod(_dhwio_desc)
 
