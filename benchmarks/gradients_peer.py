@@ -6,11 +6,12 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   conv         two 3x3 convolutions (32, 64 channels) + max pool + dense, batch 16, 32x32x3
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
-warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and prints the median ms per step. The peers
-alternate (ABAB), `--reps` rounds; the result is the median over rounds and the ratio
-aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu; never a
-dependency). On a machine shared by many processes, NumPy's multithreaded BLAS
-oversubscribes the cores: run with OPENBLAS_NUM_THREADS=1 (inherited by both peers).
+warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
+prints the median ms per step. The peers alternate (ABAB), `--reps` rounds; the result
+is the median over rounds and the ratio aioflow / TF. TensorFlow runs with `--tf-python`
+(a Python with tensorflow-cpu; never a dependency). On a machine shared by many
+processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
+OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
            [--only conv,mlp,while_grad] [--steps 20] [--reps 2]

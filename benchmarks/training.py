@@ -8,7 +8,8 @@ Workloads (the same tf.compat.v1 program in both, variables and optimizer includ
            dense, batch 32 of 28x28x1, Momentum, UPDATE_OPS run with the step
   lstm     BasicLSTMCell(64) under dynamic_rnn over 50 steps, batch 32, input 32, Adam
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
-warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` training steps and prints the median ms per step.
+warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` training steps
+and prints the median ms per step.
 The peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
 ratio aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu and
 tf-keras; never a dependency).
