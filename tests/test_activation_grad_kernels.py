@@ -3,7 +3,8 @@ tests/data/make_activation_grad_fixtures_tf.py), bit for bit: TF's gradients * m
 NaN or infinite gradient where the feature is not in range gives NaN and a negative one
 -0.0; on the NumPy path, on the compiled loop (aioflow/kernels/nn/activation_grad_jit.py,
 its size threshold lowered), with the work split among threads, and with the NumPy path
-until the loop is compiled."""
+until the loop is compiled. SparseSoftmaxCrossEntropyWithLogits without classes is TF's
+InvalidArgument even for an empty batch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_testutil import run1
+from kernel_testutil import run1, run_kernel
 
 from aioflow.framework import errors
 from aioflow.kernels import element_threads
@@ -86,3 +87,18 @@ def test_runs_numpy_until_the_loop_is_compiled(monkeypatch):
 def test_shape_mismatch_is_invalid_argument():
     with pytest.raises(errors.InvalidArgumentError, match="same shape"):
         run1("ReluGrad", [np.zeros(3, np.float32), np.zeros(4, np.float32)])
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0)])
+def test_sparse_cross_entropy_without_classes_is_invalid_argument(shape):
+    """TF 2.21 refuses logits without classes even for an empty batch (checked against
+    tf.raw_ops: 'Must have at least one class, but got logits shape [0,0]'); an empty
+    batch of 5 classes gives empty outputs."""
+    with pytest.raises(errors.InvalidArgumentError) as info:
+        run1("SparseSoftmaxCrossEntropyWithLogits",
+             [np.zeros(shape, np.float32), np.zeros(shape[0], np.int64)])
+    want = f"Must have at least one class, but got logits shape [{shape[0]},0]"
+    assert info.value.message == want
+    loss, backprop = run_kernel("SparseSoftmaxCrossEntropyWithLogits",
+                                [np.zeros((0, 5), np.float32), np.zeros(0, np.int64)])
+    assert loss.shape == (0,) and backprop.shape == (0, 5)
