@@ -1,6 +1,7 @@
 """Make tests/data/activation_grad_cases.npz: TF 2.21's ReluGrad and Relu6Grad on
 gradients and features holding NaN, infinities, signed zeros and the boundaries 0 and 6,
-then random values, in float32, float64, float16 and int32
+then random values, in float32, float64, float16 and int32, and the message of TF's
+SparseSoftmaxCrossEntropyWithLogits for logits without classes
 (tests/test_activation_grad_kernels.py replays them on aioflow's NumPy path and, with its
 size threshold lowered, on its compiled loop).
 
@@ -55,6 +56,14 @@ def main() -> None:
             arrays[f"{key}_ReluGrad"] = tf.raw_ops.ReluGrad(gradients=gv, features=xv).numpy()
             arrays[f"{key}_Relu6Grad"] = tf.raw_ops.Relu6Grad(gradients=gv,
                                                               features=xv).numpy()
+    for rows in (0, 2):  # logits without classes: TF's error message
+        try:
+            tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
+                features=np.zeros((rows, 0), np.float32), labels=np.zeros(rows, np.int64))
+            message = ""
+        except tf.errors.InvalidArgumentError as e:
+            message = e.message.split("}} ")[-1].split(" [Op:")[0]
+        arrays[f"sparse_xent_{rows}x0_message"] = np.array(message)
     np.savez_compressed(OUT, **arrays)
     print(f"wrote {OUT} ({len(arrays)} arrays)")
 
