@@ -3,8 +3,9 @@ tests/data/make_activation_grad_fixtures_tf.py), bit for bit: TF's gradients * m
 NaN or infinite gradient where the feature is not in range gives NaN and a negative one
 -0.0; on the NumPy path, on the compiled loop (aioflow/kernels/nn/activation_grad_jit.py,
 its size threshold lowered), with the work split among threads, and with the NumPy path
-until the loop is compiled. SparseSoftmaxCrossEntropyWithLogits without classes is TF's
-InvalidArgument even for an empty batch."""
+until the loop is compiled. SparseSoftmaxCrossEntropyWithLogits: without classes TF's
+InvalidArgument even for an empty batch; with -inf logits beside the label's, TF's
+finite loss."""
 
 from __future__ import annotations
 
@@ -100,3 +101,14 @@ def test_sparse_cross_entropy_without_classes_is_invalid_argument(shape):
     loss, backprop = run_kernel("SparseSoftmaxCrossEntropyWithLogits",
                                 [np.zeros((0, 5), np.float32), np.zeros(0, np.int64)])
     assert loss.shape == (0,) and backprop.shape == (0, 5)
+
+
+def test_sparse_cross_entropy_loss_ignores_other_classes_infinities():
+    """TF's loss is log(sum(exp(shifted))) - shifted[label]: a -inf logit in another class
+    leaves it finite (the one-hot product gave NaN: 0 * -inf)."""
+    loss, backprop = run_kernel("SparseSoftmaxCrossEntropyWithLogits",
+                                [_CASES["sparse_xent_inf_features"],
+                                 _CASES["sparse_xent_inf_labels"]])
+    np.testing.assert_array_equal(loss, _CASES["sparse_xent_inf_loss"])
+    np.testing.assert_allclose(backprop, _CASES["sparse_xent_inf_backprop"], rtol=1e-6,
+                               atol=1e-7)

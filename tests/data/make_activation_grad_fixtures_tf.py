@@ -1,7 +1,8 @@
 """Make tests/data/activation_grad_cases.npz: TF 2.21's ReluGrad and Relu6Grad on
 gradients and features holding NaN, infinities, signed zeros and the boundaries 0 and 6,
-then random values, in float32, float64, float16 and int32, and the message of TF's
-SparseSoftmaxCrossEntropyWithLogits for logits without classes
+then random values, in float32, float64, float16 and int32, and TF's
+SparseSoftmaxCrossEntropyWithLogits for logits without classes (its message) and with
+-inf logits beside the label's
 (tests/test_activation_grad_kernels.py replays them on aioflow's NumPy path and, with its
 size threshold lowered, on its compiled loop).
 
@@ -64,6 +65,12 @@ def main() -> None:
         except tf.errors.InvalidArgumentError as e:
             message = e.message.split("}} ")[-1].split(" [Op:")[0]
         arrays[f"sparse_xent_{rows}x0_message"] = np.array(message)
+    # -inf logits beside the label's: the loss stays finite
+    f = np.array([[1.0, -np.inf, 2.0], [0.5, 0.25, -np.inf], [3.0, 1.0, -2.0]], np.float32)
+    labels = np.array([2, 0, 1], np.int64)
+    loss, backprop = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=f, labels=labels)
+    arrays.update(sparse_xent_inf_features=f, sparse_xent_inf_labels=labels,
+                  sparse_xent_inf_loss=loss.numpy(), sparse_xent_inf_backprop=backprop.numpy())
     np.savez_compressed(OUT, **arrays)
     print(f"wrote {OUT} ({len(arrays)} arrays)")
 

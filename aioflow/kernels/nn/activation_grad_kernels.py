@@ -105,17 +105,34 @@ class BiasAddGradOp(CwiseKernel):
         return np.size(inputs[0]) > BIG
 
 
-def _log_softmax(x):
-    shifted = x - np.max(x, axis=-1, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+def _softmax_parts(logits):
+    """(logits - max, exp of that, its sum) per row, as TF's kernels compute them."""
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return shifted, e, np.sum(e, axis=-1, keepdims=True)
 
 
-def _xent(logits, labels_fn):
-    """(loss, backprop) of float32/64 logits, labels given by `labels_fn(log_softmax)`."""
-    log_sm = _log_softmax(logits)
-    labels = labels_fn(log_sm)
-    loss = -np.sum(labels * log_sm, axis=-1)
-    return loss, np.exp(log_sm) - labels
+def _xent(logits, labels):
+    """(loss, backprop) of float32/64 logits and dense labels, TF's formulas: loss =
+    sum(labels * (log(sum(exp(shifted))) - shifted)), backprop = exp(shifted) /
+    sum(exp(shifted)) - labels, shifted = logits - max."""
+    shifted, e, total = _softmax_parts(logits)
+    loss = np.sum(labels * (np.log(total) - shifted), axis=-1)
+    e /= total
+    e -= labels
+    return loss, e
+
+
+def _sparse_xent(logits, labels):
+    """(loss, backprop) of float32/64 logits and in-range class indices, TF's formulas:
+    loss = log(sum(exp(shifted))) - shifted[label] (other classes' values never enter:
+    a -inf logit elsewhere leaves the loss finite), backprop = softmax - one_hot."""
+    rows = np.arange(labels.shape[0])
+    shifted, e, total = _softmax_parts(logits)
+    loss = np.log(total[:, 0]) - shifted[rows, labels]
+    e /= total
+    e[rows, labels] -= 1
+    return loss, e
 
 
 def _compute_dtype(dtype):
@@ -145,7 +162,7 @@ class SoftmaxCrossEntropyWithLogitsOp(OpKernel):
         lab = np.broadcast_to(labels, shape).astype(compute, copy=False)
         if f.shape[1] == 0:
             return (np.zeros(shape[0], out_dtype), np.zeros(shape, out_dtype))
-        loss, backprop = _xent(f, lambda _: lab)
+        loss, backprop = _xent(f, lab)
         return (loss.astype(out_dtype), backprop.astype(out_dtype))
 
 
@@ -181,12 +198,5 @@ class SparseSoftmaxCrossEntropyWithLogitsOp(OpKernel):
                 + " ".join(str(int(v)) for v in labels))
         out_dtype = features.dtype
         f = features.astype(_compute_dtype(dtypes.as_dtype(out_dtype)), copy=False)
-        rows = np.arange(labels.shape[0])
-
-        def one_hot(log_sm):
-            hot = np.zeros_like(log_sm)
-            hot[rows, labels] = 1
-            return hot
-
-        loss, backprop = _xent(f, one_hot)
+        loss, backprop = _sparse_xent(f, labels)
         return (loss.astype(out_dtype), backprop.astype(out_dtype))
