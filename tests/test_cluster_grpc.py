@@ -90,9 +90,40 @@ async def test_step_across_processes(cluster):
                 doubled = v * 2.0
         for value in (big, small, big):
             np.testing.assert_array_equal(await sess.run(doubled, {v: value}), value * 2.0)
-        # every shared-memory file was unlinked by its receiver
+        # every new shared-memory file was taken into its receiver's pool (renamed)
         assert not glob.glob(f"/dev/shm/aioflow-{os.getpid()}-*")
         assert not glob.glob(f"/dev/shm/aioflow-{cluster[2].proc.pid}-*")
+        # ... and written into again: each side keeps one buffer while no array uses it
+        pools = [f"/dev/shm/aioflow-pool-{pid}-*" for pid in (os.getpid(),
+                                                              cluster[2].proc.pid)]
+        assert [len(glob.glob(p)) for p in pools] == [1, 1]
+        kept = [await sess.run(doubled, {v: big + i}) for i in range(2)]
+        for i, value in enumerate(kept):  # a fetched array keeps its buffer
+            np.testing.assert_array_equal(value, (big + i) * 2.0)
+        assert [len(glob.glob(p)) for p in pools] == [2, 1]
+
+
+async def test_buffers_are_unlinked_when_the_server_stops():
+    spec = {"worker": [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]}
+    remote = _Task(spec, "worker", 1)
+    local = af.train.Server(spec, "worker", 0)
+    mine = f"/dev/shm/aioflow-pool-{os.getpid()}-*"
+    before = set(glob.glob(mine))  # (the module's cluster has buffers too)
+    try:
+        with af.Graph().as_default() as g:
+            v = af.placeholder(af.float32, [None])
+            with af.device("/job:worker/task:1"):
+                doubled = v * 2.0
+        big = np.ones(1 << 18, np.float32)
+        async with af.Session(local.target, graph=g) as sess:
+            for _ in range(2):
+                np.testing.assert_array_equal(await sess.run(doubled, {v: big}), 2.0)
+        created = set(glob.glob(mine)) - before
+        assert len(created) == 1
+    finally:
+        local.stop()
+        remote.kill()
+    assert not created & set(glob.glob(mine))
 
 
 async def test_killed_task_fails_the_step_then_recovers(cluster):

@@ -127,6 +127,7 @@ class _WorkerService:
 
     def __init__(self, worker):
         self.worker = worker
+        self.writer = shm_transfer.WriterCache()
 
     async def GetStatus(self, request):  # noqa: N802 - TF's method names
         return worker_pb2.GetStatusResponse(device_attributes=await self.worker.get_status())
@@ -173,8 +174,14 @@ class _WorkerService:
         if (request.dma_ok and not is_dead and isinstance(value, np.ndarray)
                 and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
             loop = asyncio.get_running_loop()
-            path = await loop.run_in_executor(None, shm_transfer.write, value)
-            shm_transfer.remove_later(path, loop)
+            offered = request.transport_options
+            path = None
+            if offered.type_url == shm_transfer.OFFER_TYPE_URL and offered.value:
+                path = await loop.run_in_executor(None, self.writer.write_into,
+                                                  offered.value, value)
+            if path is None:
+                path = await loop.run_in_executor(None, shm_transfer.write, value)
+                shm_transfer.remove_later(path, loop)
             return value, False, path
         return value, is_dead
 
@@ -265,9 +272,11 @@ class GrpcRemoteWorker(WorkerInterface):
         self._channel = None
         self._stubs = None
         self._runs: dict[int, asyncio.Task] = {}  # step id -> the RunGraph in flight
-        # A task on this machine may hand large tensors over in shared memory.
+        # A task on this machine may hand large tensors over in shared memory (into
+        # buffers of ours it writes again step after step).
         self._same_machine = (shm_transfer.available()
                               and shm_transfer.is_local_host(address.rpartition(":")[0]))
+        self._pool = shm_transfer.BufferPool() if self._same_machine else None
 
     @property
     def stubs(self) -> _Stubs:
@@ -321,8 +330,22 @@ class GrpcRemoteWorker(WorkerInterface):
         return {key: got.get(key, (None, True)) for key in recv_keys}
 
     async def recv_tensor(self, step_id: int, key: str) -> tuple:
-        return await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
-            step_id=step_id, rendezvous_key=key, dma_ok=self._same_machine), timeout=None)
+        request = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
+                                               dma_ok=self._same_machine)
+        if self._pool is None:
+            return await self._call("RecvTensor", request, timeout=None)
+        offered = self._pool.offer()
+        if offered:
+            request.transport_options.type_url = shm_transfer.OFFER_TYPE_URL
+            request.transport_options.value = offered
+        try:
+            value, is_dead = await self._call("RecvTensor", request, timeout=None)
+        except BaseException:
+            self._pool.drop_offered(offered)  # (its sender may still be writing there)
+            raise
+        incoming = value if isinstance(value, shm_transfer.Incoming) else None
+        array = self._pool.settle(offered, incoming)
+        return (value if array is None else array), is_dead
 
     async def abort_step(self, step_id: int, error) -> None:
         run = self._runs.get(step_id)
@@ -336,6 +359,8 @@ class GrpcRemoteWorker(WorkerInterface):
         await self._call("CleanupAll", worker_pb2.CleanupAllRequest(container=containers))
 
     async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         if self._channel is not None:
             await self._channel.close()
 

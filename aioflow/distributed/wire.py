@@ -108,7 +108,8 @@ def encode_recv_tensor_response(got: tuple) -> bytes:
 
 def decode_recv_tensor_response(data: bytes) -> tuple:
     """(value, is_dead) of RecvTensorResponse bytes; a numeric tensor is a read-only view
-    of `data`."""
+    of `data`; one in a shared-memory file is a shm_transfer.Incoming (its receiver's
+    pool maps it)."""
     view = memoryview(data)
     pos, end = 0, len(view)
     tensor, is_dead, options = None, False, None
@@ -138,7 +139,7 @@ def decode_recv_tensor_response(data: bytes) -> tuple:
         proto = tensor_pb2.TensorProto.FromString(bytes(tensor))
         dtype = dtypes.as_dtype(proto.dtype).as_numpy_dtype
         shape = [d.size for d in proto.tensor_shape.dim]
-        return shm_transfer.read(options.value.decode(), dtype, shape), False
+        return shm_transfer.Incoming(options.value.decode(), dtype, shape), False
     return _decode_tensor(tensor), False
 
 
