@@ -106,3 +106,37 @@ def test_init_tokens_and_hook_need_apply_gradients():
                                              r"\(given\) vs -1 \(needed\)"):
             opt.get_init_tokens_op(num_tokens=-2)
         assert opt.get_init_tokens_op(num_tokens=0).name == "no_init_tokens"
+
+
+class ProcessCluster:
+    """The ps and worker 1 in processes of their own (gRPC on loopback, TF_CONFIG),
+    worker 0 in this one: the schedule's tensors cross processes (RecvTensors)."""
+
+    def __init__(self, jobs: dict):
+        from test_cluster_grpc import _free_port, _Task
+
+        spec = {job: [f"localhost:{_free_port()}" for _ in range(n)]
+                for job, n in jobs.items()}
+        self.spec = tf.train.ClusterSpec(spec)
+        self.tasks = [_Task(spec, "ps", 0), _Task(spec, "worker", 1)]
+        self.local = tf.train.Server(self.spec, job_name="worker", task_index=0)
+        self.addresses = spec
+
+    def target(self, job: str, task: int) -> str:
+        return self.local.target if (job, task) == ("worker", 0) else \
+            "grpc://" + self.addresses[job][task]
+
+    def stop(self) -> None:
+        self.local.stop()
+        for task in self.tasks:
+            task.kill()
+
+
+def test_two_workers_schedule_across_processes_matches_tf():
+    pytest.importorskip("grpc")
+    cluster = ProcessCluster(programs.JOBS)
+    try:
+        actual = json.loads(json.dumps(programs.program_two_workers(tf, cluster)))
+    finally:
+        cluster.stop()
+    _close(actual, EXPECTED["two_workers"], "two_workers")
