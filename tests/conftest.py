@@ -177,7 +177,7 @@ def ray_address(tmp_path_factory):
     ray = pytest.importorskip("ray")
     pytest.importorskip("grpc")
     temp = tmp_path_factory.mktemp("ray", numbered=False)
-    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                       _temp_dir=str(temp))
+    context = ray.init(address="local", num_cpus=2, include_dashboard=False,  # (a new
+                       log_to_driver=False, _temp_dir=str(temp))  # one, whatever RAY_ADDRESS)
     yield context.address_info["gcs_address"]
     ray.shutdown()
