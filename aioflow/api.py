@@ -57,6 +57,11 @@ from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
+from aioflow.ops.accumulator_ops import (
+    ConditionalAccumulator,
+    ConditionalAccumulatorBase,
+    SparseConditionalAccumulator,
+)
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_dynamic_shape,
@@ -322,7 +327,8 @@ __all__ = [
     "read_file",
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
-    "PriorityQueue",
+    "PriorityQueue", "ConditionalAccumulator", "ConditionalAccumulatorBase",
+    "SparseConditionalAccumulator",
     "saved_model", "train", "summary", "data", "layers", "losses", "metrics",
 ]
 

@@ -37,7 +37,13 @@ from .data import (
     transform_kernels,
     window_kernels,
 )
-from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
+from .data_flow import (
+    accumulator_kernels,
+    list_kernels,
+    queue_kernels,
+    stack_kernels,
+    tensor_array_kernels,
+)
 from .image import (
     crop_and_resize_grad_kernels,
     image_codec_kernels,

@@ -1,6 +1,7 @@
 """Built-in op definitions (OpDefs), one module per op family."""
 
 from . import (  # noqa: F401  (importing a module registers its ops)
+    accumulator_ops,
     array_grad_ops,
     array_ops,
     bitwise_ops,
