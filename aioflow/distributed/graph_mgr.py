@@ -57,7 +57,8 @@ class GraphMgr:
         for device_name, part in parts.items():
             device = self.device_mgr.lookup(device_name)
             optimize_graph(part, config.graph_options.optimizer_options, device.device_type,
-                           config.graph_options.rewrite_options, graph_nodes)
+                           config.graph_options.rewrite_options, graph_nodes,
+                           fetches_known=True)
             library = part.library if part.library is not None else FunctionLibraryDefinition()
             flr = FunctionLibraryRuntime(library, device, self.device_mgr, config,
                                          segments=segments)

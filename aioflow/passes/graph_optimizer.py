@@ -14,6 +14,8 @@ from aioflow.passes.constant_folding import (
     remove_dead_nodes,
 )
 from aioflow.passes.cse import optimize_cse
+from aioflow.passes.dependency_optimizer import convert_unread_to_noops
+from aioflow.passes.dependency_optimizer import enabled as dependency_enabled
 from aioflow.passes.div_to_reciprocal_mul import enabled as reciprocal_mul_enabled
 from aioflow.passes.div_to_reciprocal_mul import reduce_div_to_reciprocal_mul
 from aioflow.passes.remapper import remap
@@ -34,7 +36,7 @@ def optimizer_settings(options: config_pb2.OptimizerOptions | None) -> tuple[boo
 
 def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
                    device_type: str = "CPU", rewrite_options=None,
-                   graph_nodes: int | None = None) -> bool:
+                   graph_nodes: int | None = None, fetches_known: bool = False) -> bool:
     """Optimize `graph` (one partition, on a device of `device_type`) in place; True when
     anything changed. After folding and CSE, two of TF's grappler rewrites as
     `rewrite_options` (RewriterConfig) and the level ask: division by a constant as
@@ -42,10 +44,17 @@ def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions 
     (batch norms folded into constant weights, contraction + bias + activation fused).
     `graph_nodes`: the nodes of the whole graph `graph` was cut from (the session's: TF's
     grappler leaves a graph of fewer than RewriterConfig.min_graph_nodes alone); by
-    default `graph`'s own."""
-    changed = _fold_and_cse(graph, optimizer_options, device_type)
+    default `graph`'s own. `fetches_known` (a session's partition, whose fetches and
+    targets are all the outputs anyone reads): nodes whose values nobody reads become
+    NoOps first (dependency_optimizer.py)."""
     if graph_nodes is None:
         graph_nodes = sum(1 for _ in graph.op_nodes())
+    changed = False
+    if fetches_known and dependency_enabled(optimizer_options, rewrite_options, graph_nodes) \
+            and convert_unread_to_noops(graph):
+        fixup_source_and_sink_edges(graph)
+        changed = True
+    changed = _fold_and_cse(graph, optimizer_options, device_type) or changed
     if reciprocal_mul_enabled(optimizer_options, rewrite_options, graph_nodes) and \
             reduce_div_to_reciprocal_mul(graph):
         fixup_source_and_sink_edges(graph)

@@ -328,7 +328,8 @@ class DirectSession:
             # The GraphOptimizer per partition: constant folding and CSE, as TF's
             # OptimizerOptions ask (on at the default L1, off at L0).
             optimize_graph(part, optimizer_options, device.device_type,
-                           self.config.graph_options.rewrite_options, graph_nodes)
+                           self.config.graph_options.rewrite_options, graph_nodes,
+                           fetches_known=True)
             kwargs = dict(inline_all=self.inline_all, deadness=deadness, segments=segments,
                           function_library=self.function_runtime(device, segments))
             eak.executors.append(factory.new_executor(part, device, **kwargs))

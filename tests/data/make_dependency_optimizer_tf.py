@@ -1,0 +1,76 @@
+"""What TF 2.21's grappler DependencyOptimizer does to a v1 session's graph, for
+tests/test_dependency_optimizer.py: a stateless node read only through a control edge is
+not run by default (its error never raised), is run with dependency_optimization OFF, and
+is run when it is a target; a convolution's input gradient that only the gradient
+`tuple` waits for is not run. Run with TensorFlow 2.21:
+
+    python tests/data/make_dependency_optimizer_tf.py  # writes dependency_optimizer_tf.json
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
+
+tf.disable_v2_behavior()
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dependency_optimizer_tf.json")
+
+
+def _config(off: bool):
+    cfg = tf.ConfigProto()
+    if off:
+        cfg.graph_options.rewrite_options.dependency_optimization = \
+            rewriter_config_pb2.RewriterConfig.OFF
+    return cfg
+
+
+def _outcome(sess, fetch, feed):
+    try:
+        return {"value": np.asarray(sess.run(fetch, feed)).tolist()}
+    except tf.errors.OpError as e:
+        lines = [ln.strip() for ln in e.message.splitlines() if "Input to reshape" in ln]
+        return {"error": type(e).__name__, "message": lines[0] if lines else ""}
+
+
+def control_only_reshape() -> dict:
+    out = {}
+    for off in (False, True):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [None], name="x")
+            bad = tf.reshape(x, [3], name="bad")  # fails for 4 elements
+            with tf.control_dependencies([bad]):
+                y = tf.identity(x * 2.0, name="y")
+            with tf.Session(config=_config(off)) as s:
+                key = "off" if off else "default"
+                out[key] = _outcome(s, y, {x: [1.0, 2.0, 3.0, 4.0]})
+                out[key + "_target"] = _outcome(s, bad.op, {x: [1.0, 2.0, 3.0, 4.0]})
+    return out
+
+
+def conv_input_gradient() -> dict:
+    """The first convolution's input gradient: which nodes of the gradient run."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 6, 6, 1], name="x")
+        w = tf.Variable(tf.ones([3, 3, 1, 2]), name="w")
+        loss = tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME") ** 2)
+        step = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            md = tf.RunMetadata()
+            s.run(step, {x: np.arange(72, dtype=np.float32).reshape(2, 6, 6, 1) / 72},
+                  options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                  run_metadata=md)
+            ran = sorted({n.node_name for d in md.step_stats.dev_stats for n in d.node_stats})
+            weights = s.run(w)
+    return {"ran": [n for n in ran if "Conv2D_grad" in n], "w": weights.tolist()}
+
+
+if __name__ == "__main__":
+    with open(OUT, "w") as f:
+        json.dump({"control_only_reshape": control_only_reshape(),
+                   "conv_input_gradient": conv_input_gradient()}, f, indent=1)
+    print(OUT)
