@@ -105,6 +105,7 @@ class _Fused:
         self.n_bufs = n_bufs
         self.scalars = scalars
         self.group = BackgroundCompile(f"apply-{name}", self._warm_up, self.loop is not None)
+        self.wanted = False  # an Apply kernel of the rule was made
 
     def _warm_up(self) -> None:
         """Compile float32 and float64, a writable or read-only gradient."""
@@ -119,6 +120,7 @@ class _Fused:
                 self.loop(*bufs, g, *self.scalars(h), 0, 1)
 
     def start(self) -> None:
+        self.wanted = True
         self.group.start()
 
     def __call__(self, bufs, h, grad) -> bool:
@@ -180,3 +182,9 @@ def fused_for(rule_fn) -> _Fused | None:
         return None
     fused.start()
     return fused
+
+
+def wait_ready(timeout: float | None = None) -> bool:
+    """Wait for the loops whose compile has started (benchmarks time the compiled
+    steady state; kernels never wait); whether all of them are compiled."""
+    return all(f.group.wait_ready(timeout) for f in FUSED.values() if f.wanted)
