@@ -44,9 +44,11 @@ POOL_FLOPS = 1 << 21
 #: np.matmul, without the section's calls into OpenBLAS (ctypes calls let go of the GIL:
 #: on the event loop a tiny product then waited behind pool threads).
 _BLAS_SERIAL_MACS = 1 << 18
-#: Multiply-adds above which a product is shared among the intra-op threads (~0.1 ms
-#: on one core; a helper's hand-off costs 10-30 µs).
-_SPLIT_MACS = 1 << 22
+#: Multiply-adds above which a product is shared among the intra-op threads (~0.4 ms
+#: on one core). Below, a helper's hand-off (a thread woken, the GIL passed) cost more
+#: than it saved on the 2-core machine: the MLP step's 12.8M-multiply-add products cut
+#: in two were 5-20% slower at load 8-10, and no faster at its quietest moments.
+_SPLIT_MACS = 1 << 24
 #: The fewest rows (columns) of a block when a product is cut.
 _MIN_BLOCK = 16
 
