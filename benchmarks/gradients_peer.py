@@ -13,6 +13,7 @@ dependency). On a machine shared by many processes, NumPy's multithreaded BLAS
 oversubscribes the cores: run with OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
+       [--only mlp,while_grad]
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
         fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad}[workload](tf)
         with tf.Session() as sess:
             sess.run(fetches, feeds)
+            if peer == "aioflow":  # the numba loops compiled in the background
+                from aioflow.kernels.nn import epilogue_jit
+                epilogue_jit.wait_ready(300)
             times = []
             for _ in range(steps):
                 start = time.perf_counter()
@@ -104,13 +108,14 @@ def main() -> None:
     parser.add_argument("--tf-python")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--only", default=",".join(WORKLOADS))
     args = parser.parse_args()
     if args.peer:
         print(run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
-    for workload in WORKLOADS:
+    for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
