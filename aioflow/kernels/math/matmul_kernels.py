@@ -94,6 +94,11 @@ class MatMulOp(_MatMulBase):
     """product = op(a) @ op(b) for matrices, op = transpose when asked."""
 
     compilable = True  # pure; small products run inline (a Keras RNN's While body)
+    # Its BLAS calls run on one thread (own sections): two products may run at once on
+    # the pool's threads, one a core (an MLP's two weight-sized gradients), without the
+    # device's BLAS gate, which bounds kernels running BLAS's own threads (BatchMatMul).
+    # A product it cuts (> _SPLIT_MACS) shares the cores' one helper with any other.
+    uses_blas = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
