@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.kernels.background_jit import BackgroundCompile
-from aioflow.kernels.element_threads import for_ranges
+from aioflow.kernels.element_threads import SPLIT_ABOVE, for_ranges
 from aioflow.kernels.jit import njit
 
 from . import dense_rules
@@ -106,6 +106,7 @@ class _Fused:
         self.scalars = scalars
         self.group = BackgroundCompile(f"apply-{name}", self._warm_up, self.loop is not None)
         self.wanted = False  # an Apply kernel of the rule was made
+        self.ready = False
 
     def _warm_up(self) -> None:
         """Compile float32 and float64, a writable or read-only gradient."""
@@ -126,7 +127,11 @@ class _Fused:
     def __call__(self, bufs, h, grad) -> bool:
         """Apply the rule in one pass; False (nothing done) where the NumPy rule must:
         not compiled (yet), another type or layout, or overlapping buffers."""
-        if not self.group.ready() or grad.dtype not in TYPES:
+        if not self.ready:
+            if not self.group.ready():
+                return False
+            self.ready = True  # a compiled group stays compiled
+        if grad.dtype not in TYPES:
             return False
         arrays = (*bufs, grad)
         for a in arrays:
@@ -134,17 +139,20 @@ class _Fused:
                 return False
         if _may_overlap(arrays):
             return False
-        flat = [a.reshape(-1) for a in arrays]
+        flat = [a if a.ndim == 1 else a.reshape(-1) for a in arrays]
         scalars = self.scalars(h)
         loop = self.loop
-        for_ranges(grad.size, lambda lo, hi: loop(*flat, *scalars, lo, hi))
+        if grad.size <= SPLIT_ABOVE:
+            loop(*flat, *scalars, 0, grad.size)
+        else:
+            for_ranges(grad.size, lambda lo, hi: loop(*flat, *scalars, lo, hi))
         return True
 
 
 def _may_overlap(arrays) -> bool:
     """Whether any two of the arrays may share memory: distinct arrays that own their
     data never do (the usual case, checked without NumPy's bounds test)."""
-    if all(a.base is None for a in arrays) and len({id(a) for a in arrays}) == len(arrays):
+    if all(a.base is None for a in arrays) and len(set(map(id, arrays))) == len(arrays):
         return False
     return any(np.may_share_memory(a, b)
                for i, a in enumerate(arrays) for b in arrays[i + 1:])
