@@ -133,6 +133,7 @@ from aioflow.ops.linalg_ops import (
     matrix_diag,
     matrix_diag_part,
     matrix_set_diag,
+    matrix_triangular_solve,
     qr,
 )
 from aioflow.ops.logging_ops import Print, timestamp
@@ -277,7 +278,8 @@ __all__ = [
     "set_random_seed", "get_seed", "random_uniform", "random_normal", "truncated_normal",
     "random_shuffle", "multinomial", "random_gamma",
     # linalg and extra array ops
-    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "qr",
+    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
+    "matrix_triangular_solve", "qr",
     "broadcast_dynamic_shape", "clip_by_value", "saturate_cast", "reverse_sequence",
     "unique",
     "unique_with_counts", "tensor_scatter_nd_update", "tensor_scatter_nd_add",

@@ -15,7 +15,12 @@ from .array import (
     tensor_scatter_kernels,
     unique_kernels,
 )
-from .call import function_kernels, functional_kernels, script_kernels
+from .call import (
+    function_kernels,
+    functional_kernels,
+    script_kernels,
+    symbolic_gradient_kernels,
+)
 from .control_flow import control_flow_kernels
 from .data import (
     batch_kernels,
@@ -57,6 +62,7 @@ from .math import (
     reduction_kernels,
     segment_kernels,
     special_math_kernels,
+    triangular_solve_kernels,
 )
 from .nn import (
     activation_grad_kernels,
@@ -78,8 +84,8 @@ from .onednn import (  # registered when oneDNN loads
     pooling_grad_onednn,
     pooling_onednn,
 )
-from .random import candidate_sampler_kernels, random_kernels
-from .sparse import sparse_kernels
+from .random import candidate_sampler_kernels, random_gamma_grad_kernels, random_kernels
+from .sparse import sparse_grad_kernels, sparse_kernels
 from .state import (
     lookup_kernels,
     resource_variable_kernels,
