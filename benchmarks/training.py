@@ -142,6 +142,7 @@ def heartbeat(seconds: float) -> dict:
             x, y = example.X_TRAIN, example.Y_TRAIN
             await sess.run(m["served"], {m["x"]: x[:4], **first.feed_dict(m["weights"])})
             await sess.run(m["train"], {m["x"]: x[:32], m["y"]: y[:32]})
+            _wait_compiled()  # the steady state: numba's compile holds the GIL meanwhile
             done, answers, lags = asyncio.Event(), [], []
             batcher = example.Batcher(sess, m)
 
