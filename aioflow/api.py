@@ -57,6 +57,11 @@ from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
+from aioflow.ops.accumulator_ops import (
+    ConditionalAccumulator,
+    ConditionalAccumulatorBase,
+    SparseConditionalAccumulator,
+)
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_dynamic_shape,
@@ -322,7 +327,8 @@ __all__ = [
     "read_file",
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
-    "PriorityQueue",
+    "PriorityQueue", "ConditionalAccumulator", "ConditionalAccumulatorBase",
+    "SparseConditionalAccumulator",
     "saved_model", "train", "summary", "data", "layers", "losses", "metrics",
 ]
 
@@ -420,6 +426,31 @@ from aioflow.ops.clip_ops import (  # noqa: E402
 )
 
 __all__ += ["clip_by_norm", "clip_by_global_norm", "clip_by_average_norm", "global_norm"]
+
+# -- graph-mode assertions (check_ops), sets and the confusion matrix ----------------------
+from aioflow.ops import sets  # noqa: E402
+from aioflow.ops.check_ops import (  # noqa: E402
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_non_negative,
+    assert_rank_in,
+    assert_type,
+)
+from aioflow.ops.confusion_matrix import confusion_matrix  # noqa: E402
+from aioflow.ops.partitioned_variables import (  # noqa: E402
+    PartitionedVariable,
+    fixed_size_partitioner,
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
+
+__all__ += ["sets", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
+            "assert_less_equal", "assert_non_negative", "assert_rank_in", "assert_type",
+            "confusion_matrix", "PartitionedVariable", "fixed_size_partitioner",
+            "min_max_variable_partitioner", "variable_axis_size_partitioner"]
 
 # Clusters (issue #27): the distributed runtime (importing it registers the "grpc://"
 # session target); tf.train.Server is its Server (af.train, a builders' package, cannot

@@ -36,9 +36,3 @@ def test_minus_inf_logit_outside_the_label_keeps_the_loss_finite():
     np.testing.assert_allclose(loss, want, rtol=1e-6)
     assert backprop[0, 0] == 0 and backprop[1, 2] == 0
 
-
-def test_empty_batch():
-    logits, labels = np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
-    loss, backprop = create("SparseSoftmaxCrossEntropyWithLogits", [logits, labels]).compute(
-        None, [logits, labels])
-    assert loss.shape == (0,) and backprop.shape == (0, 0)

@@ -1,6 +1,7 @@
 """Built-in op definitions (OpDefs), one module per op family."""
 
 from . import (  # noqa: F401  (importing a module registers its ops)
+    accumulator_ops,
     array_grad_ops,
     array_ops,
     bitwise_ops,
@@ -37,6 +38,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     script_ops,
     segment_ops,
     sendrecv_ops,
+    set_ops,
     space_batch_ops,
     sparse_grad_ops,
     sparse_ops,
