@@ -103,45 +103,70 @@ def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
         create("MatMul", [a.astype(np.uint8), a.astype(np.uint8)])
 
 
+class _Section:
+    """intra_op_threads.own_threads as MatMul sees it, counting its entries."""
+
+    def __init__(self, threads: int, entered: list):
+        self.threads, self.entered = threads, entered
+
+    def __call__(self):
+        return self
+
+    def __enter__(self):
+        self.entered.append(self.threads)
+        return self.threads
+
+    def __exit__(self, *exc):
+        return None
+
+
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
-def test_single_threaded_blas_matmul_in_row_blocks(monkeypatch, ta, tb):
-    """With BLAS on one thread, a large MatMul runs as blocks of rows shared with helper
-    threads (conv_kernels.gemm_rows): the same product, in every transpose."""
+@pytest.mark.parametrize("m, n", [(300, 90), (40, 330)])
+def test_large_matmul_shared_in_blocks_of_rows_or_columns(monkeypatch, ta, tb, m, n):
+    """A product worth sharing runs in its own threads' section (BLAS single-threaded),
+    cut into blocks of output rows (or columns, when it has more of them) shared among
+    the section's threads: the same product, in every transpose."""
     from aioflow.kernels.math import matmul_kernels
-    from aioflow.kernels.nn import conv_kernels
-    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", lambda: True)
-    monkeypatch.setattr(conv_kernels, "blas_single_threaded", lambda: True)
-    monkeypatch.setattr(conv_kernels, "_EPILOGUE_BLOCK_BYTES", 4096)  # many blocks
-    monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)  # shared even when small
-    monkeypatch.setattr(matmul_kernels, "_SHARED_MACS", 0)
+    entered, cuts = [], []
+    monkeypatch.setattr(matmul_kernels.intra_op_threads, "own_threads",
+                        _Section(2, entered))
+    real = matmul_kernels.share_ranges
+
+    def share(ranges, fn, threads):
+        cuts.append((len(ranges), threads))
+        real(ranges, fn, threads)
+
+    monkeypatch.setattr(matmul_kernels, "share_ranges", share)
+    monkeypatch.setattr(matmul_kernels, "_SPLIT_MACS", 0)
     rng = np.random.default_rng(1)
-    a = rng.standard_normal((300, 70)).astype(np.float32)
-    b = rng.standard_normal((70, 90)).astype(np.float32)
+    a = rng.standard_normal((m, 70)).astype(np.float32)
+    b = rng.standard_normal((70, n)).astype(np.float32)
     got = run1("MatMul", [a.T.copy() if ta else a, b.T.copy() if tb else b],
                transpose_a=ta, transpose_b=tb)
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
-    assert got.dtype == np.float32 and got.shape == (300, 90)
+    assert got.dtype == np.float32 and got.shape == (m, n)
+    assert entered == [2] and cuts == [(4, 2)]
 
 
-def test_small_matmul_does_not_ask_blas_its_threads(monkeypatch):
-    """A product too small to share among threads never calls into OpenBLAS for its
-    thread count (a ctypes call lets go of the GIL: on the event loop a tiny product
+def test_small_matmul_does_not_call_into_blas(monkeypatch):
+    """A product OpenBLAS runs on one thread anyway is one np.matmul: no section, whose
+    calls into OpenBLAS (ctypes calls let go of the GIL: on the event loop a tiny product
     then waited behind pool threads and was learned as expensive)."""
     from aioflow.kernels.math import matmul_kernels
 
     def asked():
-        raise AssertionError("blas_single_threaded called for a small product")
+        raise AssertionError("a section entered for a small product")
 
-    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", asked)
+    monkeypatch.setattr(matmul_kernels.intra_op_threads, "own_threads", asked)
     a = np.arange(32, dtype=np.float32).reshape(4, 8)
     b = np.arange(16, dtype=np.float32).reshape(8, 2)
     np.testing.assert_array_equal(run1("MatMul", [a, b]), a @ b)
     np.testing.assert_array_equal(
         run1("_FusedMatMul", [a, b, np.float32([1, 2])], fused_ops=[b"BiasAdd"], num_args=1),
         a @ b + np.float32([1, 2]))
-    calls = []
-    monkeypatch.setattr(matmul_kernels, "blas_single_threaded", lambda: calls.append(1))
-    big = np.ones((512, 256), np.float32)  # 2**25 multiply-adds: may be shared, asks
+    entered = []
+    monkeypatch.setattr(matmul_kernels.intra_op_threads, "own_threads", _Section(1, entered))
+    big = np.ones((128, 64), np.float32)  # 2**19 multiply-adds: OpenBLAS would thread it
     np.testing.assert_array_equal(run1("MatMul", [big, big.T.copy()]),
-                                  np.full((512, 512), 256, np.float32))
-    assert calls == [1]
+                                  np.full((128, 128), 64, np.float32))
+    assert entered == [1]

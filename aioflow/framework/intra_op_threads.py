@@ -2,8 +2,9 @@
 kernel runs BLAS single-threaded and splits its work over threads of its own.
 
 Part of the kernel API (kernels see the framework, never the runtime): the convolution
-and MatMul kernels use `own_threads`, the CPU device sets the count from
-intra_op_parallelism_threads (`set_blas_threads`) and sizes its BLAS gate
+and MatMul kernels use `own_threads` (MatMul for every product OpenBLAS would thread),
+the CPU device sets the count from intra_op_parallelism_threads (`set_blas_threads`)
+and sizes its BLAS gate
 (aioflow/runtime/blas_gate.py) from `blas_threads_outside`. OpenBLAS's count is one per
 process, so this state is the process's, not a step's or a device's.
 """
@@ -126,14 +127,6 @@ class own_threads:  # noqa: N801 - used as a context manager, like a function
             _sections -= 1
             if _sections == 0 and _outside != 1:
                 _find_blas().set(_outside)
-        global threads_idle
-        threads_idle = True
-
-
-#: Whether BLAS's worker threads have been idle since a convolution's section (asleep,
-#: not spinning): a small multi-threaded BLAS call would wake them first
-#: (aioflow/kernels/math/matmul_kernels.py).
-threads_idle = False
 
 
 def blas_threads_outside() -> int:

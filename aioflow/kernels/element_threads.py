@@ -77,6 +77,18 @@ def for_ranges(n: int, fn: Callable[[int, int], None], unit: int = 1,
     _share(ranges, fn, min(threads, _CORES, len(ranges)))
 
 
+def share_ranges(ranges: list, fn: Callable[[int, int], None], threads: int) -> None:
+    """fn(lo, hi) over the given ranges, shared among `threads` threads (this one and
+    helpers; at most the cores): for kernels that cut their own work (MatMul's GEMM
+    blocks, aioflow/kernels/math/matmul_kernels.py)."""
+    threads = min(threads, _CORES, len(ranges))
+    if threads <= 1:
+        for lo, hi in ranges:
+            fn(lo, hi)
+        return
+    _share(ranges, fn, threads)
+
+
 def _helper_pool() -> ThreadPoolExecutor:
     global _helpers
     if _helpers is None:

@@ -22,10 +22,13 @@ _lock = threading.Lock()
 
 
 class LazyJit:
-    """A Python function compiled by numba (nogil, cached) when first called."""
+    """A Python function compiled by numba (nogil, cached) when first called; `options`
+    are numba's own (error_model="numpy": a float division by zero gives inf or NaN as
+    NumPy's does, instead of a check that keeps LLVM from vectorizing the loop)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, **options):
         self._fn = fn
+        self._options = options
         self._compiled = None
         self._ready = False  # kept once true: numba's list of signatures costs ~1.3 µs
 
@@ -36,8 +39,8 @@ class LazyJit:
                 if self._compiled is None:
                     import numba
 
-                    self._compiled = numba.njit(nogil=True, cache=True,
-                                                boundscheck=False)(self._fn)
+                    self._compiled = numba.njit(nogil=True, cache=True, boundscheck=False,
+                                                **self._options)(self._fn)
                 compiled = self._compiled
         return compiled(*args)
 
@@ -56,6 +59,6 @@ class LazyJit:
         return self._ready
 
 
-def njit(fn) -> LazyJit | None:
+def njit(fn, **options) -> LazyJit | None:
     """fn to be compiled by numba on first call, or None without numba (or AIOFLOW_JIT=0)."""
-    return LazyJit(fn) if ENABLED else None
+    return LazyJit(fn, **options) if ENABLED else None

@@ -57,8 +57,8 @@ class Stack:
 
 
 def _stack_of(handle) -> Stack:
-    if isinstance(handle, np.ndarray) and handle.dtype == object and handle.size == 1:
-        handle = handle.reshape(())[()]
+    if type(handle) is np.ndarray and handle.dtype == object and handle.size == 1:
+        handle = handle[()] if handle.ndim == 0 else handle.reshape(())[()]
     if not isinstance(handle, Stack):
         raise errors.InvalidArgumentError(
             None, None, f"Expected a stack resource handle, got {type(handle).__name__}")
@@ -104,7 +104,7 @@ class StackPushOp(OpKernel):
     def compute(self, ctx, inputs):
         stack = _stack_of(inputs[0])
         elem = inputs[1]
-        if stack.elem_type != self.dtype:
+        if stack.elem_type is not self.dtype and stack.elem_type != self.dtype:
             raise errors.InvalidArgumentError(
                 None, None, f"Must have type {dtypes.as_dtype(stack.elem_type).name} but "
                 f"got {self.dtype.name}")
@@ -123,7 +123,7 @@ class StackPopOp(OpKernel):
     def compute(self, ctx, inputs):
         stack = _stack_of(inputs[0])
         value = stack.pop()
-        if stack.elem_type != self.elem_type:
+        if stack.elem_type is not self.elem_type and stack.elem_type != self.elem_type:
             raise errors.InvalidArgumentError(
                 None, None, f"Stack[{stack.name}] has type "
                 f"{dtypes.as_dtype(stack.elem_type).name} but requested type "

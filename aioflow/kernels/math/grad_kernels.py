@@ -65,6 +65,9 @@ class BroadcastGradientArgsOp(OpKernel):
 def _grad_kernel(op_type: str, formula):
     """A y/dy kernel: z = dy * formula(y), conjugated for complex types."""
     def make_fn(self, dtype):
+        if dtype.is_floating:  # no conjugate; dy * formula(y) has y's type already
+            return via_float32(lambda y, dy: dy * formula(y), dtype)
+
         def fn(y, dy):
             d = formula(y)
             if np.iscomplexobj(d):

@@ -4,9 +4,16 @@ Expensive (thread pool) once the product is worth more than the ~40 µs a pool r
 trip costs: below about 2**21 multiply-adds (a 128x128x128 product) it runs inline.
 half/bfloat16 multiply in float32 and round once, as
 NumPy has no BLAS for them. MatMul's transpose_a/b transpose only; BatchMatMul's adj_x/y
-take the adjoint (conjugate transpose), as TF's do. When BLAS runs single-threaded
-(intra_op_parallelism_threads=1), a large float MatMul is cut into blocks of rows shared
-with helper threads, as the convolutions' GEMMs are (conv_kernels.gemm_rows).
+take the adjoint (conjugate transpose), as TF's do.
+
+MatMul's threads are its own, as TF's Eigen/oneDNN products run on TF's intra-op pool and
+as the convolutions' GEMMs do (aioflow/framework/intra_op_threads.py `own_threads`): a
+float product large enough for OpenBLAS to thread runs with BLAS single-threaded, and
+one worth a hand-off is cut into blocks of rows or columns shared with helper threads
+(aioflow/kernels/element_threads.py: a helper that gets no core leaves its blocks to
+the caller). OpenBLAS's own threads busy-wait for each other: on the 2-core machine at
+load 6-8 an MLP step's products took 1.3-2.3 ms a call against 0.1-0.3 ms on one
+thread, its helper thread burning 11 ms of CPU a step (docs/performance.md, 2026-11-29).
 """
 
 from __future__ import annotations
@@ -15,8 +22,8 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors, intra_op_threads
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.kernels.element_threads import share_ranges
 from aioflow.kernels.math.cwise_kernels import shape_str
-from aioflow.kernels.nn.conv_kernels import blas_single_threaded, gemm_rows
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 # TF's CPU kernels have no unsigned matmul.
@@ -32,18 +39,35 @@ def _size_error(a, b) -> errors.InvalidArgumentError:
 
 # Multiply-adds above which a product goes to the thread pool.
 POOL_FLOPS = 1 << 21
-#: Products of (lo, hi] multiply-adds run BLAS single-threaded when BLAS's workers are
-#: idle since a convolution (at most ~0.3 ms on one core; below lo OpenBLAS threads
-#: nothing anyway). Back to back, a chain of them keeps BLAS's threads (1.7x faster hot).
-_ONE_THREAD_MACS = (1 << 20, 1 << 25)
-#: Products of more multiply-adds than this are shared among helper threads when BLAS
-#: runs single-threaded (conv_kernels.gemm_rows: its work, multiply-adds / 8, above
-#: PARALLEL_WORK). Smaller ones are one np.matmul either way, and do not ask OpenBLAS
-#: its thread count: a ctypes call, which lets go of the GIL. On the event loop a tiny
-#: product then waited for the GIL behind pool threads, was timed as expensive and sent
-#: to the pool (the Keras LSTM's Dense head at batch 4: 1.25x TF's latency, 1.0x at
-#: batch 1, where a one-row product skipped the call).
-_SHARED_MACS = 1 << 24
+#: Multiply-adds up to which OpenBLAS runs a GEMM on the calling thread anyway (its
+#: SMP threshold, 65536 * GEMM_MULTITHREAD_THRESHOLD 4): such a product is one
+#: np.matmul, without the section's calls into OpenBLAS (ctypes calls let go of the GIL:
+#: on the event loop a tiny product then waited behind pool threads).
+_BLAS_SERIAL_MACS = 1 << 18
+#: Multiply-adds above which a product is shared among the intra-op threads (~0.4 ms
+#: on one core). Below, a helper's hand-off (a thread woken, the GIL passed) cost more
+#: than it saved on the 2-core machine: the MLP step's 12.8M-multiply-add products cut
+#: in two were 5-20% slower at load 8-10, and no faster at its quietest moments.
+_SPLIT_MACS = 1 << 24
+#: The fewest rows (columns) of a block when a product is cut.
+_MIN_BLOCK = 16
+
+
+def _gemm_shared(x, y, threads: int):
+    """x @ y in blocks of output rows (or columns, whichever the output has more of),
+    about two per thread, shared among `threads` threads; BLAS single-threaded."""
+    m, n = x.shape[0], y.shape[1]
+    out = np.empty((m, n), np.result_type(x, y))
+    by_rows = m >= n
+    count = m if by_rows else n
+    step = max(_MIN_BLOCK, -(-count // (2 * threads)))
+    ranges = [(lo, min(lo + step, count)) for lo in range(0, count, step)]
+    if by_rows:
+        share_ranges(ranges, lambda lo, hi: np.matmul(x[lo:hi], y, out=out[lo:hi]), threads)
+    else:
+        share_ranges(ranges, lambda lo, hi: np.matmul(x, y[:, lo:hi], out=out[:, lo:hi]),
+                     threads)
+    return out
 
 
 class _MatMulBase(OpKernel):
@@ -70,6 +94,11 @@ class MatMulOp(_MatMulBase):
     """product = op(a) @ op(b) for matrices, op = transpose when asked."""
 
     compilable = True  # pure; small products run inline (a Keras RNN's While body)
+    # Its BLAS calls run on one thread (own sections): two products may run at once on
+    # the pool's threads, one a core (an MLP's two weight-sized gradients), without the
+    # device's BLAS gate, which bounds kernels running BLAS's own threads (BatchMatMul).
+    # A product it cuts (> _SPLIT_MACS) shares the cores' one helper with any other.
+    uses_blas = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -91,20 +120,13 @@ class MatMulOp(_MatMulBase):
         if x.shape[1] != y.shape[0]:
             raise _size_error(a, b)
         macs = x.shape[0] * x.shape[1] * y.shape[1]
-        if (macs > _SHARED_MACS and self._half is None and x.dtype == y.dtype
-                and x.dtype.kind == "f" and blas_single_threaded()):
-            out = np.empty((x.shape[0], y.shape[1]), x.dtype)
-            gemm_rows(x, y, out)
-            return (out,)
-        if macs > _ONE_THREAD_MACS[0]:
-            if intra_op_threads.threads_idle and macs <= _ONE_THREAD_MACS[1]:
-                # A small product after convolutions (a classifier's head): BLAS's workers
-                # are asleep and waking them cost more than the product (in the models:
-                # 0.3 -> 13-47 ms at load 4-6); single-threaded, as the convolutions'.
-                with intra_op_threads.own_threads():
-                    return (self._matmul(x, y),)
-            intra_op_threads.threads_idle = False  # BLAS's threads run (and spin) again
-        return (self._matmul(x, y),)
+        if macs <= _BLAS_SERIAL_MACS or self._half is not None or x.dtype.kind != "f" \
+                or x.dtype != y.dtype:
+            return (self._matmul(x, y),)
+        with intra_op_threads.own_threads() as threads:
+            if macs > _SPLIT_MACS and threads > 1:
+                return (_gemm_shared(x, y, threads),)
+            return (np.matmul(x, y),)
 
 
 def _adjoint(m):
