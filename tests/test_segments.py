@@ -15,7 +15,7 @@ import pytest
 import aioflow as af
 from aioflow.framework import errors
 from aioflow.runtime.direct_session import DirectSession
-from aioflow.runtime.executor import ExecutorImpl
+from aioflow.runtime.executor import ExecutorImpl, observe_steps
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.segments import MAX_FALLBACKS, MAX_MEMBERS
 
@@ -821,6 +821,68 @@ async def test_a_compiled_tensor_array_loop_falling_back_midway_starts_again_fro
     async with af.Session(graph=g) as sess:
         for feed in [small] * 3 + [large] * 2 + [small]:
             np.testing.assert_array_equal(await sess.run(out, feed), feed[value] * 2.0)
+
+
+# -- a step that is one compiled segment ---------------------------------------------------------
+
+def one_segment_graph():
+    """x / y * 2 + 1 (fed [None] vectors) with a variable read: one segment, the whole
+    step; the same beside a py_func (not compilable): not the whole step."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        y = af.placeholder(af.float32, [None], name="y")
+        w = af.Variable(3.0, name="w", use_resource=True)
+        out = af.add(af.truediv(x, y) * 2.0, w.read_value(), name="out")
+        beside = out + af.py_func(lambda: np.float32(1), [], af.float32)
+    return g, x, y, w, out, beside
+
+
+def test_a_step_that_is_one_segment_is_known_at_build():
+    g, x, y, _, out, beside = one_segment_graph()
+    for fetch, whole in ((out, True), (beside, False)):
+        direct, eak = executors_for(g, [x, y], [fetch])
+        try:
+            (impl,) = eak.executors
+            assert (impl.whole_segment is not None) == whole
+            assert (eak.whole is not None) == whole
+        finally:
+            direct.close()
+
+
+async def test_a_step_that_is_one_segment_runs_as_one_call_with_the_same_results():
+    """Once compiled, its runs start no executor state; a run failing in it, a large
+    input and a traced run go through the executor (the error names the node, the
+    step stats list every node) and give the same results as before."""
+    g, x, y, w, out, _ = one_segment_graph()
+    started = []
+    feed = {x: np.array([1.0, -2.0], np.float32), y: np.array([0.0, 4.0], np.float32)}
+    want = np.array([np.inf, 2.0], np.float32)  # 1/0: inf, no warning (TF's semantics)
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.FailedPreconditionError, match="uninitialized|not find"):
+            await sess.run(out, feed)
+        await sess.run(w.initializer)
+        with observe_steps(started.append):
+            for _ in range(5):
+                np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert 0 < len(started) < 5  # compiled after a few runs node by node
+            started.clear()
+            np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert not started
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes") as e:
+                await sess.run(out, {x: np.ones(2, np.float32), y: np.ones(3, np.float32)})
+            assert e.value.node_def.name.startswith("truediv"), e.value.message
+            large = {x: np.ones(BIG, np.float32), y: np.full(BIG, 4.0, np.float32)}
+            np.testing.assert_array_equal(await sess.run(out, large), np.full(BIG, 3.5))
+            md = af.RunMetadata()
+            await sess.run(out, feed, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                           run_metadata=md)
+            names = {ns.node_name for dev in md.step_stats.dev_stats for ns in dev.node_stats}
+            assert {"out", "truediv", "mul"} <= names, names
+            assert len(started) == 3
+            started.clear()
+            np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert not started
 
 
 # -- runs sinking into the run that consumes them ------------------------------------------------

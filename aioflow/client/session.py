@@ -210,7 +210,13 @@ class Session:
                 eak = await self._prepare(version, key)
                 started = perf_counter()
             args = [feeds[name] for name in eak.feeds]
-            retvals = await self._run(eak, args, options, run_metadata, gate, started)
+            budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
+            try:  # (inline, as in make_callable: one coroutine less a run)
+                retvals = await self._direct.run_executors(
+                    eak, args, options, run_metadata, time_budget_s=budget,
+                    warn_overrun=self._warn_overrun, gate=gate, started=started)
+            except errors.OpError as e:
+                raise self._with_origin(e) from e.__cause__
         else:  # nothing to run (TF's client does not call the runtime either)
             if version != self._version:
                 await self._prepare(version, None)
@@ -229,16 +235,6 @@ class Session:
         self._gate_loop = loop
         self._gate = gate = get_gate(loop)
         return gate
-
-    async def _run(self, eak, args, options, run_metadata, gate=None, started=0.0):
-        budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
-        try:
-            return await self._direct.run_executors(eak, args, options, run_metadata,
-                                                    time_budget_s=budget,
-                                                    warn_overrun=self._warn_overrun,
-                                                    gate=gate, started=started)
-        except errors.OpError as e:
-            raise self._with_origin(e) from e.__cause__
 
     def _plan(self, fetches) -> FetchPlan:
         if isinstance(fetches, (ops.Tensor, ops.Operation, str)):
