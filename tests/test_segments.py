@@ -885,6 +885,35 @@ async def test_a_step_that_is_one_segment_runs_as_one_call_with_the_same_results
             assert not started
 
 
+def test_a_blocking_session_runs_a_one_segment_step_on_the_callers_thread():
+    """Once compiled, SyncSession runs such a step here (no step starts on its loop), to
+    the same values; an error, a fed fetch and a traced run go through the loop (an
+    error and a traced run through its executor)."""
+    g, x, y, w, out, _ = one_segment_graph()
+    started = []
+    feed = {x: np.array([1.0, -2.0], np.float32), y: np.array([0.0, 4.0], np.float32)}
+    want = np.array([np.inf, 2.0], np.float32)
+    with af.SyncSession(graph=g) as sess:
+        sess.run(w.initializer)
+        with observe_steps(started.append):
+            for _ in range(5):
+                np.testing.assert_array_equal(sess.run(out, feed), want)
+            started.clear()
+            got = sess.run({"out": out, "again": [out]}, feed)
+            np.testing.assert_array_equal(got["out"], want)
+            np.testing.assert_array_equal(got["again"][0], want)
+            assert not started
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes") as e:
+                sess.run(out, {x: np.ones(2, np.float32), y: np.ones(3, np.float32)})
+            assert e.value.node_def.name.startswith("truediv"), e.value.message
+            np.testing.assert_array_equal(sess.run([out, x], feed)[1], feed[x])  # fed fetch
+            sess.run(out, feed, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                     run_metadata=af.RunMetadata())
+            assert len(started) == 2  # (the loop runs the fed fetch's step as one call)
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(out, feed)
+
+
 # -- runs sinking into the run that consumes them ------------------------------------------------
 
 def sinking_graph(shared: bool):

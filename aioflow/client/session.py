@@ -231,6 +231,29 @@ class Session:
                 await _fetched_off_loop([value]))[0]
         return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
+    def run_here(self, fetches, feed_dict=None):
+        """For SyncSession, on the caller's thread (no event loop running there): the
+        run's results when its step is one compiled call, built already and run at
+        once (DirectSession.run_whole_here); else NOT_RUN, and the caller runs it on
+        the loop as usual. Feeds and fetches are checked as `run` checks them."""
+        self._check_open()
+        feeds = self._convert_feeds(feed_dict) if feed_dict else {}  # first, as TF
+        plan = self._plan(fetches)
+        names = plan.sorted_fetches
+        if not names or self._graph.version != self._version or (
+                feeds and not feeds.keys().isdisjoint(names)):
+            return NOT_RUN
+        feed_names = tuple(feeds) if len(feeds) < 2 else tuple(sorted(feeds))
+        eak = self._direct.cached_executors((feed_names, names, plan.sorted_targets))
+        if eak is None or eak.whole is None:
+            return NOT_RUN
+        retvals = self._direct.run_whole_here(eak, [feeds[name] for name in eak.feeds])
+        if retvals is None:
+            return NOT_RUN
+        if plan.single is not None:
+            return _fetched(retvals[0])
+        return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+
     def _gate_of(self, loop):
         self._gate_loop = loop
         self._gate = gate = get_gate(loop)
@@ -406,6 +429,10 @@ def _node_defs_between(graph: ops.Graph, old: int, new: int):
                            attr=op._attrs)
         append(node_def)
     return node_defs, checked, types
+
+
+#: Session.run_here's answer when the run must go through the loop.
+NOT_RUN = object()
 
 
 def _fetched(value):

@@ -484,9 +484,31 @@ class DirectSession:
         runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
         if not runner.may_run_inline():
             return None
+        start = perf_counter()
+        retvals = self._call_whole(fn, eak, args)
+        ended = perf_counter()
+        runner.ran_inline(ended - start)
+        if retvals is not None and gate is not None:
+            gate.spend(ended - started)
+        return retvals
+
+    def run_whole_here(self, eak: ExecutorsAndKeys, args: list):
+        """For a blocking caller outside the loop (SyncSession): a step that is one
+        compiled segment run on the caller's thread, as `_run_whole` runs it on the loop
+        (its kernels are pure and thread-safe: pool threads run them too). The retvals,
+        or None: run it on the loop (also for a traced or timed run, which the caller
+        does not ask here)."""
+        self._check_open()
+        fn = eak.whole.fn if eak.whole is not None else None
+        if (fn is None or self._op_timeout_ms > 0 or self._run_in_caller_thread
+                or self._cost_model_every > 0):  # (a step the cost model may time)
+            return None
+        self._counts_for_cost_model(eak)
+        return self._call_whole(fn, eak, args)
+
+    def _call_whole(self, fn, eak: ExecutorsAndKeys, args: list):
         kctx = step_kernel_context(args, len(eak.fetches),
                                    self.device_mgr.default_device.resource_mgr)
-        start = perf_counter()
         mode = quiet()
         try:
             done = fn(kctx, ()) is not None
@@ -494,13 +516,7 @@ class DirectSession:
             done = False
         finally:
             restore(mode)
-        ended = perf_counter()
-        runner.ran_inline(ended - start)
-        if not done:
-            return None
-        if gate is not None:
-            gate.spend(ended - started)
-        return kctx.retvals
+        return kctx.retvals if done else None
 
     def _counts_for_cost_model(self, eak: ExecutorsAndKeys) -> bool:
         """Count a step of `eak`; whether it updates the cost model (TF: every
