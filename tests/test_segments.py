@@ -910,6 +910,12 @@ def test_a_blocking_session_runs_a_one_segment_step_on_the_callers_thread():
             sess.run(out, feed, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
                      run_metadata=af.RunMetadata())
             assert len(started) == 2  # (the loop runs the fed fetch's step as one call)
+            call = sess.make_callable(out, [y, x])
+            np.testing.assert_array_equal(call(feed[y], feed[x]), want)
+            assert len(started) == 2
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes"):
+                call(np.ones(3, np.float32), np.ones(2, np.float32))
+            assert len(started) == 3
     with pytest.raises(RuntimeError, match="closed Session"):
         sess.run(out, feed)
 

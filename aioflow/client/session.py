@@ -333,6 +333,22 @@ class Session:
                     await _fetched_off_loop([value]))[0]
             return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
+        def here(*feed_values):
+            """`call` on this thread when its step is one compiled call (as run_here);
+            else NOT_RUN."""
+            if len(feed_values) != len(tensors) or eak.whole is None:
+                return NOT_RUN  # (`call` raises the error)
+            self._check_open()
+            values = [spec.convert(v) for spec, v in zip(specs, feed_values, strict=True)]
+            retvals = self._direct.run_whole_here(
+                eak, values if in_order else [values[i] for i in order])
+            if retvals is None:
+                return NOT_RUN
+            if single is not None:
+                return _fetched(retvals[0])
+            return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+
+        call.here = here  # (SyncSession's blocking callable tries it first)
         return call
 
     # -- partial runs ------------------------------------------------------------------

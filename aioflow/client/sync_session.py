@@ -105,6 +105,11 @@ class SyncSession:
         async_call = self._session.make_callable(fetches, feed_list, accept_options)
 
         def call(*feed_values, options=None, run_metadata=None):
+            if (options is None and run_metadata is None and not self._closed
+                    and asyncio._get_running_loop() is None):
+                values = async_call.here(*feed_values)  # (see `run`)
+                if values is not NOT_RUN:
+                    return values
             return self._call(async_call(*feed_values, options=options,
                                          run_metadata=run_metadata))
 
