@@ -211,18 +211,23 @@ class TensorArray:
             self._write(int(index), value, value_dtype)
 
     def _write(self, index: int, value, value_dtype) -> None:
-        self.check_open()
+        # (One write per map_fn element: the common case is kept to plain statements.)
+        if self.closed:
+            self.check_open()
         if index < 0 or index >= self._block.size:
             self._check_index(index)
         elif index >= self._length:  # within capacity, past the size: dynamic arrays grow
             self._check_index(index)
-        self._check_value(index, value_dtype, np.shape(value))
+        self._check_value(index, value_dtype,
+                          value.shape if type(value) is np.ndarray else np.shape(value))
         flags = int(self._flags[index])
         if self.multiple_writes_aggregate and flags & _WRITTEN and not flags & _READ:
             value = self._aggregated(index, value)
-        else:
+        elif flags:
             self._check_unused(index, flags)
-        self._block[index] = self._add_block(_Block(value, _WHOLE, 1))
+        blocks = self._blocks
+        blocks.append(_Block(value, _WHOLE, 1))
+        self._block[index] = len(blocks) - 1
         self._pos[index] = 0
         self._flags[index] = _WRITTEN
 
@@ -351,7 +356,8 @@ class TensorArray:
             return self._read(int(index))
 
     def _read(self, index: int):
-        self.check_open()
+        if self.closed:
+            self.check_open()
         if index < 0 or index >= self._length:
             raise _invalid(f"Tried to read from index {index} but array size is: "
                            f"{self._length}")
