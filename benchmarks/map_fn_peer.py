@@ -12,7 +12,9 @@ take the median of `--reps` runs at n rows, divided by n. The peers alternate (A
 config (Grappler on, as users run it).
 
 Prints one JSON object: per workload and n, each peer's median µs/element over the rounds
-and the ratio aioflow / TF.
+and the ratio aioflow / TF, of wall time and of the process's CPU time (all threads:
+steadier than the wall clock on a loaded machine, where TF's several threads win a
+larger share of the cores than aioflow's one), and the load average.
 Usage: python benchmarks/map_fn_peer.py --tf-python /path/to/tf-venv/bin/python
 """
 
@@ -49,15 +51,16 @@ def child(peer: str, workload: str, n: int, reps: int) -> dict:
         else:
             out = lib.scan(lambda a, e: a * 0.5 + e, x)
     value = np.random.default_rng(0).standard_normal((n, 8)).astype(np.float32)
-    samples = []
+    samples, cpu = [], []
     if peer == "tf":
         with lib.Session(graph=graph) as sess:
             for _ in range(2):
                 sess.run(out, {x: value})
             for _ in range(reps):
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 sess.run(out, {x: value})
                 samples.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - cpu_start)
     else:
         import asyncio
 
@@ -66,12 +69,14 @@ def child(peer: str, workload: str, n: int, reps: int) -> dict:
                 for _ in range(2):
                     await sess.run(out, {x: value})
                 for _ in range(reps):
-                    start = time.perf_counter()
+                    start, cpu_start = time.perf_counter(), time.process_time()
                     await sess.run(out, {x: value})
                     samples.append(time.perf_counter() - start)
+                    cpu.append(time.process_time() - cpu_start)
 
         asyncio.run(run())
-    return {"us_per_element": statistics.median(samples) / n * 1e6}
+    return {"us_per_element": statistics.median(samples) / n * 1e6,
+            "cpu_us_per_element": statistics.median(cpu) / n * 1e6}
 
 
 def main() -> None:
@@ -89,20 +94,25 @@ def main() -> None:
     here = os.path.abspath(__file__)
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     results: dict = {}
+    load_before = os.getloadavg()[0]
     for workload in WORKLOADS:
         for n in [int(s) for s in args.sizes.split(",")]:
-            runs: dict[str, list[float]] = {"aioflow": [], "tf": []}
+            runs: dict[str, list[dict]] = {"aioflow": [], "tf": []}
             for _ in range(args.rounds):
                 for peer in ("aioflow", "tf"):  # ABAB
                     cmd = [pythons[peer], here, "--tf-python", args.tf_python, "--reps",
                            str(args.reps), "--child", peer, workload, str(n)]
                     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                    runs[peer].append(json.loads(out.stdout.strip().splitlines()[-1])
-                                      ["us_per_element"])
-            entry = {peer: round(statistics.median(v), 2) for peer, v in runs.items()}
-            entry["ratio_aioflow_over_tf"] = round(entry["aioflow"] / entry["tf"], 2)
+                    runs[peer].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            entry = {}
+            for key, name in (("us_per_element", ""), ("cpu_us_per_element", "cpu_")):
+                for peer, got in runs.items():
+                    entry[f"{name}{peer}"] = round(statistics.median(g[key] for g in got), 2)
+                entry[f"{name}ratio_aioflow_over_tf"] = round(
+                    entry[f"{name}aioflow"] / entry[f"{name}tf"], 2)
             results[f"{workload}_{n}"] = entry
     print(json.dumps({"benchmark": "map_fn_peer", "rounds": args.rounds, "reps": args.reps,
+                      "load_before_after": [load_before, os.getloadavg()[0]],
                       "results": results}, indent=1))
 
 

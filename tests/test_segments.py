@@ -15,7 +15,7 @@ import pytest
 import aioflow as af
 from aioflow.framework import errors
 from aioflow.runtime.direct_session import DirectSession
-from aioflow.runtime.executor import ExecutorImpl
+from aioflow.runtime.executor import ExecutorImpl, observe_steps
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.segments import MAX_FALLBACKS, MAX_MEMBERS
 
@@ -724,6 +724,200 @@ async def test_an_uninitialized_variable_read_in_a_compiled_loop_fails_naming_th
         # a loop that does not run reads nothing; an untaken branch's loop is dead
         await sess.run(gated, {n: 3, p: False})
         np.testing.assert_array_equal(await sess.run(out, {n: 0, p: False}), np.zeros(3))
+
+
+# -- TensorArrays in compiled loops ---------------------------------------------------------------
+
+def mapping_graphs():
+    """map_fn and scan over a fed [n, 4] matrix (while loops reading and writing
+    TensorArrays), and their NumPy values."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        mapped = af.map_fn(lambda e: af.reduce_sum(e * e + 1.0), x)
+        scanned = af.scan(lambda a, e: a * 0.5 + e, x)
+
+    def values(xv):
+        acc, rows = None, []
+        for row in xv:
+            acc = row if acc is None else acc * np.float32(0.5) + row
+            rows.append(acc)
+        return [np.array([np.sum(r * r + np.float32(1.0), dtype=np.float32) for r in xv],
+                         np.float32).reshape(len(xv)),
+                np.array(rows, np.float32).reshape(xv.shape)]
+    return g, x, [mapped, scanned], values
+
+
+def test_map_fn_and_scan_loops_compile_with_their_tensor_array_ops():
+    g, x, outs, _ = mapping_graphs()
+    direct, eak = executors_for(g, [x], outs)
+    try:
+        (impl,) = eak.executors
+        loops = [s for s in impl.segments if isinstance(s, LoopSegment)]
+        ops = sorted(op for s in loops for op in {m.op for m in s.members}
+                     if op.startswith("TensorArray"))
+        assert ops == ["TensorArrayReadV3", "TensorArrayReadV3",
+                       "TensorArrayWriteV3", "TensorArrayWriteV3"], ops
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 150])
+async def test_map_fn_and_scan_give_the_same_values_in_every_mode(monkeypatch, n):
+    g, x, outs, values = mapping_graphs()
+    xv = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+    if n == 0:
+        outs = outs[:1]  # (scan of no element has no initializer: TF's error)
+    results = await run_in_modes(monkeypatch, g, outs, [{x: xv}] * 3)
+    assert_all_modes(results, [values(xv)[:len(outs)]] * 3)
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_an_error_in_a_compiled_tensor_array_loop_names_its_node_and_iteration():
+    """The compiled loop has read (and cleared) elements and written results when the
+    division fails at row 5: it puts both arrays back, so the loop run node by node
+    fails at the same place, not on a second read of row 0."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.int32, [None], name="x")
+        out = af.map_fn(lambda e: af.math.floordiv(100, e, name="div"), x)
+    good = np.arange(1, 9, dtype=np.int32)
+    bad = good.copy()
+    bad[5] = 0
+    async with af.Session(graph=g) as sess:
+        for _ in range(3):
+            np.testing.assert_array_equal(await sess.run(out, {x: good}), 100 // good)
+        for _ in range(3):
+            with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero"
+                               ) as e:
+                await sess.run(out, {x: bad})
+            assert re.search(r"\{\{node [^}]*div\}\}", e.value.message), e.value.message
+            assert "iteration 5" in e.value.message, e.value.message
+        np.testing.assert_array_equal(await sess.run(out, {x: good}), 100 // good)
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_compiled_tensor_array_loop_falling_back_midway_starts_again_from_the_start():
+    """Pieces of a split are read, doubled and written one per iteration; the third is
+    too large to stay on the loop, so the compiled loop gives up there after two writes:
+    the arrays are put back and the loop runs node by node to the same values."""
+    g = af.Graph()
+    with g.as_default():
+        value = af.placeholder(af.float32, [None], name="value")
+        lengths = af.placeholder(af.int64, [None], name="lengths")
+        n = af.size(lengths)
+        pieces = af.TensorArray(af.float32, size=n, infer_shape=False).split(value, lengths)
+        doubled = af.TensorArray(af.float32, size=n, infer_shape=False)
+
+        def body(i, ta):
+            return i + 1, ta.write(i, pieces.read(i) * 2.0)
+
+        _, doubled = af.while_loop(lambda i, ta: i < n, body, [af.constant(0), doubled])
+        out = doubled.concat()
+    small = {value: np.arange(6, dtype=np.float32), lengths: np.array([1, 2, 3])}
+    large_value = np.arange(BIG + 3, dtype=np.float32)
+    large = {value: large_value, lengths: np.array([1, 2, BIG])}
+    async with af.Session(graph=g) as sess:
+        for feed in [small] * 3 + [large] * 2 + [small]:
+            np.testing.assert_array_equal(await sess.run(out, feed), feed[value] * 2.0)
+
+
+# -- a step that is one compiled segment ---------------------------------------------------------
+
+def one_segment_graph():
+    """x / y * 2 + 1 (fed [None] vectors) with a variable read: one segment, the whole
+    step; the same beside a py_func (not compilable): not the whole step."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        y = af.placeholder(af.float32, [None], name="y")
+        w = af.Variable(3.0, name="w", use_resource=True)
+        out = af.add(af.truediv(x, y) * 2.0, w.read_value(), name="out")
+        beside = out + af.py_func(lambda: np.float32(1), [], af.float32)
+    return g, x, y, w, out, beside
+
+
+def test_a_step_that_is_one_segment_is_known_at_build():
+    g, x, y, _, out, beside = one_segment_graph()
+    for fetch, whole in ((out, True), (beside, False)):
+        direct, eak = executors_for(g, [x, y], [fetch])
+        try:
+            (impl,) = eak.executors
+            assert (impl.whole_segment is not None) == whole
+            assert (eak.whole is not None) == whole
+        finally:
+            direct.close()
+
+
+async def test_a_step_that_is_one_segment_runs_as_one_call_with_the_same_results():
+    """Once compiled, its runs start no executor state; a run failing in it, a large
+    input and a traced run go through the executor (the error names the node, the
+    step stats list every node) and give the same results as before."""
+    g, x, y, w, out, _ = one_segment_graph()
+    started = []
+    feed = {x: np.array([1.0, -2.0], np.float32), y: np.array([0.0, 4.0], np.float32)}
+    want = np.array([np.inf, 2.0], np.float32)  # 1/0: inf, no warning (TF's semantics)
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.FailedPreconditionError, match="uninitialized|not find"):
+            await sess.run(out, feed)
+        await sess.run(w.initializer)
+        with observe_steps(started.append):
+            for _ in range(5):
+                np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert 0 < len(started) < 5  # compiled after a few runs node by node
+            started.clear()
+            np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert not started
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes") as e:
+                await sess.run(out, {x: np.ones(2, np.float32), y: np.ones(3, np.float32)})
+            assert e.value.node_def.name.startswith("truediv"), e.value.message
+            large = {x: np.ones(BIG, np.float32), y: np.full(BIG, 4.0, np.float32)}
+            np.testing.assert_array_equal(await sess.run(out, large), np.full(BIG, 3.5))
+            md = af.RunMetadata()
+            await sess.run(out, feed, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                           run_metadata=md)
+            names = {ns.node_name for dev in md.step_stats.dev_stats for ns in dev.node_stats}
+            assert {"out", "truediv", "mul"} <= names, names
+            assert len(started) == 3
+            started.clear()
+            np.testing.assert_array_equal(await sess.run(out, feed), want)
+            assert not started
+
+
+def test_a_blocking_session_runs_a_one_segment_step_on_the_callers_thread():
+    """Once compiled, SyncSession runs such a step here (no step starts on its loop), to
+    the same values; an error, a fed fetch and a traced run go through the loop (an
+    error and a traced run through its executor)."""
+    g, x, y, w, out, _ = one_segment_graph()
+    started = []
+    feed = {x: np.array([1.0, -2.0], np.float32), y: np.array([0.0, 4.0], np.float32)}
+    want = np.array([np.inf, 2.0], np.float32)
+    with af.SyncSession(graph=g) as sess:
+        sess.run(w.initializer)
+        with observe_steps(started.append):
+            for _ in range(5):
+                np.testing.assert_array_equal(sess.run(out, feed), want)
+            started.clear()
+            got = sess.run({"out": out, "again": [out]}, feed)
+            np.testing.assert_array_equal(got["out"], want)
+            np.testing.assert_array_equal(got["again"][0], want)
+            assert not started
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes") as e:
+                sess.run(out, {x: np.ones(2, np.float32), y: np.ones(3, np.float32)})
+            assert e.value.node_def.name.startswith("truediv"), e.value.message
+            np.testing.assert_array_equal(sess.run([out, x], feed)[1], feed[x])  # fed fetch
+            sess.run(out, feed, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                     run_metadata=af.RunMetadata())
+            assert len(started) == 2  # (the loop runs the fed fetch's step as one call)
+            call = sess.make_callable(out, [y, x])
+            np.testing.assert_array_equal(call(feed[y], feed[x]), want)
+            assert len(started) == 2
+            with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes"):
+                call(np.ones(3, np.float32), np.ones(2, np.float32))
+            assert len(started) == 3
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(out, feed)
 
 
 # -- runs sinking into the run that consumes them ------------------------------------------------

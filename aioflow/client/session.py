@@ -210,7 +210,13 @@ class Session:
                 eak = await self._prepare(version, key)
                 started = perf_counter()
             args = [feeds[name] for name in eak.feeds]
-            retvals = await self._run(eak, args, options, run_metadata, gate, started)
+            budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
+            try:  # (inline, as in make_callable: one coroutine less a run)
+                retvals = await self._direct.run_executors(
+                    eak, args, options, run_metadata, time_budget_s=budget,
+                    warn_overrun=self._warn_overrun, gate=gate, started=started)
+            except errors.OpError as e:
+                raise self._with_origin(e) from e.__cause__
         else:  # nothing to run (TF's client does not call the runtime either)
             if version != self._version:
                 await self._prepare(version, None)
@@ -225,20 +231,33 @@ class Session:
                 await _fetched_off_loop([value]))[0]
         return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
+    def run_here(self, fetches, feed_dict=None):
+        """For SyncSession, on the caller's thread (no event loop running there): the
+        run's results when its step is one compiled call, built already and run at
+        once (DirectSession.run_whole_here); else NOT_RUN, and the caller runs it on
+        the loop as usual. Feeds and fetches are checked as `run` checks them."""
+        self._check_open()
+        feeds = self._convert_feeds(feed_dict) if feed_dict else {}  # first, as TF
+        plan = self._plan(fetches)
+        names = plan.sorted_fetches
+        if not names or self._graph.version != self._version or (
+                feeds and not feeds.keys().isdisjoint(names)):
+            return NOT_RUN
+        feed_names = tuple(feeds) if len(feeds) < 2 else tuple(sorted(feeds))
+        eak = self._direct.cached_executors((feed_names, names, plan.sorted_targets))
+        if eak is None or eak.whole is None:
+            return NOT_RUN
+        retvals = self._direct.run_whole_here(eak, [feeds[name] for name in eak.feeds])
+        if retvals is None:
+            return NOT_RUN
+        if plan.single is not None:
+            return _fetched(retvals[0])
+        return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+
     def _gate_of(self, loop):
         self._gate_loop = loop
         self._gate = gate = get_gate(loop)
         return gate
-
-    async def _run(self, eak, args, options, run_metadata, gate=None, started=0.0):
-        budget = None if self._time_budget_ms is None else self._time_budget_ms / 1000.0
-        try:
-            return await self._direct.run_executors(eak, args, options, run_metadata,
-                                                    time_budget_s=budget,
-                                                    warn_overrun=self._warn_overrun,
-                                                    gate=gate, started=started)
-        except errors.OpError as e:
-            raise self._with_origin(e) from e.__cause__
 
     def _plan(self, fetches) -> FetchPlan:
         if isinstance(fetches, (ops.Tensor, ops.Operation, str)):
@@ -314,6 +333,22 @@ class Session:
                     await _fetched_off_loop([value]))[0]
             return plan.build(await _fetched_values([retvals[i] for i in plan.retval_index]))
 
+        def here(*feed_values):
+            """`call` on this thread when its step is one compiled call (as run_here);
+            else NOT_RUN."""
+            if len(feed_values) != len(tensors) or eak.whole is None:
+                return NOT_RUN  # (`call` raises the error)
+            self._check_open()
+            values = [spec.convert(v) for spec, v in zip(specs, feed_values, strict=True)]
+            retvals = self._direct.run_whole_here(
+                eak, values if in_order else [values[i] for i in order])
+            if retvals is None:
+                return NOT_RUN
+            if single is not None:
+                return _fetched(retvals[0])
+            return plan.build([_fetched(retvals[i]) for i in plan.retval_index])
+
+        call.here = here  # (SyncSession's blocking callable tries it first)
         return call
 
     # -- partial runs ------------------------------------------------------------------
@@ -410,6 +445,10 @@ def _node_defs_between(graph: ops.Graph, old: int, new: int):
                            attr=op._attrs)
         append(node_def)
     return node_defs, checked, types
+
+
+#: Session.run_here's answer when the run must go through the loop.
+NOT_RUN = object()
 
 
 def _fetched(value):

@@ -11,7 +11,7 @@ import asyncio
 import sys
 import threading
 
-from aioflow.client.session import Session
+from aioflow.client.session import NOT_RUN, Session
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -87,7 +87,14 @@ class SyncSession:
             raise
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Run the graph and block until the results are ready."""
+        """Run the graph and block until the results are ready. A step that is one
+        compiled call (a small graph of cheap kernels, once compiled) runs here, on the
+        calling thread: no round trip to the loop's thread (Session.run_here)."""
+        if (options is None and run_metadata is None and not self._closed
+                and asyncio._get_running_loop() is None):
+            values = self._session.run_here(fetches, feed_dict)
+            if values is not NOT_RUN:
+                return values
         return self._call(self._session.run(fetches, feed_dict, options, run_metadata))
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
@@ -98,6 +105,11 @@ class SyncSession:
         async_call = self._session.make_callable(fetches, feed_list, accept_options)
 
         def call(*feed_values, options=None, run_metadata=None):
+            if (options is None and run_metadata is None and not self._closed
+                    and asyncio._get_running_loop() is None):
+                values = async_call.here(*feed_values)  # (see `run`)
+                if values is not NOT_RUN:
+                    return values
             return self._call(async_call(*feed_values, options=options,
                                          run_metadata=run_metadata))
 

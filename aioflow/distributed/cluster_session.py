@@ -22,6 +22,9 @@ class Signature:
     feeds: tuple
     fetches: tuple
     targets: tuple
+    # (Not a field.) A cluster's step is never one local compiled call (ExecutorsAndKeys'
+    # `whole`, which the client's fast paths look for).
+    whole = None
 
 
 class ClusterSession:

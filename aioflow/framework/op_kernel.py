@@ -123,6 +123,13 @@ class OpKernel:
     # A read of state through ctx that changes nothing (ReadVariableOp) qualifies too: a
     # compiled region runs when its inputs are ready, as the node alone would.
     compilable = False
+    # For a kernel whose only effect is on the state behind one input, state that can be
+    # rolled back (a TensorArray's read or write): that input's index, and
+    # `undoable_state(value)` gives the object (with `checkpoint()` and `restore(token)`).
+    # A compiled while loop (runtime/loop_segments.py) may then run the node when that
+    # input is a loop invariant: it checkpoints the state before the loop and restores it
+    # before running the loop node by node instead. None: not so.
+    undoable_input: int | None = None
     # True when the outputs are the same values every run, whatever the step (Const): a
     # compiled segment computes them once, when it is compiled.
     is_constant = False
@@ -146,6 +153,11 @@ class OpKernel:
         returning that output, which a compiled segment calls instead of `compute` (it
         may raise anything on bad input: the segment then runs `compute` to get TF's
         error). None: segments call `compute`."""
+        return None
+
+    def undoable_state(self, value):
+        """With `undoable_input` set: the state behind that input's `value`, or None
+        when `value` holds none (compute then raises TF's error)."""
         return None
 
 

@@ -36,7 +36,7 @@ from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.graph_optimizer import optimize_graph
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
 from aioflow.proto import config_pb2, graph_pb2
-from aioflow.runtime import executor_factory, executor_state, frame_state  # noqa: F401
+from aioflow.runtime import executor_factory
 from aioflow.runtime.build_pool import run_in_build_thread
 from aioflow.runtime.cost_model import update_cost_models
 from aioflow.runtime.device import DeviceMgr
@@ -45,15 +45,12 @@ from aioflow.runtime.function_runtime import FunctionLibraryRuntime
 from aioflow.runtime.graph_state import GraphState
 from aioflow.runtime.loop_runner import get_runner
 from aioflow.runtime.partial_run import PartialRun, PartialRunHandle, client_keys
+from aioflow.runtime.quiet_fp import quiet, restore
 from aioflow.runtime.rendezvous import Rendezvous
 from aioflow.runtime.segments import segments_default
-from aioflow.runtime.step_context import StepContext
+from aioflow.runtime.step_context import StepContext, step_kernel_context
 from aioflow.runtime.step_stats import StepStatsCollector, wants_trace
 from aioflow.runtime.thread_pools import check_pool_index, session_pools
-
-# The per-run states are imported by ExecutorImpl.new_state on first use; imported here
-# instead, with the package, so that a process's first run does not import them on the
-# loop (some 3 ms).
 
 # The open DirectSessions (weakly): Session.reset clears containers in all of them and
 # closes them.
@@ -87,6 +84,9 @@ class ExecutorsAndKeys:
     step_count: int = 0  # steps run (GraphOptions.build_cost_model counts them)
     cost_models: dict = field(default_factory=dict)  # partition index -> its CostModel
     needs_rendezvous: bool = False  # several partitions, or a user graph's _Send/_Recv
+    # The one compiled segment that is the whole step (one partition of nothing else:
+    # ExecutorImpl.whole_segment), or None; run_executors calls it directly.
+    whole: object = None
 
     @property
     def partition_graph_defs(self) -> list[graph_pb2.GraphDef]:
@@ -337,6 +337,8 @@ class DirectSession:
             eak.partition_graphs.append(part)
         eak.needs_rendezvous = (len(eak.executors) > 1
                                 or any(ex.has_transfers for ex in eak.executors))
+        if len(eak.executors) == 1 and not partial:
+            eak.whole = eak.executors[0].whole_segment
         return eak
 
     def function_runtime(self, device, segments: bool | None = None) -> FunctionLibraryRuntime:
@@ -422,6 +424,12 @@ class DirectSession:
         `gate`: the loop's RunGate, told what starting this run cost since `started`."""
         self._check_open()
         update_cost_model = self._counts_for_cost_model(eak)
+        if (eak.whole is not None and options is None and run_metadata is None
+                and not (update_cost_model or warn_overrun or self._run_in_caller_thread)
+                and self._op_timeout_ms <= 0):
+            retvals = self._run_whole(eak, args, gate, started)
+            if retvals is not None:
+                return retvals
         collector = None
         if (run_metadata is not None and wants_trace(options)) or update_cost_model:
             collector = StepStatsCollector()
@@ -462,6 +470,54 @@ class DirectSession:
                     None, None, f"Retval[{i}] does not have value (fetch {eak.fetches[i]} was "
                                 f"not computed: it is dead, in an untaken branch of a cond)")
         return retvals
+
+    def _run_whole(self, eak: ExecutorsAndKeys, args: list, gate, started: float):
+        """A step that is one compiled segment, run here as one call (no step state, no
+        executor state: nothing can be in flight) when the segment is compiled and the
+        loop's runner would drain a new run in the caller's stack anyway. The retvals,
+        or None: run it as usual (not compiled yet, an input too large to stay on the
+        loop, an error: the executor then names the node; the kernels are pure, so
+        running them again is safe)."""
+        fn = eak.whole.fn
+        if fn is None or executor_factory.current_override() is not None:
+            return None
+        loop = asyncio.get_running_loop()
+        runner = self._runner if loop is self._runner_loop else self._runner_of(loop)
+        if not runner.may_run_inline():
+            return None
+        start = perf_counter()
+        retvals = self._call_whole(fn, eak, args)
+        ended = perf_counter()
+        runner.ran_inline(ended - start)
+        if retvals is not None and gate is not None:
+            gate.spend(ended - started)
+        return retvals
+
+    def run_whole_here(self, eak: ExecutorsAndKeys, args: list):
+        """For a blocking caller outside the loop (SyncSession): a step that is one
+        compiled segment run on the caller's thread, as `_run_whole` runs it on the loop
+        (its kernels are pure and thread-safe: pool threads run them too). The retvals,
+        or None: run it on the loop (also for a traced or timed run, which the caller
+        does not ask here)."""
+        self._check_open()
+        fn = eak.whole.fn if eak.whole is not None else None
+        if (fn is None or self._op_timeout_ms > 0 or self._run_in_caller_thread
+                or self._cost_model_every > 0):  # (a step the cost model may time)
+            return None
+        self._counts_for_cost_model(eak)
+        return self._call_whole(fn, eak, args)
+
+    def _call_whole(self, fn, eak: ExecutorsAndKeys, args: list):
+        kctx = step_kernel_context(args, len(eak.fetches),
+                                   self.device_mgr.default_device.resource_mgr)
+        mode = quiet()
+        try:
+            done = fn(kctx, ()) is not None
+        except Exception:  # noqa: BLE001 - run as usual: the executor names the node
+            done = False
+        finally:
+            restore(mode)
+        return kctx.retvals if done else None
 
     def _counts_for_cost_model(self, eak: ExecutorsAndKeys) -> bool:
         """Count a step of `eak`; whether it updates the cost model (TF: every

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import CONTROL_SLOT, SINK_ID, Graph
+from aioflow.runtime.executor_state import SimpleExecutorState
+from aioflow.runtime.frame_state import ControlFlowExecutorState
 from aioflow.runtime.kernel_stats import adaptive_default
 from aioflow.runtime.loop_segments import LoopSegment, find_loops
 from aioflow.runtime.node_item import (  # noqa: F401  (the modes are part of this API)
@@ -124,6 +126,7 @@ class ExecutorImpl:
         self.roots = tuple(self._wire_edges(nodes, items, dense))
         self.root_info = self.frame_infos[ROOT_FRAME]
         self.segments = [item.segment for item in items[self.num_node_items:]]
+        self.whole_segment = self._whole_step_segment()
 
     # -- building ---------------------------------------------------------------------
     def _make_item(self, i: int, node, frame_name: str, inline_all: bool) -> NodeItem:
@@ -291,6 +294,25 @@ class ExecutorImpl:
             item.segment.set_entries([m for m in item.segment.members if not self._pending(m)])
         return roots
 
+    def _whole_step_segment(self) -> Segment | None:
+        """The one segment that is this whole partition, if it is: no control flow or
+        transfers; every node a member, or a constant the segment reads as a global;
+        no member input read from a slot and no output delivered outside (its _Retvals
+        write the call frame). A step of it is then one call of its function."""
+        if self.has_control_flow or self.has_transfers or len(self.segments) != 1:
+            return None
+        (segment,) = self.segments
+        if isinstance(segment, LoopSegment) or segment.outputs:
+            return None
+        members = {m.id for m in segment.members}
+        if any(item.id not in members and item.id not in segment.constants
+               for item in self.items[:self.num_node_items]):
+            return None
+        if any(src not in members and src not in segment.constants
+               for sources in segment.sources.values() for src, _ in sources):
+            return None
+        return segment
+
     def _pending(self, item: NodeItem) -> int:
         return self.frame_infos[item.frame_name].pending_template[item.pending_id]
 
@@ -334,11 +356,8 @@ class ExecutorImpl:
 
     def new_state(self, ctx, runner):
         """The per-run state of this partition, chosen once per graph."""
-        if self.has_control_flow:
-            from aioflow.runtime.frame_state import ControlFlowExecutorState as State
-        else:
-            from aioflow.runtime.executor_state import SimpleExecutorState as State
-        return State(self, ctx, runner)
+        return (ControlFlowExecutorState if self.has_control_flow
+                else SimpleExecutorState)(self, ctx, runner)
 
     async def run(self, ctx, runner) -> None:
         """Run one step of this partition; raises the step's first error."""

@@ -18,9 +18,8 @@ import weakref
 from collections import deque
 from time import perf_counter
 
-import numpy as np
-
 from aioflow.framework import errors
+from aioflow.runtime.quiet_fp import quiet, restore
 
 DEFAULT_TIME_BUDGET_S = 0.002
 
@@ -75,13 +74,22 @@ class LoopRunner:
         if self.queue and not self.draining and self._turn_spent < self.budget:
             self._drain_in_caller()
 
-    def _drain_in_caller(self) -> None:
-        start = perf_counter()
-        self._drain()
-        self._turn_spent += perf_counter() - start
+    def may_run_inline(self) -> bool:
+        """Whether a new run would drain at once in the caller's stack (`run_now`): a
+        run that is one compiled call may then make it here, and report `ran_inline`."""
+        return not (self.draining or self.queue or self._turn_spent >= self.budget)
+
+    def ran_inline(self, seconds: float) -> None:
+        """A run (or a drain) took `seconds` in the caller's stack this turn."""
+        self._turn_spent += seconds
         if not self._turn_reset_pending:
             self._turn_reset_pending = True
             self.loop.call_soon(self._new_turn)
+
+    def _drain_in_caller(self) -> None:
+        start = perf_counter()
+        self._drain()
+        self.ran_inline(perf_counter() - start)
 
     def _new_turn(self) -> None:
         self._turn_spent = 0.0
@@ -94,11 +102,12 @@ class LoopRunner:
 
     def _drain(self) -> None:
         self.draining = True
+        # Kernels follow TF: overflow and NaN are values, not warnings (set per slice).
+        mode = quiet()
         try:
-            # Kernels follow TF: overflow and NaN are values, not warnings (set per slice).
-            with np.errstate(all="ignore"):
-                self._slice()
+            self._slice()
         finally:
+            restore(mode)
             self.draining = False
         if self.queue and not self.scheduled:
             # Let the loop go round before the next slice until what fell due during

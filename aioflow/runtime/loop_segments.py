@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from time import perf_counter
 
-from aioflow.runtime.node_item import NodeItem
+from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
 #: How long a compiled loop runs before it yields to the event loop (seconds).
@@ -64,7 +64,7 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
     """The roles of a frame's nodes when it has while_loop's shape, else None."""
     inside = set(members) | set(enter_ids)
     shape = {"merge_enter": {}, "merge_next": {}, "switch_merge": {}, "exit_merge": {},
-             "loop_cond": None, "body": []}
+             "loop_cond": None, "body": [], "undo": []}
     for i in members:
         node, item = nodes[i], items[i]
         for e in node.out_edges:  # nothing leaves the frame but through an Exit
@@ -103,6 +103,10 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
             continue
         elif is_candidate(item):
             shape["body"].append(i)
+        elif _undoable_on_invariant(item, node, items, dense, enter_ids):
+            shape["body"].append(i)
+            undo = node.data_inputs()[item.kernel.undoable_input]
+            shape["undo"].append((i, dense[undo.src.id]))
         else:
             return None
     if shape["loop_cond"] is None or not shape["merge_enter"]:
@@ -115,6 +119,31 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
     for i, switch in shape["exit_merge"].items():
         shape["exit_merge"][i] = shape["switch_merge"][switch]
     return shape
+
+
+def _undoable_on_invariant(item, node, items, dense, enter_ids) -> bool:
+    """A node whose only effect is on the state behind one input (a TensorArray read or
+    write, OpKernel.undoable_input) that comes from a loop invariant of this frame (a
+    constant Enter): the loop checkpoints that state before it starts."""
+    k = getattr(item.kernel, "undoable_input", None)
+    if k is None or item.member_of is not None or item.mode not in (INLINE, FORWARD):
+        return False
+    src = dense[node.data_inputs()[k].src.id]
+    return src in enter_ids and items[src].is_constant_enter
+
+
+def _checkpoint(states) -> list:
+    """(state, token) for each distinct state (None: the kernel raises TF's error)."""
+    seen = {}
+    for state in states:
+        if state is not None and id(state) not in seen:
+            seen[id(state)] = (state, state.checkpoint())
+    return list(seen.values())
+
+
+def _restore(checkpoints: list) -> None:
+    for state, token in checkpoints:
+        state.restore(token)
 
 
 class LoopSegment(Segment):
@@ -158,6 +187,7 @@ class LoopSegment(Segment):
             names[(merge, 0)] = f"m{merge}"
         for switch, merge in shape["switch_merge"].items():
             names[(switch, 1)] = f"m{merge}"
+        head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
         lines.append("    while True:")
@@ -187,7 +217,30 @@ class LoopSegment(Segment):
         lines.append("            start = _clock()")
         outs = [f"m{shape['exit_merge'][member.id]}" for member, _ in self.outputs]
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        if shape["undo"]:
+            lines[head:] = self._undo_lines(lines[head:], namespace)
         return "\n".join(lines) + "\n", namespace
+
+    def _undo_lines(self, loop: list[str], namespace: dict) -> list[str]:
+        """`loop` (the lines from the clock's start to the return) checkpointing the
+        states its undoable members change, restored unless it returns its outputs (a
+        fallback, an error, a generator closed unfinished)."""
+        by_id = {m.id: m for m in self.members}
+        states = []
+        for i, enter in self.shape["undo"]:
+            namespace[f"u{i}"] = by_id[i].kernel.undoable_state
+            states.append(f"u{i}(e{enter})")
+        namespace["_checkpoint"], namespace["_restore"] = _checkpoint, _restore
+        *body, ret = loop
+        return [f"    checkpoints = _checkpoint(({', '.join(states)},))",
+                "    done = False",
+                "    try:",
+                *("    " + line for line in body),
+                "        done = True",
+                "    " + ret,
+                "    finally:",
+                "        if not done:",
+                "            _restore(checkpoints)"]
 
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))

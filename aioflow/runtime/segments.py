@@ -374,13 +374,14 @@ class Segment:
         if member.kernel.is_constant:  # computed once, now: a global of the function
             for slot, value in enumerate(member.kernel.compute(None, [])):
                 namespace[f"k{i}_{slot}"] = value
+                namespace[f"k{i}_{slot}_size"] = getattr(value, "size", 1)  # (no test)
                 names[(i, slot)] = f"k{i}_{slot}"
             return lines
         if member.mode == BY_SIZE and args:
             limit = member.pool_above
             test = [a for a in dict.fromkeys((args[0], args[-1]))
-                    if checked is None or (a, limit) not in checked
-                    and namespace.get(f"{a}_size", limit + 1) > limit]
+                    if namespace.get(f"{a}_size", limit + 1) > limit  # (not a constant's)
+                    and (checked is None or (a, limit) not in checked)]
             if checked is not None:
                 checked.update((a, limit) for a in test)
             if test:

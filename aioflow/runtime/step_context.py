@@ -14,6 +14,12 @@ from aioflow.framework.kernel_context import OpKernelContext
 _step_ids = itertools.count(1)
 
 
+def step_kernel_context(args: list, num_retvals: int, resource_mgr) -> OpKernelContext:
+    """The kernel context of a step of its own that needs no StepContext (a step that
+    is one compiled call: DirectSession._run_whole)."""
+    return OpKernelContext(next(_step_ids), args, num_retvals, resource_mgr=resource_mgr)
+
+
 class StepContext:
     """One run: its kernel context, its partitions' states, its first error."""
 

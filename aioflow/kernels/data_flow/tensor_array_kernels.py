@@ -142,6 +142,25 @@ class TensorArray:
             self._length = 0
             self.closed = True
 
+    def checkpoint(self) -> tuple:
+        """The array's whole state, for `restore`: a compiled while loop reading and
+        writing it checkpoints it first, so that it can run the loop node by node again
+        (a copy of the per-index arrays and the blocks' counts; values are never changed
+        in place, so they are shared)."""
+        with self._lock:
+            blocks = list(self._blocks)
+            return (self._length, self._block.copy(), self._pos.copy(), self._flags.copy(),
+                    blocks, [(b, b.live) for b in blocks if b is not None],
+                    self.element_shape, self._fits, self.closed, self.marked_size)
+
+    def restore(self, token: tuple) -> None:
+        """Put back the state `checkpoint` returned (once per token)."""
+        with self._lock:
+            (self._length, self._block, self._pos, self._flags, self._blocks, lives,
+             self.element_shape, self._fits, self.closed, self.marked_size) = token
+            for block, live in lives:
+                block.live = live
+
     def set_element_shape(self, shape) -> None:
         """Merge `shape` into the element shape (TF's SetElemShape)."""
         with self._lock:
@@ -192,18 +211,23 @@ class TensorArray:
             self._write(int(index), value, value_dtype)
 
     def _write(self, index: int, value, value_dtype) -> None:
-        self.check_open()
+        # (One write per map_fn element: the common case is kept to plain statements.)
+        if self.closed:
+            self.check_open()
         if index < 0 or index >= self._block.size:
             self._check_index(index)
         elif index >= self._length:  # within capacity, past the size: dynamic arrays grow
             self._check_index(index)
-        self._check_value(index, value_dtype, np.shape(value))
+        self._check_value(index, value_dtype,
+                          value.shape if type(value) is np.ndarray else np.shape(value))
         flags = int(self._flags[index])
         if self.multiple_writes_aggregate and flags & _WRITTEN and not flags & _READ:
             value = self._aggregated(index, value)
-        else:
+        elif flags:
             self._check_unused(index, flags)
-        self._block[index] = self._add_block(_Block(value, _WHOLE, 1))
+        blocks = self._blocks
+        blocks.append(_Block(value, _WHOLE, 1))
+        self._block[index] = len(blocks) - 1
         self._pos[index] = 0
         self._flags[index] = _WRITTEN
 
@@ -332,7 +356,8 @@ class TensorArray:
             return self._read(int(index))
 
     def _read(self, index: int):
-        self.check_open()
+        if self.closed:
+            self.check_open()
         if index < 0 or index >= self._length:
             raise _invalid(f"Tried to read from index {index} but array size is: "
                            f"{self._length}")
@@ -686,13 +711,42 @@ class TensorArrayGradOp(OpKernel):
         return (make_handle(grad), flow)
 
 
+class _UndoableOnHandle(OpKernel):
+    """A kernel changing only the TensorArray behind its handle (input 0): a compiled
+    while loop may run it, checkpointing the array first (OpKernel.undoable_input)."""
+
+    undoable_input = 0
+
+    def __init__(self, ctx, dtype_attr: str):
+        super().__init__(ctx)
+        self.dtype = ctx.get_attr(dtype_attr, None)
+        self._want = None if self.dtype is None else dtypes.as_dtype(self.dtype)
+
+    def undoable_state(self, value):
+        try:
+            return get_tensor_array(value)
+        except errors.InvalidArgumentError:
+            return None
+
+    def _plain(self, handle, index) -> TensorArray | None:
+        """The TensorArray behind `handle` when the call needs none of compute's checks
+        (a 0-d handle of an array of this kernel's dtype, a scalar index; what a compiled
+        loop sees every iteration), else None."""
+        if type(handle) is not np.ndarray or handle.shape or not (
+                type(index) is np.ndarray and not index.shape or isinstance(index, np.integer)):
+            return None
+        ta = handle[()]
+        if type(ta) is not TensorArray or (ta.dtype is not self._want and self._want is not None):
+            return None
+        return ta
+
+
 @register_kernel("TensorArrayWriteV3", "CPU")
-class TensorArrayWriteOp(OpKernel):
+class TensorArrayWriteOp(_UndoableOnHandle):
     """Write `value` at `index`; flow_out is flow_in."""
 
     def __init__(self, ctx):
-        super().__init__(ctx)
-        self.dtype = ctx.get_attr("T", None)
+        super().__init__(ctx, "T")
 
     def compute(self, ctx, inputs):
         handle, index, value, flow = inputs
@@ -702,14 +756,22 @@ class TensorArrayWriteOp(OpKernel):
         ta.write(index, value, self.dtype)
         return (flow,)
 
+    def compiled_fn(self):
+        def write(handle, index, value, flow):
+            ta = self._plain(handle, index)
+            if ta is None:
+                return self.compute(None, [handle, index, value, flow])[0]
+            ta.write(index, value, self._want)
+            return flow
+        return write
+
 
 @register_kernel("TensorArrayReadV3", "CPU")
-class TensorArrayReadOp(OpKernel):
+class TensorArrayReadOp(_UndoableOnHandle):
     """Read the value at `index`."""
 
     def __init__(self, ctx):
-        super().__init__(ctx)
-        self.dtype = ctx.get_attr("dtype", None)
+        super().__init__(ctx, "dtype")
 
     def compute(self, ctx, inputs):
         handle, index, _flow_in = inputs
@@ -717,6 +779,14 @@ class TensorArrayReadOp(OpKernel):
         ta = get_tensor_array(handle)
         _check_dtype(ta, self.dtype, requested=True)
         return (ta.read(index),)
+
+    def compiled_fn(self):
+        def read(handle, index, flow):
+            ta = self._plain(handle, index)
+            if ta is None:
+                return self.compute(None, [handle, index, flow])[0]
+            return ta.read(index)
+        return read
 
 
 @register_kernel("TensorArrayGatherV3", "CPU")

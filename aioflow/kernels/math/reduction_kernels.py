@@ -46,6 +46,7 @@ class ReductionKernel(OpKernel):
     """Reduce input over reduction_indices; keep_dims keeps them as 1s."""
 
     expensive = None
+    compilable = True  # pure, every output produced (map_fn bodies compile with them)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -78,7 +79,8 @@ class SumOp(ReductionKernel):
     """Sum over the axes, in the input dtype (float32 accumulation for half types)."""
 
     def reduce(self, x, axis):
-        return self._cast(np.sum(x, axis=axis, dtype=self._acc, keepdims=self._keep))
+        # np.add.reduce is what np.sum calls, without its Python layer (~1.5 µs a call)
+        return self._cast(np.add.reduce(x, axis=axis, dtype=self._acc, keepdims=self._keep))
 
 
 @register_kernel("Prod", "CPU", T=_NON_QUANTIZED_NUMBERS)
@@ -86,7 +88,8 @@ class ProdOp(ReductionKernel):
     """Product over the axes, in the input dtype."""
 
     def reduce(self, x, axis):
-        return self._cast(np.prod(x, axis=axis, dtype=self._acc, keepdims=self._keep))
+        return self._cast(np.multiply.reduce(x, axis=axis, dtype=self._acc,
+                                             keepdims=self._keep))
 
 
 @register_kernel("Mean", "CPU", T=_NON_QUANTIZED_NUMBERS)

@@ -70,6 +70,10 @@ class VarHandleOp(OpKernel):
     """The handle of (container, shared_name); an anonymous name makes one per kernel
     (shared by the session's executors, which share this kernel)."""
 
+    # The same handle for the same ResourceMgr, no side effect: it may run inside a
+    # compiled region (a graph reading its variables can then be one compiled step).
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.container = _str_attr(ctx, "container")
