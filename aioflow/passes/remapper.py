@@ -14,6 +14,9 @@ no control edge leaving it), all on one device:
 * Pad (zeros, spatial only, a Const padding) + Conv2D (NHWC): the Conv2D with those
   paddings as its explicit padding (TF's remapper folds the pad into its oneDNN
   convolution too; ResNet's stem), then fused as any Conv2D
+* the activation may also be swish, x * Sigmoid(x) (a Sigmoid of the chain's value and a
+  Mul of the two, its only consumers): fused_ops "_MklSwish", as TF's remapper names
+  it (EfficientNet's every convolution)
 * Conv2D (NHWC) + BiasAdd + Add|AddV2 (a residual connection) [+ activation]
   -> _FusedConv2D, fused_ops ["BiasAdd", "Add", ...] with the bias and the other addend
   (TF's remapper writes this one when oneDNN is on; the oneDNN kernel adds the addend as
@@ -137,12 +140,17 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
             fused_ops.append("Add")
             args = args + [addend[1]]
     act = sole_consumer(chain[-1])
+    swish = None if act is not None or node.type_string == "MatMul" else _swish(chain[-1])
     if act is not None and act.type_string in ACTIVATIONS and \
             act.assigned_device_name == device and input_node(act, 0) == (chain[-1], 0):
         chain.append(act)
         fused_ops.append(act.type_string)
         if act.type_string == "LeakyRelu":
             alpha = attr_f(act, "alpha", 0.2)
+    elif swish is not None and all(n.assigned_device_name == device and n.attr("T") is not None
+                                   and n.attr("T").type == node.attr("T").type for n in swish):
+        chain += swish
+        fused_ops.append("_MklSwish")
     fused_op = FUSED_OPS[node.type_string]
     op_def = op_def_registry.get(fused_op)
     wanted = {a.name for a in op_def.attr}
@@ -166,6 +174,22 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     names.discard(fused.name)
     fused.def_.name = last.name
     return True
+
+
+def _swish(value: Node) -> list[Node] | None:
+    """[Sigmoid, Mul] when `value`'s output 0 feeds exactly a Sigmoid and a Mul of
+    value * Sigmoid(value) (either order), the Sigmoid feeding only that Mul, and no
+    control edge leaves `value`; else None."""
+    edges = [e for e in value.out_edges if not e.dst.is_sink]
+    if len(edges) != 2 or any(e.is_control_edge or e.src_output != 0 for e in edges):
+        return None
+    sigmoid = next((e.dst for e in edges if e.dst.type_string == "Sigmoid"), None)
+    mul = next((e.dst for e in edges if e.dst.type_string == "Mul"), None)
+    if sigmoid is None or mul is None or sole_consumer(sigmoid) is not mul:
+        return None
+    if {input_node(mul, 0), input_node(mul, 1)} != {(value, 0), (sigmoid, 0)}:
+        return None
+    return [sigmoid, mul]
 
 
 def _spatial_zero_pads(pad: Node) -> list[int] | None:

@@ -5,11 +5,20 @@ only when oneDNN 3.2 loaded (dnnl_api.load: the `aioflow[onednn]` extra installe
 AIOFLOW_ONEDNN not 0), so that without it the registry holds exactly the NumPy kernels.
 Each primitive runs on an OpenMP team taken from a process-wide budget (`team`): the
 intra-op threads when that many cores are free of other primitives' threads, else one
-(docs/onednn.md, Threads)."""
+(docs/onednn.md, Threads).
+
+Where a kernel runs (`LoopOrThread`): the forward kernels are the executor's task-free
+async kernels (`start_async`), so that each call decides for itself: at most INLINE_WORK
+of work runs at once on the calling thread (the event loop: no hand-off), more on one of
+the backend's threads (`off_loop`), its outputs handed back to the loop when done."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 
 from aioflow.framework.op_kernel import register_kernel
 from aioflow.kernels.nn.conv_kernels import _CORES, intra_op_threads
@@ -28,6 +37,12 @@ ACTIVE = AVAILABLE
 #: flight, intra_op 1, 2 busy cores: 18.1 ms of CPU an image at 2**21 (the NumPy kernels'
 #: threshold), 14.3 at 2**24, 12.0 with every convolution inline.
 POOL_WORK = 1 << 24
+#: Multiply-adds (or output elements times window taps) up to which a oneDNN forward kernel
+#: runs at once on the event loop (about 0.3 ms on two AVX-512 cores); larger calls run on
+#: the backend's threads. A hand-off to a thread and back costs the loop ~70 µs of CPU
+#: and, on a busy machine, a wake-up: MobileNetV2 batch 1 (load 6-7, ABAB in one process)
+#: took 10.9 ms of CPU a run with its convolutions inline against 13.7 handed to the pool.
+INLINE_WORK = 1 << 25
 #: Multiply-adds (or output elements times window taps) from which a primitive runs on
 #: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.
 TEAM_WORK = 1 << 20
@@ -81,3 +96,73 @@ class team:  # noqa: N801 - used as a context manager, like a function
 def busy_threads() -> int:
     """The threads of the oneDNN primitives running now."""
     return _Budget.busy
+
+
+class _Threads:
+    """The threads that run the oneDNN kernels too large for the event loop, one per core
+    (each primitive's OpenMP team comes from the budget above), made on first use."""
+
+    pool: ThreadPoolExecutor | None = None
+    lock = threading.Lock()
+
+
+def _threads() -> ThreadPoolExecutor:
+    if _Threads.pool is None:
+        with _Threads.lock:
+            if _Threads.pool is None:
+                _Threads.pool = ThreadPoolExecutor(max_workers=_CORES,
+                                                   thread_name_prefix="aioflow-onednn")
+    return _Threads.pool
+
+
+def _call(compute, ctx, inputs):
+    with np.errstate(all="ignore"):  # as the executor's pool runs kernels
+        return compute(ctx, inputs)
+
+
+def _job(loop, compute, ctx, inputs, done) -> None:
+    try:
+        outs, exc = _call(compute, ctx, inputs), None
+    except BaseException as e:  # noqa: BLE001 - handed to the loop as the node's error
+        outs, exc = None, e
+    try:
+        loop.call_soon_threadsafe(done, outs, exc)
+    except RuntimeError:  # the loop closed while the kernel ran: nobody waits for it
+        pass
+
+
+def off_loop(compute, ctx, inputs, done) -> None:
+    """Run compute(ctx, inputs) on the backend's threads; done(outputs, error) on the
+    calling event loop when it finishes."""
+    _threads().submit(_job, asyncio.get_running_loop(), compute, ctx, inputs, done)
+
+
+class LoopOrThread:
+    """Mixed into a forward kernel (before the NumPy kernel's class): the executor's
+    task-free async kernel protocol (`start_async`; `compute_async` for traced runs),
+    each call inline when `work(inputs)` is at most INLINE_WORK, else on the backend's
+    threads. With the backend inactive, the NumPy kernel's own `is_expensive` decides.
+    `compute` stays the synchronous kernel (constant folding and direct callers use it)."""
+
+    is_async = True
+
+    def work(self, inputs: list) -> int:
+        """Multiply-adds (or output elements x taps) of this call."""
+        raise NotImplementedError
+
+    def runs_inline(self, inputs: list) -> bool:
+        if not ACTIVE:
+            return not super().is_expensive(inputs)
+        return self.work(inputs) <= INLINE_WORK
+
+    def start_async(self, ctx, inputs, done):
+        if self.runs_inline(inputs):
+            return self.compute(ctx, inputs)
+        off_loop(self.compute, ctx, inputs, done)
+        return None
+
+    async def compute_async(self, ctx, inputs):
+        if self.runs_inline(inputs):
+            return self.compute(ctx, inputs)
+        return await asyncio.get_running_loop().run_in_executor(
+            _threads(), _call, self.compute, ctx, inputs)
