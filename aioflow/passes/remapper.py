@@ -14,9 +14,10 @@ no control edge leaving it), all on one device:
 * Pad (zeros, spatial only, a Const padding) + Conv2D (NHWC): the Conv2D with those
   paddings as its explicit padding (TF's remapper folds the pad into its oneDNN
   convolution too; ResNet's stem), then fused as any Conv2D
-* the activation may also be swish, x * Sigmoid(x) (a Sigmoid of the chain's value and a
-  Mul of the two, its only consumers): fused_ops "_MklSwish", as TF's remapper names
-  it (EfficientNet's every convolution)
+* the activation may also be swish, x * Sigmoid(x) (TF's Mul and Sigmoid, or Keras'
+  with its Mul by 1.0 and the IdentityN around it: swish.py), its nodes the chain
+  value's only consumers: fused_ops "_MklSwish", as TF's remapper names it
+  (EfficientNet's every convolution)
 * Conv2D (NHWC) + BiasAdd + Add|AddV2 (a residual connection) [+ activation]
   -> _FusedConv2D, fused_ops ["BiasAdd", "Add", ...] with the bias and the other addend
   (TF's remapper writes this one when oneDNN is on; the oneDNN kernel adds the addend as
@@ -36,6 +37,7 @@ from __future__ import annotations
 from aioflow.framework import dtypes, op_def_registry
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
+from aioflow.passes.swish import forward_identity_n, swish_of
 from aioflow.passes.pattern_util import (
     FLOAT_TYPES,
     attr_b,
@@ -140,7 +142,7 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
             fused_ops.append("Add")
             args = args + [addend[1]]
     act = sole_consumer(chain[-1])
-    swish = None if act is not None or node.type_string == "MatMul" else _swish(chain[-1])
+    swish = None if act is not None or node.type_string == "MatMul" else swish_of(chain[-1])
     if act is not None and act.type_string in ACTIVATIONS and \
             act.assigned_device_name == device and input_node(act, 0) == (chain[-1], 0):
         chain.append(act)
@@ -174,22 +176,6 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     names.discard(fused.name)
     fused.def_.name = last.name
     return True
-
-
-def _swish(value: Node) -> list[Node] | None:
-    """[Sigmoid, Mul] when `value`'s output 0 feeds exactly a Sigmoid and a Mul of
-    value * Sigmoid(value) (either order), the Sigmoid feeding only that Mul, and no
-    control edge leaves `value`; else None."""
-    edges = [e for e in value.out_edges if not e.dst.is_sink]
-    if len(edges) != 2 or any(e.is_control_edge or e.src_output != 0 for e in edges):
-        return None
-    sigmoid = next((e.dst for e in edges if e.dst.type_string == "Sigmoid"), None)
-    mul = next((e.dst for e in edges if e.dst.type_string == "Mul"), None)
-    if sigmoid is None or mul is None or sole_consumer(sigmoid) is not mul:
-        return None
-    if {input_node(mul, 0), input_node(mul, 1)} != {(value, 0), (sigmoid, 0)}:
-        return None
-    return [sigmoid, mul]
 
 
 def _spatial_zero_pads(pad: Node) -> list[int] | None:
@@ -262,4 +248,5 @@ def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = 
         return False
     changed = fold_batch_norms(graph)
     changed = fold_pads(graph) or changed
+    changed = forward_identity_n(graph) or changed
     return fuse_contractions(graph) or changed
