@@ -37,7 +37,6 @@ from __future__ import annotations
 from aioflow.framework import dtypes, op_def_registry
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
-from aioflow.passes.swish import forward_identity_n, swish_of
 from aioflow.passes.pattern_util import (
     FLOAT_TYPES,
     attr_b,
@@ -50,6 +49,7 @@ from aioflow.passes.pattern_util import (
     take_over,
     unique_name,
 )
+from aioflow.passes.swish import forward_identity_n, swish_of
 from aioflow.proto import config_pb2, rewriter_config_pb2
 
 FUSED_OPS = {"Conv2D": "_FusedConv2D", "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative",
