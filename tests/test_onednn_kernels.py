@@ -360,6 +360,21 @@ def test_pool_or_inline_by_work(op, small, big, attrs):
     assert kernel.runs_inline(small_in) and not kernel.runs_inline(big_in)
 
 
+def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
+    """intra_op_parallelism_threads below the cores (throughput): a call of at least
+    TEAM_WORK goes to the backend's threads, so that primitives run side by side; a
+    smaller one stays on the loop."""
+    tiny = [np.ones((1, 7, 7, 8), np.float32), np.ones((1, 1, 8, 8), np.float32)]
+    medium = [np.ones((1, 28, 28, 32), np.float32), np.ones((3, 3, 32, 32), np.float32)]
+    kernel = create("Conv2D", medium, strides=[1, 1, 1, 1], padding="SAME")
+    assert kernel.work(tiny) < backend.TEAM_WORK <= kernel.work(medium) <= backend.INLINE_WORK
+    monkeypatch.setattr(backend, "_CORES", 2)
+    monkeypatch.setattr(backend, "intra_op_threads", lambda: 2)
+    assert kernel.runs_inline(tiny) and kernel.runs_inline(medium)
+    monkeypatch.setattr(backend, "intra_op_threads", lambda: 1)
+    assert kernel.runs_inline(tiny) and not kernel.runs_inline(medium)
+
+
 async def test_start_async_inline_or_on_threads():
     """A small call's outputs come back from start_async at once; a large one's through
     done(outputs, None) on the loop, from another thread; its error through done too."""

@@ -8,9 +8,16 @@ intra-op threads when that many cores are free of other primitives' threads, els
 (docs/onednn.md, Threads).
 
 Where a kernel runs (`LoopOrThread`): the forward kernels are the executor's task-free
-async kernels (`start_async`), so that each call decides for itself: at most INLINE_WORK
-of work runs at once on the calling thread (the event loop: no hand-off), more on one of
-the backend's threads (`off_loop`), its outputs handed back to the loop when done."""
+async kernels (`start_async`), so that each call decides for itself (`runs_inline`):
+
+* with intra-op threads covering the cores (the default): at most INLINE_WORK of work
+  at once on the calling thread, the event loop, on a team of every core (no hand-off:
+  the lowest latency; many runs in flight take turns on the whole machine), more on one
+  of the backend's threads (`off_loop`), its outputs handed back to the loop when done;
+* with fewer intra-op threads than cores (intra_op_parallelism_threads=1: throughput):
+  every call of at least TEAM_WORK on the backend's threads (one per core), so that
+  cores / intra-op primitives run side by side, each on its own team from the budget;
+  smaller ones inline (a hand-off costs more than they do)."""
 
 from __future__ import annotations
 
@@ -140,8 +147,9 @@ def off_loop(compute, ctx, inputs, done) -> None:
 class LoopOrThread:
     """Mixed into a forward kernel (before the NumPy kernel's class): the executor's
     task-free async kernel protocol (`start_async`; `compute_async` for traced runs),
-    each call inline when `work(inputs)` is at most INLINE_WORK, else on the backend's
-    threads. With the backend inactive, the NumPy kernel's own `is_expensive` decides.
+    each call inline or on the backend's threads by its work and the intra-op threads
+    (the module's docstring). With the backend inactive, the NumPy kernel's own
+    `is_expensive` decides.
     `compute` stays the synchronous kernel (constant folding and direct callers use it)."""
 
     is_async = True
@@ -153,7 +161,10 @@ class LoopOrThread:
     def runs_inline(self, inputs: list) -> bool:
         if not ACTIVE:
             return not super().is_expensive(inputs)
-        return self.work(inputs) <= INLINE_WORK
+        work = self.work(inputs)
+        if work < TEAM_WORK:
+            return True
+        return work <= INLINE_WORK and intra_op_threads() >= _CORES
 
     def start_async(self, ctx, inputs, done):
         if self.runs_inline(inputs):
