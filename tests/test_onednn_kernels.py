@@ -362,8 +362,8 @@ def test_pool_or_inline_by_work(op, small, big, attrs):
 
 def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
     """intra_op_parallelism_threads below the cores (throughput): a call of at least
-    TEAM_WORK goes to the backend's threads, so that primitives run side by side; a
-    smaller one stays on the loop."""
+    TEAM_WORK goes to the backend's threads while fewer than cores - 1 are there, else
+    it runs on the loop beside them; a smaller one stays on the loop."""
     tiny = [np.ones((1, 7, 7, 8), np.float32), np.ones((1, 1, 8, 8), np.float32)]
     medium = [np.ones((1, 28, 28, 32), np.float32), np.ones((3, 3, 32, 32), np.float32)]
     kernel = create("Conv2D", medium, strides=[1, 1, 1, 1], padding="SAME")
@@ -373,6 +373,8 @@ def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(mon
     assert kernel.runs_inline(tiny) and kernel.runs_inline(medium)
     monkeypatch.setattr(backend, "intra_op_threads", lambda: 1)
     assert kernel.runs_inline(tiny) and not kernel.runs_inline(medium)
+    monkeypatch.setattr(backend._Threads, "in_flight", 1)  # one core busy on a thread
+    assert kernel.runs_inline(medium)
 
 
 async def test_start_async_inline_or_on_threads():

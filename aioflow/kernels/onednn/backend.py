@@ -15,9 +15,11 @@ async kernels (`start_async`), so that each call decides for itself (`runs_inlin
   the lowest latency; many runs in flight take turns on the whole machine), more on one
   of the backend's threads (`off_loop`), its outputs handed back to the loop when done;
 * with fewer intra-op threads than cores (intra_op_parallelism_threads=1: throughput):
-  every call of at least TEAM_WORK on the backend's threads (one per core), so that
-  cores / intra-op primitives run side by side, each on its own team from the budget;
-  smaller ones inline (a hand-off costs more than they do)."""
+  a call of at least TEAM_WORK goes to the backend's threads while fewer than
+  cores - 1 such calls are in flight there, else it runs inline: the event loop is the
+  last core's worker, so that with many runs in flight cores / intra-op primitives run
+  side by side (each on its own team from the budget) with as few hand-offs as that
+  takes; smaller calls inline (a hand-off costs more than they do)."""
 
 from __future__ import annotations
 
@@ -111,6 +113,9 @@ class _Threads:
 
     pool: ThreadPoolExecutor | None = None
     lock = threading.Lock()
+    #: Calls handed to these threads by start_async and not yet back (counted on the
+    #: event loop: incremented there, decremented by the callback that hands back).
+    in_flight = 0
 
 
 def _threads() -> ThreadPoolExecutor:
@@ -133,15 +138,31 @@ def _job(loop, compute, ctx, inputs, done) -> None:
     except BaseException as e:  # noqa: BLE001 - handed to the loop as the node's error
         outs, exc = None, e
     try:
-        loop.call_soon_threadsafe(done, outs, exc)
+        loop.call_soon_threadsafe(_back, done, outs, exc)
     except RuntimeError:  # the loop closed while the kernel ran: nobody waits for it
         pass
+
+
+def _back(done, outs, exc) -> None:
+    _Threads.in_flight -= 1
+    done(outs, exc)
 
 
 def off_loop(compute, ctx, inputs, done) -> None:
     """Run compute(ctx, inputs) on the backend's threads; done(outputs, error) on the
     calling event loop when it finishes."""
-    _threads().submit(_job, asyncio.get_running_loop(), compute, ctx, inputs, done)
+    loop = asyncio.get_running_loop()
+    _Threads.in_flight += 1
+    try:
+        _threads().submit(_job, loop, compute, ctx, inputs, done)
+    except BaseException:
+        _Threads.in_flight -= 1
+        raise
+
+
+def off_loop_calls() -> int:
+    """Calls on the backend's threads (start_async's) not yet handed back."""
+    return _Threads.in_flight
 
 
 class LoopOrThread:
@@ -164,7 +185,9 @@ class LoopOrThread:
         work = self.work(inputs)
         if work < TEAM_WORK:
             return True
-        return work <= INLINE_WORK and intra_op_threads() >= _CORES
+        if intra_op_threads() >= _CORES:
+            return work <= INLINE_WORK
+        return _Threads.in_flight >= _CORES - 1
 
     def start_async(self, ctx, inputs, done):
         if self.runs_inline(inputs):
