@@ -879,7 +879,7 @@ def test_workers_a_stop_while_starting_them_starts_no_more(monkeypatch, tmp_path
     monkeypatch.setattr(multiprocessing, "get_context", lambda method: Context())
     monkeypatch.setenv(workers.METRICS_DIR_ENV, str(tmp_path))
     began = time.monotonic()
-    workers.run_workers(argparse.Namespace(port=1, rest_api_port=2, workers=3))
+    workers.run_workers(argparse.Namespace(port=1, rest_api_port=2, workers=3), serve=None)
     assert time.monotonic() - began < 30
 
 

@@ -18,6 +18,7 @@ from aioflow.serving.batching import BatchingOptions
 from aioflow.serving.gc_guard import GcGuard
 from aioflow.serving.loader import LoadOptions, parse_tensor_flags
 from aioflow.serving.model_registry import ModelConfig, VersionPolicy
+from aioflow.serving.workers import run_workers
 
 
 def _read_message(path: str, message):
@@ -155,10 +156,8 @@ def run(args, worker=None) -> int:
         print(f"error: --workers must be >= 1, got {args.workers}", file=sys.stderr)
         return 1
     if worker is None and getattr(args, "workers", 1) > 1:
-        from aioflow.serving.workers import run_workers
-
         try:
-            return run_workers(args)
+            return run_workers(args, run)
         except ValueError as e:
             print(f"error: ValueError: {e}", file=sys.stderr)
             return 1

@@ -30,8 +30,10 @@ import tempfile
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def run_workers(args) -> int:
-    """Run args.workers worker processes until they stop; the exit status."""
+def run_workers(args, serve) -> int:
+    """Run args.workers worker processes, each `serve(args, worker=...)` (main.run, passed
+    in so this module never imports main: main imports it), until they stop; the exit
+    status."""
     if not args.port or args.rest_api_port is None:
         raise ValueError("--workers needs a fixed --port (the workers share it)")
     metrics_dir = os.environ.get(METRICS_DIR_ENV)
@@ -44,7 +46,7 @@ def run_workers(args) -> int:
             os.remove(path)
     os.environ[METRICS_DIR_ENV] = metrics_dir  # before the workers import prometheus_client
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(args, metrics_dir, os.getpid()),
+    procs = [ctx.Process(target=_worker, args=(serve, args, metrics_dir, os.getpid()),
                          name=f"aioflow-serve-worker-{i}") for i in range(args.workers)]
     stopping = False
     signalled = set()
@@ -99,9 +101,7 @@ def _mark_dead(pid: int, metrics_dir: str) -> None:
     multiprocess.mark_process_dead(pid, metrics_dir)
 
 
-def _worker(args, metrics_dir: str, parent: int) -> None:
+def _worker(serve, args, metrics_dir: str, parent: int) -> None:
     """One worker: the whole server, bound with SO_REUSEPORT."""
-    from aioflow.serving.main import run
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent forwards it as SIGTERM
-    sys.exit(run(args, worker=(metrics_dir, parent)))
+    sys.exit(serve(args, worker=(metrics_dir, parent)))
