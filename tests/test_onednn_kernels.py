@@ -341,10 +341,10 @@ def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding,
 
 
 @pytest.mark.parametrize("op, small, big, attrs", [
-    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(1, 56, 56, 64), (3, 3, 64, 64)],
+    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(2, 56, 56, 64), (3, 3, 64, 64)],
      dict(strides=[1, 1, 1, 1], padding="SAME")),
     ("DepthwiseConv2dNative", [(1, 112, 112, 32), (3, 3, 32, 1)],
-     [(8, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
+     [(16, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
     ("MaxPool", [(1, 112, 112, 64)], [(8, 112, 112, 256)],
      dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
 ])

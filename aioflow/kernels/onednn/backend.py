@@ -40,18 +40,15 @@ AVAILABLE = dnnl_api.load() is not None
 #: Whether the registered oneDNN kernels run on oneDNN (read on every call; False: they
 #: run the NumPy code they fall back to, as tests comparing the two in one process do).
 ACTIVE = AVAILABLE
-#: Multiply-adds (or output elements times window taps) above which a oneDNN kernel goes to
-#: the inter-op pool; below, it runs inline (about 0.2 ms of convolution: a hand-off to the
-#: pool and back costs more than a smaller primitive). MobileNetV2 batch 1, 8 runs in
-#: flight, intra_op 1, 2 busy cores: 18.1 ms of CPU an image at 2**21 (the NumPy kernels'
-#: threshold), 14.3 at 2**24, 12.0 with every convolution inline.
-POOL_WORK = 1 << 24
 #: Multiply-adds (or output elements times window taps) up to which a oneDNN forward kernel
-#: runs at once on the event loop (about 0.3 ms on two AVX-512 cores); larger calls run on
-#: the backend's threads. A hand-off to a thread and back costs the loop ~70 µs of CPU
-#: and, on a busy machine, a wake-up: MobileNetV2 batch 1 (load 6-7, ABAB in one process)
-#: took 10.9 ms of CPU a run with its convolutions inline against 13.7 handed to the pool.
-INLINE_WORK = 1 << 25
+#: runs at once on the event loop (about 1-1.5 ms on two AVX-512 cores: the loop is held no
+#: longer, well inside the 5 ms heartbeat the runtime keeps); larger calls run on the
+#: backend's threads. A hand-off to a thread and back costs the loop ~70 µs of CPU and,
+#: on a busy machine, a wake-up. ABAB in one process, load 6-8: MobileNetV2 batch 1 took
+#: 10.9 ms of CPU a run inline against 13.7 with its convolutions on the executor's pool;
+#: ResNet50 batch 1 44.8 against 49.2 ms (wall median 44.7 against 52.5) and InceptionV3
+#: batch 1 77.5 against 85.6 ms (86 against 129) at 2**28 against 2**25.
+INLINE_WORK = 1 << 27
 #: Multiply-adds (or output elements times window taps) from which a primitive runs on
 #: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.
 TEAM_WORK = 1 << 20
