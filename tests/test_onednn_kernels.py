@@ -580,3 +580,31 @@ def test_teams_never_oversubscribe_the_cores(monkeypatch):
                 assert third == 1  # oversubscribed only by single threads, never by teams
         assert backend.busy_threads() == 2
     assert backend.busy_threads() == 0
+
+
+def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
+    """A cached primitive runs on the loop and on worker threads at once: each call
+    passes its thread's scratchpad (a library scratchpad belongs to the creating thread,
+    and two runs sharing it gave wrong values). Every thread's outputs equal one call's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aioflow.kernels.onednn import primitives
+
+    x, w = _rand(2, 28, 28, 64), _const(_rand(3, 3, 64, 64) / 24)
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    want = kernel.compute(None, [x, w])[0]
+    plan = next(p for p in conv_onednn_cache() if p.src_md == primitives.array_desc(
+        x, (0, 3, 1, 2)))
+    assert plan.prim.user_scratchpad and plan.prim.scratch_size > 0
+
+    def calls(_):
+        return all(np.array_equal(kernel.compute(None, [x, w])[0], want) for _ in range(20))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(calls, range(4)))
+
+
+def conv_onednn_cache():
+    from aioflow.kernels.onednn import conv_onednn
+
+    return list(conv_onednn._CACHE._entries.values())

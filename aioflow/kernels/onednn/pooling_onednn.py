@@ -30,6 +30,7 @@ from aioflow.kernels.onednn.primitives import (
     array_desc,
     engine,
     set_threads,
+    user_scratchpad,
 )
 
 _CACHE = PrimitiveCache()
@@ -45,11 +46,12 @@ class PoolPlan:
         self.dst_md = array_desc(out, order)
         eng = engine()
         lib = api._lib
+        attr = user_scratchpad()
         self.prim = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
             pd, eng, api.FORWARD_INFERENCE, alg, self.src_md.handle, self.dst_md.handle,
             api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
-            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), None),
-            "dnnl_pooling_forward_primitive_desc_create")
+            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), attr),
+            "dnnl_pooling_forward_primitive_desc_create", user_scratchpad=True)
 
 
 class _OnednnPool(LoopOrThread):
