@@ -57,6 +57,11 @@ from aioflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from aioflow.framework.tensor_shape import Dimension, TensorShape
 from aioflow.framework.tensor_spec import TensorSpec
 from aioflow.ops import bitwise, image, io, linalg, lookup, math, nn, queue, random, sparse, strings
+from aioflow.ops.accumulator_ops import (
+    ConditionalAccumulator,
+    ConditionalAccumulatorBase,
+    SparseConditionalAccumulator,
+)
 from aioflow.ops.array_ops import (
     boolean_mask,
     broadcast_dynamic_shape,
@@ -133,6 +138,7 @@ from aioflow.ops.linalg_ops import (
     matrix_diag,
     matrix_diag_part,
     matrix_set_diag,
+    matrix_triangular_solve,
     qr,
 )
 from aioflow.ops.logging_ops import Print, timestamp
@@ -277,7 +283,8 @@ __all__ = [
     "set_random_seed", "get_seed", "random_uniform", "random_normal", "truncated_normal",
     "random_shuffle", "multinomial", "random_gamma",
     # linalg and extra array ops
-    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "qr",
+    "einsum", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
+    "matrix_triangular_solve", "qr",
     "broadcast_dynamic_shape", "clip_by_value", "saturate_cast", "reverse_sequence",
     "unique",
     "unique_with_counts", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
@@ -320,7 +327,8 @@ __all__ = [
     "read_file",
     "lookup", "tables_initializer", "initialize_all_tables",
     "queue", "QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
-    "PriorityQueue",
+    "PriorityQueue", "ConditionalAccumulator", "ConditionalAccumulatorBase",
+    "SparseConditionalAccumulator",
     "saved_model", "train", "summary", "data", "layers", "losses", "metrics",
 ]
 

@@ -100,6 +100,9 @@ _conv(f"{M}/conv1x1_7x320_1280", ("B", 7, 7, 320), (1, 1, 320, 1280), V1)
 _dw(f"{M}/dw3x3s1_112x32", ("B", 112, 112, 32), (3, 3, 32, 1), S1)
 _dw(f"{M}/dw3x3s2_112x96", ("B", 112, 112, 96), (3, 3, 96, 1), S2)
 _dw(f"{M}/dw3x3s1_14x384", ("B", 14, 14, 384), (3, 3, 384, 1), S1)
+# benchmarks/training.py's cnn_bn (run with --batches 32 --only smallcnn)
+_conv("smallcnn/conv3x3_28x1_16", ("B", 28, 28, 1), (3, 3, 1, 16), S1)
+_conv("smallcnn/conv3x3_14x16_32", ("B", 14, 14, 16), (3, 3, 16, 32), S1)
 _conv(f"{R}/conv7x7s2_224x3_64", ("B", 224, 224, 3), (7, 7, 3, 64), S2, input_too=False)
 _conv(f"{R}/conv3x3_56x64_64", ("B", 56, 56, 64), (3, 3, 64, 64), S1)
 _conv(f"{R}/conv1x1_56x64_256", ("B", 56, 56, 64), (1, 1, 64, 256), V1)
@@ -114,6 +117,12 @@ CASES += [
      [("B", 112, 112, 64), ("maxpool", ("B", 112, 112, 64), 3, 2, "SAME"),
       ("B", 112, 112, 64)],
      dict(ksize=[1, 3, 3, 1], **S2)),
+    ("smallcnn/maxpool2x2s2_28x16/grad", "MaxPoolGrad",
+     [("B", 28, 28, 16), ("maxpool", ("B", 28, 28, 16), 2, 2, "VALID"), ("B", 14, 14, 16)],
+     dict(ksize=[1, 2, 2, 1], **V2)),
+    ("smallcnn/fbn_28x16/grad_train", "FusedBatchNormGradV3",
+     [("B", 28, 28, 16), ("B", 28, 28, 16), (16,), (16,), (16,), (16,)],
+     dict(is_training=True, epsilon=0.001)),
     ("vgg/maxpool2x2s2_56x256/grad", "MaxPoolGrad",
      [("B", 56, 56, 256), ("maxpool", ("B", 56, 56, 256), 2, 2, "VALID"), ("B", 28, 28, 256)],
      dict(ksize=[1, 2, 2, 1], **V2)),

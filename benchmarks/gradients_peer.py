@@ -5,19 +5,22 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   mlp          784-256-128-10 MLP, batch 64: loss and the gradients of its 6 weights
   conv         two 3x3 convolutions (32, 64 channels) + max pool + dense, batch 16, 32x32x3
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
-Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs one
-warm-up step, then times `--steps` steps and prints the median ms per step. The peers
-alternate (ABAB), `--reps` rounds; the result is the median over rounds and the ratio
-aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu; never a
-dependency). On a machine shared by many processes, NumPy's multithreaded BLAS
-oversubscribes the cores: run with OPENBLAS_NUM_THREADS=1 (inherited by both peers).
+Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
+warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
+prints the median ms per step. The peers alternate (ABAB), `--reps` rounds; the result
+is the median over rounds and the ratio aioflow / TF. TensorFlow runs with `--tf-python`
+(a Python with tensorflow-cpu; never a dependency). On a machine shared by many
+processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
+OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
+           [--only conv,mlp,while_grad] [--steps 20] [--reps 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -28,6 +31,9 @@ import time
 import numpy as np
 
 WORKLOADS = ["mlp", "conv", "while_grad"]
+#: Seconds of warm-up steps (at least two) before the timed ones: aioflow's compiled
+#: loops compile on background threads while its kernels run NumPy for the first steps.
+WARM_UP_S = 2.0
 
 
 def _mlp(tf):
@@ -88,7 +94,11 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
     with graph.as_default():
         fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad}[workload](tf)
         with tf.Session() as sess:
-            sess.run(fetches, feeds)
+            warm_until = time.perf_counter() + WARM_UP_S
+            for i in itertools.count():
+                sess.run(fetches, feeds)
+                if i >= 1 and time.perf_counter() >= warm_until:
+                    break
             times = []
             for _ in range(steps):
                 start = time.perf_counter()
@@ -104,13 +114,14 @@ def main() -> None:
     parser.add_argument("--tf-python")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--only", default=",".join(WORKLOADS))
     args = parser.parse_args()
     if args.peer:
         print(run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
-    for workload in WORKLOADS:
+    for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):

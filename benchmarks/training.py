@@ -7,8 +7,9 @@ Workloads (the same tf.compat.v1 program in both, variables and optimizer includ
   cnn_bn   conv 3x3x16 + batch norm (training) + max pool + conv 3x3x32 + batch norm +
            dense, batch 32 of 28x28x1, Momentum, UPDATE_OPS run with the step
   lstm     BasicLSTMCell(64) under dynamic_rnn over 50 steps, batch 32, input 32, Adam
-Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs two
-warm-up steps, then times `--steps` training steps and prints the median ms per step.
+Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
+warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` training steps
+and prints the median ms per step.
 The peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
 ratio aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu and
 tf-keras; never a dependency).
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -36,6 +38,10 @@ from pathlib import Path
 import numpy as np
 
 WORKLOADS = ["mlp", "cnn_bn", "lstm"]
+#: Seconds of warm-up steps (at least two) before the timed ones: aioflow's compiled
+#: loops compile on background threads while its kernels run NumPy (about 10 steps of
+#: cnn_bn, 1 s at load 8), which would otherwise land in the timed steps.
+WARM_UP_S = 2.0
 
 
 def _mlp(tf):
@@ -96,8 +102,11 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
         train, feeds = {"mlp": _mlp, "cnn_bn": _cnn_bn, "lstm": _lstm}[workload](tf)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            for _ in range(2):
+            warm_until = time.perf_counter() + WARM_UP_S
+            for i in itertools.count():
                 sess.run(train, feeds)
+                if i >= 1 and time.perf_counter() >= warm_until:
+                    break
             times = []
             for _ in range(steps):
                 start = time.perf_counter()

@@ -3,12 +3,14 @@
 as in one process; a task whose actor dies is restarted by Ray and served again, and
 the session's next step succeeds.
 
-On a real Ray cluster, call ray.init(address="auto") first; here a local one starts.
+Run as `python ray_cluster.py` (a local Ray cluster starts) or
+`python ray_cluster.py ADDRESS` to use a running one (a real cluster's head, "auto").
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import numpy as np
 import ray
@@ -27,8 +29,11 @@ def build():
     return g, x, scale, out
 
 
-async def main() -> None:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+async def main(address: str | None) -> None:
+    if address is None:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
     cluster = af.distributed.ray_cluster(jobs={"ps": 1, "worker": 2})
     try:
         print("tasks:", cluster.cluster_spec)
@@ -47,4 +52,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))

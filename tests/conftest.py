@@ -159,3 +159,25 @@ def register_user_op(name: str, kernel: type, *, inputs=("x: T",), outputs=("y: 
 def user_op_fixture():
     """`user_op(name, kernel_class, inputs=..., outputs=..., attrs=...)` -> op builder."""
     return register_user_op
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `ray` run last, together: the one local Ray cluster they share lives
+    only while they run (started by the first, stopped at session end)."""
+    items.sort(key=lambda item: item.get_closest_marker("ray") is not None)
+
+
+@pytest.fixture(scope="session")
+def ray_address(tmp_path_factory):
+    """The address of one local Ray cluster (`ray.init(num_cpus=2)`), shared by every
+    test marked `ray`: started once (some 13 s), shut down at session end. Ray picks free
+    ports for its services (no fixed port to clash on); its files (sockets, logs) go
+    under pytest's tmp, in a short folder (Unix socket paths must stay under 108 bytes).
+    Skips cleanly without the ray extra."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("grpc")
+    temp = tmp_path_factory.mktemp("ray", numbered=False)
+    context = ray.init(address="local", num_cpus=2, include_dashboard=False,  # (a new
+                       log_to_driver=False, _temp_dir=str(temp))  # one, whatever RAY_ADDRESS)
+    yield context.address_info["gcs_address"]
+    ray.shutdown()

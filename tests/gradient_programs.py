@@ -4,12 +4,16 @@ Each ``program_*`` takes the TF-1-like module (``tensorflow.compat.v1`` in
 tests/data/make_gradient_fixtures_tf.py, ``aioflow.compat.v1`` in tests/test_gradients_tf.py)
 and uses only names both share. It builds a forward graph and returns a dict: ``ys``,
 ``xs`` (what tf.gradients is called with), ``feeds`` (placeholder -> value) and optional
-``kwargs`` for tf.gradients. ``build`` then calls tf.gradients and notes how many nodes the
-forward graph had, so the nodes tf.gradients added can be compared.
+``kwargs`` for tf.gradients, ``init`` (an op to run first), ``values_only`` (why the
+gradient graph is not TF's, when it is not) and ``nodes_only`` (why TF's values are not
+compared, when they are not). ``build`` then calls tf.gradients and notes
+how many nodes the forward graph had, so the nodes tf.gradients added can be compared.
 This module imports neither TensorFlow nor aioflow.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -665,6 +669,203 @@ def program_crop_and_resize(tf):
             "feeds": {image: _rand(2, 5, 6, 2),
                       boxes: np.array([[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0],
                                        [0.3, -0.2, 0.6, 0.7]], np.float32)}}
+
+
+# -- issue 24's second wave: Qr, RandomGamma, sparse gradient kernels ---------------------------
+
+def program_qr(tf):
+    deep = _ph(tf, [4, 3], "deep")
+    square = _ph(tf, [2, 3, 3], "square")
+    wide = _ph(tf, [2, 4], "wide")
+    q1, r1 = tf.linalg.qr(deep)
+    q2, r2 = tf.linalg.qr(square)
+    q3, r3 = tf.linalg.qr(wide)
+    ys = [q1 * 2.0, r1, q2 + r2, q3, r3 * r3]
+    return {"ys": ys, "xs": [deep, square, wide],
+            "feeds": {deep: _rand(4, 3), square: _rand(2, 3, 3, seed=1),
+                      wide: _rand(2, 4, seed=2)}}
+
+
+def program_random_gamma(tf):
+    alpha = _ph(tf, [3], "alpha")
+    beta = _ph(tf, [3], "beta")
+    tf.set_random_seed(24)
+    sample = tf.random.gamma([2, 2], alpha, beta, seed=7)
+    return {"ys": [sample * sample], "xs": [alpha],
+            "feeds": {alpha: np.array([0.5, 2.0, 7.0], np.float32),
+                      beta: np.array([1.0, 2.0, 0.5], np.float32)}}
+
+
+def _sparse(tf, indices, values, shape):
+    return tf.SparseTensor(np.array(indices, np.int64), values, np.array(shape, np.int64))
+
+
+def program_sparse_add_slice(tf):
+    va = _ph(tf, [3], "va")
+    vb = _ph(tf, [3], "vb")
+    a = _sparse(tf, [[0, 0], [1, 2], [2, 1]], va, [3, 4])
+    b = _sparse(tf, [[0, 0], [1, 1], [2, 3]], vb, [3, 4])
+    total = tf.sparse.add(a, b)
+    part = tf.sparse.slice(a, [1, 1], [2, 3])
+    return {"ys": [total.values * 2.0, part.values], "xs": [va, vb],
+            "feeds": {va: _rand(3), vb: _rand(3, seed=1)}}
+
+
+def program_sparse_fill_reorder(tf):
+    values = _ph(tf, [3], "values")
+    default = _ph(tf, [], "default")
+    sp = _sparse(tf, [[3, 1], [0, 2], [3, 0]], values, [5, 3])
+    filled, _ = tf.sparse.fill_empty_rows(sp, default)
+    ordered = tf.sparse.reorder(sp)
+    return {"ys": [filled.values * filled.values, ordered.values * 3.0],
+            "xs": [values, default],
+            "feeds": {values: _rand(3), default: np.float32(0.5)}}
+
+
+def program_embedding_lookup_mod(tf):
+    p0 = _ph(tf, [3, 2], "p0")
+    p1 = _ph(tf, [2, 2], "p1")
+    p2 = _ph(tf, [2, 2], "p2")
+    ids = tf.placeholder(tf.int32, [2, 3], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1, p2], ids) * 2.0
+    return {"ys": [z], "xs": [p0, p1, p2],
+            "feeds": {p0: _rand(3, 2), p1: _rand(2, 2, seed=1), p2: _rand(2, 2, seed=2),
+                      ids: np.array([[0, 4, 6], [2, 4, 1]], np.int32)}}
+
+
+def program_embedding_lookup_div(tf):
+    p0 = _ph(tf, [3, 2], "p0")
+    p1 = _ph(tf, [2, 2], "p1")
+    ids = tf.placeholder(tf.int64, [4], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1], ids, partition_strategy="div")
+    return {"ys": [z * z], "xs": [p0, p1],
+            "feeds": {p0: _rand(3, 2), p1: _rand(2, 2, seed=1),
+                      ids: np.array([4, 0, 2, 3], np.int64)}}
+
+
+def program_embedding_lookup_div_dynamic(tf):
+    p0 = _ph(tf, [None, 3], "p0")
+    p1 = _ph(tf, [2, 3], "p1")
+    p2 = _ph(tf, [None, None], "p2")
+    ids = tf.placeholder(tf.int32, [None], name="ids")
+    z = tf.nn.embedding_lookup([p0, p1, p2], ids, partition_strategy="div")
+    return {"ys": [z * 3.0], "xs": [p0, p1, p2],
+            "feeds": {p0: _rand(3, 3), p1: _rand(2, 3, seed=1), p2: _rand(2, 3, seed=2),
+                      ids: np.array([6, 0, 2, 3, 3], np.int32)}}
+
+
+def program_fused_batch_norm_second_order_nchw_inference(tf):
+    x = _ph(tf, [2, 3, 2, 2], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    mean = _ph(tf, [3], "mean")
+    variance = _ph(tf, [3], "variance")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, mean=mean, variance=variance,
+                                     is_training=False, data_format="NCHW")
+    gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
+    return {"ys": [gx, gscale], "xs": [x, scale, mean],
+            "feeds": {x: _rand(2, 3, 2, 2), scale: _rand(3, seed=1), offset: _rand(3, seed=2),
+                      mean: _rand(3, seed=3), variance: _rand(3, low=0.5, high=1.5, seed=4)}}
+
+
+def program_fused_batch_norm_second_order_nchw(tf):
+    x = _ph(tf, [2, 3, 2, 2], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True, data_format="NCHW")
+    (gx,) = tf.gradients(tf.reduce_sum(y * y * y), [x])
+    return {"ys": [gx * x], "xs": [x, scale],
+            "feeds": {x: _rand(2, 3, 2, 2), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+
+
+def program_fused_batch_norm_second_order(tf):
+    x = _ph(tf, [2, 2, 2, 3], "x")
+    scale = _ph(tf, [3], "scale")
+    offset = _ph(tf, [3], "offset")
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, is_training=True)
+    gx, gscale = tf.gradients(tf.reduce_sum(y * y * y), [x, scale])
+    return {"ys": [gx, gscale], "xs": [x, scale],
+            "feeds": {x: _rand(2, 2, 2, 3), scale: _rand(3, seed=1), offset: _rand(3, seed=2)}}
+
+
+# -- function calls: SymbolicGradient (forward graphs written by TF, imported) ------------------
+
+_FORWARD = Path(__file__).resolve().parent / "data" / "gradients_tf"
+
+
+def _import_forward(tf, name):
+    """Import the forward GraphDef `name` into the default graph; its tensor getter."""
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((_FORWARD / f"{name}.pb").read_bytes())
+    tf.import_graph_def(graph_def, name="")
+    return tf.get_default_graph().get_tensor_by_name
+
+
+def program_function_calls(tf):
+    t = _import_forward(tf, "forward_function_calls")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("y:0"), t("v:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_function_call_both_outputs(tf):
+    t = _import_forward(tf, "forward_function_calls")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("y:0") * t("z:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_function_call_library_gradient(tf):
+    """A Defun call whose library names a gradient function (FunctionDefLibrary.gradient):
+    SymbolicGradient runs that function, not one built from the body."""
+    t = _import_forward(tf, "forward_function_library_gradient")
+    x = t("x:0")
+    return {"ys": [t("y:0")], "xs": [x], "feeds": {x: _rand(3)}}
+
+
+def program_function_call_variable(tf):
+    """A StatefulPartitionedCall of a tf.function reading a resource variable: the
+    gradient with respect to the variable's handle is its value's gradient."""
+    t = _import_forward(tf, "forward_function_variable")
+    x, handle = t("x:0"), t("v:0")
+    return {"ys": [t("y:0")], "xs": [x, handle], "feeds": {x: _rand(3)},
+            "init": tf.get_default_graph().get_operation_by_name("v/Assign")}
+
+
+def program_function_call_nested_control_flow(tf):
+    """SymbolicGradient of a tf.function whose body holds an If and a While."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("nested_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)},
+            "nodes_only": "TF 2.21's C++ SymbolicGradient has no gradient for If/While and "
+                          "returns zeros; aioflow's are the gradient (checked numerically in "
+                          "test_gradient_checker.py)"}
+
+
+_REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "
+             "recomputes them (gradients/functional_grad.py)")
+
+
+def program_functional_if(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    return {"ys": [t("cond_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}, "values_only": _REWRITES}
+
+
+def program_functional_if_false(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    return {"ys": [t("cond_y:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}, "values_only": _REWRITES}
+
+
+def program_functional_while(tf):
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}, "values_only": _REWRITES}
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())

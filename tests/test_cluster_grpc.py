@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import aioflow as af
+from aioflow.distributed import shm_transfer
 from aioflow.framework import errors
 from aioflow.proto import config_pb2
 
@@ -90,9 +91,44 @@ async def test_step_across_processes(cluster):
                 doubled = v * 2.0
         for value in (big, small, big):
             np.testing.assert_array_equal(await sess.run(doubled, {v: value}), value * 2.0)
-        # every shared-memory file was unlinked by its receiver
+        # every new shared-memory file was taken into its receiver's pool (renamed)
         assert not glob.glob(f"/dev/shm/aioflow-{os.getpid()}-*")
         assert not glob.glob(f"/dev/shm/aioflow-{cluster[2].proc.pid}-*")
+        # ... and written into again: five more transfers each way, no new buffer (at
+        # most one more, were an array still referenced when the next step began)
+        pools = [f"/dev/shm/aioflow-pool-{pid}-*" for pid in (os.getpid(),
+                                                              cluster[2].proc.pid)]
+        for _ in range(5):
+            np.testing.assert_array_equal(await sess.run(doubled, {v: big}), big * 2.0)
+        assert all(1 <= len(glob.glob(p)) <= 2 for p in pools)
+        # arrays the client keeps are never written into (their buffers are not offered)
+        kept = [await sess.run(doubled, {v: big + i}) for i in range(6)]
+        for i, value in enumerate(kept):
+            np.testing.assert_array_equal(value, (big + i) * 2.0)
+        assert all(len(glob.glob(p)) <= shm_transfer.POOL_SIZE for p in pools)
+
+
+async def test_buffers_are_unlinked_when_the_server_stops():
+    spec = {"worker": [f"localhost:{_free_port()}", f"localhost:{_free_port()}"]}
+    remote = _Task(spec, "worker", 1)
+    local = af.train.Server(spec, "worker", 0)
+    mine = f"/dev/shm/aioflow-pool-{os.getpid()}-*"
+    before = set(glob.glob(mine))  # (the module's cluster has buffers too)
+    try:
+        with af.Graph().as_default() as g:
+            v = af.placeholder(af.float32, [None])
+            with af.device("/job:worker/task:1"):
+                doubled = v * 2.0
+        big = np.ones(1 << 18, np.float32)
+        async with af.Session(local.target, graph=g) as sess:
+            for _ in range(2):
+                np.testing.assert_array_equal(await sess.run(doubled, {v: big}), 2.0)
+        created = set(glob.glob(mine)) - before
+        assert 1 <= len(created) <= 2  # (a second one if the first was still in use)
+    finally:
+        local.stop()
+        remote.kill()
+    assert not created & set(glob.glob(mine))
 
 
 async def test_killed_task_fails_the_step_then_recovers(cluster):
@@ -132,3 +168,39 @@ async def test_a_target_nobody_serves_is_unavailable_not_a_hang():
     assert time.perf_counter() - started < 5.0
     with pytest.raises(errors.UnavailableError):
         af.Session.reset(f"grpc://localhost:{_free_port()}")
+
+
+async def test_several_tensors_from_one_task_in_one_turn(cluster):
+    """Task 1 receives a and b from task 0 in the same turn (one RecvTensors call), but
+    b needs c, which task 1 makes from a: the call answers a alone first (it never waits
+    for every key), then b."""
+    spec, local, _ = cluster
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [None], name="x")
+        a = af.multiply(x, 2.0, name="a")
+        with af.device("/job:worker/task:1"):
+            c = af.add(a, 1.0, name="c")
+        b = af.multiply(c, 3.0, name="b")
+        with af.device("/job:worker/task:1"):
+            out = af.add(a, b, name="out")
+    async with af.Session(local.target, graph=g) as sess:
+        for i in range(3):
+            value = np.arange(4, dtype=np.float32) + i
+            got = await sess.run(out, {x: value},
+                                 options=config_pb2.RunOptions(timeout_in_ms=20000))
+            np.testing.assert_array_equal(got, 2 * value + (2 * value + 1) * 3)
+
+
+def test_recv_tensors_messages_round_trip():
+    from aioflow.distributed import wire
+
+    request = (2**62 + 5, ["k;0;d;a;0:0", "k;0;d;b;1:2"], True)
+    assert wire.decode_recv_tensors_request(wire.encode_recv_tensors_request(request)) == \
+        request
+    items = [("a", (np.arange(6, dtype=np.int64).reshape(2, 3), False)),
+             ("b", (None, True)), ("c", (np.array(b"xy", dtype=object), False))]
+    got = wire.decode_recv_tensors_response(wire.encode_recv_tensors_response(items))
+    assert [key for key, _ in got] == ["a", "b", "c"]
+    np.testing.assert_array_equal(got[0][1][0], items[0][1][0])
+    assert got[1][1] == (None, True)
+    assert got[2][1][0] == b"xy"

@@ -1,7 +1,8 @@
 """Ray as the cluster engine (`aioflow[ray]`): a graph across 3 tasks hosted by Ray
-actors on one local Ray cluster (ray.init(num_cpus=2), shared by these tests) gives
-what one process gives; an actor killed mid-step fails the step with UnavailableError,
-Ray restarts the actor, the watcher serves the task again and the session recovers.
+actors on one local Ray cluster (ray.init(num_cpus=2): conftest's session-wide
+`ray_address`, shared by every Ray test) gives what one process gives; an actor
+killed mid-step fails the step with UnavailableError, Ray restarts the actor, the
+watcher serves the task again and the session recovers.
 Skipped cleanly without Ray."""
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.proto import config_pb2
 
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray")
 pytest.importorskip("grpc")
 pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+def cluster(ray_address):
     hosted = af.distributed.ray_cluster(jobs={"ps": 1, "worker": 2})
     yield hosted
     hosted.shutdown()
-    ray.shutdown()
 
 
 def _graph(pinned: bool = True):

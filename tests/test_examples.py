@@ -43,11 +43,13 @@ NEEDS = {"ray_cluster.py": "ray", "cluster_ps_worker.py": "grpc"}
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=pytest.mark.ray) if NEEDS.get(n) == "ray" else n
     for n in sorted(EXPECTED)])
-def test_example_runs(name, tmp_path):
+def test_example_runs(name, tmp_path, request):
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])
+    # The Ray example joins the session's local Ray cluster (its address as argument).
+    args = [request.getfixturevalue("ray_address")] if NEEDS.get(name) == "ray" else []
     # In a scratch directory, as a user's would be: examples may write files there.
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert EXPECTED[name] in proc.stdout

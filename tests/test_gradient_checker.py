@@ -5,6 +5,9 @@ cases together run the gradient function of every op listed in COVERED."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -44,6 +47,12 @@ def _max_pool_grad(g):
     pooled = tf.nn.max_pool(orig, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     return apply_op("MaxPoolGrad", orig_input=orig, orig_output=pooled, grad=g,
                     ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
+
+def _qr_flat(x):
+    """q and r of a QR decomposition, flattened into one vector."""
+    q, r = tf.linalg.qr(x)
+    return tf.concat([tf.reshape(q, [-1]), tf.reshape(r, [-1])], 0)
 
 
 # name: (function of the inputs, [input values]) — inputs become float64 placeholders
@@ -358,6 +367,21 @@ CASES = {
                                          input_values=v,
                                          input_shape=tf.constant([3, 2], tf.int64))[1] * v,
                       [_r(3)]),
+    "SparseAdd": (lambda a, b: apply_op(
+        "SparseAdd", a_indices=tf.constant([[0, 0], [1, 2], [2, 1]], tf.int64), a_values=a,
+        a_shape=tf.constant([3, 4], tf.int64),
+        b_indices=tf.constant([[0, 0], [1, 1], [2, 3]], tf.int64), b_values=b,
+        b_shape=tf.constant([3, 4], tf.int64), thresh=0.0)[1] * 2.0, [_r(3), _r(3)]),
+    "SparseSlice": (lambda v: apply_op(
+        "SparseSlice", indices=tf.constant([[0, 0], [1, 2], [2, 1], [2, 3]], tf.int64),
+        values=v, shape=tf.constant([3, 4], tf.int64), start=tf.constant([1, 1], tf.int64),
+        size=tf.constant([2, 2], tf.int64))[1] * 3.0, [_r(4)]),
+    "SparseFillEmptyRows": (lambda v, d: apply_op(
+        "SparseFillEmptyRows", indices=tf.constant([[3, 1], [0, 2], [3, 0]], tf.int64),
+        values=v, dense_shape=tf.constant([5, 3], tf.int64), default_value=d)[1] ** 2,
+                            [_r(3), _r()]),
+    # linalg
+    "Qr": (lambda x: _qr_flat(x), [_r(4, 3)]),
     # tensor lists
     "TensorListFromTensor": (lambda x: _list_stack(_list_of(x)) * 2.0, [_r(3, 2)]),
     "TensorListStack": (lambda x: _list_stack(_list_of(x * x)), [_r(3, 2)]),
@@ -465,4 +489,134 @@ def test_cases_cover_the_gradient_functions():
     assert not missing
     assert all(get_gradient_function(op) is not None for op in g.get_operations()
                if op.type in CASES and op.inputs)
-    assert len(COVERED) >= 211
+    assert len(COVERED) >= 215
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (2, 3, 3)])
+def test_qr_square_wide_and_batched(shape):
+    _check(_qr_flat, [_r(*shape)])
+
+
+def _gamma_cdf(a: float, x: float) -> float:
+    """P(a, x) by Simpson's rule on the density (independent of the kernel's series)."""
+    t = np.linspace(0.0, x, 40001)[1:]
+    log_density = (a - 1.0) * np.log(t) - t - math.lgamma(a)
+    f = np.concatenate([[0.0], np.exp(log_density)])
+    h = x / 40000
+    return float(h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+
+def test_random_gamma_grad_is_the_implicit_derivative_of_the_cdf():
+    """RandomGamma's gradient is d sample / d alpha with the CDF held fixed (TF's implicit
+    reparameterization), not the sampler's own path derivative, so it is checked against
+    central differences of the CDF: -(dP/dalpha) / density."""
+    alpha = np.array([1.5, 3.0, 7.0])
+    sample = np.array([0.8, 3.5, 5.0])
+    with tf.Graph().as_default(), tf.Session() as sess:
+        got = sess.run(apply_op("RandomGammaGrad", alpha=tf.constant(alpha),
+                                sample=tf.constant(sample)))
+    h = 1e-4
+    for a, x, g in zip(alpha, sample, got, strict=True):
+        dp = (_gamma_cdf(a + h, x) - _gamma_cdf(a - h, x)) / (2 * h)
+        density = math.exp((a - 1.0) * math.log(x) - x - math.lgamma(a))
+        assert g == pytest.approx(-dp / density, rel=1e-5)
+
+
+def test_random_gamma_gradient_sums_over_the_sample_dimensions():
+    """d/dalpha of sum(samples * w) is sum over the sample dimensions of w * RandomGammaGrad
+    (the gradient function's graph, run against the kernel's value directly)."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        alpha = tf.constant([0.5, 2.0, 9.0], F64)
+        sample = tf.random.gamma([4, 2], alpha, dtype=F64, seed=3)
+        w_value = _r(4, 2, 3)
+        w = tf.constant(w_value)
+        (grad,) = tf.gradients(tf.reduce_sum(sample * w), [alpha])
+        s_value, g_value = sess.run([sample, grad])
+        partial = sess.run(apply_op("RandomGammaGrad", alpha=alpha,
+                                    sample=tf.constant(s_value)))
+    np.testing.assert_allclose(g_value, (partial * w_value).sum(axis=(0, 1)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_partitioned_embedding_lookup(strategy):
+    ids = np.array([[0, 6, 2], [5, 3, 3]], np.int32)
+
+    def fn(p0, p1, p2):
+        return tf.nn.embedding_lookup([p0, p1, p2], ids, partition_strategy=strategy) * 2.0
+
+    _check(fn, [_r(3, 2), _r(2, 2), _r(2, 2)])
+
+
+def test_partitioned_embedding_lookup_gradients_are_indexed_slices():
+    """Each params tensor's gradient is IndexedSlices of its own rows (TF's)."""
+    with tf.Graph().as_default():
+        params = [tf.placeholder(F64, [3, 2]), tf.placeholder(F64, [2, 2])]
+        out = tf.nn.embedding_lookup(params, [4, 1, 0], partition_strategy="div")
+        grads = tf.gradients(out, params)
+        assert all(isinstance(g, tf.IndexedSlices) for g in grads)
+        with tf.Session() as sess:
+            g0, g1 = sess.run([(g.values, g.indices) for g in grads],
+                              {params[0]: _r(3, 2), params[1]: _r(2, 2)})
+    assert g0[1].tolist() == [1, 0] and g1[1].tolist() == [1]
+    np.testing.assert_array_equal(g0[0], np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_fused_batch_norm_second_order(training, data_format):
+    """The gradient of FusedBatchNormGradV3 (x -> d sum(y^3)/dx) against central
+    differences, in training and inference, both layouts."""
+    shape = (2, 2, 2, 3) if data_format == "NHWC" else (2, 3, 2, 2)
+
+    def first_order(x, scale):
+        mean = None if training else [0.1, -0.2, 0.3]
+        variance = None if training else [1.5, 0.5, 0.8]
+        y, _, _ = tf.nn.fused_batch_norm(x, scale, tf.zeros([3]), mean=mean,
+                                         variance=variance, is_training=training,
+                                         data_format=data_format)
+        return tf.gradients(tf.reduce_sum(y * y * y), [x, scale])[0]
+
+    _check(first_order, [_r(*shape).astype(np.float32), _pos(3).astype(np.float32)],
+           tf.float32, tolerance=2e-2)
+
+
+_FORWARD = Path(__file__).resolve().parent / "data" / "gradients_tf"
+
+
+def _check_imported(name: str, outputs: list[str], feeds: dict, tolerance=1e-3):
+    """The gradients of the imported TF forward graph `name` with respect to x and w
+    against central differences (float32 graphs: a looser tolerance)."""
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((_FORWARD / f"{name}.pb").read_bytes())
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+        x, w = g.get_tensor_by_name("x:0"), g.get_tensor_by_name("w:0")
+        values = {x: _r(3).astype(np.float32), w: _r(3).astype(np.float32)}
+        extra = {g.get_tensor_by_name(k): v for k, v in feeds.items()}
+        with tf.Session():
+            for out in outputs:
+                y = g.get_tensor_by_name(out)
+                err = tf.test.compute_gradient_error(
+                    [x, w], [[3], [3]], y, [3], x_init_value=[values[x], values[w]],
+                    extra_feed_dict={**values, **extra}, delta=1e-3)
+                assert err < tolerance, (out, err)
+
+
+def test_function_call_gradients_numeric():
+    """SymbolicGradient of a PartitionedCall (calling another) and of a Defun call."""
+    _check_imported("forward_function_calls", ["y:0", "z:0", "v:0"], {})
+
+
+@pytest.mark.parametrize("p", [True, False])
+def test_functional_if_gradient_numeric(p):
+    _check_imported("forward_functional_control_flow", ["cond_y:0"], {"p:0": p})
+
+
+def test_functional_while_gradient_numeric():
+    _check_imported("forward_functional_control_flow", ["while_v:0", "while_u:0"], {})
+
+
+def test_function_with_if_and_while_inside_gradient_numeric():
+    """SymbolicGradient of a tf.function whose body holds an If and a While: the gradient
+    function built from the body takes their gradients too."""
+    _check_imported("forward_functional_control_flow", ["nested_y:0"], {})

@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent / "data" / "gradients_tf"
 def test_gradient_op_defs_equal_tfs():
     ops = op_def_pb2.OpList()
     ops.ParseFromString((DATA / "grad_op_defs.pb").read_bytes())
-    assert len(ops.op) == 36
+    assert len(ops.op) == 41
     assert_equal_to_tf(ops)
 
 
@@ -228,3 +228,18 @@ def test_custom_gradient():
         with tf.Session() as sess:
             value = sess.run(g, {x: [0.0, 100.0]})
     np.testing.assert_allclose(value, [0.5, 1.0])
+
+
+def test_max_pool_grad_with_argmax_has_no_gradient_as_in_tf():
+    """TF registers no gradient for MaxPoolGradWithArgmax: the second-order gradient of
+    max_pool_with_argmax is TF's LookupError naming the op."""
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, [1, 4, 4, 1])
+        p, _ = apply_op("MaxPoolWithArgmax", input=a, ksize=[1, 2, 2, 1],
+                        strides=[1, 2, 2, 1], padding="VALID")
+        (ga,) = tf.gradients(tf.reduce_sum(p * p), [a])
+        with pytest.raises(LookupError, match=r"No gradient defined for operation"
+                                              r"'gradients/MaxPoolWithArgmax_grad/"
+                                              r"MaxPoolGradWithArgmax' \(op type: "
+                                              r"MaxPoolGradWithArgmax\)"):
+            tf.gradients(ga, [a])

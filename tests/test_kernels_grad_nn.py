@@ -371,3 +371,24 @@ def test_mirror_pad_grad_and_fake_quant_vars_grad_refuse_bad_inputs_with_tfs_wor
     with pytest.raises(errors.InvalidArgumentError, match="`min` must be rank 0 but is rank 1"):
         run_kernel("FakeQuantWithMinMaxVarsGradient",
                    [x, x, np.zeros(2, np.float32), np.float32(1)])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_grad_blocks_shared_among_threads(training, compiled, monkeypatch):
+    """The compiled batch-norm gradient in blocks shared among threads (per-thread sums)
+    gives the one-call values, up to the float64 sums' order."""
+    from aioflow.kernels.nn import conv_kernels, normalization_grad_kernels
+
+    rng = np.random.default_rng(11)
+    x, dy = (rng.standard_normal((4, 9, 9, 24)).astype(np.float32) for _ in range(2))
+    scale, mean = rng.standard_normal(24).astype(np.float32), x.mean(axis=(0, 1, 2))
+    var = x.var(axis=(0, 1, 2)).astype(np.float32)
+    inputs = [dy, x, scale, mean, var, np.zeros(0, np.float32)]
+    whole = create("FusedBatchNormGradV3", inputs, is_training=training,
+                   epsilon=0.001).compute(None, inputs)
+    monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)
+    monkeypatch.setattr(normalization_grad_kernels, "_BLOCK_BYTES", 1)
+    blocked = create("FusedBatchNormGradV3", inputs, is_training=training,
+                     epsilon=0.001).compute(None, inputs)
+    for got, want in zip(blocked[:3], whole[:3], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

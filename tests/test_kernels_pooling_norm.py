@@ -46,6 +46,8 @@ def path(request, monkeypatch):
     else:
         assert pooling_jit.wait_ready(120), repr(pooling_jit._group.last_error)
         assert normalization_jit.wait_ready(120), repr(normalization_jit._group.last_error)
+        # the fixtures' small tensors through the compiled training loops too
+        monkeypatch.setattr(normalization_kernels, "_COMPILED_TRAINING_FROM", 1)
     return request.param
 
 
@@ -223,6 +225,72 @@ def test_batch_norm_inference_matches_reference(shape, fmt, dtype, path, monkeyp
     again, *_ = run_kernel("FusedBatchNormV3", args, is_training=False, epsilon=0.001,
                            data_format=fmt)
     np.testing.assert_array_equal(again.astype(np.float64), y.astype(np.float64))
+
+
+@pytest.mark.parametrize("shape, fmt", [
+    ((32, 28, 28, 16), "NHWC"), ((3, 5, 7, 300), "NHWC"), ((2, 3, 4, 5, 6), "NDHWC"),
+    ((4, 16, 9, 9), "NCHW"), ((1, 1, 1, 8), "NHWC"),
+])
+@pytest.mark.parametrize("factor", [1.0, 0.25])
+def test_batch_norm_training_matches_reference(shape, fmt, factor, path):
+    """FusedBatchNormV3 in training (batch statistics, the running ones blended by
+    exponential_avg_factor), on each path, against float64 NumPy; the compiled loops
+    give the NumPy path's values bit for bit."""
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)
+    axis = 1 if fmt.startswith("NC") else len(shape) - 1
+    c = shape[axis]
+    scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    var = np.abs(rng.standard_normal(c)).astype(np.float32) + 0.1
+    args = [x, scale, offset, mean, var]
+    attrs = dict(is_training=True, epsilon=0.001, data_format=fmt,
+                 exponential_avg_factor=factor)
+    y, out_mean, out_var, bmean, bvar, _ = run_kernel("FusedBatchNormV3", args, **attrs)
+    axes = tuple(i for i in range(x.ndim) if i != axis)
+    x64 = x.astype(np.float64)
+    want_mean, want_var = x64.mean(axis=axes), x64.var(axis=axes)
+    count = x.size // c
+    np.testing.assert_allclose(bmean, want_mean, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(bvar, want_var, rtol=1e-5)
+    np.testing.assert_allclose(y, _ref_batch_norm(x, scale, offset, want_mean, want_var,
+                                                  0.001, axis), rtol=1e-4, atol=1e-4)
+    unbiased = want_var * count / max(count - 1, 1)
+    np.testing.assert_allclose(out_mean, (1 - factor) * mean + factor * want_mean,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_var, (1 - factor) * var + factor * unbiased, rtol=1e-5)
+    if path == "jit":
+        numpy_outs = _numpy_training(args, attrs)
+        for got, want in zip([y, out_mean, out_var, bmean, bvar], numpy_outs, strict=False):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_batch_norm_training_blocks_shared_among_threads(path, monkeypatch):
+    """The statistics summed per thread and the blocks shared: the one-block values, up
+    to the float64 sums' order."""
+    if path != "jit":
+        pytest.skip("the NumPy path has no blocks")
+    from aioflow.kernels.nn import conv_kernels
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 9, 9, 24)).astype(np.float32)
+    ones, zeros = np.ones(24, np.float32), np.zeros(24, np.float32)
+    args = [x, ones, zeros, zeros, ones]
+    whole = run_kernel("FusedBatchNormV3", args, is_training=True, epsilon=0.001)
+    monkeypatch.setattr(conv_kernels, "PARALLEL_WORK", 0)
+    monkeypatch.setattr(normalization_kernels, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(normalization_kernels, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(normalization_kernels, "_SPLIT_WORK", 0)
+    blocked = run_kernel("FusedBatchNormV3", args, is_training=True, epsilon=0.001)
+    for got, want in zip(blocked[:5], whole[:5], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _numpy_training(args, attrs):
+    saved = normalization_kernels._COMPILED
+    normalization_kernels._COMPILED = False
+    try:
+        return run_kernel("FusedBatchNormV3", args, **attrs)
+    finally:
+        normalization_kernels._COMPILED = saved
 
 
 def test_batch_norm_keeps_nan_and_inf(path):

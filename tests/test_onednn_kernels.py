@@ -43,6 +43,10 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "AvgPool3D": pooling_kernels.AvgPool3DOp,
               "Conv2DBackpropInput": conv_grad_kernels.Conv2DBackpropInputOp,
               "Conv2DBackpropFilter": conv_grad_kernels.Conv2DBackpropFilterOp,
+              "Conv3DBackpropInputV2": conv_grad_kernels.Conv3DBackpropInputV2Op,
+              "Conv3DBackpropFilterV2": conv_grad_kernels.Conv3DBackpropFilterV2Op,
+              "Conv3DBackpropInput": conv_grad_kernels.Conv3DBackpropInputOp,
+              "Conv3DBackpropFilter": conv_grad_kernels.Conv3DBackpropFilterOp,
               "DepthwiseConv2dNativeBackpropInput":
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropInputOp,
               "DepthwiseConv2dNativeBackpropFilter":
@@ -608,3 +612,81 @@ def conv_onednn_cache():
     from aioflow.kernels.onednn import conv_onednn
 
     return list(conv_onednn._CACHE._entries.values())
+
+
+@pytest.mark.parametrize("op", ["Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad"])
+def test_gradients_take_a_team_only_from_their_threshold(op, monkeypatch):
+    """A training step's small gradients run on one thread (a two-thread team's barriers
+    cost more than it saves there); from conv_grad_onednn.TEAM_WORK, the team
+    backend.team_size gives."""
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    asked = []
+    monkeypatch.setattr(backend, "team_size", lambda work: asked.append(work) or 2)
+    monkeypatch.setattr(backend, "_CORES", 4)
+    x = _rand(2, 8, 8, 4)
+    if op == "MaxPoolGrad":
+        attrs = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+        y = pooling_kernels.MaxPoolOp(OpKernelConstruction(
+            make_node_def("MaxPool", [x], **attrs), op_def_registry.get("MaxPool"))
+        ).compute(None, [x])[0]
+        inputs = [x, y, _rand(2, 4, 4, 4, seed=2)]
+    else:
+        attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+        dy = _rand(2, 8, 8, 6, seed=3)
+        inputs = ([x, np.array([3, 3, 4, 6], np.int32), dy] if op == "Conv2DBackpropFilter"
+                  else [np.array(x.shape, np.int32), _const(_rand(3, 3, 4, 6, seed=1)), dy])
+    got, want = _both(op, inputs, **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    assert asked == [0]  # below the threshold: the work asked about is none
+    with conv_grad_onednn.grad_team(conv_grad_onednn.TEAM_WORK) as threads:
+        assert threads == 2 and asked[-1] == conv_grad_onednn.TEAM_WORK
+
+
+@pytest.mark.parametrize("stride, padding, dilation", [
+    (1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 1), (1, "SAME", 2)])
+@pytest.mark.parametrize("v2", [True, False])
+def test_conv3d_gradients_match_numpy(stride, padding, dilation, v2):
+    """Conv3DBackpropInput/Filter (and V2) on oneDNN's backward primitives."""
+    if dilation > 1 and not v2:
+        pytest.skip("the deprecated ops have no dilations attr")
+    x_shape, w_shape = (2, 5, 7, 6, 3), (3, 2, 3, 3, 4)
+    eff = [(k - 1) * dilation + 1 for k in w_shape[:3]]
+    out = [-(-d // stride) if padding == "SAME" else (d - e + stride) // stride
+           for d, e in zip(x_shape[1:4], eff, strict=True)]
+    dy = _rand(2, *out, 4, seed=5)
+    x, w = _rand(*x_shape), _const(_rand(*w_shape, seed=1))
+    attrs = dict(strides=[1, stride, stride, stride, 1], padding=padding)
+    if v2:
+        attrs["dilations"] = [1, dilation, dilation, dilation, 1]
+    suffix = "V2" if v2 else ""
+    first = np.array(x_shape, np.int32) if v2 else x
+    got, want = _both("Conv3DBackpropInput" + suffix, [first, w, dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    second = np.array(w_shape, np.int32) if v2 else w
+    got, want = _both("Conv3DBackpropFilter" + suffix, [x, second, dy], **attrs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("stride, padding", [(1, "SAME"), (2, "SAME"), (2, "VALID")])
+def test_input_gradient_of_few_channels_computed_channels_first(channels, stride, padding):
+    """Below conv_grad_onednn.PLANAR_BELOW input channels (a first layer's gray or RGB
+    image), Conv2DBackpropInput and Conv3DBackpropInputV2 run oneDNN's channels-first
+    route (out_backprop reordered in, the gradient out): the NumPy kernels' values."""
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    planar = channels < conv_grad_onednn.PLANAR_BELOW
+    for spatial in ((9, 11), (5, 6, 7)):
+        nd = len(spatial)
+        x_shape, w_shape = (2, *spatial, channels), (*(3,) * nd, channels, 5)
+        out = [-(-d // stride) if padding == "SAME" else (d - 3 + stride) // stride
+               for d in spatial]
+        dy = _rand(2, *out, 5, seed=channels)
+        op = "Conv2DBackpropInput" if nd == 2 else "Conv3DBackpropInputV2"
+        conv_grad_onednn._CACHE.clear()
+        got, want = _both(op, [np.array(x_shape, np.int32), _const(_rand(*w_shape, seed=1)),
+                               dy], strides=[1, *(stride,) * nd, 1], padding=padding)
+        np.testing.assert_allclose(got[0], want[0], **TOL)
+        plans = list(conv_grad_onednn._CACHE._entries.values())
+        assert [p.dy_reorder is not None for p in plans] == [planar]

@@ -24,7 +24,11 @@ from aioflow.distributed import shm_transfer
 from aioflow.distributed.master_client import MasterClient
 from aioflow.distributed.wire import (
     decode_recv_tensor_response,
+    decode_recv_tensors_request,
+    decode_recv_tensors_response,
     encode_recv_tensor_response,
+    encode_recv_tensors_request,
+    encode_recv_tensors_response,
     error_of,
     from_proto,
     to_proto,
@@ -51,7 +55,21 @@ class _RecvTensorWire:
     FromString = staticmethod(decode_recv_tensor_response)
 
 
+class _RecvTensorsRequestWire:
+    SerializeToString = staticmethod(encode_recv_tensors_request)
+    FromString = staticmethod(decode_recv_tensors_request)
+
+
+class _RecvTensorsResponseWire:
+    SerializeToString = staticmethod(encode_recv_tensors_response)
+    FromString = staticmethod(decode_recv_tensors_response)
+
+
 WORKER_SERVICE = "tensorflow.WorkerService"
+#: aioflow's own calls between its tasks (beside TF's WorkerService): RecvTensors, the
+#: tensors of several keys of one step in one call.
+EXTENSION_SERVICE = "aioflow.WorkerExtension"
+_EXTENSION_METHODS = {"RecvTensors": (_RecvTensorsRequestWire, _RecvTensorsResponseWire)}
 MASTER_SERVICE = "tensorflow.MasterService"
 # Unlimited message sizes (a 64 MB tensor is one message), as TF configures its channels.
 _OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
@@ -127,6 +145,9 @@ class _WorkerService:
 
     def __init__(self, worker):
         self.worker = worker
+        self.writer = shm_transfer.WriterCache()
+        # (step id, key) -> the receive a RecvTensors started and has not answered yet
+        self.waiting: dict[tuple, asyncio.Task] = {}
 
     async def GetStatus(self, request):  # noqa: N802 - TF's method names
         return worker_pb2.GetStatusResponse(device_attributes=await self.worker.get_status())
@@ -159,7 +180,49 @@ class _WorkerService:
 
     async def CleanupGraph(self, request):  # noqa: N802
         await self.worker.cleanup_graph(request.step_id)
+        for step_key in [k for k in self.waiting if k[0] == request.step_id]:
+            self.waiting.pop(step_key).cancel()
         return worker_pb2.CleanupGraphResponse()
+
+    async def RecvTensors(self, request):  # noqa: N802 - (aioflow's, EXTENSION_SERVICE)
+        """The tensors of those keys that are ready once one is (never waiting for all: a
+        key's value may depend on what the caller does with another's); the caller asks
+        again for the rest, whose receives go on here meanwhile. A large numeric tensor
+        goes through a new shared-memory file when the caller allows it."""
+        step_id, keys, dma_ok = request
+        tasks = []
+        for key in keys:
+            task = self.waiting.get((step_id, key))
+            if task is None:
+                task = asyncio.ensure_future(self.worker.recv_tensor(step_id, key))
+                self.waiting[(step_id, key)] = task
+                task.add_done_callback(self._forget_failed)
+            tasks.append((key, task))
+        await asyncio.wait([t for _, t in tasks], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.sleep(0)  # (what the same executor pass sent comes along)
+        items = []
+        for key, task in tasks:
+            if task.done():
+                self.waiting.pop((step_id, key), None)
+                value, is_dead = task.result()  # (a failed step's error ends the call)
+                items.append((key, await self._shared(value, is_dead, dma_ok)))
+        return items
+
+    def _forget_failed(self, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is not None:
+            for step_key, waiting in list(self.waiting.items()):
+                if waiting is task:
+                    del self.waiting[step_key]
+
+    @staticmethod
+    async def _shared(value, is_dead: bool, dma_ok: bool) -> tuple:
+        if (dma_ok and not is_dead and isinstance(value, np.ndarray)
+                and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
+            loop = asyncio.get_running_loop()
+            path = await loop.run_in_executor(None, shm_transfer.write, value)
+            shm_transfer.remove_later(path, loop)
+            return value, False, path
+        return value, is_dead
 
     async def CleanupAll(self, request):  # noqa: N802
         await self.worker.cleanup_all(list(request.container))
@@ -173,8 +236,14 @@ class _WorkerService:
         if (request.dma_ok and not is_dead and isinstance(value, np.ndarray)
                 and value.nbytes >= shm_transfer.MIN_BYTES and value.dtype.kind in "biufc"):
             loop = asyncio.get_running_loop()
-            path = await loop.run_in_executor(None, shm_transfer.write, value)
-            shm_transfer.remove_later(path, loop)
+            offered = request.transport_options
+            path = None
+            if offered.type_url == shm_transfer.OFFER_TYPE_URL and offered.value:
+                path = await loop.run_in_executor(None, self.writer.write_into,
+                                                  offered.value, value)
+            if path is None:
+                path = await loop.run_in_executor(None, shm_transfer.write, value)
+                shm_transfer.remove_later(path, loop)
             return value, False, path
         return value, is_dead
 
@@ -227,8 +296,10 @@ async def serve(server, address: str) -> tuple:
     """Start `server`'s WorkerService and MasterService on `address` (port 0: any free
     one); (the grpc server, the bound port)."""
     grpc_server = aio.server(options=_OPTIONS)
+    worker = _WorkerService(server.worker)
     grpc_server.add_generic_rpc_handlers((
-        _handlers(WORKER_SERVICE, _WORKER_METHODS, _WorkerService(server.worker)),
+        _handlers(WORKER_SERVICE, _WORKER_METHODS, worker),
+        _handlers(EXTENSION_SERVICE, _EXTENSION_METHODS, worker),
         _handlers(MASTER_SERVICE, _MASTER_METHODS, _MasterService(server.master))))
     port = grpc_server.add_insecure_port(address)
     if port == 0:
@@ -265,15 +336,20 @@ class GrpcRemoteWorker(WorkerInterface):
         self._channel = None
         self._stubs = None
         self._runs: dict[int, asyncio.Task] = {}  # step id -> the RunGraph in flight
-        # A task on this machine may hand large tensors over in shared memory.
+        # A task on this machine may hand large tensors over in shared memory (into
+        # buffers of ours it writes again step after step).
         self._same_machine = (shm_transfer.available()
                               and shm_transfer.is_local_host(address.rpartition(":")[0]))
+        self._pool = shm_transfer.BufferPool() if self._same_machine else None
+        self._pending: dict[int, dict] = {}  # step id -> {key: future}, this loop turn's
 
     @property
     def stubs(self) -> _Stubs:
         if self._stubs is None:
             self._channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
             self._stubs = _Stubs(self._channel, WORKER_SERVICE, _WORKER_METHODS)
+            extension = _Stubs(self._channel, EXTENSION_SERVICE, _EXTENSION_METHODS)
+            self._stubs.RecvTensors = extension.RecvTensors
         return self._stubs
 
     async def _call(self, name: str, request, timeout: float | None = CONTROL_TIMEOUT_S):
@@ -321,8 +397,75 @@ class GrpcRemoteWorker(WorkerInterface):
         return {key: got.get(key, (None, True)) for key in recv_keys}
 
     async def recv_tensor(self, step_id: int, key: str) -> tuple:
-        return await self._call("RecvTensor", worker_pb2.RecvTensorRequest(
-            step_id=step_id, rendezvous_key=key, dma_ok=self._same_machine), timeout=None)
+        """The tensor of `key`. The keys of one step asked for in the same turn of the
+        loop go in one RecvTensors call (one key alone: TF's RecvTensor)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        pending = self._pending.get(step_id)
+        if pending is None:
+            pending = self._pending[step_id] = {}
+            loop.call_soon(self._flush, step_id)
+        pending[key] = future
+        return await future
+
+    def _flush(self, step_id: int) -> None:
+        futures = self._pending.pop(step_id)
+        task = asyncio.ensure_future(self._recv_many(step_id, futures))
+
+        def cancel_when_unwanted(_):
+            if all(f.done() for f in futures.values()):
+                task.cancel()
+        for future in futures.values():
+            future.add_done_callback(cancel_when_unwanted)
+
+    async def _recv_many(self, step_id: int, futures: dict) -> None:
+        """Resolve `futures` (key -> future): one key alone by RecvTensor; several by
+        RecvTensors calls, each answering those ready, until none is left (the peer
+        keeps receiving the others meanwhile: they are asked for there again, never by
+        RecvTensor)."""
+        try:
+            if len(futures) == 1:
+                (key, future), = futures.items()
+                got = await self._recv_one(step_id, key)
+                if not future.done():
+                    future.set_result(got)
+                return
+            while left := [k for k, f in futures.items() if not f.done()]:
+                got = await self._call("RecvTensors", (step_id, left, self._same_machine),
+                                       timeout=None)
+                for key, (value, is_dead) in got:
+                    if isinstance(value, shm_transfer.Incoming):
+                        value = value.array()
+                    if not futures[key].done():
+                        futures[key].set_result((value, is_dead))
+        except BaseException as e:
+            for future in futures.values():
+                if future.done():
+                    continue
+                if isinstance(e, asyncio.CancelledError):
+                    future.cancel()
+                else:
+                    future.set_exception(e)
+            if not isinstance(e, Exception):
+                raise
+
+    async def _recv_one(self, step_id: int, key: str) -> tuple:
+        request = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
+                                               dma_ok=self._same_machine)
+        if self._pool is None:
+            return await self._call("RecvTensor", request, timeout=None)
+        offered = self._pool.offer()
+        if offered:
+            request.transport_options.type_url = shm_transfer.OFFER_TYPE_URL
+            request.transport_options.value = offered
+        try:
+            value, is_dead = await self._call("RecvTensor", request, timeout=None)
+        except BaseException:
+            self._pool.drop_offered(offered)  # (its sender may still be writing there)
+            raise
+        incoming = value if isinstance(value, shm_transfer.Incoming) else None
+        array = self._pool.settle(offered, incoming)
+        return (value if array is None else array), is_dead
 
     async def abort_step(self, step_id: int, error) -> None:
         run = self._runs.get(step_id)
@@ -336,6 +479,8 @@ class GrpcRemoteWorker(WorkerInterface):
         await self._call("CleanupAll", worker_pb2.CleanupAllRequest(container=containers))
 
     async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         if self._channel is not None:
             await self._channel.close()
 

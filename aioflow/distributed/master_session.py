@@ -7,7 +7,8 @@ placement and colocation across tasks), partition by device, group the partition
 task and register each task's share with that task's worker (TF's RegisterGraph, once
 per signature). A step is one RunGraph per task under one step id: the feeds go into
 the client task's rendezvous and the fetches come back from it (client-terminated
-_Recv/_Send, keyed as TF's); tensors between tasks travel by RecvTensor. The first
+_Recv/_Send, keyed as TF's); tensors between tasks travel by RecvTensor, except a small
+feed another task uses, which goes with that task's RunGraph (feed_push.py). The first
 error of any task aborts the step on every other task and is what the client sees
 (an error that only echoes it, a cancellation or abort, never hides it); every task
 then drops the step's state (CleanupGraph). A step that succeeded everywhere needs no
@@ -22,8 +23,9 @@ import threading
 from dataclasses import dataclass, field
 
 from aioflow.distributed.cluster_spec import task_of_device
+from aioflow.distributed.feed_push import push_feeds
 from aioflow.distributed.local_worker import LocalWorker
-from aioflow.framework import errors
+from aioflow.framework import dtypes, errors, node_def_util
 from aioflow.graph.partition import partition_by_device, reachable_library
 from aioflow.graph.subgraph import rewrite_graph_for_execution
 from aioflow.passes.registry import Grouping, PassOptions, global_registry
@@ -40,6 +42,10 @@ ABORT_GRACE_S = 1.0
 TASK_WAIT_S = 60.0
 # How long a CleanupGraph may take (a task that vanished must not hold the client).
 CLEANUP_TIMEOUT_S = 1.0
+# A fed Placeholder of a static shape at most this large goes with the RunGraph of
+# another task that uses it (larger ones are pulled: between processes of one machine
+# through shared memory).
+PUSH_MAX_BYTES = 64 << 10
 
 
 class RemoteDevice:
@@ -71,6 +77,7 @@ class StepPlan:
     handles: dict = field(default_factory=dict)  # task -> graph handle
     feed_keys: dict = field(default_factory=dict)
     fetch_keys: dict = field(default_factory=dict)
+    pushed: dict = field(default_factory=dict)  # task -> {feed name: its _Recv's key}
     partitions: list = field(default_factory=list)  # every task's Graphs
     _partition_graph_defs: list | None = None
 
@@ -191,6 +198,7 @@ class MasterSession:
         with self._lock:
             graph = self._state.snapshot(feeds + fetches + targets)
         client = self.client_device
+        small = _small_feeds(graph, feeds)
         rewrite_graph_for_execution(graph, list(feeds), list(fetches), list(targets),
                                     client.name, use_function_convention=False,
                                     incarnation=client.incarnation)
@@ -214,6 +222,10 @@ class MasterSession:
             plan.parts.setdefault(task_of_device(device), {})[device] = part
             plan.partitions.append(part)
         plan.feed_keys, plan.fetch_keys = client_keys(feeds, fetches, client)
+        pushed = push_feeds(plan.parts, task_of_device(client.name), task_of_device,
+                            lambda name: self.devices.lookup(name).incarnation, small)
+        plan.pushed = {task: {small[tensor]: key for tensor, key in keys.items()}
+                       for task, keys in pushed.items()}
         return plan
 
     # -- steps ----------------------------------------------------------------------------
@@ -235,8 +247,10 @@ class MasterSession:
         calls = {}
         for task, handle in plan.handles.items():
             mine = task == client
+            task_sends = sends if mine else {
+                key: feed_values[name] for name, key in plan.pushed.get(task, {}).items()}
             calls[task] = loop.create_task(self.worker_of(task).run_graph(
-                handle, step_id, sends if mine else {}, recv_keys if mine else [], timeout))
+                handle, step_id, task_sends, recv_keys if mine else [], timeout))
         if client not in calls and (sends or recv_keys):
             raise errors.InternalError(None, None, "The client task has no partition")
         self._active[step_id] = list(calls.values())
@@ -381,3 +395,28 @@ def _worse(first: errors.OpError | None, new: errors.OpError) -> errors.OpError:
 def _retrieve(task) -> None:
     if not task.cancelled():
         task.exception()
+
+
+def _small_feeds(graph, feeds: tuple) -> dict:
+    """{tensor name ("node:slot"): feed name} of the feeds that may be pushed: fed
+    Placeholders of a static shape of at most PUSH_MAX_BYTES."""
+    nodes = {n.name: n for n in graph.op_nodes()}
+    small = {}
+    for name in feeds:
+        node_name, slot = node_def_util.parse_input(name)
+        node = nodes.get(node_name)
+        if node is None or node.type_string not in ("Placeholder", "PlaceholderV2"):
+            continue
+        attr = node.def_.attr
+        shape = attr["shape"].shape
+        if shape.unknown_rank or any(d.size < 0 for d in shape.dim):
+            continue
+        dtype = dtypes.as_dtype(attr["dtype"].type)
+        if dtype == dtypes.string or dtype == dtypes.resource or dtype == dtypes.variant:
+            continue
+        count = 1
+        for d in shape.dim:
+            count *= d.size
+        if count * dtype.size <= PUSH_MAX_BYTES:
+            small[f"{node_name}:{slot}"] = name
+    return small

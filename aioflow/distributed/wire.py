@@ -108,7 +108,8 @@ def encode_recv_tensor_response(got: tuple) -> bytes:
 
 def decode_recv_tensor_response(data: bytes) -> tuple:
     """(value, is_dead) of RecvTensorResponse bytes; a numeric tensor is a read-only view
-    of `data`."""
+    of `data`; one in a shared-memory file is a shm_transfer.Incoming (its receiver's
+    pool maps it)."""
     view = memoryview(data)
     pos, end = 0, len(view)
     tensor, is_dead, options = None, False, None
@@ -138,7 +139,7 @@ def decode_recv_tensor_response(data: bytes) -> tuple:
         proto = tensor_pb2.TensorProto.FromString(bytes(tensor))
         dtype = dtypes.as_dtype(proto.dtype).as_numpy_dtype
         shape = [d.size for d in proto.tensor_shape.dim]
-        return shm_transfer.read(options.value.decode(), dtype, shape), False
+        return shm_transfer.Incoming(options.value.decode(), dtype, shape), False
     return _decode_tensor(tensor), False
 
 
@@ -173,3 +174,53 @@ def _decode_tensor(view: memoryview):
             return np.frombuffer(content, dtype=dtype.as_numpy_dtype).reshape(shape)
         proto.tensor_content = bytes(content)
     return tensor_util.make_ndarray(proto)
+
+
+# -- RecvTensors: several keys of one step in one call (aioflow's, not TF's) ---------------
+# Request: dma_ok (one byte), step_id (varint), then each key (varint length, UTF-8).
+# Response: per tensor ready, its key (varint length, UTF-8) and its RecvTensorResponse
+# (varint length, encode_recv_tensor_response's bytes).
+
+def encode_recv_tensors_request(request: tuple) -> bytes:
+    """Bytes of (step_id, keys, dma_ok)."""
+    step_id, keys, dma_ok = request
+    parts = [b"\x01" if dma_ok else b"\x00", _varint(step_id)]
+    for key in keys:
+        data = key.encode()
+        parts += [_varint(len(data)), data]
+    return b"".join(parts)
+
+
+def decode_recv_tensors_request(data: bytes) -> tuple:
+    view = memoryview(data)
+    dma_ok = bool(view[0])
+    step_id, pos = _read_varint(view, 1)
+    keys = []
+    while pos < len(view):
+        length, pos = _read_varint(view, pos)
+        keys.append(bytes(view[pos:pos + length]).decode())
+        pos += length
+    return step_id, keys, dma_ok
+
+
+def encode_recv_tensors_response(items: list) -> bytes:
+    """Bytes of [(key, got)], `got` as encode_recv_tensor_response takes it."""
+    parts = []
+    for key, got in items:
+        data, payload = key.encode(), encode_recv_tensor_response(got)
+        parts += [_varint(len(data)), data, _varint(len(payload)), payload]
+    return b"".join(parts)
+
+
+def decode_recv_tensors_response(data: bytes) -> list:
+    """[(key, (value, is_dead))]; values as decode_recv_tensor_response gives them."""
+    view = memoryview(data)
+    pos, out = 0, []
+    while pos < len(view):
+        length, pos = _read_varint(view, pos)
+        key = bytes(view[pos:pos + length]).decode()
+        pos += length
+        length, pos = _read_varint(view, pos)
+        out.append((key, decode_recv_tensor_response(view[pos:pos + length])))
+        pos += length
+    return out

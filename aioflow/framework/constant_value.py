@@ -34,8 +34,9 @@ def constant_value(tensor, fold: bool = False) -> np.ndarray | None:
 
     With `fold` (shape functions: TF's C++ shape inference folds small constant
     subgraphs), a StridedSlice of known values is evaluated too, e.g. the
-    `shape(x)[0]` in `stack([shape(x)[0], -1])`; builders keep TF's Python
-    constant_value, which does not."""
+    `shape(x)[0]` in `stack([shape(x)[0], -1])`, and a BroadcastArgs of known shapes;
+    builders keep TF's Python constant_value, which does not (TF's
+    try_evaluate_constant, which folds the same way, is this with `fold`)."""
     op = tensor.op
     kind = op.type
     try:
@@ -52,6 +53,12 @@ def constant_value(tensor, fold: bool = False) -> np.ndarray | None:
             if kind == "ExpandDims":
                 return np.expand_dims(value, int(np.ravel(arg)[0]))
             return value.reshape([int(d) for d in np.ravel(arg)])
+        if kind == "BroadcastArgs" and fold:
+            s0, s1 = (constant_value(t, True) for t in op.inputs)
+            if s0 is None or s1 is None:
+                return None
+            dims = np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1))
+            return np.array(dims, dtype=s0.dtype)
         if kind in ("Shape", "ShapeN"):
             shape = op.inputs[tensor.value_index].shape
             if shape.is_fully_defined():

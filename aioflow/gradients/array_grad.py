@@ -436,7 +436,7 @@ def _broadcast_to_grad(op, grad):
     broadcast_shape = op.inputs[1]
     shape_dtype = broadcast_shape.dtype
     input_value_shape = array_ops.shape(input_value, out_type=shape_dtype)
-    static = constant_value(broadcast_shape)
+    static = constant_value(broadcast_shape, fold=True)  # TF's try_evaluate_constant
     if static is not None:
         broadcast_shape = constant([int(d) for d in static], dtype=shape_dtype)
     _, reduction_axes = _gen("BroadcastGradientArgs", s0=broadcast_shape, s1=input_value_shape)

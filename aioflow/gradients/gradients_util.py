@@ -20,10 +20,12 @@ from aioflow.framework.indexed_slices import (
     IndexedSlices,
     convert_n_to_tensor_or_indexed_slices,
 )
+from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients import control_flow_state, indexed_slices_ops
 from aioflow.gradients.registry import get_gradient_function
 from aioflow.ops import array_ops, math_ops
 from aioflow.ops.variables import ResourceVariable
+from aioflow.proto import attr_value_pb2
 
 _TRAINABLE = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64,
               dtypes.complex128, dtypes.resource, dtypes.variant, dtypes.bfloat16)
@@ -276,8 +278,8 @@ class _GradientBuilder:
         if loop_state:
             loop_state.exit_grad_while_context(op, before=True)
         grad_fn = None
-        # A call of a library function needs a registered gradient (no SymbolicGradient).
-        is_func_call = False
+        # A call of a library function without a registered gradient gets SymbolicGradient.
+        is_func_call = _is_partitioned_call(op) or _is_function(self.graph, op.type)
         has_out_grads = any(isinstance(g, (ops.Tensor, IndexedSlices)) or g for g in out_grads)
         if has_out_grads and op not in stop_ops:
             try:
@@ -331,7 +333,7 @@ class _GradientBuilder:
                 elif _supports_default_grad(op.outputs[i]):
                     out_grads[i] = control_flow_state.zeros_like(op, i)
         with ops.name_scope(op.name + "_grad"):
-            in_grads = grad_fn(op, *out_grads)
+            in_grads = grad_fn(op, *out_grads) if grad_fn else _sym_grad(op, out_grads)
             in_grads = _as_list(in_grads)
             if op.type not in ("While", "StatelessWhile") and len(in_grads) != len(op.inputs):
                 raise ValueError(f"Num gradients {len(in_grads)} generated for op "
@@ -452,6 +454,39 @@ def _multi_device_add_n(tensor_list):
         with ops.colocate_with(tensors[0].op, ignore_existing=True):
             summands.append(math_ops.add_n(tensors))
     return math_ops.add_n(summands)
+
+
+def _is_partitioned_call(op) -> bool:
+    return op.type in ("PartitionedCall", "StatefulPartitionedCall")
+
+
+def _is_function(graph, op_type: str) -> bool:
+    """Whether `op_type` names a function of the graph's library (a direct call)."""
+    return graph._library.contains(op_type)
+
+
+def _zeros_dtype(t):
+    """The dtype of a zero gradient for `t`: a variable handle's value dtype (TF's
+    default_gradient.get_zeros_dtype reads the handle data; aioflow has none, so the
+    handle must come straight from a VarHandleOp), else its own."""
+    if t.dtype == dtypes.resource:
+        if t.op.type != "VarHandleOp":
+            raise ValueError(f"Internal error: Tried to take gradients (or similar) of a "
+                             f"variable without handle data:\n{t}")
+        return dtypes.as_dtype(t.op.get_attr("dtype"))
+    return t.dtype
+
+
+def _sym_grad(op, out_grads) -> list:
+    """Backprop through a function call: a SymbolicGradient of the called function, given
+    the call's inputs and its outputs' gradients (TF's _SymGrad)."""
+    f_in = list(op.inputs) + list(out_grads)
+    f_types = [_zeros_dtype(x) for x in op.inputs]
+    f = attr_value_pb2.NameAttrList()
+    f.name = op.get_attr("f").name if _is_partitioned_call(op) else op.type
+    for key, value in op.node_def.attr.items():
+        f.attr[key].CopyFrom(value)
+    return list(apply_op("SymbolicGradient", input=f_in, Tout=f_types, f=f))
 
 
 def _supports_default_grad(t) -> bool:

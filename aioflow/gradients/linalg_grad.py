@@ -1,6 +1,8 @@
 """Gradient functions of the linear-algebra ops aioflow registers (TF's linalg_grad.py):
 Einsum (the gradient of each operand is an einsum of the output's gradient and the other
-operand, summed over the labels only that operand had, broadcast back)."""
+operand, summed over the labels only that operand had, broadcast back) and Qr (TF's
+QR backpropagation, arXiv:2009.10071: square and deep matrices directly, wide ones by
+splitting a = [x, y]; static shapes only, as TF)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from aioflow.framework import dtypes, ops
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients.math_grad import broadcast_gradient_args, reduced_shape
 from aioflow.gradients.registry import RegisterGradient
-from aioflow.ops import array_ops, math_ops
+from aioflow.ops import array_ops, linalg_ops, math_ops
 
 _ELLIPSIS = "..."
 
@@ -113,3 +115,52 @@ def _einsum_grad(op, grad):
     grad_x = array_ops.reshape(math_ops.reduce_sum(grad_x, bx_start + rx), x_shape)
     grad_y = array_ops.reshape(math_ops.reduce_sum(grad_y, by_start + ry), y_shape)
     return grad_x, grad_y
+
+
+def _triangular_solve(x, r):
+    """matmul(x, adjoint(matrix_inverse(r))) for an upper-triangular r."""
+    return linalg_ops.adjoint(linalg_ops.matrix_triangular_solve(
+        r, linalg_ops.adjoint(x), lower=False, adjoint=False))
+
+
+def _qr_grad_square_and_deep(q, r, dq, dr):
+    """The gradient for num_rows >= num_cols and full_matrices false."""
+    qdq = math_ops.matmul(q, dq, adjoint_a=True)
+    qdq_ = qdq - linalg_ops.adjoint(qdq)
+    rdr = math_ops.matmul(r, dr, adjoint_b=True)
+    rdr_ = rdr - linalg_ops.adjoint(rdr)
+    tril = linalg_ops.band_part(qdq_ + rdr_, -1, 0)
+    grad_a = math_ops.matmul(q, dr + _triangular_solve(tril, r))
+    grad_b = _triangular_solve(dq - math_ops.matmul(q, qdq), r)
+    ret = grad_a + grad_b
+    if q.dtype.is_complex:
+        m = rdr - linalg_ops.adjoint(qdq)
+        eyem = linalg_ops.set_diag(array_ops.zeros_like(m), linalg_ops.diag_part(m))
+        correction = eyem - math_ops.cast(math_ops.real(eyem), q.dtype)
+        ret = ret + _triangular_solve(math_ops.matmul(q, linalg_ops.adjoint(correction)), r)
+    return ret
+
+
+@RegisterGradient("Qr")
+def _qr_grad(op, dq, dr):
+    q, r = op.outputs
+    if r.shape.ndims is None or r.shape.as_list()[-2] is None or r.shape.as_list()[-1] is None:
+        raise NotImplementedError("QrGrad not implemented with dynamic shapes. "
+                                  f"Received r.shape: {r.shape}")
+    if (r.shape.dims[-2].value > r.shape.dims[-1].value
+            and q.shape.dims[-2].value == q.shape.dims[-1].value):
+        raise NotImplementedError("QrGrad not implemented when nrows > ncols and "
+                                  "full_matrices is true. Received r.shape="
+                                  f"{r.shape} with nrows={r.shape.dims[-2]}"
+                                  f"and ncols={r.shape.dims[-1]}.")
+    num_rows, num_cols = q.shape.dims[-2].value, r.shape.dims[-1]
+    if num_rows >= num_cols:
+        return _qr_grad_square_and_deep(q, r, dq, dr)
+    a = op.inputs[0]
+    y = a[..., :, num_rows:]
+    u = r[..., :, :num_rows]
+    dv = dr[..., :, num_rows:]
+    du = dr[..., :, :num_rows]
+    dy = math_ops.matmul(q, dv)
+    dx = _qr_grad_square_and_deep(q, u, dq + math_ops.matmul(y, dv, adjoint_b=True), du)
+    return array_ops.concat([dx, dy], axis=-1)

@@ -600,11 +600,25 @@ def _add_n_grad(op, grad):
 
 # -- element-wise binary ----------------------------------------------------------------------
 
+def _skipped(op) -> tuple:
+    """The inputs a GradientTape does not need gradients for (its mock op's
+    skip_input_indices); () for a graph op."""
+    return getattr(op, "skip_input_indices", None) or ()
+
+
+def _is_scalar(t) -> bool:
+    return _shape_tuple(t) == ()
+
+
 def _add_grad(op, grad):
     x, y = op.inputs[0], op.inputs[1]
+    skip = _skipped(op)
+    if 1 in skip and _is_scalar(y):
+        return grad, None
     if isinstance(grad, ops.Tensor) and _shapes_fully_specified_and_equal(x, y, grad):
         return grad, grad
-    return reduce_gradient_args(x, y, grad, grad)
+    return reduce_gradient_args(x, y, None if 0 in skip else grad,
+                                None if 1 in skip else grad)
 
 
 RegisterGradient("Add")(_add_grad)
@@ -614,19 +628,26 @@ RegisterGradient("AddV2")(_add_grad)
 @RegisterGradient("Sub")
 def _sub_grad(op, grad):
     x, y = op.inputs[0], op.inputs[1]
+    skip = _skipped(op)
+    if 1 in skip and _is_scalar(y):
+        return grad, None
     if isinstance(grad, ops.Tensor) and _shapes_fully_specified_and_equal(x, y, grad):
         return grad, -grad
-    return reduce_gradient_args(x, y, grad, -grad)
+    return reduce_gradient_args(x, y, None if 0 in skip else grad,
+                                None if 1 in skip else -grad)
 
 
 @RegisterGradient("Mul")
 def _mul_grad(op, grad):
     x, y = op.inputs[0], op.inputs[1]
+    skip = _skipped(op)
+    if 1 in skip and _is_scalar(y):
+        return _gen("Mul", x=grad, y=math_ops.conj(y)), None
     if (isinstance(grad, ops.Tensor) and _shapes_fully_specified_and_equal(x, y, grad)
             and grad.dtype in (dtypes.int32, dtypes.float32)):
         return _gen("Mul", x=grad, y=y), _gen("Mul", x=grad, y=x)
-    gx = _gen("Mul", x=grad, y=math_ops.conj(y))
-    gy = _gen("Mul", x=math_ops.conj(x), y=grad)
+    gx = None if 0 in skip else _gen("Mul", x=grad, y=math_ops.conj(y))
+    gy = None if 1 in skip else _gen("Mul", x=math_ops.conj(x), y=grad)
     return reduce_gradient_args(x, y, gx, gy)
 
 
@@ -727,11 +748,13 @@ def _minimum_grad(op, grad):
 @RegisterGradient("SquaredDifference")
 def _squared_difference_grad(op, grad):
     x, y = op.inputs[0], op.inputs[1]
+    skip = _skipped(op)
     with ops.control_dependencies([grad]):
         x_grad = math_ops.scalar_mul(2.0, grad) * (x - y)
     if isinstance(grad, ops.Tensor) and _shapes_fully_specified_and_equal(x, y, grad):
         return x_grad, -x_grad
-    return reduce_gradient_args(x, y, x_grad, -x_grad)
+    return reduce_gradient_args(x, y, None if 0 in skip else x_grad,
+                                None if 1 in skip else -x_grad)
 
 
 for _op_type in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "ApproximateEqual",

@@ -1,15 +1,19 @@
 """Gradient functions of the sparse ops aioflow registers (TF's sparse_grad.py):
-SparseReorder, SparseReduceSum, SparseTensorDenseMatMul, SparseToDense; SparseConcat is
-not differentiable, as in TF."""
+SparseReorder, SparseAdd, SparseSlice, SparseFillEmptyRows (through their gradient ops
+SparseAddGrad, SparseSliceGrad, SparseFillEmptyRowsGrad), SparseReduceSum,
+SparseTensorDenseMatMul, SparseToDense; SparseAddGrad and SparseConcat are not
+differentiable, as in TF."""
 
 from __future__ import annotations
 
 from aioflow.framework import dtypes
 from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.gradients.math_grad import reduced_shape
 from aioflow.gradients.registry import NotDifferentiable, RegisterGradient
-from aioflow.ops import array_ops, math_ops
+from aioflow.ops import array_ops, math_ops, sparse_ops
 
+NotDifferentiable("SparseAddGrad")
 NotDifferentiable("SparseConcat")
 
 
@@ -19,10 +23,44 @@ def _sparse_reorder_grad(op, unused_output_indices_grad, output_values_grad):
     input_shape = op.inputs[2]
     num_entries = array_ops.shape(input_indices)[0]
     entry_indices = math_ops.range(num_entries)
-    _, ordered_values = apply_op("SparseReorder", input_indices=input_indices,
-                                 input_values=entry_indices, input_shape=input_shape)
-    inverted_permutation = apply_op("InvertPermutation", x=ordered_values)
+    sp_unordered = SparseTensor(input_indices, entry_indices, input_shape)
+    sp_ordered = sparse_ops.reorder(sp_unordered)
+    inverted_permutation = apply_op("InvertPermutation", x=sp_ordered.values)
     return None, array_ops.gather(output_values_grad, inverted_permutation), None
+
+
+@RegisterGradient("SparseAdd")
+def _sparse_add_grad(op, *grads):
+    val_grad = grads[1]
+    a_indices = op.inputs[0]
+    b_indices = op.inputs[3]
+    sum_indices = op.outputs[0]
+    a_val_grad, b_val_grad = apply_op("SparseAddGrad", backprop_val_grad=val_grad,
+                                      a_indices=a_indices, b_indices=b_indices,
+                                      sum_indices=sum_indices)
+    a_val_grad.set_shape(op.inputs[1].get_shape())
+    b_val_grad.set_shape(op.inputs[4].get_shape())
+    return None, a_val_grad, None, None, b_val_grad, None, None
+
+
+@RegisterGradient("SparseSlice")
+def _sparse_slice_grad(op, *grads):
+    backprop_val_grad = grads[1]
+    val_grad = apply_op("SparseSliceGrad", backprop_val_grad=backprop_val_grad,
+                        input_indices=op.inputs[0], input_start=op.inputs[3],
+                        output_indices=op.outputs[0])
+    val_grad.set_shape(op.inputs[1].get_shape())
+    return None, val_grad, None, None, None
+
+
+@RegisterGradient("SparseFillEmptyRows")
+def _sparse_fill_empty_rows_grad(op, unused_grad_output_indices, output_grad_values,
+                                 unused_grad_empty_row_indicator,
+                                 unused_grad_reverse_index_map):
+    d_values, d_default_value = apply_op("SparseFillEmptyRowsGrad",
+                                         reverse_index_map=op.outputs[3],
+                                         grad_values=output_grad_values)
+    return [None, d_values, None, d_default_value]
 
 
 @RegisterGradient("SparseReduceSum")

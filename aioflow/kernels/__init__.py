@@ -15,7 +15,12 @@ from .array import (
     tensor_scatter_kernels,
     unique_kernels,
 )
-from .call import function_kernels, functional_kernels, script_kernels
+from .call import (
+    function_kernels,
+    functional_kernels,
+    script_kernels,
+    symbolic_gradient_kernels,
+)
 from .control_flow import control_flow_kernels
 from .data import (
     batch_kernels,
@@ -31,7 +36,13 @@ from .data import (
     transform_kernels,
     window_kernels,
 )
-from .data_flow import list_kernels, queue_kernels, stack_kernels, tensor_array_kernels
+from .data_flow import (
+    accumulator_kernels,
+    list_kernels,
+    queue_kernels,
+    stack_kernels,
+    tensor_array_kernels,
+)
 from .image import (
     crop_and_resize_grad_kernels,
     image_codec_kernels,
@@ -57,6 +68,7 @@ from .math import (
     reduction_kernels,
     segment_kernels,
     special_math_kernels,
+    triangular_solve_kernels,
 )
 from .nn import (
     activation_grad_kernels,
@@ -78,8 +90,8 @@ from .onednn import (  # registered when oneDNN loads
     pooling_grad_onednn,
     pooling_onednn,
 )
-from .random import candidate_sampler_kernels, random_kernels
-from .sparse import sparse_kernels
+from .random import candidate_sampler_kernels, random_gamma_grad_kernels, random_kernels
+from .sparse import sparse_grad_kernels, sparse_kernels
 from .state import (
     lookup_kernels,
     resource_variable_kernels,

@@ -1,6 +1,6 @@
 """Linalg builders with TF's names and node layout: einsum, band_part, diag, diag_part,
-set_diag (MatrixDiagV3 & co., as TF 2.21's Python writes them) and their v1 `matrix_*`
-names."""
+set_diag (MatrixDiagV3 & co., as TF 2.21's Python writes them), triangular_solve,
+adjoint and their v1 `matrix_*` names."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import collections
 
 from aioflow.framework import dtypes, ops
 from aioflow.framework.op_def_library import apply_op
+from aioflow.ops import array_ops
 
 
 def _resolve_equation(equation: str, n_inputs: int) -> str:
@@ -105,10 +106,28 @@ def set_diag(input, diagonal, name: str = "set_diag", k=0,  # noqa: A002
                         k=ops.convert_to_tensor(k, dtype=dtypes.int32, name="k"), align=align)
 
 
+def matrix_triangular_solve(matrix, rhs, lower: bool = True, adjoint: bool = False,
+                            name: str | None = None) -> ops.Tensor:
+    """x with matrix @ x = rhs for triangular matrices (a `MatrixTriangularSolve` op), as
+    `tf.linalg.triangular_solve`."""
+    with ops.name_scope(name, "triangular_solve", [matrix, rhs]):
+        return apply_op("MatrixTriangularSolve", matrix=matrix, rhs=rhs, lower=lower,
+                        adjoint=adjoint)
+
+
+def adjoint(matrix, name: str | None = None) -> ops.Tensor:
+    """The conjugate transpose of each innermost matrix, as `tf.linalg.adjoint`."""
+    with ops.name_scope(name, "adjoint", [matrix]):
+        matrix = ops.convert_to_tensor(matrix, name="matrix")
+        return array_ops.matrix_transpose(matrix, conjugate=True)
+
+
 matrix_band_part = band_part
+triangular_solve = matrix_triangular_solve
 matrix_diag = diag
 matrix_diag_part = diag_part
 matrix_set_diag = set_diag
 
-__all__ = ["einsum", "band_part", "diag", "diag_part", "set_diag", "matrix_band_part",
-           "matrix_diag", "matrix_diag_part", "matrix_set_diag"]
+__all__ = ["adjoint", "einsum", "band_part", "matrix_triangular_solve", "triangular_solve",
+           "diag", "diag_part", "set_diag", "matrix_band_part", "matrix_diag",
+           "matrix_diag_part", "matrix_set_diag"]

@@ -1,7 +1,8 @@
 """tf.nn's training pieces built of other ops, node for node as TF's Python builds them
 (nn_impl.py, nn_ops.py, embedding_ops.py): dropout (TF 1's keep_prob or rate), moments,
 batch_normalization, l2_normalize, zero_fraction, the sigmoid, weighted and Poisson
-cross-entropies, and embedding_lookup of one table (ref or resource variable)."""
+cross-entropies; embedding_lookup lives in embedding_ops.py (imported here for the
+sampled losses and tf.nn)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numbers
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, constant_op, control_flow_ops, math_ops, random_ops
-from aioflow.ops.clip_ops import clip_by_norm
+from aioflow.ops.embedding_ops import embedding_lookup
 
 
 # -- dropout --------------------------------------------------------------------------------
@@ -210,42 +211,6 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name=N
             cond = math_ops.logical_and(targets >= zeros, targets <= ones)
             result += array_ops.where(cond, zeros, stirling)
         return result
-
-
-# -- embeddings --------------------------------------------------------------------------------
-def embedding_lookup(params, ids, partition_strategy: str = "mod", name=None,
-                     validate_indices: bool = True, max_norm=None):
-    """Rows `ids` of the table `params` (a variable or tensor; a list of one): a Gather
-    colocated with the table (ResourceGather for a resource variable), whose gradient is
-    IndexedSlices: sparse updates of the table."""
-    if params is None:
-        raise ValueError("params must be specified")
-    if isinstance(params, (list, tuple)):
-        if not params:
-            raise ValueError("Length of params is currently 0. Need at least one param.")
-        if len(params) != 1:
-            raise NotImplementedError("embedding_lookup of a partitioned table is not "
-                                      "supported by aioflow")
-        params = params[0]
-    with ops.name_scope(name, "embedding_lookup", [params, ids]) as name:
-        resource = getattr(params, "_is_resource", False)
-        if not resource:
-            params = ops.convert_to_tensor(params, name="params")
-        ids = ops.convert_to_tensor(ids, name="ids")
-        with ops.colocate_with(params.op):
-            if resource:
-                result = params.sparse_read(ids, name=name)
-            else:
-                result = array_ops.gather(params, ids, name=name)
-            if max_norm is not None:
-                result = _clip(result, ids, max_norm)
-        return array_ops.identity(result)
-
-
-def _clip(params, ids, max_norm):
-    ids_rank = array_ops.rank(ids)
-    params_rank = array_ops.rank(params)
-    return clip_by_norm(params, max_norm, axes=math_ops.range(ids_rank, params_rank))
 
 
 # -- sampled losses ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from aioflow.proto import config_pb2 as aioflow_dot_proto_dot_config__pb2
 from aioflow.proto import cost_graph_pb2 as aioflow_dot_proto_dot_cost__graph__pb2
 from aioflow.proto import debug_pb2 as aioflow_dot_proto_dot_debug__pb2
@@ -34,7 +35,7 @@ from aioflow.proto import tensor_pb2 as aioflow_dot_proto_dot_tensor__pb2
 from aioflow.proto import tensorflow_server_pb2 as aioflow_dot_proto_dot_tensorflow__server__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61ioflow/proto/worker.proto\x12\x0f\x61ioflow.tfproto\x1a\x1a\x61ioflow/proto/config.proto\x1a\x1e\x61ioflow/proto/cost_graph.proto\x1a\x19\x61ioflow/proto/debug.proto\x1a%aioflow/proto/device_attributes.proto\x1a\x1f\x61ioflow/proto/error_codes.proto\x1a\x19\x61ioflow/proto/graph.proto\x1a aioflow/proto/named_tensor.proto\x1a\x1e\x61ioflow/proto/step_stats.proto\x1a\x1a\x61ioflow/proto/tensor.proto\x1a%aioflow/proto/tensorflow_server.proto\"\x12\n\x10GetStatusRequest\"Q\n\x11GetStatusResponse\x12<\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32!.aioflow.tfproto.DeviceAttributes\"\xc9\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12.\n\nserver_def\x18\x02 \x01(\x0b\x32\x1a.aioflow.tfproto.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12\x44\n\x19\x63luster_device_attributes\x18\x04 \x03(\x0b\x32!.aioflow.tfproto.DeviceAttributes\"\x1d\n\x1b\x43reateWorkerSessionResponse\"4\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\xde\x02\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x06 \x01(\x08\x12,\n\tgraph_def\x18\x02 \x01(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12\x1c\n\x10has_control_flow\x18\x03 \x01(\x08\x42\x02\x18\x01\x12\x34\n\rgraph_options\x18\x04 \x01(\x0b\x32\x1d.aioflow.tfproto.GraphOptions\x12\x34\n\rdebug_options\x18\x05 \x01(\x0b\x32\x1d.aioflow.tfproto.DebugOptions\x12\x1c\n\x14\x63ollective_graph_key\x18\x07 \x01(\x03\x12\x32\n\x0c\x63onfig_proto\x18\x08 \x01(\x0b\x32\x1c.aioflow.tfproto.ConfigProto\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"l\n\x16\x44\x65registerGraphRequest\x12\x16\n\x0esession_handle\x18\x02 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x03 \x01(\x08\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"\x19\n\x17\x44\x65registerGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"\x8a\x01\n\x0c\x45xecutorOpts\x12\x14\n\x0crecord_costs\x18\x01 \x01(\x08\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x04 \x01(\x08\x12*\n\"report_tensor_allocations_upon_oom\x18\x05 \x01(\x08\"\xd7\x02\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x08 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\n \x01(\x08\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\x03\x12\x30\n\texec_opts\x18\x05 \x01(\x0b\x32\x1d.aioflow.tfproto.ExecutorOpts\x12/\n\x04send\x18\x03 \x03(\x0b\x32!.aioflow.tfproto.NamedTensorProto\x12\x10\n\x08recv_key\x18\x04 \x03(\t\x12\x12\n\nis_partial\x18\x06 \x01(\x08\x12\x1b\n\x13is_last_partial_run\x18\x07 \x01(\x08\x12%\n\x1dstore_errors_in_response_body\x18\t \x01(\x08\x12\x12\n\nrequest_id\x18\x0b \x01(\x03\"\xaa\x02\n\x10RunGraphResponse\x12/\n\x04recv\x18\x01 \x03(\x0b\x32!.aioflow.tfproto.NamedTensorProto\x12.\n\nstep_stats\x18\x02 \x01(\x0b\x32\x1a.aioflow.tfproto.StepStats\x12\x31\n\ncost_graph\x18\x03 \x01(\x0b\x32\x1d.aioflow.tfproto.CostGraphDef\x12\x32\n\x0fpartition_graph\x18\x04 \x03(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12\x30\n\x0bstatus_code\x18\x05 \x01(\x0e\x32\x1b.aioflow.tfproto.error.Code\x12\x1c\n\x14status_error_message\x18\x06 \x01(\t\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"\xd4\x01\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0e\n\x06\x64ma_ok\x18\x03 \x01(\x08\x12\x38\n\x0f\x63lient_locality\x18\x04 \x01(\x0b\x32\x1f.aioflow.tfproto.DeviceLocality\x12\x38\n\x0fserver_locality\x18\x05 \x01(\x0b\x32\x1f.aioflow.tfproto.DeviceLocality\x12\x12\n\nrequest_id\x18\x07 \x01(\x03\"\x83\x01\n\x12RecvTensorResponse\x12,\n\x06tensor\x18\x01 \x01(\x0b\x32\x1c.aioflow.tfproto.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x13\n\x0brequire_ack\x18\x05 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61ioflow/proto/worker.proto\x12\x0f\x61ioflow.tfproto\x1a\x19google/protobuf/any.proto\x1a\x1a\x61ioflow/proto/config.proto\x1a\x1e\x61ioflow/proto/cost_graph.proto\x1a\x19\x61ioflow/proto/debug.proto\x1a%aioflow/proto/device_attributes.proto\x1a\x1f\x61ioflow/proto/error_codes.proto\x1a\x19\x61ioflow/proto/graph.proto\x1a aioflow/proto/named_tensor.proto\x1a\x1e\x61ioflow/proto/step_stats.proto\x1a\x1a\x61ioflow/proto/tensor.proto\x1a%aioflow/proto/tensorflow_server.proto\"\x12\n\x10GetStatusRequest\"Q\n\x11GetStatusResponse\x12<\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32!.aioflow.tfproto.DeviceAttributes\"\xc9\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12.\n\nserver_def\x18\x02 \x01(\x0b\x32\x1a.aioflow.tfproto.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12\x44\n\x19\x63luster_device_attributes\x18\x04 \x03(\x0b\x32!.aioflow.tfproto.DeviceAttributes\"\x1d\n\x1b\x43reateWorkerSessionResponse\"4\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\xde\x02\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x06 \x01(\x08\x12,\n\tgraph_def\x18\x02 \x01(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12\x1c\n\x10has_control_flow\x18\x03 \x01(\x08\x42\x02\x18\x01\x12\x34\n\rgraph_options\x18\x04 \x01(\x0b\x32\x1d.aioflow.tfproto.GraphOptions\x12\x34\n\rdebug_options\x18\x05 \x01(\x0b\x32\x1d.aioflow.tfproto.DebugOptions\x12\x1c\n\x14\x63ollective_graph_key\x18\x07 \x01(\x03\x12\x32\n\x0c\x63onfig_proto\x18\x08 \x01(\x0b\x32\x1c.aioflow.tfproto.ConfigProto\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"l\n\x16\x44\x65registerGraphRequest\x12\x16\n\x0esession_handle\x18\x02 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\x03 \x01(\x08\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"\x19\n\x17\x44\x65registerGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"\x8a\x01\n\x0c\x45xecutorOpts\x12\x14\n\x0crecord_costs\x18\x01 \x01(\x08\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x04 \x01(\x08\x12*\n\"report_tensor_allocations_upon_oom\x18\x05 \x01(\x08\"\xd7\x02\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x08 \x01(\t\x12$\n\x1c\x63reate_worker_session_called\x18\n \x01(\x08\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\x03\x12\x30\n\texec_opts\x18\x05 \x01(\x0b\x32\x1d.aioflow.tfproto.ExecutorOpts\x12/\n\x04send\x18\x03 \x03(\x0b\x32!.aioflow.tfproto.NamedTensorProto\x12\x10\n\x08recv_key\x18\x04 \x03(\t\x12\x12\n\nis_partial\x18\x06 \x01(\x08\x12\x1b\n\x13is_last_partial_run\x18\x07 \x01(\x08\x12%\n\x1dstore_errors_in_response_body\x18\t \x01(\x08\x12\x12\n\nrequest_id\x18\x0b \x01(\x03\"\xaa\x02\n\x10RunGraphResponse\x12/\n\x04recv\x18\x01 \x03(\x0b\x32!.aioflow.tfproto.NamedTensorProto\x12.\n\nstep_stats\x18\x02 \x01(\x0b\x32\x1a.aioflow.tfproto.StepStats\x12\x31\n\ncost_graph\x18\x03 \x01(\x0b\x32\x1d.aioflow.tfproto.CostGraphDef\x12\x32\n\x0fpartition_graph\x18\x04 \x03(\x0b\x32\x19.aioflow.tfproto.GraphDef\x12\x30\n\x0bstatus_code\x18\x05 \x01(\x0e\x32\x1b.aioflow.tfproto.error.Code\x12\x1c\n\x14status_error_message\x18\x06 \x01(\t\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"\x85\x02\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0e\n\x06\x64ma_ok\x18\x03 \x01(\x08\x12\x38\n\x0f\x63lient_locality\x18\x04 \x01(\x0b\x32\x1f.aioflow.tfproto.DeviceLocality\x12\x38\n\x0fserver_locality\x18\x05 \x01(\x0b\x32\x1f.aioflow.tfproto.DeviceLocality\x12/\n\x11transport_options\x18\x06 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x12\n\nrequest_id\x18\x07 \x01(\x03\"\x83\x01\n\x12RecvTensorResponse\x12,\n\x06tensor\x18\x01 \x01(\x0b\x32\x1c.aioflow.tfproto.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x13\n\x0brequire_ack\x18\x05 \x01(\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,42 +44,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_REGISTERGRAPHREQUEST'].fields_by_name['has_control_flow']._loaded_options = None
   _globals['_REGISTERGRAPHREQUEST'].fields_by_name['has_control_flow']._serialized_options = b'\030\001'
-  _globals['_GETSTATUSREQUEST']._serialized_start=366
-  _globals['_GETSTATUSREQUEST']._serialized_end=384
-  _globals['_GETSTATUSRESPONSE']._serialized_start=386
-  _globals['_GETSTATUSRESPONSE']._serialized_end=467
-  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_start=470
-  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=671
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=673
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=702
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=704
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=756
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=758
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=787
-  _globals['_REGISTERGRAPHREQUEST']._serialized_start=790
-  _globals['_REGISTERGRAPHREQUEST']._serialized_end=1140
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=1142
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=1187
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=1189
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=1297
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=1299
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=1324
-  _globals['_CLEANUPALLREQUEST']._serialized_start=1326
-  _globals['_CLEANUPALLREQUEST']._serialized_end=1364
-  _globals['_CLEANUPALLRESPONSE']._serialized_start=1366
-  _globals['_CLEANUPALLRESPONSE']._serialized_end=1386
-  _globals['_EXECUTOROPTS']._serialized_start=1389
-  _globals['_EXECUTOROPTS']._serialized_end=1527
-  _globals['_RUNGRAPHREQUEST']._serialized_start=1530
-  _globals['_RUNGRAPHREQUEST']._serialized_end=1873
-  _globals['_RUNGRAPHRESPONSE']._serialized_start=1876
-  _globals['_RUNGRAPHRESPONSE']._serialized_end=2174
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=2176
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=2214
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=2216
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=2238
-  _globals['_RECVTENSORREQUEST']._serialized_start=2241
-  _globals['_RECVTENSORREQUEST']._serialized_end=2453
-  _globals['_RECVTENSORRESPONSE']._serialized_start=2456
-  _globals['_RECVTENSORRESPONSE']._serialized_end=2587
+  _globals['_GETSTATUSREQUEST']._serialized_start=393
+  _globals['_GETSTATUSREQUEST']._serialized_end=411
+  _globals['_GETSTATUSRESPONSE']._serialized_start=413
+  _globals['_GETSTATUSRESPONSE']._serialized_end=494
+  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_start=497
+  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=698
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=700
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=729
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=731
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=783
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=785
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=814
+  _globals['_REGISTERGRAPHREQUEST']._serialized_start=817
+  _globals['_REGISTERGRAPHREQUEST']._serialized_end=1167
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=1169
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=1214
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=1216
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=1324
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=1326
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=1351
+  _globals['_CLEANUPALLREQUEST']._serialized_start=1353
+  _globals['_CLEANUPALLREQUEST']._serialized_end=1391
+  _globals['_CLEANUPALLRESPONSE']._serialized_start=1393
+  _globals['_CLEANUPALLRESPONSE']._serialized_end=1413
+  _globals['_EXECUTOROPTS']._serialized_start=1416
+  _globals['_EXECUTOROPTS']._serialized_end=1554
+  _globals['_RUNGRAPHREQUEST']._serialized_start=1557
+  _globals['_RUNGRAPHREQUEST']._serialized_end=1900
+  _globals['_RUNGRAPHRESPONSE']._serialized_start=1903
+  _globals['_RUNGRAPHRESPONSE']._serialized_end=2201
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=2203
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=2241
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=2243
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=2265
+  _globals['_RECVTENSORREQUEST']._serialized_start=2268
+  _globals['_RECVTENSORREQUEST']._serialized_end=2529
+  _globals['_RECVTENSORRESPONSE']._serialized_start=2532
+  _globals['_RECVTENSORRESPONSE']._serialized_end=2663
 # @@protoc_insertion_point(module_scope)

@@ -42,6 +42,7 @@ the same way):
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 
 import numpy as np
@@ -54,6 +55,7 @@ from aioflow.framework.function_instantiate import (
     instantiate,
 )
 from aioflow.framework.kernel_context import OpKernelContext
+from aioflow.gradients.function_gradient import symbolic_gradient_function_def
 from aioflow.graph import construct
 from aioflow.graph.algorithm import prune_for_reverse_reachability
 from aioflow.passes.graph_optimizer import optimize_graph
@@ -86,6 +88,7 @@ class FunctionBody:
 
 
 _building = threading.local()
+_grad_uid = itertools.count(1)  # names of the gradient functions SymbolicGradient builds
 
 
 class FunctionLibraryRuntime:
@@ -125,6 +128,35 @@ class FunctionLibraryRuntime:
             body = self._build(name, attrs, caller)
         finally:
             stack.pop()
+        with self._lock:
+            return self._bodies.setdefault(key, body)
+
+    def instantiate_gradient(self, func, caller=None) -> FunctionBody:
+        """The body a SymbolicGradient of `func` (a NameAttrList) runs: the library's
+        gradient function of func.name when it registers one, else the gradient built from
+        func's body (gradients/function_gradient.py), cached like any instantiation."""
+        attrs = dict(func.attr)
+        grad = self.library.find_gradient(func.name)
+        if grad is not None:
+            return self.instantiate(grad, attrs, caller)
+        key = ("SymbolicGradient", func.name, canonical_attrs(attrs))
+        body = self._bodies.get(key)
+        if body is not None:
+            return body
+        if self.library.find(func.name) is None:
+            raise function_not_found(func.name, caller)
+        grad_name = f"{func.name}_SymbolicGradient_{next(_grad_uid)}"
+        # Built on a copy (gradients of If/While inside f add functions of their own),
+        # then everything new joins this runtime's library, where nested calls look.
+        library = self.library.copy()
+        try:
+            library.add_function_def(
+                symbolic_gradient_function_def(library, func.name, attrs, grad_name))
+        except (LookupError, ValueError, TypeError) as e:
+            raise errors.InvalidArgumentError(
+                caller, None, f"Cannot build the gradient of function {func.name}: {e}") from e
+        self.library.add_library(library)
+        body = self._build(grad_name, {}, caller)
         with self._lock:
             return self._bodies.setdefault(key, body)
 

@@ -106,6 +106,7 @@ from aioflow.train.session_run_hook import (
     SessionRunValues,
 )
 from aioflow.train.snapshots import Snapshot, SnapshotPublisher, placeholders_for
+from aioflow.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from aioflow.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -145,6 +146,7 @@ __all__ = [
     "SessionRunHook", "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
     "FeedFnHook", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
     "NanTensorHook", "SecondOrStepTimer", "StepCounterHook", "StopAtStepHook",
+    "SyncReplicasOptimizer",
     "SummarySaverHook",
     # beyond TF: training beside serving on one loop
     "Snapshot", "SnapshotPublisher", "placeholders_for",

@@ -8,11 +8,15 @@ gradient tensors and of the variables after training steps.
 Run from the project root with TF 2.21 (never a dependency):
 
     TF_CPP_MIN_LOG_LEVEL=3 /work/tfvenv/bin/python tests/data/make_gradient_fixtures_tf.py
+
+Naming programs (``... make_gradient_fixtures_tf.py qr random_gamma``) rewrites only those
+programs' files and their index entries (and the OpDefs), leaving the rest as they are.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -33,16 +37,111 @@ OP_DEFS = ["BroadcastGradientArgs", "ConcatOffset", "ReluGrad", "Relu6Grad", "El
            "FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
            "FakeQuantWithMinMaxVarsPerChannelGradient", "CropAndResizeGradImage",
            "CropAndResizeGradBoxes",
-           "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3"]
+           "StackV2", "StackPushV2", "StackPopV2", "StackCloseV2", "TensorArrayGradV3",
+           "SparseAddGrad", "SparseSliceGrad", "SparseFillEmptyRowsGrad", "RandomGammaGrad",
+           "MatrixTriangularSolve"]
 
 
-def write_programs(tf) -> dict:
+def write_forward_graphs(tf) -> None:
+    """Forward graphs that call functions, which the function-call programs import (TF
+    emits SymbolicGradient for a call whose function has no registered gradient, as
+    after an import): a PartitionedCall of a tf.function with two results, one of them
+    calling another tf.function, and a direct call of a Defun."""
+    from tensorflow.python.framework import function
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.placeholder(tf.float32, [3], name="w")
+
+        @tf.function
+        def inner(a):
+            return tf.sin(a) * a
+
+        @tf.function
+        def outer(a, b):
+            return tf.tanh(a) * b + inner(a * b), tf.cos(b)
+
+        y, z = outer(x, w)
+
+        @function.Defun(tf.float32, tf.float32)
+        def scaled_exp(a, b):
+            return a * tf.exp(b)
+
+        v = scaled_exp(x, w)
+        v.set_shape([3])
+        tf.identity(y, name="y")
+        tf.identity(z, name="z")
+        tf.identity(v, name="v")
+    (OUT / "forward_function_calls.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+
+        @function.Defun(tf.float32, tf.float32)
+        def halved(a, dy):
+            return dy * 0.5 + a * 0.0
+
+        @function.Defun(tf.float32, grad_func=halved)
+        def cube(a):
+            return a * a * a
+
+        tf.identity(cube(x), name="y")
+    (OUT / "forward_function_library_gradient.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)
+
+        @tf.function
+        def times_variable(a):
+            return tf.tanh(a) * v
+
+        tf.identity(times_variable(x), name="y")
+    (OUT / "forward_function_variable.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+    from tensorflow.python.ops import cond_v2, while_v2
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.placeholder(tf.float32, [3], name="w")
+        p = tf.placeholder(tf.bool, [], name="p")
+        y = cond_v2.cond_v2(p, lambda: tf.tanh(x) * w, lambda: tf.sin(x * w) + w)
+        tf.identity(y, name="cond_y")
+        _, v, u = while_v2.while_loop(lambda i, v, u: i < 3,
+                                      lambda i, v, u: (i + 1, tf.sin(v) * w, u + v * v),
+                                      [tf.constant(0), x, tf.zeros([3])])
+        tf.identity(v, name="while_v")
+        tf.identity(u, name="while_u")
+
+        @tf.function
+        def nested(a, b):  # a tf.function builds its cond and loop as If/While
+            c = tf.cond(tf.reduce_sum(a) > 0.0, lambda: a * b, lambda: tf.exp(a))
+            return tf.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, tf.sin(s) * b),
+                                 [tf.constant(0), c])[1]
+
+        tf.identity(nested(x, w), name="nested_y")
+    (OUT / "forward_functional_control_flow.pb").write_bytes(
+        graph.as_graph_def().SerializeToString())
+
+
+def write_programs(tf, only: list[str]) -> dict:
     index = {}
     for name, program in gradient_programs.PROGRAMS.items():
+        if only and name not in only:
+            continue
         graph, n_forward, spec, grads = gradient_programs.build(tf, program)
         (OUT / f"{name}.pb").write_bytes(graph.as_graph_def().SerializeToString())
         fetches = gradient_programs.fetchable(tf, grads)
         with tf.Session(graph=graph) as sess:
+            if spec.get("init"):
+                sess.run(spec["init"])
             values = sess.run([f for f in fetches if f is not None], spec["feeds"])
         dense = iter(gradient_programs.densify(v) for v in values)
         arrays = {str(i): next(dense) for i, f in enumerate(fetches) if f is not None}
@@ -59,6 +158,158 @@ def write_op_defs() -> None:
     for name in OP_DEFS:
         ops.op.add().CopyFrom(op_def_registry.get(name))
     (OUT / "grad_op_defs.pb").write_bytes(ops.SerializeToString())
+
+
+def _i64(rows):
+    return np.array(rows, np.int64)
+
+
+def _f32(values):
+    return np.array(values, np.float32)
+
+
+# (case id, op, {input: value}, {attr: value}): the new gradient kernels' values and errors.
+KERNEL_CASES = [
+    ("add_grad", "SparseAddGrad", {"backprop_val_grad": _f32([1, 2, 3]),
+                                   "a_indices": _i64([[0, 0], [1, 1]]),
+                                   "b_indices": _i64([[0, 0], [2, 1]]),
+                                   "sum_indices": _i64([[0, 0], [1, 1], [2, 1]])}, {}),
+    ("add_grad_dropped", "SparseAddGrad", {"backprop_val_grad": _f32([4, 5]),
+                                           "a_indices": _i64([[0, 1], [1, 0], [2, 2]]),
+                                           "b_indices": _i64([[1, 0], [2, 0]]),
+                                           "sum_indices": _i64([[0, 1], [2, 2]])}, {}),
+    ("add_grad_unordered", "SparseAddGrad", {"backprop_val_grad": _f32([4, 5, 6]),
+                                             "a_indices": _i64([[1, 0], [0, 1], [2, 2]]),
+                                             "b_indices": _i64([[0, 1], [2, 2]]),
+                                             "sum_indices": _i64([[0, 1], [1, 0], [2, 2]])},
+     {}),
+    ("slice_grad_unordered", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 6]),
+                                                 "input_indices": _i64([[2, 3], [1, 2], [0, 0]]),
+                                                 "input_start": _i64([1, 1]),
+                                                 "output_indices": _i64([[1, 2], [0, 1]])}, {}),
+    ("add_grad_matrix", "SparseAddGrad", {"backprop_val_grad": _f32([1]), "a_indices": _i64([0]),
+                                          "b_indices": _i64([[0, 0]]),
+                                          "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_vector", "SparseAddGrad", {"backprop_val_grad": _f32([[1]]),
+                                          "a_indices": _i64([[0, 0]]),
+                                          "b_indices": _i64([[0, 0]]),
+                                          "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_ndims", "SparseAddGrad", {"backprop_val_grad": _f32([1]),
+                                         "a_indices": _i64([[0, 0]]), "b_indices": _i64([[0]]),
+                                         "sum_indices": _i64([[0, 0]])}, {}),
+    ("add_grad_nnz", "SparseAddGrad", {"backprop_val_grad": _f32([1, 2]),
+                                       "a_indices": _i64([[0, 0]]), "b_indices": _i64([[0, 0]]),
+                                       "sum_indices": _i64([[0, 0]])}, {}),
+    ("slice_grad", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 6]),
+                                       "input_indices": _i64([[0, 0], [1, 2], [2, 3]]),
+                                       "input_start": _i64([1, 1]),
+                                       "output_indices": _i64([[0, 1], [1, 2]])}, {}),
+    ("slice_grad_matrix", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                              "input_indices": _i64([0]),
+                                              "input_start": _i64([1]),
+                                              "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_vector", "SparseSliceGrad", {"backprop_val_grad": _f32(5),
+                                              "input_indices": _i64([[0]]),
+                                              "input_start": _i64([1]),
+                                              "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_ndims", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                             "input_indices": _i64([[0]]),
+                                             "input_start": _i64([1]),
+                                             "output_indices": _i64([[0, 1]])}, {}),
+    ("slice_grad_rows", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 1]),
+                                            "input_indices": _i64([[0]]),
+                                            "input_start": _i64([1]),
+                                            "output_indices": _i64([[0], [1]])}, {}),
+    ("slice_grad_nnz", "SparseSliceGrad", {"backprop_val_grad": _f32([5, 1]),
+                                           "input_indices": _i64([[0], [1]]),
+                                           "input_start": _i64([1]),
+                                           "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_start", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                             "input_indices": _i64([[0]]),
+                                             "input_start": _i64([[1]]),
+                                             "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_start_length", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                                    "input_indices": _i64([[0]]),
+                                                    "input_start": _i64([1, 2]),
+                                                    "output_indices": _i64([[0]])}, {}),
+    ("slice_grad_unpropagated", "SparseSliceGrad", {"backprop_val_grad": _f32([5]),
+                                                    "input_indices": _i64([[0]]),
+                                                    "input_start": _i64([1]),
+                                                    "output_indices": _i64([[7]])}, {}),
+    ("fill_grad", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0, 2]),
+                                              "grad_values": _f32([1, 2, 3, 4])}, {}),
+    ("fill_grad_vector", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([[0]]),
+                                                     "grad_values": _f32([1])}, {}),
+    ("fill_grad_values", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0]),
+                                                     "grad_values": _f32(1)}, {}),
+    ("fill_grad_range", "SparseFillEmptyRowsGrad", {"reverse_index_map": _i64([0, 5]),
+                                                    "grad_values": _f32([1, 2])}, {}),
+    ("gamma_grad", "RandomGammaGrad", {"alpha": _f32([0.5, 1, 3, 20]),
+                                       "sample": _f32([0.3, 1.2, 2.5, 18])}, {}),
+    ("gamma_grad_f64", "RandomGammaGrad", {
+        "alpha": np.array([0.1, 0.5, 1, 3, 20, 200]),
+        "sample": np.array([1e-4, 0.3, 1.2, 2.5, 18, 210])}, {}),
+    ("gamma_grad_broadcast", "RandomGammaGrad", {"alpha": _f32([[0.5], [2]]),
+                                                 "sample": _f32([0.3, 1.2, 2.5])}, {}),
+    ("gamma_grad_shapes", "RandomGammaGrad", {"alpha": _f32([0.5, 2]),
+                                              "sample": _f32([0.3, 1.2, 2.5])}, {}),
+    ("solve_lower", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                              "rhs": _f32([[1, 4], [2, 5]])}, {}),
+    ("solve_upper_adjoint", "MatrixTriangularSolve", {
+        "matrix": np.array([[[2, 7, 1], [9, 3, 2], [9, 9, 4]]], np.float64),
+        "rhs": np.array([[1.0], [2.0], [3.0]])}, {"lower": False, "adjoint": True}),
+    ("solve_broadcast", "MatrixTriangularSolve", {
+        "matrix": np.stack([_f32([[2, 0], [1, 3]]), _f32([[1, 0], [4, 2]])]),
+        "rhs": _f32([[1], [2]])}, {}),
+    ("solve_singular", "MatrixTriangularSolve", {"matrix": _f32([[0, 0], [1, 3]]),
+                                                 "rhs": _f32([[1], [2]])}, {}),
+    ("solve_rank", "MatrixTriangularSolve", {"matrix": _f32([1, 2]), "rhs": _f32([[1], [2]])},
+     {}),
+    ("solve_rhs_rank", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                                 "rhs": _f32([1, 2])}, {}),
+    ("solve_square", "MatrixTriangularSolve", {"matrix": np.ones((2, 3), np.float32),
+                                               "rhs": _f32([[1], [2]])}, {}),
+    ("solve_rows", "MatrixTriangularSolve", {"matrix": _f32([[2, 0], [1, 3]]),
+                                             "rhs": np.ones((3, 1), np.float32)},
+     {"adjoint": True}),
+    ("solve_batch", "MatrixTriangularSolve", {"matrix": np.ones((2, 2, 2), np.float32),
+                                              "rhs": np.ones((3, 2, 1), np.float32)}, {}),
+]
+
+
+def _kernel_message(text: str) -> str:
+    """The kernel's own words out of a session error's text."""
+    text = text.split("\n\t [[")[0]
+    match = re.search(r"\nNode: '[^']*'\n(.*)$", text, re.S)
+    return (match.group(1) if match else text).strip()
+
+
+def write_kernel_cases(tf) -> None:
+    """Each KERNEL_CASES entry run in a Session on placeholders of unknown shape (so the
+    kernel, not shape inference, checks): its outputs, or its error's class and message."""
+    results, arrays = {}, {}
+    for cid, op, inputs, attrs in KERNEL_CASES:
+        graph = tf.Graph()
+        with graph.as_default():
+            feeds = {name: tf.placeholder(tf.as_dtype(value.dtype), None, name=name)
+                     for name, value in inputs.items()}
+            outs = getattr(tf.raw_ops, op)(**feeds, **attrs)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        for name, value in inputs.items():
+            arrays[f"{cid}/{name}"] = value
+        entry = {"op": op, "attrs": attrs, "inputs": list(inputs)}
+        try:
+            with tf.Session(graph=graph) as sess:
+                values = sess.run(outs, {feeds[n]: v for n, v in inputs.items()})
+        except tf.errors.OpError as e:
+            entry.update(error=type(e).__name__, message=_kernel_message(e.message))
+        else:
+            for i, value in enumerate(values):
+                arrays[f"{cid}/out{i}"] = value
+            entry["outputs"] = len(values)
+        results[cid] = entry
+    np.savez(OUT / "kernel_cases.npz", **arrays)
+    (OUT / "kernel_cases.json").write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
 def write_mlp_meta_graph(tf) -> dict:
@@ -136,19 +387,24 @@ def write_cnn_adam_meta_graph(tf) -> dict:
             "train": train.name, "variables": ["conv_f", "dense_w"]}
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     OUT.mkdir(exist_ok=True)
-    index = write_programs(tf)
+    if not only or any(name.startswith(("function_call", "functional_")) for name in only):
+        write_forward_graphs(tf)
+    index = write_programs(tf, only)
     write_op_defs()
-    meta = write_mlp_meta_graph(tf)
-    cnn = write_cnn_adam_meta_graph(tf)
-    (OUT / "index.json").write_text(json.dumps({"programs": index, "mlp_meta_graph": meta,
-                                                "cnn_adam_meta_graph": cnn},
-                                               indent=1, sort_keys=True) + "\n")
+    write_kernel_cases(tf)
+    if only:
+        full = json.loads((OUT / "index.json").read_text())
+        full["programs"].update(index)
+    else:
+        full = {"programs": index, "mlp_meta_graph": write_mlp_meta_graph(tf),
+                "cnn_adam_meta_graph": write_cnn_adam_meta_graph(tf)}
+    (OUT / "index.json").write_text(json.dumps(full, indent=1, sort_keys=True) + "\n")
     print(f"{len(index)} programs")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

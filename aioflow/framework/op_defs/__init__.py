@@ -1,6 +1,7 @@
 """Built-in op definitions (OpDefs), one module per op family."""
 
 from . import (  # noqa: F401  (importing a module registers its ops)
+    accumulator_ops,
     array_grad_ops,
     array_ops,
     bitwise_ops,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     image_ops,
     io_ops,
     linalg_ops,
+    linalg_solve_ops,
     list_ops,
     logging_ops,
     lookup_ops,
@@ -31,11 +33,13 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     parsing_ops,
     partition_stitch_ops,
     queue_ops,
+    random_grad_ops,
     random_ops,
     script_ops,
     segment_ops,
     sendrecv_ops,
     space_batch_ops,
+    sparse_grad_ops,
     sparse_ops,
     stack_ops,
     state_ops,

@@ -3,6 +3,7 @@ into them, a function body reads its arguments and writes its results with them)
 TF's functional ops (function calls, If, Case, While)."""
 
 from aioflow.framework import tensor_shape
+from aioflow.framework.function_shapes import call_output_shapes
 from aioflow.framework.op_def_registry import register_op
 
 
@@ -42,11 +43,20 @@ def _while_shape(op):
     return [t.shape for t in op.inputs]
 
 
+def _call_shapes(op):
+    """The function body's result shapes for the call's input shapes (TF's ShapeRefiner
+    infers a call's shapes from its function), else unknown shapes."""
+    shapes = call_output_shapes(op)
+    if shapes is None or len(shapes) != len(op.outputs):
+        return _unknown_outputs(op)
+    return shapes
+
+
 for _name, _stateful in (("PartitionedCall", False), ("StatefulPartitionedCall", True)):
     _b = (register_op(_name).input("args: Tin").output("output: Tout")
           .attr("Tin: list(type) >= 0").attr("Tout: list(type) >= 0").attr("f: func")
           .attr("config: string = ''").attr("config_proto: string = ''")
-          .attr("executor_type: string = ''").set_shape_fn(_unknown_outputs))
+          .attr("executor_type: string = ''").set_shape_fn(_call_shapes))
     if _stateful:
         _b.set_is_stateful().set_is_distributed_communication()
 
@@ -78,3 +88,18 @@ for _name, _stateful in (("While", True), ("StatelessWhile", False)):
 # copy-on-read mode off); no outputs.
 register_op("DisableCopyOnRead").input("resource: resource").set_is_stateful() \
     .set_shape_fn(lambda op: [])
+
+
+def _symbolic_gradient_shape(op):
+    """Output i (the gradient of f's input i) has input i's shape (TF's shape fn)."""
+    if len(op.inputs) < len(op.outputs):
+        raise ValueError(f"SymbolicGradient '{op.name}' has fewer inputs than outputs")
+    return [op.inputs[i].shape for i in range(len(op.outputs))]
+
+
+# The gradient of function f: inputs are f's inputs then the gradients of its outputs;
+# outputs are the gradients of f's inputs (tf.gradients emits it for a function call that
+# has no registered gradient; kernels/call/symbolic_gradient_kernels.py runs it).
+register_op("SymbolicGradient").input("input: Tin").output("output: Tout") \
+    .attr("Tin: list(type) >= 1").attr("Tout: list(type) >= 1").attr("f: func") \
+    .set_shape_fn(_symbolic_gradient_shape)

@@ -5,6 +5,7 @@ ReadVariableOp, AssignVariableOp, ...), with TF's names, attrs and flags."""
 from __future__ import annotations
 
 from aioflow.framework import common_shapes as cs
+from aioflow.framework import tensor_shape
 from aioflow.framework.op_def_registry import register_op
 from aioflow.framework.tensor_shape import TensorShape
 
@@ -123,8 +124,17 @@ for _name, _types, _locking in (("ScatterNdUpdate", "T: type", "true"),
     .attr("shared_name: string = ''").attr("debug_name: string = ''").attr("dtype: type")
     .attr("shape: shape").attr("allowed_devices: list(string) = []").set_is_stateful()
     .set_shape_fn(cs.scalar))
+def _read_variable_shape(op):
+    """The variable's shape when its handle comes straight from a VarHandleOp (TF reads it
+    from the handle's shape data), else unknown."""
+    handle = op.inputs[0].op
+    if handle.type == "VarHandleOp":
+        return [tensor_shape.as_shape(handle.get_attr("shape"))]
+    return [cs.UNKNOWN]
+
+
 (register_op("ReadVariableOp").input("resource: resource").output("value: dtype")
-    .attr("dtype: type").set_is_stateful().set_shape_fn(cs.unknown))
+    .attr("dtype: type").set_is_stateful().set_shape_fn(_read_variable_shape))
 (register_op("AssignVariableOp").input("resource: resource").input("value: dtype")
     .attr("dtype: type").attr("validate_shape: bool = false").set_is_stateful()
     .set_shape_fn(cs.no_outputs))

@@ -9,7 +9,9 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
+from aioflow.kernels.element_threads import for_ranges
 from aioflow.kernels.math.cwise_kernels import BIG, CwiseKernel, shape_str, via_float32
+from aioflow.kernels.nn import activation_grad_jit
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -40,12 +42,32 @@ def _register(op_type: str, fn_of_ctx, **constraints):
     register_kernel(op_type, "CPU", **constraints)(cls)
 
 
-def _zero_of(g):
-    return np.zeros((), np.asarray(g).dtype)
+#: Elements from which ReluGrad/Relu6Grad run their compiled loop (NumPy below: a numba
+#: call's dispatch costs more than a small array's pass).
+COMPILED_FROM = 1 << 14
 
 
-_register("ReluGrad", lambda ctx: lambda g, x: np.where(x > 0, g, _zero_of(g)))
-_register("Relu6Grad", lambda ctx: lambda g, x: np.where((x > 0) & (x < 6), g, _zero_of(g)))
+def _masked(numpy_fn, compiled_ranges):
+    """g * mask(x) (TF's formula: a NaN or infinite g where the mask is 0 gives NaN):
+    NumPy's `numpy_fn` for small, strided or non-float inputs, else the compiled loop
+    over flat ranges shared among the intra-op threads."""
+    def fn(g, x):
+        if not (isinstance(g, np.ndarray) and isinstance(x, np.ndarray)) or \
+                g.size < COMPILED_FROM or g.dtype != x.dtype or \
+                g.dtype not in activation_grad_jit.TYPES or not activation_grad_jit.ready() \
+                or not (g.flags.c_contiguous and x.flags.c_contiguous):
+            return numpy_fn(g, x)
+        out = np.empty(g.shape, g.dtype)
+        gs, xs, ys = g.reshape(-1), x.reshape(-1), out.reshape(-1)
+        for_ranges(ys.size, lambda lo, hi: compiled_ranges(gs, xs, ys, lo, hi))
+        return out
+    return fn
+
+
+_relu_grad = _masked(lambda g, x: g * (x > 0), activation_grad_jit.relu_grad)
+_relu6_grad = _masked(lambda g, x: g * ((x > 0) & (x < 6)), activation_grad_jit.relu6_grad)
+_register("ReluGrad", lambda ctx: _relu_grad)
+_register("Relu6Grad", lambda ctx: _relu6_grad)
 _register("EluGrad", lambda ctx: lambda g, y: np.where(y < 0, g * (y + 1), g))
 _register("SeluGrad", lambda ctx: lambda g, y: np.where(
     y < 0, g * (y + _SELU_SCALE * _SELU_ALPHA), g * _SELU_SCALE))
@@ -83,17 +105,34 @@ class BiasAddGradOp(CwiseKernel):
         return np.size(inputs[0]) > BIG
 
 
-def _log_softmax(x):
-    shifted = x - np.max(x, axis=-1, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+def _softmax_parts(logits):
+    """(logits - max, exp of that, its sum) per row, as TF's kernels compute them."""
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return shifted, e, np.sum(e, axis=-1, keepdims=True)
 
 
-def _xent(logits, labels_fn):
-    """(loss, backprop) of float32/64 logits, labels given by `labels_fn(log_softmax)`."""
-    log_sm = _log_softmax(logits)
-    labels = labels_fn(log_sm)
-    loss = -np.sum(labels * log_sm, axis=-1)
-    return loss, np.exp(log_sm) - labels
+def _xent(logits, labels):
+    """(loss, backprop) of float32/64 logits and dense labels, TF's formulas: loss =
+    sum(labels * (log(sum(exp(shifted))) - shifted)), backprop = exp(shifted) /
+    sum(exp(shifted)) - labels, shifted = logits - max."""
+    shifted, e, total = _softmax_parts(logits)
+    loss = np.sum(labels * (np.log(total) - shifted), axis=-1)
+    e /= total
+    e -= labels
+    return loss, e
+
+
+def _sparse_xent(logits, labels):
+    """(loss, backprop) of float32/64 logits and in-range class indices, TF's formulas:
+    loss = log(sum(exp(shifted))) - shifted[label] (other classes' values never enter:
+    a -inf logit elsewhere leaves the loss finite), backprop = softmax - one_hot."""
+    rows = np.arange(labels.shape[0])
+    shifted, e, total = _softmax_parts(logits)
+    loss = np.log(total[:, 0]) - shifted[rows, labels]
+    e /= total
+    e[rows, labels] -= 1
+    return loss, e
 
 
 def _compute_dtype(dtype):
@@ -123,7 +162,7 @@ class SoftmaxCrossEntropyWithLogitsOp(OpKernel):
         lab = np.broadcast_to(labels, shape).astype(compute, copy=False)
         if f.shape[1] == 0:
             return (np.zeros(shape[0], out_dtype), np.zeros(shape, out_dtype))
-        loss, backprop = _xent(f, lambda _: lab)
+        loss, backprop = _xent(f, lab)
         return (loss.astype(out_dtype), backprop.astype(out_dtype))
 
 
@@ -146,7 +185,7 @@ class SparseSoftmaxCrossEntropyWithLogitsOp(OpKernel):
                 f"logits shape {shape_str(features.shape)} and labels shape "
                 f"{shape_str(labels.shape)}")
         classes = features.shape[1]
-        if classes == 0 and features.shape[0] > 0:
+        if classes == 0:  # TF 2.21: even for an empty batch
             raise errors.InvalidArgumentError(
                 None, None, "Must have at least one class, but got logits shape "
                 f"{shape_str(features.shape)}")
@@ -159,12 +198,5 @@ class SparseSoftmaxCrossEntropyWithLogitsOp(OpKernel):
                 + " ".join(str(int(v)) for v in labels))
         out_dtype = features.dtype
         f = features.astype(_compute_dtype(dtypes.as_dtype(out_dtype)), copy=False)
-        rows = np.arange(labels.shape[0])
-
-        def one_hot(log_sm):
-            hot = np.zeros_like(log_sm)
-            hot[rows, labels] = 1
-            return hot
-
-        loss, backprop = _xent(f, one_hot)
+        loss, backprop = _sparse_xent(f, labels)
         return (loss.astype(out_dtype), backprop.astype(out_dtype))

@@ -717,10 +717,14 @@ class Conv3DBackpropInputV2Op(_Conv3DBackpropBase):
         if self._channels_first:
             dy = to_channels_last(dy)
         dyc, wc = self._cast_in(dy, w)
-        dx = conv_backprop_input(dyc, wc, in_shape[1:4], self._strides, self._dilations,
-                                 pads)
-        dx = self._cast_out(dx)
+        dx = self._cast_out(self.input_grad(dyc, wc, in_shape, pads))
         return (to_channels_first(dx) if self._channels_first else np.ascontiguousarray(dx),)
+
+    def input_grad(self, dy, w, in_shape, pads):
+        """The input's gradient (in_shape, channels-last) from checked channels-last dy and
+        w in the compute type (a backend's kernel overrides this)."""
+        return conv_backprop_input(dy, w, in_shape[1:4], self._strides, self._dilations,
+                                   pads)
 
 
 @register_kernel("Conv3DBackpropFilterV2", "CPU", T=_FLOATS, host_memory=("filter_sizes",))
@@ -740,8 +744,12 @@ class Conv3DBackpropFilterV2Op(_Conv3DBackpropBase):
         if self._channels_first:
             x, dy = to_channels_last(x), to_channels_last(dy)
         xc, dyc = self._cast_in(x, dy)
-        dw = conv_backprop_filter(xc, dyc, f_shape[:3], self._strides, self._dilations, pads)
-        return (self._cast_out(dw),)
+        return (self._cast_out(self.filter_grad(xc, dyc, f_shape, pads)),)
+
+    def filter_grad(self, x, dy, f_shape, pads):
+        """The filter's gradient (f_shape, DHWIO) from checked channels-last x and dy in
+        the compute type (a backend's kernel overrides this)."""
+        return conv_backprop_filter(x, dy, f_shape[:3], self._strides, self._dilations, pads)
 
 
 @register_kernel("Conv3DBackpropInput", "CPU", T=_CONV3D_V1_TYPES)

@@ -6,6 +6,12 @@ cache; NumPy's path makes a cumulative sum, a gather and a power of whole arrays
 float32 operations in the same order as the NumPy paths, up to the order of the window's
 sum (here tap by tap, as TF's), and beta = 0.75 as two square roots.
 
+FusedBatchNorm in training, channels last, as three passes over (rows, C) rows with the
+channels as the inner, vectorized loop: the per-channel sum of x (float64), the sum of
+the float32 squares of x - mean (float64), and y = (x - mean) * inv + offset (float32),
+the NumPy path's operations (which reduce over the outer axes of an NHWC tensor with
+float64 temporaries: 1.7 ms against ~0.2 here for 32x28x28x16).
+
 The loops compile on a daemon thread (aioflow/kernels/background_jit.py): callers run NumPy until
 `ready()`."""
 
@@ -79,7 +85,40 @@ def _lrn_rows(x, y, r0, r1, radius, bias, alpha, beta, mode):
                 dst[ch] = src[ch] * (bias + alpha * win[ch]) ** -beta
 
 
+def _sum_rows(x, r0, r1, acc):
+    """acc[c] += x[r, c] for rows r0:r1 of x (rows, C), acc float64."""
+    c = x.shape[1]
+    for r in range(r0, r1):
+        src = x[r]
+        for ch in range(c):
+            acc[ch] += src[ch]
+
+
+def _centered_squares_rows(x, mean, r0, r1, acc):
+    """acc[c] += (x[r, c] - mean[c]) ** 2 (the square in float32, as NumPy's np.square
+    of the float32 difference) for rows r0:r1, acc float64."""
+    c = x.shape[1]
+    for r in range(r0, r1):
+        src = x[r]
+        for ch in range(c):
+            d = src[ch] - mean[ch]
+            acc[ch] += d * d
+
+
+def _normalize_rows(x, y, mean, inv, offset, r0, r1):
+    """y[r] = (x[r] - mean) * inv + offset for rows r0:r1 (float32, channels last)."""
+    c = x.shape[1]
+    for r in range(r0, r1):
+        src = x[r]
+        dst = y[r]
+        for ch in range(c):
+            dst[ch] = (src[ch] - mean[ch]) * inv[ch] + offset[ch]
+
+
 _compiled_rows = njit(_scale_shift_rows)
+_compiled_sum = njit(_sum_rows)
+_compiled_squares = njit(_centered_squares_rows)
+_compiled_normalize = njit(_normalize_rows)
 _compiled_planes = njit(_scale_shift_planes)
 _compiled_lrn = njit(_lrn_rows)
 
@@ -91,6 +130,10 @@ def _warm_up() -> None:
     _compiled_planes(x, np.empty_like(x), c, c, 0, 1)
     one = np.float32(1)
     _compiled_lrn(x, np.empty_like(x), 0, 1, 1, one, one, one, 0)
+    acc = np.zeros(1)
+    _compiled_sum(x, 0, 1, acc)
+    _compiled_squares(x, c, 0, 1, acc)
+    _compiled_normalize(x, np.empty_like(x), c, c, c, 0, 1)
 
 
 _group = BackgroundCompile("normalization", _warm_up, _compiled_rows is not None)
@@ -129,3 +172,19 @@ def lrn_rows(x, y, start, stop, radius: int, bias, alpha, beta) -> None:
     mode = 0 if beta == 0.5 else 1 if beta == 1.0 else 2 if beta == 0.75 else 3
     t = np.float32
     _compiled_lrn(x, y, start, stop, max(radius, -1), t(bias), t(alpha), t(beta), mode)
+
+
+def channel_sum(x, start, stop, acc) -> None:
+    """acc (float64, C) += the per-channel sum of rows start:stop of x (rows, C)."""
+    _compiled_sum(x, start, stop, acc)
+
+
+def centered_squares(x, mean, start, stop, acc) -> None:
+    """acc (float64, C) += the per-channel sum of float32 (x - mean) ** 2 over rows
+    start:stop of x (rows, C); mean float32."""
+    _compiled_squares(x, mean, start, stop, acc)
+
+
+def normalize(x, y, mean, inv, offset, start, stop) -> None:
+    """y = (x - mean) * inv + offset over rows start:stop of x (rows, C), float32."""
+    _compiled_normalize(x, y, mean, inv, offset, start, stop)

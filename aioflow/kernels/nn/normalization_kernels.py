@@ -7,7 +7,8 @@ aioflow/kernels/nn/normalization_jit.py,
 as is LRN, once the loops have compiled in the background); training computes the batch
 statistics over every axis but the channel one, normalises with the biased variance and
 reports the unbiased one, blended into the running statistics by `exponential_avg_factor`
-as TF's CPU kernel does.
+as TF's CPU kernel does (channels last: three compiled passes, the NumPy path's
+operations).
 half/bfloat16 compute in float32 and round once.
 """
 
@@ -18,14 +19,24 @@ import numpy as np
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import BIG, shape_str
-from aioflow.kernels.nn import normalization_jit
+from aioflow.kernels.nn import conv_kernels, normalization_jit
 from aioflow.kernels.nn.activation_kernels import _NON_QUANTIZED_NUMBERS, BiasAddOp
-from aioflow.kernels.nn.conv_kernels import attr_str, invalid, parallel_blocks
+from aioflow.kernels.nn.conv_kernels import (
+    attr_str,
+    intra_op_threads,
+    invalid,
+    parallel_blocks,
+)
 
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 _COMPILED = normalization_jit.available()
 #: Bytes of x per block handed to a compiled loop (blocks are shared among threads).
 _BLOCK_BYTES = 1 << 18
+#: Elements of x from which training runs the compiled loops (NumPy's below: three numba
+#: calls' dispatch cost more than a small tensor's passes).
+_COMPILED_TRAINING_FROM = 1 << 12
+#: Elements of x above which the training statistics are summed by several threads.
+_SPLIT_WORK = 1 << 16
 
 
 def _compiled_ready() -> bool:
@@ -65,6 +76,43 @@ def scale_shift(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: int) 
 
     parallel_blocks(_blocks(view.shape[0], view[0].nbytes), block, x.size)
     return y
+
+
+def _channel_totals(blocks: list, fn, channels: int, work: int) -> np.ndarray:
+    """The float64 per-channel totals of fn(start, stop, acc) over row blocks, each thread
+    adding into an accumulator of its own."""
+    parts = min(len(blocks), intra_op_threads()) if work > _SPLIT_WORK else 1
+    accs = [np.zeros(channels) for _ in range(parts)]
+
+    def run(i):
+        for start, stop in blocks[i::parts]:
+            fn(start, stop, accs[i])
+
+    parallel_blocks(list(range(parts)), run, work if parts > 1 else 0, parts)
+    return accs[0] if parts == 1 else sum(accs)
+
+
+def _training_channels_last(x: np.ndarray, scale, offset, epsilon: float):
+    """FusedBatchNorm training of C-contiguous float32 channels-last x by the compiled
+    loops: (y, batch mean, biased batch variance), the NumPy path's operations."""
+    channels = x.shape[-1]
+    view = x.reshape(-1, channels)
+    rows = view.shape[0]
+    # one call per pass unless the blocks are shared (a numba call costs ~5 µs)
+    blocks = _blocks(rows, view[0].nbytes) if x.size > conv_kernels.PARALLEL_WORK else \
+        [(0, rows)]
+    sums = _channel_totals(blocks, lambda a, b, acc: normalization_jit.channel_sum(
+        view, a, b, acc), channels, x.size)
+    bmean = (sums / rows).astype(np.float32)
+    squares = _channel_totals(blocks, lambda a, b, acc: normalization_jit.centered_squares(
+        view, bmean, a, b, acc), channels, x.size)
+    bvar = (squares / rows).astype(np.float32)
+    inv = scale.astype(np.float32) / np.sqrt(bvar + np.float32(epsilon))
+    off = np.ascontiguousarray(offset, np.float32)
+    y = np.empty_like(view)
+    parallel_blocks(blocks, lambda blk: normalization_jit.normalize(
+        view, y, bmean, inv, off, *blk), x.size)
+    return y.reshape(x.shape), bmean, bvar
 
 
 def _debug(shape) -> str:
@@ -159,6 +207,9 @@ class _FusedBatchNormBase(OpKernel):
 
     def normalize_training(self, x, scale, offset, axis: int):
         """(y, batch mean, biased batch variance) of non-empty float32 x along `axis`."""
+        if axis == x.ndim - 1 and x.size >= _COMPILED_TRAINING_FROM and _compiled_ready():
+            return _training_channels_last(np.ascontiguousarray(x), scale, offset,
+                                           self._epsilon)
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         axes = tuple(i for i in range(x.ndim) if i != axis)

@@ -1,6 +1,7 @@
-"""Conv2DBackpropInput, Conv2DBackpropFilter and the depthwise ones
-(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) on oneDNN's
-convolution backward primitives (backward data, backward weights), float32.
+"""Conv2DBackpropInput, Conv2DBackpropFilter, the depthwise ones
+(DepthwiseConv2dNativeBackpropInput/Filter, as grouped convolutions) and the 3-D ones
+(Conv3DBackpropInput/Filter and their V2) on oneDNN's convolution backward primitives
+(backward data, backward weights), float32.
 
 The NumPy kernels (aioflow/kernels/nn/conv_grad_kernels.py) check the sizes and attrs with
 TF's messages and hand checked channels-last tensors to `input_grad` / `filter_grad`;
@@ -8,8 +9,25 @@ these kernels override them. Each backward primitive is made with the hint of th
 forward one of the same geometry (oneDNN asks for it); tensors are described as they lie
 (NHWC, HWIO), the filter of backward data in the layout oneDNN chooses (reordered once
 for a read-only filter, as conv_onednn's), the filter gradient computed in the layout
-oneDNN chooses and reordered into HWIO. Primitives are cached by geometry and threads.
-Other types, empty tensors and grouped convolutions run the NumPy code.
+oneDNN chooses and reordered into HWIO (DHWIO). The input gradient of fewer than
+PLANAR_BELOW input channels is computed channels first (oneDNN's GEMM route, which does
+not pad the channels to 16): out_backprop reordered in, the gradient reordered out.
+Primitives are cached by geometry and threads. Other types, empty tensors and grouped
+convolutions run the NumPy code.
+
+Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
+multiply-adds (about 1.5 ms of one thread's work), far above the forward convolutions'
+threshold. A team's threads meet at barriers, so it runs only as fast as its slower
+thread's share of a core: on two cores shared with the step's other kernels, the event
+loop or another process, one of them waits for a core. A training step's gradients are
+mostly small: a small CNN's backward-weights primitives took 1-8 ms on a team of two
+against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved with them on
+one thread (the executor runs independent gradients side by side on its pool threads
+instead). Large ones keep the team: alone on idle cores it halves their time (TF runs
+them on its two threads), though on a loaded machine one thread does as well (the 302 M
+multiply-add filter gradient of benchmarks/gradients_peer.py's conv step: median step
+15.3 ms on one thread against 18.4 on a team at load 9, the fastest steps 11.9 against
+8.5).
 """
 
 from __future__ import annotations
@@ -20,13 +38,22 @@ from aioflow.framework import dtypes
 from aioflow.kernels.nn.conv_grad_kernels import (
     Conv2DBackpropFilterOp,
     Conv2DBackpropInputOp,
+    Conv3DBackpropFilterOp,
+    Conv3DBackpropFilterV2Op,
+    Conv3DBackpropInputOp,
+    Conv3DBackpropInputV2Op,
     DepthwiseConv2dNativeBackpropFilterOp,
     DepthwiseConv2dNativeBackpropInputOp,
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import onednn_kernel, team
-from aioflow.kernels.onednn.conv_onednn import depthwise_filter_desc, hwio_filter_desc
+from aioflow.kernels.onednn.conv_onednn import (
+    _dhwio_desc,
+    channels_last_order,
+    depthwise_filter_desc,
+    hwio_filter_desc,
+)
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     Primitive,
@@ -38,8 +65,23 @@ from aioflow.kernels.onednn.primitives import (
     set_threads,
 )
 
-_NHWC = (0, 3, 1, 2)
 _CACHE = PrimitiveCache()
+#: Input channels below which Conv2D/Conv3D's input gradient is computed channels first:
+#: oneDNN's channels-last backward data pads the channels to a vector of 16 (0.55 ms for
+#: one channel of a 32x28x28x16 out_backprop, as much as for 16), its channels-first
+#: GEMM route does not (0.17 ms, plus 0.04 ms to reorder out_backprop; the kernel's
+#: fastest calls 0.23-0.31 against 0.57-0.69 ms; 3 channels of 16x32x32x32 0.60-0.65
+#: against 0.83-0.84 ms; a 4x8x28x28x1 Conv3D 0.55-0.61 against 1.6-1.8 ms).
+PLANAR_BELOW = 4
+#: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
+#: calling thread; about 1.5 ms of single-threaded convolution).
+TEAM_WORK = 1 << 27
+
+
+def grad_team(work: int) -> team:
+    """backend.team for a backward primitive of `work` multiply-adds: one thread below
+    TEAM_WORK."""
+    return team(work if work >= TEAM_WORK else 0)
 
 
 def _forward_hint(src_md, w_md, dst_md, geometry) -> Primitive:
@@ -56,34 +98,69 @@ def _geometry(strides, dilations, pads):
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
 
 
-class BackwardDataPlan:
-    """dx = conv_backward_data(dy, w) for one geometry."""
+def _planar_desc(shape) -> MemoryDesc:
+    """A C-contiguous channels-first (N C spatial) descriptor of a channels-last shape."""
+    dims = [shape[0], shape[-1], *shape[1:-1]]
+    strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
+    return MemoryDesc.strided(dims, np.float32, strides)
 
-    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads):
-        self.dx_md = array_desc(dx, _NHWC)
-        self.dy_md = array_desc(dy, _NHWC)
+
+class BackwardDataPlan:
+    """dx = conv_backward_data(dy, w) for one geometry. `planar`: computed channels
+    first (the input gradient of few input channels), dy reordered in, dx out unless one
+    channel (then both layouts are the same bytes)."""
+
+    def __init__(self, dx: np.ndarray, w_desc, dy: np.ndarray, strides, dilations, pads,
+                 planar: bool = False):
+        order = channels_last_order(dx.ndim)
+        self.dx_md = array_desc(dx, order)
+        self.dy_md = array_desc(dy, order)
         w_dims, w_strides = w_desc
         self.user_w_md = MemoryDesc.strided(w_dims, np.float32, w_strides)
         any_w = MemoryDesc.tagged(w_dims, np.float32, api.FORMAT_ANY)
+        self.dy_reorder = self.dx_reorder = None
+        if planar:
+            self.prim_dx_md, self.prim_dy_md = _planar_desc(dx.shape), _planar_desc(dy.shape)
+            self.dy_reorder = reorder(self.dy_md, self.prim_dy_md)
+            if dx.shape[-1] != 1:
+                self.dx_reorder = reorder(self.prim_dx_md, self.dx_md)
+        else:
+            self.prim_dx_md, self.prim_dy_md = self.dx_md, self.dy_md
         geometry = _geometry(strides, dilations, pads)
-        hint = _forward_hint(self.dx_md, any_w, self.dy_md, geometry)
+        hint = _forward_hint(self.prim_dx_md, any_w, self.prim_dy_md, geometry)
         eng = engine()
         self.prim = Primitive(
             lambda pd: api._lib.dnnl_convolution_backward_data_primitive_desc_create(
-                pd, eng, api.CONVOLUTION_DIRECT, self.dx_md.handle, any_w.handle,
-                self.dy_md.handle, *geometry, hint.pd, None),
+                pd, eng, api.CONVOLUTION_DIRECT, self.prim_dx_md.handle, any_w.handle,
+                self.prim_dy_md.handle, *geometry, hint.pd, None),
             "dnnl_convolution_backward_data_primitive_desc_create")
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
                                                                           self.w_md)
+
+    def run(self, dy: np.ndarray, w_arg, dx: np.ndarray) -> None:
+        if self.dy_reorder is None:
+            self.prim.execute([(api.ARG_DIFF_DST, self.dy_md, dy), w_arg,
+                               (api.ARG_DIFF_SRC, self.dx_md, dx)])
+            return
+        dy_planar = np.empty(dy.size, np.float32)
+        self.dy_reorder.execute([(api.ARG_FROM, self.dy_md, dy),
+                                 (api.ARG_TO, self.prim_dy_md, dy_planar)])
+        out = dx if self.dx_reorder is None else np.empty(dx.size, np.float32)
+        self.prim.execute([(api.ARG_DIFF_DST, self.prim_dy_md, dy_planar), w_arg,
+                           (api.ARG_DIFF_SRC, self.prim_dx_md, out)])
+        if self.dx_reorder is not None:
+            self.dx_reorder.execute([(api.ARG_FROM, self.prim_dx_md, out),
+                                     (api.ARG_TO, self.dx_md, dx)])
 
 
 class BackwardWeightsPlan:
     """dw = conv_backward_weights(x, dy) for one geometry, reordered into HWIO."""
 
     def __init__(self, x: np.ndarray, dw_desc, dy: np.ndarray, strides, dilations, pads):
-        self.x_md = array_desc(x, _NHWC)
-        self.dy_md = array_desc(dy, _NHWC)
+        order = channels_last_order(x.ndim)
+        self.x_md = array_desc(x, order)
+        self.dy_md = array_desc(dy, order)
         dw_dims, dw_strides = dw_desc
         self.user_dw_md = MemoryDesc.strided(dw_dims, np.float32, dw_strides)
         any_w = MemoryDesc.tagged(dw_dims, np.float32, api.FORMAT_ANY)
@@ -110,6 +187,9 @@ class _OnednnInputGrad:
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
+    #: Input channels below which the gradient is computed channels first (PLANAR_BELOW;
+    #: 0 for the depthwise ones).
+    planar_below = 0
 
     def _grad_dilations(self):
         return self._dilations if self.dilated else (1,) * len(self._dilations)
@@ -130,18 +210,18 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        with team(dy.size * int(np.prod(w.shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(w.shape[:-1]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
+            planar = self.planar_below > in_shape[-1]
             key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads)
+                   dilations, tuple(pads), threads, planar)
             plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
-                                                            dilations, pads))
+                                                            dilations, pads, planar))
             if plan.w_reorder is None:
                 w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
             else:
                 w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-            plan.prim.execute([(api.ARG_DIFF_DST, plan.dy_md, dy), w_arg,
-                               (api.ARG_DIFF_SRC, plan.dx_md, dx)])
+            plan.run(dy, w_arg, dx)
             return dx
 
 
@@ -166,7 +246,7 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        with team(dy.size * int(np.prod(f_shape[:3]))) as threads:
+        with grad_team(dy.size * int(np.prod(f_shape[:-1]))) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
                    dilations, tuple(pads), threads)
@@ -187,6 +267,8 @@ class _OnednnFilterGrad:
 @onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)
 class OnednnConv2DBackpropInputOp(_OnednnInputGrad, Conv2DBackpropInputOp):
     """Conv2DBackpropInput (a transposed convolution) on oneDNN's backward data."""
+
+    planar_below = PLANAR_BELOW
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -220,3 +302,43 @@ class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
 
     filter_desc = staticmethod(depthwise_filter_desc)
     dilated = False
+
+
+@onednn_kernel("Conv3DBackpropInputV2", host_memory=("input_sizes",), T=dtypes.float32)
+class OnednnConv3DBackpropInputV2Op(_OnednnInputGrad, Conv3DBackpropInputV2Op):
+    """Conv3DBackpropInputV2 on oneDNN's backward data."""
+
+    planar_below = PLANAR_BELOW
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv3DBackpropInput", T=dtypes.float32)
+class OnednnConv3DBackpropInputOp(_OnednnInputGrad, Conv3DBackpropInputOp):
+    """The deprecated Conv3DBackpropInput on oneDNN's backward data."""
+
+    planar_below = PLANAR_BELOW
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._onednn_init()
+
+
+@onednn_kernel("Conv3DBackpropFilterV2", host_memory=("filter_sizes",), T=dtypes.float32)
+class OnednnConv3DBackpropFilterV2Op(_OnednnFilterGrad, Conv3DBackpropFilterV2Op):
+    """Conv3DBackpropFilterV2 on oneDNN's backward weights."""
+
+    filter_desc = staticmethod(_dhwio_desc)
+
+
+@onednn_kernel("Conv3DBackpropFilter", T=dtypes.float32)
+class OnednnConv3DBackpropFilterOp(_OnednnFilterGrad, Conv3DBackpropFilterOp):
+    """The deprecated Conv3DBackpropFilter on oneDNN's backward weights."""
+
+    filter_desc = staticmethod(_dhwio_desc)

@@ -8,7 +8,9 @@ forward runs again for training on the original input (oneDNN, as TF's, takes th
 maximum in window order: TF's MaxPoolGrad recomputes the argmax from the input too),
 then the backward scatters the gradient to it. Average pooling's backward spreads each
 gradient over the taps inside the input (exclude padding, TF's). Primitives are made with
-the forward's hint and cached by geometry and threads. Other types run the NumPy code.
+the forward's hint and cached by geometry and threads, and take an OpenMP team only
+from conv_grad_onednn.TEAM_WORK (window taps times gradient elements), as the
+convolutions' gradients do. Other types run the NumPy code.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from aioflow.kernels.nn.pooling_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.backend import onednn_kernel
+from aioflow.kernels.onednn.conv_grad_onednn import grad_team
 from aioflow.kernels.onednn.conv_onednn import channels_last_order
 from aioflow.kernels.onednn.primitives import (
     Primitive,
@@ -62,7 +65,7 @@ def _gradient(dx_shape, dy, alg, ksizes, strides, pads, run):
     """dx of dx_shape from run(plan, dx) on the geometry's primitives; None when oneDNN
     refuses the window."""
     dx = np.empty(dx_shape, np.float32)
-    with team(dy.size * int(np.prod(ksizes))) as threads:
+    with grad_team(dy.size * int(np.prod(ksizes))) as threads:
         set_threads(threads)  # before a primitive is made: it keeps the count
         key = (dx.shape, dy.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
         try:
