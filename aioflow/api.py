@@ -427,6 +427,31 @@ from aioflow.ops.clip_ops import (  # noqa: E402
 
 __all__ += ["clip_by_norm", "clip_by_global_norm", "clip_by_average_norm", "global_norm"]
 
+# -- graph-mode assertions (check_ops), sets and the confusion matrix ----------------------
+from aioflow.ops import sets  # noqa: E402
+from aioflow.ops.check_ops import (  # noqa: E402
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_non_negative,
+    assert_rank_in,
+    assert_type,
+)
+from aioflow.ops.confusion_matrix import confusion_matrix  # noqa: E402
+from aioflow.ops.partitioned_variables import (  # noqa: E402
+    PartitionedVariable,
+    fixed_size_partitioner,
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
+
+__all__ += ["sets", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
+            "assert_less_equal", "assert_non_negative", "assert_rank_in", "assert_type",
+            "confusion_matrix", "PartitionedVariable", "fixed_size_partitioner",
+            "min_max_variable_partitioner", "variable_axis_size_partitioner"]
+
 # Clusters (issue #27): the distributed runtime (importing it registers the "grpc://"
 # session target); tf.train.Server is its Server (af.train, a builders' package, cannot
 # import the runtime, so the package face hands it over).

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -302,8 +303,9 @@ def test_restorev2_errors_are_tfs(tmp_path):
                        match=r"tensor_name = int32; shape in shape_and_slice spec \[3,2\] "
                              r"does not match the shape stored in checkpoint: \[2,3\]"):
         _run(lambda: _restore_op(prefix, ["int32"], [af.int32], ["3 2 -:-"]))
-    with pytest.raises(errors.UnimplementedError, match="partial slices"):
-        _run(lambda: _restore_op(prefix, ["int32"], [af.int32], ["2 3 0,1:-"]))
+    whole = _run(lambda: _restore_op(prefix, ["int32"], [af.int32]))[0]
+    part = _run(lambda: _restore_op(prefix, ["int32"], [af.int32], ["2 3 0,1:1,2"]))[0]
+    np.testing.assert_array_equal(part, whole[0:1, 1:3])  # a slice of a whole tensor
     missing = str(tmp_path / "none" / "x")
     with pytest.raises(errors.NotFoundError,
                        match="Unsuccessful TensorSliceReader constructor: Failed to find any "
@@ -320,8 +322,11 @@ def test_savev2_input_errors_are_tfs(tmp_path):
                        match="tensor_names and shape_and_slices have different number of "
                              "elements: 1 vs. 2"):
         _run(lambda: _save_op(prefix, ["a"], [w], ["", ""]))
-    with pytest.raises(errors.UnimplementedError, match="partial slices"):
-        _run(lambda: _save_op(prefix, ["a"], [w], ["4 3 0,2:-"]))
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=re.escape("Slice in shape_and_slice specification does not "
+                                       "match the shape of the tensor to  save: 4 3 0,3:-, "
+                                       "tensor: [2,3]")):
+        _run(lambda: _save_op(prefix, ["a"], [w], ["4 3 0,3:-"]))
     assert not any(n.startswith("m.") for n in os.listdir(tmp_path))
 
 

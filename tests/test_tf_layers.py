@@ -52,7 +52,7 @@ def test_values_equal_tf(name):
 
 # Node for node, every program: dense, conv1d/2d/3d, separable and transposed
 # convolutions, fused and non-fused batch norm (bool and tensor training), the poolings,
-# dropout, flatten, layer objects called twice.
+# dropout, flatten, layer objects called twice, batch renormalization.
 @pytest.mark.parametrize("name", sorted(programs.PROGRAMS))
 def test_graph_equals_tf(name):
     g, _, _ = _build(name)

@@ -31,10 +31,7 @@ def _build(name: str):
     return g, run
 
 
-# Not node for node: "ema" (TF rewrites an initial value that reads another variable,
-# _try_guard_against_uninitialized_dependencies, which aioflow's Variable does not do;
-# its values are TF's).
-@pytest.mark.parametrize("name", sorted(set(programs.PROGRAMS) - {"ema"}))
+@pytest.mark.parametrize("name", sorted(programs.PROGRAMS))
 def test_graph_equals_tf(name):
     g, _ = _build(name)
     want = graph_pb2.GraphDef.FromString(ARRAYS[f"{name}/graph_def"].tobytes())

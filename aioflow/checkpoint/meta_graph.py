@@ -47,6 +47,8 @@ def variable_to_proto(var) -> variable_pb2.VariableDef:
         trainable=var.trainable)
     if var._initial_value is not None:
         vdef.initial_value_name = var._initial_value.name
+    if var._save_slice_info is not None:
+        vdef.save_slice_info_def.CopyFrom(var._save_slice_info.to_proto())
     return vdef
 
 
@@ -71,6 +73,9 @@ def variable_from_proto(variable_def, import_scope=None, graph=None):
                           if variable_def.initial_value_name else None)
     var._trainable = variable_def.trainable
     var._constraint = None
+    if variable_def.HasField("save_slice_info_def"):
+        var._save_slice_info = variables_mod.SaveSliceInfo(
+            save_slice_info_def=variable_def.save_slice_info_def, import_scope=import_scope)
     snapshot = element(variable_def.snapshot_name)
     if variable_def.is_resource:
         handle = var._variable

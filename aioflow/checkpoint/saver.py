@@ -15,8 +15,11 @@ op names (a list) or under the keys of a dict, in the keys' sorted order, as TF'
 NotFoundError, a shape or dtype mismatch InvalidArgumentError, both wrapped in TF's
 "Restoring from checkpoint failed..." message; a prefix that is no checkpoint ValueError.
 
-Not supported (refused): write_version=V1, reshape=True, partitioned
-variables.
+Partitioned variables (a PartitionedVariable, or parts with a save_slice_info) are saved
+as TF saves them: one SaveV2 entry per part under the full variable's name with the
+part's slice spec ("10 4 0,4:0,4"), which the bundle writes as TF's sliced entries.
+
+Not supported (refused): write_version=V1, reshape=True.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from aioflow.framework.device_spec import DeviceSpec
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, state_ops
 from aioflow.ops import variables as variables_mod
+from aioflow.ops.partitioned_variables import PartitionedVariable
 from aioflow.proto.saver_pb2 import SaverDef
 
 _log = logging.getLogger(__name__)
@@ -59,8 +63,10 @@ def _is_variable(value) -> bool:
 
 
 def op_list_to_dict(op_list) -> dict:
-    """{checkpoint key: variable} for a list of variables (keyed by their op names) or a
-    dict (checked); ValueError on a repeated name, TypeError on what is not a variable."""
+    """{checkpoint key: variable, or list of slices} for a list of variables (keyed by
+    their op names; the parts of a partitioned variable, by their save_slice_info, under
+    the full variable's name) or a dict (checked); ValueError on a repeated name,
+    TypeError on what is not a variable (TF's op_list_to_dict)."""
     if isinstance(op_list, dict):
         for key, var in op_list.items():
             if not isinstance(key, str):
@@ -70,9 +76,22 @@ def op_list_to_dict(op_list) -> dict:
         return dict(op_list)
     if not isinstance(op_list, (list, tuple, set)):
         raise TypeError(f"Variables to save should be passed in a dict or a list: {op_list}")
-    names = {}
+    names: dict = {}
     for var in sorted(op_list, key=lambda x: x.name):
         _check_variable(var)
+        if isinstance(var, PartitionedVariable):
+            if var.name in names:
+                raise ValueError(f"At least two variables have the same name: {var.name}")
+            names[var.name] = var
+            continue
+        info = var._save_slice_info if _is_variable(var) else None
+        if info is not None:
+            slices = names.setdefault(info.full_name, [])
+            if not isinstance(slices, list):
+                raise ValueError(f"Mixing slices and non-slices with the same name: "
+                                 f"{info.full_name}")
+            slices.append(var)
+            continue
         name = var.op.name
         if name in names:
             raise ValueError(f"At least two variables have the same name: {name}")
@@ -81,12 +100,50 @@ def op_list_to_dict(op_list) -> dict:
 
 
 def _check_variable(var) -> None:
-    if isinstance(var, (list, tuple)):
-        raise NotImplementedError("partitioned variables are not supported by aioflow's "
-                                  "Saver")
+    if isinstance(var, (list, tuple, PartitionedVariable)):
+        for part in var:
+            if not _is_variable(part):
+                raise ValueError(f"Slices must all be Variables: {part}")
+            if part._save_slice_info is None:
+                raise ValueError(f"Slices must all be slices: {part}")
+        return
     if not _is_variable(var) and not _is_saveable(var):
         raise TypeError(f"Can not convert a {type(var).__name__} into a Variable to save: "
                         f"{var}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One tensor SaveV2 writes and RestoreV2 reads: the checkpoint key, the slice spec
+    ("" for a whole variable) and the variable (or saveable)."""
+
+    key: str
+    spec: str
+    var: object
+
+    @property
+    def device(self) -> str:
+        return self.var.device
+
+
+def _entries(names_to_vars: dict) -> list[_Entry]:
+    """The entries in key order, a partitioned variable's slices in its order (TF's
+    validate_and_slice_inputs)."""
+    out = []
+    for key, var in sorted(names_to_vars.items(), key=lambda kv: kv[0]):
+        if isinstance(var, (list, tuple, PartitionedVariable)):
+            full_name = None
+            for part in var:
+                info = part._save_slice_info
+                if full_name is None:
+                    full_name = info.full_name
+                elif full_name != info.full_name:
+                    raise ValueError(f"Slices must all be from the same tensor: {full_name} "
+                                     f"!= {info.full_name}")
+                out.append(_Entry(key, info.spec, part))
+        else:
+            out.append(_Entry(key, "", var))
+    return out
 
 
 def _is_saveable(value) -> bool:
@@ -95,9 +152,12 @@ def _is_saveable(value) -> bool:
     return hasattr(value, "restore_from") and hasattr(value, "_as_graph_element")
 
 
-def _save_tensor(var) -> ops_mod.Tensor:
-    """What SaveV2 reads: a ref variable itself, a resource variable's graph read."""
-    return var._as_graph_element()
+def _save_tensor(entry: _Entry) -> ops_mod.Tensor:
+    """What SaveV2 reads: a ref variable itself (a slice: its `read` value, as TF's
+    ReferenceVariableSaveable), a resource variable's graph read."""
+    if entry.spec and not entry.var._is_resource:
+        return entry.var.value()
+    return entry.var._as_graph_element()
 
 
 def _restore_one(var, restored) -> ops_mod.Operation:
@@ -113,24 +173,25 @@ def _restore_one(var, restored) -> ops_mod.Operation:
                             validate_shape=var.shape.is_fully_defined()).op
 
 
-def _add_save_ops(filename_tensor, keys, variables) -> ops_mod.Tensor:
-    """SaveV2 of the variables, and the filename through an Identity after it."""
-    save = apply_op("SaveV2", prefix=filename_tensor, tensor_names=keys,
-                    shape_and_slices=[""] * len(keys),
-                    tensors=[_save_tensor(v) for v in variables],
-                    dtypes=[v.dtype.base_dtype for v in variables])
+def _add_save_ops(filename_tensor, entries: list[_Entry]) -> ops_mod.Tensor:
+    """SaveV2 of the entries, and the filename through an Identity after it."""
+    save = apply_op("SaveV2", prefix=filename_tensor, tensor_names=[e.key for e in entries],
+                    shape_and_slices=[e.spec for e in entries],
+                    tensors=[_save_tensor(e) for e in entries],
+                    dtypes=[e.var.dtype.base_dtype for e in entries])
     return array_ops.with_dependencies([save], filename_tensor)
 
 
-def _add_restore_ops(filename_tensor, keys, variables, name) -> ops_mod.Operation:
-    """One RestoreV2 on CPU:0 and an assign per variable, grouped as `name`."""
+def _add_restore_ops(filename_tensor, entries: list[_Entry], name) -> ops_mod.Operation:
+    """One RestoreV2 on CPU:0 and an assign per entry, grouped as `name`."""
     with ops_mod.device("cpu:0"):
-        restored = apply_op("RestoreV2", prefix=filename_tensor, tensor_names=keys,
-                            shape_and_slices=[""] * len(keys),
-                            dtypes=[v.dtype.base_dtype for v in variables])
+        restored = apply_op("RestoreV2", prefix=filename_tensor,
+                            tensor_names=[e.key for e in entries],
+                            shape_and_slices=[e.spec for e in entries],
+                            dtypes=[e.var.dtype.base_dtype for e in entries])
     if not isinstance(restored, list):
         restored = [restored]
-    assigns = [_restore_one(v, t) for v, t in zip(variables, restored, strict=True)]
+    assigns = [_restore_one(e.var, t) for e, t in zip(entries, restored, strict=True)]
     return array_ops.group(*assigns, name=name)
 
 
@@ -140,12 +201,12 @@ def _set_cpu0(device: str) -> str:
     return dataclasses.replace(spec, device_type="CPU", device_index=0).to_string()
 
 
-def _group_by_devices(items) -> list[tuple[str, list]]:
-    """The (key, variable) pairs per canonical device, devices sorted."""
+def _group_by_devices(entries: list[_Entry]) -> list[tuple[str, list[_Entry]]]:
+    """The entries per canonical device, devices sorted."""
     per_device: dict[str, list] = {}
-    for key, var in items:
-        device = DeviceSpec.from_string(var.device).to_string()
-        per_device.setdefault(device, []).append((key, var))
+    for entry in entries:
+        device = DeviceSpec.from_string(entry.device).to_string()
+        per_device.setdefault(device, []).append(entry)
     return sorted(per_device.items(), key=lambda t: t[0])
 
 
@@ -167,8 +228,7 @@ def _add_sharded_save_ops(filename_tensor, per_device) -> ops_mod.Tensor:
             sharded = apply_op("ShardedFilename", basename=tmp_prefix,
                                shard=np.int32(shard), num_shards=num_shards)
             prefixes.append(sharded)
-            saves.append(_add_save_ops(sharded, [k for k, _ in items],
-                                       [v for _, v in items]))
+            saves.append(_add_save_ops(sharded, items))
     with ops_mod.control_dependencies([x.op for x in saves]), \
             ops_mod.device(_set_cpu0(last_device)):
         merge = apply_op("MergeV2Checkpoints", checkpoint_prefixes=prefixes,
@@ -182,8 +242,7 @@ def _add_sharded_restore_ops(filename_tensor, per_device) -> ops_mod.Operation:
     shards = []
     for device, items in per_device:
         with ops_mod.device(device):
-            shards.append(_add_restore_ops(filename_tensor, [k for k, _ in items],
-                                           [v for _, v in items], "restore_shard"))
+            shards.append(_add_restore_ops(filename_tensor, items, "restore_shard"))
     return array_ops.group(*shards, name="restore_all")
 
 
@@ -191,21 +250,19 @@ def build_saver_graph(names_to_vars: dict, name=None, filename=None,
                       sharded=False) -> SaverDef:
     """TF's BulkSaverBuilder._build_internal for V2: the save and restore ops; returns
     the SaverDef naming them (policy fields left to the caller)."""
-    items = sorted(names_to_vars.items(), key=lambda kv: kv[0])
-    keys = [k for k, _ in items]
-    variables = [v for _, v in items]
-    with ops_mod.name_scope(name, "save", [v.op for v in variables]):
+    entries = _entries(names_to_vars)
+    with ops_mod.name_scope(name, "save", [e.var.op for e in entries]):
         filename_tensor = array_ops.placeholder_with_default(
             filename or "model", shape=(), name="filename")
         filename_tensor = array_ops.placeholder_with_default(
             filename_tensor, shape=(), name="Const")
         if sharded:
-            per_device = _group_by_devices(items)
+            per_device = _group_by_devices(entries)
             save_tensor = _add_sharded_save_ops(filename_tensor, per_device)
             restore_op = _add_sharded_restore_ops(filename_tensor, per_device)
         else:
-            save_tensor = _add_save_ops(filename_tensor, keys, variables)
-            restore_op = _add_restore_ops(filename_tensor, keys, variables, "restore_all")
+            save_tensor = _add_save_ops(filename_tensor, entries)
+            restore_op = _add_restore_ops(filename_tensor, entries, "restore_all")
     return SaverDef(filename_tensor_name=filename_tensor.name,
                     save_tensor_name=save_tensor.name, restore_op_name=restore_op.name)
 

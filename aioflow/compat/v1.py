@@ -195,7 +195,8 @@ _GATHERED = {
            "parse_single_example", "parse_tensor", "read_file", "serialize_tensor",
            "write_file", "write_graph"],
     "debugging": ["Assert", "assert_equal", "assert_greater", "assert_greater_equal",
-                  "assert_less", "assert_less_equal", "assert_rank", "assert_type",
+                  "assert_less", "assert_less_equal", "assert_non_negative", "assert_rank",
+                  "assert_rank_in", "assert_type",
                   "check_numerics", "is_finite", "is_inf", "is_nan",
                   "is_non_decreasing", "is_numeric_tensor", "is_strictly_increasing"],
     "graph_util": ["import_graph_def"],
@@ -231,7 +232,7 @@ def _build() -> dict:
                OpError=_errors.OpError)
     for path in ("nn", "math", "strings", "image", "sparse", "random", "bitwise",
                  "initializers", "lookup", "queue", "data", "layers", "losses",
-                 "metrics"):
+                 "metrics", "sets"):
         top[path] = _namespace(path, _public(getattr(_af, path)))
     top["linalg"] = _namespace("linalg", {**_public(_af.linalg), "transpose": _af.matrix_transpose,
                                           "matrix_transpose": _af.matrix_transpose})

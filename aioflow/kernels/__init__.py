@@ -7,6 +7,7 @@ kernel module goes in its family's folder and gets a line here."""
 from .array import (
     array_grad_kernels,
     array_kernels,
+    diag_kernels,
     gather_scatter_nd_kernels,
     parallel_concat_kernels,
     partition_stitch_kernels,
@@ -91,7 +92,7 @@ from .onednn import (  # registered when oneDNN loads
     pooling_onednn,
 )
 from .random import candidate_sampler_kernels, random_gamma_grad_kernels, random_kernels
-from .sparse import sparse_grad_kernels, sparse_kernels
+from .sparse import set_kernels, sparse_grad_kernels, sparse_kernels
 from .state import (
     lookup_kernels,
     resource_variable_kernels,

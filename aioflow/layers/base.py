@@ -12,6 +12,7 @@ import weakref
 
 from aioflow.framework import dtypes, ops
 from aioflow.ops import variable_scope, variables
+from aioflow.ops.partitioned_variables import PartitionedVariable
 
 UPDATE_OPS = "update_ops"
 REGULARIZATION_LOSSES = "regularization_losses"
@@ -121,8 +122,10 @@ class Layer:
                     self._scope = captured
 
     def add_weight(self, name: str, shape, dtype=None, initializer=None, regularizer=None,
-                   trainable=None, constraint=None, use_resource=None, **kwargs):
-        """A weight of the layer: get_variable(name) in the layer's scope."""
+                   trainable=None, constraint=None, use_resource=None, partitioner=None,
+                   **kwargs):
+        """A weight of the layer: get_variable(name) in the layer's scope (with a
+        partitioner, a PartitionedVariable whose parts are the layer's weights)."""
         if trainable is None:
             trainable = True
         dtype = dtypes.as_dtype(dtype or self.dtype or dtypes.float32)
@@ -130,17 +133,16 @@ class Layer:
         var = variable_scope.get_variable(
             name, shape=shape, dtype=dtype, initializer=initializer,
             trainable=trainable and self.trainable, constraint=constraint,
-            use_resource=use_resource)
+            use_resource=use_resource, partitioner=partitioner)
         if regularizer is not None and var not in existing:
             with ops.name_scope(name + "/Regularizer"):
                 loss = regularizer(var)
             if loss is not None:
                 self._losses.append(loss)
                 ops.add_to_collection(REGULARIZATION_LOSSES, loss)
-        if trainable and self.trainable:
-            self._trainable_weights.append(var)
-        else:
-            self._non_trainable_weights.append(var)
+        weights = (self._trainable_weights if trainable and self.trainable
+                   else self._non_trainable_weights)
+        weights.extend(var if isinstance(var, PartitionedVariable) else [var])
         return var
 
     # -- calling ----------------------------------------------------------------------------

@@ -3,14 +3,24 @@ moving_mean and moving_variance (the last two not trainable); in training (a Pyt
 or a boolean tensor: then a cond), the batch's statistics normalize and the moving ones
 are updated by ops put in UPDATE_OPS (run them with the train op, as TF 1 asks). A 4-D
 input uses FusedBatchNormV3 as TF's fused path; other ranks, moments and
-batch_normalization."""
+batch_normalization. With renorm (batch renormalization, never fused), TF's moving_stddev,
+renorm_mean and renorm_stddev variables and the corrections r and d (clipped by
+renorm_clipping) scale and shift the normalized batch."""
 
 from __future__ import annotations
 
 from aioflow.framework import constant_value, dtypes, ops
 from aioflow.layers.base import Layer
 from aioflow.layers.core import smart_cond
-from aioflow.ops import array_ops, init_ops, math_ops, nn_conv_ops, nn_impl, state_ops
+from aioflow.ops import (
+    array_ops,
+    init_ops,
+    math_ops,
+    nn_conv_ops,
+    nn_impl,
+    nn_ops,
+    state_ops,
+)
 
 
 class BatchNormalization(Layer):
@@ -23,10 +33,28 @@ class BatchNormalization(Layer):
                  gamma_constraint=None, renorm: bool = False, renorm_clipping=None,
                  renorm_momentum=0.99, fused=None, trainable: bool = True,
                  virtual_batch_size=None, adjustment=None, name=None, **kwargs):
-        if renorm or virtual_batch_size is not None or adjustment is not None:
-            raise NotImplementedError("batch normalization's renorm, virtual_batch_size and "
-                                      "adjustment are not supported by aioflow")
         super().__init__(trainable=trainable, name=name, **kwargs)
+        self.virtual_batch_size = virtual_batch_size
+        self.adjustment = adjustment
+        if fused and virtual_batch_size is not None:
+            raise ValueError("Passing `fused=True` is not supported when "
+                             "`virtual_batch_size` is specified.")
+        if fused and adjustment is not None:
+            raise ValueError("Passing `fused=True` is not supported when `adjustment` is "
+                             "specified.")
+        self.renorm = renorm
+        if renorm:
+            renorm_clipping = renorm_clipping or {}
+            keys = ["rmax", "rmin", "dmax"]
+            if set(renorm_clipping) - set(keys):
+                raise ValueError(f"Received invalid keys for `renorm_clipping` argument: "
+                                 f"{renorm_clipping}. Supported values: {keys}.")
+            self.renorm_clipping = renorm_clipping
+            self.renorm_momentum = renorm_momentum
+            if fused:
+                raise ValueError("Passing both `fused=True` and `renorm=True` is not "
+                                 "supported")
+            fused = False  # fused batch norm has no renorm
         self.axis = axis
         self.momentum = momentum
         self.epsilon = epsilon
@@ -49,8 +77,21 @@ class BatchNormalization(Layer):
             raise ValueError(f"Input has undefined rank. Received: input_shape={input_shape}.")
         axis = self.axis[0] if isinstance(self.axis, (list, tuple)) else self.axis
         self._axis = axis % rank
+        if self.virtual_batch_size is not None:
+            if self.virtual_batch_size <= 0:
+                raise ValueError(f"`virtual_batch_size` must be a positive integer that "
+                                 f"divides the true batch size of the input tensor. "
+                                 f"Received: virtual_batch_size={self.virtual_batch_size}")
+            if self._axis == 0:
+                raise ValueError(f"When using `virtual_batch_size`, the batch dimension "
+                                 f"must be 0 and thus axis cannot include 0. Received "
+                                 f"axis={[self._axis]}")
+            if self.adjustment is not None:
+                raise ValueError("When using `virtual_batch_size`, adjustment cannot be "
+                                 "specified")
         if self.fused is None:
-            self.fused = rank == 4 and self._axis in (1, 3)
+            self.fused = rank == 4 and self._axis in (1, 3) and \
+                self.virtual_batch_size is None and self.adjustment is None
         elif self.fused and not (rank == 4 and self._axis in (1, 3)):
             raise ValueError("fused batch normalization needs a 4-D input normalized over "
                              "its channels (axis 1 or 3)")
@@ -61,6 +102,11 @@ class BatchNormalization(Layer):
                              f"dimension but the layer received an input with shape "
                              f"{input_shape}.")
         shape = [dim]
+        if self.virtual_batch_size is not None:
+            # the parameters broadcast over [virtual batch, batches, ...]: an extra dim 1
+            shape = [dim if i == self._axis else 1 for i in range(rank)]
+            shape.insert(1, 1)
+            self._axis += 1
         self.gamma = self.add_weight(
             "gamma", shape=shape, initializer=self.gamma_initializer,
             regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
@@ -75,12 +121,42 @@ class BatchNormalization(Layer):
         self.moving_variance = self.add_weight(
             "moving_variance", shape=shape, dtype=dtypes.float32,
             initializer=self.moving_variance_initializer, trainable=False)
+        if self.renorm:
+            self._build_renorm(shape)
         self.built = True
+
+    def _build_renorm(self, shape) -> None:
+        """Batch renormalization's variables (TF's names and colocation): moving_stddev
+        (tracked for inference instead of the variance), renorm_mean and renorm_stddev
+        (the training-time averages r and d are computed against)."""
+        def moving_stddev_initializer(*args, **kwargs):
+            return math_ops.sqrt(self.moving_variance_initializer(*args, **kwargs))
+
+        def renorm_variable(name, initializer):
+            return self.add_weight(name, shape=shape, dtype=dtypes.float32,
+                                   initializer=initializer, trainable=False)
+
+        with ops.colocate_with(self.moving_variance.op):
+            self.moving_stddev = renorm_variable("moving_stddev", moving_stddev_initializer)
+        with ops.colocate_with(self.moving_mean.op):
+            self.renorm_mean = renorm_variable("renorm_mean", self.moving_mean_initializer)
+        with ops.colocate_with(self.moving_stddev.op):
+            self.renorm_stddev = renorm_variable("renorm_stddev", moving_stddev_initializer)
 
     def call(self, inputs, training=False):
         if self.fused:
             return self._fused(inputs, training)
-        return self._plain(inputs, training)
+        if self.virtual_batch_size is None:
+            return self._plain(inputs, training)
+        # ghost batches: [virtual batch, batch / virtual batch, ...], normalized per
+        # virtual batch, reshaped back (TF 1's shape: [virtual_batch_size, -1, ...])
+        original_shape = array_ops.shape(inputs)
+        original_shape = array_ops.concat([array_ops.constant([-1]), original_shape[1:]],
+                                          axis=0)
+        expanded_shape = array_ops.concat(
+            [array_ops.constant([self.virtual_batch_size, -1]), original_shape[1:]], axis=0)
+        outputs = self._plain(array_ops.reshape(inputs, expanded_shape), training)
+        return array_ops.reshape(outputs, original_shape)
 
     def _assign_moving_average(self, variable, value, momentum):
         with ops.name_scope("AssignMovingAvg") as scope:
@@ -126,41 +202,136 @@ class BatchNormalization(Layer):
         return output
 
     def _plain(self, inputs, training):
+        """TF's non-fused path: moments, the moving averages' updates (in UPDATE_OPS) and
+        nn.batch_normalization; with renorm, the corrections r and d fold into the scale
+        and offset."""
         rank = inputs.shape.rank
-        axes = [i for i in range(rank) if i != self._axis]
+        reduction_axes = [i for i in range(rank) if i != self._axis]
+        virtual = self.virtual_batch_size is not None
+        if virtual:
+            del reduction_axes[1]  # not over the virtual batches
+        broadcast_shape = [1] * rank
+        broadcast_shape[self._axis] = inputs.shape.as_list()[self._axis]
+
+        def _broadcast(v):
+            if v is not None and len(v.shape) != rank and \
+                    reduction_axes != list(range(rank - 1)):
+                return array_ops.reshape(v, broadcast_shape)
+            return v
+
+        scale, offset = _broadcast(self.gamma), _broadcast(self.beta)
         value = self._training_value(training)
-        broadcast = [1] * rank
-        broadcast[self._axis] = self.moving_mean.shape.as_list()[0]
-
-        def shaped(t):
-            return t if rank == 2 and self._axis == 1 else array_ops.reshape(t, broadcast)
-
         if value is False:
             mean, variance = self.moving_mean, self.moving_variance
         else:
+            if self.adjustment:
+                scale, offset = self._adjust(inputs, training, scale, offset)
             batch_mean, batch_variance = nn_impl.moments(
-                math_ops.cast(inputs, dtypes.float32), axes)
+                math_ops.cast(inputs, dtypes.float32), reduction_axes, keep_dims=virtual)
             mean = smart_cond(training, lambda: batch_mean,
                               lambda: ops.convert_to_tensor(self.moving_mean))
             variance = smart_cond(training, lambda: batch_variance,
                                   lambda: ops.convert_to_tensor(self.moving_variance))
-
-            def update(var, new):
-                return smart_cond(training,
-                                  lambda: self._assign_moving_average(var, new,
-                                                                      self.momentum),
-                                  lambda: ops.convert_to_tensor(var))
-
-            self.add_update(update(self.moving_mean, mean))
-            self.add_update(update(self.moving_variance, variance))
+            if virtual:
+                new_mean = math_ops.reduce_mean(mean, axis=1, keepdims=True)
+                new_variance = math_ops.reduce_mean(variance, axis=1, keepdims=True)
+            else:
+                new_mean, new_variance = mean, variance
+            if self.renorm:
+                r, d, new_mean, new_variance = self._renorm_correction_and_moments(
+                    new_mean, new_variance, training)
+                r = _broadcast(array_ops.stop_gradient(r, name="renorm_r"))
+                d = _broadcast(array_ops.stop_gradient(d, name="renorm_d"))
+                scale, offset = _compose_transforms(r, d, scale, offset)
+            self.add_update(smart_cond(
+                training,
+                lambda: self._assign_moving_average(self.moving_mean, new_mean,
+                                                    self.momentum),
+                lambda: ops.convert_to_tensor(self.moving_mean)))
+            self.add_update(smart_cond(
+                training, lambda: self._variance_update(new_variance),
+                lambda: ops.convert_to_tensor(self.moving_variance)))
         mean = math_ops.cast(mean, inputs.dtype)
         variance = math_ops.cast(variance, inputs.dtype)
-        offset = math_ops.cast(self.beta, inputs.dtype) if self.beta is not None else None
-        scale = math_ops.cast(self.gamma, inputs.dtype) if self.gamma is not None else None
-        return nn_impl.batch_normalization(
-            inputs, shaped(mean), shaped(variance),
-            shaped(offset) if offset is not None else None,
-            shaped(scale) if scale is not None else None, self.epsilon)
+        if offset is not None:
+            offset = math_ops.cast(offset, inputs.dtype)
+        if scale is not None:
+            scale = math_ops.cast(scale, inputs.dtype)
+        outputs = nn_impl.batch_normalization(inputs, _broadcast(mean), _broadcast(variance),
+                                              offset, scale, self.epsilon)
+        outputs.set_shape(inputs.shape)
+        return outputs
+
+    def _adjust(self, inputs, training, scale, offset):
+        """The user's adjustment (a scale and a bias from the input's dynamic shape)
+        composed in while training."""
+        adj_scale, adj_bias = self.adjustment(array_ops.shape(inputs))
+        adj_scale = smart_cond(training, lambda: adj_scale,
+                               lambda: array_ops.ones_like_v2(adj_scale))
+        adj_bias = smart_cond(training, lambda: adj_bias,
+                              lambda: array_ops.zeros_like(adj_bias))
+        return _compose_transforms(adj_scale, adj_bias, scale, offset)
+
+    def _variance_update(self, new_variance):
+        if not self.renorm:
+            return self._assign_moving_average(self.moving_variance, new_variance,
+                                               self.momentum)
+        # renorm: the moving stddev (epsilon inside, as in training), then the variance
+        moving_stddev = self._assign_moving_average(
+            self.moving_stddev, math_ops.sqrt(new_variance + self.epsilon), self.momentum)
+        return self._assign_new_value(
+            self.moving_variance,
+            nn_ops.relu(moving_stddev * moving_stddev - self.epsilon))
+
+    def _assign_new_value(self, variable, value):
+        with ops.name_scope("AssignNewValue") as scope, ops.colocate_with(variable.op):
+            return state_ops.assign(variable, value, name=scope)
+
+    def _renorm_correction_and_moments(self, mean, variance, training):
+        """r, d and the mean and variance to update the moving averages with, after the
+        renorm averages are updated (TF's _renorm_correction_and_moments)."""
+        stddev = math_ops.sqrt(variance + self.epsilon)
+        renorm_mean = self.renorm_mean
+        renorm_stddev = math_ops.maximum(self.renorm_stddev, math_ops.sqrt(self.epsilon))
+        r = stddev / renorm_stddev
+        d = (mean - renorm_mean) / renorm_stddev
+        with ops.control_dependencies([r, d]):
+            mean = array_ops.identity(mean)
+            stddev = array_ops.identity(stddev)
+        rmin, rmax, dmax = (self.renorm_clipping.get(k) for k in ("rmin", "rmax", "dmax"))
+        if rmin is not None:
+            r = math_ops.maximum(r, rmin)
+        if rmax is not None:
+            r = math_ops.minimum(r, rmax)
+        if dmax is not None:
+            d = math_ops.maximum(d, -dmax)
+            d = math_ops.minimum(d, dmax)
+        r = smart_cond(training, lambda: r, lambda: array_ops.ones_like_v2(r))
+        d = smart_cond(training, lambda: d, lambda: array_ops.zeros_like(d))
+
+        def update(var, value):
+            value = array_ops.identity(value)
+            return smart_cond(
+                training,
+                lambda: self._assign_moving_average(var, value, self.renorm_momentum),
+                lambda: array_ops.identity(var))
+
+        update_new_mean = update(self.renorm_mean, mean)
+        update_new_stddev = update(self.renorm_stddev, stddev)
+        with ops.control_dependencies([update_new_mean, update_new_stddev]):
+            out_mean = array_ops.identity(mean)
+            out_variance = array_ops.identity(variance)
+        return r, d, out_mean, out_variance
+
+
+def _compose_transforms(scale, offset, then_scale, then_offset):
+    """(scale, offset) of x -> (x * scale + offset) * then_scale + then_offset."""
+    if then_scale is not None:
+        scale *= then_scale
+        offset *= then_scale
+    if then_offset is not None:
+        offset += then_offset
+    return scale, offset
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center: bool = True,

@@ -7,42 +7,23 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import numbers
 
 from aioflow.framework import constant_value, dtypes, nest, ops, tensor_shape
 from aioflow.layers.base import Layer
-from aioflow.ops import array_ops, clip_ops, constant_op, init_ops, math_ops, nn_impl, nn_ops
+from aioflow.ops import (
+    array_ops,
+    clip_ops,
+    constant_op,
+    init_ops,
+    math_ops,
+    nn_impl,
+    nn_ops,
+    partitioned_variables,
+    random_ops,
+    tensor_array_ops,
+)
 from aioflow.ops import variable_scope as vs
-
-
-def _concat(prefix, suffix, static: bool = False):
-    """[prefix] + suffix as a static list or a shape tensor (TF's rnn_cell_impl._concat);
-    either may be an int, a TensorShape, a list or a (scalar or vector) tensor."""
-    def dims(x):
-        if isinstance(x, ops.Tensor):
-            return [x] if x.shape.rank == 0 else x
-        if isinstance(x, tensor_shape.TensorShape):
-            return x.as_list()
-        return [x] if isinstance(x, numbers.Integral) else list(x)
-
-    p, s = dims(prefix), dims(suffix)
-    if static:
-        out = []
-        for part in (p, s):
-            if isinstance(part, ops.Tensor):
-                out.extend([None] * (part.shape.as_list()[0] or 0))
-            else:
-                out.extend(None if isinstance(x, ops.Tensor) else x for x in part)
-        return out
-    parts = []
-    for part in (p, s):
-        if isinstance(part, ops.Tensor):
-            parts.append(part)
-        elif any(isinstance(x, ops.Tensor) for x in part):
-            parts.append(array_ops.stack(part))
-        else:
-            parts.append(constant_op.constant(part, dtype=dtypes.int32))
-    return array_ops.concat(parts, 0)
+from aioflow.ops.rnn import concat_shape as _concat
 
 
 def _zero_state_tensors(state_size, batch_size, dtype):
@@ -89,6 +70,14 @@ class RNNCell(Layer):
             return _zero_state_tensors(self.state_size, batch_size, dtype)
 
 
+class LayerRNNCell(RNNCell):
+    """A cell that is a plain layer when called: no extra variable scope around the call
+    (TF's LayerRNNCell), so its ops go under the layer's own scope (rnn/while/gru_cell)."""
+
+    def __call__(self, inputs, state, scope=None, *args, **kwargs):
+        return Layer.__call__(self, inputs, state, *args, scope=scope, **kwargs)
+
+
 def _input_depth(input_shape) -> int:
     depth = input_shape.as_list()[-1]
     if depth is None:
@@ -97,7 +86,7 @@ def _input_depth(input_shape) -> int:
     return depth
 
 
-class BasicRNNCell(RNNCell):
+class BasicRNNCell(LayerRNNCell):
     """output = new_state = activation(W [inputs, state] + b)."""
 
     def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None,
@@ -129,7 +118,7 @@ class BasicRNNCell(RNNCell):
         return output, output
 
 
-class GRUCell(RNNCell):
+class GRUCell(LayerRNNCell):
     """Gated recurrent unit (Cho et al.)."""
 
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
@@ -190,7 +179,7 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         return c.dtype
 
 
-class BasicLSTMCell(RNNCell):
+class BasicLSTMCell(LayerRNNCell):
     """LSTM (Hochreiter & Schmidhuber) with a forget bias, as TF's basic cell."""
 
     def __init__(self, num_units, forget_bias=1.0, state_is_tuple: bool = True,
@@ -237,16 +226,22 @@ class BasicLSTMCell(RNNCell):
         return new_h, new_state
 
 
-class LSTMCell(RNNCell):
+def _shards(num_shards):
+    """The partitioner of a weight split in `num_shards` (None: not split)."""
+    return None if num_shards is None else partitioned_variables.fixed_size_partitioner(
+        num_shards)
+
+
+class LSTMCell(LayerRNNCell):
     """LSTM with optional peepholes, cell clipping and an output projection."""
 
     def __init__(self, num_units, use_peepholes: bool = False, cell_clip=None,
                  initializer=None, num_proj=None, proj_clip=None, num_unit_shards=None,
                  num_proj_shards=None, forget_bias=1.0, state_is_tuple: bool = True,
                  activation=None, reuse=None, name=None, dtype=None, **kwargs):
-        if num_unit_shards is not None or num_proj_shards is not None:
-            raise NotImplementedError("LSTMCell's shards are not supported by aioflow")
         super().__init__(_reuse=reuse, name=name, dtype=dtype, **kwargs)
+        self._num_unit_shards = num_unit_shards
+        self._num_proj_shards = num_proj_shards
         self._num_units = num_units
         self._use_peepholes = use_peepholes
         self._cell_clip = cell_clip
@@ -273,7 +268,8 @@ class LSTMCell(RNNCell):
         depth = _input_depth(input_shape)
         h_depth = self._num_units if self._num_proj is None else self._num_proj
         self._kernel = self.add_weight("kernel", shape=[depth + h_depth, 4 * self._num_units],
-                                       initializer=self._initializer)
+                                       initializer=self._initializer,
+                                       partitioner=_shards(self._num_unit_shards))
         self._bias = self.add_weight("bias", shape=[4 * self._num_units],
                                      initializer=init_ops.zeros_initializer())
         if self._use_peepholes:
@@ -286,7 +282,8 @@ class LSTMCell(RNNCell):
         if self._num_proj is not None:
             self._proj_kernel = self.add_weight("projection/kernel",
                                                 shape=[self._num_units, self._num_proj],
-                                                initializer=self._initializer)
+                                                initializer=self._initializer,
+                                                partitioner=_shards(self._num_proj_shards))
         self.built = True
 
     def call(self, inputs, state):
@@ -374,19 +371,49 @@ class MultiRNNCell(RNNCell):
         return cur_inp, new_states
 
 
+def _default_dropout_state_filter_visitor(substate):
+    """TF's default: no dropout on an LSTM's memory c, nor on a TensorArray."""
+    if isinstance(substate, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    return not isinstance(substate, tensor_array_ops.TensorArray)
+
+
+def _filter_flags(visitor, structure) -> list:
+    """Per leaf of `structure` (nest.flatten's order), whether to drop it: the visitor
+    says True (look inside), False (keep all of it) or a shallow structure of bools (TF's
+    get_traverse_shallow_structure)."""
+    verdict = visitor(structure)
+    if isinstance(verdict, bool):
+        if not verdict:
+            return [False] * len(nest.flatten(structure))
+        if not nest.is_nested(structure):
+            return [True]
+        children = structure.values() if isinstance(structure, dict) else structure
+        return [f for child in children for f in _filter_flags(visitor, child)]
+    flags = []
+    for flag, child in zip(nest.flatten(verdict), structure, strict=True):
+        flags.extend([flag] * len(nest.flatten(child)))
+    return flags
+
+
 class DropoutWrapper(RNNCell):
     """Dropout on a cell's inputs, outputs and state (keep probabilities), seeded per
-    kind as TF's (md5 of the seed and a salt)."""
+    kind as TF's (md5 of the seed and a salt); with `variational_recurrent`, one noise per
+    sequence (drawn at construction, as TF's) for every step. The state filter keeps an
+    LSTM's memory c undropped, as TF's default."""
 
     def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0,
                  state_keep_prob=1.0, variational_recurrent: bool = False,
                  input_size=None, dtype=None, seed=None, dropout_state_filter_visitor=None,
                  **kwargs):
-        if variational_recurrent:
-            raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not "
-                                      "supported by aioflow")
         super().__init__(**kwargs)
         self._cell = cell
+        if dropout_state_filter_visitor is not None and \
+                not callable(dropout_state_filter_visitor):
+            raise TypeError(f"dropout_state_filter_visitor must be callable. Received: "
+                            f"{dropout_state_filter_visitor}")
+        self._dropout_state_filter = (dropout_state_filter_visitor
+                                      or _default_dropout_state_filter_visitor)
         with ops.name_scope("DropoutWrapperInit"):  # TF makes these tensors (and ops) here
             probs = []
             for prob, attr in ((input_keep_prob, "input_keep_prob"),
@@ -399,7 +426,33 @@ class DropoutWrapper(RNNCell):
                                      f"{value}")
                 probs.append(float(value) if value is not None else tensor)
         self._input_keep_prob, self._state_keep_prob, self._output_keep_prob = probs
+        self._variational_recurrent = variational_recurrent
         self._seed = seed
+        self._recurrent_input_noise = None
+        self._recurrent_state_noise = None
+        self._recurrent_output_noise = None
+        if variational_recurrent:
+            self._make_noise(cell, input_size, dtype)
+
+    def _make_noise(self, cell, input_size, dtype) -> None:
+        """TF's per-sequence noise: uniform [1, ...size] per input, state and output."""
+        if dtype is None:
+            raise ValueError("When variational_recurrent=True, dtype must be provided")
+
+        def noise_of(salt, sizes):
+            flat = [random_ops.random_uniform(
+                        array_ops.concat(([1], tensor_shape.TensorShape(size).as_list()), 0),
+                        seed=self._gen_seed(salt, i), dtype=dtype)
+                    for i, size in enumerate(nest.flatten(sizes))]
+            return nest.pack_sequence_as(sizes, flat)
+
+        if self._should(self._input_keep_prob):
+            if input_size is None:
+                raise ValueError("When variational_recurrent=True and input_keep_prob < 1.0 "
+                                 "or is unknown, input_size must be provided")
+            self._recurrent_input_noise = noise_of("input", input_size)
+        self._recurrent_state_noise = noise_of("state", cell.state_size)
+        self._recurrent_output_noise = noise_of("output", cell.output_size)
 
     @property
     def wrapped_cell(self):
@@ -424,11 +477,27 @@ class DropoutWrapper(RNNCell):
         string = (str(self._seed) + salt).encode("utf-8")
         return int(hashlib.md5(string).hexdigest()[:8], 16) & 0x7FFFFFFF
 
-    def _dropout(self, values, salt_prefix: str, keep_prob):
+    @staticmethod
+    def _variational_value(value, noise, keep_prob):
+        """value / keep_prob where keep_prob + noise >= 1, else 0."""
+        binary_tensor = math_ops.floor(keep_prob + noise)
+        ret = math_ops.divide(value, keep_prob) * binary_tensor
+        ret.set_shape(value.get_shape())
+        return ret
+
+    def _dropout(self, values, salt_prefix: str, recurrent_noise, keep_prob, flags=None):
         flat = nest.flatten(values)
-        out = [nn_impl.dropout_v2(v, rate=1.0 - keep_prob,
-                                  seed=self._gen_seed(salt_prefix, i))
-               for i, v in enumerate(flat)]
+        flags = flags if flags is not None else [True] * len(flat)
+        noise = nest.flatten(recurrent_noise) if self._variational_recurrent else None
+        out = []
+        for i, (value, drop) in enumerate(zip(flat, flags, strict=True)):
+            if not drop:
+                out.append(value)
+            elif self._variational_recurrent:
+                out.append(self._variational_value(value, noise[i], keep_prob))
+            else:
+                out.append(nn_impl.dropout_v2(value, rate=1.0 - keep_prob,
+                                              seed=self._gen_seed(salt_prefix, i)))
         return nest.pack_sequence_as(values, out)
 
     @staticmethod
@@ -437,12 +506,79 @@ class DropoutWrapper(RNNCell):
 
     def __call__(self, inputs, state, scope=None):
         if self._should(self._input_keep_prob):
-            inputs = self._dropout(inputs, "input", self._input_keep_prob)
+            inputs = self._dropout(inputs, "input", self._recurrent_input_noise,
+                                   self._input_keep_prob)
         output, new_state = self._cell(inputs, state, scope=scope)
         if self._should(self._state_keep_prob):
-            new_state = self._dropout(new_state, "state", self._state_keep_prob)
+            new_state = self._dropout(new_state, "state", self._recurrent_state_noise,
+                                      self._state_keep_prob,
+                                      _filter_flags(self._dropout_state_filter, new_state))
         if self._should(self._output_keep_prob):
-            output = self._dropout(output, "output", self._output_keep_prob)
+            output = self._dropout(output, "output", self._recurrent_output_noise,
+                                   self._output_keep_prob)
         return output, new_state
 
 
+class ResidualWrapper(RNNCell):
+    """The wrapped cell's output plus its input (or `residual_fn(inputs, outputs)`)."""
+
+    def __init__(self, cell, residual_fn=None, **kwargs):
+        super().__init__(**kwargs)
+        self._cell = cell
+        self._residual_fn = residual_fn
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        with ops.name_scope(type(self).__name__ + "ZeroState"):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        outputs, new_state = self._cell(inputs, state, scope=scope)
+        if self._residual_fn is not None:
+            return self._residual_fn(inputs, outputs), new_state
+        nest.assert_same_structure(inputs, outputs)
+        for inp, out in zip(nest.flatten(inputs), nest.flatten(outputs), strict=True):
+            inp.get_shape().assert_is_compatible_with(out.get_shape())
+        res = [inp + out for inp, out in zip(nest.flatten(inputs), nest.flatten(outputs),
+                                              strict=True)]
+        return nest.pack_sequence_as(outputs, res), new_state
+
+
+class DeviceWrapper(RNNCell):
+    """The wrapped cell built on `device`."""
+
+    def __init__(self, cell, device, **kwargs):
+        super().__init__(**kwargs)
+        self._cell = cell
+        self._device = device
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        with ops.name_scope(type(self).__name__ + "ZeroState"), ops.device(self._device):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        with ops.device(self._device):
+            return self._cell(inputs, state, scope=scope)

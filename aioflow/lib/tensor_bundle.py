@@ -38,7 +38,7 @@ import struct
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.lib import crc32c
+from aioflow.lib import crc32c, tensor_slice
 from aioflow.proto import tensor_bundle_pb2, tensor_shape_pb2, versions_pb2
 
 HEADER_KEY = b""
@@ -414,6 +414,25 @@ class BundleWriter:
         self.entries[key] = entry
         self.size += size
 
+    def add_slice(self, key, full_shape, sl, value, dtype=None) -> None:
+        """BundleWriter::AddSlice: the slice `sl` (a tensor_slice.TensorSlice) of the
+        tensor `key` of `full_shape`: stored under its encoded slice key, listed in the
+        full tensor's entry (dtype, shape, slices; no data). A full slice is a plain add."""
+        key = _as_key(key)
+        if all(sl.is_full_at(d) or (sl.starts[d] == 0 and sl.lengths[d] == dim)
+               for d, dim in enumerate(full_shape)):
+            self.add(key, value, dtype)
+            return
+        value = np.asarray(value)
+        dtype = _dtype_of(value) if dtype is None else dtypes.as_dtype(dtype).base_dtype
+        full = self.entries.get(key)
+        if full is None:
+            full = self.entries[key] = tensor_bundle_pb2.BundleEntryProto()
+        full.dtype = dtype.as_datatype_enum
+        full.shape.CopyFrom(shape_proto(full_shape))
+        full.slices.append(sl.to_proto())
+        self.add(tensor_slice.encode_tensor_name_slice(key, sl), value, dtype)
+
     def _write_numeric(self, value: np.ndarray, dtype: dtypes.DType) -> tuple[int, int]:
         arr = np.ascontiguousarray(value, dtype=_numpy_dtype(dtype))
         raw = arr.reshape(-1).view(np.uint8)
@@ -620,10 +639,44 @@ class BundleReader:
         key = _as_key(key)
         entry = self.entry(key)
         if entry.slices:
-            raise errors.UnimplementedError(
-                None, None, f"Tensor {_show(key)} is stored in slices (a partitioned "
-                "variable); reading partitioned tensors is not supported")
+            return self.lookup_slice(key, tensor_slice.TensorSlice.full(len(entry.shape.dim)))
         return self.read_entry(key, entry)
+
+    def lookup_slice(self, key, sl) -> np.ndarray:
+        """BundleReader::LookupSlice: the slice `sl` of the tensor `key`, copied from the
+        stored slices overlapping it (or from the whole stored tensor); InvalidArgument
+        when they do not cover it, as TF's."""
+        key = _as_key(key)
+        entry = self.entry(key)
+        dtype = dtypes.as_dtype(entry.dtype)
+        full_shape = tuple(d.size for d in entry.shape.dim)
+        stored = ([tensor_slice.TensorSlice.from_proto(p) for p in entry.slices]
+                  or [tensor_slice.TensorSlice.full(len(full_shape))])
+        out_shape = sl.slice_shape(full_shape)
+        out = np.empty(out_shape, dtype=object if dtype == dtypes.string
+                       else _numpy_dtype(dtype))
+        wanted = math.prod(out_shape)
+        overlapping, covered = [], 0
+        for part in stored:
+            volume = 1
+            for (s0, s1), (d0, d1) in zip(part.bounds(full_shape), sl.bounds(full_shape),
+                                          strict=True):
+                volume *= max(0, min(s1, d1) - max(s0, d0))
+            if volume:
+                overlapping.append(part)
+                covered += volume
+        if covered != wanted:
+            raise errors.InvalidArgumentError(
+                None, None, f"Does not have sufficient slices for partitioned tensor "
+                f"{_show(key)} to restore in slice_spec: {sl}")
+        for part in overlapping:
+            if part.is_full():
+                value = self.read_entry(key, entry) if not entry.slices else None
+            else:
+                part_key = tensor_slice.encode_tensor_name_slice(key, part)
+                value = self.read_entry(part_key, self.entry(part_key))
+            tensor_slice.copy_overlap(value, part, out, sl, full_shape)
+        return out
 
     @_tf_io_errors
     def read_entry(self, key: bytes, entry) -> np.ndarray:

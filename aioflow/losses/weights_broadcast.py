@@ -4,9 +4,30 @@ when the static shapes decide, else an Assert) and broadcast_weights."""
 from __future__ import annotations
 
 from aioflow.framework import constant_value, ops
-from aioflow.ops import array_ops, control_flow_ops, math_ops
+from aioflow.ops import array_ops, control_flow_ops, math_ops, sets
 
 _PREFIX = "weights can not be broadcast to values."
+
+
+def _has_valid_dims(weights_shape, values_shape):
+    """Each weights dim is 1 or the values' dim: no weights dim outside {dim, 1}."""
+    with ops.name_scope(None, "has_invalid_dims", (weights_shape, values_shape)) as scope:
+        values_shape_2d = array_ops.expand_dims(values_shape, -1)
+        valid_dims = array_ops.concat((values_shape_2d, array_ops.ones_like(values_shape_2d)),
+                                      axis=1)
+        weights_shape_2d = array_ops.expand_dims(weights_shape, -1)
+        invalid_dims = sets.set_difference(weights_shape_2d, valid_dims)
+        num_invalid_dims = array_ops.size(invalid_dims.values, name="num_invalid_dims")
+        return math_ops.equal(0, num_invalid_dims, name=scope)
+
+
+def _has_valid_nonscalar_shape(weights_rank, weights_shape, values_rank, values_shape):
+    with ops.name_scope(None, "has_valid_nonscalar_shape",
+                        (weights_rank, weights_shape, values_rank, values_shape)) as scope:
+        is_same_rank = math_ops.equal(values_rank, weights_rank, name="is_same_rank")
+        return control_flow_ops.cond(
+            is_same_rank, lambda: _has_valid_dims(weights_shape, values_shape),
+            lambda: is_same_rank, name=scope)
 
 
 def assert_broadcastable(weights, values):
@@ -41,16 +62,11 @@ def assert_broadcastable(weights, values):
                                          f"Received weights={weights}, values={values}")
                 return control_flow_ops.no_op(name="static_dims_check_success")
         is_scalar = math_ops.equal(0, weights_rank, name="is_scalar")
-
-        def valid_dims():
-            same = math_ops.equal(weights_rank, values_rank)
-            return control_flow_ops.cond(
-                same, lambda: math_ops.reduce_all(math_ops.logical_or(
-                    math_ops.equal(weights_shape, 1),
-                    math_ops.equal(weights_shape, values_shape))), lambda: same)
-
-        is_valid = control_flow_ops.cond(is_scalar, lambda: is_scalar, valid_dims,
-                                         name="is_valid_shape")
+        is_valid = control_flow_ops.cond(
+            is_scalar, lambda: is_scalar,
+            lambda: _has_valid_nonscalar_shape(weights_rank, weights_shape, values_rank,
+                                               values_shape),
+            name="is_valid_shape")
         data = (_PREFIX, "weights.shape=", weights.name, weights_shape, "values.shape=",
                 values.name, values_shape, "is_scalar=", is_scalar)
         return control_flow_ops.Assert(is_valid, data, name=scope)

@@ -1,6 +1,15 @@
 """tf.compat.v1.metrics: streaming metrics in local variables, each returning (value,
 update_op)."""
 
+from aioflow.metrics.metrics_at_k import (
+    average_precision_at_k,
+    precision_at_k,
+    precision_at_top_k,
+    recall_at_k,
+    recall_at_top_k,
+    sparse_average_precision_at_k,
+    sparse_precision_at_k,
+)
 from aioflow.metrics.metrics_impl import (
     accuracy,
     auc,
@@ -31,6 +40,8 @@ from aioflow.metrics.metrics_impl import (
 )
 
 __all__ = [
+    "average_precision_at_k", "precision_at_k", "precision_at_top_k", "recall_at_k",
+    "recall_at_top_k", "sparse_average_precision_at_k", "sparse_precision_at_k",
     "accuracy", "auc", "false_negatives", "false_negatives_at_thresholds", "false_positives",
     "false_positives_at_thresholds", "mean", "mean_absolute_error", "mean_cosine_distance",
     "mean_iou", "mean_per_class_accuracy", "mean_relative_error", "mean_squared_error",

@@ -8,7 +8,15 @@ from __future__ import annotations
 from aioflow.framework import dtypes, ops
 from aioflow.losses.losses_impl import remove_squeezable_dimensions
 from aioflow.losses.weights_broadcast import broadcast_weights
-from aioflow.ops import array_ops, linalg_ops, math_ops, state_ops, variable_scope, variables
+from aioflow.ops import (
+    array_ops,
+    check_ops,
+    confusion_matrix,
+    math_ops,
+    state_ops,
+    variable_scope,
+    variables,
+)
 
 LOCAL_VARIABLES = "local_variables"
 METRIC_VARIABLES = "metric_variables"
@@ -86,10 +94,14 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
 
 def _count_condition(values, weights=None, metrics_collections=None,
                      updates_collections=None):
+    check_ops.assert_type(values, dtypes.bool)
     count = metric_variable([], dtypes.float32, name="count")
     values = math_ops.cast(values, dtypes.float32)
     if weights is not None:
-        values = math_ops.multiply(values, math_ops.cast(weights, dtypes.float32))
+        with ops.control_dependencies((check_ops.assert_rank_in(
+                weights, (0, array_ops.rank(values))),)):
+            weights = math_ops.cast(weights, dtypes.float32)
+            values = math_ops.multiply(values, weights)
     value_tensor = array_ops.identity(count)
     _add(metrics_collections, value_tensor)
     update_op = state_ops.assign_add(count, math_ops.reduce_sum(values))
@@ -182,9 +194,16 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
 
 def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None,
                                     includes=("tp", "fn", "tn", "fp")):
-    predictions, labels, weights = _remove_squeezable_dimensions(
-        math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool),
-        weights)
+    with ops.control_dependencies([
+            check_ops.assert_greater_equal(
+                predictions, math_ops.cast(0.0, dtype=predictions.dtype),
+                message="predictions must be in [0, 1]"),
+            check_ops.assert_less_equal(
+                predictions, math_ops.cast(1.0, dtype=predictions.dtype),
+                message="predictions must be in [0, 1]")]):
+        predictions, labels, weights = _remove_squeezable_dimensions(
+            math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool),
+            weights)
     num_thresholds = len(thresholds)
     predictions_2d = array_ops.reshape(predictions, [-1, 1])
     labels_2d = array_ops.reshape(math_ops.cast(labels, dtype=dtypes.bool), [1, -1])
@@ -197,21 +216,25 @@ def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=Non
     pred_is_pos = math_ops.greater(
         array_ops.tile(array_ops.transpose(predictions_2d), [num_thresholds, 1]),
         thresh_tiled)
-    pred_is_neg = math_ops.logical_not(pred_is_pos)
+    if "fn" in includes or "tn" in includes:
+        pred_is_neg = math_ops.logical_not(pred_is_pos)
     label_is_pos = array_ops.tile(labels_2d, [num_thresholds, 1])
-    label_is_neg = math_ops.logical_not(label_is_pos)
+    if "fp" in includes or "tn" in includes:
+        label_is_neg = math_ops.logical_not(label_is_pos)
     weights_tiled = None
     if weights is not None:
         weights = broadcast_weights(math_ops.cast(weights, dtypes.float32), predictions)
         weights_tiled = array_ops.tile(array_ops.reshape(weights, [1, -1]),
                                        [num_thresholds, 1])
     values, update_ops = {}, {}
-    for key, name, a, b in (("tp", "true_positives", label_is_pos, pred_is_pos),
-                            ("fn", "false_negatives", label_is_pos, pred_is_neg),
-                            ("tn", "true_negatives", label_is_neg, pred_is_neg),
-                            ("fp", "false_positives", label_is_neg, pred_is_pos)):
+    for key, name, a, b in (("tp", "true_positives", "pos", "pos"),
+                            ("fn", "false_negatives", "pos", "neg"),
+                            ("tn", "true_negatives", "neg", "neg"),
+                            ("fp", "false_positives", "neg", "pos")):
         if key not in includes:
             continue
+        a = label_is_pos if a == "pos" else label_is_neg
+        b = pred_is_pos if b == "pos" else pred_is_neg
         var = metric_variable([num_thresholds], dtypes.float32, name=name)
         hits = math_ops.cast(math_ops.logical_and(a, b), dtypes.float32)
         if weights_tiled is not None:
@@ -233,9 +256,6 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
             raise ValueError(f"Invalid summation_method: {summation_method} "
                              f"summation_method should be 'trapezoidal', "
                              f"'careful_interpolation', 'minoring', or 'majoring'.")
-        if curve == "PR" and summation_method == "careful_interpolation":
-            raise NotImplementedError("auc(curve='PR', summation_method="
-                                      "'careful_interpolation') is not supported by aioflow")
         kepsilon = 1e-7
         if thresholds is not None:
             thresholds = sorted(thresholds)
@@ -249,6 +269,8 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
         epsilon = 1.0e-6
 
         def compute_auc(tp, fn, tn, fp, name):
+            if curve == "PR" and summation_method == "careful_interpolation":
+                return _interpolate_pr_auc(tp, fp, fn, num_thresholds)
             rec = math_ops.divide(tp + epsilon, tp + fn + epsilon)
             if curve == "ROC":
                 x, y = math_ops.divide(fp, fp + tn + epsilon), rec
@@ -271,32 +293,55 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200,
         return value, update_op
 
 
+def _streaming_confusion_matrix(labels, predictions, num_classes, weights=None):
+    """A float64 confusion-matrix variable and the op adding a batch's matrix to it."""
+    total_cm = metric_variable([num_classes, num_classes], dtypes.float64,
+                               name="total_confusion_matrix")
+    predictions = math_ops.cast(predictions, dtypes.int64)
+    labels = math_ops.cast(labels, dtypes.int64)
+    num_classes = math_ops.cast(num_classes, dtypes.int64)
+    if predictions.get_shape().ndims > 1:
+        predictions = array_ops.reshape(predictions, [-1])
+    if labels.get_shape().ndims > 1:
+        labels = array_ops.reshape(labels, [-1])
+    if weights is not None and weights.get_shape().ndims > 1:
+        weights = array_ops.reshape(weights, [-1])
+    current_cm = confusion_matrix.confusion_matrix(labels, predictions, num_classes,
+                                                   weights=weights, dtype=dtypes.float64)
+    return total_cm, state_ops.assign_add(total_cm, current_cm)
+
+
+def _interpolate_pr_auc(tp, fp, fn, num_thresholds: int):
+    """The PR curve's area with precision interpolated between thresholds (TF's
+    interpolate_pr_auc, after Davis & Goadrich 2006: tp and p = tp + fp linear in each
+    interval, integrated in closed form)."""
+    dtp = tp[:num_thresholds - 1] - tp[1:]
+    p = tp + fp
+    prec_slope = math_ops.div_no_nan(dtp, math_ops.maximum(p[:num_thresholds - 1] - p[1:], 0),
+                                     name="prec_slope")
+    intercept = tp[1:] - math_ops.multiply(prec_slope, p[1:])
+    safe_p_ratio = array_ops.where(
+        math_ops.logical_and(p[:num_thresholds - 1] > 0, p[1:] > 0),
+        math_ops.div_no_nan(p[:num_thresholds - 1], math_ops.maximum(p[1:], 0),
+                            name="recall_relative_ratio"),
+        array_ops.ones_like(p[1:]))
+    return math_ops.reduce_sum(
+        math_ops.div_no_nan(prec_slope * (dtp + intercept * math_ops.log(safe_p_ratio)),
+                            math_ops.maximum(tp[1:] + fn[1:], 0), name="pr_auc_increment"),
+        name="interpolate_pr_auc")
+
+
 def mean_iou(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
              updates_collections=None, name=None):
     """The mean over classes of intersection / union, from a streaming confusion
     matrix."""
     with variable_scope.variable_scope(name, "mean_iou", (predictions, labels, weights)):
         predictions.get_shape().assert_is_compatible_with(labels.get_shape())
-        total_cm = metric_variable([num_classes, num_classes], dtypes.float64,
-                                   name="total_confusion_matrix")
-        predictions = math_ops.cast(predictions, dtypes.int64)
-        labels = math_ops.cast(labels, dtypes.int64)
-        if predictions.get_shape().ndims > 1:
-            predictions = array_ops.reshape(predictions, [-1])
-        if labels.get_shape().ndims > 1:
-            labels = array_ops.reshape(labels, [-1])
-        if weights is not None and weights.get_shape().ndims > 1:
-            weights = array_ops.reshape(weights, [-1])
-        indices = array_ops.stack([labels, predictions], axis=1)
-        entries = array_ops.ones_like(predictions, dtype=dtypes.float64) if weights is None \
-            else math_ops.cast(weights, dtypes.float64)
-        current_cm = array_ops.scatter_nd(indices, entries,
-                                          array_ops.constant([num_classes, num_classes],
-                                                             dtype=dtypes.int64))
-        update_op = state_ops.assign_add(total_cm, current_cm)
+        total_cm, update_op = _streaming_confusion_matrix(labels, predictions,
+                                                          num_classes, weights)
         sum_over_row = math_ops.cast(math_ops.reduce_sum(total_cm, 0), dtypes.float32)
         sum_over_col = math_ops.cast(math_ops.reduce_sum(total_cm, 1), dtypes.float32)
-        cm_diag = math_ops.cast(linalg_ops.diag_part(total_cm), dtypes.float32)
+        cm_diag = math_ops.cast(array_ops.diag_part(total_cm), dtypes.float32)
         denominator = sum_over_row + sum_over_col - cm_diag
         num_valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(denominator, 0),
                                                       dtype=dtypes.float32))

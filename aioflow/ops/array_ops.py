@@ -504,6 +504,18 @@ def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True
         return ret
 
 
+def ones_like_v2(input, dtype=None, name: str | None = None) -> ops.Tensor:  # noqa: A002
+    """TF 2's tf.ones_like (what Keras layers call): a known shape gives a Const of ones
+    (TF's array_like_impl), else Shape and Fill, or an OnesLike op."""
+    with ops.name_scope(name, "ones_like", [input]) as name:
+        tensor = ops.convert_to_tensor(input, name="tensor")
+        if tensor.shape.is_fully_defined() and tensor.dtype != dtypes.variant:
+            return ones(tensor.shape, dtype=dtype or tensor.dtype, name=name)
+        if dtype is not None and dtypes.as_dtype(dtype) != tensor.dtype:
+            return ones(_shape_without_out_type(tensor, True), dtype=dtype, name=name)
+        return apply_op("OnesLike", name=name, x=tensor)
+
+
 def tile(input, multiples, name: str | None = None) -> ops.Tensor:  # noqa: A002
     """Repeat `input` `multiples[i]` times along dimension i."""
     return apply_op("Tile", name=name, input=input, multiples=multiples)
@@ -870,3 +882,9 @@ __all__ = [
 from aioflow.ops import math_ops  # noqa: E402, F401
 
 ops.register_builder("unstack", unstack)
+
+
+def diag_part(input, name: str | None = None) -> ops.Tensor:  # noqa: A002
+    """The diagonal [D1..Dk] of a [D1..Dk, D1..Dk] tensor (TF's array_ops.diag_part,
+    the DiagPart op; tf.linalg.diag_part is MatrixDiagPartV3)."""
+    return apply_op("DiagPart", name=name, input=input)

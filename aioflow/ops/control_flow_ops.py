@@ -23,6 +23,7 @@ from aioflow.framework.nest import (
     pack_sequence_as,
 )
 from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.sparse_tensor import SparseTensor
 from aioflow.ops import array_ops, math_ops
 from aioflow.ops.constant_op import constant
 from aioflow.ops.tensor_array_ops import TensorArray, build_ta_with_new_flow
@@ -425,14 +426,46 @@ class CondContext(ControlFlowContext):
         return self._process_output_tensor(ops.convert_to_tensor(v))
 
     def build_cond_branch(self, fn):
-        """Call `fn` in this context; returns (its result, the tensors to merge)."""
-        original_result = fn()
+        """Call `fn` in this context; returns (its result, the tensors to merge); a
+        SparseTensor in the result is its three tensors (TF's expand_composites)."""
+        original_result = _expand_composites(fn())
         if original_result is None:
             return None, None
         result = map_structure(self._build_cond_tensor, original_result)
         if not isinstance(result, (list, builtins_tuple)):
             result = [result]
         return original_result, result
+
+
+_SparseParts = collections.namedtuple("_SparseParts", ["indices", "values", "dense_shape"])
+
+
+def _expand_composites(result):
+    """`result` with each SparseTensor as its (indices, values, dense_shape)."""
+    if isinstance(result, SparseTensor):
+        return _SparseParts(result.indices, result.values, result.dense_shape)
+    if isinstance(result, list):
+        return [_expand_composites(r) for r in result]
+    if isinstance(result, builtins_tuple) and not isinstance(result, _SparseParts):
+        items = [_expand_composites(r) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else builtins_tuple(items)
+    if isinstance(result, dict):
+        return {k: _expand_composites(v) for k, v in result.items()}
+    return result
+
+
+def _restore_composites(result):
+    """The inverse of _expand_composites: SparseTensors again."""
+    if isinstance(result, _SparseParts):
+        return SparseTensor(*result)
+    if isinstance(result, list):
+        return [_restore_composites(r) for r in result]
+    if isinstance(result, builtins_tuple):
+        items = [_restore_composites(r) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else builtins_tuple(items)
+    if isinstance(result, dict):
+        return {k: _restore_composites(v) for k, v in result.items()}
+    return result
 
 
 def _unpack_if_singleton(res):
@@ -519,7 +552,7 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name=None,
             ops.add_to_collection(COND_CONTEXT, context_t)
             ops.add_to_collection(COND_CONTEXT, context_f)
 
-        merges = pack_sequence_as(orig_res_t, merges)
+        merges = _restore_composites(pack_sequence_as(orig_res_t, merges))
         if not strict:
             merges = _unpack_if_singleton(merges)
         return merges

@@ -15,17 +15,20 @@ from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, data_flow_ops, math_ops
 from aioflow.ops.clip_ops import clip_by_norm
 from aioflow.ops.constant_op import constant
+from aioflow.ops.partitioned_variables import PartitionedVariable
 
 
 def embedding_lookup(params, ids, partition_strategy: str = "mod", name: str | None = None,
                      validate_indices: bool = True, max_norm=None):
     """The rows `ids` of `params`: a tensor or variable (ref or resource), or a list of
-    them partitioning one table; rows with an l2-norm above `max_norm` are scaled down
-    to it."""
+    them partitioning one table (a PartitionedVariable: its parts); rows with an l2-norm
+    above `max_norm` are scaled down to it."""
     if params is None:
         raise ValueError("params must be specified")
     if isinstance(params, (list, tuple)) and not params:
         raise ValueError("Length of params is currently 0. Need at least one param.")
+    if isinstance(params, PartitionedVariable):
+        params = list(params)  # its parts
     params = list(params) if isinstance(params, (list, tuple)) else [params]
     with ops.name_scope(name, "embedding_lookup", params + [ids]) as name:
         if not any(_is_resource(p) for p in params):
@@ -45,7 +48,8 @@ def _is_resource(p) -> bool:
 
 
 def _colocate_with(p):
-    return ops.colocate_with(p.op if isinstance(p, ops.Tensor) else p)
+    """Colocation with a tensor's op or a variable's (a resource variable's handle)."""
+    return ops.colocate_with(p.op)
 
 
 def _gather(p, ids, name=None):

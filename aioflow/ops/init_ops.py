@@ -141,7 +141,8 @@ class variance_scaling_initializer(Initializer):  # noqa: N801 - TF's name
 
     def __call__(self, shape, dtype=None, partition_info=None):
         dtype = _float_dtype(dtype or self.dtype)
-        fan_in, fan_out = compute_fans(shape)
+        scale_shape = shape if partition_info is None else partition_info.full_shape
+        fan_in, fan_out = compute_fans(scale_shape)
         fan = {"fan_in": fan_in, "fan_out": fan_out,
                "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, fan)

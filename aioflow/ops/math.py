@@ -1,5 +1,6 @@
 """The `af.math` namespace: TF's `tf.math` names for the core math builders."""
 
+from aioflow.ops.confusion_matrix import confusion_matrix
 from aioflow.ops.image_ops import in_top_k, top_k
 from aioflow.ops.math_ops import (
     abs,
@@ -118,5 +119,5 @@ __all__ = [
     "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
     "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
     "unsorted_segment_prod", "sparse_segment_sum", "sparse_segment_mean",
-    "sparse_segment_sqrt_n", "bucketize", "top_k", "in_top_k",
+    "sparse_segment_sqrt_n", "bucketize", "top_k", "in_top_k", "confusion_matrix",
 ]

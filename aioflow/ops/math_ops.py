@@ -412,7 +412,7 @@ def _reduction_dims(x, axis):
     """`axis`, or all dims: a Const when x's rank is known (and > 0), else Range(Rank)."""
     if axis is not None:
         return axis
-    x_rank = x.shape.rank if isinstance(x, ops.Tensor) else None
+    x_rank = getattr(getattr(x, "shape", None), "rank", None)  # tensors and variables
     if x_rank:
         return constant(np.arange(x_rank, dtype=np.int32))
     return range(0, array_ops.rank(x))

@@ -57,7 +57,12 @@ from aioflow.ops.nn_xent_ops import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
-from aioflow.ops.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from aioflow.ops.rnn import (
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)
 from aioflow.ops.space_batch_ops import depth_to_space, space_to_depth  # noqa: E402
 
 __all__ = [
@@ -78,4 +83,5 @@ __all__ = [
     "compute_accidental_hits",
     # recurrent networks
     "rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn",
+    "static_bidirectional_rnn",
 ]

@@ -13,6 +13,7 @@ from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
 from aioflow.ops import array_ops, constant_op, control_flow_ops, math_ops, random_ops
 from aioflow.ops.embedding_ops import embedding_lookup
+from aioflow.ops.partitioned_variables import PartitionedVariable
 
 
 # -- dropout --------------------------------------------------------------------------------
@@ -230,6 +231,8 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
     and their labels (1 / num_true for the true classes), built as TF builds them."""
     from aioflow.ops import candidate_sampling_ops, sparse_ops
 
+    if isinstance(weights, PartitionedVariable):
+        weights = list(weights)
     if not isinstance(weights, list):
         weights = list(weights) if isinstance(weights, tuple) else [weights]
     with ops.name_scope(name, "compute_sampled_logits", weights + [biases, inputs, labels]):

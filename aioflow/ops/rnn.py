@@ -5,10 +5,61 @@ inputs and outputs in TensorArrays, sequence lengths copying state through), sta
 
 from __future__ import annotations
 
+import numbers
+
 from aioflow.framework import constant_value as constant_value_mod
 from aioflow.framework import dtypes, nest, ops, tensor_shape
-from aioflow.ops import array_ops, control_flow_ops, math_ops, tensor_array_ops
+from aioflow.ops import (
+    array_ops,
+    constant_op,
+    control_flow_ops,
+    math_ops,
+    tensor_array_ops,
+)
 from aioflow.ops import variable_scope as vs
+
+
+def _concat_part(x, what: str):
+    """One side of _concat: (the shape tensor or None, its static dims)."""
+    if isinstance(x, ops.Tensor):
+        static = constant_value_mod.constant_value(x)
+        if x.shape.rank == 0:
+            x = array_ops.expand_dims(x, 0)
+        elif x.shape.rank != 1:
+            raise ValueError(f"{what} tensor must be either a scalar or vector, but received "
+                             f"tensor: {x}")
+        return x, (static.tolist() if static is not None else None)
+    shape = tensor_shape.as_shape([x] if isinstance(x, numbers.Integral) else x)
+    static = shape.as_list() if shape.rank is not None else None
+    tensor = (constant_op.constant(shape.as_list(), dtype=dtypes.int32)
+              if shape.is_fully_defined() else None)
+    return tensor, static
+
+
+def concat_shape(prefix, suffix, static: bool = False):
+    """[prefix] + suffix as a static list or a shape tensor (TF's rnn_cell_impl._concat:
+    both sides become constants first, even for the static list, as TF's graphs show);
+    either may be an int, a TensorShape, a list or a (scalar or vector) tensor."""
+    p, p_static = _concat_part(prefix, "Prefix")
+    s, s_static = _concat_part(suffix, "suffix")
+    if static:
+        shape = tensor_shape.TensorShape(p_static).concatenate(s_static)
+        return shape.as_list() if shape.rank is not None else None
+    if p is None or s is None:
+        raise ValueError(f"Prefix or suffix can't be None. Received prefix = {prefix} and "
+                         f"suffix = {suffix}")
+    return array_ops.concat((p, s), 0)
+
+
+def _should_cache() -> bool:
+    """TF's rule: variables made by an RNN outside a while loop get a caching device (their
+    reads then carry no colocation)."""
+    ctxt = ops.get_default_graph()._get_control_flow_context()
+    while ctxt is not None:
+        if isinstance(ctxt, control_flow_ops.WhileContext):
+            return False
+        ctxt = ctxt.outer_context
+    return True
 
 
 def _transpose_batch_time(x):
@@ -68,6 +119,15 @@ def _initial_state(cell, batch_size, dtype, initial_state):
     return cell.zero_state(batch_size, dtype)
 
 
+def _assert_has_shape(x, shape):
+    x_shape = array_ops.shape(x)
+    packed_shape = array_ops.stack(shape)
+    return control_flow_ops.Assert(
+        math_ops.reduce_all(math_ops.equal(x_shape, packed_shape)),
+        [f"Expected shape for Tensor {x.name} is ", packed_shape, " but saw shape: ",
+         x_shape])
+
+
 def _rnn_step(time, sequence_length, min_sequence_length, max_sequence_length, zero_output,
               state, call_cell, skip_conditionals: bool = False):
     """One step where rows past their sequence length copy their state through and
@@ -118,7 +178,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
                 time_major: bool = False, scope=None):
     """(outputs, final state) of `cell` run over the time axis of `inputs` in a while
     loop (TF 1's tf.nn.dynamic_rnn)."""
-    with vs.variable_scope(scope or "rnn"):
+    with vs.variable_scope(scope or "rnn") as varscope:
+        if _should_cache() and varscope.caching_device is None:
+            varscope.set_caching_device(lambda op: op.device)
         flat_input = nest.flatten(inputs)
         if not time_major:
             flat_input = [ops.convert_to_tensor(x) for x in flat_input]
@@ -133,6 +195,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             sequence_length = array_ops.identity(sequence_length, name="sequence_length")
         batch_size = _best_effort_input_batch_size(flat_input)
         state = _initial_state(cell, batch_size, dtype, initial_state)
+        if sequence_length is not None:
+            with ops.control_dependencies([_assert_has_shape(sequence_length, [batch_size])]):
+                sequence_length = array_ops.identity(sequence_length, name="CheckSeqLen")
         inputs = nest.pack_sequence_as(inputs, flat_input)
         outputs, final_state = _dynamic_rnn_loop(cell, inputs, state, parallel_iterations,
                                                  swap_memory, sequence_length, dtype)
@@ -158,9 +223,7 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
     state_dtype = _infer_state_dtype(dtype, state)
 
     def _create_zero_array(size):
-        dims = ([batch_size] if not isinstance(batch_size, ops.Tensor) else [batch_size]) \
-            + _shape_list(size)
-        return array_ops.zeros(array_ops.stack(dims), state_dtype)
+        return array_ops.zeros(array_ops.stack(concat_shape(batch_size, size)), state_dtype)
 
     flat_zero_output = tuple(_create_zero_array(size) for size in flat_output_size)
     zero_output = nest.pack_sequence_as(cell.output_size, flat_zero_output)
@@ -213,7 +276,8 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
         maximum_iterations=time_steps, swap_memory=swap_memory)
     final_outputs = tuple(ta.stack() for ta in output_final_ta)
     for output, size in zip(final_outputs, flat_output_size, strict=True):
-        output.set_shape([const_time_steps, const_batch_size] + _shape_list(size))
+        output.set_shape(concat_shape([const_time_steps, const_batch_size], size,
+                                      static=True))
     return nest.pack_sequence_as(cell.output_size, final_outputs), final_state
 
 
@@ -226,6 +290,8 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         raise ValueError("Argument `inputs` must not be empty.")
     outputs = []
     with vs.variable_scope(scope or "rnn") as varscope:
+        if _should_cache() and varscope.caching_device is None:
+            varscope.set_caching_device(lambda op: op.device)
         first_input = inputs
         while nest.is_nested(first_input):
             first_input = first_input[0]
@@ -237,10 +303,10 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             flat_output_size = nest.flatten(cell.output_size)
 
             def _zero(size):
-                dims = [batch_size] + _shape_list(size)
-                out = array_ops.zeros(array_ops.stack(dims),
+                out = array_ops.zeros(array_ops.stack(concat_shape(batch_size, size)),
                                       _infer_state_dtype(dtype, state))
-                out.set_shape([batch] + _shape_list(size))
+                out.set_shape(tensor_shape.TensorShape(concat_shape(batch, size,
+                                                                    static=True)))
                 return out
 
             zero_output = nest.pack_sequence_as(cell.output_size,
@@ -294,3 +360,48 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                 time_major=time_major, scope=bw_scope)
     output_bw = _reverse(tmp)
     return (output_fw, output_bw), (state_fw, state_bw)
+
+
+def _reverse_seq(input_seq, lengths):
+    """The list of time steps reversed (each row by its own length when given)."""
+    if lengths is None:
+        return list(reversed(input_seq))
+    flat_input_seq = tuple(nest.flatten(input_) for input_ in input_seq)
+    flat_results = [[] for _ in range(len(input_seq))]
+    for sequence in zip(*flat_input_seq, strict=True):
+        input_shape = tensor_shape.unknown_shape(rank=sequence[0].get_shape().rank)
+        for input_ in sequence:
+            input_shape.assert_is_compatible_with(input_.get_shape())
+            input_.set_shape(input_shape)
+        s_joined = array_ops.stack(sequence)
+        s_reversed = array_ops.reverse_sequence(s_joined, lengths, 0, 1)
+        result = array_ops.unstack(s_reversed)
+        for r, flat_result in zip(result, flat_results, strict=True):
+            r.set_shape(input_shape)
+            flat_result.append(r)
+    return [nest.pack_sequence_as(input_, flat_result)
+            for input_, flat_result in zip(input_seq, flat_results, strict=True)]
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """(outputs of forward and backward concatenated per step, final forward state, final
+    backward state): static_rnn forward and over the reversed steps."""
+    if not nest.is_nested(inputs):
+        raise TypeError(f"Argument `inputs` must be a sequence. Received: {inputs}")
+    if not inputs:
+        raise ValueError("Argument `inputs` must not be empty.")
+    with vs.variable_scope(scope or "bidirectional_rnn"):
+        with vs.variable_scope("fw") as fw_scope:
+            output_fw, output_state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                                    sequence_length, scope=fw_scope)
+        with vs.variable_scope("bw") as bw_scope:
+            reversed_inputs = _reverse_seq(inputs, sequence_length)
+            tmp, output_state_bw = static_rnn(cell_bw, reversed_inputs, initial_state_bw,
+                                              dtype, sequence_length, scope=bw_scope)
+    output_bw = _reverse_seq(tmp, sequence_length)
+    flat_outputs = tuple(array_ops.concat([fw, bw], 1) for fw, bw in
+                         zip(nest.flatten(output_fw), nest.flatten(output_bw), strict=True))
+    outputs = nest.pack_sequence_as(output_fw, flat_outputs)
+    return outputs, output_state_fw, output_state_bw

@@ -4,13 +4,15 @@ aioflow/layers/rnn_cell.py)."""
 from aioflow.layers.rnn_cell import (
     BasicLSTMCell,
     BasicRNNCell,
+    DeviceWrapper,
     DropoutWrapper,
     GRUCell,
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
+    ResidualWrapper,
     RNNCell,
 )
 
-__all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
-           "LSTMStateTuple", "MultiRNNCell", "RNNCell"]
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell",
+           "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper"]

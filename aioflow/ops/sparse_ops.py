@@ -217,6 +217,25 @@ def concat(axis, sp_inputs, name: str | None = None, concat_dim=None) -> SparseT
     return SparseTensor(indices, values, shape)
 
 
+def retain(sp_input, to_retain) -> SparseTensor:
+    """The entries of `sp_input` where the boolean vector `to_retain` is true (TF's
+    sparse_retain: Where, then a Gather of the indices and of the values)."""
+    sp_input = convert_to_sparse_tensor(sp_input)
+    to_retain = ops.convert_to_tensor(to_retain)
+    retain_shape = to_retain.get_shape()
+    retain_shape.assert_has_rank(1)
+    if sp_input.values.get_shape().rank is not None:
+        tensor_shape.Dimension(sp_input.values.get_shape().as_list()[0]) \
+            .assert_is_compatible_with(tensor_shape.Dimension(retain_shape.as_list()[0]))
+    where_true = array_ops.reshape(array_ops.where(to_retain), [-1])
+    new_indices = array_ops.gather(sp_input.indices, where_true)
+    new_values = array_ops.gather(sp_input.values, where_true)
+    return SparseTensor(new_indices, new_values, array_ops.identity(sp_input.dense_shape))
+
+
+sparse_retain = retain
+
+
 def sparse_placeholder(dtype, shape=None, name: str | None = None) -> SparseTensor:
     """A SparseTensor of three placeholders, fed with a SparseTensorValue (v1's
     tf.sparse_placeholder; dense_shape defaults to `shape` when one is given)."""

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import inspect
 import weakref
 
 import numpy as np
 
 from aioflow.framework import dtypes, tensor_shape
 from aioflow.framework import ops as ops_mod
+from aioflow.ops import array_ops
 from aioflow.ops.init_ops import (  # noqa: F401  (TF's variable_scope has these names)
     Initializer,
     constant_initializer,
@@ -25,7 +28,8 @@ from aioflow.ops.init_ops import (  # noqa: F401  (TF's variable_scope has these
     variance_scaling_initializer,
     zeros_initializer,
 )
-from aioflow.ops.variables import GraphKeys, ResourceVariable, Variable
+from aioflow.ops.partitioned_variables import PartitionedVariable
+from aioflow.ops.variables import GraphKeys, ResourceVariable, SaveSliceInfo, Variable
 
 
 class _ReuseMode(enum.Enum):
@@ -40,8 +44,12 @@ class VariableScope:
     """What a variable scope says: its name, reuse, and defaults for get_variable."""
 
     def __init__(self, reuse, name: str = "", initializer=None, dtype=dtypes.float32,
-                 use_resource=None, constraint=None, name_scope: str = ""):
+                 use_resource=None, constraint=None, name_scope: str = "",
+                 caching_device=None, partitioner=None, custom_getter=None):
         self.name = name
+        self.caching_device = caching_device
+        self.partitioner = partitioner
+        self.custom_getter = custom_getter
         self.reuse = reuse
         self.initializer = initializer
         self.dtype = dtypes.as_dtype(dtype)
@@ -52,6 +60,15 @@ class VariableScope:
     def reuse_variables(self) -> None:
         self.reuse = True
 
+    def set_caching_device(self, caching_device) -> None:
+        self.caching_device = caching_device
+
+    def set_partitioner(self, partitioner) -> None:
+        self.partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter) -> None:
+        self.custom_getter = custom_getter
+
     def get_variable(self, name, shape=None, dtype=None, initializer=None, **kwargs):
         return get_variable(name, shape, dtype, initializer, **kwargs)
 
@@ -61,6 +78,7 @@ class _Store:
 
     def __init__(self):
         self.vars: dict[str, Variable] = {}
+        self.partitioned: dict[str, PartitionedVariable] = {}
         self.scopes: list[VariableScope] = [VariableScope(False)]
         self.counts: dict[str, int] = {}
 
@@ -86,9 +104,8 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                    custom_getter=None, reuse=None, dtype=None, use_resource=None,
                    constraint=None, auxiliary_name_scope=True):
     """A variable scope (and a name scope of the same name), as TF 1.x's."""
-    if partitioner is not None or custom_getter is not None:
-        raise NotImplementedError("variable_scope partitioner / custom_getter are not "
-                                  "supported by aioflow")
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"Cannot set custom_getter to a non-callable value: {custom_getter}")
     store = _store()
     parent = store.scopes[-1]
     if isinstance(name_or_scope, VariableScope):
@@ -114,7 +131,13 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                           initializer if initializer is not None else base.initializer,
                           dtype if dtype is not None else base.dtype,
                           use_resource if use_resource is not None else base.use_resource,
-                          constraint if constraint is not None else base.constraint)
+                          constraint if constraint is not None else base.constraint,
+                          caching_device=(caching_device if caching_device is not None
+                                          else base.caching_device),
+                          partitioner=partitioner if partitioner is not None
+                          else base.partitioner,
+                          custom_getter=_maybe_wrap_custom_getter(custom_getter,
+                                                                  base.custom_getter))
     name_ctx = (ops_mod.name_scope(scope_name, values=values) if auxiliary_name_scope
                 else contextlib.nullcontext(""))
     with name_ctx as ns:
@@ -124,6 +147,20 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
             yield scope
         finally:
             store.scopes.pop()
+
+
+def _maybe_wrap_custom_getter(custom_getter, old_getter):
+    """A scope's getter within another's: the new one calls the old one, which calls the
+    true getter (TF's _maybe_wrap_custom_getter)."""
+    if custom_getter is None:
+        return old_getter
+    if old_getter is None:
+        return custom_getter
+
+    def wrapped_custom_getter(getter, *args, **kwargs):
+        return custom_getter(functools.partial(old_getter, getter), *args, **kwargs)
+
+    return wrapped_custom_getter
 
 
 def _default_initializer(name: str, dtype: dtypes.DType):
@@ -139,15 +176,64 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  validate_shape=True, use_resource=None, custom_getter=None,
                  constraint=None, synchronization=None, aggregation=None):
     """The variable `name` of the current variable scope: made, or (when the scope
-    reuses) the existing one, with TF's checks and messages."""
-    if partitioner is not None or custom_getter is not None:
-        raise NotImplementedError("get_variable partitioner / custom_getter are not "
-                                  "supported by aioflow")
+    reuses) the existing one, with TF's checks and messages. With a partitioner (given
+    or the scope's), a PartitionedVariable of `name/part_<i>` variables. A custom getter
+    (given, or the scopes') is called with the true getter and the arguments."""
     store = _store()
     scope = store.scopes[-1]
     full_name = f"{scope.name}/{name}" if scope.name else name
-    reuse = scope.reuse
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
+    if initializer is None:
+        initializer = scope.initializer
+    if caching_device is None:
+        caching_device = scope.caching_device
+    if partitioner is None:
+        partitioner = scope.partitioner
+    if custom_getter is None:
+        custom_getter = scope.custom_getter
+    if use_resource is None:
+        use_resource = scope.use_resource
+    if dtype is None:
+        dtype = scope.dtype
+
+    def true_getter(name, shape=None, dtype=dtypes.float32, initializer=None,
+                    regularizer=None, reuse=None, trainable=None, collections=None,
+                    caching_device=None, partitioner=None, validate_shape=True,
+                    use_resource=None, constraint=None, synchronization=None,
+                    aggregation=None):
+        dtype = dtypes.as_dtype(dtype)
+        common = {"trainable": trainable, "collections": collections,
+                  "caching_device": caching_device, "validate_shape": validate_shape,
+                  "use_resource": bool(use_resource), "constraint": constraint}
+        if partitioner is not None:
+            return _partitioned_variable(store, name, shape, dtype, initializer,
+                                         partitioner, reuse, common)
+        return _single_variable(store, name, shape, dtype, initializer, None, reuse, common)
+
+    kwargs = {"name": full_name, "shape": shape, "dtype": dtype, "initializer": initializer,
+              "regularizer": regularizer, "reuse": scope.reuse, "trainable": trainable,
+              "collections": collections, "caching_device": caching_device,
+              "partitioner": partitioner, "validate_shape": validate_shape,
+              "use_resource": use_resource, "synchronization": synchronization,
+              "aggregation": aggregation}
+    with ops_mod.name_scope(None):  # get_variable's names ignore the name scope
+        if custom_getter is None:
+            return true_getter(constraint=constraint, **kwargs)
+        if _accepts(custom_getter, "constraint"):
+            kwargs["constraint"] = constraint
+        return custom_getter(getter=true_getter, **kwargs)
+
+
+def _accepts(fn, arg: str) -> bool:
+    """Whether `fn` takes `arg` by name or any keyword arguments (TF's fn_args check)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == arg or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _single_variable(store, full_name, shape, dtype, initializer, partition_info, reuse,
+                     common):
     shape = None if shape is None else tensor_shape.as_shape(shape)
     found = store.vars.get(full_name)
     if found is not None:
@@ -166,8 +252,6 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                          f"tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          f"VarScope?")
     if initializer is None:
-        initializer = scope.initializer
-    if initializer is None:
         initializer = _default_initializer(full_name, dtype)
     if isinstance(initializer, type) and issubclass(initializer, Initializer):
         initializer = initializer(dtype=dtype)
@@ -183,17 +267,147 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         dims = shape.as_list()
 
         def init_value():
-            return initializer(dims, dtype=dtype, partition_info=None)
+            return initializer(dims, dtype=dtype, partition_info=partition_info)
         var_dtype = dtype
-    if use_resource is None:
-        use_resource = bool(scope.use_resource)
-    cls = ResourceVariable if use_resource else Variable
-    with ops_mod.name_scope(None):
-        var = cls(initial_value=init_value, name=full_name, trainable=trainable,
-                  collections=collections, validate_shape=validate_shape, dtype=var_dtype,
-                  constraint=constraint)
+    cls = ResourceVariable if common["use_resource"] else Variable
+    var = cls(initial_value=init_value, name=full_name, trainable=common["trainable"],
+              collections=common["collections"], validate_shape=common["validate_shape"],
+              dtype=var_dtype, constraint=common["constraint"],
+              caching_device=common["caching_device"])
     store.vars[full_name] = var
     return var
+
+
+class _PartitionInfo:
+    """What an initializer of one part is told: the full shape and the part's offset."""
+
+    def __init__(self, full_shape, var_offset):
+        self.full_shape = list(full_shape)
+        self.var_offset = list(var_offset)
+
+    def single_offset(self, shape) -> int:
+        dim = self.single_slice_dim(shape)
+        return 0 if dim is None else self.var_offset[dim]
+
+    def single_slice_dim(self, shape):
+        if len(shape) != len(self.full_shape):
+            raise ValueError(f"Expected equal length, but received shape={shape} of length "
+                             f"{len(shape)} while self.full_shape={self.full_shape} is of "
+                             f"length {len(self.full_shape)}.")
+        slice_dim = None
+        for i, (dim, full) in enumerate(zip(shape, self.full_shape, strict=True)):
+            if self.var_offset[i] + dim > full:
+                raise ValueError(f"With self.var_offset={self.var_offset}, a partition of "
+                                 f"shape={shape} would exceed self.full_shape="
+                                 f"{self.full_shape} in dimension {i}.")
+            if dim != full:
+                if slice_dim is not None:
+                    raise ValueError(f"Cannot use single_slice_dim() with shape={shape} "
+                                     f"and self.full_shape={self.full_shape} since slice "
+                                     f"dim could be either dimension {i} or {slice_dim}.")
+                slice_dim = i
+        return slice_dim
+
+
+def _call_partitioner(partitioner, shape, dtype) -> list[int]:
+    if not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new partitioned variable must be fully defined, but "
+                         f"instead was {shape}.")
+    if shape.ndims < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1, shape: {shape}")
+    slicing = partitioner(shape=shape, dtype=dtype)
+    if not isinstance(slicing, (list, tuple)):
+        raise ValueError(f"Partitioner must return a sequence, but saw: {slicing}")
+    if len(slicing) != shape.ndims:
+        raise ValueError(f"Partitioner returned a partition list that does not match the "
+                         f"Variable's rank: {slicing} vs. {shape}")
+    if any(p < 1 for p in slicing):
+        raise ValueError(f"Partitioner returned zero partitions for some axes: {slicing}")
+    if sum(p > 1 for p in slicing) > 1:
+        raise ValueError(f"Can only slice a variable along one dimension: shape: {shape}, "
+                         f"partitioning: {slicing}")
+    return list(slicing)
+
+
+def _slice_dim_and_num_slices(slicing) -> tuple[int, int]:
+    for slice_dim, num_slices in enumerate(slicing):
+        if num_slices > 1:
+            return slice_dim, num_slices
+    return 0, 1
+
+
+def _iter_slices(full_shape, num_slices: int, slice_dim: int):
+    """(offset, shape) of each part: the first `full % num` parts one longer."""
+    excess = full_shape[slice_dim] % num_slices
+    offset = [0] * len(full_shape)
+    min_len = full_shape[slice_dim] // num_slices
+    for i in range(num_slices):
+        shape = list(full_shape)
+        shape[slice_dim] = min_len + bool(i < excess)
+        yield list(offset), shape
+        offset[slice_dim] += shape[slice_dim]
+
+
+def _partitioned_variable(store, name, shape, dtype, initializer, partitioner, reuse,
+                          common):
+    """TF's _VariableStore._get_partitioned_variable."""
+    from_value = initializer is not None and isinstance(initializer, ops_mod.Tensor)
+    if name in store.vars:
+        raise ValueError(f"A partitioner was provided, but an unpartitioned version of the "
+                         f"variable was found: {name}.  Perhaps a variable of the same name "
+                         f"was already created without partitioning?")
+    shape = tensor_shape.as_shape(shape)
+    if from_value:
+        shape = shape.merge_with(initializer.get_shape())
+    partitions = _call_partitioner(partitioner, shape, dtype)
+    existing = store.partitioned.get(name)
+    if existing is not None:
+        if reuse is False:
+            raise ValueError(f"Partitioned variable with name {name} already exists. Did you "
+                             f"mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"shape {shape} and found shape {existing.get_shape()}.")
+        if not dtype.is_compatible_with(existing.dtype):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"dtype {dtype.name} and found dtype {existing.dtype.name}.")
+        if existing._get_partitions() != partitions:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"partitions {partitions} and found partitions "
+                             f"{existing._get_partitions()}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"PartitionedVariable {name} does not exist, or was not created "
+                         f"with tf.get_variable(). Did you mean to set reuse=False or "
+                         f"reuse=tf.AUTO_REUSE in VarScope?")
+    slice_dim, num_slices = _slice_dim_and_num_slices(partitions)
+    parts = []
+    for i, (var_offset, var_shape) in enumerate(
+            _iter_slices(shape.as_list(), num_slices, slice_dim)):
+        info = _PartitionInfo(full_shape=shape.as_list(), var_offset=var_offset)
+        part_name = f"{name}/part_{i}"
+        with ops_mod.name_scope(part_name + "/PartitionedInitializer"):
+            if initializer is None:
+                init, init_shape = _default_initializer(name, dtype), var_shape
+            elif isinstance(initializer, ops_mod.Tensor):
+                init = array_ops.slice(initializer, var_offset, var_shape)
+                dtype = init.dtype.base_dtype
+                init_shape = None
+            elif callable(initializer):
+                init, init_shape = initializer, var_shape
+            else:
+                init = ops_mod.convert_to_tensor(initializer, dtype=dtype)
+                init = array_ops.slice(init, var_offset, var_shape)
+                init_shape = None
+        with ops_mod.name_scope(None):
+            var = _single_variable(store, part_name, init_shape, dtype, init, info, reuse,
+                                   common)
+        var._set_save_slice_info(SaveSliceInfo(name, shape.as_list(), var_offset, var_shape))
+        parts.append(var)
+    partitioned = PartitionedVariable(name=name, shape=shape, dtype=dtype,
+                                      variable_list=parts, partitions=partitions)
+    store.partitioned[name] = partitioned
+    return partitioned
 
 
 def get_local_variable(name, shape=None, dtype=None, initializer=None, **kwargs):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aioflow.framework import dtypes, tensor_shape
 from aioflow.framework import ops as ops_mod
 from aioflow.ops import state_ops
-from aioflow.proto import attr_value_pb2
+from aioflow.proto import attr_value_pb2, variable_pb2
 
 
 class GraphKeys:
@@ -70,6 +70,99 @@ def _last_id(graph: ops_mod.Graph) -> int:
     return graph.version
 
 
+# -- TF's _try_guard_against_uninitialized_dependencies ------------------------------------
+def _has_cycle(op, state: dict) -> bool:
+    seen = state.get(op.name)
+    if seen is not None:
+        return seen == "started"
+    state[op.name] = "started"
+    for dep in [t.op for t in op.inputs] + op.control_inputs:
+        if _has_cycle(dep, state):
+            return True
+    state[op.name] = "finished"
+    return False
+
+
+def _initialized_value_of(variable_op):
+    """The initialized_value() of the collected variable whose op is `variable_op`."""
+    names = (variable_op.name, variable_op.name + ":0")
+    graph = variable_op.graph
+    for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES):
+        for var in graph.get_collection(key):
+            if getattr(var, "name", None) in names:
+                return var.initialized_value()
+    return None
+
+
+def _safe_op(scope: str, op, cache: dict):
+    """`op`, or a copy named `<op>_<variable>` reading other variables through their
+    initialized values (TF's _safe_initial_value_from_op)."""
+    if op.type in ("IsVariableInitialized", "VarIsInitializedOp", "ReadVariableOp", "If"):
+        return op
+    if op.type in ("Variable", "VariableV2", "VarHandleOp"):
+        value = _initialized_value_of(op)
+        return op if value is None else value.op
+    inputs = [_safe_tensor(scope, t, cache) for t in op.inputs]
+    if all(a is b for a, b in zip(inputs, op.inputs, strict=True)):
+        return op
+    op_type = "Switch" if op.type == "RefSwitch" else op.type
+    name = (op.name + "_" + scope).replace(":", "_")
+    attrs = {k: op._get_attr_proto(k) for k in op.node_def.attr}
+    return op.graph.create_op(op_type, inputs, [t.dtype.base_dtype for t in op.outputs],
+                              name=name, attrs=attrs)
+
+
+def _safe_tensor(scope: str, tensor, cache: dict):
+    new_op = cache.get(tensor.op.name)
+    if new_op is None:
+        new_op = cache[tensor.op.name] = _safe_op(scope, tensor.op, cache)
+    return new_op.outputs[tensor.value_index]
+
+
+def guard_uninitialized_dependencies(scope: str, initial_value):
+    """An initial value that reads other variables through their initialized_value()
+    (a cond on is_initialized), so initializers may run in any order (TF's
+    _try_guard_against_uninitialized_dependencies; `scope` ends in "/")."""
+    if _has_cycle(initial_value.op, {}):
+        return initial_value
+    return _safe_tensor(scope, initial_value, {})
+
+
+class SaveSliceInfo:
+    """Where a part of a partitioned variable sits in the full variable (TF's
+    Variable.SaveSliceInfo): the full variable's name and shape, the part's offset and
+    shape; `spec` is the checkpoint's slice spec ("10 4 0,4:0,4")."""
+
+    def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None,
+                 save_slice_info_def=None, import_scope=None):
+        if save_slice_info_def is not None:
+            full_name = save_slice_info_def.full_name
+            if import_scope:
+                full_name = f"{import_scope}/{full_name}"
+            full_shape = list(save_slice_info_def.full_shape)
+            var_offset = list(save_slice_info_def.var_offset)
+            var_shape = list(save_slice_info_def.var_shape)
+        self.full_name = full_name
+        self.full_shape = list(full_shape) if full_shape is not None else None
+        self.var_offset = list(var_offset) if var_offset is not None else None
+        self.var_shape = list(var_shape) if var_shape is not None else None
+
+    @property
+    def spec(self) -> str:
+        full_shape_str = " ".join(f"{d}" for d in self.full_shape) + " "
+        sl_spec = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape,
+                                                       strict=True))
+        return full_shape_str + sl_spec
+
+    def to_proto(self, export_scope=None):
+        full_name = self.full_name
+        if export_scope and full_name.startswith(export_scope + "/"):
+            full_name = full_name[len(export_scope) + 1:]
+        return variable_pb2.SaveSliceInfoDef(full_name=full_name, full_shape=self.full_shape,
+                                             var_offset=self.var_offset,
+                                             var_shape=self.var_shape)
+
+
 class Variable:
     """A TF 1.x variable. `Variable(initial_value, trainable=None, collections=None,
     validate_shape=True, name=None, dtype=None, use_resource=None, ...)`: a ref variable
@@ -82,6 +175,10 @@ class Variable:
         return super().__new__(cls)
 
     _is_resource = False
+    _save_slice_info = None
+    _caching_device = None
+    _cached_value = None
+    SaveSliceInfo = SaveSliceInfo
 
     def __init__(self, initial_value=None, trainable=None, collections=None,
                  validate_shape: bool = True, caching_device=None, name=None,
@@ -102,6 +199,7 @@ class Variable:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self._trainable = trainable
         self._constraint = constraint
+        self._caching_device = caching_device
         graph = ops_mod.get_default_graph()
         self._graph = graph
         init_from_fn = callable(initial_value)
@@ -142,12 +240,17 @@ class Variable:
             _set_class(graph, self._variable.op, true_name)
         with graph.colocate_with(self._variable.op):
             self._initializer_op = state_ops.assign(
-                self._variable, self._initial_value, validate_shape=validate_shape).op
-        with graph.device(self._variable.op.device), \
-                graph.colocate_with(self._variable.op):
-            from aioflow.ops.array_ops import identity
+                self._variable, guard_uninitialized_dependencies(scope, self._initial_value),
+                validate_shape=validate_shape).op
+        from aioflow.ops.array_ops import identity
 
-            self._snapshot = identity(self._variable, name="read")
+        if self._caching_device is not None:
+            with graph.device(self._caching_device):
+                self._snapshot = identity(self._variable, name="read")
+        else:
+            with graph.device(self._variable.op.device), \
+                    graph.colocate_with(self._variable.op):
+                self._snapshot = identity(self._variable, name="read")
 
     # -- TF's Variable API ---------------------------------------------------------------
     @property
@@ -205,6 +308,12 @@ class Variable:
 
     def _ref(self) -> ops_mod.Tensor:
         return self._variable
+
+    def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self) -> SaveSliceInfo | None:
+        return self._save_slice_info
 
     def _as_graph_element(self):
         return self._variable
@@ -276,9 +385,16 @@ class ResourceVariable(Variable):
         with graph.name_scope("IsInitialized"):
             self._is_initialized_op = state_ops.var_is_initialized_op(self._handle)
         with graph.name_scope("Assign") as n, graph.colocate_with(None, True):
-            self._initializer_op = state_ops.assign_variable_op(self._handle, value, name=n)
+            self._initializer_op = state_ops.assign_variable_op(
+                self._handle, guard_uninitialized_dependencies(scope, value), name=n)
         with graph.name_scope("Read"):
             self._graph_element = self._read("ReadVariableOp")
+            self._cached_value = None
+            if self._caching_device is not None:
+                from aioflow.ops.array_ops import identity
+
+                with graph.colocate_with(None, True), graph.device(self._caching_device):
+                    self._cached_value = identity(self._graph_element)
 
     def _read(self, name: str = "ReadVariableOp") -> ops_mod.Tensor:
         value = state_ops.read_variable_op(self._handle, self._dtype, name=name)
@@ -300,12 +416,18 @@ class ResourceVariable(Variable):
     def value(self) -> ops_mod.Tensor:
         """A read of the variable in the current name scope, outside any colocation (TF's
         value(): colocate_with(None, ignore_existing=True))."""
+        if self._cached_value is not None:
+            return self._cached_value
         with ops_mod.colocate_with(None, ignore_existing=True):
             return self._read()
 
     def read_value(self) -> ops_mod.Tensor:
+        """A read under "Read", then an Identity (placed where the reader is, as TF's)."""
+        from aioflow.ops.array_ops import identity
+
         with ops_mod.name_scope("Read"):
-            return self._read()
+            value = self._read()
+        return identity(value)
 
     def _ref(self):
         return self
@@ -313,9 +435,13 @@ class ResourceVariable(Variable):
     def _as_graph_element(self):
         return self._graph_element
 
-    def _lazy_read(self, op) -> ops_mod.Tensor:
-        with ops_mod.control_dependencies([op]):
-            return self._read()
+    def _as_control_input(self) -> ops_mod.Operation:
+        """A control dependency on a resource variable is on its op (TF's
+        control_dependencies: no read; an assign's result waits for the assign)."""
+        return self.op
+
+    def _lazy_read(self, op) -> _UnreadVariable:
+        return _UnreadVariable(self, op)
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
         value = ops_mod.convert_to_tensor(value, dtype=self._dtype)
@@ -349,6 +475,45 @@ class ResourceVariable(Variable):
     def sparse_read(self, indices, name=None) -> ops_mod.Tensor:
         with ops_mod.name_scope("Gather" if name is None else name) as scope:
             return state_ops.resource_gather(self._handle, indices, self._dtype, name=scope)
+
+
+class _UnreadVariable(ResourceVariable):
+    """What a resource variable's assign* returns (TF's _UnreadVariable): its `op` is the
+    assign op, so grouping it waits for the assignment; fetched, it is a read made after
+    the assignment; used as a tensor, a fresh read that also waits for it."""
+
+    def __init__(self, parent: ResourceVariable, parent_op):  # noqa: D107 (no _build)
+        self._handle = self._variable = parent._handle
+        self._dtype, self._shape = parent._dtype, parent._shape
+        self._graph = parent._graph
+        self._trainable = parent._trainable
+        self._constraint = parent._constraint
+        self._caching_device = None
+        self._cached_value = None
+        self._parent = parent
+        self._parent_op = parent_op
+        with ops_mod.control_dependencies([parent_op]):
+            self._graph_element = self._read()
+
+    @property
+    def name(self) -> str:
+        return self._handle.name
+
+    @property
+    def op(self) -> ops_mod.Operation:
+        return self._parent_op
+
+    @property
+    def initializer(self):
+        return self._parent.initializer
+
+    @property
+    def initial_value(self):
+        return self._parent.initial_value
+
+    def _read(self, name: str = "ReadVariableOp") -> ops_mod.Tensor:
+        with ops_mod.control_dependencies([self._parent_op]):
+            return super()._read(name)
 
 
 def _to_tensor(value, dtype=None, name=None):

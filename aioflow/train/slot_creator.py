@@ -27,9 +27,25 @@ def _create_slot_var(primary, val, validate_shape: bool, shape, dtype):
     shape = shape if callable(val) else None
     use_resource = True if _is_resource(primary) else (
         False if isinstance(primary, variables.Variable) else None)
-    return variable_scope.get_variable("", initializer=val, trainable=False,
-                                       use_resource=use_resource, shape=shape, dtype=dtype,
-                                       validate_shape=validate_shape)
+    scope = variable_scope.get_variable_scope()
+    partitioner = scope.partitioner
+    scope.set_partitioner(None)  # a slot is one variable, whatever the scope partitions
+    try:
+        slot = variable_scope.get_variable("", initializer=val, trainable=False,
+                                           use_resource=use_resource, shape=shape,
+                                           dtype=dtype, validate_shape=validate_shape)
+    finally:
+        scope.set_partitioner(partitioner)
+    info = getattr(primary, "_save_slice_info", None)
+    if isinstance(primary, variables.Variable) and info is not None:
+        # the slot of a part is the same part of the full slot ("w/Adam" of "w/part_0")
+        real_slot_name = slot.name[len(primary.op.name + "/"):-2]
+        n = slot.shape.ndims
+        if n is None or n > 0:
+            slot._set_save_slice_info(variables.SaveSliceInfo(
+                info.full_name + "/" + real_slot_name, info.full_shape[:n],
+                info.var_offset[:n], info.var_shape[:n]))
+    return slot
 
 
 def _colocated(primary):

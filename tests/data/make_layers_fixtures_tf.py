@@ -1,9 +1,10 @@
 """Writes the tf.layers fixtures (tests/data/layers.npz, layers.json): programs of
 tf.compat.v1.layers (dense, conv1d/2d/3d, separable_conv2d, conv2d_transpose, the
-poolings, batch_normalization fused and not, in training by bool and by tensor, dropout,
-flatten, a regularizer), built by TF 2.21 with a graph seed: their GraphDefs, variable
-names, the UPDATE_OPS and REGULARIZATION_LOSSES collections, and the values of their
-outputs and variables (after one run of the update ops).
+poolings, batch_normalization fused and not, in training by bool and by tensor, with
+renorm, virtual batches and adjustment, dropout, flatten, a regularizer), built by TF 2.21
+with a graph seed: their GraphDefs, variable names, the UPDATE_OPS and
+REGULARIZATION_LOSSES collections, and the values of their outputs and variables (after
+one run of the update ops).
 
 Run from the project root with TF 2.21 and tf-keras 2.21 (tf.compat.v1.layers needs the
 legacy Keras; neither is a dependency):
@@ -109,9 +110,44 @@ def dense_sequences(tf):
         "x:0": _x((3, 5, 6), 10), "xs:0": _x((4, 5, 6), 11)}
 
 
+def batch_norm_renorm(tf):
+    """Batch renormalization: training by bool (dense input, clipped r and d) and by a
+    tensor (4-D, not fused), the renorm moving statistics and their updates."""
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    x4 = tf.placeholder(tf.float32, [None, 3, 3, 2], name="x4")
+    training = tf.placeholder_with_default(True, [], name="training")
+    y = tf.layers.batch_normalization(x, training=True, momentum=0.8, renorm=True,
+                                      renorm_clipping={"rmax": 1.5, "rmin": 0.7,
+                                                       "dmax": 0.2},
+                                      renorm_momentum=0.9, name="bn")
+    z = tf.layers.batch_normalization(x4, training=training, renorm=True, center=False,
+                                      name="bn4")
+    w = tf.layers.batch_normalization(x, training=False, renorm=True, name="bn_infer")
+    return {"y": y, "z": z, "w": w}, {"x:0": _x((6, 4), 12), "x4:0": _x((2, 3, 3, 2), 13)}
+
+
+def batch_norm_virtual(tf):
+    """Ghost batches (virtual_batch_size), by bool and by tensor; an adjustment."""
+    x = tf.placeholder(tf.float32, [8, 4], name="x")
+    x4 = tf.placeholder(tf.float32, [None, 3, 3, 2], name="x4")
+    training = tf.placeholder_with_default(True, [], name="training")
+    y = tf.layers.batch_normalization(x, training=True, virtual_batch_size=2, name="vb")
+    z = tf.layers.batch_normalization(x4, training=training, virtual_batch_size=2,
+                                      momentum=0.9, name="vb4")
+
+    def adjustment(shape):
+        return (tf.random.uniform(shape[-1:], 0.9, 1.1, seed=1),
+                tf.random.uniform(shape[-1:], -0.1, 0.1, seed=2))
+
+    w = tf.layers.batch_normalization(x, training=training, adjustment=adjustment,
+                                      name="adj")
+    return {"y": y, "z": z, "w": w}, {"x:0": _x((8, 4), 14), "x4:0": _x((4, 3, 3, 2), 15)}
+
+
 PROGRAMS = {"mlp": mlp, "cnn": cnn, "cnn_inference": cnn_inference,
             "batch_norm_dense": batch_norm_dense, "conv_family": conv_family,
-            "layer_objects": layer_objects, "dense_sequences": dense_sequences}
+            "layer_objects": layer_objects, "dense_sequences": dense_sequences,
+            "batch_norm_renorm": batch_norm_renorm, "batch_norm_virtual": batch_norm_virtual}
 
 
 def describe(tf, g) -> dict:

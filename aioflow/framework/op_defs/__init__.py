@@ -38,6 +38,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     script_ops,
     segment_ops,
     sendrecv_ops,
+    set_ops,
     space_batch_ops,
     sparse_grad_ops,
     sparse_ops,

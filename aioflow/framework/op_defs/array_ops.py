@@ -197,3 +197,19 @@ for _name in ("TensorScatterAdd", "TensorScatterSub", "TensorScatterMax", "Tenso
 (register_op("FakeQuantWithMinMaxVarsPerChannel").input("inputs: float").input("min: float")
     .input("max: float").output("outputs: float").attr("num_bits: int = 8")
     .attr("narrow_range: bool = false").set_shape_fn(_per_channel))
+
+
+def _diag_part_shape(op):
+    """[D1..Dk] of a [D1..Dk, D1..Dk] input (TF's DiagPart shape function)."""
+    shape = op.inputs[0].shape
+    if shape.rank is None or shape.rank % 2:
+        return [TensorShape(None)]
+    half = shape.rank // 2
+    dims = shape.as_list()
+    return [TensorShape([a if a is not None else b
+                         for a, b in zip(dims[:half], dims[half:], strict=True)])]
+
+
+(register_op("DiagPart").input("input: T").output("diagonal: T")
+    .attr("T: {bfloat16, half, float, double, int32, int64, complex64, complex128}")
+    .set_shape_fn(_diag_part_shape))

@@ -5,10 +5,11 @@ All three are pool kernels: their file I/O and checksums run on the device's thr
 pool, never on the event loop. Inputs are checked as TF's kernels check them, with TF's
 error classes and messages; the executor adds the node's name.
 
-shape_and_slices: an empty string is the whole tensor. A spec naming the full slice
-("2 3 -:-", or every extent from 0 to the end) is accepted as TF accepts it (SaveV2
-stores the whole tensor, RestoreV2 checks the spec's shape against the stored one); a
-partial slice (partitioned variables) is refused with UnimplementedError.
+shape_and_slices: an empty string is the whole tensor; "10 4 0,5:-" is the full shape and
+a slice (a part of a partitioned variable). SaveV2 stores a slice as TF's BundleWriter
+AddSlice does (the full tensor's entry lists its slices; each slice is stored under its
+encoded key), RestoreV2 reads any slice back from the stored ones that cover it, whatever
+the partitioning they were saved with (aioflow/lib/tensor_slice.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from aioflow.framework import dtypes, errors
 from aioflow.framework.gil import loop_keeps_gil
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str, tf_type_name
-from aioflow.lib import crc32c, tensor_bundle
+from aioflow.lib import crc32c, tensor_bundle, tensor_slice
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -54,31 +55,13 @@ def _validate(prefix, names, specs, num_tensors: int | None) -> None:
                        f"{names.size} vs. {specs.size}")
 
 
-def parse_shape_and_slice(spec: str, name: str) -> tuple[int, ...] | None:
-    """The full shape a non-empty spec names (None for ""); UnimplementedError for a
-    partial slice, InvalidArgumentError for a malformed spec (TF's words)."""
+def parse_shape_and_slice(spec: str, name: str):
+    """(full shape, TensorSlice) of a non-empty spec; None for "" (TF's words for a
+    malformed spec)."""
+    del name
     if not spec:
         return None
-    parts = spec.split(" ")
-    try:
-        shape = tuple(int(p) for p in parts[:-1])
-    except ValueError:
-        raise _invalid(f"Expected a shape and a slice spec, got {spec!r}") from None
-    if len(parts) < 2 or any(d < 0 for d in shape):
-        raise _invalid(f"Expected a shape and a slice spec, got {spec!r}")
-    extents = parts[-1].split(":") if parts[-1] not in ("", "-") else []
-    if extents and len(extents) != len(shape):
-        raise errors.InternalError(None, None, f"Mismatching ranks: shape = "
-                                   f"{shape_str(shape)}, slice = {parts[-1]}")
-    for dim, extent in zip(shape, extents, strict=True):
-        if extent == "-":
-            continue
-        start, _, length = extent.partition(",")
-        if start.strip() != "0" or (length.strip() not in ("-", str(dim))):
-            raise errors.UnimplementedError(
-                None, None, f"tensor_name = {name}: partial slices (\"{spec}\", partitioned "
-                "variables) are not supported")
-    return shape
+    return tensor_slice.parse_shape_and_slice(spec)
 
 
 @register_kernel("SaveV2", "CPU")
@@ -106,17 +89,20 @@ def save_tensors(prefix: str, names, specs, tensors, types=None) -> None:
     types = types or [None] * len(tensors)
     checked = []
     for name, spec, value, dtype in zip(names, specs, tensors, types, strict=True):
-        shape = parse_shape_and_slice(spec, name)
+        parsed = parse_shape_and_slice(spec, name)
         value = np.asarray(value)
-        if shape is not None and tuple(shape) != value.shape:
-            raise _invalid(f"tensor_name = {name}; shape in shape_and_slice spec "
-                           f"{shape_str(shape)} does not match the shape of the tensor: "
+        if parsed is not None and parsed[1].slice_shape(parsed[0]) != value.shape:
+            raise _invalid(f"Slice in shape_and_slice specification does not match the shape "
+                           f"of the tensor to  save: {spec}, tensor: "
                            f"{shape_str(value.shape)}")
-        checked.append((name, value, dtype))
+        checked.append((name, parsed, value, dtype))
     writer = tensor_bundle.BundleWriter(prefix)
     try:
-        for name, value, dtype in checked:
-            writer.add(name, value, dtype)
+        for name, parsed, value, dtype in checked:
+            if parsed is None:
+                writer.add(name, value, dtype)
+            else:
+                writer.add_slice(name, parsed[0], parsed[1], value, dtype)
     except BaseException:
         writer.abort()
         raise
@@ -155,13 +141,14 @@ def restore_tensors(prefix: str, names, specs, expected) -> list[np.ndarray]:
             if stored_dtype != dtype:
                 raise _invalid(f"tensor_name = {name}; expected dtype {tf_type_name(dtype)} "
                                f"does not equal original dtype {tf_type_name(stored_dtype)}")
-            shape = parse_shape_and_slice(spec, name)
+            parsed = parse_shape_and_slice(spec, name)
             stored_shape = tuple(d.size for d in entry.shape.dim)
-            if shape is not None and shape != stored_shape:
+            if parsed is not None and parsed[0] != stored_shape:
                 raise _invalid(f"tensor_name = {name}; shape in shape_and_slice spec "
-                               f"{shape_str(shape)} does not match the shape stored in "
+                               f"{shape_str(parsed[0])} does not match the shape stored in "
                                f"checkpoint: {shape_str(stored_shape)}")
-            entries.append((name, entry))
+            sl = None if parsed is None or parsed[1].is_full() else parsed[1]
+            entries.append((name, entry, sl))
         return _read_all(reader, entries)
 
 
@@ -181,25 +168,29 @@ def _restore_pool() -> ThreadPoolExecutor:
                               thread_name_prefix="aioflow-restore")
 
 
-def _read_one(reader, name: str, entry) -> np.ndarray:
+def _read_one(reader, name: str, entry, sl) -> np.ndarray:
+    """The tensor (or its slice `sl`), assembled from slices where it is stored so."""
+    if sl is not None:
+        return reader.lookup_slice(name, sl)
     if entry.slices:
-        return reader.lookup(name)  # refuses partitioned tensors
+        return reader.lookup(name)
     return reader.read_entry(name.encode("utf-8"), entry)
 
 
 def _read_all(reader, entries) -> list[np.ndarray]:
     """Every entry's tensor, in order; large ones in parallel. The first error (in the
     names' order) is raised once every read has finished."""
-    large = [i for i, (_, e) in enumerate(entries) if e.size >= PARALLEL_READ_BYTES]
+    large = [i for i, (_, e, _) in enumerate(entries) if e.size >= PARALLEL_READ_BYTES]
     futures = {}
     if len(large) > 1:
         pool = _restore_pool()
         for i in sorted(large, key=lambda i: -entries[i][1].size):
             futures[i] = pool.submit(_read_one, reader, *entries[i])
     out, error = [], None
-    for i, (name, entry) in enumerate(entries):
+    for i, (name, entry, sl) in enumerate(entries):
         try:
-            out.append(futures[i].result() if i in futures else _read_one(reader, name, entry))
+            out.append(futures[i].result() if i in futures
+                       else _read_one(reader, name, entry, sl))
         except Exception as e:  # noqa: BLE001  (re-raised below, after the other reads)
             error = error or e
             out.append(None)
