@@ -243,8 +243,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--tf-python", default=os.environ.get(
-        "TF_PYTHON", "/work/peers-venv/bin/python"))
+    parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON", next(
+        (p for p in ("/work/peers-venv/bin/python", "/work/tfvenv/bin/python")
+         if os.path.exists(p)), "/work/peers-venv/bin/python")))
     parser.add_argument("--tf-eigen", action="store_true")
     parser.add_argument("--mallopt", action="store_true",
                         help="keep freed large blocks in glibc's heap in aioflow's process "

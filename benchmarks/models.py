@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Whole models against TensorFlow 2.21: MobileNetV2 (alpha 1.0, 224x224) and ResNet50,
-latency at batch 1 and throughput at batch 8; prints one JSON object.
+"""Whole models against TensorFlow 2.21: MobileNetV2 (alpha 1.0, 224x224), ResNet50,
+EfficientNetB0 (224x224) and InceptionV3 (299x299, its own size), latency at batch 1 and
+throughput at batch 8; prints one JSON object.
 
 Both peers run the SAME frozen GraphDef: the benchmark builds each model with tf.keras
 (`weights=None`, fixed seeds: no download), freezes it (variables to Consts, batch
@@ -22,7 +23,8 @@ kernels (aioflow/kernels/onednn/); `--backend numpy` the NumPy/numba ones (AIOFL
 
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
            [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
-           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--backend onednn|numpy]
+           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--tf-threads N]
+           [--backend onednn|numpy]
 Worker roles (run with TF's Python, used by the benchmark itself): --role freeze|tf
 """
 
@@ -38,10 +40,35 @@ import time
 
 import numpy as np
 
-MODELS = ("mobilenetv2", "resnet50")
-TF_PYTHON = "/work/peers-venv/bin/python"
+MODELS = ("mobilenetv2", "resnet50", "efficientnetb0", "inceptionv3")
+#: Input height and width of each model (224 unless listed).
+SIZES = {"inceptionv3": 299}
+#: TF's Python: the first of these that exists (the peers' venv, else the TF venv).
+TF_PYTHON = next((p for p in ("/work/peers-venv/bin/python", "/work/tfvenv/bin/python")
+                  if os.path.exists(p)), "/work/peers-venv/bin/python")
 DEFAULT_DIR = os.path.expanduser("~/.cache/aioflow-bench")
 INPUT_SHAPE = (224, 224, 3)
+
+
+def input_shape(name: str) -> tuple:
+    """(height, width, 3) of model `name`'s input."""
+    size = SIZES.get(name, 224)
+    return (size, size, 3)
+
+
+def _keras_model(tf, name: str):
+    """Model `name` from tf.keras.applications with random weights (weights=None)."""
+    apps = tf.keras.applications
+    shape = input_shape(name)
+    if name == "mobilenetv2":
+        return apps.MobileNetV2(alpha=1.0, weights=None, input_shape=shape)
+    if name == "resnet50":
+        return apps.ResNet50(weights=None, input_shape=shape)
+    if name == "efficientnetb0":
+        return apps.EfficientNetB0(weights=None, input_shape=shape)
+    if name == "inceptionv3":
+        return apps.InceptionV3(weights=None, input_shape=shape)
+    raise ValueError(f"unknown model {name!r} (one of {', '.join(MODELS)})")
 
 
 # -- the TF side (run with TF's Python) ----------------------------------------------------------
@@ -55,11 +82,7 @@ def _freeze(name: str, path: str) -> None:
     )
 
     tf.keras.utils.set_random_seed(0)
-    if name == "mobilenetv2":
-        model = tf.keras.applications.MobileNetV2(alpha=1.0, weights=None,
-                                                  input_shape=INPUT_SHAPE)
-    else:
-        model = tf.keras.applications.ResNet50(weights=None, input_shape=INPUT_SHAPE)
+    model = _keras_model(tf, name)
     # Non-trivial batch-norm statistics, so that folding them is tested by the values.
     rng = np.random.default_rng(0)
     for layer in model.layers:
@@ -67,19 +90,20 @@ def _freeze(name: str, path: str) -> None:
             mean, var = layer.moving_mean, layer.moving_variance
             mean.assign(rng.normal(0, 0.1, mean.shape).astype(np.float32))
             var.assign(rng.uniform(0.5, 1.5, var.shape).astype(np.float32))
-    spec = tf.TensorSpec((None,) + INPUT_SHAPE, tf.float32, name="input")
+    spec = tf.TensorSpec((None,) + input_shape(name), tf.float32, name="input")
     fn = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
     frozen = convert_variables_to_constants_v2(fn)
     graph_def = frozen.graph.as_graph_def()
     with open(path + ".tmp", "wb") as f:
         f.write(graph_def.SerializeToString())
     os.replace(path + ".tmp", path)
-    meta = {"input": frozen.inputs[0].name, "output": frozen.outputs[0].name}
+    meta = {"input": frozen.inputs[0].name, "output": frozen.outputs[0].name,
+            "size": input_shape(name)[0]}
     with open(path + ".json", "w") as f:
         json.dump(meta, f)
 
 
-def _tf_worker(path: str) -> None:
+def _tf_worker(path: str, threads: int = 0) -> None:
     """Serve timing requests on stdin for the frozen graph at `path`: lines
     'run <batch> <count>' answer the seconds of each run; 'trace <batch>' answers the
     step's op times by op type; 'out <batch>' the output's checksum."""
@@ -93,19 +117,20 @@ def _tf_worker(path: str) -> None:
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")
-    sess = tf.compat.v1.Session(graph=graph)
+    sess = tf.compat.v1.Session(graph=graph, config=tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads))
     x = graph.get_tensor_by_name(meta["input"])
     y = graph.get_tensor_by_name(meta["output"])
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd, batch, *rest = line.split()
-        feed = {x: _input(int(batch))}
+        feed = {x: _input(int(batch), meta.get("size", 224))}
         if cmd == "run":
             times = []
             for _ in range(int(rest[0])):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 sess.run(y, feed)
-                times.append(time.perf_counter() - t0)
+                times.append((time.perf_counter() - t0, time.process_time() - c0))
             print(json.dumps(times), flush=True)
         elif cmd == "trace":
             md = tf.compat.v1.RunMetadata()
@@ -127,9 +152,9 @@ def _tf_op_type(node_stats) -> str:
 
 # -- shared --------------------------------------------------------------------------------------
 
-def _input(batch: int) -> np.ndarray:
-    """The same input on both sides."""
-    return np.random.default_rng(batch).uniform(-1, 1, (batch,) + INPUT_SHAPE).astype(
+def _input(batch: int, size: int = 224) -> np.ndarray:
+    """The same input on both sides (batch, size, size, 3)."""
+    return np.random.default_rng(batch).uniform(-1, 1, (batch, size, size, 3)).astype(
         np.float32)
 
 
@@ -148,7 +173,7 @@ def _op_times(step_stats, op_type) -> dict:
 # -- the aioflow side ----------------------------------------------------------------------------
 
 def _ensure_frozen(name: str, models_dir: str, tf_python: str) -> str:
-    path = os.path.join(models_dir, f"{name}_224.pb")
+    path = os.path.join(models_dir, f"{name}_{input_shape(name)[0]}.pb")
     if not (os.path.exists(path) and os.path.exists(path + ".json")):
         os.makedirs(models_dir, exist_ok=True)
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -160,10 +185,11 @@ def _ensure_frozen(name: str, models_dir: str, tf_python: str) -> str:
 class TFPeer:
     """The TF worker process for one frozen graph."""
 
-    def __init__(self, tf_python: str, path: str):
+    def __init__(self, tf_python: str, path: str, threads: int = 0):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         self.proc = subprocess.Popen(
-            [tf_python, os.path.abspath(__file__), "--role", "tf", "--path", path],
+            [tf_python, os.path.abspath(__file__), "--role", "tf", "--path", path,
+             "--tf-threads", str(threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         json.loads(self.proc.stdout.readline())
 
@@ -195,6 +221,7 @@ class AioflowPeer:
         self.graph = af.Graph()
         with self.graph.as_default():
             af.import_graph_def(graph_def, name="")
+        self.size = meta.get("size", 224)
         self.x = self.graph.get_tensor_by_name(meta["input"])
         self.y = self.graph.get_tensor_by_name(meta["output"])
         config = af.ConfigProto(intra_op_parallelism_threads=intra_op)
@@ -204,14 +231,16 @@ class AioflowPeer:
         self.sess = af.Session(graph=self.graph, config=config)
 
     def _run(self, batch: int, **kw):
-        return self.loop.run_until_complete(self.sess.run(self.y, {self.x: _input(batch)}, **kw))
+        feed = {self.x: _input(batch, self.size)}
+        return self.loop.run_until_complete(self.sess.run(self.y, feed, **kw))
 
     def times(self, batch: int, count: int) -> list:
+        """(wall seconds, process CPU seconds) of each of `count` runs."""
         out = []
         for _ in range(count):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             self._run(batch)
-            out.append(time.perf_counter() - t0)
+            out.append((time.perf_counter() - t0, time.process_time() - c0))
         return out
 
     def trace(self, batch: int) -> dict:
@@ -300,7 +329,7 @@ def _top_ops(af_traces: list, tf_traces: list, n: int = 10) -> list:
 def bench_model(name: str, args) -> dict:
     path = _ensure_frozen(name, args.models_dir, args.tf_python)
     ours = AioflowPeer(path, fusion=not args.no_fusion, intra_op=args.intra_op)
-    tf = TFPeer(args.tf_python, path)
+    tf = TFPeer(args.tf_python, path, args.tf_threads)
     result: dict = {"model": name}
     try:
         for batch in args.batches:
@@ -313,6 +342,9 @@ def bench_model(name: str, args) -> dict:
                 time.sleep(args.settle)  # OpenBLAS's spinning threads go idle
                 t_times += tf.ask(f"run {batch} {args.runs}")
                 time.sleep(args.settle)  # and TF's
+            a_cpu = statistics.median(c for _, c in a_times)
+            t_cpu = statistics.median(c for _, c in t_times)
+            a_times, t_times = [w for w, _ in a_times], [w for w, _ in t_times]
             a_med, t_med = statistics.median(a_times), statistics.median(t_times)
             a_min, t_min = min(a_times), min(t_times)
             entry = {
@@ -324,6 +356,10 @@ def bench_model(name: str, args) -> dict:
                 "ratio_of_mins": round(a_min / t_min, 2),
                 "aioflow_images_per_s": round(batch / a_med, 1),
                 "tf_images_per_s": round(batch / t_med, 1),
+                # process CPU time of a run (all threads): steadier than wall time on a
+                # shared machine; a ratio above the wall ratio means spinning or waste
+                "aioflow_cpu_ms": round(a_cpu * 1e3, 2), "tf_cpu_ms": round(t_cpu * 1e3, 2),
+                "cpu_ratio": round(a_cpu / t_cpu, 2),
                 "max_abs_diff": float(np.max(np.abs(a_out.ravel() - t_out))),
             }
             if not args.no_trace:
@@ -375,6 +411,9 @@ def main() -> None:
     p.add_argument("--intra-op", type=int, default=0,
                    help="aioflow's intra_op_parallelism_threads (N: BLAS calls and the "
                         "conv kernels' own block split use at most N threads)")
+    p.add_argument("--tf-threads", type=int, default=0,
+                   help="TF's intra- and inter-op threads (0: its defaults, every core; "
+                        "1: a single-threaded comparison of the kernels)")
     p.add_argument("--no-fusion", action="store_true")
     p.add_argument("--backend", choices=("onednn", "numpy"), default="onednn",
                    help="aioflow's conv kernels: oneDNN's (when installed) or NumPy's")
@@ -386,7 +425,7 @@ def main() -> None:
         _freeze(args.model, args.path)
         return
     if args.role == "tf":
-        _tf_worker(args.path)
+        _tf_worker(args.path, args.tf_threads)
         return
     args.batches = [int(b) for b in args.batches.split(",")]
     if args.backend == "numpy":

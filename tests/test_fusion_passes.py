@@ -307,11 +307,22 @@ async def test_a_mul_that_is_not_per_channel_is_not_folded():
     assert {"Conv2D", "Mul"} <= set(_ops(nodes))
 
 
+def _keras_swish(t, name):
+    """Keras 3's silu as a frozen graph has it: x * sigmoid(beta * x), beta a Const 1.0,
+    through its custom gradient's IdentityN (x * sigmoid(beta x), x, beta)."""
+    beta = af.constant(1.0, name=name + "_beta")
+    y = af.multiply(t, af.sigmoid(af.multiply(beta, t)), name=name + "_mul")
+    return af.identity_n([y, t, beta], name=name)[0]
+
+
 @pytest.mark.parametrize("act,fused_name", [
     (lambda t, name: af.nn.relu(t, name=name), "Relu"),
     (lambda t, name: af.nn.relu6(t, name=name), "Relu6"),
     (lambda t, name: af.nn.elu(t, name=name), "Elu"),
     (lambda t, name: af.nn.leaky_relu(t, alpha=0.3, name=name), "LeakyRelu"),
+    (lambda t, name: af.multiply(t, af.sigmoid(t), name=name), "_MklSwish"),
+    (lambda t, name: af.multiply(af.sigmoid(t), t, name=name), "_MklSwish"),
+    (lambda t, name: _keras_swish(t, name), "_MklSwish"),
     (None, None),
 ])
 async def test_conv_bias_activation_fuse_to_numpys_values(act, fused_name):
@@ -325,6 +336,9 @@ async def test_conv_bias_activation_fuse_to_numpys_values(act, fused_name):
         out = act(y, "act") if act else y
     (fused, nodes), (plain, _) = await _fused_and_plain(g, out, {x: xv, w: wv})
     last = "act" if act else "bias"
+    if "act" not in nodes and "act_mul" in nodes:  # Keras': its IdentityN forwarded
+        last = "act_mul"
+        assert not {"IdentityN", "Sigmoid", "Mul"} & set(_ops(nodes))
     assert nodes[last][:2] == ("_FusedConv2D", ["BiasAdd"] + ([fused_name] if act else []))
     if fused_name == "LeakyRelu":
         assert nodes[last][2].attr["leakyrelu_alpha"].f == pytest.approx(0.3)
@@ -334,9 +348,46 @@ async def test_conv_bias_activation_fuse_to_numpys_values(act, fused_name):
     want = {"Relu": lambda v: np.maximum(v, 0), "Relu6": lambda v: np.clip(v, 0, 6),
             "Elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))),
             "LeakyRelu": lambda v: np.where(v > 0, v, 0.3 * v),
+            "_MklSwish": lambda v: v / (1 + np.exp(-v)),
             None: lambda v: v}[fused_name](want)
     np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-6)
+
+
+async def test_a_swish_whose_value_is_used_elsewhere_is_not_fused():
+    """x * sigmoid(x) fuses only when the Sigmoid and the Mul are the value's only
+    consumers: a third one (here fetched) leaves the conv's chain at its bias."""
+    g = af.Graph()
+    xv, wv, bv = _f32(1, 5, 5, 2), _f32(1, 1, 2, 3), _f32(3)
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 5, 5, 2], name="x")
+        w = af.placeholder(af.float32, [1, 1, 2, 3], name="w")
+        y = af.nn.bias_add(af.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), af.constant(bv),
+                           name="bias")
+        s = af.multiply(y, af.sigmoid(y), name="swish")
+        t = af.add(y, 1.0, name="other")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, [s, t], {x: xv, w: wv})
+    assert nodes["bias"][:2] == ("_FusedConv2D", ["BiasAdd"])
+    assert nodes["swish"][0] == "Mul"
+    np.testing.assert_allclose(fused[0], plain[0], rtol=1e-6)
+
+
+async def test_a_keras_swish_with_beta_other_than_one_is_not_fused():
+    """x * sigmoid(2 x) is not TF's swish: the chain stops at its bias; values kept."""
+    g = af.Graph()
+    xv, wv, bv = _f32(1, 5, 5, 2), _f32(1, 1, 2, 3), _f32(3)
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 5, 5, 2], name="x")
+        w = af.placeholder(af.float32, [1, 1, 2, 3], name="w")
+        y = af.nn.bias_add(af.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), af.constant(bv),
+                           name="bias")
+        beta = af.constant(2.0)
+        s = af.identity_n([af.multiply(y, af.sigmoid(af.multiply(beta, y))), y, beta],
+                          name="swish")[0]
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, s, {x: xv, w: wv})
+    assert nodes["bias"][:2] == ("_FusedConv2D", ["BiasAdd"])
+    assert "Sigmoid" in _ops(nodes)
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
 
 
 async def test_matmul_bias_activation_fuse():

@@ -126,7 +126,8 @@ def test_depthwise_matches_numpy(x_shape, w_shape, stride, padding):
 _CHAINS = [(["BiasAdd"], 0.2), (["BiasAdd", "Relu"], 0.2), (["BiasAdd", "Relu6"], 0.2),
            (["BiasAdd", "Elu"], 0.2), (["BiasAdd", "LeakyRelu"], 0.3),
            (["BiasAdd", "LeakyRelu"], 1.5), (["FusedBatchNorm"], 0.2),
-           (["FusedBatchNorm", "Relu6"], 0.2)]
+           (["FusedBatchNorm", "Relu6"], 0.2), (["BiasAdd", "_MklSwish"], 0.2),
+           (["FusedBatchNorm", "_MklSwish"], 0.2)]
 
 
 def _chain_args(fused_ops, channels):
@@ -344,19 +345,100 @@ def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding,
 
 
 @pytest.mark.parametrize("op, small, big, attrs", [
-    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(1, 56, 56, 64), (3, 3, 64, 64)],
+    ("Conv2D", [(1, 28, 28, 32), (3, 3, 32, 32)], [(2, 56, 56, 64), (3, 3, 64, 64)],
      dict(strides=[1, 1, 1, 1], padding="SAME")),
     ("DepthwiseConv2dNative", [(1, 112, 112, 32), (3, 3, 32, 1)],
-     [(8, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
+     [(16, 112, 112, 96), (3, 3, 96, 1)], dict(strides=[1, 1, 1, 1], padding="SAME")),
     ("MaxPool", [(1, 112, 112, 64)], [(8, 112, 112, 256)],
      dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
 ])
 def test_pool_or_inline_by_work(op, small, big, attrs):
-    """Below 2**24 multiply-adds (taps) a primitive runs inline, above on the pool."""
+    """Up to backend.INLINE_WORK multiply-adds (taps) a call runs on the event loop
+    (start_async returns its outputs), above on the backend's threads (done later)."""
     small_in = [np.ones(s, np.float32) for s in small]
+    big_in = [np.ones(s, np.float32) for s in big]
     kernel = create(op, small_in, **attrs)
+    assert kernel.is_async
     assert not kernel.is_expensive(small_in)
-    assert kernel.is_expensive([np.ones(s, np.float32) for s in big])
+    assert kernel.is_expensive(big_in)
+    assert kernel.runs_inline(small_in) and not kernel.runs_inline(big_in)
+
+
+def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
+    """intra_op_parallelism_threads below the cores (throughput): a call of at least
+    TEAM_WORK goes to the backend's threads while fewer than cores - 1 are there, else
+    it runs on the loop beside them; a smaller one stays on the loop."""
+    tiny = [np.ones((1, 7, 7, 8), np.float32), np.ones((1, 1, 8, 8), np.float32)]
+    medium = [np.ones((1, 28, 28, 32), np.float32), np.ones((3, 3, 32, 32), np.float32)]
+    kernel = create("Conv2D", medium, strides=[1, 1, 1, 1], padding="SAME")
+    assert kernel.work(tiny) < backend.TEAM_WORK <= kernel.work(medium) <= backend.INLINE_WORK
+    monkeypatch.setattr(backend, "_CORES", 2)
+    monkeypatch.setattr(backend, "intra_op_threads", lambda: 2)
+    assert kernel.runs_inline(tiny) and kernel.runs_inline(medium)
+    monkeypatch.setattr(backend, "intra_op_threads", lambda: 1)
+    assert kernel.runs_inline(tiny) and not kernel.runs_inline(medium)
+    monkeypatch.setattr(backend._Threads, "in_flight", 1)  # one core busy on a thread
+    assert kernel.runs_inline(medium)
+
+
+async def test_start_async_inline_or_on_threads():
+    """A small call's outputs come back from start_async at once; a large one's through
+    done(outputs, None) on the loop, from another thread; its error through done too."""
+    import asyncio
+    import threading
+
+    x_small, x_big = _rand(1, 14, 14, 32), _rand(2, 56, 56, 64)
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    w_small, w_big = _const(_rand(3, 3, 32, 32)), _const(_rand(3, 3, 64, 64))
+    kernel = create("Conv2D", [x_small, w_small], **attrs)
+    never = [].append
+    got = kernel.start_async(None, [x_small, w_small], never)
+    np.testing.assert_array_equal(got[0], kernel.compute(None, [x_small, w_small])[0])
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+    threads = []
+
+    def done(outs, exc):
+        threads.append(threading.current_thread())
+        finished.set_result((outs, exc))
+
+    assert kernel.start_async(None, [x_big, w_big], done) is None
+    outs, exc = await finished
+    assert exc is None and threads == [threading.main_thread()]
+    np.testing.assert_array_equal(outs[0], kernel.compute(None, [x_big, w_big])[0])
+    finished = loop.create_future()
+    assert kernel.start_async(None, [x_big, _const(_rand(3, 3, 48, 256))], done) is None
+    outs, exc = await finished
+    assert outs is None and "input depth must be evenly divisible by filter depth" in str(exc)
+    traced = await kernel.compute_async(None, [x_big, w_big])
+    np.testing.assert_array_equal(traced[0], kernel.compute(None, [x_big, w_big])[0])
+
+
+async def test_session_runs_convolutions_inline_and_on_threads():
+    """In a session the large convolution runs off the loop, the small one inline, both
+    with the NumPy kernels' values; an error off the loop names its node."""
+    import aioflow as af
+    from aioflow.framework import errors
+
+    x = _rand(2, 56, 56, 64)
+    # (scaled by 1 / sqrt(fan-in): values near 1 after both layers, as TOL assumes)
+    w_big, w_small = _rand(3, 3, 64, 64, seed=1) / 24, _rand(1, 1, 64, 8, seed=2) / 8
+    g = af.Graph()
+    with g.as_default():
+        xp = af.placeholder(af.float32, [None, 56, 56, None])
+        y = af.nn.conv2d(xp, af.constant(w_big), [1, 1, 1, 1], "SAME", name="big")
+        z = af.nn.conv2d(y, af.constant(w_small), [1, 2, 2, 1], "SAME", name="small")
+    async with af.Session(graph=g) as sess:
+        got = await sess.run(z, {xp: x})
+        with pytest.raises(errors.InvalidArgumentError, match="big"):
+            await sess.run(z, {xp: np.ones((2, 56, 56, 3), np.float32)})
+    want_y = _REFERENCE["Conv2D"](OpKernelConstruction(make_node_def(
+        "Conv2D", [x, w_big], strides=[1, 1, 1, 1], padding="SAME"),
+        op_def_registry.get("Conv2D"))).compute(None, [x, w_big])[0]
+    want = _REFERENCE["Conv2D"](OpKernelConstruction(make_node_def(
+        "Conv2D", [want_y, w_small], strides=[1, 2, 2, 1], padding="SAME"),
+        op_def_registry.get("Conv2D"))).compute(None, [want_y, w_small])[0]
+    np.testing.assert_allclose(got, want, **TOL)
 
 
 def test_filter_cached_only_when_nothing_can_write_it():
@@ -502,6 +584,34 @@ def test_teams_never_oversubscribe_the_cores(monkeypatch):
                 assert third == 1  # oversubscribed only by single threads, never by teams
         assert backend.busy_threads() == 2
     assert backend.busy_threads() == 0
+
+
+def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
+    """A cached primitive runs on the loop and on worker threads at once: each call
+    passes its thread's scratchpad (a library scratchpad belongs to the creating thread,
+    and two runs sharing it gave wrong values). Every thread's outputs equal one call's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aioflow.kernels.onednn import primitives
+
+    x, w = _rand(2, 28, 28, 64), _const(_rand(3, 3, 64, 64) / 24)
+    kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    want = kernel.compute(None, [x, w])[0]
+    plan = next(p for p in conv_onednn_cache() if p.src_md == primitives.array_desc(
+        x, (0, 3, 1, 2)))
+    assert plan.prim.user_scratchpad and plan.prim.scratch_size > 0
+
+    def calls(_):
+        return all(np.array_equal(kernel.compute(None, [x, w])[0], want) for _ in range(20))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(calls, range(4)))
+
+
+def conv_onednn_cache():
+    from aioflow.kernels.onednn import conv_onednn
+
+    return list(conv_onednn._CACHE._entries.values())
 
 
 @pytest.mark.parametrize("op", ["Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad"])

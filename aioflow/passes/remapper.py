@@ -14,6 +14,10 @@ no control edge leaving it), all on one device:
 * Pad (zeros, spatial only, a Const padding) + Conv2D (NHWC): the Conv2D with those
   paddings as its explicit padding (TF's remapper folds the pad into its oneDNN
   convolution too; ResNet's stem), then fused as any Conv2D
+* the activation may also be swish, x * Sigmoid(x) (TF's Mul and Sigmoid, or Keras'
+  with its Mul by 1.0 and the IdentityN around it: swish.py), its nodes the chain
+  value's only consumers: fused_ops "_MklSwish", as TF's remapper names it
+  (EfficientNet's every convolution)
 * Conv2D (NHWC) + BiasAdd + Add|AddV2 (a residual connection) [+ activation]
   -> _FusedConv2D, fused_ops ["BiasAdd", "Add", ...] with the bias and the other addend
   (TF's remapper writes this one when oneDNN is on; the oneDNN kernel adds the addend as
@@ -45,6 +49,7 @@ from aioflow.passes.pattern_util import (
     take_over,
     unique_name,
 )
+from aioflow.passes.swish import forward_identity_n, swish_of
 from aioflow.proto import config_pb2, rewriter_config_pb2
 
 FUSED_OPS = {"Conv2D": "_FusedConv2D", "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative",
@@ -137,12 +142,17 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
             fused_ops.append("Add")
             args = args + [addend[1]]
     act = sole_consumer(chain[-1])
+    swish = None if act is not None or node.type_string == "MatMul" else swish_of(chain[-1])
     if act is not None and act.type_string in ACTIVATIONS and \
             act.assigned_device_name == device and input_node(act, 0) == (chain[-1], 0):
         chain.append(act)
         fused_ops.append(act.type_string)
         if act.type_string == "LeakyRelu":
             alpha = attr_f(act, "alpha", 0.2)
+    elif swish is not None and all(n.assigned_device_name == device and n.attr("T") is not None
+                                   and n.attr("T").type == node.attr("T").type for n in swish):
+        chain += swish
+        fused_ops.append("_MklSwish")
     fused_op = FUSED_OPS[node.type_string]
     op_def = op_def_registry.get(fused_op)
     wanted = {a.name for a in op_def.attr}
@@ -238,4 +248,5 @@ def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = 
         return False
     changed = fold_batch_norms(graph)
     changed = fold_pads(graph) or changed
+    changed = forward_identity_n(graph) or changed
     return fuse_contractions(graph) or changed

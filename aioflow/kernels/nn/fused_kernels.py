@@ -61,7 +61,17 @@ def _sigmoid(y, alpha):
     np.reciprocal(y, out=y)
 
 
-CONV_ACTIVATIONS = {"Relu": _relu, "Relu6": _relu6, "Elu": _elu, "LeakyRelu": _leaky_relu}
+def _swish(y, alpha):
+    """x * sigmoid(x), as x / (1 + exp(-x)) (TF's _MklSwish: the remapper's fusion of
+    Sigmoid and Mul, the swish activation of EfficientNet's Keras layers)."""
+    d = np.negative(y)
+    np.exp(d, out=d)
+    d += 1
+    np.divide(y, d, out=y)
+
+
+CONV_ACTIVATIONS = {"Relu": _relu, "Relu6": _relu6, "Elu": _elu, "LeakyRelu": _leaky_relu,
+                    "_MklSwish": _swish}
 MATMUL_ACTIVATIONS = dict(CONV_ACTIVATIONS, Tanh=_tanh, Sigmoid=_sigmoid)
 
 

@@ -14,8 +14,8 @@ these kernels override it:
 * the fused chain becomes the primitive's bias and post-ops: BiasAdd as its bias, an
   inference batch norm as a per-channel multiply and add (binary post-ops, with
   fused_kernels' scale and offset, computed as TF does), then Relu (eltwise_relu),
-  Relu6 (clip_v2 0..6), Elu (eltwise_elu, alpha 1) or LeakyRelu (eltwise_relu with
-  alpha);
+  Relu6 (clip_v2 0..6), Elu (eltwise_elu, alpha 1), LeakyRelu (eltwise_relu with
+  alpha) or _MklSwish (eltwise_swish, alpha 1);
 * primitives are cached by shapes, strides, window and chain (PrimitiveCache), as TF's
   MklPrimitiveFactory does.
 
@@ -39,12 +39,13 @@ from aioflow.kernels.nn.fused_kernels import (
     _leaky_relu,
     _relu,
     _relu6,
+    _swish,
     add_residual,
     make_epilogue,
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     PostOps,
@@ -76,6 +77,8 @@ def _eltwise(act, alpha: float):
         return ("eltwise", api.ELTWISE_ELU, 1.0, 0.0)
     if act is _leaky_relu:
         return ("eltwise", api.ELTWISE_RELU, float(alpha), 0.0)
+    if act is _swish:  # x / (1 + exp(-alpha x)), alpha 1
+        return ("eltwise", api.ELTWISE_SWISH, 1.0, 0.0)
     raise ValueError(f"no oneDNN post-op for {act}")
 
 
@@ -113,15 +116,16 @@ class ConvPlan:
             any_w.handle, self.bias_md.handle if bias else None, self.dst_md.handle,
             api.dims(strides), api.dims([d - 1 for d in dilations]),
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), self.attr.attr),
-            "dnnl_convolution_forward_primitive_desc_create")
+            "dnnl_convolution_forward_primitive_desc_create", user_scratchpad=True)
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
                                                                           self.w_md)
 
 
-class _OnednnConv:
+class _OnednnConv(LoopOrThread):
     """convolve() on oneDNN for float32 (mixed into the NumPy kernels' classes, before
-    them: super().convolve is the NumPy code)."""
+    them: super().convolve is the NumPy code); each call on the event loop or the
+    backend's threads by its work (backend.LoopOrThread)."""
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
@@ -131,19 +135,21 @@ class _OnednnConv:
         self._weights = WeightsCache()
         self._chain_cache = None  # (args, channels, (bias, bn)): _chain's last
 
-    def is_expensive(self, inputs: list) -> bool:
-        """To the pool above backend.POOL_WORK multiply-adds, else inline (the NumPy
-        kernel's rule when the backend is off)."""
-        if not backend.ACTIVE:
-            return super().is_expensive(inputs)
+    def work(self, inputs: list) -> int:
+        """Input positions x filter size / strides: the multiply-adds of a convolution,
+        a grouped one and a depthwise one alike."""
         x, w = inputs[0], inputs[1]
         if np.ndim(x) < 3:
-            return False
+            return 0
         positions = np.size(x) // max(1, np.shape(x)[1 if self._channels_first else -1])
-        # input positions x filter size / strides: the multiply-adds of a convolution, a
-        # grouped one and a depthwise one alike
-        return positions * np.size(w) // max(1, int(np.prod(self._strides))) > \
-            backend.POOL_WORK
+        return positions * np.size(w) // max(1, int(np.prod(self._strides)))
+
+    def is_expensive(self, inputs: list) -> bool:
+        """Off the event loop above backend.INLINE_WORK multiply-adds (the NumPy kernel's
+        rule when the backend is off)."""
+        if not backend.ACTIVE:
+            return super().is_expensive(inputs)
+        return self.work(inputs) > backend.INLINE_WORK
 
     def filter_desc(self, w: np.ndarray, channels: int):
         """(logical dims, strides in elements) of the filter, oneDNN's O I H W or, grouped,

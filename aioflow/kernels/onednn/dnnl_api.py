@@ -49,6 +49,7 @@ CONVOLUTION_DIRECT = 1
 ELTWISE_RELU = 32
 ELTWISE_ELU = 34
 ELTWISE_LINEAR = 38
+ELTWISE_SWISH = 44
 ELTWISE_CLIP_V2 = 47
 POOLING_MAX = 511
 POOLING_AVG_INCLUDE_PADDING = 767
@@ -66,6 +67,7 @@ ARG_VARIANCE = 50
 ARG_SCALE = 51
 ARG_SHIFT = 52
 ARG_WORKSPACE = 64
+ARG_SCRATCHPAD = 80
 ARG_DIFF_SRC = 129
 ARG_DIFF_DST = 145
 ARG_DIFF_WEIGHTS = 161
@@ -83,6 +85,9 @@ QUERY_DIFF_WEIGHTS_MD = 132
 QUERY_DST_MD = 133
 QUERY_DIFF_DST_MD = 134
 QUERY_WORKSPACE_MD = 135
+QUERY_SCRATCHPAD_MD = 136
+# scratchpad modes
+SCRATCHPAD_MODE_USER = 1
 # batch normalization flags
 USE_GLOBAL_STATS = 1
 USE_SCALE = 2
@@ -146,6 +151,7 @@ _SIGNATURES = {
     "dnnl_primitive_attr_create": [_PP],
     "dnnl_primitive_attr_destroy": [_P],
     "dnnl_primitive_attr_set_post_ops": [_P, _P],
+    "dnnl_primitive_attr_set_scratchpad_mode": [_P, c_int],
     "dnnl_post_ops_create": [_PP],
     "dnnl_post_ops_destroy": [_P],
     "dnnl_post_ops_append_eltwise": [_P, c_int, c_float, c_float],

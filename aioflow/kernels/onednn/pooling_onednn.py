@@ -23,13 +23,14 @@ from aioflow.kernels.nn.pooling_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
     Primitive,
     PrimitiveCache,
     array_desc,
     engine,
     set_threads,
+    user_scratchpad,
 )
 
 _CACHE = PrimitiveCache()
@@ -45,26 +46,33 @@ class PoolPlan:
         self.dst_md = array_desc(out, order)
         eng = engine()
         lib = api._lib
+        attr = user_scratchpad()
         self.prim = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
             pd, eng, api.FORWARD_INFERENCE, alg, self.src_md.handle, self.dst_md.handle,
             api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
-            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), None),
-            "dnnl_pooling_forward_primitive_desc_create")
+            api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), attr),
+            "dnnl_pooling_forward_primitive_desc_create", user_scratchpad=True)
 
 
-class _OnednnPool:
-    """_spatial() on oneDNN for float32 (mixed in before the NumPy kernels' classes)."""
+class _OnednnPool(LoopOrThread):
+    """_spatial() on oneDNN for float32 (mixed in before the NumPy kernels' classes); each
+    call on the event loop or the backend's threads by its work (backend.LoopOrThread)."""
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 
-    def is_expensive(self, inputs: list) -> bool:
-        """To the pool above backend.POOL_WORK output elements x taps, else inline."""
+    def work(self, inputs: list) -> int:
+        """Input elements x window taps / strides (about the output elements x taps)."""
         window = self._window
-        if not backend.ACTIVE or window is None:
-            return super().is_expensive(inputs)
+        if window is None:  # MaxPoolV2: the window is an input
+            return np.size(inputs[0]) * 9
         taps = int(np.prod(window[0]))
-        return np.size(inputs[0]) * taps // max(1, int(np.prod(window[1]))) > \
-            backend.POOL_WORK
+        return np.size(inputs[0]) * taps // max(1, int(np.prod(window[1])))
+
+    def is_expensive(self, inputs: list) -> bool:
+        """Off the event loop above backend.INLINE_WORK output elements x taps."""
+        if not backend.ACTIVE or self._window is None:
+            return super().is_expensive(inputs)
+        return self.work(inputs) > backend.INLINE_WORK
 
     def _spatial(self, x, ksizes, strides):
         if not backend.ACTIVE or x.dtype != np.float32 or x.size == 0:

@@ -21,8 +21,17 @@ kernels share:
   cache key.
 
 Everything is created on one CPU engine; each thread executes on a stream of its own.
-oneDNN's library scratchpad is thread-local, so one primitive runs in several threads at
-once safely (many runs in flight).
+Scratchpads: with the wheel's default build, a primitive whose attributes leave the
+scratchpad to the library shares the scratchpad of the thread that CREATED it, so it
+must not run in another thread while that thread runs a primitive ("primitives cannot
+migrate between threads", oneDNN's dnnl_scratchpad_mode_t); aioflow's primitives are
+cached process-wide and run on the event loop and on worker threads. So the primitives
+made here (`PostOps` attributes, `user_scratchpad()`) take the scratchpad from the
+caller: each call passes a buffer of the executing thread's own (`_scratch`), and any
+number run at once. A primitive created without (library scratchpad) runs under one
+process-wide lock instead: correct, one at a time (measured before the fix: 8
+MobileNetV2 or InceptionV3 runs in flight gave outputs differing from one run's in up to
+60% of runs).
 """
 
 from __future__ import annotations
@@ -198,11 +207,14 @@ class _Memories:
 
 class PostOps:
     """A primitive attribute with post-ops, built from a spec: a tuple of
-    ("eltwise", alg, alpha, beta), ("sum", scale) and ("binary", alg, MemoryDesc)."""
+    ("eltwise", alg, alpha, beta), ("sum", scale) and ("binary", alg, MemoryDesc), and
+    the scratchpad the caller's (create the primitive with user_scratchpad=True)."""
 
     def __init__(self, spec):
         self.attr = c_void_p()
         api.call("dnnl_primitive_attr_create", byref(self.attr))
+        api.call("dnnl_primitive_attr_set_scratchpad_mode", self.attr,
+                 api.SCRATCHPAD_MODE_USER)
         if not spec:
             return
         ops = c_void_p()
@@ -225,16 +237,57 @@ class PostOps:
             self.attr = None
 
 
+class _UserScratchpad:
+    """An attribute with no post-ops and the caller's scratchpad, made on first use."""
+
+    attr: PostOps | None = None
+    lock = threading.Lock()
+
+
+def user_scratchpad():
+    """A primitive attribute (dnnl_primitive_attr_t) that leaves the scratchpad to the
+    caller; create the primitive with user_scratchpad=True."""
+    if _UserScratchpad.attr is None:
+        with _UserScratchpad.lock:
+            if _UserScratchpad.attr is None:
+                _UserScratchpad.attr = PostOps(())
+    return _UserScratchpad.attr.attr
+
+
+#: Held while a primitive with the library's scratchpad runs (see the module docstring).
+_LIBRARY_SCRATCHPAD = threading.Lock()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """This thread's scratchpad buffer, at least `size` bytes (a thread runs one
+    primitive at a time; its OpenMP team works in the buffer the thread passes)."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None or buf.size < size:
+        buf = _local.scratch = np.empty(max(size, 1 << 16), np.uint8)
+    return buf
+
+
 class Primitive:
     """A primitive descriptor made by `create(pd_out)` (a oneDNN *_primitive_desc_create
-    call), its primitive, and the memory descriptors it chose, by query."""
+    call), its primitive, and the memory descriptors it chose, by query.
+    `user_scratchpad`: its attributes leave the scratchpad to the caller (PostOps,
+    user_scratchpad()); else it runs under the library-scratchpad lock."""
 
-    def __init__(self, create, name: str):
+    def __init__(self, create, name: str, user_scratchpad: bool = False):
         self.pd = c_void_p()
         self.handle = c_void_p()
         api.check(create(byref(self.pd)), name)
         api.call("dnnl_primitive_create", byref(self.handle), self.pd)
         self._local = threading.local()  # this thread's _Memories, by argument layout
+        self.user_scratchpad = user_scratchpad
+        self.scratch_md = None
+        self.scratch_size = 0
+        if user_scratchpad:
+            md = api._lib.dnnl_primitive_desc_query_md(self.pd, api.QUERY_SCRATCHPAD_MD, 0)
+            size = api._lib.dnnl_memory_desc_get_size(md) if md else 0
+            if size:
+                self.scratch_md = MemoryDesc.clone(md)
+                self.scratch_size = size
 
     def md(self, query: int, index: int = 0) -> MemoryDesc:
         """The memory descriptor the primitive chose (a clone this object owns)."""
@@ -251,6 +304,15 @@ class Primitive:
         """Run with args [(DNNL_ARG_*, MemoryDesc, ndarray), ...] on this thread's stream;
         each buffer is the memory's data, no copy. The memory objects are this thread's,
         made on its first call with these descriptors and re-pointed on later ones."""
+        if not self.user_scratchpad:
+            with _LIBRARY_SCRATCHPAD:
+                self._execute(args)
+            return
+        if self.scratch_size:
+            args = [*args, (api.ARG_SCRATCHPAD, self.scratch_md, _scratch(self.scratch_size))]
+        self._execute(args)
+
+    def _execute(self, args) -> None:
         lib = api._lib
         key = tuple(id(md) for _, md, _ in args)
         memories = getattr(self._local, "memories", None)
@@ -285,8 +347,10 @@ class Primitive:
 
 def reorder(src_md: MemoryDesc, dst_md: MemoryDesc) -> Primitive:
     eng = engine()
+    attr = user_scratchpad()
     return Primitive(lambda pd: api._lib.dnnl_reorder_primitive_desc_create(
-        pd, src_md.handle, eng, dst_md.handle, eng, None), "dnnl_reorder_primitive_desc_create")
+        pd, src_md.handle, eng, dst_md.handle, eng, attr), "dnnl_reorder_primitive_desc_create",
+        user_scratchpad=True)
 
 
 class PrimitiveCache:
