@@ -267,6 +267,9 @@ class ExecutorStateBase:
             exc = None
         except BaseException as e:  # noqa: BLE001 - handed to the loop thread
             result, exc = None, e
+        # The pool's work item holds `args` until its thread takes the next job, which
+        # may be after a consumer already ran: let go of the inputs before reporting.
+        args.clear()
         self.runner.post_completion(self, token, result, exc)
 
     def on_pool_done(self, token, result, exc) -> None:
