@@ -293,6 +293,41 @@ def _anonymous_seed_generator_seed_not_scalar():
         fetches=["g:0"])
 
 
+def _set_operation_not_utf8():
+    return FuzzCase("repro", graph(
+        const("a", DT_INT32, [1, 2], int_val=[1, 2]), const("b", DT_INT32, [1, 2], int_val=[2, 3]),
+        node("s", "DenseToDenseSetOperation", ["a", "b"], T=attr(type=DT_INT32),
+             set_operation=attr(s=b"\xff\xfe"))), {}, ["s:0"])
+
+
+def _stack_name_not_utf8():
+    return FuzzCase("repro", graph(
+        const("n", DT_INT32, [], int_val=[1]),
+        node("s", "StackV2", ["n"], elem_type=attr(type=DT_FLOAT), stack_name=attr(s=b"\xff"))),
+        {}, ["s:0"])
+
+
+def _int64_const(name: str, dims: list[int], values: list[int]) -> node_def_pb2.NodeDef:
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_INT64, int64_val=values)
+    for d in dims:
+        tensor.tensor_shape.dim.add(size=d)
+    return node(name, "Const", dtype=attr(type=types_pb2.DT_INT64),
+                value=attr_value_pb2.AttrValue(tensor=tensor))
+
+
+def _pad_past_numpy():
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[1]), _int64_const("p", [1, 2], [2**62, 2**62 + 3]),
+        node("y", "Pad", ["x", "p"], T=attr(type=DT_FLOAT),
+             Tpaddings=attr(type=types_pb2.DT_INT64))), {"x:0": [1.0]}, ["y:0"])
+
+
+def _parallel_concat_start_past_numpy():
+    return FuzzCase("repro", graph(
+        node("p", "_ParallelConcatStart", dtype=attr(type=DT_FLOAT),
+             shape=attr(shape=[2**62, 2**40]))), {}, ["p:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -373,6 +408,18 @@ FINDINGS = [
     Finding("parse-single-example-types-shorter-than-keys",
             "FAIL:wrapped-ValueError@run@kernels/io/parsing_kernels.py:*",
             _parse_single_example_types_shorter_than_keys),
+    # The long run of 2026-11-29 (session 9's new kernels and old allocations)
+    Finding("set-operation-not-utf8",
+            "FAIL:wrapped-UnicodeDecodeError@run@kernels/sparse/set_kernels.py:*",
+            _set_operation_not_utf8),
+    Finding("stack-name-not-utf8",
+            "FAIL:wrapped-UnicodeDecodeError@run@kernels/data_flow/stack_kernels.py:*",
+            _stack_name_not_utf8),
+    Finding("pad-output-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/array/pad_fill.py:*", _pad_past_numpy),
+    Finding("parallel-concat-start-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/array/parallel_concat_kernels.py:*",
+            _parallel_concat_start_past_numpy),
 ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aioflow.framework.op_kernel import allocate, oom_error
 from aioflow.kernels.element_threads import for_ranges
 
 #: Output elements from which the border-only pass is used (below, NumPy's two calls
@@ -23,15 +24,23 @@ from aioflow.kernels.element_threads import for_ranges
 BORDER_FROM = 1 << 14
 
 
+def _empty(shape, dtype) -> np.ndarray:
+    """An uninitialized output; past memory or NumPy's reach, TF's OOM."""
+    try:
+        return np.empty(shape, dtype)
+    except (MemoryError, ValueError):  # ValueError: past what NumPy can address
+        raise oom_error(shape, dtype) from None
+
+
 def pad_constant(x: np.ndarray, pads: list, constant) -> np.ndarray:
     """x padded by pads ([[before, after], ...], checked non-negative) with `constant`."""
     shape = [d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)]
     size = int(np.prod(shape, dtype=np.int64))
     if size < BORDER_FROM or x.dtype == np.object_ or x.size == 0:
-        out = np.full(shape, constant, dtype=x.dtype)
+        out = allocate(shape, constant, x.dtype)
         out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))] = x
         return out
-    out = np.empty(shape, x.dtype)
+    out = _empty(shape, x.dtype)
     o, xi = out, x
     while o.ndim > 1 and o.shape[0] == 1 and pads[0] == [0, 0]:
         o, xi, pads = o[0], xi[0], pads[1:]  # one image: cut its rows instead

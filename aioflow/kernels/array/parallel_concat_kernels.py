@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, oom_error, register_kernel
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
@@ -36,7 +36,10 @@ class ParallelConcatStartOp(OpKernel):
         self.dtype = ctx.get_attr("dtype").as_numpy_dtype
 
     def compute(self, ctx, inputs):
-        return (np.empty(self.shape, dtype=self.dtype),)
+        try:
+            return (np.empty(self.shape, dtype=self.dtype),)
+        except (MemoryError, ValueError):  # ValueError: "array is too big" for NumPy
+            raise oom_error(self.shape, self.dtype) from None
 
 
 def check_update(value: np.ndarray, update: np.ndarray) -> None:

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from aioflow.framework import dtypes, errors
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 
 _counter = itertools.count()
 
@@ -73,7 +73,7 @@ class StackOp(OpKernel):
         super().__init__(ctx)
         self.elem_type = ctx.get_attr("elem_type")
         name = ctx.get_attr("stack_name", b"")
-        name = name.decode() if isinstance(name, bytes) else name
+        name = attr_text(name)
         self.stack_name = name or ctx.name
 
     def compute(self, ctx, inputs):

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 
 from aioflow.framework import dtypes
-from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.array.array_kernels import _invalid
 from aioflow.kernels.math.cwise_kernels import shape_str
 
@@ -27,7 +27,7 @@ _OPERATIONS = {
 
 
 def _operation(name) -> callable:
-    name = name.decode() if isinstance(name, bytes) else name
+    name = attr_text(name)  # any bytes: a name that is not one is refused, never a decode error
     if name not in _OPERATIONS:
         raise _invalid(f"Invalid set_operation {name}.")
     return _OPERATIONS[name]
