@@ -328,6 +328,14 @@ def _parallel_concat_start_past_numpy():
              shape=attr(shape=[2**62, 2**40]))), {}, ["p:0"])
 
 
+def _unsorted_segment_scalar_ids_empty_data():
+    return FuzzCase("repro", graph(
+        const("data", DT_FLOAT, [0]), const("ids", DT_INT32, [], int_val=[0]),
+        const("n", DT_INT32, [], int_val=[2]),
+        node("s", "UnsortedSegmentSum", ["data", "ids", "n"], T=attr(type=DT_FLOAT),
+             Tindices=attr(type=DT_INT32), Tnumsegments=attr(type=DT_INT32))), {}, ["s:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -420,6 +428,9 @@ FINDINGS = [
     Finding("parallel-concat-start-past-numpy",
             "FAIL:wrapped-ValueError@run@kernels/array/parallel_concat_kernels.py:*",
             _parallel_concat_start_past_numpy),
+    Finding("unsorted-segment-scalar-ids-empty-data",
+            "FAIL:wrapped-ValueError@run@kernels/math/segment_kernels.py:compute",
+            _unsorted_segment_scalar_ids_empty_data),
 ]
 
 

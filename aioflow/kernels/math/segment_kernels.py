@@ -241,7 +241,7 @@ class UnsortedSegmentSumOp(_SegmentBase):
         # num_segments costs no time until the output is read)
         out = allocate((n,) + inner, init, work_dtype)
         keep = flat_ids >= 0
-        rows = data.reshape((-1,) + inner)
+        rows = data.reshape((ids.size,) + inner)  # (not -1: ambiguous for empty data)
         if not keep.all():
             rows, flat_ids = rows[keep], flat_ids[keep]
         if flat_ids.size:
