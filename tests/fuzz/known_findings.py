@@ -336,6 +336,23 @@ def _unsorted_segment_scalar_ids_empty_data():
              Tindices=attr(type=DT_INT32), Tnumsegments=attr(type=DT_INT32))), {}, ["s:0"])
 
 
+def _random_gamma_tiny_negative_alpha():
+    return FuzzCase("repro", graph(
+        const("shape", DT_INT32, [0]), placeholder("alpha", shape=[2]),
+        node("g", "RandomGamma", ["shape", "alpha"], S=attr(type=DT_INT32),
+             T=attr(type=DT_FLOAT), seed2=attr(i=-2))),
+        {"alpha:0": [-2.6061601e-18, 0.5]}, ["g:0"])
+
+
+def _sparse_segment_mean_grad_scalar_grad():
+    return FuzzCase("repro", graph(
+        placeholder("grad", shape=[]), const("i", DT_INT32, [0]), const("s", DT_INT32, [0]),
+        const("d", DT_INT32, [], int_val=[3]),
+        node("g", "SparseSegmentMeanGrad", ["grad", "i", "s", "d"], T=attr(type=DT_FLOAT),
+             Tidx=attr(type=DT_INT32), Tsegmentids=attr(type=DT_INT32))),
+        {"grad:0": 1.0}, ["g:0"])
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -431,6 +448,12 @@ FINDINGS = [
     Finding("unsorted-segment-scalar-ids-empty-data",
             "FAIL:wrapped-ValueError@run@kernels/math/segment_kernels.py:compute",
             _unsorted_segment_scalar_ids_empty_data),
+    Finding("random-gamma-pow-overflow",
+            "FAIL:wrapped-OverflowError@run@kernels/random/philox.py:*",
+            _random_gamma_tiny_negative_alpha),
+    Finding("sparse-segment-mean-grad-scalar-grad",
+            "FAIL:wrapped-IndexError@run@kernels/math/grad_kernels.py:*",
+            _sparse_segment_mean_grad_scalar_grad),
 ]
 
 

@@ -118,7 +118,8 @@ class _SparseSegmentGrad(OpKernel):
             raise errors.InvalidArgumentError(
                 None, None, f"Index {int(indices[np.argmax(bad)])} out of range "
                 f"[0, {dim0}).")
-        rows = grad[segment_ids]
+        # (a scalar grad has no rows: only no segment ids got past the range check)
+        rows = grad[segment_ids] if grad.ndim else grad.reshape(1)[segment_ids]
         scale = self.scale(np.bincount(segment_ids, minlength=n).astype(np.float64))
         if scale is not None:
             rows = rows * scale[segment_ids].reshape((-1,) + (1,) * (grad.ndim - 1)).astype(

@@ -141,7 +141,19 @@ def _log_f64(x: np.ndarray) -> np.ndarray:
 
 _LOG = np.frompyfunc(math.log, 1, 1)
 _LOG1P = np.frompyfunc(math.log1p, 1, 1)
-_POW = np.frompyfunc(math.pow, 2, 1)
+def _c_pow(x: float, y: float) -> float:
+    """C's pow: an overflow is an infinity (its sign that of x to an odd integer power),
+    a negative base to a non-integer power NaN; Python's math.pow raises for both."""
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        odd = y == int(y) and int(y) % 2 == 1
+        return -math.inf if x < 0 and odd else math.inf
+    except ValueError:
+        return math.nan
+
+
+_POW = np.frompyfunc(_c_pow, 2, 1)
 
 
 def log1p_f64(x: np.ndarray) -> np.ndarray:
