@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import pathlib
 from collections.abc import Callable
 
 from fuzz_runner import FuzzCase, Outcome
@@ -353,6 +354,11 @@ def _sparse_segment_mean_grad_scalar_grad():
         {"grad:0": 1.0}, ["g:0"])
 
 
+def _saved_case(name: str):
+    """A reproducer the long run saved (tests/fuzz/open_cases/<name>/)."""
+    return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "open_cases" / name)
+
+
 FINDINGS = [
     Finding("unknown-dtype-enum", "FAIL:TypeError@import@framework/dtypes.py:as_dtype",
             _unknown_dtype_enum),
@@ -454,6 +460,10 @@ FINDINGS = [
     Finding("sparse-segment-mean-grad-scalar-grad",
             "FAIL:wrapped-IndexError@run@kernels/math/grad_kernels.py:*",
             _sparse_segment_mean_grad_scalar_grad),
+    # Open: found by the last long run of 2026-11-29, minutes before the session ended.
+    Finding("tensor-array-gather-none-input",
+            "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",
+            lambda: _saved_case("tensor-array-gather-none-input"), fixed=False),
 ]
 
 
