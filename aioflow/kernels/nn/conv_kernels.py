@@ -52,9 +52,6 @@ _BLOCK_BYTES = 1 << 21
 #: Patch rows of at most this many contiguous elements (kw * C) are copied K-major (3x3 on
 #: 3 channels: 0.075 -> 0.045 ms a block; 7x7 on 3, 21 elements, was slower K-major).
 _K_MAJOR_RUN = 12
-#: Multiply-adds of a MatMul's GEMM counted as one unit of PARALLEL_WORK (kernels/
-#: matmul_kernels.py at intra_op_parallelism_threads=1).
-_MATMUL_WORK_DIVISOR = 8
 #: A convolution's GEMM is shared among threads above this many multiply-adds (about
 #: 0.2 ms on one core), BLAS single-threaded either way. MobileNetV2 batch 1, one process
 #: taking turns: 13.1 ms at 2**22, 12.1 at 2**24 (its small 1x1s not worth a hand-off),
@@ -370,38 +367,6 @@ def conv_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue, threads: 
             epilogue(part)
 
     parallel_blocks(list(range(0, m, rows)), block, PARALLEL_WORK + 1 if split else 0, threads)
-
-
-def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, epilogue=None) -> None:
-    """out = a @ b; with an epilogue, a block of rows at a time (each block finished
-    while in cache), else as one GEMM. When BLAS is single-threaded, the row blocks are
-    shared among helper threads."""
-    single = blas_single_threaded()
-    if epilogue is None and not single:
-        np.matmul(a, b, out=out)
-        return
-    rows = max(1, _EPILOGUE_BLOCK_BYTES // max(1, out.shape[1] * out.itemsize))
-
-    def block(r0):
-        part = out[r0:r0 + rows]
-        np.matmul(a[r0:r0 + rows], b, out=part)
-        if epilogue is not None:
-            epilogue(part)
-
-    starts = range(0, a.shape[0], rows)
-    if single:
-        parallel_blocks(list(starts), block, out.size * a.shape[1] // _MATMUL_WORK_DIVISOR)
-    else:
-        for r0 in starts:
-            block(r0)
-
-
-def blas_single_threaded() -> bool:
-    """Whether each BLAS call runs on one thread (the session asked for
-    intra_op_parallelism_threads=1) on a machine of several cores. Read from OpenBLAS on
-    every call (a C call; the session may change it), as the count outside the
-    convolutions' own single-threaded sections."""
-    return _CORES > 1 and blas_threads_outside() == 1
 
 
 def intra_op_threads() -> int:

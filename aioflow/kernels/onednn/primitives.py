@@ -44,7 +44,6 @@ from ctypes import byref, c_char_p, c_void_p
 
 import numpy as np
 
-from aioflow.framework import intra_op_threads
 from aioflow.kernels.onednn import dnnl_api as api
 
 _DATA_TYPES = {np.dtype(np.float32): api.F32, np.dtype(np.int32): api.S32}
@@ -330,11 +329,6 @@ class Primitive:
         api.check(lib.dnnl_primitive_execute(self.handle, s, len(args), mems.exec_args),
                   "dnnl_primitive_execute")
         api.check(lib.dnnl_stream_wait(s), "dnnl_stream_wait")
-        # BLAS's workers sat idle through this primitive (asleep by now, as after a
-        # NumPy convolution's section): a small product next (a classifier's head) runs
-        # BLAS single-threaded instead of waking them to spin for ~0.1 s against the
-        # next primitive's team (matmul_kernels).
-        intra_op_threads.threads_idle = True
 
     def __del__(self):
         if api._lib is not None:
