@@ -396,7 +396,32 @@ def _filter_flags(visitor, structure) -> list:
     return flags
 
 
-class DropoutWrapper(RNNCell):
+class _CellWrapper(RNNCell):
+    """What every wrapper shares (TF's _RNNCellWrapperV1): the wrapped cell's sizes, and
+    its zero state under "<Wrapper>ZeroState"."""
+
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        self._cell = cell
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        with ops.name_scope(type(self).__name__ + "ZeroState"):
+            return self._cell.zero_state(batch_size, dtype)
+
+
+class DropoutWrapper(_CellWrapper):
     """Dropout on a cell's inputs, outputs and state (keep probabilities), seeded per
     kind as TF's (md5 of the seed and a salt); with `variational_recurrent`, one noise per
     sequence (drawn at construction, as TF's) for every step. The state filter keeps an
@@ -406,8 +431,7 @@ class DropoutWrapper(RNNCell):
                  state_keep_prob=1.0, variational_recurrent: bool = False,
                  input_size=None, dtype=None, seed=None, dropout_state_filter_visitor=None,
                  **kwargs):
-        super().__init__(**kwargs)
-        self._cell = cell
+        super().__init__(cell, **kwargs)
         if dropout_state_filter_visitor is not None and \
                 not callable(dropout_state_filter_visitor):
             raise TypeError(f"dropout_state_filter_visitor must be callable. Received: "
@@ -453,22 +477,6 @@ class DropoutWrapper(RNNCell):
             self._recurrent_input_noise = noise_of("input", input_size)
         self._recurrent_state_noise = noise_of("state", cell.state_size)
         self._recurrent_output_noise = noise_of("output", cell.output_size)
-
-    @property
-    def wrapped_cell(self):
-        return self._cell
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
-
-    def zero_state(self, batch_size, dtype):
-        with ops.name_scope(type(self).__name__ + "ZeroState"):
-            return self._cell.zero_state(batch_size, dtype)
 
     def _gen_seed(self, salt_prefix: str, index: int):
         if self._seed is None:
@@ -519,29 +527,12 @@ class DropoutWrapper(RNNCell):
         return output, new_state
 
 
-class ResidualWrapper(RNNCell):
+class ResidualWrapper(_CellWrapper):
     """The wrapped cell's output plus its input (or `residual_fn(inputs, outputs)`)."""
 
     def __init__(self, cell, residual_fn=None, **kwargs):
-        super().__init__(**kwargs)
-        self._cell = cell
+        super().__init__(cell, **kwargs)
         self._residual_fn = residual_fn
-
-    @property
-    def wrapped_cell(self):
-        return self._cell
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
-
-    def zero_state(self, batch_size, dtype):
-        with ops.name_scope(type(self).__name__ + "ZeroState"):
-            return self._cell.zero_state(batch_size, dtype)
 
     def __call__(self, inputs, state, scope=None):
         outputs, new_state = self._cell(inputs, state, scope=scope)
@@ -555,25 +546,12 @@ class ResidualWrapper(RNNCell):
         return nest.pack_sequence_as(outputs, res), new_state
 
 
-class DeviceWrapper(RNNCell):
+class DeviceWrapper(_CellWrapper):
     """The wrapped cell built on `device`."""
 
     def __init__(self, cell, device, **kwargs):
-        super().__init__(**kwargs)
-        self._cell = cell
+        super().__init__(cell, **kwargs)
         self._device = device
-
-    @property
-    def wrapped_cell(self):
-        return self._cell
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
 
     def zero_state(self, batch_size, dtype):
         with ops.name_scope(type(self).__name__ + "ZeroState"), ops.device(self._device):
