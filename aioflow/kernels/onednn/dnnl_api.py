@@ -6,14 +6,14 @@ Two wheels install a libdnnl.so.3 (`_WHEELS`; found through each wheel's RECORD)
 
 * `onednn-cpu-gomp` (the `aioflow[onednn]` extra): oneDNN 3.2, CPU only, threaded with
   OpenMP (the system's libgomp); one 54 MB library.
-* `onednn` (Intel's oneAPI build, the `aioflow[onednn-sycl]` extra): oneDNN 3.11 and
-  later, whose CPU engine is a SYCL device (its primitives run as SYCL host tasks
-  threaded with TBB). It needs Intel's compiler, TBB and SYCL runtime libraries, which
-  its dependencies install beside it in lib/ without a run path: loading preloads them
-  by full path (`_RUNTIME_LIBRARIES`), and points the OpenCL loader at the wheel's CPU
-  OpenCL runtime (OCL_ICD_FILENAMES; the ICD file the wheel ships names a build path),
-  the SYCL CPU device the engine is made on. A library whose engine cannot be made (no
-  CPU device) is refused.
+* `onednn` (Intel's oneAPI build; no extra installs it: docs/onednn.md says why):
+  oneDNN 3.11 and later, whose CPU engine is a SYCL device (its primitives run as SYCL
+  host tasks threaded with TBB). It needs Intel's compiler, TBB and SYCL runtime
+  libraries, which its dependencies install beside it in lib/ without a run path:
+  loading preloads them by full path (`_RUNTIME_LIBRARIES`), and points the OpenCL
+  loader at the wheel's CPU OpenCL runtime (OCL_ICD_FILENAMES; the ICD file the wheel
+  ships names a build path), the SYCL CPU device the engine is made on. A library whose
+  engine cannot be made (no CPU device) is refused.
 
 Else the system's (ctypes.util.find_library). AIOFLOW_ONEDNN_LIBRARY chooses one: a
 wheel's name or a path to libdnnl.so.3 (else the first that loads, in `_WHEELS`' order).

@@ -18,7 +18,8 @@ kernels share:
   which holds for the calling thread's later parallel regions. A primitive splits its
   work for the thread count current when it is CREATED and asks OpenMP for exactly that
   team whenever it runs, so the count is set before creating and is part of every
-  cache key.
+  cache key. (Intel's SYCL build threads with TBB: there a primitive takes the TBB
+  arena's workers, all the cores, whatever the count; dnnl_api.openmp().)
 
 Everything is created on one CPU engine; each thread executes on a stream of its own.
 Scratchpads: with the wheel's default build, a primitive whose attributes leave the
@@ -87,6 +88,8 @@ def stream() -> c_void_p:
 # -- OpenMP threads -------------------------------------------------------------------------------
 
 def _find_omp():
+    if not api.openmp():  # TBB's threads (the SYCL build): every primitive takes the arena's
+        return None
     try:
         omp = ctypes.CDLL("libgomp.so.1")
         omp.omp_set_num_threads.argtypes = [ctypes.c_int]
