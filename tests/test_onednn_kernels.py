@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -599,8 +598,8 @@ def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
     x, w = _rand(2, 28, 28, 64), _const(_rand(3, 3, 64, 64) / 24)
     kernel = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
     want = kernel.compute(None, [x, w])[0]
-    plan = next(p for p in conv_onednn_cache() if p.src_md in (  # whole, or split in images
-        primitives.array_desc(x, (0, 3, 1, 2)), primitives.array_desc(x[:1], (0, 3, 1, 2))))
+    plan = next(p for p in conv_onednn_cache() if p.src_md == primitives.array_desc(
+        x, (0, 3, 1, 2)))
     assert plan.prim.user_scratchpad and plan.prim.scratch_size > 0
 
     def calls(_):
@@ -608,82 +607,6 @@ def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(calls, range(4)))
-
-
-# -- a batch split over threads (backend.split_batch) -----------------------------------------
-
-@pytest.mark.parametrize("n, threads, step", [(8, 2, 2), (16, 2, 4), (7, 2, 1), (6, 2, 1),
-                                              (2, 2, 1), (1, 2, 0), (8, 1, 0), (12, 3, 2)])
-def test_batch_step_gives_equal_chunks_two_per_thread(n, threads, step):
-    assert backend.batch_step(n, threads) == step
-
-
-@pytest.fixture
-def two_thread_teams(monkeypatch):
-    """Every team two threads (on any machine): large batched calls split."""
-    monkeypatch.setattr(backend, "team_size", lambda work: 2)
-    monkeypatch.setattr(backend, "_CORES", 4)
-    calls = []
-    split = backend.split_batch
-    monkeypatch.setattr(backend, "split_batch",
-                        lambda n, step, helpers, run: calls.append((n, step)) or split(
-                            n, step, helpers, run))
-    return calls
-
-
-@pytest.mark.parametrize("op, inputs, attrs", [
-    ("Conv2D", [(4, 12, 12, 8), (3, 3, 8, 16)], dict(strides=[1, 1, 1, 1], padding="SAME")),
-    ("Conv2D", [(3, 13, 13, 3), (7, 7, 3, 8)], dict(strides=[1, 2, 2, 1], padding="SAME")),
-    ("DepthwiseConv2dNative", [(4, 10, 10, 8), (3, 3, 8, 1)],
-     dict(strides=[1, 1, 1, 1], padding="SAME")),
-    ("Conv3D", [(4, 4, 6, 6, 3), (3, 3, 3, 3, 8)],
-     dict(strides=[1, 1, 1, 1, 1], padding="SAME")),
-    ("MaxPool", [(4, 12, 12, 8)], dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1],
-                                       padding="SAME")),
-    ("AvgPool3D", [(2, 4, 6, 6, 8)], dict(ksize=[1, 2, 2, 2, 1], strides=[1, 2, 2, 2, 1],
-                                          padding="VALID")),
-])
-def test_a_split_batch_matches_numpy(two_thread_teams, op, inputs, attrs):
-    values = [_rand(*inputs[0])] + [_const(_rand(*s, seed=1) / 8) for s in inputs[1:]]
-    got, want = _both(op, values, **attrs)
-    np.testing.assert_allclose(got[0], want[0], **TOL)
-    assert two_thread_teams and two_thread_teams[0][0] == inputs[0][0]
-
-
-def test_a_split_fused_conv_reads_its_residual_addend_per_chunk(two_thread_teams):
-    x, w = _rand(4, 9, 10, 6), _const(_rand(3, 3, 6, 16, seed=2))
-    args = [_rand(16, seed=3), _rand(4, 9, 10, 16, seed=4)]
-    got, want = _both("_FusedConv2D", [x, w, *args], strides=[1, 1, 1, 1], padding="SAME",
-                      fused_ops=["BiasAdd", "Add", "Relu"], num_args=2)
-    np.testing.assert_allclose(got[0], want[0], **TOL)
-    assert two_thread_teams == [(4, 1)]
-
-
-def test_a_split_finishes_on_the_calling_thread_when_the_helpers_are_busy():
-    """The caller claims every chunk itself while the helper threads are held elsewhere;
-    a helper's late start finds nothing left."""
-    release = threading.Event()
-    held = [backend._helpers().submit(release.wait) for _ in range(backend._CORES)]
-    ran = []
-    try:
-        backend.split_batch(6, 2, 1,
-                            lambda lo, hi: ran.append((lo, hi, threading.get_ident())))
-    finally:
-        release.set()
-    assert sorted(r[:2] for r in ran) == [(0, 2), (2, 4), (4, 6)]
-    assert {r[2] for r in ran} == {threading.get_ident()}
-    for f in held:
-        f.result()
-
-
-def test_a_chunks_error_reaches_the_caller():
-    def run(lo, hi):
-        if lo == 2:
-            raise api_error
-
-    api_error = dnnl_api.DnnlError("dnnl_primitive_execute", 5)
-    with pytest.raises(dnnl_api.DnnlError, match="runtime_error"):
-        backend.split_batch(4, 1, 1, run)
 
 
 def conv_onednn_cache():

@@ -189,56 +189,29 @@ class _OnednnConv(LoopOrThread):
         grouped = len(w_dims) == x.ndim + 1
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
         with team(out.size * int(np.prod(w_dims[2 if grouped else 1:]))) as threads:
-            step = backend.batch_step(x.shape[0], threads)
-            if not step:  # one primitive on a team of `threads`
-                set_threads(threads)  # before a primitive is made: it keeps the count
-                plan = self._plan(x, w_dims, w_strides, out, pads, bias, bn, eltwise,
-                                  residual, threads)
-                plan.prim.execute(self._args(plan, x, w, out, bias, bn, residual))
-                return out
-            # the batch in chunks of `step` images, each a single-threaded primitive
-            set_threads(1)
-            plan = self._plan(x[:step], w_dims, w_strides, out[:step], pads, bias, bn,
-                              eltwise, None if residual is None else residual[:step], 1)
-            w_arg = self._weights_arg(plan, w)  # reordered once, before the chunks
-
-            def run(lo, hi):
-                plan.prim.execute(self._args(
-                    plan, x[lo:hi], w_arg, out[lo:hi], bias, bn,
-                    None if residual is None else residual[lo:hi]))
-
-            backend.split_batch(x.shape[0], step, threads - 1, run)
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
+                   tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
+                   threads)
+            plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
+                                                    self._dilations, pads, bias is not None,
+                                                    bn is not None, residual is not None,
+                                                    eltwise))
+            if plan.w_reorder is None:
+                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
+            else:
+                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
+            args = [(api.ARG_SRC, plan.src_md, x), w_arg, (api.ARG_DST, plan.dst_md, out)]
+            if bias is not None:
+                args.append((api.ARG_BIAS, plan.bias_md, bias))
+            if bn is not None:
+                args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
+                         (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
+            if residual is not None:
+                args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
+                             plan.residual_md, residual))
+            plan.prim.execute(args)
             return out
-
-    def _plan(self, x, w_dims, w_strides, out, pads, bias, bn, eltwise, residual, threads):
-        """The cached ConvPlan of this geometry and chain on `threads` threads."""
-        key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-               tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
-               threads)
-        return _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
-                                                self._dilations, pads, bias is not None,
-                                                bn is not None, residual is not None,
-                                                eltwise))
-
-    def _weights_arg(self, plan, w):
-        """The filter's execution argument: as it lies, or in the primitive's layout."""
-        if plan.w_reorder is None:
-            return (api.ARG_WEIGHTS, plan.user_w_md, w)
-        return (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-
-    def _args(self, plan, x, w, out, bias, bn, residual) -> list:
-        """The primitive's arguments; `w` the filter array or its _weights_arg."""
-        w_arg = w if isinstance(w, tuple) else self._weights_arg(plan, w)
-        args = [(api.ARG_SRC, plan.src_md, x), w_arg, (api.ARG_DST, plan.dst_md, out)]
-        if bias is not None:
-            args.append((api.ARG_BIAS, plan.bias_md, bias))
-        if bn is not None:
-            args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
-                     (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
-        if residual is not None:
-            args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
-                         plan.residual_md, residual))
-        return args
 
 
 def hwio_filter_desc(w: np.ndarray, channels: int):

@@ -84,25 +84,13 @@ class _OnednnPool(LoopOrThread):
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
         with team(out.size * int(np.prod(ksizes))) as threads:
-            # a batch split over the threads in single-threaded chunks (backend.split_batch)
-            step = backend.batch_step(x.shape[0], threads)
-            set_threads(1 if step else threads)  # before a primitive is made: it keeps it
-            xs, outs = (x[:step], out[:step]) if step else (x, out)
-            key = (xs.shape, alg, tuple(ksizes), tuple(strides), tuple(pads),
-                   1 if step else threads)
+            set_threads(threads)  # before a primitive is made: it keeps the count
+            key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
             try:
-                plan = _CACHE.get(key, lambda: PoolPlan(xs, outs, alg, ksizes, strides, pads))
+                plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
             except api.DnnlError:  # a window oneDNN does not take: the NumPy code
                 return super()._spatial(x, ksizes, strides)
-
-            def run(lo, hi):
-                plan.prim.execute([(api.ARG_SRC, plan.src_md, x[lo:hi]),
-                                   (api.ARG_DST, plan.dst_md, out[lo:hi])])
-
-            if step:
-                backend.split_batch(x.shape[0], step, threads - 1, run)
-            else:
-                run(0, x.shape[0])
+            plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
             return out
 
 
