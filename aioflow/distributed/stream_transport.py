@@ -50,9 +50,13 @@ class _Framed(asyncio.Protocol):
         self.transport = None
         self._buffer = bytearray()
         self._large: tuple | None = None  # (kind, code, call id, bytearray, filled)
+        self._need = _HEADER.size  # bytes the buffered frame needs (with its header)
 
     def connection_made(self, transport) -> None:
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # (a peer machine gone without a word is noticed, as TCP can)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 
     def write(self, kind: int, code: int, call_id: int, payload: bytes) -> None:
         header = _HEADER.pack(len(payload), kind, code, call_id)
@@ -70,9 +74,12 @@ class _Framed(asyncio.Protocol):
         buffer = self._buffer
         if buffer:
             buffer += data
+            if len(buffer) < self._need:
+                return
             data = bytes(buffer)
             buffer.clear()
         view, pos, end = memoryview(data), 0, len(data)
+        self._need = _HEADER.size
         while end - pos >= _HEADER.size:
             length, kind, code, call_id = _HEADER.unpack_from(view, pos)
             start = pos + _HEADER.size
@@ -85,6 +92,7 @@ class _Framed(asyncio.Protocol):
                 self._large = (kind, code, call_id, payload, end - start)
                 return
             else:
+                self._need = _HEADER.size + length
                 break
         if pos < end:
             buffer += view[pos:end]
