@@ -100,6 +100,16 @@ async def test_a_peer_answering_unimplemented_has_no_stream():
     assert await link.call("RunGraph", grpc_transport._WORKER_METHODS, None, None) is None
 
 
+async def test_a_stream_port_out_of_reach_leaves_the_peer_on_grpc():
+    async def port_nobody_listens_on():  # (as behind a firewall that rejects it)
+        return str(_free_port()).encode()
+
+    link = grpc_transport._StreamLink("localhost:1", "/job:w/replica:0/task:0",
+                                      port_nobody_listens_on)
+    assert await link.get() is None
+    assert link.absent
+
+
 async def test_a_deadline_cancels_the_step_on_the_remote_task(cluster):
     spec, local = cluster
     with af.Graph().as_default() as g:

@@ -105,6 +105,9 @@ _WAIT_FOR_READY = frozenset({"CreateSession"})
 MASTER_WAIT_S = 60.0
 # How long a call that should answer at once (GetStatus, Register, Cleanup) may take.
 CONTROL_TIMEOUT_S = 10.0
+# How long connecting to a task's stream port may take before the task is called over
+# gRPC instead.
+STREAM_CONNECT_S = 3.0
 
 _WORKER_METHODS = {
     "GetStatus": (worker_pb2.GetStatusRequest, worker_pb2.GetStatusResponse),
@@ -355,9 +358,12 @@ async def serve(server, address: str) -> tuple:
             request_cls, response_cls = methods[name]
             handlers[name] = (getattr(impl, name), request_cls.FromString,
                               response_cls.SerializeToString)
-        stream = await stream_transport.serve(address.rpartition(":")[0], handlers,
-                                              RPC_COUNTS)
-        worker.stream_port = stream.port
+        try:
+            stream = await stream_transport.serve(address.rpartition(":")[0], handlers,
+                                                  RPC_COUNTS)
+            worker.stream_port = stream.port
+        except OSError:  # (no port for it: peers call this task over gRPC)
+            stream = None
     await grpc_server.start()
     return Serving(grpc_server, stream), port
 
@@ -414,9 +420,13 @@ class _StreamLink:
             self.absent = True
             return None
         try:
-            self.channel = await StreamChannel.connect(self.host, int(port), self.task)
-        except OSError as e:
-            raise errors.UnavailableError(None, None, f"Task {self.task}: {e}") from None
+            self.channel = await asyncio.wait_for(
+                StreamChannel.connect(self.host, int(port), self.task), STREAM_CONNECT_S)
+        except (OSError, TimeoutError):
+            # The task answers over gRPC but its stream port cannot be reached (a
+            # firewall that lets the cluster's ports through only): gRPC from now on.
+            self.absent = True
+            return None
         return self.channel
 
     async def call(self, name: str, methods: dict, request, timeout):
