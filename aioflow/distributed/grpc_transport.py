@@ -10,6 +10,9 @@ service and method names ("/tensorflow.WorkerService/RunGraph", ...).
 - GrpcMasterClient: a MasterClient of a master in another process (TF's GrpcSession).
 
 Errors travel as gRPC status codes, which are TF's; tensors as TensorProto content.
+Between aioflow tasks a step's calls (RunGraph, RecvTensor(s), CleanupGraph, RunStep) go
+on the peer's stream instead (stream_transport.py: the same messages, without grpcio's
+cost per call), found with aioflow's StreamPort call; a TF peer has none and stays on gRPC.
 """
 
 from __future__ import annotations
