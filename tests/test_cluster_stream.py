@@ -5,6 +5,7 @@ deadline cancels the remote step; a remote error keeps its class."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import struct
 
@@ -76,7 +77,11 @@ async def test_a_session_on_the_other_process_runs_its_steps_on_the_stream(clust
     g, x, z = _tiny()
     async with af.Session("grpc://" + spec["worker"][1], graph=g) as sess:
         counts = await _count_steps(sess, z, x, 4)
+        (_, _, link), = sess._direct.master._channels.values()
+        assert not link.channel.lost
     assert counts == {("sent", "stream", "RunStep"): 4}
+    await asyncio.sleep(0)  # (closed on its loop)
+    assert link.channel.transport.is_closing()  # the session's connection goes with it
 
 
 async def test_a_peer_without_a_stream_is_called_over_grpc():

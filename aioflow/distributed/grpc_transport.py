@@ -729,15 +729,25 @@ class GrpcMasterClient(MasterClient):
         return [from_proto(by_name[name]) for name in fetches]
 
     async def close_session(self, handle: str) -> None:
-        await self._call("CloseSession", master_pb2.CloseSessionRequest(session_handle=handle),
-                         CONTROL_TIMEOUT_S)
+        try:
+            await self._call("CloseSession", master_pb2.CloseSessionRequest(
+                session_handle=handle), CONTROL_TIMEOUT_S)
+        finally:
+            self._close_streams()
 
     def close_session_soon(self, handle: str) -> None:
+        self._close_streams()
         try:
             self._blocking_stubs().CloseSession.future(
                 master_pb2.CloseSessionRequest(session_handle=handle), timeout=CONTROL_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - a master gone has nothing to close
             pass
+
+    def _close_streams(self) -> None:
+        """Close the stream connections (the session, this client's one, is over)."""
+        for loop, (_, _, link) in self._channels.items():
+            if link.channel is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(link.close)
 
     def list_devices_blocking(self, handle: str) -> list:
         response = self._call_blocking("ListDevices", master_pb2.ListDevicesRequest(
