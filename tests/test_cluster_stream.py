@@ -168,3 +168,14 @@ def test_frames_survive_any_split(frames, chunk):
     for start in range(0, len(data), step):
         protocol.data_received(data[start:start + step])
     assert protocol.got == frames
+
+
+def test_a_servers_home_loop_is_uvloops_where_installed():
+    uvloop = pytest.importorskip("uvloop")
+    from aioflow.distributed.home_loop import HomeLoop
+
+    home = HomeLoop("test-home")
+    try:
+        assert isinstance(home.loop, uvloop.Loop)
+    finally:
+        home.stop()
