@@ -1,7 +1,8 @@
 """aioflow's stream between its tasks (stream_transport.py): a step's calls across
 processes go on it, not gRPC (counted per step); framing survives any split of the bytes;
-a peer without a stream (a TF server, or AIOFLOW_RPC_STREAM=0) is called over gRPC; a
-deadline cancels the remote step; a remote error keeps its class."""
+a peer without a stream (a TF server, or AIOFLOW_RPC_STREAM=0) or whose stream port is
+out of reach is called over gRPC; a deadline cancels the remote step; a remote error keeps
+its class; a session's connections close with it; a server's home loop is uvloop's."""
 
 from __future__ import annotations
 
