@@ -57,14 +57,18 @@ def test_a_named_path_is_the_only_candidate(monkeypatch, tmp_path):
     assert dnnl_api._candidates() == [(path, None)]
 
 
-def test_without_a_choice_each_installed_wheel_comes_first_in_order(monkeypatch):
+def test_without_a_choice_the_gomp_wheel_comes_before_the_system(monkeypatch):
+    """Intel's `onednn` wheel is not taken unless named (dnnl_api._WHEELS)."""
     monkeypatch.delenv("AIOFLOW_ONEDNN_LIBRARY", raising=False)
-    installed = {"onednn": "/env/lib/libdnnl.so.3"}
+    installed = {"onednn": "/intel/lib/libdnnl.so.3"}
     monkeypatch.setattr(dnnl_api, "_wheel_library", installed.get)
-    monkeypatch.setattr(dnnl_api.ctypes.util, "find_library", lambda name: None)
-    assert dnnl_api._candidates() == [("/env/lib/libdnnl.so.3", "onednn")]
+    monkeypatch.setattr(dnnl_api.ctypes.util, "find_library", lambda name: "libdnnl.so.3")
+    assert dnnl_api._candidates() == [("libdnnl.so.3", None)]
     installed["onednn-cpu-gomp"] = "/gomp/lib/libdnnl.so.3"
-    assert [w for _, w in dnnl_api._candidates()] == ["onednn-cpu-gomp", "onednn"]
+    assert dnnl_api._candidates() == [("/gomp/lib/libdnnl.so.3", "onednn-cpu-gomp"),
+                                      ("libdnnl.so.3", None)]
+    monkeypatch.setenv("AIOFLOW_ONEDNN_LIBRARY", "onednn")
+    assert dnnl_api._candidates() == [("/intel/lib/libdnnl.so.3", "onednn")]
 
 
 def test_the_opencl_loader_is_pointed_at_the_wheels_cpu_runtime(monkeypatch, tmp_path):

@@ -16,7 +16,8 @@ Two wheels install a libdnnl.so.3 (`_WHEELS`; found through each wheel's RECORD)
   engine cannot be made (no CPU device) is refused.
 
 Else the system's (ctypes.util.find_library). AIOFLOW_ONEDNN_LIBRARY chooses one: a
-wheel's name or a path to libdnnl.so.3 (else the first that loads, in `_WHEELS`' order).
+wheel's name or a path to libdnnl.so.3 (else the first that loads, in `_WHEELS`' order;
+Intel's `onednn` only when named: see _WHEELS).
 Enum values and struct layouts may change between oneDNN versions: the values below are
 the same in the headers of every version in `SUPPORTED` (compiled and compared: 3.2's
 onednn-devel-cpu-gomp, 3.11's and 3.13's onednn-devel), and any other version is
@@ -116,8 +117,10 @@ MAX_NDIMS = 12
 
 #: oneDNN versions (major, minor) whose headers give the values and layouts used here.
 SUPPORTED = ((3, 2), (3, 11), (3, 13))
-#: Wheels that install libdnnl.so.3, in order of preference.
-_WHEELS = ("onednn-cpu-gomp", "onednn")
+#: Wheels whose libdnnl.so.3 loads without being named, in order of preference. Intel's
+#: `onednn` loads only when AIOFLOW_ONEDNN_LIBRARY names it: with it, processes that ran
+#: the oneDNN tests crashed (SIGSEGV at exit, once SIGABRT in dnnl_primitive_destroy).
+_WHEELS = ("onednn-cpu-gomp",)
 #: The `onednn` wheel's libdnnl.so.3 needs these (its dependencies install them beside it,
 #: without a run path): loaded first by full path, so that the loader finds them loaded.
 _RUNTIME_LIBRARIES = ("libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so", "libtbb.so.12",
