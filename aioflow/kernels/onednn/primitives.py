@@ -184,12 +184,15 @@ class _Memories:
     """One thread's dnnl_memory objects for one primitive's arguments (made once, pointed
     at each call's buffers with dnnl_memory_set_data_handle) and their exec-arg array."""
 
-    __slots__ = ("handles", "exec_args", "__weakref__")
+    __slots__ = ("handles", "exec_args", "addresses", "__weakref__")
 
     def __init__(self, args):
         lib = api._lib
         eng = engine()
         self.handles = []
+        #: The data address each memory points at now (a call re-points only what moved:
+        #: a Const filter, its bias and the thread's scratchpad stay where they are).
+        self.addresses = [None] * len(args)
         self.exec_args = (api.ExecArg * len(args))()
         for i, (arg, md, _) in enumerate(args):
             mem = c_void_p()
@@ -324,10 +327,14 @@ class Primitive:
         if mems is None:
             mems = memories[key] = _Memories(args)
         set_handle = lib.dnnl_memory_set_data_handle
-        for mem, (_, _, array) in zip(mems.handles, args, strict=True):
-            status = set_handle(mem, address(array))
-            if status:
-                api.check(status, "dnnl_memory_set_data_handle")
+        addresses = mems.addresses
+        for i, (_, _, array) in enumerate(args):
+            where = address(array)
+            if where != addresses[i]:
+                status = set_handle(mems.handles[i], where)
+                if status:
+                    api.check(status, "dnnl_memory_set_data_handle")
+                addresses[i] = where
         s = stream()
         api.check(lib.dnnl_primitive_execute(self.handle, s, len(args), mems.exec_args),
                   "dnnl_primitive_execute")
