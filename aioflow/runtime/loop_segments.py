@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from time import perf_counter
 
+from aioflow.framework.dtypes import DT_RESOURCE
 from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
 #: How long a compiled loop runs before it yields to the event loop (seconds).
 SLICE_S = 0.001
+#: A ref type's DataType enum is its value type's + 100.
+_REF = 100
 
 
 class Suspended(Exception):  # noqa: N818 - a signal, not an error
@@ -64,7 +67,7 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
     """The roles of a frame's nodes when it has while_loop's shape, else None."""
     inside = set(members) | set(enter_ids)
     shape = {"merge_enter": {}, "merge_next": {}, "switch_merge": {}, "exit_merge": {},
-             "loop_cond": None, "body": [], "undo": []}
+             "loop_cond": None, "body": [], "undo": [], "reads_state": []}
     for i in members:
         node, item = nodes[i], items[i]
         for e in node.out_edges:  # nothing leaves the frame but through an Exit
@@ -101,8 +104,10 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
             shape["exit_merge"][i] = data[0]  # the Switch, resolved below
         elif item.is_next_iteration:
             continue
-        elif is_candidate(item):
-            shape["body"].append(i)
+        elif is_candidate(item) or item.is_control_trigger:
+            shape["body"].append(i)  # (nothing is dead in the loop: a trigger is a NoOp)
+            if any(t == DT_RESOURCE or t > _REF for t in node.input_types):
+                shape["reads_state"].append(i)  # (a variable's read: never hoisted)
         elif _undoable_on_invariant(item, node, items, dense, enter_ids):
             shape["body"].append(i)
             undo = node.data_inputs()[item.kernel.undoable_input]
@@ -146,6 +151,11 @@ def _restore(checkpoints: list) -> None:
         state.restore(token)
 
 
+def _release(checkpoints: list) -> None:
+    for state, token in checkpoints:
+        state.release(token)
+
+
 class LoopSegment(Segment):
     """A compiled while loop (a segment whose function is a generator)."""
 
@@ -187,6 +197,10 @@ class LoopSegment(Segment):
             names[(merge, 0)] = f"m{merge}"
         for switch, merge in shape["switch_merge"].items():
             names[(switch, 1)] = f"m{merge}"
+        invariant = self._invariant()
+        for i in shape["order"]:  # computed once, before the loop (pure, same inputs)
+            if i in invariant:
+                lines.extend(self._lines(by_id[i], names, namespace))
         head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
@@ -200,10 +214,12 @@ class LoopSegment(Segment):
             in_body = any(src in switch_ids or src in depends for src, _ in self.sources[i])
             in_body = in_body or self._control_from(i, switch_ids | depends)
             if in_body:
-                depends.add(i)
-                body.append(member)
+                depends.add(i)  # (an invariant too: the others keep their place)
+                if i not in invariant:
+                    body.append(member)
                 continue
-            lines.extend("    " + line for line in self._lines(member, names, namespace))
+            if i not in invariant:
+                lines.extend("    " + line for line in self._lines(member, names, namespace))
         lines.append(f"        if not {names[cond_src]}: break")
         for member in body:
             lines.extend("    " + line for line in self._lines(member, names, namespace))
@@ -224,13 +240,13 @@ class LoopSegment(Segment):
     def _undo_lines(self, loop: list[str], namespace: dict) -> list[str]:
         """`loop` (the lines from the clock's start to the return) checkpointing the
         states its undoable members change, restored unless it returns its outputs (a
-        fallback, an error, a generator closed unfinished)."""
+        fallback, an error, a generator closed unfinished), released when it does."""
         by_id = {m.id: m for m in self.members}
         states = []
         for i, enter in self.shape["undo"]:
             namespace[f"u{i}"] = by_id[i].kernel.undoable_state
             states.append(f"u{i}(e{enter})")
-        namespace["_checkpoint"], namespace["_restore"] = _checkpoint, _restore
+        namespace.update(_checkpoint=_checkpoint, _restore=_restore, _release=_release)
         *body, ret = loop
         return [f"    checkpoints = _checkpoint(({', '.join(states)},))",
                 "    done = False",
@@ -239,8 +255,29 @@ class LoopSegment(Segment):
                 "        done = True",
                 "    " + ret,
                 "    finally:",
-                "        if not done:",
+                "        if done:",
+                "            _release(checkpoints)",
+                "        else:",
                 "            _restore(checkpoints)"]
+
+    def _invariant(self) -> set[int]:
+        """The loop's pure nodes whose inputs are the same every iteration: loop
+        invariants (constant Enters), constants and other such nodes (control inputs
+        only order a pure node; a read of a variable or of a TensorArray or stack is
+        not one). They run once, before the loop: a loop of no iteration
+        then runs them too, and one that raises sends the loop node by node, where the
+        executor runs them only as TF does."""
+        shape = self.shape
+        undoable = {i for i, _ in shape["undo"]}.union(shape["reads_state"])
+        by_id = {m.id: m for m in self.members}
+        invariant: set[int] = set()
+        for i in shape["order"]:
+            member = by_id[i]
+            if member.kernel.is_constant or i not in undoable and not member.is_control_trigger \
+                    and all(by_id[src].is_enter or src in invariant
+                            for src, _ in self.sources[i]):
+                invariant.add(i)
+        return invariant
 
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))

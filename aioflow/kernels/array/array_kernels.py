@@ -510,6 +510,7 @@ class _ConcatBase(_Copying):
     """ConcatV2 / Concat: TF's checks, NumPy's concatenate."""
 
     axis_first = False
+    compilable = True  # pure (an LSTM cell's input and its gradient: compiled loops)
 
     def compute(self, ctx, inputs):
         if self.axis_first:
@@ -913,6 +914,8 @@ class StridedSliceOp(OpKernel):
 @register_kernel("Slice", "CPU")
 class SliceOp(OpKernel):
     """input[begin : begin + size] per dimension; size -1 means to the end (a view)."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         x, begin_t, size_t = inputs
