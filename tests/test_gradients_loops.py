@@ -70,6 +70,46 @@ def test_stack_overflow_and_closed():
                 sess.run(p3)
 
 
+def test_a_stack_checkpoint_restores_what_pushes_and_pops_changed():
+    """A compiled loop's checkpoint (loop_segments.py): pushes and pops after it, below
+    and above its length, are undone by `restore`; `release` forgets it."""
+    s = Stack("s", tf.float32, -1)
+    for v in "abc":
+        s.push(v)
+    token = s.checkpoint()
+    assert s.pop() == "c"
+    s.push("d")
+    assert [s.pop(), s.pop()] == ["d", "b"]
+    s.push("e")
+    s.restore(token)
+    assert s.values == ["a", "b", "c"] and not s._checkpoints
+    token = s.checkpoint()
+    s.push("f")
+    s.close()
+    s.restore(token)  # a close is undone too
+    assert s.values == ["a", "b", "c"] and not s.closed
+    token = s.checkpoint()
+    assert s.pop() == "c"
+    s.release(token)  # the loop finished: nothing is kept for it any more
+    assert s.values == ["a", "b"] and not s._checkpoints
+    assert s.pop() == "b" and s.values == ["a"]
+
+
+def test_a_stack_checkpoint_keeps_only_the_values_popped_below_it():
+    """A checkpoint copies nothing: it keeps the popped values that were below its
+    length (a gradient loop entered once per outer iteration pays for its own pops)."""
+    s = Stack("s", tf.float32, -1)
+    for v in range(100):
+        s.push(v)
+    token = s.checkpoint()
+    s.push(100)
+    assert s.pop() == 100 and token.popped == []
+    assert [s.pop() for _ in range(3)] == [99, 98, 97]
+    assert token.popped == [99, 98, 97] and token.floor == 97
+    s.restore(token)
+    assert s.values == list(range(100))
+
+
 def _long_loop_gradient(n: int, width: int):
     g = af.Graph()
     with g.as_default():

@@ -14,6 +14,7 @@ import pytest
 
 import aioflow as af
 from aioflow.framework import errors
+from aioflow.kernels.data_flow.stack_kernels import Stack
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.executor import ExecutorImpl, observe_steps
 from aioflow.runtime.loop_segments import LoopSegment
@@ -823,6 +824,117 @@ async def test_a_compiled_tensor_array_loop_falling_back_midway_starts_again_fro
     async with af.Session(graph=g) as sess:
         for feed in [small] * 3 + [large] * 2 + [small]:
             np.testing.assert_array_equal(await sess.run(out, feed), feed[value] * 2.0)
+
+
+# -- stacks in compiled loops: while-loop gradients ----------------------------------------------
+
+def loop_gradient_graph():
+    """The gradient of n iterations of v = tanh(v) * 1.01 (TF 1's: the forward loop
+    pushes each tanh on a stack, the gradient loop pops them behind a ControlTrigger)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        n = af.placeholder(af.int32, [], name="n")
+        _, y = af.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, af.tanh(v) * 1.01),
+                             [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+
+    def values(xv, nv):
+        v, tanhs = xv, []
+        for _ in range(nv):
+            tanhs.append(np.tanh(v))
+            v = tanhs[-1] * np.float32(1.01)
+        grad = np.ones_like(xv)
+        for t in reversed(tanhs):
+            grad = grad * np.float32(1.01) * (1 - t * t)
+        return [v, grad]
+    return g, x, n, [y, dx], values
+
+
+def test_a_while_loop_gradient_compiles_its_forward_and_gradient_loops():
+    g, x, n, outs, _ = loop_gradient_graph()
+    direct, eak = executors_for(g, [x, n], outs)
+    try:
+        (impl,) = eak.executors
+        loops = [{m.op for m in s.members} for s in impl.segments
+                 if isinstance(s, LoopSegment)]
+        assert len(loops) == 2, loops
+        forward, backward = sorted(loops, key=lambda ops: "StackPopV2" in ops)
+        assert "StackPushV2" in forward and "StackPopV2" not in forward
+        assert {"StackPopV2", "ControlTrigger", "TanhGrad"} <= backward
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+@pytest.mark.parametrize("nv", [0, 1, 7, 150])
+async def test_loop_gradients_give_the_same_values_in_every_mode(monkeypatch, nv):
+    g, x, n, outs, values = loop_gradient_graph()
+    xv = np.linspace(-2, 2, 5, dtype=np.float32)
+    results = await run_in_modes(monkeypatch, g, outs, [{x: xv, n: nv}] * 3)
+    for runs in results.values():
+        for got in runs:
+            for a, b in zip(got, values(xv, nv), strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert_all_modes(results, [results["off"][0]] * 3)
+
+
+def pieces_gradient_graph():
+    """Pieces of a split read one per iteration (of unknown shapes), summed as
+    sum(tanh(piece) * w): the gradient loop pops each tanh and the shapes that
+    reduce_sum's and Mul's gradients need; and the NumPy values of the sum and d/dw."""
+    g = af.Graph()
+    with g.as_default():
+        value = af.placeholder(af.float32, [None], name="value")
+        lengths = af.placeholder(af.int64, [None], name="lengths")
+        w = af.placeholder(af.float32, [], name="w")
+        pieces = af.TensorArray(af.float32, size=af.size(lengths),
+                                infer_shape=False).split(value, lengths)
+
+        def body(i, acc):
+            return i + 1, acc + af.reduce_sum(af.tanh(pieces.read(i)) * w)
+
+        _, total = af.while_loop(lambda i, acc: i < af.size(lengths), body,
+                                 [af.constant(0), af.constant(0.0)])
+        grads = af.gradients(total, [w])
+
+    def values(feed):
+        t = np.tanh(feed[value])
+        return [np.sum(t * feed[w]), np.sum(t)]
+    return g, value, lengths, w, [total, *grads], values
+
+
+async def test_a_compiled_gradient_loop_falling_back_midway_puts_its_stacks_back(
+        monkeypatch, segments_mode):
+    """The third piece is too large to stay on the loop: the forward loop gives up there
+    after two pushes, the gradient loop after popping the fourth piece's tanh. Each puts
+    its stack back (restored checkpoints saw those pops), so the loops run node by node
+    to the same values: without the restore the gradient loop would pop the wrong
+    tanhs, or find its stack empty."""
+    restored = []
+    real_restore = Stack.restore
+
+    def restore(self, token):
+        restored.append((len(self.values), token.floor, len(token.popped)))
+        real_restore(self, token)
+
+    monkeypatch.setattr(Stack, "restore", restore)
+    g, value, lengths, w, outs, values = pieces_gradient_graph()
+    rng = np.random.default_rng(0)
+    small = {value: rng.standard_normal(9).astype(np.float32), lengths: np.array([1, 2, 3, 3]),
+             w: np.float32(0.5)}
+    large = {value: rng.standard_normal(BIG + 6).astype(np.float32),
+             lengths: np.array([1, 2, BIG, 3]), w: np.float32(-1.5)}
+    async with af.Session(graph=g) as sess:
+        for feed in [small] * 3 + [large] * 2 + [small]:
+            got = await sess.run(outs, feed)
+            for a, b in zip(got, values(feed), strict=True):
+                np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-5)
+    if segments_mode == "segments":
+        assert any(popped for _, _, popped in restored), restored  # the gradient loop's
+        assert any(length > floor for length, floor, _ in restored), restored  # forward's
+    else:
+        assert not restored
 
 
 # -- a step that is one compiled segment ---------------------------------------------------------

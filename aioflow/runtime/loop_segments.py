@@ -46,13 +46,15 @@ def find_loops(nodes, items: list[NodeItem], dense: dict) -> list[tuple[list, di
             enters.setdefault(item.enter_frame_name, []).append(i)
     found = []
     order = topological_order(nodes, dense)
+    position = {i: p for p, i in enumerate(order)}
     for frame, members in by_frame.items():
         if not frame or frame not in enters:
             continue
         shape = _loop_shape(frame, members, enters[frame], nodes, items, dense)
         if shape is None:
             continue
-        member_ids = enters[frame] + members
+        # (in topological order: a NextIteration may wait for a stack push)
+        member_ids = enters[frame] + sorted(members, key=position.__getitem__)
         sources = {i: [(dense[e.src.id], e.src_output) for e in nodes[i].data_inputs()]
                    for i in member_ids}
         shape["controls"] = {i: [dense[e.src.id] for e in nodes[i].in_edges

@@ -55,7 +55,8 @@ class Stack:
 
     def push(self, value) -> None:
         with self.lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             if 0 <= self.max_size <= len(self.values):
                 raise errors.InvalidArgumentError(
                     None, None, f"Stack[{self.name}] overflowed its max_size "
@@ -64,7 +65,8 @@ class Stack:
 
     def pop(self):
         with self.lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             values = self.values
             if not values:
                 raise errors.InvalidArgumentError(
