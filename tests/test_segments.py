@@ -937,6 +937,56 @@ async def test_a_compiled_gradient_loop_falling_back_midway_puts_its_stacks_back
         assert not restored
 
 
+# -- loop invariants run once, before a compiled loop ----------------------------------------------
+
+def invariant_loop():
+    """v + 100 // d per iteration: 100 // d reads only a loop invariant (d) and a
+    constant."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.int32, [3], name="x")
+        d = af.placeholder(af.int32, [], name="d")
+        n = af.placeholder(af.int32, [], name="n")
+        _, out = af.while_loop(
+            lambda i, v: i < n, lambda i, v: (i + 1, v + af.math.floordiv(100, d, name="div")),
+            [af.constant(0), x])
+    return g, x, d, n, out
+
+
+def test_a_compiled_loop_computes_its_invariants_before_the_loop():
+    g, x, d, n, out = invariant_loop()
+    direct, eak = executors_for(g, [x, d, n], [out])
+    try:
+        (impl,) = eak.executors
+        (loop,) = [s for s in impl.segments if isinstance(s, LoopSegment)]
+        (div,) = [m for m in loop.members if m.op == "FloorDiv"]
+        source, _ = loop.generate()
+        assert source.index(f"v{div.id} = ") < source.index("while True"), source
+        (add,) = [m for m in loop.members if m.name.endswith("while/add_1")]  # v + ...
+        assert source.index(f"v{add.id} = ") > source.index("while True"), source
+    finally:
+        direct.close()
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_failing_invariant_fails_only_a_loop_that_runs_it():
+    """Run before the loop, 100 // 0 raises in a loop of no iteration too: the loop then
+    runs node by node, where (as in TF) the division never runs; a loop that runs it
+    fails naming the node in its first iteration."""
+    g, x, d, n, out = invariant_loop()
+    xv = np.array([1, 2, 3], np.int32)
+    async with af.Session(graph=g) as sess:
+        for _ in range(3):
+            np.testing.assert_array_equal(await sess.run(out, {x: xv, d: 0, n: 0}), xv)
+            np.testing.assert_array_equal(await sess.run(out, {x: xv, d: 7, n: 4}),
+                                          xv + 4 * (100 // 7))
+            with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero"
+                               ) as e:
+                await sess.run(out, {x: xv, d: 0, n: 2})
+            assert re.search(r"\{\{node [^}]*div\}\}", e.value.message), e.value.message
+            assert "iteration 0" in e.value.message, e.value.message
+
+
 # -- a step that is one compiled segment ---------------------------------------------------------
 
 def one_segment_graph():
