@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import aioflow as af
-from aioflow.framework import errors
+from aioflow.framework import errors, intra_op_threads
 from aioflow.kernels.data_flow.stack_kernels import Stack
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.executor import ExecutorImpl, observe_steps
@@ -985,6 +985,50 @@ async def test_a_failing_invariant_fails_only_a_loop_that_runs_it():
                 await sess.run(out, {x: xv, d: 0, n: 2})
             assert re.search(r"\{\{node [^}]*div\}\}", e.value.message), e.value.message
             assert "iteration 0" in e.value.message, e.value.message
+
+
+# -- a loop of products holds one BLAS section a slice ------------------------------------------
+
+class _CountingBlas:
+    """Stands for OpenBLAS's thread count (intra_op_threads.BlasThreads): 2 outside the
+    sections; counts the calls that set it."""
+
+    def __init__(self):
+        self.count, self.sets = 2, 0
+
+    def get(self) -> int:
+        return self.count
+
+    def set(self, n: int) -> None:
+        self.count = n
+        self.sets += 1
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_compiled_loop_of_products_sets_blass_threads_once_a_slice(
+        monkeypatch, segments_mode):
+    """v = tanh(v @ w), 50 iterations of products large enough for OpenBLAS to thread:
+    each runs BLAS single-threaded. Node by node every product sets the count and puts
+    it back (100 calls); a compiled loop's slice does it once for all of them."""
+    blas = _CountingBlas()
+    monkeypatch.setattr(intra_op_threads, "_blas", blas)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [32, 96], name="x")
+        w = af.constant(np.random.default_rng(0).standard_normal((96, 96)).astype(np.float32)
+                        * np.float32(0.1))
+        _, y = af.while_loop(lambda i, v: i < 50, lambda i, v: (i + 1, af.tanh(af.matmul(v, w))),
+                             [af.constant(0), x])
+    xv = np.ones((32, 96), np.float32)
+    async with af.Session(graph=g) as sess:
+        first = await sess.run(y, {x: xv})
+        blas.sets = 0
+        assert_identical(await sess.run(y, {x: xv}), first)
+    assert blas.count == 2
+    if segments_mode == "segments":
+        assert 2 <= blas.sets <= 10, blas.sets
+    else:
+        assert blas.sets == 100
 
 
 # -- a step that is one compiled segment ---------------------------------------------------------

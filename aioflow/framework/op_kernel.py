@@ -134,6 +134,9 @@ class OpKernel:
     # True when the outputs are the same values every run, whatever the step (Const): a
     # compiled segment computes them once, when it is compiled.
     is_constant = False
+    # True for kernels whose products run BLAS single-threaded in their own sections
+    # (intra_op_threads.own_threads): a compiled loop of them holds one section a slice.
+    own_blas_threads = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name

@@ -19,6 +19,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from aioflow.framework.dtypes import DT_RESOURCE
+from aioflow.framework.intra_op_threads import own_threads
 from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
@@ -161,11 +162,15 @@ def _release(checkpoints: list) -> None:
 class LoopSegment(Segment):
     """A compiled while loop (a segment whose function is a generator)."""
 
-    __slots__ = ("shape",)
+    __slots__ = ("shape", "blas_section")
 
     def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict, shape: dict):
         super().__init__(item, members, sources)
         self.shape = shape  # the nodes' roles (find_loops)
+        # A slice of a loop of products (an LSTM's) runs in one BLAS single-threaded
+        # section (OpKernel.own_blas_threads): each product's own section is then a
+        # count, not two calls into OpenBLAS to set its thread count (~4 µs a product).
+        self.blas_section = any(getattr(m.kernel, "own_blas_threads", False) for m in members)
 
     def run(self, ctx, inputs: list) -> tuple | None:
         """The loop's outputs (None: run it node by node); raises Suspended to continue
@@ -177,7 +182,11 @@ class LoopSegment(Segment):
 
     def resume(self, gen) -> tuple | None:
         try:
-            next(gen)
+            if self.blas_section:
+                with own_threads():
+                    next(gen)
+            else:
+                next(gen)
         except StopIteration as stop:
             if stop.value is None:
                 self.fell_back()
