@@ -209,9 +209,12 @@ class LoopSegment(Segment):
         for switch, merge in shape["switch_merge"].items():
             names[(switch, 1)] = f"m{merge}"
         invariant = self._invariant()
+        # (value, threshold) size-tested already in an iteration's straight-line code (or
+        # once before the loop, for an invariant): not tested again before its next use
+        checked: set = set()
         for i in shape["order"]:  # computed once, before the loop (pure, same inputs)
             if i in invariant:
-                lines.extend(self._lines(by_id[i], names, namespace))
+                lines.extend(self._lines(by_id[i], names, namespace, checked))
         head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
@@ -230,10 +233,11 @@ class LoopSegment(Segment):
                     body.append(member)
                 continue
             if i not in invariant:
-                lines.extend("    " + line for line in self._lines(member, names, namespace))
+                lines.extend("    " + line
+                             for line in self._lines(member, names, namespace, checked))
         lines.append(f"        if not {names[cond_src]}: break")
         for member in body:
-            lines.extend("    " + line for line in self._lines(member, names, namespace))
+            lines.extend("    " + line for line in self._lines(member, names, namespace, checked))
         nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
         lines.append("        " + ", ".join(f"m{m}" for m, _ in nexts) + " = "
                      + ", ".join(names[src] for _, src in nexts)
@@ -293,6 +297,6 @@ class LoopSegment(Segment):
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))
 
-    def _lines(self, member, names, namespace) -> list[str]:
+    def _lines(self, member, names, namespace, checked: set) -> list[str]:
         args = [names[src] for src in self.sources[member.id]]
-        return self._member_lines(member, args, names, namespace)
+        return self._member_lines(member, args, names, namespace, checked)
