@@ -879,6 +879,54 @@ async def test_loop_gradients_give_the_same_values_in_every_mode(monkeypatch, nv
     assert_all_modes(results, [results["off"][0]] * 3)
 
 
+def nested_loop_gradient_graph():
+    """Five outer iterations of four inner ones, v = tanh(v) * 1.01 + j / 100, and its
+    gradient: the inner loops (forward pushing, gradient popping, one stack shared by
+    every inner instance) compile; the outer ones, holding a loop, do not."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+
+        def outer(j, v):
+            _, w = af.while_loop(
+                lambda i, u: i < 4,
+                lambda i, u: (i + 1, af.tanh(u) * 1.01 + af.cast(j, af.float32) * 0.01),
+                [af.constant(0), v])
+            return j + 1, w
+
+        _, y = af.while_loop(lambda j, v: j < 5, outer, [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+
+    def values(xv):
+        v, tanhs = xv.astype(np.float64), []
+        for j in range(5):
+            for _ in range(4):
+                tanhs.append(np.tanh(v))
+                v = tanhs[-1] * 1.01 + j * 0.01
+        grad = np.ones_like(v)
+        for t in reversed(tanhs):
+            grad = grad * 1.01 * (1 - t * t)
+        return [v, grad]
+    return g, x, [y, dx], values
+
+
+async def test_nested_loop_gradients_compile_their_inner_loops(monkeypatch):
+    g, x, outs, values = nested_loop_gradient_graph()
+    direct, eak = executors_for(g, [x], outs)
+    try:
+        (impl,) = eak.executors
+        stacks = sorted(tuple(sorted({m.op for m in s.members} & {"StackPushV2", "StackPopV2"}))
+                        for s in impl.segments if isinstance(s, LoopSegment))
+        assert stacks == [("StackPopV2",), ("StackPushV2",)], stacks
+    finally:
+        direct.close()
+    xv = np.linspace(-1, 1, 7, dtype=np.float32)
+    results = await run_in_modes(monkeypatch, g, outs, [{x: xv}] * 3)
+    for got, want in zip(results["off"][0], values(xv), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert_all_modes(results, [results["off"][0]] * 3)
+
+
 def pieces_gradient_graph():
     """Pieces of a split read one per iteration (of unknown shapes), summed as
     sum(tanh(piece) * w): the gradient loop pops each tanh and the shapes that
