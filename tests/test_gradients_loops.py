@@ -17,6 +17,7 @@ import aioflow as af
 import aioflow.compat.v1 as tf
 from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.data_flow.stack_kernels import Stack
+from aioflow.runtime import loop_segments
 
 _OLDER = weakref.WeakSet()
 
@@ -189,6 +190,35 @@ async def test_cancelled_step_frees_its_stacks():
             await task
         release.set()
         await asyncio.sleep(0)
+    assert _live_stacks() == 0
+
+
+async def test_cancelling_a_step_in_a_compiled_loop_frees_its_stacks(monkeypatch):
+    """The forward loop runs compiled (pushing, checkpointed), yielding to the event loop
+    between slices: a step cancelled there closes the loop's generator (its checkpoint
+    restored, nothing kept) and lets go of its stacks."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    yielded = asyncio.Event()
+    real_init = loop_segments.Suspended.__init__
+
+    def suspended(self, gen):  # a compiled loop used its slice
+        yielded.set()
+        real_init(self, gen)
+
+    monkeypatch.setattr(loop_segments.Suspended, "__init__", suspended)
+    g, x, _, dx = _long_loop_gradient(300_000, 4)
+    async with af.Session(graph=g) as sess:
+        task = asyncio.ensure_future(sess.run(dx, {x: np.ones(4, np.float32)}))
+        await asyncio.wait_for(yielded.wait(), 30)
+        gc.collect()
+        assert [len(o.values) > 0 and len(o._checkpoints) for o in gc.get_objects()
+                if isinstance(o, Stack) and o not in _OLDER] == [1]  # pushing, checkpointed
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del task  # (its CancelledError's traceback holds the run's frames)
+        for _ in range(6):  # the runner drops the aborted state at its next slice, after
+            await asyncio.sleep(0)  # its hops between slices (loop_runner.py): loop turns
     assert _live_stacks() == 0
 
 
