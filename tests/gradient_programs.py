@@ -851,14 +851,14 @@ def program_functional_if(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w, p = t("x:0"), t("w:0"), t("p:0")
     return {"ys": [t("cond_y:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}}
 
 
 def program_functional_if_false(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w, p = t("x:0"), t("w:0"), t("p:0")
     return {"ys": [t("cond_y:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}}
 
 
 def program_functional_while(tf):

@@ -29,6 +29,7 @@ import itertools
 from aioflow.data.func_graph import FuncGraph, to_function_def
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
+from aioflow.gradients import cond_grad
 from aioflow.gradients.function_gradient import symbolic_gradient_function_def
 from aioflow.gradients.registry import RegisterGradient
 from aioflow.ops import array_ops, math_ops
@@ -63,6 +64,13 @@ def _zeros_type(t) -> dtypes.DType:
 @RegisterGradient("If")
 @RegisterGradient("StatelessIf")
 def _if_grad(op, *grads):
+    try:
+        return cond_grad.if_grad(op, list(grads))
+    except NotImplementedError:
+        return _if_grad_by_recomputation(op, grads)
+
+
+def _if_grad_by_recomputation(op, grads):
     graph = op.graph
     inputs = list(op.inputs[1:])
     dys = _dense_grads(op, grads)

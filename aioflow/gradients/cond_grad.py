@@ -1,0 +1,296 @@
+"""The gradient of a functional If / StatelessIf as TF builds it (cond_v2._IfGrad,
+tensorflow/python/ops/cond_v2.py), node for node.
+
+1. The branch FuncGraphs are rebuilt from the library (function_def_to_graph, the If's
+   input shapes); their inputs stand for the If's inputs 1..n.
+2. Each branch's gradient is built in a FuncGraph `<branch>_grad_<uid>` by tf.gradients
+   of the branch's trainable outputs with respect to its inputs, with the If's output
+   gradients as grad_ys (captured from the outer graph). An intermediate of the forward
+   branch used there is wrapped in the forward branch by OptionalFromValue and unwrapped
+   with OptionalGetValue where it is captured (a Const is copied instead); each result
+   goes through an Identity. A gradient one branch has and the other lacks becomes zeros
+   in the other.
+3. If any intermediate was wrapped, the forward If is rewritten: both branches output
+   their optionals (the shorter list padded with OptionalNone), become functions
+   `<branch>_rewritten`, and the If gets the new Tout / output_shapes and outputs.
+4. The gradient If (`If` when a gradient branch holds a stateful op, else
+   `StatelessIf`) takes the predicate and the union of both gradient graphs' captures,
+   each resolved to the outer graph (a forward branch's output to the If's output, a
+   forward branch's input to the If's input), in first-use order; a branch lacking one
+   gets a Placeholder for it. It is lowered with Switch/Merge (`_lower_using_switch_merge`),
+   and `_read_only_resource_inputs` lists the resource inputs both branches only read.
+   Its outputs go through Identities; the predicate's gradient is None.
+
+Cases this does not build as TF (a resource intermediate of a branch, an IndexedSlices
+gradient) raise NotImplementedError before anything outside the new FuncGraphs
+changes; the caller then builds the gradient by recomputation
+(gradients/functional_grad.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
+from aioflow.data.function_def_to_graph import function_def_to_graph
+from aioflow.data.graph_to_function_def import graph_to_function_def
+from aioflow.framework import dtypes, ops
+from aioflow.framework.indexed_slices import IndexedSlices
+from aioflow.framework.op_def_library import apply_op
+from aioflow.framework.tensor_util import make_ndarray
+from aioflow.gradients.gradients_util import gradients, is_trainable
+from aioflow.ops import array_ops, constant_op
+from aioflow.proto import attr_value_pb2
+
+_uid = itertools.count(1)
+
+#: Ops that only read the resource inputs they take (TF's auto_control_deps).
+_RESOURCE_READ_OPS = frozenset({"ReadVariableOp", "ResourceGather", "ResourceGatherNd",
+                                "_ReadVariablesOp"})
+_READ_ONLY_ATTR = "_read_only_resource_inputs"
+
+
+def unique_grad_fn_name(forward_name: str) -> str:
+    """TF's name of a gradient function: `<forward>_grad_<uid>`."""
+    return f"{forward_name}_grad_{next(_uid)}"
+
+
+def create_new_tf_function(func_graph: ControlFlowFuncGraph) -> str:
+    """Add `func_graph` to its outer graph's library as a function; its name."""
+    fdef = graph_to_function_def(func_graph, attrs={
+        "_construction_context": attr_value_pb2.AttrValue(s=b"kEagerRuntime")})
+    func_graph.outer_graph._library.add_function_def(fdef)
+    return func_graph.name
+
+
+def _key(t: ops.Tensor) -> tuple:
+    return (id(t.graph), t.op.name, t.value_index)
+
+
+class CondGradFuncGraph(ControlFlowFuncGraph):
+    """The gradient graph of one branch: captures the forward branch's intermediates
+    through optionals (TF's _CondGradFuncGraph)."""
+
+    def __init__(self, name: str, forward_graph: ControlFlowFuncGraph):
+        super().__init__(name, ops.get_default_graph())
+        self.op_needs_rewrite = False
+        self.forward_graph = forward_graph
+        self._indirect_captures: dict = {}
+        self.wrapped_intermediates: dict = {}  # forward tensor key -> its optional
+        self._captured_constants: dict = {}
+        self.structured_outputs: list = []
+
+    def _capture_helper(self, tensor: ops.Tensor, name: str) -> ops.Tensor:
+        fwd = self.forward_graph
+        if (tensor.graph is not fwd or any(tensor is t for t in fwd.inputs)
+                or any(tensor is t for t in fwd.outputs)):
+            return super()._capture_helper(tensor, name)
+        key = _key(tensor)
+        if key in self._captured_constants:
+            return self._captured_constants[key]
+        if tensor.op.type == "Const":
+            value = make_ndarray(tensor.op.get_attr("value"))
+            self._captured_constants[key] = constant_op.constant(value, dtype=tensor.dtype)
+            return self._captured_constants[key]
+        if key in self._indirect_captures:
+            return self._indirect_captures[key]
+        if tensor.dtype == dtypes.resource:
+            raise NotImplementedError("a resource intermediate of an If branch")
+        if key not in self.wrapped_intermediates:
+            self.wrapped_intermediates[key] = self._wrapped(tensor)
+        captured = super()._capture_helper(self.wrapped_intermediates[key], name)
+        value = apply_op("OptionalGetValue", optional=captured, output_types=[tensor.dtype],
+                         output_shapes=[tensor.shape])
+        value = value[0] if isinstance(value, (list, tuple)) else value
+        self._indirect_captures[key] = value
+        return value
+
+    def _wrapped(self, tensor: ops.Tensor) -> ops.Tensor:
+        """The optional of `tensor` the forward branch outputs (made if it has none)."""
+        fwd = self.forward_graph
+        for consumer in tensor.consumers():
+            if consumer.type == "OptionalFromValue" and any(
+                    consumer.outputs[0] is out for out in fwd.outputs):
+                return consumer.outputs[0]
+        with fwd.as_default():
+            optional = apply_op("OptionalFromValue", components=[tensor])
+        self.op_needs_rewrite = True
+        return optional
+
+
+def _branch_graphs(op) -> list[ControlFlowFuncGraph]:
+    """The If's branches as FuncGraphs whose inputs stand for the If's inputs 1..n."""
+    inputs = list(op.inputs[1:])
+    graphs = []
+    for attr in ("then_branch", "else_branch"):
+        fdef = op.graph._library.find(op.get_attr(attr).name)
+        graph = function_def_to_graph(fdef, op.graph, [t.shape for t in inputs])
+        graph.reset_captures(inputs, graph.inputs)
+        graph.forward_op = op
+        graphs.append(graph)
+    return graphs
+
+
+def _create_grad_func(func_graph, grads, name: str) -> CondGradFuncGraph:
+    graph = CondGradFuncGraph(name, func_graph)
+    with graph.as_default():
+        ys, grad_ys = [], []
+        for y, grad_y in zip(func_graph.outputs, grads, strict=True):
+            if is_trainable(y):
+                ys.append(y)
+                grad_ys.append(grad_y)
+        result = gradients(ys, func_graph.inputs, grad_ys=grad_ys)
+        if any(isinstance(g, IndexedSlices) for g in result):
+            raise NotImplementedError("an IndexedSlices gradient of an If branch")
+        graph.structured_outputs = [None if g is None else array_ops.identity(g)
+                                    for g in result]
+    return graph
+
+
+def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
+    for i, outs in enumerate(zip(*(g.structured_outputs for g in grad_graphs), strict=True)):
+        if any(t is None for t in outs) and any(t is not None for t in outs):
+            for fwd, grad_graph, t in zip(forward_graphs, grad_graphs, outs, strict=True):
+                if t is None:
+                    with grad_graph.as_default():
+                        grad_graph.structured_outputs[i] = _zeros_like(fwd.inputs[i])
+    for grad_graph in grad_graphs:
+        grad_graph.outputs = [t for t in grad_graph.structured_outputs if t is not None]
+
+
+def _zeros_like(t: ops.Tensor) -> ops.Tensor:
+    if t.dtype == dtypes.resource:
+        raise NotImplementedError("zeros for a resource input of an If branch")
+    return array_ops.zeros_like(t)
+
+
+def _make_intermediates_match(branch_graphs, branch_optionals) -> list[list]:
+    size = max(len(o) for o in branch_optionals)
+    out = []
+    for graph, optionals in zip(branch_graphs, branch_optionals, strict=True):
+        with graph.as_default():
+            nones = [apply_op("OptionalNone") for _ in range(size - len(optionals))]
+        out.append(list(optionals) + nones)
+    return out
+
+
+def _rewrite_forward_op(op, branch_graphs, grad_graphs) -> None:
+    """Make the forward If also output the optionals the gradient graphs capture."""
+    extra = _make_intermediates_match(
+        branch_graphs, [list(g.wrapped_intermediates.values()) for g in grad_graphs])
+    for graph, outputs in zip(branch_graphs, extra, strict=True):
+        graph.outputs.extend(outputs)
+        graph.name += "_rewritten"
+    true_graph, false_graph = branch_graphs
+    for attr, graph in (("then_branch", true_graph), ("else_branch", false_graph)):
+        op._set_attr(attr, attr_value_pb2.AttrValue(
+            func=attr_value_pb2.NameAttrList(name=create_new_tf_function(graph))))
+    op._set_attr("Tout", attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(
+        type=[t.dtype.as_datatype_enum for t in true_graph.outputs])))
+    op._set_attr("output_shapes", attr_value_pb2.AttrValue(
+        list=attr_value_pb2.AttrValue.ListValue(
+            shape=[s.as_proto() for s in true_graph.output_shapes])))
+    op._add_outputs([t.dtype for t in extra[0]], [t.shape for t in extra[0]])
+
+
+def _resolve_grad_inputs(cond_graph, grad_graph) -> list[ops.Tensor]:
+    """The outer tensors to pass for the gradient graph's captures."""
+    resolved = []
+    for t in grad_graph.external_captures:
+        if t.graph is not grad_graph.outer_graph:
+            for i, out in enumerate(cond_graph.outputs):
+                if out is t:
+                    t = cond_graph.forward_op.outputs[i]
+                    break
+            else:
+                for i, inner in enumerate(cond_graph.internal_captures):
+                    if inner is t:
+                        t = cond_graph.external_captures[i]
+                        break
+                else:
+                    raise ValueError(f"Could not find external tensor capture {t} in "
+                                     "captures or outputs")
+        resolved.append(t)
+    return resolved
+
+
+def _make_inputs_match(branch_graphs, branch_inputs) -> list[ops.Tensor]:
+    seen, new_inputs = set(), []
+    for inputs in branch_inputs:
+        for t in inputs:
+            if id(t) not in seen:
+                seen.add(id(t))
+                new_inputs.append(t)
+    for graph, inputs in zip(branch_graphs, branch_inputs, strict=True):
+        params = {id(t): p for t, p in zip(inputs, graph.inputs, strict=True)}
+        input_list = []
+        for t in new_inputs:
+            param = params.get(id(t))
+            if param is None:
+                with graph.as_default():
+                    param = array_ops.placeholder(t.dtype, shape=t.shape)
+            input_list.append(param)
+        graph.inputs = input_list
+        graph.reset_captures(new_inputs, input_list)
+    return new_inputs
+
+
+def _read_only_resource_inputs(graph) -> set[int]:
+    """Indices of the graph's resource inputs that every consumer only reads."""
+    result = set()
+    for index, t in enumerate(graph.inputs):
+        if t.dtype != dtypes.resource:
+            continue
+        if all(any(t is op.inputs[i] for i in _read_only_indices(op)) for op in t.consumers()):
+            result.add(index)
+    return result
+
+
+def _read_only_indices(op) -> list[int]:
+    if op.type in _RESOURCE_READ_OPS:
+        return [i for i, t in enumerate(op.inputs) if t.dtype == dtypes.resource]
+    try:
+        listed = list(op.get_attr(_READ_ONLY_ATTR))
+    except (ValueError, KeyError):
+        return []
+    return [i for i, t in enumerate(op.inputs) if t.dtype == dtypes.resource and i in listed]
+
+
+def _build_grad_cond(pred, true_graph, false_graph, true_inputs, false_inputs) -> list:
+    """The gradient If (cond_v2._build_cond with building_gradient=True)."""
+    cond_inputs = _make_inputs_match([true_graph, false_graph], [true_inputs, false_inputs])
+    stateful = any(op.op_def is not None and op.op_def.is_stateful
+                   for graph in (true_graph, false_graph) for op in graph.get_operations())
+    shapes = [a.shape.most_specific_compatible_shape(b.shape)
+              for a, b in zip(true_graph.outputs, false_graph.outputs, strict=True)]
+    tensors = apply_op("If" if stateful else "StatelessIf", cond=pred, input=cond_inputs,
+                       Tout=[t.dtype for t in true_graph.outputs],
+                       then_branch=attr_value_pb2.NameAttrList(
+                           name=create_new_tf_function(true_graph)),
+                       else_branch=attr_value_pb2.NameAttrList(
+                           name=create_new_tf_function(false_graph)),
+                       output_shapes=shapes)
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if tensors:
+        if_op = tensors[0].op
+        if_op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=True))
+        read_only = _read_only_resource_inputs(true_graph) & \
+            _read_only_resource_inputs(false_graph)
+        if_op._set_attr(_READ_ONLY_ATTR, attr_value_pb2.AttrValue(
+            list=attr_value_pb2.AttrValue.ListValue(i=sorted(i + 1 for i in read_only))))
+        if_op.graph.prevent_fetching(if_op)
+    return [array_ops.identity(t) for t in tensors]
+
+
+def if_grad(op, grads) -> list:
+    """TF's _IfGrad: [None for the predicate] + the gradients of the If's inputs."""
+    true_graph, false_graph = _branch_graphs(op)
+    true_grad = _create_grad_func(true_graph, grads, unique_grad_fn_name(true_graph.name))
+    false_grad = _create_grad_func(false_graph, grads, unique_grad_fn_name(false_graph.name))
+    _create_zeros_for_none_grads([true_graph, false_graph], [true_grad, false_grad])
+    if true_grad.op_needs_rewrite or false_grad.op_needs_rewrite:
+        _rewrite_forward_op(op, [true_graph, false_graph], [true_grad, false_grad])
+    true_inputs = _resolve_grad_inputs(true_graph, true_grad)
+    false_inputs = _resolve_grad_inputs(false_graph, false_grad)
+    return [None] + _build_grad_cond(op.inputs[0], true_grad, false_grad, true_inputs,
+                                     false_inputs)
