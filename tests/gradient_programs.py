@@ -843,10 +843,6 @@ def program_function_call_nested_control_flow(tf):
                           "test_gradient_checker.py)"}
 
 
-_REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "
-             "recomputes them (gradients/functional_grad.py)")
-
-
 def program_functional_if(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w, p = t("x:0"), t("w:0"), t("p:0")
@@ -865,7 +861,7 @@ def program_functional_while(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w = t("x:0"), t("w:0")
     return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1)}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())

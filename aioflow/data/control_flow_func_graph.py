@@ -44,13 +44,17 @@ class ControlFlowFuncGraph(FuncGraph):
         self.captures = list(zip(outer, inner, strict=True))
 
     def capture(self, tensor: ops.Tensor) -> ops.Tensor:
+        return self._capture_helper(tensor, tensor.op.name)
+
+    def is_captured(self, tensor: ops.Tensor) -> bool:
+        return any(outer is tensor for outer, _ in self.captures)
+
+    def _capture_helper(self, tensor: ops.Tensor, name: str) -> ops.Tensor:
+        """The placeholder standing for `tensor`: the one made when it was first captured,
+        else a new one, recorded as a capture."""
         for outer, inner in self.captures:
             if outer is tensor:
                 return inner
-        return self._capture_helper(tensor, tensor.op.name)
-
-    def _capture_helper(self, tensor: ops.Tensor, name: str) -> ops.Tensor:
-        """A new placeholder standing for `tensor`, recorded as a capture."""
         with self.as_default(), self.control_dependencies(None):
             inner = array_ops.placeholder(tensor.dtype, tensor.shape, name=name)
         inner.op._set_attr("_user_specified_name",

@@ -235,7 +235,7 @@ def _make_inputs_match(branch_graphs, branch_inputs) -> list[ops.Tensor]:
     return new_inputs
 
 
-def _read_only_resource_inputs(graph) -> set[int]:
+def read_only_resource_inputs(graph) -> set[int]:
     """Indices of the graph's resource inputs that every consumer only reads."""
     result = set()
     for index, t in enumerate(graph.inputs):
@@ -274,8 +274,8 @@ def _build_grad_cond(pred, true_graph, false_graph, true_inputs, false_inputs) -
     if tensors:
         if_op = tensors[0].op
         if_op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=True))
-        read_only = _read_only_resource_inputs(true_graph) & \
-            _read_only_resource_inputs(false_graph)
+        read_only = read_only_resource_inputs(true_graph) & \
+            read_only_resource_inputs(false_graph)
         if_op._set_attr(_READ_ONLY_ATTR, attr_value_pb2.AttrValue(
             list=attr_value_pb2.AttrValue.ListValue(i=sorted(i + 1 for i in read_only))))
         if_op.graph.prevent_fetching(if_op)

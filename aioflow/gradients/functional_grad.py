@@ -29,7 +29,7 @@ import itertools
 from aioflow.data.func_graph import FuncGraph, to_function_def
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
-from aioflow.gradients import cond_grad
+from aioflow.gradients import cond_grad, while_grad
 from aioflow.gradients.function_gradient import symbolic_gradient_function_def
 from aioflow.gradients.registry import RegisterGradient
 from aioflow.ops import array_ops, math_ops
@@ -110,6 +110,13 @@ def _while(op_type: str, loop_vars: list, cond, body) -> list:
 @RegisterGradient("While")
 @RegisterGradient("StatelessWhile")
 def _while_grad(op, *grads):
+    try:
+        return while_grad.while_grad(op, list(grads))
+    except NotImplementedError:
+        return _while_grad_by_recomputation(op, grads)
+
+
+def _while_grad_by_recomputation(op, grads):
     graph = op.graph
     cond, body = op.get_attr("cond"), op.get_attr("body")
     inputs = list(op.inputs)
