@@ -864,6 +864,51 @@ def program_functional_while(tf):
             "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
+def _nested(tf, ys, xs=("x", "w"), p=True, x_shape=3):
+    """A program on forward_functional_nested.pb: gradients of `ys` with respect to `xs`."""
+    t = _import_forward(tf, "forward_functional_nested")
+    values = {"x": _rand(x_shape), "w": _rand(3, seed=1)}
+    feeds = {t(f"{name}:0"): values[name] for name in ("x", "w")}
+    feeds[t("p:0")] = p
+    spec = {"ys": [t(f"{y}:0") for y in ys], "xs": [t(f"{x}:0") for x in xs],
+            "feeds": feeds}
+    if "v" in xs:
+        spec["init"] = tf.get_default_graph().get_operation_by_name("v/Assign")
+    return spec
+
+
+def program_functional_while_unknown_shape(tf):
+    return _nested(tf, ["unknown_shape_y"], xs=["x"], x_shape=4)
+
+
+def program_functional_cond_in_while(tf):
+    return _nested(tf, ["cond_in_while_y"], xs=["w"])
+
+
+def program_functional_cond_in_while_false(tf):
+    return _nested(tf, ["cond_in_while_y"], xs=["w"], p=False)
+
+
+def program_functional_while_in_cond(tf):
+    return _nested(tf, ["while_in_cond_y"], xs=["w"])
+
+
+def program_functional_if_two_outputs(tf):
+    return _nested(tf, ["two_outputs_y1", "two_outputs_y2"], xs=["w"], p=False)
+
+
+def program_functional_if_one_output_used(tf):
+    return _nested(tf, ["two_outputs_y2"], xs=["w"])
+
+
+def program_functional_while_max_iterations(tf):
+    return _nested(tf, ["max_iterations_y"], xs=["w"])
+
+
+def program_functional_if_variable(tf):
+    return _nested(tf, ["variable_y"], xs=["w", "v"])
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -12,7 +12,7 @@ body is every op but the input placeholders, in creation order; a node's inputs 
 written `node:out_arg:index` (an input arg by its name); control inputs sorted by their
 source's name. An input arg
 carries its placeholder's attrs whose names start with "_", and its shape as
-`_output_shapes` (not for a resource)."""
+`_output_shapes` (not for a resource). The function is stateful when a body op is."""
 
 from __future__ import annotations
 
@@ -66,13 +66,17 @@ class _NameMapping:
         return self.mapping[name]
 
 
-def _output_arg_ranges(op) -> list[tuple[str, int]]:
-    """(output arg name, index within it) for each output of `op`."""
+def _op_def(op):
+    """The OpDef of `op`: a library function's signature for a call of one."""
     library = op.graph._library
     called = library.find(op.type) if library is not None else None
-    op_def = called.signature if called is not None else (op.op_def or get_op_def(op.type))
+    return called.signature if called is not None else (op.op_def or get_op_def(op.type))
+
+
+def _output_arg_ranges(op) -> list[tuple[str, int]]:
+    """(output arg name, index within it) for each output of `op`."""
     out = []
-    for arg in op_def.output_arg:
+    for arg in _op_def(op).output_arg:
         if arg.number_attr:
             count = op.get_attr(arg.number_attr)
         elif arg.type_list_attr:
@@ -115,6 +119,7 @@ def graph_to_function_def(graph: ControlFlowFuncGraph, name: str | None = None,
         node_name = names.node_name(op.name)
         for index, (arg, i) in enumerate(_output_arg_ranges(op)):
             renamed.setdefault((op.name, index), f"{node_name}:{arg}:{i}")
+    fdef.signature.is_stateful = any(_op_def(op).is_stateful for op in body)
     for op in body:
         node = fdef.node_def.add()
         node.CopyFrom(op.node_def)

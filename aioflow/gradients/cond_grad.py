@@ -34,10 +34,9 @@ import itertools
 from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
 from aioflow.data.function_def_to_graph import function_def_to_graph
 from aioflow.data.graph_to_function_def import graph_to_function_def
-from aioflow.framework import dtypes, ops
+from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
-from aioflow.framework.tensor_util import make_ndarray
 from aioflow.gradients.gradients_util import gradients, is_trainable
 from aioflow.ops import array_ops, constant_op
 from aioflow.proto import attr_value_pb2
@@ -89,7 +88,7 @@ class CondGradFuncGraph(ControlFlowFuncGraph):
         if key in self._captured_constants:
             return self._captured_constants[key]
         if tensor.op.type == "Const":
-            value = make_ndarray(tensor.op.get_attr("value"))
+            value = tensor.op.get_attr("value")
             self._captured_constants[key] = constant_op.constant(value, dtype=tensor.dtype)
             return self._captured_constants[key]
         if key in self._indirect_captures:
@@ -153,15 +152,23 @@ def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
             for fwd, grad_graph, t in zip(forward_graphs, grad_graphs, outs, strict=True):
                 if t is None:
                     with grad_graph.as_default():
-                        grad_graph.structured_outputs[i] = _zeros_like(fwd.inputs[i])
+                        grad_graph.structured_outputs[i] = _zeros_like(fwd, fwd.inputs[i])
     for grad_graph in grad_graphs:
         grad_graph.outputs = [t for t in grad_graph.structured_outputs if t is not None]
 
 
-def _zeros_like(t: ops.Tensor) -> ops.Tensor:
-    if t.dtype == dtypes.resource:
-        raise NotImplementedError("zeros for a resource input of an If branch")
-    return array_ops.zeros_like(t)
+def _zeros_like(branch_graph, t: ops.Tensor) -> ops.Tensor:
+    """TF's default_gradient.zeros_like: for a resource, zeros of its variable's shape and
+    dtype (the handle data the branch input gets from the If's input)."""
+    if t.dtype != dtypes.resource:
+        return array_ops.zeros_like(t)
+    outer = next(o for o, inner in branch_graph.captures if inner is t)
+    while outer.op.type == "Identity":
+        outer = outer.op.inputs[0]
+    if outer.op.type != "VarHandleOp":
+        raise NotImplementedError("zeros for a resource that is not a variable's handle")
+    return array_ops.zeros(tensor_shape.TensorShape(outer.op.get_attr("shape")),
+                           dtype=dtypes.as_dtype(outer.op.get_attr("dtype")))
 
 
 def _make_intermediates_match(branch_graphs, branch_optionals) -> list[list]:

@@ -41,7 +41,6 @@ from aioflow.data.function_def_to_graph import function_def_to_graph
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
-from aioflow.framework.tensor_util import make_ndarray
 from aioflow.gradients.cond_grad import (
     create_new_tf_function,
     read_only_resource_inputs,
@@ -173,7 +172,7 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
             self._indirect_captures[_key(tensor)] = captured
             return captured
         if tensor.op.type == "Const":
-            value = constant_op.constant(make_ndarray(tensor.op.get_attr("value")),
+            value = constant_op.constant(tensor.op.get_attr("value"),
                                          dtype=tensor.dtype)
             self._indirect_captures[_key(tensor)] = value
             return value
