@@ -864,6 +864,42 @@ def program_functional_while(tf):
             "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
+def program_functional_if_gradients_twice(tf):
+    """A second tf.gradients of a rewritten If: the optionals the first one added are
+    found and reused, not added again."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    tf.gradients(t("cond_y:0"), [x])
+    return {"ys": [t("cond_y:0") * 2.0], "xs": [w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}}
+
+
+def program_functional_while_gradients_twice(tf):
+    """A second tf.gradients of a rewritten While: its accumulators are found and reused."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    tf.gradients(t("while_v:0"), [x])
+    return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_functional_if_second_order(tf):
+    """The gradient of an If's gradient (the gradient If's own gradient)."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    gx = tf.gradients(t("cond_y:0"), [x])[0]
+    return {"ys": [gx * gx], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}}
+
+
+def program_functional_while_second_order(tf):
+    """The gradient of a While's gradient."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    gx = tf.gradients(t("while_v:0"), [x])[0]
+    return {"ys": [gx], "xs": [x, w], "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
 def _nested(tf, ys, xs=("x", "w"), p=True, x_shape=3):
     """A program on forward_functional_nested.pb: gradients of `ys` with respect to `xs`."""
     t = _import_forward(tf, "forward_functional_nested")

@@ -37,29 +37,25 @@ def assert_same_graph(mine: graph_pb2.GraphDef, ref: graph_pb2.GraphDef) -> None
     assert not problems, "\n".join(problems)
 
 
-_GRAD_UID = re.compile(r"^(.*_grad)_\d+$")
+_GRAD_UID = re.compile(r"_grad_(\d+)")
 
 
 def normalize_function_uids(graph_def: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
-    """A copy of `graph_def` whose gradient functions, named `<forward>_grad_<uid>` by TF
-    with a process-wide counter (so the numbers depend on the run), are renamed
-    `<forward>_grad_<k>`, k counting such functions of the same forward name in order of
-    first reference (graph nodes in order, then the library's functions by name). Every
-    other name is kept."""
+    """A copy of `graph_def` whose gradient functions' names lose TF's run-dependent
+    numbers: TF names a gradient function `<forward>_grad_<uid>` with a process-wide
+    counter (nested: `<forward>_grad_<uid>_grad_<uid>`); each uid becomes `<k>`, its rank
+    among the uids the GraphDef names (so the order in which the functions were made is
+    still compared). Every other name is kept."""
     out = graph_pb2.GraphDef()
     out.CopyFrom(graph_def)
-    renamed: dict[str, str] = {}
-    counts: dict[str, int] = {}
+    names = [f.signature.name for f in out.library.function]
+    uids = sorted({int(u) for name in names for u in _GRAD_UID.findall(name)})
+    rank = {u: k for k, u in enumerate(uids, 1)}
 
     def rename(name: str) -> str:
-        match = _GRAD_UID.match(name)
-        if not match:
+        if name not in names:
             return name
-        if name not in renamed:
-            base = match.group(1)
-            counts[base] = counts.get(base, 0) + 1
-            renamed[name] = f"{base}_<{counts[base]}>"
-        return renamed[name]
+        return _GRAD_UID.sub(lambda m: f"_grad_<{rank[int(m.group(1))]}>", name)
 
     def fix_attrs(attrs) -> None:
         for value in attrs.values():
@@ -70,11 +66,10 @@ def normalize_function_uids(graph_def: graph_pb2.GraphDef) -> graph_pb2.GraphDef
 
     for node in out.node:
         fix_attrs(node.attr)
-    for fdef in sorted(out.library.function, key=lambda f: f.signature.name):
+    for fdef in out.library.function:
         for node in fdef.node_def:
             fix_attrs(node.attr)
             node.op = rename(node.op)
-    for fdef in out.library.function:
         fdef.signature.name = rename(fdef.signature.name)
     for grad in out.library.gradient:
         grad.function_name = rename(grad.function_name)

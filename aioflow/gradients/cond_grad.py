@@ -2,7 +2,9 @@
 tensorflow/python/ops/cond_v2.py), node for node.
 
 1. The branch FuncGraphs are rebuilt from the library (function_def_to_graph, the If's
-   input shapes); their inputs stand for the If's inputs 1..n.
+   input shapes), or, for an If this module built (a gradient's gradient), are the
+   graphs it was built from, as TF keeps them on the op; their inputs stand for the
+   If's inputs 1..n.
 2. Each branch's gradient is built in a FuncGraph `<branch>_grad_<uid>` by tf.gradients
    of the branch's trainable outputs with respect to its inputs, with the If's output
    gradients as grad_ys (captured from the outer graph). An intermediate of the forward
@@ -118,12 +120,16 @@ class CondGradFuncGraph(ControlFlowFuncGraph):
 
 
 def _branch_graphs(op) -> list[ControlFlowFuncGraph]:
-    """The If's branches as FuncGraphs whose inputs stand for the If's inputs 1..n."""
+    """The If's branches as FuncGraphs whose inputs stand for the If's inputs 1..n: the
+    graphs it was built from when this module built it (a gradient If), else rebuilt
+    from the library."""
     inputs = list(op.inputs[1:])
     graphs = []
-    for attr in ("then_branch", "else_branch"):
-        fdef = op.graph._library.find(op.get_attr(attr).name)
-        graph = function_def_to_graph(fdef, op.graph, [t.shape for t in inputs])
+    for attr, cached in (("then_branch", "_true_graph"), ("else_branch", "_false_graph")):
+        graph = getattr(op, cached, None)
+        if graph is None:
+            fdef = op.graph._library.find(op.get_attr(attr).name)
+            graph = function_def_to_graph(fdef, op.graph, [t.shape for t in inputs])
         graph.reset_captures(inputs, graph.inputs)
         graph.forward_op = op
         graphs.append(graph)
@@ -280,6 +286,7 @@ def _build_grad_cond(pred, true_graph, false_graph, true_inputs, false_inputs) -
     tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if tensors:
         if_op = tensors[0].op
+        if_op._true_graph, if_op._false_graph = true_graph, false_graph
         if_op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=True))
         read_only = read_only_resource_inputs(true_graph) & \
             read_only_resource_inputs(false_graph)

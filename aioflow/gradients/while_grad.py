@@ -2,7 +2,8 @@
 tensorflow/python/ops/while_v2.py), node for node.
 
 1. The cond and body FuncGraphs are rebuilt from the library (function_def_to_graph,
-   the While's output_shapes as input shapes).
+   the While's output_shapes as input shapes), or, for a While this module built (a
+   gradient's gradient), are the graphs it was built from.
 2. The body's gradient is a FuncGraph `<body>_grad_<uid>` taking (counter,
    maximum_iterations, the forward iteration count, the output gradients of the
    trainable loop variables that have one) and returning (counter + 1, the two counts,
@@ -184,6 +185,9 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
         captured_accumulator = super()._capture_helper(accumulator, name)
         new_list, captured = apply_op("TensorListPopBack", input_handle=captured_accumulator,
                                       element_shape=-1, element_dtype=tensor.dtype)
+        # TF's shape function reads the element shape from the list's handle data (the
+        # accumulator was made with the tensor's shape); aioflow's lists carry none.
+        captured.set_shape(tensor.shape)
         self._indirect_captures[_key(tensor)] = captured
         self.internal_capture_to_output[_key(captured_accumulator)] = new_list
         return captured
@@ -213,9 +217,13 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
 
 
 def _get_graph(while_op, attr: str) -> ControlFlowFuncGraph:
-    shapes = [tensor_shape.TensorShape(s) for s in while_op.get_attr("output_shapes")]
-    fdef = while_op.graph._library.find(while_op.get_attr(attr).name)
-    graph = function_def_to_graph(fdef, while_op.graph, shapes)
+    """The While's cond or body: the graph it was built from when this module built it
+    (a gradient While, as TF keeps it on the op), else rebuilt from the library."""
+    graph = getattr(while_op, f"_{attr}_graph", None)
+    if graph is None:
+        shapes = [tensor_shape.TensorShape(s) for s in while_op.get_attr("output_shapes")]
+        fdef = while_op.graph._library.find(while_op.get_attr(attr).name)
+        graph = function_def_to_graph(fdef, while_op.graph, shapes)
     graph.forward_while = while_op
     return graph
 
@@ -315,6 +323,7 @@ def _build_while_op(loop_vars, cond_graph, body_graph, parallel_iterations, name
                        parallel_iterations=parallel_iterations)
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     op = outputs[0].op
+    op._cond_graph, op._body_graph = cond_graph, body_graph
     op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=True))
     read_only = read_only_resource_inputs(cond_graph) & read_only_resource_inputs(body_graph)
     op._set_attr("_read_only_resource_inputs", attr_value_pb2.AttrValue(
