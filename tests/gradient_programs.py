@@ -945,6 +945,10 @@ def program_functional_if_variable(tf):
     return _nested(tf, ["variable_y"], xs=["w", "v"])
 
 
+def program_functional_while_variable(tf):
+    return _nested(tf, ["while_variable_y"], xs=["w", "v"])
+
+
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())
             if name.startswith("program_")}
 

@@ -169,12 +169,21 @@ def _zeros_like(branch_graph, t: ops.Tensor) -> ops.Tensor:
     if t.dtype != dtypes.resource:
         return array_ops.zeros_like(t)
     outer = next(o for o, inner in branch_graph.captures if inner is t)
-    while outer.op.type == "Identity":
-        outer = outer.op.inputs[0]
-    if outer.op.type != "VarHandleOp":
+    handle_data = variable_handle_data(outer)
+    if handle_data is None:
         raise NotImplementedError("zeros for a resource that is not a variable's handle")
-    return array_ops.zeros(tensor_shape.TensorShape(outer.op.get_attr("shape")),
-                           dtype=dtypes.as_dtype(outer.op.get_attr("dtype")))
+    return array_ops.zeros(*handle_data)
+
+
+def variable_handle_data(t: ops.Tensor):
+    """(shape, dtype) of the variable whose handle `t` is (TF's handle data), or None
+    when `t` is not traced to a VarHandleOp through Identities."""
+    while t.op.type == "Identity":
+        t = t.op.inputs[0]
+    if t.op.type != "VarHandleOp":
+        return None
+    return (tensor_shape.TensorShape(t.op.get_attr("shape")),
+            dtypes.as_dtype(t.op.get_attr("dtype")))
 
 
 def _make_intermediates_match(branch_graphs, branch_optionals) -> list[list]:

@@ -1,11 +1,16 @@
 """Gradients of the functional control-flow ops If / StatelessIf and While /
-StatelessWhile (TF's cond_v2._IfGrad and while_v2._WhileGrad), within what aioflow's
-function library allows.
+StatelessWhile.
 
-TF rewrites the forward op to also output the intermediates its gradient needs (wrapped in
-Optionals for If, accumulated in TensorLists for While) and builds the gradient functions
-from the branch/body FuncGraphs. aioflow has no FuncGraphs for imported functions, so it
-never rewrites the forward op; its gradients recompute instead:
+They are built as TF builds them, node for node (gradients/cond_grad.py: cond_v2._IfGrad;
+gradients/while_grad.py: while_v2._WhileGrad): the forward op is rewritten to output the
+intermediates its gradient needs (Optionals for If, TensorList accumulators for While)
+and the gradient functions are built from the branch / body FuncGraphs.
+
+The few forms those modules do not build as TF (they raise NotImplementedError before the
+forward op changes: a resource intermediate of a branch, a resource loop variable that is
+not a variable's handle, a resource of a body that is not one of its inputs, an
+IndexedSlices gradient of a branch or body) get their gradient by recomputation here,
+with TF's values but not TF's graph:
 
 * If: an If of the same kind on the same predicate whose branches are the gradient
   functions of the forward branches (gradients/function_gradient.py: the branch body
@@ -14,12 +19,7 @@ never rewrites the forward op; its gradients recompute instead:
 * While: a forward While (of the same kind) recomputes the loop from its inputs and
   pushes every iteration's loop variables onto TensorLists, counting iterations; a
   backward While then pops them, one iteration at a time in reverse, and applies a
-  SymbolicGradient of the body to the popped variables and the running gradient. The
-  body is thus run twice and its gradient once per iteration: TF's values, not TF's
-  graph (whose forward While carries the accumulators itself).
-
-The values are TF's (tests/gradient_programs.py, TF 2.21 fixtures); the graphs differ
-from TF's by design, as said above.
+  SymbolicGradient of the body to the popped variables and the running gradient.
 """
 
 from __future__ import annotations

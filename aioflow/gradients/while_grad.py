@@ -46,6 +46,7 @@ from aioflow.gradients.cond_grad import (
     create_new_tf_function,
     read_only_resource_inputs,
     unique_grad_fn_name,
+    variable_handle_data,
 )
 from aioflow.gradients.gradients_util import UnconnectedGradients, gradients, is_trainable
 from aioflow.ops import array_ops, constant_op
@@ -178,7 +179,7 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
             self._indirect_captures[_key(tensor)] = value
             return value
         if tensor.dtype == dtypes.resource:
-            raise NotImplementedError("a resource tensor of a While body")
+            return self._resource_capture_helper(tensor)
         accumulator = _get_accumulator(tensor)
         if accumulator is None:
             accumulator = self._accumulate(tensor)
@@ -190,6 +191,19 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
         captured.set_shape(tensor.shape)
         self._indirect_captures[_key(tensor)] = captured
         self.internal_capture_to_output[_key(captured_accumulator)] = new_list
+        return captured
+
+    def _resource_capture_helper(self, tensor: ops.Tensor) -> ops.Tensor:
+        """A resource of the body is not accumulated: it must be a loop invariant (the
+        body input it comes from is returned unchanged); the While's input for it is
+        captured instead."""
+        fwd = self.forward_graph
+        index = _resource_input_index(tensor, fwd.inputs)
+        if _resource_input_index(fwd.outputs[index], fwd.inputs) != index:
+            raise AssertionError(f"Resource tensors must be loop invariants "
+                                 f"{fwd.forward_while.inputs[index]}")
+        captured = self.capture(fwd.forward_while.inputs[index])
+        self._indirect_captures[_key(tensor)] = captured
         return captured
 
     def _accumulate(self, tensor: ops.Tensor) -> ops.Tensor:
@@ -216,6 +230,18 @@ class WhileBodyGradFuncGraph(ControlFlowFuncGraph):
         return accumulator
 
 
+def _resource_input_index(tensor: ops.Tensor, inputs: list) -> int:
+    """The index of the graph input a resource tensor is (through Identities), as TF's
+    resource_input_index; NotImplementedError for a resource made any other way (TF
+    also follows function calls and nested control flow)."""
+    while tensor.op.type == "Identity":
+        tensor = tensor.op.inputs[0]
+    for i, t in enumerate(inputs):
+        if t is tensor:
+            return i
+    raise NotImplementedError(f"the resource {tensor.name} of a While body is not an input")
+
+
 def _get_graph(while_op, attr: str) -> ControlFlowFuncGraph:
     """The While's cond or body: the graph it was built from when this module built it
     (a gradient While, as TF keeps it on the op), else rebuilt from the library."""
@@ -240,9 +266,13 @@ def _preprocess_grad(grad, body_output, while_input, while_output):
     if not _is_trainable(body_output):
         return None
     if while_output.dtype in (dtypes.resource, dtypes.variant) and grad is None:
-        if while_output.dtype == dtypes.resource or while_input.dtype == dtypes.resource:
-            raise NotImplementedError("the gradient of a resource loop variable")
-        return array_ops.zeros_like(while_output)
+        if while_output.dtype != dtypes.resource:
+            return array_ops.zeros_like(while_output)
+        handle_data = variable_handle_data(while_input)
+        if handle_data is None:  # TF's supports_default_grad: no handle data, no zeros
+            raise NotImplementedError("the gradient of a resource that is not a variable")
+        shape = apply_op("VariableShape", input=while_output)
+        return array_ops.zeros(shape, dtype=handle_data[1])
     if isinstance(grad, IndexedSlices):
         return ops.convert_to_tensor(grad)
     return grad

@@ -137,7 +137,7 @@ def write_nested_functional_graph(tf) -> None:
     other paths: a loop variable of unknown shape (Shape ops moved into the forward body),
     a cond in a loop body and a loop in a cond branch (nested rewrites), a branch that
     ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
-    a resource variable read in a branch."""
+    a resource variable read in a branch and in a loop body."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -170,6 +170,9 @@ def write_nested_functional_graph(tf) -> None:
         v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)
         f = cond_v2.cond_v2(p, lambda: v * w, lambda: tf.sin(w))
         tf.identity(f, name="variable_y")
+        _, g = while_v2.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, tf.sin(a) * v),
+                                   [tf.constant(0), w])
+        tf.identity(g, name="while_variable_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
