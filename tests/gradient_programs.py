@@ -900,12 +900,13 @@ def program_functional_while_second_order(tf):
     return {"ys": [gx], "xs": [x, w], "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
 
 
-def _nested(tf, ys, xs=("x", "w"), p=True, x_shape=3):
+def _nested(tf, ys, xs=("x", "w"), p=True, x_shape=3, k=0):
     """A program on forward_functional_nested.pb: gradients of `ys` with respect to `xs`."""
     t = _import_forward(tf, "forward_functional_nested")
     values = {"x": _rand(x_shape), "w": _rand(3, seed=1)}
     feeds = {t(f"{name}:0"): values[name] for name in ("x", "w")}
     feeds[t("p:0")] = p
+    feeds[t("k:0")] = np.int32(k)
     spec = {"ys": [t(f"{y}:0") for y in ys], "xs": [t(f"{x}:0") for x in xs],
             "feeds": feeds}
     if "v" in xs:
@@ -943,6 +944,15 @@ def program_functional_while_max_iterations(tf):
 
 def program_functional_if_variable(tf):
     return _nested(tf, ["variable_y"], xs=["w", "v"])
+
+
+def program_functional_case(tf):
+    return _nested(tf, ["case_y"], xs=["w"], k=1)
+
+
+def program_functional_case_default(tf):
+    """An out-of-range index runs the last branch."""
+    return _nested(tf, ["case_y"], xs=["w"], k=7)
 
 
 def program_functional_while_variable(tf):

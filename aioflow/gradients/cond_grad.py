@@ -1,5 +1,7 @@
-"""The gradient of a functional If / StatelessIf as TF builds it (cond_v2._IfGrad,
-tensorflow/python/ops/cond_v2.py), node for node.
+"""The gradient of a functional If / StatelessIf and Case / StatelessCase as TF builds it
+(cond_v2._IfGrad and _CaseGrad, tensorflow/python/ops/cond_v2.py), node for node. What is
+said of an If's two branches holds for a Case's N; a Case's gradient is a Case named
+`gradient`, lowered as the forward Case is.
 
 1. The branch FuncGraphs are rebuilt from the library (function_def_to_graph, the If's
    input shapes), or, for an If this module built (a gradient's gradient), are the
@@ -119,16 +121,25 @@ class CondGradFuncGraph(ControlFlowFuncGraph):
         return optional
 
 
+def _branch_attrs(op) -> list[tuple[attr_value_pb2.NameAttrList, str]]:
+    """(function, the attribute TF caches its FuncGraph in) for each branch of an If or
+    a Case."""
+    if op.type in ("If", "StatelessIf"):
+        return [(op.get_attr("then_branch"), "_true_graph"),
+                (op.get_attr("else_branch"), "_false_graph")]
+    return [(func, f"_branch_graph_{i}") for i, func in enumerate(op.get_attr("branches"))]
+
+
 def _branch_graphs(op) -> list[ControlFlowFuncGraph]:
-    """The If's branches as FuncGraphs whose inputs stand for the If's inputs 1..n: the
-    graphs it was built from when this module built it (a gradient If), else rebuilt
-    from the library."""
+    """The op's branches as FuncGraphs whose inputs stand for the op's inputs 1..n: the
+    graphs it was built from when this module built it (a gradient If or Case), else
+    rebuilt from the library."""
     inputs = list(op.inputs[1:])
     graphs = []
-    for attr, cached in (("then_branch", "_true_graph"), ("else_branch", "_false_graph")):
+    for func, cached in _branch_attrs(op):
         graph = getattr(op, cached, None)
         if graph is None:
-            fdef = op.graph._library.find(op.get_attr(attr).name)
+            fdef = op.graph._library.find(func.name)
             graph = function_def_to_graph(fdef, op.graph, [t.shape for t in inputs])
         graph.reset_captures(inputs, graph.inputs)
         graph.forward_op = op
@@ -196,22 +207,30 @@ def _make_intermediates_match(branch_graphs, branch_optionals) -> list[list]:
     return out
 
 
+def _func(name: str) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(func=attr_value_pb2.NameAttrList(name=name))
+
+
 def _rewrite_forward_op(op, branch_graphs, grad_graphs) -> None:
-    """Make the forward If also output the optionals the gradient graphs capture."""
+    """Make the forward op also output the optionals the gradient graphs capture."""
     extra = _make_intermediates_match(
         branch_graphs, [list(g.wrapped_intermediates.values()) for g in grad_graphs])
     for graph, outputs in zip(branch_graphs, extra, strict=True):
         graph.outputs.extend(outputs)
         graph.name += "_rewritten"
-    true_graph, false_graph = branch_graphs
-    for attr, graph in (("then_branch", true_graph), ("else_branch", false_graph)):
-        op._set_attr(attr, attr_value_pb2.AttrValue(
-            func=attr_value_pb2.NameAttrList(name=create_new_tf_function(graph))))
+    if op.type in ("If", "StatelessIf"):
+        for attr, graph in zip(("then_branch", "else_branch"), branch_graphs, strict=True):
+            op._set_attr(attr, _func(create_new_tf_function(graph)))
+    else:
+        op._set_attr("branches", attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(
+            func=[attr_value_pb2.NameAttrList(name=create_new_tf_function(graph))
+                  for graph in branch_graphs])))
+    first = branch_graphs[0]
     op._set_attr("Tout", attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(
-        type=[t.dtype.as_datatype_enum for t in true_graph.outputs])))
+        type=[t.dtype.as_datatype_enum for t in first.outputs])))
     op._set_attr("output_shapes", attr_value_pb2.AttrValue(
         list=attr_value_pb2.AttrValue.ListValue(
-            shape=[s.as_proto() for s in true_graph.output_shapes])))
+            shape=[s.as_proto() for s in first.output_shapes])))
     op._add_outputs([t.dtype for t in extra[0]], [t.shape for t in extra[0]])
 
 
@@ -278,42 +297,63 @@ def _read_only_indices(op) -> list[int]:
     return [i for i, t in enumerate(op.inputs) if t.dtype == dtypes.resource and i in listed]
 
 
-def _build_grad_cond(pred, true_graph, false_graph, true_inputs, false_inputs) -> list:
-    """The gradient If (cond_v2._build_cond with building_gradient=True)."""
-    cond_inputs = _make_inputs_match([true_graph, false_graph], [true_inputs, false_inputs])
+def _output_shapes(graphs) -> list:
+    shapes = []
+    for outs in zip(*(g.outputs for g in graphs), strict=True):
+        shape = outs[0].shape
+        for other in outs[1:]:
+            shape = shape.most_specific_compatible_shape(other.shape)
+        shapes.append(shape)
+    return shapes
+
+
+def _build_grad_op(forward, selector, graphs, branch_inputs) -> list:
+    """The gradient If or Case (cond_v2._build_cond with building_gradient=True, or
+    _build_case named "gradient")."""
+    op_inputs = _make_inputs_match(graphs, branch_inputs)
     stateful = any(op.op_def is not None and op.op_def.is_stateful
-                   for graph in (true_graph, false_graph) for op in graph.get_operations())
-    shapes = [a.shape.most_specific_compatible_shape(b.shape)
-              for a, b in zip(true_graph.outputs, false_graph.outputs, strict=True)]
-    tensors = apply_op("If" if stateful else "StatelessIf", cond=pred, input=cond_inputs,
-                       Tout=[t.dtype for t in true_graph.outputs],
-                       then_branch=attr_value_pb2.NameAttrList(
-                           name=create_new_tf_function(true_graph)),
-                       else_branch=attr_value_pb2.NameAttrList(
-                           name=create_new_tf_function(false_graph)),
-                       output_shapes=shapes)
+                   for graph in graphs for op in graph.get_operations())
+    common = {"input": op_inputs, "Tout": [t.dtype for t in graphs[0].outputs],
+              "output_shapes": _output_shapes(graphs)}
+    if forward.type in ("If", "StatelessIf"):
+        true_graph, false_graph = graphs
+        tensors = apply_op(
+            "If" if stateful else "StatelessIf", cond=selector,
+            then_branch=attr_value_pb2.NameAttrList(name=create_new_tf_function(true_graph)),
+            else_branch=attr_value_pb2.NameAttrList(name=create_new_tf_function(false_graph)),
+            **common)
+        lowering = True
+    else:
+        tensors = apply_op(
+            "Case" if stateful else "StatelessCase", name="gradient", branch_index=selector,
+            branches=[attr_value_pb2.NameAttrList(name=create_new_tf_function(g))
+                      for g in graphs], **common)
+        try:  # a Case's gradient lowers as the Case does (TF's default: lowered)
+            lowering = forward.get_attr("_lower_using_switch_merge")
+        except (ValueError, KeyError):
+            lowering = True
     tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if tensors:
-        if_op = tensors[0].op
-        if_op._true_graph, if_op._false_graph = true_graph, false_graph
-        if_op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=True))
-        read_only = read_only_resource_inputs(true_graph) & \
-            read_only_resource_inputs(false_graph)
-        if_op._set_attr(_READ_ONLY_ATTR, attr_value_pb2.AttrValue(
+        op = tensors[0].op
+        for (_, cached), graph in zip(_branch_attrs(op), graphs, strict=True):
+            setattr(op, cached, graph)
+        op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=lowering))
+        read_only = set.intersection(*(read_only_resource_inputs(g) for g in graphs))
+        op._set_attr(_READ_ONLY_ATTR, attr_value_pb2.AttrValue(
             list=attr_value_pb2.AttrValue.ListValue(i=sorted(i + 1 for i in read_only))))
-        if_op.graph.prevent_fetching(if_op)
+        op.graph.prevent_fetching(op)
     return [array_ops.identity(t) for t in tensors]
 
 
-def if_grad(op, grads) -> list:
-    """TF's _IfGrad: [None for the predicate] + the gradients of the If's inputs."""
-    true_graph, false_graph = _branch_graphs(op)
-    true_grad = _create_grad_func(true_graph, grads, unique_grad_fn_name(true_graph.name))
-    false_grad = _create_grad_func(false_graph, grads, unique_grad_fn_name(false_graph.name))
-    _create_zeros_for_none_grads([true_graph, false_graph], [true_grad, false_grad])
-    if true_grad.op_needs_rewrite or false_grad.op_needs_rewrite:
-        _rewrite_forward_op(op, [true_graph, false_graph], [true_grad, false_grad])
-    true_inputs = _resolve_grad_inputs(true_graph, true_grad)
-    false_inputs = _resolve_grad_inputs(false_graph, false_grad)
-    return [None] + _build_grad_cond(op.inputs[0], true_grad, false_grad, true_inputs,
-                                     false_inputs)
+def cond_grad(op, grads) -> list:
+    """TF's _IfGrad / _CaseGrad: [None for the predicate or branch index] + the gradients
+    of the op's inputs."""
+    branch_graphs = _branch_graphs(op)
+    grad_graphs = [_create_grad_func(g, grads, unique_grad_fn_name(g.name))
+                   for g in branch_graphs]
+    _create_zeros_for_none_grads(branch_graphs, grad_graphs)
+    if any(g.op_needs_rewrite for g in grad_graphs):
+        _rewrite_forward_op(op, branch_graphs, grad_graphs)
+    grad_inputs = [_resolve_grad_inputs(fwd, grad)
+                   for fwd, grad in zip(branch_graphs, grad_graphs, strict=True)]
+    return [None] + _build_grad_op(op, op.inputs[0], grad_graphs, grad_inputs)

@@ -1,5 +1,5 @@
-"""Gradients of the functional control-flow ops If / StatelessIf and While /
-StatelessWhile.
+"""Gradients of the functional control-flow ops If / StatelessIf, Case / StatelessCase
+and While / StatelessWhile.
 
 They are built as TF builds them, node for node (gradients/cond_grad.py: cond_v2._IfGrad;
 gradients/while_grad.py: while_v2._WhileGrad): the forward op is rewritten to output the
@@ -10,7 +10,7 @@ The few forms those modules do not build as TF (they raise NotImplementedError b
 forward op changes: a resource intermediate of a branch, a resource loop variable that is
 not a variable's handle, a resource of a body that is not one of its inputs, an
 IndexedSlices gradient of a branch or body) get their gradient by recomputation here,
-with TF's values but not TF's graph:
+with TF's values but not TF's graph (a Case has no such fallback: it raises):
 
 * If: an If of the same kind on the same predicate whose branches are the gradient
   functions of the forward branches (gradients/function_gradient.py: the branch body
@@ -65,9 +65,15 @@ def _zeros_type(t) -> dtypes.DType:
 @RegisterGradient("StatelessIf")
 def _if_grad(op, *grads):
     try:
-        return cond_grad.if_grad(op, list(grads))
+        return cond_grad.cond_grad(op, list(grads))
     except NotImplementedError:
         return _if_grad_by_recomputation(op, grads)
+
+
+@RegisterGradient("Case")
+@RegisterGradient("StatelessCase")
+def _case_grad(op, *grads):
+    return cond_grad.cond_grad(op, list(grads))
 
 
 def _if_grad_by_recomputation(op, grads):

@@ -137,7 +137,7 @@ def write_nested_functional_graph(tf) -> None:
     other paths: a loop variable of unknown shape (Shape ops moved into the forward body),
     a cond in a loop body and a loop in a cond branch (nested rewrites), a branch that
     ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
-    a resource variable read in a branch and in a loop body."""
+    a resource variable read in a branch and in a loop body, a three-branch Case."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -173,6 +173,9 @@ def write_nested_functional_graph(tf) -> None:
         _, g = while_v2.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, tf.sin(a) * v),
                                    [tf.constant(0), w])
         tf.identity(g, name="while_variable_y")
+        k = tf.placeholder(tf.int32, [], name="k")
+        h = tf.switch_case(k, [lambda: tf.sin(w), lambda: w * w, lambda: tf.exp(w) * 2.0])
+        tf.identity(h, name="case_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
