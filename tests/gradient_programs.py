@@ -955,6 +955,16 @@ def program_functional_case_default(tf):
     return _nested(tf, ["case_y"], xs=["w"], k=7)
 
 
+def program_functional_if_indexed_slices(tf):
+    """One branch's gradient is IndexedSlices (a gather), the other's dense: TF makes the
+    dense one IndexedSlices too, and the If returns their components."""
+    return _nested(tf, ["gather_y"], xs=["w"])
+
+
+def program_functional_if_indexed_slices_false(tf):
+    return _nested(tf, ["gather_y"], xs=["w"], p=False)
+
+
 def program_functional_while_variable(tf):
     return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 

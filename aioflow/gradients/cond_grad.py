@@ -25,8 +25,12 @@ said of an If's two branches holds for a Case's N; a Case's gradient is a Case n
    and `_read_only_resource_inputs` lists the resource inputs both branches only read.
    Its outputs go through Identities; the predicate's gradient is None.
 
-Cases this does not build as TF (a resource intermediate of a branch, an IndexedSlices
-gradient) raise NotImplementedError before anything outside the new FuncGraphs
+An IndexedSlices gradient leaves a gradient graph as its components (values, indices,
+dense_shape), each through an Identity; where another branch's gradient is a tensor
+there, that one becomes IndexedSlices of all its rows (Range over its first dimension).
+
+Cases this does not build as TF (a resource intermediate of a branch) raise
+NotImplementedError before anything outside the new FuncGraphs
 changes; the caller then builds the gradient by recomputation
 (gradients/functional_grad.py).
 """
@@ -42,7 +46,7 @@ from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients.gradients_util import gradients, is_trainable
-from aioflow.ops import array_ops, constant_op
+from aioflow.ops import array_ops, constant_op, math_ops
 from aioflow.proto import attr_value_pb2
 
 _uid = itertools.count(1)
@@ -156,11 +160,83 @@ def _create_grad_func(func_graph, grads, name: str) -> CondGradFuncGraph:
                 ys.append(y)
                 grad_ys.append(grad_y)
         result = gradients(ys, func_graph.inputs, grad_ys=grad_ys)
-        if any(isinstance(g, IndexedSlices) for g in result):
-            raise NotImplementedError("an IndexedSlices gradient of an If branch")
-        graph.structured_outputs = [None if g is None else array_ops.identity(g)
-                                    for g in result]
+        graph.structured_outputs = [_mark_as_return(g) for g in result]
     return graph
+
+
+def _mark_as_return(g):
+    """A result of a function graph through Identities, an IndexedSlices component by
+    component (TF's func_graph_from_py_func over composites)."""
+    if g is None:
+        return None
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(*(None if t is None else array_ops.identity(t)
+                               for t in (g.values, g.indices, g.dense_shape)))
+    return array_ops.identity(g)
+
+
+def _flatten(structured: list) -> list:
+    """The tensors of `structured` (IndexedSlices expanded), Nones left out."""
+    flat = []
+    for t in structured:
+        if isinstance(t, IndexedSlices):
+            flat.extend(c for c in (t.values, t.indices, t.dense_shape) if c is not None)
+        elif t is not None:
+            flat.append(t)
+    return flat
+
+
+def _pack(structured: list, tensors: list) -> list:
+    """`tensors` (flat) in the structure of `structured` (TF's _pack_sequence_as)."""
+    out, it = [], iter(tensors)
+    for t in structured:
+        if t is None:
+            out.append(None)
+        elif isinstance(t, IndexedSlices):
+            values, indices = next(it), next(it)
+            out.append(IndexedSlices(values, indices,
+                                     None if t.dense_shape is None else next(it)))
+        else:
+            out.append(next(it))
+    return out
+
+
+def as_indexed_slices(x: ops.Tensor) -> IndexedSlices:
+    """TF's math_ops._as_indexed_slices: all of `x`'s rows."""
+    x_shape = array_ops._shape_without_out_type(x, optimize=True)  # TF's shape_internal
+    return IndexedSlices(x, math_ops.range(0, x_shape[0]), x_shape)
+
+
+def _make_output_composite_tensors_match(branch_graphs) -> None:
+    """Where one branch's gradient is IndexedSlices and another's a tensor, make the
+    tensor IndexedSlices too."""
+    for i, outs in enumerate(zip(*(g.structured_outputs for g in branch_graphs),
+                                 strict=True)):
+        if not any(isinstance(t, IndexedSlices) for t in outs):
+            continue
+        for graph, t in zip(branch_graphs, outs, strict=True):
+            if isinstance(t, ops.Tensor):
+                with graph.as_default():
+                    graph.structured_outputs[i] = as_indexed_slices(t)
+    for graph in branch_graphs:
+        graph.outputs = _flatten(graph.structured_outputs)
+
+
+def _make_indexed_slices_indices_types_match(branch_graphs) -> None:
+    """IndexedSlices indices int32 in one branch and int64 in another: int64 in all."""
+    for i, outs in enumerate(zip(*(g.structured_outputs for g in branch_graphs),
+                                 strict=True)):
+        if not isinstance(outs[0], IndexedSlices):
+            continue
+        if len({t.indices.dtype for t in outs}) == 1:
+            continue
+        for graph, t in zip(branch_graphs, outs, strict=True):
+            if t.indices.dtype == dtypes.int32:
+                with graph.as_default():
+                    graph.structured_outputs[i] = IndexedSlices(
+                        t.values, math_ops.cast(t.indices, dtypes.int64), t.dense_shape)
+    for graph in branch_graphs:
+        graph.outputs = _flatten(graph.structured_outputs)
 
 
 def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
@@ -171,7 +247,7 @@ def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
                     with grad_graph.as_default():
                         grad_graph.structured_outputs[i] = _zeros_like(fwd, fwd.inputs[i])
     for grad_graph in grad_graphs:
-        grad_graph.outputs = [t for t in grad_graph.structured_outputs if t is not None]
+        grad_graph.outputs = _flatten(grad_graph.structured_outputs)
 
 
 def _zeros_like(branch_graph, t: ops.Tensor) -> ops.Tensor:
@@ -310,6 +386,7 @@ def _output_shapes(graphs) -> list:
 def _build_grad_op(forward, selector, graphs, branch_inputs) -> list:
     """The gradient If or Case (cond_v2._build_cond with building_gradient=True, or
     _build_case named "gradient")."""
+    _make_indexed_slices_indices_types_match(graphs)
     op_inputs = _make_inputs_match(graphs, branch_inputs)
     stateful = any(op.op_def is not None and op.op_def.is_stateful
                    for graph in graphs for op in graph.get_operations())
@@ -342,7 +419,7 @@ def _build_grad_op(forward, selector, graphs, branch_inputs) -> list:
         op._set_attr(_READ_ONLY_ATTR, attr_value_pb2.AttrValue(
             list=attr_value_pb2.AttrValue.ListValue(i=sorted(i + 1 for i in read_only))))
         op.graph.prevent_fetching(op)
-    return [array_ops.identity(t) for t in tensors]
+    return _pack(graphs[0].structured_outputs, [array_ops.identity(t) for t in tensors])
 
 
 def cond_grad(op, grads) -> list:
@@ -356,4 +433,5 @@ def cond_grad(op, grads) -> list:
         _rewrite_forward_op(op, branch_graphs, grad_graphs)
     grad_inputs = [_resolve_grad_inputs(fwd, grad)
                    for fwd, grad in zip(branch_graphs, grad_graphs, strict=True)]
+    _make_output_composite_tensors_match(grad_graphs)
     return [None] + _build_grad_op(op, op.inputs[0], grad_graphs, grad_inputs)

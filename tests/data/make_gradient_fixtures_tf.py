@@ -137,7 +137,8 @@ def write_nested_functional_graph(tf) -> None:
     other paths: a loop variable of unknown shape (Shape ops moved into the forward body),
     a cond in a loop body and a loop in a cond branch (nested rewrites), a branch that
     ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
-    a resource variable read in a branch and in a loop body, a three-branch Case."""
+    a resource variable read in a branch and in a loop body, a three-branch Case, a
+    branch whose gradient is IndexedSlices (a gather) beside a dense one."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -176,6 +177,8 @@ def write_nested_functional_graph(tf) -> None:
         k = tf.placeholder(tf.int32, [], name="k")
         h = tf.switch_case(k, [lambda: tf.sin(w), lambda: w * w, lambda: tf.exp(w) * 2.0])
         tf.identity(h, name="case_y")
+        s = cond_v2.cond_v2(p, lambda: tf.gather(w, [0, 2]) * 2.0, lambda: w[:2] * 3.0)
+        tf.identity(s, name="gather_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
