@@ -965,6 +965,11 @@ def program_functional_if_indexed_slices_false(tf):
     return _nested(tf, ["gather_y"], xs=["w"], p=False)
 
 
+def program_functional_while_gather(tf):
+    """Gathers in a loop body from a captured tensor and a captured variable."""
+    return _nested(tf, ["while_gather_y"], xs=["w", "v"])
+
+
 def program_functional_while_variable(tf):
     return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 

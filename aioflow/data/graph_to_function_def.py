@@ -12,7 +12,9 @@ body is every op but the input placeholders, in creation order; a node's inputs 
 written `node:out_arg:index` (an input arg by its name); control inputs sorted by their
 source's name. An input arg
 carries its placeholder's attrs whose names start with "_", and its shape as
-`_output_shapes` (not for a resource). The function is stateful when a body op is."""
+`_output_shapes` (not for a resource). The function is stateful when a body op is. The
+graph's control outputs become `control_ret` entries named as their ops, listed (sorted)
+as the signature's control outputs."""
 
 from __future__ import annotations
 
@@ -130,6 +132,9 @@ def graph_to_function_def(graph: ControlFlowFuncGraph, name: str | None = None,
                           for c in sorted(op.control_inputs, key=lambda c: c.name))
     for arg, t in zip(fdef.signature.output_arg, graph.outputs, strict=True):
         fdef.ret[arg.name] = renamed[(t.op.name, t.value_index)]
+    for op in graph.control_outputs:
+        fdef.control_ret[op.name] = names.mapping[op.name]
+    fdef.signature.control_output.extend(sorted({op.name for op in graph.control_outputs}))
     for key, value in (attrs or {}).items():
         fdef.attr[key].CopyFrom(value)
     return fdef

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 
+from aioflow.data.auto_control_deps import add_control_dependencies, read_only_resource_inputs
 from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
 from aioflow.data.function_def_to_graph import function_def_to_graph
 from aioflow.data.graph_to_function_def import graph_to_function_def
@@ -51,9 +52,6 @@ from aioflow.proto import attr_value_pb2
 
 _uid = itertools.count(1)
 
-#: Ops that only read the resource inputs they take (TF's auto_control_deps).
-_RESOURCE_READ_OPS = frozenset({"ReadVariableOp", "ResourceGather", "ResourceGatherNd",
-                                "_ReadVariablesOp"})
 _READ_ONLY_ATTR = "_read_only_resource_inputs"
 
 
@@ -160,11 +158,12 @@ def _create_grad_func(func_graph, grads, name: str) -> CondGradFuncGraph:
                 ys.append(y)
                 grad_ys.append(grad_y)
         result = gradients(ys, func_graph.inputs, grad_ys=grad_ys)
-        graph.structured_outputs = [_mark_as_return(g) for g in result]
+        graph.structured_outputs = [mark_as_return(g) for g in result]
+    graph.control_outputs = add_control_dependencies(graph, flatten(graph.structured_outputs))
     return graph
 
 
-def _mark_as_return(g):
+def mark_as_return(g):
     """A result of a function graph through Identities, an IndexedSlices component by
     component (TF's func_graph_from_py_func over composites)."""
     if g is None:
@@ -175,7 +174,7 @@ def _mark_as_return(g):
     return array_ops.identity(g)
 
 
-def _flatten(structured: list) -> list:
+def flatten(structured: list) -> list:
     """The tensors of `structured` (IndexedSlices expanded), Nones left out."""
     flat = []
     for t in structured:
@@ -219,7 +218,7 @@ def _make_output_composite_tensors_match(branch_graphs) -> None:
                 with graph.as_default():
                     graph.structured_outputs[i] = as_indexed_slices(t)
     for graph in branch_graphs:
-        graph.outputs = _flatten(graph.structured_outputs)
+        graph.outputs = flatten(graph.structured_outputs)
 
 
 def _make_indexed_slices_indices_types_match(branch_graphs) -> None:
@@ -236,7 +235,7 @@ def _make_indexed_slices_indices_types_match(branch_graphs) -> None:
                     graph.structured_outputs[i] = IndexedSlices(
                         t.values, math_ops.cast(t.indices, dtypes.int64), t.dense_shape)
     for graph in branch_graphs:
-        graph.outputs = _flatten(graph.structured_outputs)
+        graph.outputs = flatten(graph.structured_outputs)
 
 
 def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
@@ -247,7 +246,7 @@ def _create_zeros_for_none_grads(forward_graphs, grad_graphs) -> None:
                     with grad_graph.as_default():
                         grad_graph.structured_outputs[i] = _zeros_like(fwd, fwd.inputs[i])
     for grad_graph in grad_graphs:
-        grad_graph.outputs = _flatten(grad_graph.structured_outputs)
+        grad_graph.outputs = flatten(grad_graph.structured_outputs)
 
 
 def _zeros_like(branch_graph, t: ops.Tensor) -> ops.Tensor:
@@ -350,27 +349,6 @@ def _make_inputs_match(branch_graphs, branch_inputs) -> list[ops.Tensor]:
         graph.inputs = input_list
         graph.reset_captures(new_inputs, input_list)
     return new_inputs
-
-
-def read_only_resource_inputs(graph) -> set[int]:
-    """Indices of the graph's resource inputs that every consumer only reads."""
-    result = set()
-    for index, t in enumerate(graph.inputs):
-        if t.dtype != dtypes.resource:
-            continue
-        if all(any(t is op.inputs[i] for i in _read_only_indices(op)) for op in t.consumers()):
-            result.add(index)
-    return result
-
-
-def _read_only_indices(op) -> list[int]:
-    if op.type in _RESOURCE_READ_OPS:
-        return [i for i, t in enumerate(op.inputs) if t.dtype == dtypes.resource]
-    try:
-        listed = list(op.get_attr(_READ_ONLY_ATTR))
-    except (ValueError, KeyError):
-        return []
-    return [i for i, t in enumerate(op.inputs) if t.dtype == dtypes.resource and i in listed]
 
 
 def _output_shapes(graphs) -> list:

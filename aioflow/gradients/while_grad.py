@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aioflow.data.auto_control_deps import add_control_dependencies, read_only_resource_inputs
 from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
 from aioflow.data.function_def_to_graph import function_def_to_graph
 from aioflow.framework import dtypes, ops, tensor_shape
@@ -44,7 +45,6 @@ from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients.cond_grad import (
     create_new_tf_function,
-    read_only_resource_inputs,
     unique_grad_fn_name,
     variable_handle_data,
 )
@@ -297,6 +297,7 @@ def _create_grad_func(ys, xs, grads, cond_graph, body_graph, name, while_op,
             raise NotImplementedError("an IndexedSlices gradient of a While body")
         results = [params[0] + 1, params[1], params[2]] + list(grad_outs)
         graph.structured_outputs = [array_ops.identity(t) for t in results]
+    graph.control_outputs = add_control_dependencies(graph, graph.structured_outputs)
     graph.outputs = list(graph.structured_outputs)
     for _, inner in graph.captures:
         output = graph.internal_capture_to_output[_key(inner)]
@@ -339,6 +340,7 @@ def _build_cond_grad(name: str, loop_vars: list) -> ControlFlowFuncGraph:
         params = _placeholders_like(loop_vars)
         graph.inputs = list(params)
         graph.outputs = [array_ops.identity(params[0] < params[2])]
+    graph.control_outputs = add_control_dependencies(graph, graph.outputs)
     return graph
 
 

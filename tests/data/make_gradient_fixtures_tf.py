@@ -138,7 +138,8 @@ def write_nested_functional_graph(tf) -> None:
     a cond in a loop body and a loop in a cond branch (nested rewrites), a branch that
     ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
     a resource variable read in a branch and in a loop body, a three-branch Case, a
-    branch whose gradient is IndexedSlices (a gather) beside a dense one."""
+    branch whose gradient is IndexedSlices (a gather) beside a dense one, gathers from a
+    tensor and a variable in a loop body."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -179,6 +180,11 @@ def write_nested_functional_graph(tf) -> None:
         tf.identity(h, name="case_y")
         s = cond_v2.cond_v2(p, lambda: tf.gather(w, [0, 2]) * 2.0, lambda: w[:2] * 3.0)
         tf.identity(s, name="gather_y")
+        _, q = while_v2.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, a * tf.gather(w, [2, 0, 1]) + tf.gather(v, [1, 1, 0])),
+            [tf.constant(0), w])
+        tf.identity(q, name="while_gather_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
