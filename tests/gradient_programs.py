@@ -970,6 +970,11 @@ def program_functional_while_gather(tf):
     return _nested(tf, ["while_gather_y"], xs=["w", "v"])
 
 
+def program_functional_while_gather_loop_var(tf):
+    """The loop variable itself gathered: its gradient in the body is IndexedSlices."""
+    return _nested(tf, ["while_gather_loop_var_y"], xs=["w"])
+
+
 def program_functional_while_variable(tf):
     return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 

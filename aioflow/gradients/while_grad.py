@@ -28,8 +28,12 @@ tensorflow/python/ops/while_v2.py), node for node.
    through Identities; the While's inputs get their gradients in order (None where the
    output had no gradient).
 
-Cases this does not build as TF (a resource loop variable or intermediate, an
-IndexedSlices gradient) raise NotImplementedError before the forward While changes; the
+An IndexedSlices gradient of a loop variable leaves the body's gradient as its
+components through Identities, then is made dense there (the loop variable is a tensor).
+
+Cases this does not build as TF (a resource of the body that is not one of its inputs,
+a resource loop variable that is not a variable's handle, an IndexedSlices gradient of
+a resource loop variable) raise NotImplementedError before the forward While changes; the
 caller then builds the gradient by recomputation (gradients/functional_grad.py).
 """
 
@@ -45,6 +49,8 @@ from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients.cond_grad import (
     create_new_tf_function,
+    flatten,
+    mark_as_return,
     unique_grad_fn_name,
     variable_handle_data,
 )
@@ -293,17 +299,29 @@ def _create_grad_func(ys, xs, grads, cond_graph, body_graph, name, while_op,
         graph.inputs = list(params)
         grad_outs = gradients(list(ys), list(xs), grad_ys=params[3:],
                               unconnected_gradients=UnconnectedGradients.ZERO)
-        if any(isinstance(g, IndexedSlices) for g in grad_outs):
-            raise NotImplementedError("an IndexedSlices gradient of a While body")
+        if any(isinstance(g, IndexedSlices) and x.dtype == dtypes.resource
+               for g, x in zip(grad_outs, xs, strict=True)):
+            raise NotImplementedError("an IndexedSlices gradient of a resource loop variable")
         results = [params[0] + 1, params[1], params[2]] + list(grad_outs)
-        graph.structured_outputs = [array_ops.identity(t) for t in results]
-    graph.control_outputs = add_control_dependencies(graph, graph.structured_outputs)
-    graph.outputs = list(graph.structured_outputs)
+        graph.structured_outputs = [mark_as_return(t) for t in results]
+    graph.control_outputs = add_control_dependencies(graph, flatten(graph.structured_outputs))
+    graph.outputs = flatten(graph.structured_outputs)
     for _, inner in graph.captures:
         output = graph.internal_capture_to_output[_key(inner)]
         graph.outputs.append(output)
         graph.structured_outputs.append(output)
     return graph, args
+
+
+def _rewrite_output_indexed_slices_as_tensors(grad_graph) -> None:
+    """An IndexedSlices gradient of a loop variable made dense in the gradient body, so
+    the body's input and output match (TF's while_v2_indexed_slices_rewriter for a
+    variable that is not a resource; a resource one raised NotImplementedError before)."""
+    for i, out in enumerate(grad_graph.structured_outputs):
+        if isinstance(out, IndexedSlices):
+            with grad_graph.as_default():
+                grad_graph.structured_outputs[i] = ops.convert_to_tensor(out)
+    grad_graph.outputs = flatten(grad_graph.structured_outputs)
 
 
 def _rewrite_forward_op(while_op, cond_graph, body_graph, grad_graph, orig_num_params):
@@ -395,6 +413,7 @@ def while_grad(op, grads) -> list:
     while_op._set_attr("_num_original_outputs",
                        attr_value_pb2.AttrValue(i=len(while_op.outputs)))
     loop_vars = args + _resolve_grad_captures(body_graph, grad_graph, while_op)
+    _rewrite_output_indexed_slices_as_tensors(grad_graph)
     cond_grad_graph = _build_cond_grad(unique_grad_fn_name(op.get_attr("cond").name),
                                        loop_vars)
     outputs = _build_while_op(loop_vars, cond_grad_graph, grad_graph, parallel_iterations,

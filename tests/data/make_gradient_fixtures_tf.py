@@ -139,7 +139,8 @@ def write_nested_functional_graph(tf) -> None:
     ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
     a resource variable read in a branch and in a loop body, a three-branch Case, a
     branch whose gradient is IndexedSlices (a gather) beside a dense one, gathers from a
-    tensor and a variable in a loop body."""
+    tensor and a variable in a loop body, a loop variable gathered (an IndexedSlices
+    gradient of a loop variable)."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -185,6 +186,10 @@ def write_nested_functional_graph(tf) -> None:
             lambda i, a: (i + 1, a * tf.gather(w, [2, 0, 1]) + tf.gather(v, [1, 1, 0])),
             [tf.constant(0), w])
         tf.identity(q, name="while_gather_y")
+        _, r = while_v2.while_loop(lambda i, a: i < 2,
+                                   lambda i, a: (i + 1, tf.gather(a, [2, 0, 1]) * 2.0),
+                                   [tf.constant(0), w])
+        tf.identity(r, name="while_gather_loop_var_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
