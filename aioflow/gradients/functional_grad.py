@@ -9,7 +9,8 @@ and the gradient functions are built from the branch / body FuncGraphs.
 The few forms those modules do not build as TF (they raise NotImplementedError before the
 forward op changes: a resource intermediate of a branch, a resource loop variable that is
 not a variable's handle, a resource of a body that is not one of its inputs, an
-IndexedSlices gradient of a loop body) get their gradient by recomputation here,
+IndexedSlices gradient of a resource loop variable) get their gradient by recomputation
+here,
 with TF's values but not TF's graph (a Case has no such fallback: it raises):
 
 * If: an If of the same kind on the same predicate whose branches are the gradient
