@@ -1,17 +1,19 @@
 """Gradients of the functional control-flow ops If / StatelessIf, Case / StatelessCase
 and While / StatelessWhile.
 
-They are built as TF builds them, node for node (gradients/cond_grad.py: cond_v2._IfGrad;
-gradients/while_grad.py: while_v2._WhileGrad): the forward op is rewritten to output the
-intermediates its gradient needs (Optionals for If, TensorList accumulators for While)
-and the gradient functions are built from the branch / body FuncGraphs.
+They are built as TF builds them, node for node (gradients/cond_grad.py: cond_v2._IfGrad
+and _CaseGrad; gradients/while_grad.py: while_v2._WhileGrad): the forward op is rewritten
+to output the intermediates its gradient needs (Optionals for If, TensorList
+accumulators for While) and the gradient functions are built from the branch / body
+FuncGraphs.
 
 The few forms those modules do not build as TF (they raise NotImplementedError before the
 forward op changes: a resource intermediate of a branch, a resource loop variable that is
 not a variable's handle, a resource of a body that is not one of its inputs, an
 IndexedSlices gradient of a resource loop variable) get their gradient by recomputation
-here,
-with TF's values but not TF's graph (a Case has no such fallback: it raises):
+here, with TF's values but not TF's graph (a Case has no such fallback: it raises). A
+While that falls back after accumulating may leave unused EmptyTensorList nodes in the
+outer graph:
 
 * If: an If of the same kind on the same predicate whose branches are the gradient
   functions of the forward branches (gradients/function_gradient.py: the branch body
