@@ -975,6 +975,16 @@ def program_functional_while_gather_loop_var(tf):
     return _nested(tf, ["while_gather_loop_var_y"], xs=["w"])
 
 
+def program_functional_if_embedding_lookup(tf):
+    """A variable's embedding lookup in one branch: its gradient is IndexedSlices there
+    and zeros of the variable's shape, made IndexedSlices, in the other."""
+    return _nested(tf, ["embedding_in_cond_y"], xs=["w", "v"])
+
+
+def program_functional_if_embedding_lookup_false(tf):
+    return _nested(tf, ["embedding_in_cond_y"], xs=["w", "v"], p=False)
+
+
 def program_functional_while_variable(tf):
     return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 

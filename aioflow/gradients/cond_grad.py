@@ -43,10 +43,11 @@ from aioflow.data.auto_control_deps import add_control_dependencies, read_only_r
 from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
 from aioflow.data.function_def_to_graph import function_def_to_graph
 from aioflow.data.graph_to_function_def import graph_to_function_def
-from aioflow.framework import dtypes, ops, tensor_shape
+from aioflow.framework import dtypes, ops
 from aioflow.framework.indexed_slices import IndexedSlices
 from aioflow.framework.op_def_library import apply_op
 from aioflow.gradients.gradients_util import gradients, is_trainable
+from aioflow.gradients.handle_data import copy_handle_data, variable_handle_data
 from aioflow.ops import array_ops, constant_op, math_ops
 from aioflow.proto import attr_value_pb2
 
@@ -143,6 +144,8 @@ def _branch_graphs(op) -> list[ControlFlowFuncGraph]:
         if graph is None:
             fdef = op.graph._library.find(func.name)
             graph = function_def_to_graph(fdef, op.graph, [t.shape for t in inputs])
+        for outer, inner in zip(inputs, graph.inputs, strict=True):
+            copy_handle_data(outer, inner)
         graph.reset_captures(inputs, graph.inputs)
         graph.forward_op = op
         graphs.append(graph)
@@ -259,17 +262,6 @@ def _zeros_like(branch_graph, t: ops.Tensor) -> ops.Tensor:
     if handle_data is None:
         raise NotImplementedError("zeros for a resource that is not a variable's handle")
     return array_ops.zeros(*handle_data)
-
-
-def variable_handle_data(t: ops.Tensor):
-    """(shape, dtype) of the variable whose handle `t` is (TF's handle data), or None
-    when `t` is not traced to a VarHandleOp through Identities."""
-    while t.op.type == "Identity":
-        t = t.op.inputs[0]
-    if t.op.type != "VarHandleOp":
-        return None
-    return (tensor_shape.TensorShape(t.op.get_attr("shape")),
-            dtypes.as_dtype(t.op.get_attr("dtype")))
 
 
 def _make_intermediates_match(branch_graphs, branch_optionals) -> list[list]:

@@ -52,9 +52,9 @@ from aioflow.gradients.cond_grad import (
     flatten,
     mark_as_return,
     unique_grad_fn_name,
-    variable_handle_data,
 )
 from aioflow.gradients.gradients_util import UnconnectedGradients, gradients, is_trainable
+from aioflow.gradients.handle_data import variable_handle_data
 from aioflow.ops import array_ops, constant_op
 from aioflow.proto import attr_value_pb2
 

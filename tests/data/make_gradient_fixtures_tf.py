@@ -140,7 +140,7 @@ def write_nested_functional_graph(tf) -> None:
     a resource variable read in a branch and in a loop body, a three-branch Case, a
     branch whose gradient is IndexedSlices (a gather) beside a dense one, gathers from a
     tensor and a variable in a loop body, a loop variable gathered (an IndexedSlices
-    gradient of a loop variable)."""
+    gradient of a loop variable), an embedding lookup of a variable in a branch."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -190,6 +190,9 @@ def write_nested_functional_graph(tf) -> None:
                                    lambda i, a: (i + 1, tf.gather(a, [2, 0, 1]) * 2.0),
                                    [tf.constant(0), w])
         tf.identity(r, name="while_gather_loop_var_y")
+        e = cond_v2.cond_v2(p, lambda: tf.nn.embedding_lookup(v, [0, 2]) * 2.0,
+                            lambda: w[:2] * 3.0)
+        tf.identity(e, name="embedding_in_cond_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
