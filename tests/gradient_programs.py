@@ -985,6 +985,10 @@ def program_functional_if_embedding_lookup_false(tf):
     return _nested(tf, ["embedding_in_cond_y"], xs=["w", "v"], p=False)
 
 
+def program_functional_while_in_while(tf):
+    return _nested(tf, ["while_in_while_y"], xs=["w"])
+
+
 def program_functional_while_variable(tf):
     return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 

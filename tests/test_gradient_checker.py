@@ -626,11 +626,13 @@ def test_function_with_if_and_while_inside_gradient_numeric():
 @pytest.mark.parametrize(("output", "wrt"), [
     ("unknown_shape_y", "x"), ("cond_in_while_y", "w"), ("while_in_cond_y", "w"),
     ("two_outputs_y1", "w"), ("two_outputs_y2", "w"), ("max_iterations_y", "w"),
-    ("case_y", "w")])
+    ("case_y", "w"), ("gather_y", "w"), ("while_gather_loop_var_y", "w"),
+    ("while_in_while_y", "w")])
 def test_nested_functional_control_flow_gradient_numeric(output, wrt, p):
     """TF's cond_v2 / while_v2 gradients (forward ops rewritten to output optionals and
     accumulators) of a loop of unknown shape, a cond in a loop, a loop in a cond, a cond
-    with a constant output, a loop cut by maximum_iterations, a Case, against central
+    with a constant output, a loop cut by maximum_iterations, a Case, gathers (IndexedSlices
+    gradients), a loop in a loop, against central
     differences with respect to the one input the output depends on."""
     graph_def = tf.GraphDef()
     graph_def.ParseFromString((_FORWARD / "forward_functional_nested.pb").read_bytes())

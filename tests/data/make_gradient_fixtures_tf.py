@@ -140,7 +140,8 @@ def write_nested_functional_graph(tf) -> None:
     a resource variable read in a branch and in a loop body, a three-branch Case, a
     branch whose gradient is IndexedSlices (a gather) beside a dense one, gathers from a
     tensor and a variable in a loop body, a loop variable gathered (an IndexedSlices
-    gradient of a loop variable), an embedding lookup of a variable in a branch."""
+    gradient of a loop variable), an embedding lookup of a variable in a branch, a loop in
+    a loop."""
     from tensorflow.python.ops import cond_v2, while_v2
 
     graph = tf.Graph()
@@ -193,6 +194,12 @@ def write_nested_functional_graph(tf) -> None:
         e = cond_v2.cond_v2(p, lambda: tf.nn.embedding_lookup(v, [0, 2]) * 2.0,
                             lambda: w[:2] * 3.0)
         tf.identity(e, name="embedding_in_cond_y")
+        _, n = while_v2.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, while_v2.while_loop(
+                lambda j, b: j < 2, lambda j, b: (j + 1, tf.sin(b) * w), [tf.constant(0), a])[1]),
+            [tf.constant(0), w])
+        tf.identity(n, name="while_in_while_y")
     (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
