@@ -644,7 +644,8 @@ def test_nested_functional_control_flow_gradient_numeric(output, wrt, p):
                  g.get_tensor_by_name("k:0"): np.int32(1 if p else 2)}
         wrt = {"x": x, "w": w}[wrt]
         with tf.Session():
+            y = g.get_tensor_by_name(f"{output}:0")
             err = tf.test.compute_gradient_error(
-                wrt, [3], g.get_tensor_by_name(f"{output}:0"), [3],
+                wrt, [3], y, y.shape.as_list(),
                 x_init_value=values[wrt], extra_feed_dict=feeds, delta=1e-3)
     assert err < 1e-3, err
