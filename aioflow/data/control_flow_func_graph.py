@@ -8,7 +8,9 @@ capturing `w` while building `gradients/mul_grad/Mul` makes `gradients/mul_grad/
 created outside any control dependencies, with `_user_specified_name` set to that name.
 The placeholder is appended to `inputs`; the pair (outer tensor, placeholder) to
 `captures`. Subclasses change what capturing a tensor means (`_capture_helper`), as
-cond_v2's gradient graph does for the forward branch's intermediates."""
+cond_v2's gradient graph does for the forward branch's intermediates. While it is the
+default graph, ops are built in it whatever graph their inputs are in (TF's
+`building_function`), so they capture them."""
 
 from __future__ import annotations
 
