@@ -599,7 +599,8 @@ def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
     want = kernel.compute(None, [x, w])[0]
     plan = next(p for p in conv_onednn_cache() if p.src_md == primitives.array_desc(
         x, (0, 3, 1, 2)))
-    assert plan.prim.user_scratchpad and plan.prim.scratch_size > 0
+    assert primitives.scratchpad_mode(plan.prim.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+    assert plan.prim.scratch_size > 0
 
     def calls(_):
         return all(np.array_equal(kernel.compute(None, [x, w])[0], want) for _ in range(20))
@@ -612,6 +613,81 @@ def conv_onednn_cache():
     from aioflow.kernels.onednn import conv_onednn
 
     return list(conv_onednn._CACHE._entries.values())
+
+
+def test_a_primitive_leaving_the_scratchpad_to_the_library_is_refused():
+    """Such a primitive shares its creating thread's scratchpad, so running it from the
+    loop and a worker thread at once gives wrong values: Primitive refuses it."""
+    from aioflow.kernels.onednn import primitives
+
+    x = _rand(1, 4, 4, 2)
+    md = primitives.array_desc(x, (0, 3, 1, 2))
+    eng = primitives.engine()
+
+    def create(attr):
+        return lambda pd: dnnl_api._lib.dnnl_reorder_primitive_desc_create(
+            pd, md.handle, eng, md.handle, eng, attr)
+
+    with pytest.raises(ValueError, match="scratchpad"):
+        primitives.Primitive(create(None), "dnnl_reorder_primitive_desc_create")
+    made = primitives.Primitive(create(primitives.user_scratchpad()), "reorder")
+    assert primitives.scratchpad_mode(made.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+
+
+def _gradient_calls():
+    """(kernel, inputs) of the oneDNN gradients a training step runs: backward weights,
+    backward data (brgconv, and the channels-first GEMM route of 3 input channels),
+    max and average pooling's backward."""
+    calls = []
+    for x_shape, w_shape in [((4, 16, 16, 8), (3, 3, 8, 8)), ((4, 12, 12, 3), (3, 3, 3, 8))]:
+        x, w = _rand(*x_shape), _const(_rand(*w_shape, seed=1) / 8)
+        dy = _rand(*x_shape[:3], w_shape[3], seed=2)
+        attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+        for op, inputs in [("Conv2DBackpropFilter", [x, np.array(w_shape, np.int32), dy]),
+                           ("Conv2DBackpropInput", [np.array(x_shape, np.int32), w, dy])]:
+            calls.append((create(op, inputs, **attrs), inputs))
+    x = _rand(4, 16, 16, 8, seed=3)
+    attrs = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    g = _rand(*y.shape, seed=4)
+    calls.append((create("MaxPoolGrad", [x, y, g], **attrs), [x, y, g]))
+    shape = np.array(x.shape, np.int32)
+    calls.append((create("AvgPoolGrad", [shape, g], **attrs), [shape, g]))
+    return calls
+
+
+def test_gradient_primitives_run_from_many_threads_at_once(monkeypatch):
+    """The backward primitives are cached process-wide and run on the executor's pool
+    threads side by side (no lock): each call passes its thread's scratchpad. On teams
+    of two threads (as large gradients take) backward weights keeps a reduction
+    scratchpad too. Every thread's outputs equal one call's."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aioflow.kernels.onednn import conv_grad_onednn, pooling_grad_onednn, primitives
+
+    monkeypatch.setattr(backend, "team_size", lambda work: 2)
+    monkeypatch.setattr(backend, "_CORES", 64)  # every call its team of two
+    conv_grad_onednn._CACHE.clear()
+    pooling_grad_onednn._CACHE.clear()
+    calls = _gradient_calls()
+    want = [kernel.compute(None, inputs)[0] for kernel, inputs in calls]
+    prims = [plan.prim for plan in conv_grad_onednn._CACHE._entries.values()]
+    prims += [p for plan in pooling_grad_onednn._CACHE._entries.values()
+              for p in (plan.forward, plan.backward)]
+    assert len(prims) == 8  # 4 convolution gradients, 2 pooling ones (forward, backward)
+    assert all(primitives.scratchpad_mode(p.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+               for p in prims)
+    assert sum(p.scratch_size > 0 for p in prims) >= 3
+    barrier = threading.Barrier(6)
+
+    def run(_):
+        barrier.wait()
+        return all(np.array_equal(kernel.compute(None, inputs)[0], w)
+                   for _ in range(15) for (kernel, inputs), w in zip(calls, want, strict=True))
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(run, range(6)))
 
 
 @pytest.mark.parametrize("op", ["Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad"])

@@ -35,6 +35,7 @@ from aioflow.kernels.onednn.primitives import (
     array_desc,
     engine,
     set_threads,
+    user_scratchpad,
 )
 
 _CACHE = PrimitiveCache()
@@ -51,12 +52,13 @@ class PoolBackwardPlan:
                     api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
         eng = engine()
         lib = api._lib
+        attr = user_scratchpad()
         self.forward = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
             pd, eng, api.FORWARD_TRAINING, alg, self.src_md.handle, self.dst_md.handle,
-            *geometry, None), "dnnl_pooling_forward_primitive_desc_create")
+            *geometry, attr), "dnnl_pooling_forward_primitive_desc_create")
         self.backward = Primitive(lambda pd: lib.dnnl_pooling_backward_primitive_desc_create(
             pd, eng, alg, self.src_md.handle, self.dst_md.handle, *geometry,
-            self.forward.pd, None), "dnnl_pooling_backward_primitive_desc_create")
+            self.forward.pd, attr), "dnnl_pooling_backward_primitive_desc_create")
         self.ws_md = self.forward.md(api.QUERY_WORKSPACE_MD) if alg == api.POOLING_MAX \
             else None
 
