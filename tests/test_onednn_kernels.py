@@ -19,9 +19,13 @@ from aioflow.framework import op_def_registry
 from aioflow.framework.intra_op_threads import BlasThreads
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.nn import (
+    batch_norm_grad_jit,
     conv_grad_kernels,
     conv_kernels,
     fused_kernels,
+    normalization_grad_kernels,
+    normalization_jit,
+    normalization_kernels,
     pooling_grad_kernels,
     pooling_kernels,
 )
@@ -53,7 +57,13 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
               "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
               "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
-              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
+              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp,
+              "FusedBatchNorm": normalization_kernels.FusedBatchNormOp,
+              "FusedBatchNormV2": normalization_kernels.FusedBatchNormV2Op,
+              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
+              "FusedBatchNormGrad": normalization_grad_kernels.FusedBatchNormGradOp,
+              "FusedBatchNormGradV2": normalization_grad_kernels.FusedBatchNormGradV2Op,
+              "FusedBatchNormGradV3": normalization_grad_kernels.FusedBatchNormGradV3Op}
 
 
 def _both(op, inputs, **attrs):
@@ -635,9 +645,10 @@ def test_a_primitive_leaving_the_scratchpad_to_the_library_is_refused():
 
 
 def _gradient_calls():
-    """(kernel, inputs) of the oneDNN gradients a training step runs: backward weights,
-    backward data (brgconv, and the channels-first GEMM route of 3 input channels),
-    max and average pooling's backward."""
+    """(kernel, inputs) of the oneDNN kernels a training step runs on the pool: backward
+    weights, backward data (brgconv, and the channels-first GEMM route of 3 input
+    channels), max and average pooling's backward, batch norm's forward training and
+    backward."""
     calls = []
     for x_shape, w_shape in [((4, 16, 16, 8), (3, 3, 8, 8)), ((4, 12, 12, 3), (3, 3, 3, 8))]:
         x, w = _rand(*x_shape), _const(_rand(*w_shape, seed=1) / 8)
@@ -653,29 +664,44 @@ def _gradient_calls():
     calls.append((create("MaxPoolGrad", [x, y, g], **attrs), [x, y, g]))
     shape = np.array(x.shape, np.int32)
     calls.append((create("AvgPoolGrad", [shape, g], **attrs), [shape, g]))
+    x, scale, offset, mean, var = _batch_norm_inputs((4, 16, 16, 8), "NHWC")
+    bn = [x, scale, offset, mean, var]
+    calls.append((create("FusedBatchNormV3", bn, is_training=True), bn))
+    outs = calls[-1][0].compute(None, bn)
+    bn_grad = [_rand(*x.shape, seed=5), x, scale, outs[3], outs[4], outs[5]]
+    calls.append((create("FusedBatchNormGradV3", bn_grad, is_training=True), bn_grad))
     return calls
 
 
-def test_gradient_primitives_run_from_many_threads_at_once(monkeypatch):
-    """The backward primitives are cached process-wide and run on the executor's pool
-    threads side by side (no lock): each call passes its thread's scratchpad. On teams
-    of two threads (as large gradients take) backward weights keeps a reduction
-    scratchpad too. Every thread's outputs equal one call's."""
+def test_training_primitives_run_from_many_threads_at_once(monkeypatch):
+    """The training primitives (the backward ones, batch norm's forward training) are
+    cached process-wide and run on the executor's pool threads side by side (no lock):
+    each call passes its thread's scratchpad. On teams of two threads (as large
+    gradients take) backward weights keeps a reduction scratchpad too. Every thread's
+    outputs equal one call's."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from aioflow.kernels.onednn import conv_grad_onednn, pooling_grad_onednn, primitives
+    from aioflow.kernels.onednn import (
+        batch_norm_onednn,
+        conv_grad_onednn,
+        pooling_grad_onednn,
+        primitives,
+    )
 
     monkeypatch.setattr(backend, "team_size", lambda work: 2)
     monkeypatch.setattr(backend, "_CORES", 64)  # every call its team of two
-    conv_grad_onednn._CACHE.clear()
-    pooling_grad_onednn._CACHE.clear()
+    for cache in (conv_grad_onednn._CACHE, pooling_grad_onednn._CACHE,
+                  batch_norm_onednn._CACHE):
+        cache.clear()
     calls = _gradient_calls()
     want = [kernel.compute(None, inputs)[0] for kernel, inputs in calls]
     prims = [plan.prim for plan in conv_grad_onednn._CACHE._entries.values()]
     prims += [p for plan in pooling_grad_onednn._CACHE._entries.values()
               for p in (plan.forward, plan.backward)]
-    assert len(prims) == 8  # 4 convolution gradients, 2 pooling ones (forward, backward)
+    prims += [plan.prim for plan in batch_norm_onednn._CACHE._entries.values()]
+    # 4 convolution gradients, 2 pooling ones (forward, backward), batch norm's 2
+    assert len(prims) == 10
     assert all(primitives.scratchpad_mode(p.pd) == dnnl_api.SCRATCHPAD_MODE_USER
                for p in prims)
     assert sum(p.scratch_size > 0 for p in prims) >= 3
@@ -684,7 +710,7 @@ def test_gradient_primitives_run_from_many_threads_at_once(monkeypatch):
     def run(_):
         barrier.wait()
         return all(np.array_equal(kernel.compute(None, inputs)[0], w)
-                   for _ in range(15) for (kernel, inputs), w in zip(calls, want, strict=True))
+                   for _ in range(8) for (kernel, inputs), w in zip(calls, want, strict=True))
 
     with ThreadPoolExecutor(6) as pool:
         assert all(pool.map(run, range(6)))
@@ -766,3 +792,79 @@ def test_input_gradient_of_few_channels_computed_channels_first(channels, stride
         np.testing.assert_allclose(got[0], want[0], **TOL)
         plans = list(conv_grad_onednn._CACHE._entries.values())
         assert [p.dy_reorder is not None for p in plans] == [planar]
+
+
+# -- batch normalization ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled_batch_norm():
+    """The NumPy kernels' reference: their compiled passes (what runs without oneDNN)."""
+    assert normalization_jit.wait_ready(300) and batch_norm_grad_jit.wait_ready(300)
+
+
+_BATCH_NORMS = [((8, 14, 14, 16), "NHWC"), ((2, 5, 7, 3), "NHWC"), ((2, 3, 5, 7), "NCHW"),
+                ((2, 3, 4, 5, 6), "NDHWC"), ((2, 4, 3, 5, 2), "NCDHW"), ((1, 1, 1, 4), "NHWC")]
+
+
+def _batch_norm_inputs(shape, data_format, seed=0):
+    channels = shape[1] if data_format.startswith("NC") else shape[-1]
+    x = _rand(*shape, seed=seed) * 3 + 1
+    return [x, _rand(channels, seed=seed + 1), _rand(channels, seed=seed + 2),
+            _rand(channels, seed=seed + 3), np.abs(_rand(channels, seed=seed + 4))]
+
+
+@pytest.mark.parametrize("shape, data_format", _BATCH_NORMS)
+@pytest.mark.parametrize("factor", [1.0, 0.25])
+def test_batch_norm_training_matches_numpy(shape, data_format, factor, compiled_batch_norm):
+    """y, the (blended) running statistics and the saved batch statistics, every layout
+    (oneDNN's forward training); one element per channel gives a zero variance."""
+    inputs = _batch_norm_inputs(shape, data_format)
+    got, want = _both("FusedBatchNormV3", inputs, epsilon=1e-3, is_training=True,
+                      data_format=data_format, exponential_avg_factor=factor)
+    assert len(got) == 6
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("op", ["FusedBatchNorm", "FusedBatchNormV2"])
+def test_batch_norm_v1_v2_training_run_on_onednn(op, compiled_batch_norm):
+    inputs = _batch_norm_inputs((4, 6, 6, 8), "NHWC")
+    got, want = _both(op, inputs, epsilon=1e-3, is_training=True)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape, data_format, op", [
+    (shape, fmt, op) for shape, fmt in _BATCH_NORMS
+    for op in ["FusedBatchNormGradV3", "FusedBatchNormGrad"][:2 if len(shape) == 4 else 1]])
+def test_batch_norm_gradient_matches_numpy(shape, data_format, op, compiled_batch_norm):
+    """dx, dscale and doffset from the saved batch mean and biased variance (oneDNN's
+    backward); the reserve_space outputs empty, as TF's CPU kernel leaves them."""
+    x, scale, offset, mean, var = _batch_norm_inputs(shape, data_format)
+    attrs = dict(epsilon=1e-3, is_training=True, data_format=data_format)
+    forward = create("FusedBatchNormV3", [x, scale, offset, mean, var], **attrs)
+    outs = forward.compute(None, [x, scale, offset, mean, var])
+    dy = _rand(*shape, seed=7)
+    inputs = [dy, x, scale, outs[3], outs[4]] + ([outs[5]] if op.endswith("V3") else [])
+    got, want = _both(op, inputs, **attrs)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+    scale_of_sums = np.abs(dy).sum() / scale.size  # float32 sums against float64 ones
+    for g, w in zip(got[1:3], want[1:3], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6 * scale_of_sums)
+
+
+def test_batch_norm_gradient_of_inference_is_the_numpy_kernels(compiled_batch_norm):
+    """is_training false: dy scaled per channel by the population statistics, the NumPy
+    kernel's code (no oneDNN primitive made)."""
+    from aioflow.kernels.onednn import batch_norm_onednn
+
+    batch_norm_onednn._CACHE.clear()
+    x, scale, _, mean, var = _batch_norm_inputs((2, 4, 4, 3), "NHWC")
+    got, want = _both("FusedBatchNormGradV3", [_rand(2, 4, 4, 3, seed=5), x, scale, mean,
+                                               var, np.zeros(0, np.float32)],
+                      epsilon=1e-3, is_training=False)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert len(batch_norm_onednn._CACHE) == 0
