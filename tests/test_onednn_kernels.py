@@ -451,6 +451,51 @@ async def test_session_runs_convolutions_inline_and_on_threads():
     np.testing.assert_allclose(got, want, **TOL)
 
 
+async def test_a_layers_input_and_filter_gradients_run_side_by_side(monkeypatch):
+    """Below TEAM_WORK a backward primitive runs on its calling thread alone, so the
+    oneDNN gradients do not queue behind the device's BLAS gate (one BLAS-threaded kernel
+    at a time when the intra-op threads cover the cores): a layer's input and filter
+    gradients run at once on the pool's two threads. Each waits here for the other (a
+    barrier: behind the gate the second never starts while the first waits, and the
+    step fails)."""
+    import threading
+
+    import aioflow as af
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    barrier = threading.Barrier(2, timeout=20)
+
+    def after_the_barrier(original):
+        def waiting(self, *args):
+            barrier.wait()
+            return original(self, *args)
+        return waiting
+
+    for cls, name in [(conv_grad_onednn._OnednnInputGrad, "input_grad"),
+                      (conv_grad_onednn._OnednnFilterGrad, "filter_grad")]:
+        monkeypatch.setattr(cls, name, after_the_barrier(getattr(cls, name)))
+    x, w, dy = _rand(8, 14, 14, 16), _rand(3, 3, 16, 32, seed=1) / 12, _rand(8, 14, 14, 32)
+    g = af.Graph()
+    with g.as_default():
+        xp, wp = af.placeholder(af.float32, x.shape), af.placeholder(af.float32, w.shape)
+        y = af.nn.conv2d(xp, wp, [1, 1, 1, 1], "SAME")
+        dx, dw = af.gradients(y, [xp, wp], grad_ys=af.constant(dy))
+    cores = os.cpu_count() or 1
+    config = af.ConfigProto(inter_op_parallelism_threads=2,
+                            intra_op_parallelism_threads=cores)
+    async with af.Session(graph=g, config=config) as sess:
+        got = await sess.run([dx, dw], {xp: x, wp: w})
+    monkeypatch.undo()
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    sizes = np.array(x.shape, np.int32)
+    want_dx = create("Conv2DBackpropInput", [sizes, w, dy], **attrs).compute(
+        None, [sizes, w, dy])[0]
+    want_dw = create("Conv2DBackpropFilter", [x, np.array(w.shape, np.int32), dy],
+                     **attrs).compute(None, [x, np.array(w.shape, np.int32), dy])[0]
+    np.testing.assert_allclose(got[0], want_dx, **TOL)
+    np.testing.assert_allclose(got[1], want_dw, **TOL)
+
+
 def test_filter_cached_only_when_nothing_can_write_it():
     from aioflow.framework.var import Var
     from aioflow.kernels.onednn.primitives import never_written

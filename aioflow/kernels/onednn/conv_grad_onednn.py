@@ -188,7 +188,12 @@ def _runs_here(*arrays) -> bool:
 class _OnednnInputGrad:
     """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels)."""
 
-    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+    #: Not through the device's BLAS gate (one BLAS-threaded kernel at a time on two
+    #: cores): below TEAM_WORK a primitive runs on its calling thread alone, so the input
+    #: and filter gradients of one layer run side by side on the pool's threads (they
+    #: ran one after the other behind the gate), and a team comes from backend.team's
+    #: budget, which never gives one where other primitives' threads hold the cores.
+    uses_blas = False
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
     #: Input channels below which the gradient is computed channels first (PLANAR_BELOW;
@@ -232,7 +237,7 @@ class _OnednnInputGrad:
 class _OnednnFilterGrad:
     """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels)."""
 
-    uses_blas = True
+    uses_blas = False  # as _OnednnInputGrad's
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True
     _grad_dilations = _OnednnInputGrad._grad_dilations

@@ -99,7 +99,7 @@ def _avg_backward(g):
 
 
 class _OnednnMaxPoolGrad:
-    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+    uses_blas = False  # one thread below TEAM_WORK: as conv_grad_onednn's kernels
 
     def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
         if not backend.ACTIVE or x.dtype != np.float32 or g.dtype != np.float32 or \
@@ -113,7 +113,7 @@ class _OnednnMaxPoolGrad:
 
 
 class _OnednnAvgPoolGrad:
-    uses_blas = True
+    uses_blas = False
 
     def avg_grad(self, g, in_sizes, ksizes, strides, pads):
         if not backend.ACTIVE or g.dtype != np.float32 or g.size == 0 or 0 in in_sizes:
