@@ -374,6 +374,33 @@ def test_pool_or_inline_by_work(op, small, big, attrs):
     assert kernel.runs_inline(small_in) and not kernel.runs_inline(big_in)
 
 
+def _shaped(*shapes):
+    """Inputs of these shapes (a broadcast 1: only their sizes are read)."""
+    return [np.broadcast_to(np.float32(1), s) for s in shapes]
+
+
+_MAX_POOL_2X2 = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
+
+@pytest.mark.parametrize("op, step, big, attrs", [
+    ("FusedBatchNormV3", [(32, 28, 28, 16), (16,), (16,), (16,), (16,)],
+     [(16, 112, 112, 64), (64,), (64,), (64,), (64,)], dict(is_training=True)),
+    ("FusedBatchNormGradV3", [(32, 28, 28, 16), (32, 28, 28, 16)] + [(16,)] * 4,
+     [(16, 112, 112, 64), (16, 112, 112, 64)] + [(64,)] * 4, dict(is_training=True)),
+    ("MaxPoolGrad", [(32, 28, 28, 16), (32, 14, 14, 16), (32, 14, 14, 16)],
+     [(64, 112, 112, 64), (64, 56, 56, 64), (64, 56, 56, 64)], _MAX_POOL_2X2),
+    ("AvgPoolGrad", [(4,), (32, 14, 14, 16)], [(4,), (64, 56, 56, 256)], _MAX_POOL_2X2),
+])
+def test_training_chain_kernels_run_on_the_loop_up_to_inline_work(op, step, big, attrs):
+    """A training step's batch norms and pooling gradients (benchmarks/training.py's
+    cnn_bn: 32x28x28x16) run on the event loop, as the forward convolutions do; above
+    backend.INLINE_WORK (a ResNet-sized batch) on the backend's threads."""
+    kernel = create(op, _shaped(*step), **attrs)
+    assert kernel.is_async
+    assert kernel.runs_inline(_shaped(*step))
+    assert not kernel.runs_inline(_shaped(*big))
+
+
 def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
     """intra_op_parallelism_threads below the cores (throughput): a call of at least
     TEAM_WORK goes to the backend's threads while fewer than cores - 1 are there, else

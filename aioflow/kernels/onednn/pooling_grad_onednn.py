@@ -11,6 +11,12 @@ gradient over the taps inside the input (exclude padding, TF's). Primitives are 
 the forward's hint and cached by geometry and threads, and take an OpenMP team only
 from conv_grad_onednn.TEAM_WORK (window taps times gradient elements), as the
 convolutions' gradients do. Other types run the NumPy code.
+
+Where they run: as the forward pooling (backend.LoopOrThread), inline on the event loop
+up to backend.INLINE_WORK, larger calls on the backend's threads: a pooling gradient
+sits on a training step's one chain of dependent kernels (a convolution's input
+gradient, the pooling's, the activation's, ...), where a hand-off to the executor's
+pool and back only adds to the step.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from aioflow.kernels.nn.pooling_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel
+from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel
 from aioflow.kernels.onednn.conv_grad_onednn import grad_team
 from aioflow.kernels.onednn.conv_onednn import channels_last_order
 from aioflow.kernels.onednn.primitives import (
@@ -98,9 +104,19 @@ def _avg_backward(g):
     return run
 
 
-class _OnednnMaxPoolGrad:
+class _OnednnPoolGrad(LoopOrThread):
+    """Each call on the event loop or the backend's threads by its work."""
+
     uses_blas = False  # one thread below TEAM_WORK: as conv_grad_onednn's kernels
 
+    def work(self, inputs: list) -> int:
+        """The largest tensor's elements times the window's taps (9 for a window given
+        as an input, MaxPoolGradV2's)."""
+        taps = int(np.prod(self._window[0])) if self._window is not None else 9
+        return max(np.size(t) for t in inputs) * taps
+
+
+class _OnednnMaxPoolGrad(_OnednnPoolGrad):
     def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
         if not backend.ACTIVE or x.dtype != np.float32 or g.dtype != np.float32 or \
                 x.size == 0 or g.size == 0:
@@ -112,9 +128,7 @@ class _OnednnMaxPoolGrad:
         return dx
 
 
-class _OnednnAvgPoolGrad:
-    uses_blas = False
-
+class _OnednnAvgPoolGrad(_OnednnPoolGrad):
     def avg_grad(self, g, in_sizes, ksizes, strides, pads):
         if not backend.ACTIVE or g.dtype != np.float32 or g.size == 0 or 0 in in_sizes:
             return super().avg_grad(g, in_sizes, ksizes, strides, pads)
