@@ -61,6 +61,7 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
               "FusedBatchNorm": normalization_kernels.FusedBatchNormOp,
               "FusedBatchNormV2": normalization_kernels.FusedBatchNormV2Op,
               "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
+              "_FusedBatchNormEx": normalization_kernels.FusedBatchNormExOp,
               "FusedBatchNormGrad": normalization_grad_kernels.FusedBatchNormGradOp,
               "FusedBatchNormGradV2": normalization_grad_kernels.FusedBatchNormGradV2Op,
               "FusedBatchNormGradV3": normalization_grad_kernels.FusedBatchNormGradV3Op}
@@ -925,6 +926,25 @@ def test_batch_norm_gradient_matches_numpy(shape, data_format, op, compiled_batc
     scale_of_sums = np.abs(dy).sum() / scale.size  # float32 sums against float64 ones
     for g, w in zip(got[1:3], want[1:3], strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6 * scale_of_sums)
+
+
+@pytest.mark.parametrize("shape, data_format", [s for s in _BATCH_NORMS if len(s[0]) == 4])
+@pytest.mark.parametrize("sides", [0, 1])
+def test_fused_batch_norm_ex_matches_numpy(shape, data_format, sides, compiled_batch_norm):
+    """_FusedBatchNormEx (the remapper's batch norm + Relu) in training: the Relu inside
+    oneDNN's batch norm (fuse_norm_relu) without a side input; with one, added after."""
+    from aioflow.kernels.onednn import batch_norm_onednn
+
+    batch_norm_onednn._CACHE.clear()
+    inputs = _batch_norm_inputs(shape, data_format)
+    inputs += [_rand(*shape, seed=9)] * sides
+    got, want = _both("_FusedBatchNormEx", inputs, epsilon=1e-3, is_training=True,
+                      data_format=data_format, activation_mode="Relu", num_side_inputs=sides)
+    assert (got[0] >= 0).all()
+    # (a plan's key ends with whether its primitive fuses the Relu)
+    assert [key[-1] for key in batch_norm_onednn._CACHE._entries] == [sides == 0]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
 
 
 def test_batch_norm_gradient_of_inference_is_the_numpy_kernels(compiled_batch_norm):

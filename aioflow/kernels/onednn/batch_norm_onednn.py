@@ -1,6 +1,8 @@
-"""FusedBatchNorm/V2/V3 in training and FusedBatchNormGrad/V2/V3 of training on oneDNN's
-batch normalization primitives (forward_training, backward), float32, as TF's oneDNN
-CPU kernels (_MklFusedBatchNormV3, _MklFusedBatchNormGradV3) run them.
+"""FusedBatchNorm/V2/V3 and _FusedBatchNormEx in training and FusedBatchNormGrad/V2/V3 of
+training on oneDNN's batch normalization primitives (forward_training, backward),
+float32, as TF's oneDNN CPU kernels (_MklFusedBatchNormV3, _MklFusedBatchNormEx,
+_MklFusedBatchNormGradV3) run them; _FusedBatchNormEx's Relu (without a side input) is
+the primitive's fuse_norm_relu.
 
 The NumPy kernels (aioflow/kernels/nn/normalization_kernels.py,
 normalization_grad_kernels.py) check the inputs with TF's messages, convert half types
@@ -39,6 +41,7 @@ from aioflow.kernels.nn.normalization_grad_kernels import (
     FusedBatchNormGradV3Op,
 )
 from aioflow.kernels.nn.normalization_kernels import (
+    FusedBatchNormExOp,
     FusedBatchNormOp,
     FusedBatchNormV2Op,
     FusedBatchNormV3Op,
@@ -67,22 +70,26 @@ _FLAGS = api.USE_SCALE | api.USE_SHIFT
 WORK_PER_ELEMENT = 16
 
 
-def _forward_desc(create_pd, x_md, epsilon: float):
+def _forward_desc(create_pd, x_md, epsilon: float, flags: int = _FLAGS):
     """(a primitive or descriptor made by create_pd) of forward training on x_md."""
     eng = engine()
     attr = user_scratchpad()
     return create_pd(lambda pd: api._lib.dnnl_batch_normalization_forward_primitive_desc_create(
-        pd, eng, api.FORWARD_TRAINING, x_md.handle, x_md.handle, epsilon, _FLAGS, attr),
+        pd, eng, api.FORWARD_TRAINING, x_md.handle, x_md.handle, epsilon, flags, attr),
         "dnnl_batch_normalization_forward_primitive_desc_create")
 
 
 class ForwardPlan:
-    """Forward training of one shape and layout: y, the batch mean and biased variance."""
+    """Forward training of one shape and layout: y, the batch mean and biased variance;
+    `relu`: y through Relu (fuse_norm_relu, which writes a workspace: which elements
+    were kept, for a backward this kernel does not run)."""
 
-    def __init__(self, x: np.ndarray, order, epsilon: float):
+    def __init__(self, x: np.ndarray, order, epsilon: float, relu: bool):
         self.x_md = array_desc(x, order)
         self.channel_md = MemoryDesc.tagged([x.shape[order[1]]], np.float32, api.TAG_X)
-        self.prim = _forward_desc(Primitive, self.x_md, epsilon)
+        flags = _FLAGS | (api.FUSE_NORM_RELU if relu else 0)
+        self.prim = _forward_desc(Primitive, self.x_md, epsilon, flags)
+        self.ws_md = self.prim.md(api.QUERY_WORKSPACE_MD) if relu else None
 
 
 class BackwardPlan:
@@ -109,10 +116,10 @@ def _vector(v) -> np.ndarray:
     return np.ascontiguousarray(v, np.float32)
 
 
-def _plan(kind, plan_class, x: np.ndarray, channels_first: bool, epsilon: float):
+def _plan(kind, plan_class, x: np.ndarray, channels_first: bool, epsilon: float, *more):
     order = _order(x, channels_first)
-    key = (kind, x.shape, x.strides, channels_first, epsilon)
-    return _CACHE.get(key, lambda: plan_class(x, order, epsilon))
+    key = (kind, x.shape, x.strides, channels_first, epsilon, *more)
+    return _CACHE.get(key, lambda: plan_class(x, order, epsilon, *more))
 
 
 class _OnednnBatchNorm(LoopOrThread):
@@ -122,9 +129,9 @@ class _OnednnBatchNorm(LoopOrThread):
     def work(self, inputs: list) -> int:
         return np.size(inputs[0]) * WORK_PER_ELEMENT
 
-    def normalize_training(self, x, scale, offset, axis: int):
+    def normalize_training(self, x, scale, offset, axis: int, relu: bool = False):
         if not backend.ACTIVE or x.dtype != np.float32:
-            return super().normalize_training(x, scale, offset, axis)
+            return super().normalize_training(x, scale, offset, axis, relu)
         x = np.ascontiguousarray(x)
         channels = x.shape[axis]
         y = np.empty_like(x)
@@ -133,12 +140,15 @@ class _OnednnBatchNorm(LoopOrThread):
         with grad_team(x.size) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             plan = _plan(("forward", threads), ForwardPlan, x, self._channels_first,
-                         self._epsilon)
+                         self._epsilon, relu)
             c = plan.channel_md
-            plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DST, plan.x_md, y),
-                               (api.ARG_SCALE, c, _vector(scale)),
-                               (api.ARG_SHIFT, c, _vector(offset)),
-                               (api.ARG_MEAN, c, mean), (api.ARG_VARIANCE, c, var)])
+            args = [(api.ARG_SRC, plan.x_md, x), (api.ARG_DST, plan.x_md, y),
+                    (api.ARG_SCALE, c, _vector(scale)), (api.ARG_SHIFT, c, _vector(offset)),
+                    (api.ARG_MEAN, c, mean), (api.ARG_VARIANCE, c, var)]
+            if relu:
+                args.append((api.ARG_WORKSPACE, plan.ws_md,
+                             np.empty(max(1, plan.ws_md.size), np.uint8)))
+            plan.prim.execute(args)
         return y, mean, var
 
 
@@ -184,6 +194,12 @@ class OnednnFusedBatchNormV2Op(_OnednnBatchNorm, FusedBatchNormV2Op):
 @onednn_kernel("FusedBatchNormV3", T=dtypes.float32, U=dtypes.float32)
 class OnednnFusedBatchNormV3Op(_OnednnBatchNorm, FusedBatchNormV3Op):
     """FusedBatchNormV3, training on oneDNN."""
+
+
+@onednn_kernel("_FusedBatchNormEx", T=dtypes.float32, U=dtypes.float32)
+class OnednnFusedBatchNormExOp(_OnednnBatchNorm, FusedBatchNormExOp):
+    """_FusedBatchNormEx, training on oneDNN (a Relu without side input fused:
+    fuse_norm_relu)."""
 
 
 @onednn_kernel("FusedBatchNormGrad", T=dtypes.float32)
