@@ -7,7 +7,8 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
 warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
-prints the median ms per step. The peers alternate (ABAB), `--reps` rounds; the result
+prints the median ms per step, the CPU ms a step (all its threads) and the fastest
+step's ms. The peers alternate (ABAB), `--reps` rounds; the result
 is the median over rounds and the ratio aioflow / TF. TensorFlow runs with `--tf-python`
 (a Python with tensorflow-cpu; never a dependency). On a machine shared by many
 processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
@@ -84,7 +85,9 @@ def _while_grad(tf):
     return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
 
 
-def run_peer(peer: str, workload: str, steps: int) -> float:
+def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float, float]:
+    """The median wall ms of a step, the process's CPU ms a step (every thread's) and
+    the fastest step's ms, over `steps` timed steps."""
     if peer == "tf":
         import tensorflow.compat.v1 as tf
         tf.disable_v2_behavior()
@@ -103,11 +106,13 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
                 from aioflow.kernels.nn import epilogue_jit
                 epilogue_jit.wait_ready(300)
             times = []
+            cpu_start = time.process_time()
             for _ in range(steps):
                 start = time.perf_counter()
                 sess.run(fetches, feeds)
                 times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+            cpu_ms = (time.process_time() - cpu_start) * 1e3 / steps
+    return statistics.median(times), cpu_ms, min(times)
 
 
 def main() -> None:
@@ -120,21 +125,31 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(WORKLOADS))
     args = parser.parse_args()
     if args.peer:
-        print(run_peer(args.peer, args.workload, args.steps))
+        print(*run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
     for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
+        cpu: dict = {"aioflow": [], "tf": []}
+        fastest: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
                 out = subprocess.run(
                     [pythons[peer], __file__, "--peer", peer, "--workload", workload,
                      "--steps", str(args.steps)], capture_output=True, text=True, check=True,
                     env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-                ms[peer].append(float(out.stdout.strip().splitlines()[-1]))
+                wall, cpu_ms, fast = out.stdout.strip().splitlines()[-1].split()
+                ms[peer].append(float(wall))
+                cpu[peer].append(float(cpu_ms))
+                fastest[peer].append(float(fast))
         med = {p: round(statistics.median(v), 2) for p, v in ms.items()}
         med["aioflow_over_tf"] = round(med["aioflow"] / med["tf"], 2)
+        med["cpu_ms"] = {p: round(statistics.median(v), 2) for p, v in cpu.items()}
+        med["cpu_aioflow_over_tf"] = round(med["cpu_ms"]["aioflow"] / med["cpu_ms"]["tf"], 2)
+        # the fastest step of all rounds: what a quiet machine gives, on a loaded one
+        med["fastest_ms"] = {p: round(min(v), 2) for p, v in fastest.items()}
+        med["fastest_aioflow_over_tf"] = round(min(fastest["aioflow"]) / min(fastest["tf"]), 2)
         result[workload] = med
     print(json.dumps(result, indent=1))
 
