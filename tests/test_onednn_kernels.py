@@ -394,12 +394,12 @@ _MAX_POOL_2X2 = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
 ])
 def test_training_chain_kernels_run_on_the_loop_up_to_inline_work(op, step, big, attrs):
     """A training step's batch norms and pooling gradients (benchmarks/training.py's
-    cnn_bn: 32x28x28x16) run on the event loop, as the forward convolutions do; above
-    backend.INLINE_WORK (a ResNet-sized batch) on the backend's threads."""
+    cnn_bn: 32x28x28x16) are placed as the forward convolutions are (backend.LoopOrThread:
+    by their work): on the event loop up to backend.INLINE_WORK, above it (a ResNet-sized
+    batch) off the loop."""
     kernel = create(op, _shaped(*step), **attrs)
-    assert kernel.is_async
-    assert kernel.runs_inline(_shaped(*step))
-    assert not kernel.runs_inline(_shaped(*big))
+    assert isinstance(kernel, backend.LoopOrThread)
+    assert kernel.work(_shaped(*step)) <= backend.INLINE_WORK < kernel.work(_shaped(*big))
 
 
 def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
