@@ -119,8 +119,9 @@ MAX_NDIMS = 12
 #: oneDNN versions (major, minor) whose headers give the values and layouts used here.
 SUPPORTED = ((3, 2), (3, 11), (3, 13))
 #: Wheels whose libdnnl.so.3 loads without being named, in order of preference. Intel's
-#: `onednn` loads only when AIOFLOW_ONEDNN_LIBRARY names it: with it, processes that ran
-#: the oneDNN tests crashed (SIGSEGV at exit, once SIGABRT in dnnl_primitive_destroy).
+#: `onednn` loads only when AIOFLOW_ONEDNN_LIBRARY names it: it is not faster, and
+#: processes that ran the oneDNN tests on it crashed before the gradient primitives took
+#: per-thread scratchpads (docs/onednn.md).
 _WHEELS = ("onednn-cpu-gomp",)
 #: The `onednn` wheel's libdnnl.so.3 needs these (its dependencies install them beside it,
 #: without a run path): loaded first by full path, so that the loader finds them loaded.
