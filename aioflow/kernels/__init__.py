@@ -88,6 +88,7 @@ from .nn import (
 from .onednn import (  # registered when oneDNN loads
     conv_grad_onednn,
     conv_onednn,
+    matmul_onednn,
     pooling_grad_onednn,
     pooling_onednn,
 )
