@@ -7,8 +7,9 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
 warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
-prints the median ms per step. The peers alternate (ABAB), `--reps` rounds; the result
-is the median over rounds and the ratio aioflow / TF. TensorFlow runs with `--tf-python`
+prints the median ms per step and the process's CPU ms per step (all its threads). The
+peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
+ratios aioflow / TF of both. TensorFlow runs with `--tf-python`
 (a Python with tensorflow-cpu; never a dependency). On a machine shared by many
 processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
 OPENBLAS_NUM_THREADS=1 (inherited by both peers).
@@ -84,7 +85,7 @@ def _while_grad(tf):
     return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
 
 
-def run_peer(peer: str, workload: str, steps: int) -> float:
+def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
     if peer == "tf":
         import tensorflow.compat.v1 as tf
         tf.disable_v2_behavior()
@@ -103,11 +104,13 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
                 from aioflow.kernels.nn import epilogue_jit
                 epilogue_jit.wait_ready(300)
             times = []
+            cpu = time.process_time()
             for _ in range(steps):
                 start = time.perf_counter()
                 sess.run(fetches, feeds)
                 times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+            cpu = (time.process_time() - cpu) * 1e3 / steps
+    return statistics.median(times), cpu
 
 
 def main() -> None:
@@ -120,21 +123,27 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(WORKLOADS))
     args = parser.parse_args()
     if args.peer:
-        print(run_peer(args.peer, args.workload, args.steps))
+        print(*run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
     for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
+        cpu: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
                 out = subprocess.run(
                     [pythons[peer], __file__, "--peer", peer, "--workload", workload,
                      "--steps", str(args.steps)], capture_output=True, text=True, check=True,
                     env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-                ms[peer].append(float(out.stdout.strip().splitlines()[-1]))
+                wall, step_cpu = out.stdout.strip().splitlines()[-1].split()
+                ms[peer].append(float(wall))
+                cpu[peer].append(float(step_cpu))
         med = {p: round(statistics.median(v), 2) for p, v in ms.items()}
         med["aioflow_over_tf"] = round(med["aioflow"] / med["tf"], 2)
+        for p, v in cpu.items():
+            med[f"{p}_cpu"] = round(statistics.median(v), 2)
+        med["cpu_aioflow_over_tf"] = round(med["aioflow_cpu"] / med["tf_cpu"], 2)
         result[workload] = med
     print(json.dumps(result, indent=1))
 

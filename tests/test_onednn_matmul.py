@@ -123,3 +123,18 @@ def test_nan_and_inf_propagate_as_in_numpy():
     got, want = _both("MatMul", MatMulOp, [a, b])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_products_run_inline_up_to_the_backends_inline_work(monkeypatch):
+    """As the oneDNN convolutions: with intra-op threads covering the cores, a product
+    runs on the calling thread (the event loop, on a team of every core) up to
+    backend.INLINE_WORK multiply-adds; with fewer, the NumPy kernel's pool rule holds."""
+    kernel = create("MatMul", [_rand(64, 784), _rand(784, 256)])
+    mlp_layer = [_rand(64, 784), _rand(784, 256)]  # 2^23.6 multiply-adds
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    assert not kernel.is_expensive(mlp_layer)
+    monkeypatch.setattr(backend, "INLINE_WORK", 1 << 20)
+    assert kernel.is_expensive(mlp_layer)
+    monkeypatch.setattr(backend, "INLINE_WORK", 1 << 27)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
+    assert kernel.is_expensive(mlp_layer) == MatMulOp.is_expensive(kernel, mlp_layer) is True

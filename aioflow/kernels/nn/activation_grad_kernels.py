@@ -46,8 +46,9 @@ def _register(op_type: str, fn_of_ctx, **constraints):
 
 
 #: Elements from which ReluGrad/Relu6Grad run their compiled loop (NumPy below: a numba
-#: call's dispatch costs more than a small array's pass).
-COMPILED_FROM = 1 << 14
+#: call's dispatch costs more than a small array's pass). CPU time a call, float32:
+#: 1,024 elements 1.41 µs in NumPy, 0.48 compiled; 8,192 2.61 against 0.99.
+COMPILED_FROM = 1 << 10
 
 
 def _masked(numpy_fn, compiled_ranges):

@@ -18,6 +18,14 @@ Threads: a product of at least backend.TEAM_WORK multiply-adds runs on an OpenMP
 the intra-op threads when the backend's budget has that many cores free (backend.team),
 as the convolutions do; smaller ones on the calling thread alone. Other types, empty
 matrices and operands whose strides the GEMM cannot take run the NumPy product.
+
+Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
+multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
+the executor runs it on the event loop (its team the loop's thread and the other cores)
+unless its learned cost says otherwise (aioflow/runtime/kernel_stats.py: over ~100 µs
+a call, the pool). A pool round trip cost the MLP's forward + backward step 150-200 µs
+of CPU for its two 64x784x256 products (load 10). With fewer intra-op threads than
+cores (throughput), the NumPy kernel's rule (over 2^21 multiply-adds: the pool).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from aioflow.framework import dtypes
+from aioflow.kernels.element_threads import _CORES, intra_op_threads
 from aioflow.kernels.math.matmul_kernels import MatMulOp
 from aioflow.kernels.nn.fused_kernels import FusedMatMulOp
 from aioflow.kernels.onednn import backend
@@ -69,7 +78,15 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
 
 
 class _OneDnnProduct:
-    """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN."""
+    """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN, and
+    where it runs (`is_expensive`, asked by the executor; see the module docstring)."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        a, b = inputs[0], inputs[1]
+        if not backend.ACTIVE or intra_op_threads() < _CORES or \
+                a.dtype != _F32 or b.dtype != _F32 or b.ndim < 2:
+            return super().is_expensive(inputs)
+        return a.size * b.shape[-1] > backend.INLINE_WORK
 
     def product(self, x, y):
         if backend.ACTIVE and x.dtype == _F32 and y.dtype == _F32 and \
