@@ -93,6 +93,14 @@ def test_batch_matmul_errors():
         run1("BatchMatMul", [np.zeros((2, 3, 4), f), np.zeros((1, 4, 3), f)])
 
 
+@pytest.fixture
+def numpy_products(monkeypatch):
+    """The NumPy kernels' own products: with the onednn extra, its float32 MatMul kernels
+    fall back to them (tests/test_onednn_matmul.py tests those)."""
+    monkeypatch.setattr(backend, "ACTIVE", False)
+
+
+@pytest.mark.usefixtures("numpy_products")
 def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
     a = np.ones((2, 2), np.float32)
     big = np.ones((512, 512), np.float32)
@@ -119,13 +127,6 @@ class _Section:
 
     def __exit__(self, *exc):
         return None
-
-
-@pytest.fixture
-def numpy_products(monkeypatch):
-    """The NumPy kernels' own products: with the onednn extra, its float32 MatMul kernels
-    fall back to them (tests/test_onednn_matmul.py tests those)."""
-    monkeypatch.setattr(backend, "ACTIVE", False)
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
