@@ -138,3 +138,15 @@ def test_products_run_inline_up_to_the_backends_inline_work(monkeypatch):
     monkeypatch.setattr(backend, "INLINE_WORK", 1 << 27)
     monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
     assert kernel.is_expensive(mlp_layer) == MatMulOp.is_expensive(kernel, mlp_layer) is True
+
+
+def test_products_run_from_many_threads_at_once():
+    """The pool's threads and the event loop call the GEMM at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+    pairs = [(_rand(64, 784, seed=i), _rand(784, 256, seed=10 + i)) for i in range(8)]
+    want = [matmul_onednn.sgemm(a, b) for a, b in pairs]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            got = list(pool.map(lambda ab: matmul_onednn.sgemm(*ab), pairs))
+            for g, w in zip(got, want, strict=True):  # (a team of another size may
+                np.testing.assert_allclose(g, w, **TOL)  # split the sums otherwise)
