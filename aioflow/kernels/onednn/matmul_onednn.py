@@ -34,7 +34,7 @@ import numpy as np
 
 from aioflow.framework import dtypes
 from aioflow.kernels.element_threads import _CORES, intra_op_threads
-from aioflow.kernels.math.matmul_kernels import MatMulOp
+from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, MatMulOp
 from aioflow.kernels.nn.fused_kernels import FusedMatMulOp
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
@@ -83,8 +83,10 @@ class _OneDnnProduct:
 
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs[0], inputs[1]
+        if b.ndim < 2 or a.size * b.shape[-1] <= POOL_FLOPS:
+            return False  # (the NumPy kernel's rule agrees; asked every call)
         if not backend.ACTIVE or intra_op_threads() < _CORES or \
-                a.dtype != _F32 or b.dtype != _F32 or b.ndim < 2:
+                a.dtype != _F32 or b.dtype != _F32:
             return super().is_expensive(inputs)
         return a.size * b.shape[-1] > backend.INLINE_WORK
 
