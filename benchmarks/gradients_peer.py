@@ -5,6 +5,9 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   mlp          784-256-128-10 MLP, batch 64: loss and the gradients of its 6 weights
   conv         two 3x3 convolutions (32, 64 channels) + max pool + dense, batch 16, 32x32x3
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
+  functional_while_grad  the same loop as a functional While (TF's while_v2, as TF 2
+               graphs hold it): TF builds it, writes the forward GraphDef, and both
+               peers take tf.gradients of it (TF's accumulating while_v2 gradient)
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
 warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
 prints the median ms per step and the process's CPU ms per step (all its threads). The
@@ -15,7 +18,7 @@ processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
 OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
-           [--only conv,mlp,while_grad] [--steps 20] [--reps 2]
+           [--only conv,mlp,while_grad,functional_while_grad] [--steps 20] [--reps 2]
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ import time
 
 import numpy as np
 
-WORKLOADS = ["mlp", "conv", "while_grad"]
+WORKLOADS = ["mlp", "conv", "while_grad", "functional_while_grad"]
+#: Where the TF peer writes the functional loop's forward GraphDef for both peers.
+FORWARD_PB = os.environ.get("FUNCTIONAL_FORWARD_PB", "/tmp/gradients_peer_functional.pb")
 #: Seconds of warm-up steps (at least two) before the timed ones: aioflow's compiled
 #: loops compile on background threads while its kernels run NumPy for the first steps.
 WARM_UP_S = 2.0
@@ -85,6 +90,33 @@ def _while_grad(tf):
     return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
 
 
+def write_functional_forward() -> None:
+    """(TF peer) The functional loop's forward GraphDef, written to FORWARD_PB."""
+    import tensorflow.compat.v1 as tf
+    from tensorflow.python.ops import while_v2
+    tf.disable_v2_behavior()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [256], name="x")
+        _, y = while_v2.while_loop(lambda i, v: i < 200,
+                                   lambda i, v: (i + 1, tf.tanh(v) * 1.01),
+                                   [tf.constant(0), x])
+        tf.reduce_sum(y, name="loss")
+    with open(FORWARD_PB, "wb") as f:
+        f.write(graph.as_graph_def().SerializeToString())
+
+
+def _functional_while_grad(tf):
+    graph_def = tf.GraphDef()
+    with open(FORWARD_PB, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    tf.import_graph_def(graph_def, name="")
+    graph = tf.get_default_graph()
+    x = graph.get_tensor_by_name("x:0")
+    fetches = tf.gradients(graph.get_tensor_by_name("loss:0"), [x])
+    return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
+
+
 def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
     if peer == "tf":
         import tensorflow.compat.v1 as tf
@@ -93,7 +125,8 @@ def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
         import aioflow.compat.v1 as tf
     graph = tf.Graph()
     with graph.as_default():
-        fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad}[workload](tf)
+        fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad,
+                          "functional_while_grad": _functional_while_grad}[workload](tf)
         with tf.Session() as sess:
             warm_until = time.perf_counter() + WARM_UP_S
             for i in itertools.count():
@@ -121,11 +154,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--only", default=",".join(WORKLOADS))
+    parser.add_argument("--write-functional-forward", action="store_true")
     args = parser.parse_args()
+    if args.write_functional_forward:
+        write_functional_forward()
+        return
     if args.peer:
         print(*run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
+    if "functional_while_grad" in args.only.split(","):
+        subprocess.run([args.tf_python, __file__, "--write-functional-forward"], check=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     result = {}
     for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
