@@ -150,3 +150,18 @@ def test_products_run_from_many_threads_at_once():
             got = list(pool.map(lambda ab: matmul_onednn.sgemm(*ab), pairs))
             for g, w in zip(got, want, strict=True):  # (a team of another size may
                 np.testing.assert_allclose(g, w, **TOL)  # split the sums otherwise)
+
+
+def test_only_products_from_team_macs_take_a_team(monkeypatch):
+    asked = []
+    real = matmul_onednn.team
+
+    def recorded(work):
+        asked.append(work)
+        return real(work)
+
+    monkeypatch.setattr(matmul_onednn, "team", recorded)
+    matmul_onednn.sgemm(_rand(64, 256), _rand(256, 128))        # 2^21: one thread
+    matmul_onednn.sgemm(_rand(64, 784), _rand(784, 256))        # 12.8M: a team's worth
+    assert asked == [0, 64 * 784 * 256]
+    assert backend.team_size(0) == 1

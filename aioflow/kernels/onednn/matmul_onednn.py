@@ -14,10 +14,12 @@ against 333-583 µs a call, one thread each, load 4-7 (docs/performance.md, 2026
 Below ONEDNN_MACS multiply-adds the call's fixed cost (~4 µs: ctypes and oneDNN's
 dispatch) exceeds what it saves, and NumPy runs the product.
 
-Threads: a product of at least backend.TEAM_WORK multiply-adds runs on an OpenMP team of
-the intra-op threads when the backend's budget has that many cores free (backend.team),
-as the convolutions do; smaller ones on the calling thread alone. Other types, empty
-matrices and operands whose strides the GEMM cannot take run the NumPy product.
+Threads: a product of at least TEAM_MACS multiply-adds runs on an OpenMP team of the
+intra-op threads when the backend's budget has that many cores free (backend.team), as
+the convolutions do from backend.TEAM_WORK; smaller ones on the calling thread alone (a
+64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both stay busy; load 7).
+Other types, empty matrices and operands whose strides the GEMM cannot take run the
+NumPy product.
 
 Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
@@ -45,6 +47,9 @@ from aioflow.kernels.onednn.primitives import address, set_threads
 #: product 5.6 µs in NumPy, 6.7 in oneDNN; 64x256x128 38 against 21 µs, CPU time).
 ONEDNN_MACS = 1 << 18
 
+#: Multiply-adds from which a product runs on a team (see the module docstring).
+TEAM_MACS = 1 << 22
+
 _F32 = np.dtype(np.float32)
 _NO, _YES = b"N", b"T"
 
@@ -70,7 +75,8 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     m, k = x.shape
     n = y.shape[1]
     out = np.empty((m, n), _F32)
-    with team(m * k * n) as threads:
+    work = m * k * n
+    with team(work if work >= TEAM_MACS else 0) as threads:
         set_threads(threads)
         status = api._lib.dnnl_sgemm(ox[0], oy[0], m, n, k, 1.0, address(x), ox[1],
                                      address(y), oy[1], 0.0, address(out), n)
