@@ -10,6 +10,7 @@ from kernel_testutil import create, run1
 from test_kernels_cwise import assert_same, rand
 
 from aioflow.framework import errors
+from aioflow.kernels.onednn import backend
 
 BF16 = ml_dtypes.bfloat16
 TYPES = [np.float16, BF16, np.float32, np.float64, np.int32, np.int64, np.complex64,
@@ -92,6 +93,14 @@ def test_batch_matmul_errors():
         run1("BatchMatMul", [np.zeros((2, 3, 4), f), np.zeros((1, 4, 3), f)])
 
 
+@pytest.fixture
+def numpy_products(monkeypatch):
+    """The NumPy kernels' own products: with the onednn extra, its float32 MatMul kernels
+    fall back to them (tests/test_onednn_matmul.py tests those)."""
+    monkeypatch.setattr(backend, "ACTIVE", False)
+
+
+@pytest.mark.usefixtures("numpy_products")
 def test_matmul_goes_to_the_pool_when_large_and_has_no_unsigned_kernel():
     a = np.ones((2, 2), np.float32)
     big = np.ones((512, 512), np.float32)
@@ -122,6 +131,7 @@ class _Section:
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("m, n", [(300, 90), (40, 330)])
+@pytest.mark.usefixtures("numpy_products")
 def test_large_matmul_shared_in_blocks_of_rows_or_columns(monkeypatch, ta, tb, m, n):
     """A product worth sharing runs in its own threads' section (BLAS single-threaded),
     cut into blocks of output rows (or columns, when it has more of them) shared among
@@ -148,6 +158,7 @@ def test_large_matmul_shared_in_blocks_of_rows_or_columns(monkeypatch, ta, tb, m
     assert entered == [2] and cuts == [(4, 2)]
 
 
+@pytest.mark.usefixtures("numpy_products")
 def test_small_matmul_does_not_call_into_blas(monkeypatch):
     """A product OpenBLAS runs on one thread anyway is one np.matmul: no section, whose
     calls into OpenBLAS (ctypes calls let go of the GIL: on the event loop a tiny product

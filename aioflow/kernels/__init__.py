@@ -89,6 +89,7 @@ from .onednn import (  # registered when oneDNN loads
     batch_norm_onednn,
     conv_grad_onednn,
     conv_onednn,
+    matmul_onednn,
     pooling_grad_onednn,
     pooling_onednn,
 )

@@ -120,14 +120,18 @@ class MatMulOp(_MatMulBase):
         y = b.T if self._tb else b
         if x.shape[1] != y.shape[0]:
             raise _size_error(a, b)
+        return (self.product(x, y),)
+
+    def product(self, x, y):
+        """x @ y of two checked matrices (a backend's kernel overrides it)."""
         macs = x.shape[0] * x.shape[1] * y.shape[1]
         if macs <= _BLAS_SERIAL_MACS or self._half is not None or x.dtype.kind != "f" \
                 or x.dtype != y.dtype:
-            return (self._matmul(x, y),)
+            return self._matmul(x, y)
         with intra_op_threads.own_threads() as threads:
             if macs > _SPLIT_MACS and threads > 1:
-                return (_gemm_shared(x, y, threads),)
-            return (np.matmul(x, y),)
+                return _gemm_shared(x, y, threads)
+            return np.matmul(x, y)
 
 
 def _adjoint(m):

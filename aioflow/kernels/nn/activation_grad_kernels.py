@@ -13,6 +13,9 @@ from aioflow.kernels.element_threads import for_ranges
 from aioflow.kernels.math.cwise_kernels import BIG, CwiseKernel, shape_str, via_float32
 from aioflow.kernels.nn import activation_grad_jit
 
+_HALF = (dtypes.float16, dtypes.bfloat16)
+#: Logit types the cross-entropies compute in (half and bfloat16 in float32).
+_EXACT = (np.dtype(np.float32), np.dtype(np.float64))
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
 
@@ -43,8 +46,9 @@ def _register(op_type: str, fn_of_ctx, **constraints):
 
 
 #: Elements from which ReluGrad/Relu6Grad run their compiled loop (NumPy below: a numba
-#: call's dispatch costs more than a small array's pass).
-COMPILED_FROM = 1 << 14
+#: call's dispatch costs more than a small array's pass). CPU time a call, float32:
+#: 1,024 elements 1.41 µs in NumPy, 0.48 compiled; 8,192 2.61 against 0.99.
+COMPILED_FROM = 1 << 10
 
 
 def _masked(numpy_fn, compiled_ranges):
@@ -90,16 +94,19 @@ class BiasAddGradOp(CwiseKernel):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._nchw = attr_text(ctx.get_attr("data_format", b"NHWC")) == "NCHW"
+        # half and bfloat16 sum in float32 and round once
+        self._acc = np.float32 if ctx.get_attr("T") in _HALF else None
 
     def compute(self, ctx, inputs):
         g = np.asarray(inputs[0])
         if g.ndim < 2:
             raise errors.InvalidArgumentError(
                 None, None, f"Input tensor must be at least 2D: {shape_str(g.shape)}")
+        if g.ndim == 2 and not self._nchw:  # a dense layer's: the column sums
+            return (np.add.reduce(g, axis=0, dtype=self._acc).astype(g.dtype, copy=False),)
         channel = 1 if self._nchw else g.ndim - 1
         axes = tuple(i for i in range(g.ndim) if i != channel)
-        acc = np.float32 if g.dtype in (np.float16,) or g.dtype.name == "bfloat16" else None
-        return (np.sum(g, axis=axes, dtype=acc).astype(g.dtype, copy=False),)
+        return (np.sum(g, axis=axes, dtype=self._acc).astype(g.dtype, copy=False),)
 
     def compiled_fn(self):
         """For float32/float64 in NHWC (an RNN cell's bias, every step of its gradient
@@ -142,11 +149,15 @@ def _sparse_xent(logits, labels):
     """(loss, backprop) of float32/64 logits and in-range class indices, TF's formulas:
     loss = log(sum(exp(shifted))) - shifted[label] (other classes' values never enter:
     a -inf logit elsewhere leaves the loss finite), backprop = softmax - one_hot."""
-    rows = np.arange(labels.shape[0])
+    # each row's label as a flat index into the [batch, classes] arrays
+    at = np.arange(0, labels.shape[0] * logits.shape[1], logits.shape[1])
+    at += labels
     shifted, e, total = _softmax_parts(logits)
-    loss = np.log(total[:, 0]) - shifted[rows, labels]
+    loss = np.log(total[:, 0])
+    loss -= shifted.take(at)
     e /= total
-    e[rows, labels] -= 1
+    flat = e.reshape(-1)
+    flat[at] -= 1
     return loss, e
 
 
@@ -204,14 +215,14 @@ class SparseSoftmaxCrossEntropyWithLogitsOp(OpKernel):
             raise errors.InvalidArgumentError(
                 None, None, "Must have at least one class, but got logits shape "
                 f"{shape_str(features.shape)}")
-        bad = (labels < 0) | (labels >= classes)
-        if np.any(bad):
+        if labels.size and (labels.min() < 0 or labels.max() >= classes):
+            bad = (labels < 0) | (labels >= classes)
             value = int(labels[np.argmax(bad)])
             raise errors.InvalidArgumentError(
                 None, None, f"Received a label value of {value} which is outside the valid "
                 f"range of [0, {classes}).  Label values: "
                 + " ".join(str(int(v)) for v in labels))
         out_dtype = features.dtype
-        f = features.astype(_compute_dtype(dtypes.as_dtype(out_dtype)), copy=False)
+        f = features if out_dtype in _EXACT else features.astype(np.float32)
         loss, backprop = _sparse_xent(f, labels)
-        return (loss.astype(out_dtype), backprop.astype(out_dtype))
+        return (loss.astype(out_dtype, copy=False), backprop.astype(out_dtype, copy=False))

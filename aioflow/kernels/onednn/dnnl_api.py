@@ -34,7 +34,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint, c_void_p
+from ctypes import (
+    POINTER,
+    c_char,
+    c_char_p,
+    c_float,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint,
+    c_void_p,
+)
 
 # -- enum values (dnnl_types.h / dnnl_common_types.h; equal in every SUPPORTED version) ---------
 
@@ -216,6 +227,9 @@ _SIGNATURES = {
     "dnnl_primitive_destroy": [_P],
     "dnnl_version": [],
     "dnnl_get_effective_cpu_isa": [],
+    # (transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), row-major
+    "dnnl_sgemm": [c_char, c_char, c_int64, c_int64, c_int64, c_float, _P, c_int64, _P,
+                   c_int64, c_float, _P, c_int64],
 }
 _RESTYPES = {"dnnl_memory_desc_get_size": c_size_t, "dnnl_memory_desc_equal": c_int,
              "dnnl_primitive_desc_query_md": c_void_p, "dnnl_version": POINTER(Version)}

@@ -143,6 +143,7 @@ class ApplyOp(OpKernel):
             self.scalars.append((i, arg, message, kind))
         self.attrs = {a: ctx.get_attr(a) for a in _ATTRS if ctx.has_attr(a)}
         self.dtype = ctx.get_attr("T").as_numpy_dtype
+        self._np_dtype = np.dtype(self.dtype)
         self.fused = None if self.sparse else dense_jit.fused_for(self.fn)
 
     def is_expensive(self, inputs: list) -> bool:
@@ -163,11 +164,17 @@ class ApplyOp(OpKernel):
 
     def _hyper(self, inputs) -> dict:
         h = dict(self.attrs)
+        dtype = self._np_dtype
         for i, arg, message, kind in self.scalars:
-            value = np.asarray(inputs[i])
-            if value.ndim != 0 or not _holds(kind, value):
+            value = inputs[i]
+            if value.__class__ is not np.ndarray:
+                value = np.asarray(value)
+            if value.ndim != 0 or (kind is not None and not _holds(kind, value)):
                 raise _invalid(f"{message}{shape_str(value.shape)}")
-            h[arg] = int(value) if arg == "global_step" else self.dtype(value)
+            if arg == "global_step":
+                h[arg] = int(value)
+            else:  # the scalar of T (a 0-d input of T is read as it is)
+                h[arg] = value[()] if value.dtype == dtype else self.dtype(value)
         return h
 
     def _check_slots(self, bufs) -> None:

@@ -131,13 +131,18 @@ class _Fused:
             if not self.group.ready():
                 return False
             self.ready = True  # a compiled group stays compiled
-        if grad.dtype not in TYPES:
+        dtype = grad.dtype
+        if dtype not in TYPES:
             return False
         arrays = (*bufs, grad)
+        owners = 0  # arrays that own their data
         for a in arrays:
-            if a.dtype != grad.dtype or not a.flags.c_contiguous:
+            if a.dtype != dtype or not a.flags.c_contiguous:
                 return False
-        if _may_overlap(arrays):
+            if a.base is None:
+                owners += 1
+        if (owners < len(arrays) or len(set(map(id, arrays))) < owners) and \
+                _may_overlap(arrays):
             return False
         flat = [a if a.ndim == 1 else a.reshape(-1) for a in arrays]
         scalars = self.scalars(h)
@@ -150,10 +155,8 @@ class _Fused:
 
 
 def _may_overlap(arrays) -> bool:
-    """Whether any two of the arrays may share memory: distinct arrays that own their
-    data never do (the usual case, checked without NumPy's bounds test)."""
-    if all(a.base is None for a in arrays) and len(set(map(id, arrays))) == len(arrays):
-        return False
+    """Whether any two of the arrays may share memory (the caller skips the test when
+    they are distinct arrays that all own their data: such arrays never do)."""
     return any(np.may_share_memory(a, b)
                for i, a in enumerate(arrays) for b in arrays[i + 1:])
 

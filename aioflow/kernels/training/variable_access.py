@@ -12,8 +12,6 @@ still holds it (copy-on-write, as TF's), so a value once read never changes.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import numpy as np
 
 from aioflow.framework import errors
@@ -33,28 +31,44 @@ def _find(ctx, value, resource: bool) -> Var:
         raise errors.InternalError(None, None, "Invalid variable reference.") from None
 
 
+def _in_lock_order(variables: list) -> list:
+    """The distinct variables in the one global order their locks are taken in (by id)."""
+    if len(variables) == 1:
+        return variables
+    return sorted(set(variables), key=id)  # (a Var hashes by identity)
+
+
 class LockedVariables:
     """`with LockedVariables(ctx, inputs, names, resource) as bufs:` the writable buffers
     of the inputs named (as the node names them) in `names`, all their locks held;
     FailedPreconditionError as TF's for one not yet initialized."""
 
+    __slots__ = ("names", "resource", "vars", "_locks")
+
     def __init__(self, ctx, inputs, names: list[str], resource: bool):
         self.names = names
         self.resource = resource
         self.vars = [_find(ctx, inputs[i], resource) for i in range(len(names))]
-        self._stack = ExitStack()
+        self._locks: list = []
 
     def __enter__(self) -> list[np.ndarray]:
-        for var in sorted({id(v): v for v in self.vars}.values(), key=id):
-            self._stack.enter_context(var.lock)
+        held = self._locks
+        for var in _in_lock_order(self.vars):
+            var.lock.acquire()
+            held.append(var.lock)
         try:
             return [self._buffer(i, var) for i, var in enumerate(self.vars)]
         except BaseException:
-            self._stack.close()
+            self._release()
             raise
 
     def __exit__(self, *exc) -> None:
-        self._stack.close()
+        self._release()
+
+    def _release(self) -> None:
+        held = self._locks
+        while held:
+            held.pop().release()
 
     def _buffer(self, index: int, var: Var) -> np.ndarray:
         if var.value is None:

@@ -1,0 +1,117 @@
+"""MatMul and _FusedMatMul (float32) on oneDNN's GEMM (dnnl_sgemm), as TF's own CPU
+kernels run them on oneDNN (_MklMatMul, _MklNativeFusedMatMul).
+
+The NumPy kernels (aioflow/kernels/math/matmul_kernels.py, nn/fused_kernels.py) check the
+attrs and inputs with TF's messages and hand the two checked matrices, op(a) and op(b)
+as NumPy views, to `product`; these kernels override it. A transposed operand
+(transpose_a/b, or an input that is itself a transposed view) is passed to the GEMM as
+it lies, with its transpose flag and leading dimension: no copy. _FusedMatMul's bias and
+activation then run on the product as in the NumPy kernel (its compiled epilogue).
+
+Why: on this machine's AVX-512 cores oneDNN's JIT GEMM is 1.6-1.9x OpenBLAS's (which
+runs its Haswell/SkylakeX kernels) at an MLP's shapes: 64x784 @ 784x256 213-312 µs
+against 333-583 µs a call, one thread each, load 4-7 (docs/performance.md, 2026-11-29).
+Below ONEDNN_MACS multiply-adds the call's fixed cost (~4 µs: ctypes and oneDNN's
+dispatch) exceeds what it saves, and NumPy runs the product.
+
+Threads: a product of at least TEAM_MACS multiply-adds runs on an OpenMP team of the
+intra-op threads when the backend's budget has that many cores free (backend.team), as
+the convolutions do from backend.TEAM_WORK; smaller ones on the calling thread alone (a
+64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both stay busy; load 7).
+Other types, empty matrices and operands whose strides the GEMM cannot take run the
+NumPy product.
+
+Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
+multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
+the executor runs it on the event loop (its team the loop's thread and the other cores)
+unless its learned cost says otherwise (aioflow/runtime/kernel_stats.py: over ~100 µs
+a call, the pool). A pool round trip cost the MLP's forward + backward step 150-200 µs
+of CPU for its two 64x784x256 products (load 10). With fewer intra-op threads than
+cores (throughput), the NumPy kernel's rule (over 2^21 multiply-adds: the pool).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aioflow.framework import dtypes
+from aioflow.kernels.element_threads import _CORES, intra_op_threads
+from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, MatMulOp
+from aioflow.kernels.nn.fused_kernels import FusedMatMulOp
+from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import dnnl_api as api
+from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.primitives import address, set_threads
+
+#: Multiply-adds from which a float32 product runs on oneDNN (NumPy below: a 64x64x64
+#: product 5.6 µs in NumPy, 6.7 in oneDNN; 64x256x128 38 against 21 µs, CPU time).
+ONEDNN_MACS = 1 << 18
+
+#: Multiply-adds from which a product runs on a team (see the module docstring).
+TEAM_MACS = 1 << 22
+
+_F32 = np.dtype(np.float32)
+_NO, _YES = b"N", b"T"
+
+
+def _operand(m: np.ndarray):
+    """(transpose flag, leading dimension) under which oneDNN's row-major GEMM reads the
+    float32 matrix view `m` where it lies, or None when its strides do not allow it."""
+    s0, s1 = m.strides
+    rows, cols = m.shape
+    if s1 == 4 and s0 % 4 == 0 and s0 // 4 >= cols:
+        return _NO, s0 // 4
+    if s0 == 4 and s1 % 4 == 0 and s1 // 4 >= rows:  # the transpose of a row-major matrix
+        return _YES, s1 // 4
+    return None
+
+
+def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """x @ y for float32 matrix views on oneDNN, or None where it cannot run it (the
+    caller then runs NumPy's)."""
+    ox, oy = _operand(x), _operand(y)
+    if ox is None or oy is None:
+        return None
+    m, k = x.shape
+    n = y.shape[1]
+    out = np.empty((m, n), _F32)
+    work = m * k * n
+    with team(work if work >= TEAM_MACS else 0) as threads:
+        set_threads(threads)
+        status = api._lib.dnnl_sgemm(ox[0], oy[0], m, n, k, 1.0, address(x), ox[1],
+                                     address(y), oy[1], 0.0, address(out), n)
+    return out if status == api.SUCCESS else None
+
+
+class _OneDnnProduct:
+    """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN, and
+    where it runs (`is_expensive`, asked by the executor; see the module docstring)."""
+
+    def is_expensive(self, inputs: list) -> bool:
+        a, b = inputs[0], inputs[1]
+        if b.ndim < 2 or a.size * b.shape[-1] <= POOL_FLOPS:
+            return False  # (the NumPy kernel's rule agrees; asked every call)
+        if not backend.ACTIVE or intra_op_threads() < _CORES or \
+                a.dtype != _F32 or b.dtype != _F32:
+            return super().is_expensive(inputs)
+        return a.size * b.shape[-1] > backend.INLINE_WORK
+
+    def product(self, x, y):
+        if backend.ACTIVE and x.dtype == _F32 and y.dtype == _F32 and \
+                x.shape[0] * x.shape[1] * y.shape[1] >= ONEDNN_MACS and \
+                x.shape[0] and y.shape[1] and x.shape[1]:
+            out = sgemm(x, y)
+            if out is not None:
+                return out
+        return super().product(x, y)
+
+
+@onednn_kernel("MatMul", T=[dtypes.float32])
+class OneDnnMatMulOp(_OneDnnProduct, MatMulOp):
+    """MatMul, float32, on oneDNN's GEMM."""
+
+
+@onednn_kernel("_FusedMatMul", T=[dtypes.float32])
+class OneDnnFusedMatMulOp(_OneDnnProduct, FusedMatMulOp):
+    """_FusedMatMul, float32: the product on oneDNN's GEMM, then the bias and activation
+    as the NumPy kernel applies them."""
