@@ -168,6 +168,28 @@ _c_char = ctypes.c_char
 _addressof = ctypes.addressof
 
 
+class _Quick:
+    """Functions of the loaded library that return at once, called holding the GIL
+    (through a ctypes.PyDLL view of the same library): a ctypes call through CDLL lets
+    go of the GIL, and with another thread waiting for it (a pool thread running
+    primitives beside the event loop) each of a primitive's dozen argument calls became
+    a GIL hand-over, the caller then waiting for the GIL back. Only the primitive's
+    execution itself lets go of the GIL."""
+
+    set_data_handle = None
+    stream_wait = None
+
+    @classmethod
+    def bind(cls) -> None:
+        lib = ctypes.PyDLL(api._lib._name, handle=api._lib._handle)
+        for attr, name in (("set_data_handle", "dnnl_memory_set_data_handle"),
+                           ("stream_wait", "dnnl_stream_wait")):
+            fn = getattr(lib, name)
+            fn.argtypes = api._SIGNATURES[name]
+            fn.restype = ctypes.c_int
+            setattr(cls, attr, fn)
+
+
 def address(a: np.ndarray) -> int:
     """The address of a's first element (a writable contiguous array's through ctypes,
     4x faster than the array interface, which read-only arrays take)."""
@@ -320,7 +342,10 @@ class Primitive:
         mems = memories.get(key)
         if mems is None:
             mems = memories[key] = _Memories(args)
-        set_handle = lib.dnnl_memory_set_data_handle
+        set_handle = _Quick.set_data_handle
+        if set_handle is None:
+            _Quick.bind()
+            set_handle = _Quick.set_data_handle
         for mem, (_, _, array) in zip(mems.handles, args, strict=True):
             status = set_handle(mem, address(array))
             if status:
@@ -328,7 +353,7 @@ class Primitive:
         s = stream()
         api.check(lib.dnnl_primitive_execute(self.handle, s, len(args), mems.exec_args),
                   "dnnl_primitive_execute")
-        api.check(lib.dnnl_stream_wait(s), "dnnl_stream_wait")
+        api.check(_Quick.stream_wait(s), "dnnl_stream_wait")
 
     def __del__(self):
         if api._lib is not None:
@@ -408,6 +433,11 @@ class WeightsCache:
 
     def __init__(self):
         self._entry = None  # (array, (shape, strides), plan, reordered)
+
+    def holds(self, w: np.ndarray, plan) -> bool:
+        """Whether w's reordered copy for `plan` is kept (w is never written)."""
+        entry = self._entry
+        return entry is not None and entry[0] is w and entry[2] is plan
 
     def get(self, w: np.ndarray, plan) -> np.ndarray:
         """w in plan.w_md's layout, through plan.w_reorder."""
