@@ -308,6 +308,61 @@ def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
     assert [key[8] for key in conv_onednn._CACHE._entries] == [len(addend_shape) == 4]
 
 
+def _reference(op, inputs, **attrs):
+    node = make_node_def(op, inputs, **attrs)
+    return _REFERENCE[op](OpKernelConstruction(node, op_def_registry.get(op))).compute(
+        None, inputs)[0]
+
+
+def test_a_repeated_call_replays_the_last_one():
+    """Same shapes, the same read-only filter and bias: the call is replayed (the full
+    path, which would check and build everything again, is not taken), with the new
+    input's and the new addend's values."""
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME", fused_ops=["BiasAdd", "Add", "Relu"],
+                 num_args=2)
+    w, bias = _const(_rand(3, 3, 6, 16, seed=2)), _const(_rand(16, seed=3))
+    first = [_rand(2, 9, 10, 6), w, bias, _rand(2, 9, 10, 16, seed=4)]
+    kernel = create("_FusedConv2D", first, **attrs)
+    np.testing.assert_allclose(kernel.compute(None, first)[0],
+                               _reference("_FusedConv2D", first, **attrs), **TOL)
+    kernel.convolve = None  # the full path would call it: replays only from here
+    for seed in (5, 6):
+        again = [_rand(2, 9, 10, 6, seed=seed), w, bias, _rand(2, 9, 10, 16, seed=seed + 9)]
+        np.testing.assert_allclose(kernel.compute(None, again)[0],
+                                   _reference("_FusedConv2D", again, **attrs), **TOL)
+
+
+def test_anything_else_takes_the_full_path():
+    """Another filter object, another input shape, a strided view as input, a writable
+    filter (a variable's: changed in place between calls): the full path, right values."""
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    w = _const(_rand(3, 3, 6, 8, seed=2))
+    kernel = create("Conv2D", [_rand(1, 9, 10, 6), w], **attrs)
+    calls = []
+    full = kernel.convolve
+
+    def counted(*args):
+        calls.append(1)
+        return full(*args)
+
+    kernel.convolve = counted
+    cases = [[_rand(1, 9, 10, 6), w], [_rand(1, 9, 10, 6, seed=1), w],  # replayed
+             [_rand(1, 9, 10, 6), _const(_rand(3, 3, 6, 8, seed=3))],  # another filter
+             [_rand(2, 9, 10, 6), w],  # another shape
+             [_rand(1, 9, 20, 6)[:, :, ::2], w]]  # not contiguous
+    for inputs in cases:
+        np.testing.assert_allclose(kernel.compute(None, inputs)[0],
+                                   _reference("Conv2D", inputs, **attrs), **TOL)
+    assert len(calls) == 4
+    writable = _rand(3, 3, 6, 8, seed=4)
+    x = _rand(1, 9, 10, 6)
+    kernel.compute(None, [x, writable])
+    writable *= 2  # as an Assign to a ref variable would
+    np.testing.assert_allclose(kernel.compute(None, [x, writable])[0],
+                               _reference("Conv2D", [x, writable], **attrs), **TOL)
+    assert kernel._replay is None and len(calls) == 6
+
+
 # -- gradients ----------------------------------------------------------------------------------
 
 _GRADS = [((2, 9, 9, 4), (3, 3, 4, 6), 1, "SAME", 1),

@@ -261,15 +261,13 @@ class ExecutorStateBase:
         self.in_flight += 1
         try:
             if item.mode != ASYNC:
+                compute = item.compute if self.stats is None else partial(
+                    self.stats.call, item, scheduled_ns=time_ns())
                 links = None
-                if self.stats is None:
-                    compute = item.compute
-                    if sample_size:  # timed on the pool thread (kernel_stats.py)
-                        compute = partial(timed_call, item, compute, sample_size)
-                    else:
-                        links = self.chain(item)
-                else:
-                    compute = partial(self.stats.call, item, scheduled_ns=time_ns())
+                if sample_size:  # timed on the pool thread (kernel_stats.py)
+                    compute = partial(timed_call, item, compute, sample_size)
+                elif self.stats is None:  # (traced: every node shows in the stats)
+                    links = self.chain(item)
                 if shared:
                     begin_sharing()
                 try:

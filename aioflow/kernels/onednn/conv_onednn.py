@@ -294,7 +294,7 @@ class _OnednnConv(LoopOrThread):
         addend = 3 if residual else None
         consts = tuple((i, a) for i, a in enumerate(inputs) if i and i != addend)
         kept_w = plan.w_reorder is None or self._weights.holds(w, plan)
-        fused = self.fusion is not _OnednnConv.fusion
+        fused = type(self).fusion is not _OnednnConv.fusion
         if not kept_w or (fused and self._chain_cache is None) or not all(
                 never_written(a) for _, a in consts if isinstance(a, np.ndarray)):
             self._replay = None
