@@ -136,6 +136,29 @@ async def test_error_in_iteration_k_names_node_frame_and_iteration_and_stops():
     assert calls == [0, 1, 2, 3, 4, 5]
 
 
+async def test_an_exit_fed_from_inside_the_body_fails_the_step_naming_it():
+    """An Exit fed by a body node (a mutated GraphDef; TF's while_loop feeds every Exit
+    from its Switch) would deliver every iteration and make its consumer ready before
+    the consumer's other input: the step fails with TF's class, naming the Exit."""
+    g = af.Graph()
+    with g.as_default():
+        af.while_loop(lambda i: i < 5, lambda i: i + 1, [af.constant(0)], name="w")
+    gd = g.as_graph_def()
+    bad = gd.node.add(name="w/bad_exit", op="Exit", input=["w/add"])
+    bad.attr["T"].type = af.int32.as_datatype_enum
+    out = gd.node.add(name="out", op="AddV2", input=["w/bad_exit", "w/Exit"])
+    out.attr["T"].type = af.int32.as_datatype_enum
+    g2 = af.Graph()
+    with g2.as_default():
+        af.import_graph_def(gd, name="")
+    async with af.Session(graph=g2) as sess:
+        for _ in range(3):  # segments compile after a few runs: the same error each time
+            with pytest.raises(errors.InvalidArgumentError,
+                               match="'w/bad_exit' delivered a value in more than one"):
+                await sess.run("out:0")
+        assert int(await sess.run("w/Exit:0")) == 5
+
+
 async def test_untaken_branch_loop_finishes_dead_and_merges():
     g = af.Graph()
     with g.as_default():

@@ -6,6 +6,9 @@ sample of the core ops; each registered OpDef must equal them exactly.
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import pytest
 from google.protobuf import text_format
 from op_def_compare import ours
@@ -337,3 +340,12 @@ def test_type_group_expands_in_tf_order():
     names = [dtypes.as_dtype(t).name for t in attr.allowed_values.list.type]
     assert names[:4] == ["float32", "float64", "int32", "uint8"]
     assert names[-3:] == ["float16", "uint32", "uint64"]
+
+
+def test_op_coverage_page_is_current():
+    """docs/op_coverage.md lists every registered op: regenerate it when ops change."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "gen_op_coverage.py"
+    spec = importlib.util.spec_from_file_location("gen_op_coverage", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.PAGE.read_text() == gen.render(), "run python docs/gen_op_coverage.py"

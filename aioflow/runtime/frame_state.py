@@ -56,7 +56,8 @@ class FrameState:
 
     __slots__ = ("name", "info", "parent_frame", "parent_iter", "max_parallel_iterations",
                  "num_pending_inputs", "iteration_count", "num_outstanding_iterations",
-                 "iterations", "next_iter_roots", "inv_values", "dead_exits", "frame_id")
+                 "iterations", "next_iter_roots", "inv_values", "dead_exits", "live_exits",
+                 "frame_id")
 
     def __init__(self, name: str, info, parent_frame, parent_iter, max_parallel: int):
         self.name = name
@@ -74,6 +75,7 @@ class FrameState:
         self.next_iter_roots: list = []
         self.inv_values: list = []
         self.dead_exits: list = []
+        self.live_exits: set | None = None  # ids of the Exits that delivered a value
 
 
 class ControlFlowExecutorState(ExecutorStateBase):
@@ -376,7 +378,7 @@ class ControlFlowExecutorState(ExecutorStateBase):
             if is_dead:
                 if it.iter_num == frame.iteration_count:
                     frame.dead_exits.append(item)
-            else:
+            elif self.first_live_exit(item, frame, it):
                 self.activate(item, False, frame.parent_frame, frame.parent_iter, outs)
         elif not is_dead:  # NextIteration
             if (it.iter_num == frame.iteration_count
@@ -392,6 +394,23 @@ class ControlFlowExecutorState(ExecutorStateBase):
         it.outstanding_ops -= 1
         if not it.outstanding_ops and self.cleanup_iterations(frame, it):
             self.frame_done(frame)
+
+    def first_live_exit(self, item, frame: FrameState, it: IterationState) -> bool:
+        """True the first time Exit `item` delivers a value in this frame instance. An Exit
+        fed by its loop's Switch does so once, when the loop ends; one fed from inside the
+        body would deliver every iteration and make its consumers ready before their other
+        inputs (TF's executor then runs them on empty inputs): the step fails instead."""
+        fired = frame.live_exits
+        if fired is None:
+            fired = frame.live_exits = set()
+        if item.id not in fired:
+            fired.add(item.id)
+            return True
+        self.fail(self.wrap((item, frame, it, False), errors.InvalidArgumentError(
+            None, None, f"Exit node '{item.name}' delivered a value in more than one iteration "
+            f"of while-loop frame '{frame.name}': an Exit must be fed by its loop's Switch, "
+            "so that it fires once, when the loop ends")))
+        return False
 
     def find_or_create_child_frame(self, frame: FrameState, it: IterationState, item):
         children = it.child_frames

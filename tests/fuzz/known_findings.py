@@ -355,8 +355,8 @@ def _sparse_segment_mean_grad_scalar_grad():
 
 
 def _saved_case(name: str):
-    """A reproducer the long run saved (tests/fuzz/open_cases/<name>/)."""
-    return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "open_cases" / name)
+    """A reproducer the long run saved (tests/fuzz/saved_cases/<name>/)."""
+    return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "saved_cases" / name)
 
 
 FINDINGS = [
@@ -460,10 +460,10 @@ FINDINGS = [
     Finding("sparse-segment-mean-grad-scalar-grad",
             "FAIL:wrapped-IndexError@run@kernels/math/grad_kernels.py:*",
             _sparse_segment_mean_grad_scalar_grad),
-    # Open: found by the last long run of 2026-11-29, minutes before the session ended.
+    # Found by the last long run of 2026-11-29; fixed the next session (frame_state.py).
     Finding("tensor-array-gather-none-input",
             "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",
-            lambda: _saved_case("tensor-array-gather-none-input"), fixed=False),
+            lambda: _saved_case("tensor-array-gather-none-input")),
 ]
 
 
