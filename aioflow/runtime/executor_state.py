@@ -38,10 +38,15 @@ from aioflow.runtime.kernel_stats import (
 from aioflow.runtime.node_item import ASYNC, BY_SIZE, MAYBE, POOL
 from aioflow.runtime.process_loop import Propagator, generate
 
-#: Jobs that may run on pool threads beside the event loop's own work (`worth_a_thread`):
-#: the loop keeps the last core busy.
-SHARED_JOBS = max(0, len(os.sched_getaffinity(0)) - 1 if hasattr(os, "sched_getaffinity")
-                  else (os.cpu_count() or 1) - 1)
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+    os.cpu_count() or 1)
+#: Jobs that may be in flight on pool threads beside the event loop's own work
+#: (`worth_a_thread`): the loop keeps one core busy, cores - 1 run on the others, and as
+#: many again plus one wait behind them in the BLAS gate's queue, so that a pool thread
+#: goes from one chain to the next without waiting for the loop to hand it one (32
+#: MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 / 180-192
+#: images/s; docs/performance.md). None on one core.
+SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
 #: The modes of nodes that may run as a chained successor on a pool thread (those that
 #: run on the pool at least sometimes: their kernels are thread-safe).
 _CHAINABLE = (POOL, MAYBE, BY_SIZE)
