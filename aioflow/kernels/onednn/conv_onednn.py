@@ -52,6 +52,7 @@ from aioflow.kernels.onednn.primitives import (
     Primitive,
     PrimitiveCache,
     WeightsCache,
+    address,
     array_desc,
     engine,
     never_written,
@@ -160,13 +161,13 @@ class _Replay:
             bound = self.calls.get(threads)
             if bound is None:  # not made for this team yet: the full path makes it
                 return None
-            prim, src_md, dst_md, w_arg, extra, residual_md = bound
+            prim, key, src_md, dst_md, w_arg, extra, residual_md, _ = bound
             set_threads(threads)
             out = np.empty(self.out_shape, _F32)
             call = [(api.ARG_SRC, src_md, x), w_arg, (api.ARG_DST, dst_md, out), *extra]
             if addend is not None:
                 call.append((*residual_md, addend))
-            prim.execute(call)
+            prim.execute(call, key)
         return (out,)
 
 
@@ -305,9 +306,14 @@ class _OnednnConv(LoopOrThread):
             r.x_shape, r.x_strides = x.shape, x.strides
             r.consts, r.addend = consts, addend
             r.out_shape, r.work, r.calls = out.shape, work, {}
-        r.calls[threads] = (plan.prim, plan.src_md, plan.dst_md, args[1],
-                            tuple(args[3:len(args) - 1 if residual else len(args)]),
-                            args[-1][:2] if residual else None)
+        # The filter and fusion arrays by address (held here: `keep`), the key of the
+        # descriptors made once: a replay only points the input, output and addend.
+        fixed = [args[1], *args[3:len(args) - 1 if residual else len(args)]]
+        keep = tuple(a for _, _, a in fixed)
+        fixed = [(arg, md, address(a)) for arg, md, a in fixed]
+        r.calls[threads] = (plan.prim, plan.prim.memories_key(args), plan.src_md, plan.dst_md,
+                            fixed[0], tuple(fixed[1:]), args[-1][:2] if residual else None,
+                            keep)
         self._replay = r
 
 

@@ -321,21 +321,31 @@ class Primitive:
         api.call("dnnl_primitive_desc_query", self.pd, api.QUERY_IMPL_INFO_STR, 0, byref(out))
         return out.value.decode()
 
-    def execute(self, args) -> None:
+    def execute(self, args, key=None) -> None:
         """Run with args [(DNNL_ARG_*, MemoryDesc, ndarray), ...] on this thread's stream;
-        each buffer is the memory's data, no copy. The memory objects are this thread's,
-        made on its first call with these descriptors and re-pointed on later ones."""
+        each buffer is the memory's data, no copy (or its address, an int, for a buffer
+        the caller keeps alive). The memory objects are this thread's, made on its first
+        call with these descriptors and re-pointed on later ones. `key`: a caller that
+        always passes the same descriptors may pass `memories_key(args)` once made."""
         if not self.user_scratchpad:
             with _LIBRARY_SCRATCHPAD:
-                self._execute(args)
+                self._execute(args, key)
             return
         if self.scratch_size:
             args = [*args, (api.ARG_SCRATCHPAD, self.scratch_md, _scratch(self.scratch_size))]
-        self._execute(args)
+        self._execute(args, key)
 
-    def _execute(self, args) -> None:
-        lib = api._lib
+    def memories_key(self, args) -> tuple:
+        """The key of args' descriptors (and the scratchpad's) among this thread's
+        memory objects."""
         key = tuple(id(md) for _, md, _ in args)
+        return (*key, id(self.scratch_md)) if self.user_scratchpad and self.scratch_size \
+            else key
+
+    def _execute(self, args, key=None) -> None:
+        lib = api._lib
+        if key is None:
+            key = tuple(id(md) for _, md, _ in args)
         memories = getattr(self._local, "memories", None)
         if memories is None:
             memories = self._local.memories = {}
@@ -347,7 +357,7 @@ class Primitive:
             _Quick.bind()
             set_handle = _Quick.set_data_handle
         for mem, (_, _, array) in zip(mems.handles, args, strict=True):
-            status = set_handle(mem, address(array))
+            status = set_handle(mem, array if array.__class__ is int else address(array))
             if status:
                 api.check(status, "dnnl_memory_set_data_handle")
         s = stream()
