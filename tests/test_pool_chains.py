@@ -146,6 +146,20 @@ async def test_a_successor_waiting_for_another_input_is_not_chained(ops, complet
     assert completions[0] == 3
 
 
+async def test_a_cheap_python_successor_is_not_chained(ops, completions):
+    """Only heavy successors (always on the pool, or worth a thread: work that lets go
+    of the GIL) join a chain: cheap Python kernels on a pool thread would hold the GIL
+    against the loop."""
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        step = ops["ChainTestPoolStep"]
+        y = step(x=af.negative(step(x=x, name="a"), name="neg"), name="c")
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(await sess.run(y, {x: FEED}), -(FEED + 1) + 1)
+    assert completions[0] == 2
+
+
 async def test_an_error_in_a_chained_successor_names_that_node(ops, completions):
     g = af.Graph()
     with g.as_default():

@@ -47,9 +47,6 @@ _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
 #: MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 / 180-192
 #: images/s; docs/performance.md). None on one core.
 SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
-#: The modes of nodes that may run as a chained successor on a pool thread (those that
-#: run on the pool at least sometimes: their kernels are thread-safe).
-_CHAINABLE = (POOL, MAYBE, BY_SIZE)
 
 
 def _end_sharing_if_cancelled(fut) -> None:
@@ -465,9 +462,11 @@ class SimpleExecutorState(ExecutorStateBase):
 
     def chain(self, item) -> list:
         """Successors that `item` alone holds back: while every output of the last node
-        goes to one node, which runs on pool threads at times (a thread-safe kernel), has
-        all its other inputs already, and passes the BLAS gate only if the first node did
-        (the job holds the first node's slot), that node runs next on the same thread.
+        goes to one node that is heavy (always on the pool, or worth a thread of its own:
+        work that lets go of the GIL, such as oneDNN's primitives; a chain of cheap Python
+        kernels on a pool thread would only hold the GIL against the loop), has all its
+        other inputs already, and passes the BLAS gate only if the first node did (the
+        job holds the first node's slot), that node runs next on the same thread.
         Its argument list is taken from the slots (cleared: the job owns them now); its
         pending count is left as it is, never reaching zero here."""
         links = []
@@ -482,7 +481,8 @@ class SimpleExecutorState(ExecutorStateBase):
                 return links
             dst = out[0][0]
             nxt = items[dst]
-            if nxt.mode not in _CHAINABLE or nxt.member_of is not None or \
+            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
+                    nxt.member_of is not None or \
                     pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
                     any(edge[0] != dst for edge in out):
                 return links
