@@ -5,16 +5,20 @@ Workloads (the same tf.compat.v1 program in both, tests/gradient_programs.py's s
   mlp          784-256-128-10 MLP, batch 64: loss and the gradients of its 6 weights
   conv         two 3x3 convolutions (32, 64 channels) + max pool + dense, batch 16, 32x32x3
   while_grad   the gradient of a 200-iteration while loop over a [256] vector
+  functional_while_grad  the same loop as a functional While (TF's while_v2, as TF 2
+               graphs hold it): TF builds it, writes the forward GraphDef, and both
+               peers take tf.gradients of it (TF's accumulating while_v2 gradient)
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
 warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps and
-prints the median ms per step. The peers alternate (ABAB), `--reps` rounds; the result
-is the median over rounds and the ratio aioflow / TF. TensorFlow runs with `--tf-python`
+prints the median ms per step and the process's CPU ms per step (all its threads). The
+peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
+ratios aioflow / TF of both. TensorFlow runs with `--tf-python`
 (a Python with tensorflow-cpu; never a dependency). On a machine shared by many
 processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
 OPENBLAS_NUM_THREADS=1 (inherited by both peers).
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
-           [--only conv,mlp,while_grad] [--steps 20] [--reps 2]
+           [--only conv,mlp,while_grad,functional_while_grad] [--steps 20] [--reps 2]
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import time
 
 import numpy as np
 
-WORKLOADS = ["mlp", "conv", "while_grad"]
+WORKLOADS = ["mlp", "conv", "while_grad", "functional_while_grad"]
+#: Where the TF peer writes the functional loop's forward GraphDef for both peers.
+FORWARD_PB = os.environ.get("FUNCTIONAL_FORWARD_PB", "/tmp/gradients_peer_functional.pb")
 #: Seconds of warm-up steps (at least two) before the timed ones: aioflow's compiled
 #: loops compile on background threads while its kernels run NumPy for the first steps.
 WARM_UP_S = 2.0
@@ -84,7 +90,34 @@ def _while_grad(tf):
     return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
 
 
-def run_peer(peer: str, workload: str, steps: int) -> float:
+def write_functional_forward() -> None:
+    """(TF peer) The functional loop's forward GraphDef, written to FORWARD_PB."""
+    import tensorflow.compat.v1 as tf
+    from tensorflow.python.ops import while_v2
+    tf.disable_v2_behavior()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [256], name="x")
+        _, y = while_v2.while_loop(lambda i, v: i < 200,
+                                   lambda i, v: (i + 1, tf.tanh(v) * 1.01),
+                                   [tf.constant(0), x])
+        tf.reduce_sum(y, name="loss")
+    with open(FORWARD_PB, "wb") as f:
+        f.write(graph.as_graph_def().SerializeToString())
+
+
+def _functional_while_grad(tf):
+    graph_def = tf.GraphDef()
+    with open(FORWARD_PB, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    tf.import_graph_def(graph_def, name="")
+    graph = tf.get_default_graph()
+    x = graph.get_tensor_by_name("x:0")
+    fetches = tf.gradients(graph.get_tensor_by_name("loss:0"), [x])
+    return fetches, {x: np.linspace(-1, 1, 256).astype(np.float32)}
+
+
+def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
     if peer == "tf":
         import tensorflow.compat.v1 as tf
         tf.disable_v2_behavior()
@@ -92,7 +125,8 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
         import aioflow.compat.v1 as tf
     graph = tf.Graph()
     with graph.as_default():
-        fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad}[workload](tf)
+        fetches, feeds = {"mlp": _mlp, "conv": _conv, "while_grad": _while_grad,
+                          "functional_while_grad": _functional_while_grad}[workload](tf)
         with tf.Session() as sess:
             warm_until = time.perf_counter() + WARM_UP_S
             for i in itertools.count():
@@ -103,11 +137,13 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
                 from aioflow.kernels.nn import epilogue_jit
                 epilogue_jit.wait_ready(300)
             times = []
+            cpu = time.process_time()
             for _ in range(steps):
                 start = time.perf_counter()
                 sess.run(fetches, feeds)
                 times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+            cpu = (time.process_time() - cpu) * 1e3 / steps
+    return statistics.median(times), cpu
 
 
 def main() -> None:
@@ -118,23 +154,36 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--only", default=",".join(WORKLOADS))
+    parser.add_argument("--write-functional-forward", action="store_true")
     args = parser.parse_args()
+    if args.write_functional_forward:
+        write_functional_forward()
+        return
     if args.peer:
-        print(run_peer(args.peer, args.workload, args.steps))
+        print(*run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
+    if "functional_while_grad" in args.only.split(","):
+        subprocess.run([args.tf_python, __file__, "--write-functional-forward"], check=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     result = {}
     for workload in [w for w in WORKLOADS if w in args.only.split(",")]:
         ms: dict = {"aioflow": [], "tf": []}
+        cpu: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
                 out = subprocess.run(
                     [pythons[peer], __file__, "--peer", peer, "--workload", workload,
                      "--steps", str(args.steps)], capture_output=True, text=True, check=True,
                     env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-                ms[peer].append(float(out.stdout.strip().splitlines()[-1]))
+                wall, step_cpu = out.stdout.strip().splitlines()[-1].split()
+                ms[peer].append(float(wall))
+                cpu[peer].append(float(step_cpu))
         med = {p: round(statistics.median(v), 2) for p, v in ms.items()}
         med["aioflow_over_tf"] = round(med["aioflow"] / med["tf"], 2)
+        for p, v in cpu.items():
+            med[f"{p}_cpu"] = round(statistics.median(v), 2)
+        med["cpu_aioflow_over_tf"] = round(med["aioflow_cpu"] / med["tf_cpu"], 2)
         result[workload] = med
     print(json.dumps(result, indent=1))
 

@@ -9,10 +9,12 @@ Workloads (the same tf.compat.v1 program in both, variables and optimizer includ
   lstm     BasicLSTMCell(64) under dynamic_rnn over 50 steps, batch 32, input 32, Adam
 Each peer runs in its own subprocess (`--peer aioflow|tf`): it builds the graph, runs
 warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` training steps
-and prints the median ms per step.
+and prints the median ms per step and the process's CPU ms per step (all its threads:
+TF's intra-op pool, aioflow's loop, pool and BLAS/OpenMP threads).
 The peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
-ratio aioflow / TF. TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu and
-tf-keras; never a dependency).
+ratios aioflow / TF of both (CPU time survives a loaded machine better than wall time).
+TensorFlow runs with `--tf-python` (a Python with tensorflow-cpu and tf-keras; never a
+dependency).
 
 heartbeat: examples/train_and_serve.py's pattern (a trainer and a batcher serving 64
 concurrent clients on one loop): the p50/p99/max lag of a 1 ms sleeper, and, for
@@ -89,7 +91,7 @@ def _lstm(tf):
     return train, feeds
 
 
-def run_peer(peer: str, workload: str, steps: int) -> float:
+def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
     if peer == "tf":
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
         import tensorflow.compat.v1 as tf
@@ -110,11 +112,13 @@ def run_peer(peer: str, workload: str, steps: int) -> float:
             if peer == "aioflow":
                 _wait_compiled()
             times = []
+            cpu = time.process_time()
             for _ in range(steps):
                 start = time.perf_counter()
                 sess.run(train, feeds)
                 times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+            cpu = (time.process_time() - cpu) * 1e3 / steps
+    return statistics.median(times), cpu
 
 
 def _wait_compiled() -> None:
@@ -197,22 +201,28 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(WORKLOADS + ["heartbeat"]))
     args = parser.parse_args()
     if args.peer:
-        print(run_peer(args.peer, args.workload, args.steps))
+        print(*run_peer(args.peer, args.workload, args.steps))
         return
     pythons = {"aioflow": sys.executable, "tf": args.tf_python}
     result = {}
     only = args.only.split(",")
     for workload in [w for w in WORKLOADS if w in only]:
         ms: dict = {"aioflow": [], "tf": []}
+        cpu: dict = {"aioflow": [], "tf": []}
         for _ in range(args.reps):
             for peer in ("aioflow", "tf"):
                 out = subprocess.run(
                     [pythons[peer], __file__, "--peer", peer, "--workload", workload,
                      "--steps", str(args.steps)], capture_output=True, text=True, check=True,
                     env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-                ms[peer].append(float(out.stdout.strip().splitlines()[-1]))
+                wall, step_cpu = out.stdout.strip().splitlines()[-1].split()
+                ms[peer].append(float(wall))
+                cpu[peer].append(float(step_cpu))
         med = {p: round(statistics.median(v), 2) for p, v in ms.items()}
         med["aioflow_over_tf"] = round(med["aioflow"] / med["tf"], 2)
+        for p, v in cpu.items():
+            med[f"{p}_cpu"] = round(statistics.median(v), 2)
+        med["cpu_aioflow_over_tf"] = round(med["aioflow_cpu"] / med["tf_cpu"], 2)
         result[workload] = med
     if "heartbeat" in only:
         result["heartbeat"] = heartbeat(args.heartbeat_seconds)

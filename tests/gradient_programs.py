@@ -843,29 +843,154 @@ def program_function_call_nested_control_flow(tf):
                           "test_gradient_checker.py)"}
 
 
-_REWRITES = ("TF rewrites a functional If/While to output its intermediates; aioflow "
-             "recomputes them (gradients/functional_grad.py)")
-
-
 def program_functional_if(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w, p = t("x:0"), t("w:0"), t("p:0")
     return {"ys": [t("cond_y:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}}
 
 
 def program_functional_if_false(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w, p = t("x:0"), t("w:0"), t("p:0")
     return {"ys": [t("cond_y:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}}
 
 
 def program_functional_while(tf):
     t = _import_forward(tf, "forward_functional_control_flow")
     x, w = t("x:0"), t("w:0")
     return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
-            "feeds": {x: _rand(3), w: _rand(3, seed=1)}, "values_only": _REWRITES}
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_functional_if_gradients_twice(tf):
+    """A second tf.gradients of a rewritten If: the optionals the first one added are
+    found and reused, not added again."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    tf.gradients(t("cond_y:0"), [x])
+    return {"ys": [t("cond_y:0") * 2.0], "xs": [w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: False}}
+
+
+def program_functional_while_gradients_twice(tf):
+    """A second tf.gradients of a rewritten While: its accumulators are found and reused."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    tf.gradients(t("while_v:0"), [x])
+    return {"ys": [t("while_v:0"), t("while_u:0")], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def program_functional_if_second_order(tf):
+    """The gradient of an If's gradient (the gradient If's own gradient)."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w, p = t("x:0"), t("w:0"), t("p:0")
+    gx = tf.gradients(t("cond_y:0"), [x])[0]
+    return {"ys": [gx * gx], "xs": [x, w],
+            "feeds": {x: _rand(3), w: _rand(3, seed=1), p: True}}
+
+
+def program_functional_while_second_order(tf):
+    """The gradient of a While's gradient."""
+    t = _import_forward(tf, "forward_functional_control_flow")
+    x, w = t("x:0"), t("w:0")
+    gx = tf.gradients(t("while_v:0"), [x])[0]
+    return {"ys": [gx], "xs": [x, w], "feeds": {x: _rand(3), w: _rand(3, seed=1)}}
+
+
+def _nested(tf, ys, xs=("x", "w"), p=True, x_shape=3, k=0):
+    """A program on forward_functional_nested.pb: gradients of `ys` with respect to `xs`."""
+    t = _import_forward(tf, "forward_functional_nested")
+    values = {"x": _rand(x_shape), "w": _rand(3, seed=1)}
+    feeds = {t(f"{name}:0"): values[name] for name in ("x", "w")}
+    feeds[t("p:0")] = p
+    feeds[t("k:0")] = np.int32(k)
+    spec = {"ys": [t(f"{y}:0") for y in ys], "xs": [t(f"{x}:0") for x in xs],
+            "feeds": feeds}
+    if "v" in xs:
+        spec["init"] = tf.get_default_graph().get_operation_by_name("v/Assign")
+    return spec
+
+
+def program_functional_while_unknown_shape(tf):
+    return _nested(tf, ["unknown_shape_y"], xs=["x"], x_shape=4)
+
+
+def program_functional_cond_in_while(tf):
+    return _nested(tf, ["cond_in_while_y"], xs=["w"])
+
+
+def program_functional_cond_in_while_false(tf):
+    return _nested(tf, ["cond_in_while_y"], xs=["w"], p=False)
+
+
+def program_functional_while_in_cond(tf):
+    return _nested(tf, ["while_in_cond_y"], xs=["w"])
+
+
+def program_functional_if_two_outputs(tf):
+    return _nested(tf, ["two_outputs_y1", "two_outputs_y2"], xs=["w"], p=False)
+
+
+def program_functional_if_one_output_used(tf):
+    return _nested(tf, ["two_outputs_y2"], xs=["w"])
+
+
+def program_functional_while_max_iterations(tf):
+    return _nested(tf, ["max_iterations_y"], xs=["w"])
+
+
+def program_functional_if_variable(tf):
+    return _nested(tf, ["variable_y"], xs=["w", "v"])
+
+
+def program_functional_case(tf):
+    return _nested(tf, ["case_y"], xs=["w"], k=1)
+
+
+def program_functional_case_default(tf):
+    """An out-of-range index runs the last branch."""
+    return _nested(tf, ["case_y"], xs=["w"], k=7)
+
+
+def program_functional_if_indexed_slices(tf):
+    """One branch's gradient is IndexedSlices (a gather), the other's dense: TF makes the
+    dense one IndexedSlices too, and the If returns their components."""
+    return _nested(tf, ["gather_y"], xs=["w"])
+
+
+def program_functional_if_indexed_slices_false(tf):
+    return _nested(tf, ["gather_y"], xs=["w"], p=False)
+
+
+def program_functional_while_gather(tf):
+    """Gathers in a loop body from a captured tensor and a captured variable."""
+    return _nested(tf, ["while_gather_y"], xs=["w", "v"])
+
+
+def program_functional_while_gather_loop_var(tf):
+    """The loop variable itself gathered: its gradient in the body is IndexedSlices."""
+    return _nested(tf, ["while_gather_loop_var_y"], xs=["w"])
+
+
+def program_functional_if_embedding_lookup(tf):
+    """A variable's embedding lookup in one branch: its gradient is IndexedSlices there
+    and zeros of the variable's shape, made IndexedSlices, in the other."""
+    return _nested(tf, ["embedding_in_cond_y"], xs=["w", "v"])
+
+
+def program_functional_if_embedding_lookup_false(tf):
+    return _nested(tf, ["embedding_in_cond_y"], xs=["w", "v"], p=False)
+
+
+def program_functional_while_in_while(tf):
+    return _nested(tf, ["while_in_while_y"], xs=["w"])
+
+
+def program_functional_while_variable(tf):
+    return _nested(tf, ["while_variable_y"], xs=["w", "v"])
 
 
 PROGRAMS = {name[len("program_"):]: fn for name, fn in sorted(globals().items())

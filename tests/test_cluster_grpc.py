@@ -1,5 +1,6 @@
-"""Clusters across OS processes over gRPC on loopback: a task in another process (its
-server from TF_CONFIG) runs part of each step; killing it mid-step fails the step with
+"""Clusters across OS processes over gRPC on loopback (a step's calls on the tasks'
+stream: test_cluster_stream.py): a task in another process (its server from TF_CONFIG)
+runs part of each step; killing it mid-step fails the step with
 UnavailableError well within the step's deadline, nothing hangs, and once the task is
 back (a new process on the same port) the next step succeeds: the master registers its
 graphs there again. (The classic ps/worker script: tests/test_examples.py runs

@@ -59,6 +59,25 @@ TF_OPDEFS = [
         ' { name: "epsilon" type: "float" default_value { f: 0.0001 } } attr { name: '
         '"leakyrelu_alpha" type: "float" default_value { f: 0.2 } }'
     ),
+    (
+        'name: "_FusedBatchNormEx" input_arg { name: "x" type_attr: "T" } input_arg { name: '
+        '"scale" type_attr: "U" } input_arg { name: "offset" type_attr: "U" } input_arg { '
+        'name: "mean" type_attr: "U" } input_arg { name: "variance" type_attr: "U" } '
+        'input_arg { name: "side_input" type_attr: "T" number_attr: "num_side_inputs" } '
+        'output_arg { name: "y" type_attr: "T" } output_arg { name: "batch_mean" type_attr: '
+        '"U" } output_arg { name: "batch_variance" type_attr: "U" } output_arg { name: '
+        '"reserve_space_1" type_attr: "U" } output_arg { name: "reserve_space_2" type_attr: '
+        '"U" } output_arg { name: "reserve_space_3" type_attr: "U" } attr { name: "T" type: '
+        '"type" allowed_values { list { type: DT_HALF type: DT_FLOAT type: DT_BFLOAT16 } } } '
+        'attr { name: "U" type: "type" allowed_values { list { type: DT_FLOAT } } } attr { '
+        'name: "epsilon" type: "float" default_value { f: 0.0001 } } attr { name: '
+        '"exponential_avg_factor" type: "float" default_value { f: 1 } } attr { name: '
+        '"num_side_inputs" type: "int" default_value { i: 0 } has_minimum: true } attr { name:'
+        ' "activation_mode" type: "string" default_value { s: "Identity" } } attr { name: '
+        '"data_format" type: "string" default_value { s: "NHWC" } allowed_values { list { s: '
+        '"NHWC" s: "NCHW" } } } attr { name: "is_training" type: "bool" default_value { b: '
+        'true } }'
+    ),
 ]
 
 RNG = np.random.default_rng(7)
@@ -159,12 +178,66 @@ async def test_depthwise_batch_norm_folds_and_fuses():
     assert nodes["act"][:2] == ("_FusedDepthwiseConv2dNative", ["BiasAdd", "Relu6"])
 
 
-async def test_training_batch_norm_is_left_alone():
+async def test_training_batch_norm_and_its_relu_become_fused_batch_norm_ex():
+    """As TF 2.21's remapper on CPU (its partition graph of a tf.layers training step:
+    _MklNativeFusedBatchNormEx, activation_mode Relu, named as the batch norm): the
+    convolution is left alone (a training batch norm cannot be folded into it), the
+    batch norm and its Relu become one _FusedBatchNormEx with the batch norm's name."""
     g, out, feeds = _conv_bn_graph(is_training=True)
     (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
-    np.testing.assert_allclose(fused, plain, rtol=1e-6)
-    assert {"Conv2D", "FusedBatchNormV3", "Relu"} <= set(_ops(nodes))
-    assert not any(op.startswith("_Fused") for op in _ops(nodes))
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    assert "Conv2D" in _ops(nodes) and "Relu" not in _ops(nodes)
+    assert "FusedBatchNormV3" not in _ops(nodes)
+    op, _, node = nodes["bn"]
+    assert op == "_FusedBatchNormEx"
+    assert node.attr["activation_mode"].s == b"Relu" and node.attr["num_side_inputs"].i == 0
+    assert node.attr["epsilon"].f == pytest.approx(0.01) and node.attr["is_training"].b
+    assert node.attr["U"].type == af.float32.as_datatype_enum
+
+
+def _bn_relu_graph(fetch_statistics=False, relu_readers=1, control=False):
+    """x -> FusedBatchNormV3 (training) -> Relu -> readers; optionally the batch mean
+    fetched too, the y read by another op, or a control edge out of the batch norm."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [4, 5, 5, 3], name="x")
+        scale, offset = af.constant(_f32(3, low=0.5, high=2)), af.constant(_f32(3))
+        y, mean, _ = af.nn.fused_batch_norm(x, scale, offset, epsilon=0.001,
+                                            is_training=True, name="bn")
+        act = af.nn.relu(y, name="act")
+        fetches = [af.identity(act, name="out")]
+        if relu_readers > 1:
+            fetches.append(af.multiply(y, 2.0, name="other"))
+        if fetch_statistics:
+            fetches.append(mean)
+        if control:
+            with g.control_dependencies([y.op]):
+                fetches.append(af.constant(1.0, name="after"))
+    return g, fetches, {x: _f32(4, 5, 5, 3, low=-2, high=2)}
+
+
+@pytest.mark.parametrize("variant, fused_expected", [
+    (dict(), True), (dict(fetch_statistics=True), True), (dict(relu_readers=2), False),
+    (dict(control=True), False)])
+async def test_batch_norm_relu_fusion_conditions(variant, fused_expected):
+    """The batch statistics may have readers (the moving averages, the gradient); a
+    second reader of y, or a control edge out of the batch norm, keeps the pair apart."""
+    g, fetches, feeds = _bn_relu_graph(**variant)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, fetches, feeds)
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert (nodes["bn"][0] == "_FusedBatchNormEx") == fused_expected
+    assert ("act" not in nodes) == fused_expected
+
+
+async def test_fused_batch_norm_ex_keeps_the_relus_output_fetchable():
+    """A fetch of the Relu itself (its name gone from the optimized graph) still gets
+    the fused node's y."""
+    g, fetches, feeds = _bn_relu_graph()
+    act = g.get_tensor_by_name("act:0")
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, act, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    assert nodes["bn"][0] == "_FusedBatchNormEx"
 
 
 async def test_a_filter_that_is_no_const_is_not_folded_but_the_batch_norm_is_fused():
@@ -185,7 +258,10 @@ async def test_an_intermediate_with_another_consumer_is_not_fused():
     (fused, nodes), (plain, _) = await _fused_and_plain(g, [out, conv], feeds)
     for a, b in zip(fused, plain, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
-    assert {"Conv2D", "FusedBatchNormV3", "Relu"} <= set(_ops(nodes))
+    # the convolution stays alone; its batch norm and Relu still fuse with each other
+    assert "Conv2D" in _ops(nodes) and "_FusedConv2D" not in _ops(nodes)
+    assert {"FusedBatchNormV3", "Relu"}.isdisjoint(_ops(nodes))
+    assert "_FusedBatchNormEx" in _ops(nodes)
 
 
 def _residual_graph(activation=af.nn.relu, addend_shape=(2, 9, 9, 6), swap=False):
@@ -521,7 +597,8 @@ async def test_a_batch_norm_whose_batch_mean_is_used_is_not_folded():
     (fused, nodes), (plain, _) = await _fused_and_plain(g, [out, batch_mean], feeds)
     for a, b in zip(fused, plain, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
-    assert "FusedBatchNormV3" in _ops(nodes)
+    # not folded into the convolution: a batch norm of its own (fused with its Relu)
+    assert nodes["bn"][0] == "_FusedBatchNormEx" and "_FusedConv2D" not in _ops(nodes)
 
 
 async def test_scalar_mul_and_sub_of_a_matmul_fold_into_its_weights_and_bias():

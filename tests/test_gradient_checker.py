@@ -620,3 +620,32 @@ def test_function_with_if_and_while_inside_gradient_numeric():
     """SymbolicGradient of a tf.function whose body holds an If and a While: the gradient
     function built from the body takes their gradients too."""
     _check_imported("forward_functional_control_flow", ["nested_y:0"], {})
+
+
+@pytest.mark.parametrize("p", [True, False])
+@pytest.mark.parametrize(("output", "wrt"), [
+    ("unknown_shape_y", "x"), ("cond_in_while_y", "w"), ("while_in_cond_y", "w"),
+    ("two_outputs_y1", "w"), ("two_outputs_y2", "w"), ("max_iterations_y", "w"),
+    ("case_y", "w"), ("gather_y", "w"), ("while_gather_loop_var_y", "w"),
+    ("while_in_while_y", "w")])
+def test_nested_functional_control_flow_gradient_numeric(output, wrt, p):
+    """TF's cond_v2 / while_v2 gradients (forward ops rewritten to output optionals and
+    accumulators) of a loop of unknown shape, a cond in a loop, a loop in a cond, a cond
+    with a constant output, a loop cut by maximum_iterations, a Case, gathers (IndexedSlices
+    gradients), a loop in a loop, against central
+    differences with respect to the one input the output depends on."""
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((_FORWARD / "forward_functional_nested.pb").read_bytes())
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+        x, w = g.get_tensor_by_name("x:0"), g.get_tensor_by_name("w:0")
+        values = {x: _r(3).astype(np.float32), w: _r(3).astype(np.float32)}
+        feeds = {**values, g.get_tensor_by_name("p:0"): p,
+                 g.get_tensor_by_name("k:0"): np.int32(1 if p else 2)}
+        wrt = {"x": x, "w": w}[wrt]
+        with tf.Session():
+            y = g.get_tensor_by_name(f"{output}:0")
+            err = tf.test.compute_gradient_error(
+                wrt, [3], y, [2] if output == "gather_y" else [3],
+                x_init_value=values[wrt], extra_feed_dict=feeds, delta=1e-3)
+    assert err < 1e-3, err

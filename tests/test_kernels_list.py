@@ -92,6 +92,29 @@ def test_a_value_that_is_not_a_list_is_invalid_argument():
         _op("TensorListLength", input_handle=np.empty(2, object))
 
 
+async def test_a_list_of_optionals_takes_pushes_and_pops_them():
+    """while_v2's gradient accumulates an If's Optional outputs in a variant list: pushing
+    one is no type error (a variant is held in an object array, as a string is), and
+    pushing a string onto that list still is one (TF's message)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [2], name="x")
+        lst = apply_op("EmptyTensorList", element_shape=np.zeros([0], np.int32),
+                       max_num_elements=-1, element_dtype=af.variant)
+        lst = apply_op("TensorListPushBack", input_handle=lst,
+                       tensor=apply_op("OptionalFromValue", components=[x * 2.0]))
+        _, optional = apply_op("TensorListPopBack", input_handle=lst, element_shape=-1,
+                               element_dtype=af.variant)
+        value = apply_op("OptionalGetValue", optional=optional, output_types=[af.float32],
+                         output_shapes=[[2]])[0]
+        bad = apply_op("TensorListPushBack", input_handle=lst, tensor=af.constant(b"s"))
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(await sess.run(value, {x: [1.0, 2.0]}), [2.0, 4.0])
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="op elements string but list elements variant"):
+            await sess.run(bad, {x: [1.0, 2.0]})
+
+
 def _graph_with_shared_lists():
     """Two identical TensorListReserve nodes (CSE merges them; the constant folder
     evaluates them), each then written with a different value: the stacks must differ."""

@@ -351,3 +351,60 @@ def test_normalization_runs_numpy_until_the_loops_are_compiled(monkeypatch):
     y = run1("LRN", [x], depth_radius=1, bias=1.0, alpha=1.0, beta=0.75)
     np.testing.assert_allclose(y, _ref_lrn(x, 1, 1.0, 1.0, 0.75), rtol=1e-5)
     assert len(requested) == 2
+
+
+# -- _FusedBatchNormEx (the remapper's batch norm + Relu) -----------------------------------------
+
+def _ex_args(shape=(4, 5, 5, 6), seed=3):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    c = shape[-1]
+    scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    var = np.abs(rng.standard_normal(c)).astype(np.float32) + 0.1
+    return [x, scale, offset, mean, var]
+
+
+@pytest.mark.parametrize("is_training", [True, False])
+def test_fused_batch_norm_ex_is_the_batch_norm_then_relu(is_training, path):
+    """activation_mode Relu: y = Relu(FusedBatchNormV3's y), the other outputs
+    FusedBatchNormV3's; Identity: FusedBatchNormV3's outputs."""
+    args = _ex_args()
+    attrs = dict(is_training=is_training, epsilon=0.001, exponential_avg_factor=0.5)
+    want = run_kernel("FusedBatchNormV3", args, **attrs)
+    got = run_kernel("_FusedBatchNormEx", args, activation_mode="Relu", **attrs)
+    assert len(got) == 6 and (got[0] >= 0).all() and (got[0] == 0).any()
+    np.testing.assert_array_equal(got[0], np.maximum(want[0], 0))
+    for g, w in zip(got[1:], want[1:], strict=True):
+        np.testing.assert_array_equal(g, w)
+    same = run_kernel("_FusedBatchNormEx", args, **attrs)
+    np.testing.assert_array_equal(same[0], want[0])
+
+
+def test_fused_batch_norm_ex_adds_its_side_input_before_the_relu():
+    args = _ex_args()
+    side = np.random.default_rng(4).standard_normal(args[0].shape).astype(np.float32)
+    attrs = dict(is_training=True, epsilon=0.001)
+    want = run_kernel("FusedBatchNormV3", args, **attrs)[0] + side
+    got = run_kernel("_FusedBatchNormEx", args + [side], activation_mode="Relu",
+                     num_side_inputs=1, **attrs)
+    np.testing.assert_array_equal(got[0], np.maximum(want, 0))
+
+
+@pytest.mark.parametrize("attrs, side_shape, message", [
+    (dict(activation_mode="Elu"), None, "only supports Identity and Relu"),
+    (dict(activation_mode="Relu", num_side_inputs=2), None, "at most one side input"),
+    (dict(num_side_inputs=1), (4, 5, 5, 6), "Identity activation is not supported"),
+    (dict(activation_mode="Relu", num_side_inputs=1), (4, 5, 5, 1),
+     r"side_input shape must be equal to input shape: \[4,5,5,1\] != \[4,5,5,6\]"),
+])
+def test_fused_batch_norm_ex_errors(attrs, side_shape, message):
+    from kernel_testutil import create
+
+    from aioflow.framework import errors
+
+    args = _ex_args()
+    sides = [np.zeros(side_shape, np.float32)] * attrs.get("num_side_inputs", 0) \
+        if side_shape else [args[0]] * attrs.get("num_side_inputs", 0)
+    with pytest.raises(errors.InvalidArgumentError, match=message):
+        kernel = create("_FusedBatchNormEx", args + sides, is_training=True, **attrs)
+        kernel.compute(None, args + sides)

@@ -19,9 +19,13 @@ from aioflow.framework import op_def_registry
 from aioflow.framework.intra_op_threads import BlasThreads
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.nn import (
+    batch_norm_grad_jit,
     conv_grad_kernels,
     conv_kernels,
     fused_kernels,
+    normalization_grad_kernels,
+    normalization_jit,
+    normalization_kernels,
     pooling_grad_kernels,
     pooling_kernels,
 )
@@ -53,7 +57,14 @@ _REFERENCE = {"Conv2D": conv_kernels.Conv2DOp, "Conv3D": conv_kernels.Conv3DOp,
                   conv_grad_kernels.DepthwiseConv2dNativeBackpropFilterOp,
               "MaxPoolGrad": pooling_grad_kernels.MaxPoolGradOp,
               "AvgPoolGrad": pooling_grad_kernels.AvgPoolGradOp,
-              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp}
+              "AvgPool3DGrad": pooling_grad_kernels.AvgPool3DGradOp,
+              "FusedBatchNorm": normalization_kernels.FusedBatchNormOp,
+              "FusedBatchNormV2": normalization_kernels.FusedBatchNormV2Op,
+              "FusedBatchNormV3": normalization_kernels.FusedBatchNormV3Op,
+              "_FusedBatchNormEx": normalization_kernels.FusedBatchNormExOp,
+              "FusedBatchNormGrad": normalization_grad_kernels.FusedBatchNormGradOp,
+              "FusedBatchNormGradV2": normalization_grad_kernels.FusedBatchNormGradV2Op,
+              "FusedBatchNormGradV3": normalization_grad_kernels.FusedBatchNormGradV3Op}
 
 
 def _both(op, inputs, **attrs):
@@ -425,6 +436,33 @@ def test_pool_or_inline_by_work(op, small, big, attrs):
     assert kernel.is_expensive(big_in)
 
 
+def _shaped(*shapes):
+    """Inputs of these shapes (a broadcast 1: only their sizes are read)."""
+    return [np.broadcast_to(np.float32(1), s) for s in shapes]
+
+
+_MAX_POOL_2X2 = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
+
+@pytest.mark.parametrize("op, step, big, attrs", [
+    ("FusedBatchNormV3", [(32, 28, 28, 16), (16,), (16,), (16,), (16,)],
+     [(16, 112, 112, 64), (64,), (64,), (64,), (64,)], dict(is_training=True)),
+    ("FusedBatchNormGradV3", [(32, 28, 28, 16), (32, 28, 28, 16)] + [(16,)] * 4,
+     [(16, 112, 112, 64), (16, 112, 112, 64)] + [(64,)] * 4, dict(is_training=True)),
+    ("MaxPoolGrad", [(32, 28, 28, 16), (32, 14, 14, 16), (32, 14, 14, 16)],
+     [(64, 112, 112, 64), (64, 56, 56, 64), (64, 56, 56, 64)], _MAX_POOL_2X2),
+    ("AvgPoolGrad", [(4,), (32, 14, 14, 16)], [(4,), (64, 56, 56, 256)], _MAX_POOL_2X2),
+])
+def test_training_chain_kernels_run_on_the_loop_up_to_inline_work(op, step, big, attrs):
+    """A training step's batch norms and pooling gradients (benchmarks/training.py's
+    cnn_bn: 32x28x28x16) are placed as the forward convolutions are (backend.LoopOrThread:
+    by their work): on the event loop up to backend.INLINE_WORK, above it (a ResNet-sized
+    batch) off the loop."""
+    kernel = create(op, _shaped(*step), **attrs)
+    assert isinstance(kernel, backend.LoopOrThread)
+    assert kernel.work(_shaped(*step)) <= backend.INLINE_WORK < kernel.work(_shaped(*big))
+
+
 def test_a_call_worth_a_team_is_worth_a_thread():
     """A call of at least TEAM_WORK may go to a free pool thread when the loop has other
     work (the executor decides: tests/test_pool_chains.py); a smaller one never does."""
@@ -476,6 +514,51 @@ async def test_session_runs_convolutions_inline_and_on_threads():
         "Conv2D", [want_y, w_small], strides=[1, 2, 2, 1], padding="SAME"),
         op_def_registry.get("Conv2D"))).compute(None, [want_y, w_small])[0]
     np.testing.assert_allclose(got, want, **TOL)
+
+
+async def test_a_layers_input_and_filter_gradients_run_side_by_side(monkeypatch):
+    """Below TEAM_WORK a backward primitive runs on its calling thread alone, so the
+    oneDNN gradients do not queue behind the device's BLAS gate (one BLAS-threaded kernel
+    at a time when the intra-op threads cover the cores): a layer's input and filter
+    gradients run at once on the pool's two threads. Each waits here for the other (a
+    barrier: behind the gate the second never starts while the first waits, and the
+    step fails)."""
+    import threading
+
+    import aioflow as af
+    from aioflow.kernels.onednn import conv_grad_onednn
+
+    barrier = threading.Barrier(2, timeout=20)
+
+    def after_the_barrier(original):
+        def waiting(self, *args):
+            barrier.wait()
+            return original(self, *args)
+        return waiting
+
+    for cls, name in [(conv_grad_onednn._OnednnInputGrad, "input_grad"),
+                      (conv_grad_onednn._OnednnFilterGrad, "filter_grad")]:
+        monkeypatch.setattr(cls, name, after_the_barrier(getattr(cls, name)))
+    x, w, dy = _rand(8, 14, 14, 16), _rand(3, 3, 16, 32, seed=1) / 12, _rand(8, 14, 14, 32)
+    g = af.Graph()
+    with g.as_default():
+        xp, wp = af.placeholder(af.float32, x.shape), af.placeholder(af.float32, w.shape)
+        y = af.nn.conv2d(xp, wp, [1, 1, 1, 1], "SAME")
+        dx, dw = af.gradients(y, [xp, wp], grad_ys=af.constant(dy))
+    cores = os.cpu_count() or 1
+    config = af.ConfigProto(inter_op_parallelism_threads=2,
+                            intra_op_parallelism_threads=cores)
+    async with af.Session(graph=g, config=config) as sess:
+        got = await sess.run([dx, dw], {xp: x, wp: w})
+    monkeypatch.undo()
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    sizes = np.array(x.shape, np.int32)
+    want_dx = create("Conv2DBackpropInput", [sizes, w, dy], **attrs).compute(
+        None, [sizes, w, dy])[0]
+    want_dw = create("Conv2DBackpropFilter", [x, np.array(w.shape, np.int32), dy],
+                     **attrs).compute(None, [x, np.array(w.shape, np.int32), dy])[0]
+    np.testing.assert_allclose(got[0], want_dx, **TOL)
+    np.testing.assert_allclose(got[1], want_dw, **TOL)
 
 
 def test_filter_cached_only_when_nothing_can_write_it():
@@ -636,7 +719,8 @@ def test_primitives_run_from_many_threads_at_once_with_their_own_scratchpads():
     want = kernel.compute(None, [x, w])[0]
     plan = next(p for p in conv_onednn_cache() if p.src_md == primitives.array_desc(
         x, (0, 3, 1, 2)))
-    assert plan.prim.user_scratchpad and plan.prim.scratch_size > 0
+    assert primitives.scratchpad_mode(plan.prim.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+    assert plan.prim.scratch_size > 0
 
     def calls(_):
         return all(np.array_equal(kernel.compute(None, [x, w])[0], want) for _ in range(20))
@@ -649,6 +733,97 @@ def conv_onednn_cache():
     from aioflow.kernels.onednn import conv_onednn
 
     return list(conv_onednn._CACHE._entries.values())
+
+
+def test_a_primitive_leaving_the_scratchpad_to_the_library_is_refused():
+    """Such a primitive shares its creating thread's scratchpad, so running it from the
+    loop and a worker thread at once gives wrong values: Primitive refuses it."""
+    from aioflow.kernels.onednn import primitives
+
+    x = _rand(1, 4, 4, 2)
+    md = primitives.array_desc(x, (0, 3, 1, 2))
+    eng = primitives.engine()
+
+    def create(attr):
+        return lambda pd: dnnl_api._lib.dnnl_reorder_primitive_desc_create(
+            pd, md.handle, eng, md.handle, eng, attr)
+
+    with pytest.raises(ValueError, match="scratchpad"):
+        primitives.Primitive(create(None), "dnnl_reorder_primitive_desc_create")
+    made = primitives.Primitive(create(primitives.user_scratchpad()), "reorder")
+    assert primitives.scratchpad_mode(made.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+
+
+def _gradient_calls():
+    """(kernel, inputs) of the oneDNN kernels a training step runs on the pool: backward
+    weights, backward data (brgconv, and the channels-first GEMM route of 3 input
+    channels), max and average pooling's backward, batch norm's forward training and
+    backward."""
+    calls = []
+    for x_shape, w_shape in [((4, 16, 16, 8), (3, 3, 8, 8)), ((4, 12, 12, 3), (3, 3, 3, 8))]:
+        x, w = _rand(*x_shape), _const(_rand(*w_shape, seed=1) / 8)
+        dy = _rand(*x_shape[:3], w_shape[3], seed=2)
+        attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+        for op, inputs in [("Conv2DBackpropFilter", [x, np.array(w_shape, np.int32), dy]),
+                           ("Conv2DBackpropInput", [np.array(x_shape, np.int32), w, dy])]:
+            calls.append((create(op, inputs, **attrs), inputs))
+    x = _rand(4, 16, 16, 8, seed=3)
+    attrs = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME")
+    y = create("MaxPool", [x], **attrs).compute(None, [x])[0]
+    g = _rand(*y.shape, seed=4)
+    calls.append((create("MaxPoolGrad", [x, y, g], **attrs), [x, y, g]))
+    shape = np.array(x.shape, np.int32)
+    calls.append((create("AvgPoolGrad", [shape, g], **attrs), [shape, g]))
+    x, scale, offset, mean, var = _batch_norm_inputs((4, 16, 16, 8), "NHWC")
+    bn = [x, scale, offset, mean, var]
+    calls.append((create("FusedBatchNormV3", bn, is_training=True), bn))
+    outs = calls[-1][0].compute(None, bn)
+    bn_grad = [_rand(*x.shape, seed=5), x, scale, outs[3], outs[4], outs[5]]
+    calls.append((create("FusedBatchNormGradV3", bn_grad, is_training=True), bn_grad))
+    return calls
+
+
+def test_training_primitives_run_from_many_threads_at_once(monkeypatch):
+    """The training primitives (the backward ones, batch norm's forward training) are
+    cached process-wide and run on the executor's pool threads side by side (no lock):
+    each call passes its thread's scratchpad. On teams of two threads (as large
+    gradients take) backward weights keeps a reduction scratchpad too. Every thread's
+    outputs equal one call's."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aioflow.kernels.onednn import (
+        batch_norm_onednn,
+        conv_grad_onednn,
+        pooling_grad_onednn,
+        primitives,
+    )
+
+    monkeypatch.setattr(backend, "team_size", lambda work: 2)
+    monkeypatch.setattr(backend, "_CORES", 64)  # every call its team of two
+    for cache in (conv_grad_onednn._CACHE, pooling_grad_onednn._CACHE,
+                  batch_norm_onednn._CACHE):
+        cache.clear()
+    calls = _gradient_calls()
+    want = [kernel.compute(None, inputs)[0] for kernel, inputs in calls]
+    prims = [plan.prim for plan in conv_grad_onednn._CACHE._entries.values()]
+    prims += [p for plan in pooling_grad_onednn._CACHE._entries.values()
+              for p in (plan.forward, plan.backward)]
+    prims += [plan.prim for plan in batch_norm_onednn._CACHE._entries.values()]
+    # 4 convolution gradients, 2 pooling ones (forward, backward), batch norm's 2
+    assert len(prims) == 10
+    assert all(primitives.scratchpad_mode(p.pd) == dnnl_api.SCRATCHPAD_MODE_USER
+               for p in prims)
+    assert sum(p.scratch_size > 0 for p in prims) >= 3
+    barrier = threading.Barrier(6)
+
+    def run(_):
+        barrier.wait()
+        return all(np.array_equal(kernel.compute(None, inputs)[0], w)
+                   for _ in range(8) for (kernel, inputs), w in zip(calls, want, strict=True))
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(run, range(6)))
 
 
 @pytest.mark.parametrize("op", ["Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad"])
@@ -727,3 +902,98 @@ def test_input_gradient_of_few_channels_computed_channels_first(channels, stride
         np.testing.assert_allclose(got[0], want[0], **TOL)
         plans = list(conv_grad_onednn._CACHE._entries.values())
         assert [p.dy_reorder is not None for p in plans] == [planar]
+
+
+# -- batch normalization ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled_batch_norm():
+    """The NumPy kernels' reference: their compiled passes (what runs without oneDNN)."""
+    assert normalization_jit.wait_ready(300) and batch_norm_grad_jit.wait_ready(300)
+
+
+_BATCH_NORMS = [((8, 14, 14, 16), "NHWC"), ((2, 5, 7, 3), "NHWC"), ((2, 3, 5, 7), "NCHW"),
+                ((2, 3, 4, 5, 6), "NDHWC"), ((2, 4, 3, 5, 2), "NCDHW"), ((1, 1, 1, 4), "NHWC")]
+
+
+def _batch_norm_inputs(shape, data_format, seed=0):
+    channels = shape[1] if data_format.startswith("NC") else shape[-1]
+    x = _rand(*shape, seed=seed) * 3 + 1
+    return [x, _rand(channels, seed=seed + 1), _rand(channels, seed=seed + 2),
+            _rand(channels, seed=seed + 3), np.abs(_rand(channels, seed=seed + 4))]
+
+
+@pytest.mark.parametrize("shape, data_format", _BATCH_NORMS)
+@pytest.mark.parametrize("factor", [1.0, 0.25])
+def test_batch_norm_training_matches_numpy(shape, data_format, factor, compiled_batch_norm):
+    """y, the (blended) running statistics and the saved batch statistics, every layout
+    (oneDNN's forward training); one element per channel gives a zero variance."""
+    inputs = _batch_norm_inputs(shape, data_format)
+    got, want = _both("FusedBatchNormV3", inputs, epsilon=1e-3, is_training=True,
+                      data_format=data_format, exponential_avg_factor=factor)
+    assert len(got) == 6
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("op", ["FusedBatchNorm", "FusedBatchNormV2"])
+def test_batch_norm_v1_v2_training_run_on_onednn(op, compiled_batch_norm):
+    inputs = _batch_norm_inputs((4, 6, 6, 8), "NHWC")
+    got, want = _both(op, inputs, epsilon=1e-3, is_training=True)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape, data_format, op", [
+    (shape, fmt, op) for shape, fmt in _BATCH_NORMS
+    for op in ["FusedBatchNormGradV3", "FusedBatchNormGrad"][:2 if len(shape) == 4 else 1]])
+def test_batch_norm_gradient_matches_numpy(shape, data_format, op, compiled_batch_norm):
+    """dx, dscale and doffset from the saved batch mean and biased variance (oneDNN's
+    backward); the reserve_space outputs empty, as TF's CPU kernel leaves them."""
+    x, scale, offset, mean, var = _batch_norm_inputs(shape, data_format)
+    attrs = dict(epsilon=1e-3, is_training=True, data_format=data_format)
+    forward = create("FusedBatchNormV3", [x, scale, offset, mean, var], **attrs)
+    outs = forward.compute(None, [x, scale, offset, mean, var])
+    dy = _rand(*shape, seed=7)
+    inputs = [dy, x, scale, outs[3], outs[4]] + ([outs[5]] if op.endswith("V3") else [])
+    got, want = _both(op, inputs, **attrs)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+    scale_of_sums = np.abs(dy).sum() / scale.size  # float32 sums against float64 ones
+    for g, w in zip(got[1:3], want[1:3], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6 * scale_of_sums)
+
+
+@pytest.mark.parametrize("shape, data_format", [s for s in _BATCH_NORMS if len(s[0]) == 4])
+@pytest.mark.parametrize("sides", [0, 1])
+def test_fused_batch_norm_ex_matches_numpy(shape, data_format, sides, compiled_batch_norm):
+    """_FusedBatchNormEx (the remapper's batch norm + Relu) in training: the Relu inside
+    oneDNN's batch norm (fuse_norm_relu) without a side input; with one, added after."""
+    from aioflow.kernels.onednn import batch_norm_onednn
+
+    batch_norm_onednn._CACHE.clear()
+    inputs = _batch_norm_inputs(shape, data_format)
+    inputs += [_rand(*shape, seed=9)] * sides
+    got, want = _both("_FusedBatchNormEx", inputs, epsilon=1e-3, is_training=True,
+                      data_format=data_format, activation_mode="Relu", num_side_inputs=sides)
+    assert (got[0] >= 0).all()
+    # (a plan's key ends with whether its primitive fuses the Relu)
+    assert [key[-1] for key in batch_norm_onednn._CACHE._entries] == [sides == 0]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)
+
+
+def test_batch_norm_gradient_of_inference_is_the_numpy_kernels(compiled_batch_norm):
+    """is_training false: dy scaled per channel by the population statistics, the NumPy
+    kernel's code (no oneDNN primitive made)."""
+    from aioflow.kernels.onednn import batch_norm_onednn
+
+    batch_norm_onednn._CACHE.clear()
+    x, scale, _, mean, var = _batch_norm_inputs((2, 4, 4, 3), "NHWC")
+    got, want = _both("FusedBatchNormGradV3", [_rand(2, 4, 4, 3, seed=5), x, scale, mean,
+                                               var, np.zeros(0, np.float32)],
+                      epsilon=1e-3, is_training=False)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert len(batch_norm_onednn._CACHE) == 0

@@ -10,18 +10,23 @@ service and method names ("/tensorflow.WorkerService/RunGraph", ...).
 - GrpcMasterClient: a MasterClient of a master in another process (TF's GrpcSession).
 
 Errors travel as gRPC status codes, which are TF's; tensors as TensorProto content.
+Between aioflow tasks a step's calls (RunGraph, RecvTensor(s), CleanupGraph, RunStep) go
+on the peer's stream instead (stream_transport.py: the same messages, without grpcio's
+cost per call), found with aioflow's StreamPort call; a TF peer has none and stays on gRPC.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import grpc
 import numpy as np
 from grpc import aio
 
-from aioflow.distributed import shm_transfer
+from aioflow.distributed import shm_transfer, stream_transport
 from aioflow.distributed.master_client import MasterClient
+from aioflow.distributed.stream_transport import StreamChannel
 from aioflow.distributed.wire import (
     decode_recv_tensor_response,
     decode_recv_tensors_request,
@@ -65,11 +70,25 @@ class _RecvTensorsResponseWire:
     FromString = staticmethod(decode_recv_tensors_response)
 
 
+class _Raw:
+    """Bytes as they are (StreamPort's empty request, its answer)."""
+
+    @staticmethod
+    def SerializeToString(data: bytes) -> bytes:  # noqa: N802 - grpc's serializer names
+        return data
+
+    @staticmethod
+    def FromString(data: bytes) -> bytes:  # noqa: N802
+        return data
+
+
 WORKER_SERVICE = "tensorflow.WorkerService"
 #: aioflow's own calls between its tasks (beside TF's WorkerService): RecvTensors, the
-#: tensors of several keys of one step in one call.
+#: tensors of several keys of one step in one call; StreamPort, the port of the task's
+#: stream (stream_transport.py; b"" when it has none).
 EXTENSION_SERVICE = "aioflow.WorkerExtension"
-_EXTENSION_METHODS = {"RecvTensors": (_RecvTensorsRequestWire, _RecvTensorsResponseWire)}
+_EXTENSION_METHODS = {"RecvTensors": (_RecvTensorsRequestWire, _RecvTensorsResponseWire),
+                      "StreamPort": (_Raw, _Raw)}
 MASTER_SERVICE = "tensorflow.MasterService"
 # Unlimited message sizes (a 64 MB tensor is one message), as TF configures its channels.
 _OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
@@ -89,6 +108,9 @@ _WAIT_FOR_READY = frozenset({"CreateSession"})
 MASTER_WAIT_S = 60.0
 # How long a call that should answer at once (GetStatus, Register, Cleanup) may take.
 CONTROL_TIMEOUT_S = 10.0
+# How long connecting to a task's stream port may take before the task is called over
+# gRPC instead.
+STREAM_CONNECT_S = 3.0
 
 _WORKER_METHODS = {
     "GetStatus": (worker_pb2.GetStatusRequest, worker_pb2.GetStatusResponse),
@@ -113,12 +135,18 @@ _MASTER_METHODS = {
 }
 
 
+#: RPCs of this process, by ("sent" | "served", "grpc" | "stream", method name): what a
+#: test or a benchmark counts per step.
+RPC_COUNTS: Counter = Counter()
+
+
 # -- the server side --------------------------------------------------------------------
 def _handlers(service: str, methods: dict, impl) -> grpc.GenericRpcHandler:
     def unary(name, request_cls, response_cls):
         fn = getattr(impl, name)
 
         async def call(request, context):
+            RPC_COUNTS["served", "grpc", name] += 1
             try:
                 return await fn(request)
             except errors.OpError as e:
@@ -146,6 +174,7 @@ class _WorkerService:
     def __init__(self, worker):
         self.worker = worker
         self.writer = shm_transfer.WriterCache()
+        self.stream_port = 0  # the task's stream port (none: 0)
         # (step id, key) -> the receive a RecvTensors started and has not answered yet
         self.waiting: dict[tuple, asyncio.Task] = {}
 
@@ -224,6 +253,9 @@ class _WorkerService:
             return value, False, path
         return value, is_dead
 
+    async def StreamPort(self, request):  # noqa: N802 - (aioflow's, EXTENSION_SERVICE)
+        return str(self.stream_port).encode() if self.stream_port else b""
+
     async def CleanupAll(self, request):  # noqa: N802
         await self.worker.cleanup_all(list(request.container))
         return worker_pb2.CleanupAllResponse()
@@ -292,20 +324,51 @@ class _MasterService:
         return master_pb2.ResetResponse()
 
 
+class Serving:
+    """A server's gRPC service and its stream (stream_transport.py), stopped together."""
+
+    def __init__(self, grpc_server, stream=None):
+        self.grpc_server = grpc_server
+        self.stream = stream
+
+    async def stop(self, grace=None) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        await self.grpc_server.stop(grace=grace)
+
+
 async def serve(server, address: str) -> tuple:
     """Start `server`'s WorkerService and MasterService on `address` (port 0: any free
-    one); (the grpc server, the bound port)."""
+    one), and its stream on another port of the same host (unless turned off); (a
+    Serving, the bound gRPC port)."""
     grpc_server = aio.server(options=_OPTIONS)
     worker = _WorkerService(server.worker)
+    master = _MasterService(server.master)
     grpc_server.add_generic_rpc_handlers((
         _handlers(WORKER_SERVICE, _WORKER_METHODS, worker),
         _handlers(EXTENSION_SERVICE, _EXTENSION_METHODS, worker),
-        _handlers(MASTER_SERVICE, _MASTER_METHODS, _MasterService(server.master))))
+        _handlers(MASTER_SERVICE, _MASTER_METHODS, master)))
     port = grpc_server.add_insecure_port(address)
     if port == 0:
         raise errors.UnavailableError(None, None, f"Could not start gRPC server on {address}")
+    stream = None
+    if stream_transport.ENABLED:
+        handlers = {}
+        for name in stream_transport.METHODS:
+            impl, methods = ((master, _MASTER_METHODS) if name in _MASTER_METHODS else
+                             (worker, _WORKER_METHODS if name in _WORKER_METHODS
+                              else _EXTENSION_METHODS))
+            request_cls, response_cls = methods[name]
+            handlers[name] = (getattr(impl, name), request_cls.FromString,
+                              response_cls.SerializeToString)
+        try:
+            stream = await stream_transport.serve(address.rpartition(":")[0], handlers,
+                                                  RPC_COUNTS)
+            worker.stream_port = stream.port
+        except OSError:  # (no port for it: peers call this task over gRPC)
+            stream = None
     await grpc_server.start()
-    return grpc_server, port
+    return Serving(grpc_server, stream), port
 
 
 # -- the client side --------------------------------------------------------------------
@@ -327,6 +390,63 @@ class _Stubs:
                 response_deserializer=response_cls.FromString))
 
 
+class _StreamLink:
+    """The stream connection to one peer (stream_transport.py), opened on first use:
+    `ask_port()` (the peer's StreamPort over gRPC) says where. None for a peer that has
+    none (a TF server answers UNIMPLEMENTED); once lost, the next call asks again (the
+    peer may be a new process)."""
+
+    def __init__(self, address: str, task: str, ask_port):
+        self.host = address.rpartition(":")[0]
+        self.task = task
+        self.ask_port = ask_port
+        self.channel: StreamChannel | None = None
+        self.absent = not stream_transport.ENABLED
+        self._opening: asyncio.Future | None = None
+
+    async def get(self) -> StreamChannel | None:
+        channel = self.channel
+        if channel is not None and not channel.lost:
+            return channel
+        if self.absent:
+            return None
+        if self._opening is None or self._opening.done():
+            self._opening = asyncio.ensure_future(self._open())
+        return await asyncio.shield(self._opening)
+
+    async def _open(self) -> StreamChannel | None:
+        try:
+            port = await self.ask_port()
+        except errors.UnimplementedError:
+            port = b""
+        if not port:
+            self.absent = True
+            return None
+        try:
+            self.channel = await asyncio.wait_for(
+                StreamChannel.connect(self.host, int(port), self.task), STREAM_CONNECT_S)
+        except (OSError, TimeoutError):
+            # The task answers over gRPC but its stream port cannot be reached (a
+            # firewall that lets the cluster's ports through only): gRPC from now on.
+            self.absent = True
+            return None
+        return self.channel
+
+    async def call(self, name: str, methods: dict, request, timeout):
+        """Method `name` on the stream, or None when the peer has no stream."""
+        channel = await self.get()
+        if channel is None:
+            return None
+        RPC_COUNTS["sent", "stream", name] += 1
+        request_cls, response_cls = methods[name]
+        return await channel.call(name, request_cls.SerializeToString(request),
+                                  response_cls.FromString, timeout)
+
+    def close(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+
+
 class GrpcRemoteWorker(WorkerInterface):
     """A task of another process, over gRPC (used on one event loop: its server's)."""
 
@@ -342,6 +462,7 @@ class GrpcRemoteWorker(WorkerInterface):
                               and shm_transfer.is_local_host(address.rpartition(":")[0]))
         self._pool = shm_transfer.BufferPool() if self._same_machine else None
         self._pending: dict[int, dict] = {}  # step id -> {key: future}, this loop turn's
+        self._stream = _StreamLink(address, task, self._stream_port)
 
     @property
     def stubs(self) -> _Stubs:
@@ -350,10 +471,30 @@ class GrpcRemoteWorker(WorkerInterface):
             self._stubs = _Stubs(self._channel, WORKER_SERVICE, _WORKER_METHODS)
             extension = _Stubs(self._channel, EXTENSION_SERVICE, _EXTENSION_METHODS)
             self._stubs.RecvTensors = extension.RecvTensors
+            self._stubs.StreamPort = extension.StreamPort
         return self._stubs
 
+    async def _stream_port(self) -> bytes:
+        return await self._grpc_call("StreamPort", b"")
+
     async def _call(self, name: str, request, timeout: float | None = CONTROL_TIMEOUT_S):
+        """Method `name`: on the task's stream where it has one (a step's calls), else
+        over gRPC."""
+        if name in stream_transport.CODES:
+            methods = _EXTENSION_METHODS if name == "RecvTensors" else _WORKER_METHODS
+            try:
+                answer = await self._stream.call(name, methods, request, timeout)
+            except errors.UnavailableError:
+                self._stubs = None  # (the task went away: a fresh gRPC connection too)
+                raise
+            if answer is not None:
+                return answer
+        return await self._grpc_call(name, request, timeout)
+
+    async def _grpc_call(self, name: str, request,
+                         timeout: float | None = CONTROL_TIMEOUT_S):
         fresh = self._stubs is None
+        RPC_COUNTS["sent", "grpc", name] += 1
         try:
             return await getattr(self.stubs, name)(request, timeout=timeout,
                                                    wait_for_ready=name in _WAIT_FOR_READY)
@@ -365,7 +506,7 @@ class GrpcRemoteWorker(WorkerInterface):
                 raise _op_error(e, self.task) from None
         # A control call on a connection that failed before: once more on a new one (the
         # task may be back; the old connection waits out its backoff).
-        return await self._call(name, request, timeout)
+        return await self._grpc_call(name, request, timeout)
 
     async def get_status(self) -> list:
         response = await self._call("GetStatus", worker_pb2.GetStatusRequest())
@@ -481,6 +622,7 @@ class GrpcRemoteWorker(WorkerInterface):
     async def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        self._stream.close()
         if self._channel is not None:
             await self._channel.close()
 
@@ -506,17 +648,24 @@ class GrpcMasterClient(MasterClient):
 
     def __init__(self, address: str):
         self.address = address
-        self._channels: dict = {}  # loop -> (channel, stubs)
+        self._channels: dict = {}  # loop -> (channel, stubs, stream link)
         self._blocking = None
 
-    def _stubs(self) -> _Stubs:
+    def _entry(self) -> tuple:
         loop = asyncio.get_running_loop()
         entry = self._channels.get(loop)
         if entry is None:
             channel = aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
-            entry = self._channels[loop] = (channel, _Stubs(channel, MASTER_SERVICE,
-                                                            _MASTER_METHODS))
-        return entry[1]
+            stubs = _Stubs(channel, MASTER_SERVICE, _MASTER_METHODS)
+            stubs.StreamPort = _Stubs(channel, EXTENSION_SERVICE,
+                                      _EXTENSION_METHODS).StreamPort
+            link = _StreamLink(self.address, self.address,
+                               lambda: self._call("StreamPort", b"", CONTROL_TIMEOUT_S))
+            entry = self._channels[loop] = (channel, stubs, link)
+        return entry
+
+    def _stubs(self) -> _Stubs:
+        return self._entry()[1]
 
     def _blocking_stubs(self) -> _Stubs:
         if self._blocking is None:
@@ -525,6 +674,11 @@ class GrpcMasterClient(MasterClient):
         return self._blocking[1]
 
     async def _call(self, name: str, request, timeout: float | None = None):
+        if name in stream_transport.CODES:  # (RunStep: on the master's stream)
+            answer = await self._entry()[2].call(name, _MASTER_METHODS, request, timeout)
+            if answer is not None:
+                return answer
+        RPC_COUNTS["sent", "grpc", name] += 1
         try:
             return await getattr(self._stubs(), name)(request, timeout=timeout,
                                                       wait_for_ready=name in _WAIT_FOR_READY)
@@ -575,15 +729,25 @@ class GrpcMasterClient(MasterClient):
         return [from_proto(by_name[name]) for name in fetches]
 
     async def close_session(self, handle: str) -> None:
-        await self._call("CloseSession", master_pb2.CloseSessionRequest(session_handle=handle),
-                         CONTROL_TIMEOUT_S)
+        try:
+            await self._call("CloseSession", master_pb2.CloseSessionRequest(
+                session_handle=handle), CONTROL_TIMEOUT_S)
+        finally:
+            self._close_streams()
 
     def close_session_soon(self, handle: str) -> None:
+        self._close_streams()
         try:
             self._blocking_stubs().CloseSession.future(
                 master_pb2.CloseSessionRequest(session_handle=handle), timeout=CONTROL_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - a master gone has nothing to close
             pass
+
+    def _close_streams(self) -> None:
+        """Close the stream connections (the session, this client's one, is over)."""
+        for loop, (_, _, link) in self._channels.items():
+            if link.channel is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(link.close)
 
     def list_devices_blocking(self, handle: str) -> list:
         response = self._call_blocking("ListDevices", master_pb2.ListDevicesRequest(

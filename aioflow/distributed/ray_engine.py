@@ -4,8 +4,8 @@ connected to (a laptop or many nodes), and returns a RayCluster: its ClusterSpec
 task at its node's address and a port the actor chose), a session target (the first
 task's master), and a watcher that restarts a task whose actor died (Ray restarts the
 actor; the watcher starts its server again at the same address, so the master's next
-step registers its graphs there and goes on). Tasks talk to each other over gRPC with
-TF's messages, as any aioflow cluster.
+step registers its graphs there and goes on). Tasks talk to each other with TF's
+messages, as any aioflow cluster (gRPC, a step's calls on their stream).
 """
 
 from __future__ import annotations

@@ -109,6 +109,8 @@ def _graph_for(keywords: dict, op_def) -> ops.Graph:
     """The graph of the first input tensor; the default graph when it is a function
     being traced that captures that tensor (tf.data's functions)."""
     default = ops.get_default_graph()
+    if default.building_function:
+        return default
     captures_from = getattr(default, "captures_from", None)
     for arg in op_def.input_arg:
         value = keywords.get(arg.name)

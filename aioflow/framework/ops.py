@@ -270,6 +270,15 @@ class Operation:
         self._device = device_spec.canonical(device)
         self._node_def = None
 
+    def _add_outputs(self, types: list, shapes: list) -> None:
+        """Append outputs (cond_v2 / while_v2 rewrite a forward op to output more)."""
+        for dtype, shape in zip(types, shapes, strict=True):
+            t = Tensor(self, len(self._outputs), dtype)
+            t.set_shape(shape)
+            self._outputs.append(t)
+        self._node_def = None
+        self._node_types = None
+
     def _add_control_input(self, op: Operation) -> None:
         self._add_control_inputs([op])
 
@@ -325,6 +334,10 @@ class _ControlDependencies:
 
 class Graph:
     """A TensorFlow-1-style graph of Operations."""
+
+    #: A function graph being built takes ops whose inputs are in other graphs (TF's
+    #: building_function): they are captured. tf.data's FuncGraph does not set it.
+    building_function = False
 
     def __init__(self):
         self._ops_by_id: dict[int, Operation] = {}
@@ -897,6 +910,9 @@ def name_scope(name: str | None, default_name: str | None = None, values=None):
 
 
 def _graph_from_values(values) -> Graph:
+    default = get_default_graph()
+    if default.building_function:  # as TF's _get_graph_from_inputs
+        return default
     for v in values:
         if isinstance(v, (Tensor, Operation)):
             return v.graph

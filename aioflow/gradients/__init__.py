@@ -12,6 +12,7 @@ from aioflow.gradients import (  # noqa: F401  (importing a module registers its
     math_grad,
     nn_fused_batch_norm_grad,
     nn_grad,
+    optional_grad,
     random_grad,
     resource_variable_grad,
     sparse_grad,

@@ -1,11 +1,19 @@
-"""Gradients of the functional control-flow ops If / StatelessIf and While /
-StatelessWhile (TF's cond_v2._IfGrad and while_v2._WhileGrad), within what aioflow's
-function library allows.
+"""Gradients of the functional control-flow ops If / StatelessIf, Case / StatelessCase
+and While / StatelessWhile.
 
-TF rewrites the forward op to also output the intermediates its gradient needs (wrapped in
-Optionals for If, accumulated in TensorLists for While) and builds the gradient functions
-from the branch/body FuncGraphs. aioflow has no FuncGraphs for imported functions, so it
-never rewrites the forward op; its gradients recompute instead:
+They are built as TF builds them, node for node (gradients/cond_grad.py: cond_v2._IfGrad
+and _CaseGrad; gradients/while_grad.py: while_v2._WhileGrad): the forward op is rewritten
+to output the intermediates its gradient needs (Optionals for If, TensorList
+accumulators for While) and the gradient functions are built from the branch / body
+FuncGraphs.
+
+The few forms those modules do not build as TF (they raise NotImplementedError before the
+forward op changes: a resource intermediate of a branch, a resource loop variable that is
+not a variable's handle, a resource of a body that is not one of its inputs, an
+IndexedSlices gradient of a resource loop variable) get their gradient by recomputation
+here, with TF's values but not TF's graph (a Case has no such fallback: it raises). A
+While that falls back after accumulating may leave unused EmptyTensorList nodes in the
+outer graph:
 
 * If: an If of the same kind on the same predicate whose branches are the gradient
   functions of the forward branches (gradients/function_gradient.py: the branch body
@@ -14,12 +22,7 @@ never rewrites the forward op; its gradients recompute instead:
 * While: a forward While (of the same kind) recomputes the loop from its inputs and
   pushes every iteration's loop variables onto TensorLists, counting iterations; a
   backward While then pops them, one iteration at a time in reverse, and applies a
-  SymbolicGradient of the body to the popped variables and the running gradient. The
-  body is thus run twice and its gradient once per iteration: TF's values, not TF's
-  graph (whose forward While carries the accumulators itself).
-
-The values are TF's (tests/gradient_programs.py, TF 2.21 fixtures); the graphs differ
-from TF's by design, as said above.
+  SymbolicGradient of the body to the popped variables and the running gradient.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import itertools
 from aioflow.data.func_graph import FuncGraph, to_function_def
 from aioflow.framework import dtypes, ops, tensor_shape
 from aioflow.framework.op_def_library import apply_op
+from aioflow.gradients import cond_grad, while_grad
 from aioflow.gradients.function_gradient import symbolic_gradient_function_def
 from aioflow.gradients.registry import RegisterGradient
 from aioflow.ops import array_ops, math_ops
@@ -63,6 +67,19 @@ def _zeros_type(t) -> dtypes.DType:
 @RegisterGradient("If")
 @RegisterGradient("StatelessIf")
 def _if_grad(op, *grads):
+    try:
+        return cond_grad.cond_grad(op, list(grads))
+    except NotImplementedError:
+        return _if_grad_by_recomputation(op, grads)
+
+
+@RegisterGradient("Case")
+@RegisterGradient("StatelessCase")
+def _case_grad(op, *grads):
+    return cond_grad.cond_grad(op, list(grads))
+
+
+def _if_grad_by_recomputation(op, grads):
     graph = op.graph
     inputs = list(op.inputs[1:])
     dys = _dense_grads(op, grads)
@@ -102,6 +119,13 @@ def _while(op_type: str, loop_vars: list, cond, body) -> list:
 @RegisterGradient("While")
 @RegisterGradient("StatelessWhile")
 def _while_grad(op, *grads):
+    try:
+        return while_grad.while_grad(op, list(grads))
+    except NotImplementedError:
+        return _while_grad_by_recomputation(op, grads)
+
+
+def _while_grad_by_recomputation(op, grads):
     graph = op.graph
     cond, body = op.get_attr("cond"), op.get_attr("body")
     inputs = list(op.inputs)

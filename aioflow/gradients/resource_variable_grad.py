@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from aioflow.framework import dtypes
 from aioflow.framework.indexed_slices import IndexedSlices
+from aioflow.gradients.handle_data import variable_handle_data
 from aioflow.gradients.registry import RegisterGradient
 from aioflow.ops import array_ops, constant_op, state_ops
 
@@ -16,13 +17,12 @@ def _read_grad(_, grad):
 
 
 def _variable_shape(handle):
-    """The variable's shape: a constant when the handle's VarHandleOp declares it fully
-    (TF's handle data), else a VariableShape op."""
-    op = handle.op
-    if op.type == "VarHandleOp":
-        shape = op.get_attr("shape")
-        if shape.is_fully_defined():
-            return constant_op.constant(shape.as_list(), dtype=dtypes.int32)
+    """The variable's shape: a constant when the handle's data declares it fully (its
+    VarHandleOp, or the If input a branch's input stands for: TF's handle data), else a
+    VariableShape op."""
+    data = variable_handle_data(handle)
+    if data is not None and data[0].is_fully_defined():
+        return constant_op.constant(data[0].as_list(), dtype=dtypes.int32)
     return state_ops.variable_shape(handle)
 
 

@@ -86,6 +86,7 @@ from .nn import (
     topk_kernels,
 )
 from .onednn import (  # registered when oneDNN loads
+    batch_norm_onednn,
     conv_grad_onednn,
     conv_onednn,
     pooling_grad_onednn,

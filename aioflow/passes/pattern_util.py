@@ -84,7 +84,7 @@ def make_node(graph: Graph, like: Node, name: str, op: str, inputs: list[tuple[N
     for src, slot in inputs:
         node_def.input.append(src.name if slot == 0 else f"{src.name}:{slot}")
     in_types = [src.output_types[slot] for src, slot in inputs]
-    out_types = [_output_type(op_def, node_def)]
+    out_types = _output_types(op_def, node_def)
     node = graph.add_node(node_def, op_def, in_types, out_types)
     node.assigned_device_name = like.assigned_device_name
     for i, (src, slot) in enumerate(inputs):
@@ -92,10 +92,11 @@ def make_node(graph: Graph, like: Node, name: str, op: str, inputs: list[tuple[N
     return node
 
 
-def _output_type(op_def, node_def) -> int:
-    """The type of the op's single output (its type_attr, T)."""
-    arg = op_def.output_arg[0]
-    return node_def.attr[arg.type_attr].type if arg.type_attr else arg.type
+def _output_types(op_def, node_def) -> list[int]:
+    """The types of the op's outputs (each argument's type_attr or type; none here is a
+    list or repeated)."""
+    return [node_def.attr[arg.type_attr].type if arg.type_attr else arg.type
+            for arg in op_def.output_arg]
 
 
 def make_const(graph: Graph, like: Node, name: str, value: np.ndarray,

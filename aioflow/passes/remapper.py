@@ -24,6 +24,8 @@ no control edge leaving it), all on one device:
   a sum post-op, the NumPy kernel after its convolution)
 
 The fused node takes the name of the chain's last node (as TF's remapper does).
+Then a batch norm left unfused (training) and its Relu become _FusedBatchNormEx
+(batch_norm_activation.py).
 
 Part of the graph optimizer (graph_optimizer.optimize_graph runs it on each partition,
 after constant folding, so that frozen weights read through Identity are Consts by then):
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from aioflow.framework import dtypes, op_def_registry
 from aioflow.graph.graph import Graph, Node
+from aioflow.passes.batch_norm_activation import fuse_batch_norm_relus
 from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
 from aioflow.passes.pattern_util import (
     FLOAT_TYPES,
@@ -243,10 +246,12 @@ def fuse_contractions(graph: Graph) -> bool:
 def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = None,
           rewrite_options: rewriter_config_pb2.RewriterConfig | None = None,
           device_type: str = "CPU") -> bool:
-    """Fold batch norms, then fuse, on a CPU partition when the config asks for it."""
+    """Fold batch norms, then fuse (contraction chains, then batch norm + Relu), on a CPU
+    partition when the config asks for it."""
     if device_type != "CPU" or not remapping_enabled(optimizer_options, rewrite_options):
         return False
     changed = fold_batch_norms(graph)
     changed = fold_pads(graph) or changed
     changed = forward_identity_n(graph) or changed
-    return fuse_contractions(graph) or changed
+    changed = fuse_contractions(graph) or changed
+    return fuse_batch_norm_relus(graph) or changed

@@ -129,6 +129,78 @@ def write_forward_graphs(tf) -> None:
         tf.identity(nested(x, w), name="nested_y")
     (OUT / "forward_functional_control_flow.pb").write_bytes(
         graph.as_graph_def().SerializeToString())
+    write_nested_functional_graph(tf)
+
+
+def write_nested_functional_graph(tf) -> None:
+    """Functional If / While (cond_v2 / while_v2) in the forms whose gradients take TF's
+    other paths: a loop variable of unknown shape (Shape ops moved into the forward body),
+    a cond in a loop body and a loop in a cond branch (nested rewrites), a branch that
+    ignores an input and returns a constant (zeros, dummy inputs), maximum_iterations,
+    a resource variable read in a branch and in a loop body, a three-branch Case, a
+    branch whose gradient is IndexedSlices (a gather) beside a dense one, gathers from a
+    tensor and a variable in a loop body, a loop variable gathered (an IndexedSlices
+    gradient of a loop variable), an embedding lookup of a variable in a branch, a loop in
+    a loop."""
+    from tensorflow.python.ops import cond_v2, while_v2
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None], name="x")
+        w = tf.placeholder(tf.float32, [3], name="w")
+        p = tf.placeholder(tf.bool, [], name="p")
+        _, a = while_v2.while_loop(lambda i, v: i < 2,
+                                   lambda i, v: (i + 1, tf.sin(v) * tf.reduce_sum(v)),
+                                   [tf.constant(0), x])
+        tf.identity(a, name="unknown_shape_y")
+        _, b = while_v2.while_loop(
+            lambda i, v: i < 2,
+            lambda i, v: (i + 1, cond_v2.cond_v2(p, lambda: tf.tanh(v) * w, lambda: v * v)),
+            [tf.constant(0), w])
+        tf.identity(b, name="cond_in_while_y")
+        c = cond_v2.cond_v2(
+            p, lambda: while_v2.while_loop(lambda i, v: i < 2,
+                                           lambda i, v: (i + 1, tf.sin(v) * w),
+                                           [tf.constant(0), w])[1],
+            lambda: tf.exp(w))
+        tf.identity(c, name="while_in_cond_y")
+        d1, d2 = cond_v2.cond_v2(p, lambda: (tf.sin(w), tf.cos(w) * 2.0),
+                                 lambda: (w * w, tf.constant([1.0, 2.0, 3.0])))
+        tf.identity(d1, name="two_outputs_y1")
+        tf.identity(d2, name="two_outputs_y2")
+        _, e = while_v2.while_loop(lambda i, v: i < 10, lambda i, v: (i + 1, v * w),
+                                   [tf.constant(0), w], maximum_iterations=3)
+        tf.identity(e, name="max_iterations_y")
+        v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)
+        f = cond_v2.cond_v2(p, lambda: v * w, lambda: tf.sin(w))
+        tf.identity(f, name="variable_y")
+        _, g = while_v2.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, tf.sin(a) * v),
+                                   [tf.constant(0), w])
+        tf.identity(g, name="while_variable_y")
+        k = tf.placeholder(tf.int32, [], name="k")
+        h = tf.switch_case(k, [lambda: tf.sin(w), lambda: w * w, lambda: tf.exp(w) * 2.0])
+        tf.identity(h, name="case_y")
+        s = cond_v2.cond_v2(p, lambda: tf.gather(w, [0, 2]) * 2.0, lambda: w[:2] * 3.0)
+        tf.identity(s, name="gather_y")
+        _, q = while_v2.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, a * tf.gather(w, [2, 0, 1]) + tf.gather(v, [1, 1, 0])),
+            [tf.constant(0), w])
+        tf.identity(q, name="while_gather_y")
+        _, r = while_v2.while_loop(lambda i, a: i < 2,
+                                   lambda i, a: (i + 1, tf.gather(a, [2, 0, 1]) * 2.0),
+                                   [tf.constant(0), w])
+        tf.identity(r, name="while_gather_loop_var_y")
+        e = cond_v2.cond_v2(p, lambda: tf.nn.embedding_lookup(v, [0, 2]) * 2.0,
+                            lambda: w[:2] * 3.0)
+        tf.identity(e, name="embedding_in_cond_y")
+        _, n = while_v2.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, while_v2.while_loop(
+                lambda j, b: j < 2, lambda j, b: (j + 1, tf.sin(b) * w), [tf.constant(0), a])[1]),
+            [tf.constant(0), w])
+        tf.identity(n, name="while_in_while_y")
+    (OUT / "forward_functional_nested.pb").write_bytes(graph.as_graph_def().SerializeToString())
 
 
 def write_programs(tf, only: list[str]) -> dict:

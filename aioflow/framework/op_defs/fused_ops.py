@@ -1,5 +1,7 @@
 """OpDefs of TF's fused ops that its grappler remapper writes (tensorflow/core/ops/nn_ops.cc,
-math_ops.cc): _FusedConv2D, _FusedDepthwiseConv2dNative and _FusedMatMul.
+math_ops.cc): _FusedConv2D, _FusedDepthwiseConv2dNative, _FusedMatMul and
+_FusedBatchNormEx (a FusedBatchNorm, an optional side input added, and an activation:
+aioflow/passes/batch_norm_activation.py writes it for a batch norm and its Relu).
 
 aioflow's graph optimizer writes them too (aioflow/passes/remapper.py): a convolution or
 matmul, its BiasAdd (or folded batch norm) and an activation computed by one kernel call.
@@ -12,7 +14,7 @@ from __future__ import annotations
 from aioflow.framework import common_shapes as cs
 from aioflow.framework.op_def_registry import register_op
 
-from .nn_conv_ops import _conv_shape
+from .nn_conv_ops import _batch_norm_shape, _conv_shape
 
 _FUSION_ATTRS = ('fused_ops: list(string) = []', "epsilon: float = 0.0001",
                  "leakyrelu_alpha: float = 0.2")
@@ -49,3 +51,13 @@ _with_fusion_attrs(
     .output("product: T").attr("transpose_a: bool = false").attr("transpose_b: bool = false")
     .attr("T: {bfloat16, half, float}").attr("num_args: int >= 0")
 ).set_shape_fn(cs.matmul)
+
+(register_op("_FusedBatchNormEx").input("x: T").input("scale: U").input("offset: U")
+    .input("mean: U").input("variance: U").input("side_input: num_side_inputs * T")
+    .output("y: T").output("batch_mean: U").output("batch_variance: U")
+    .output("reserve_space_1: U").output("reserve_space_2: U").output("reserve_space_3: U")
+    .attr("T: {half, float, bfloat16}").attr("U: {float}").attr("epsilon: float = 0.0001")
+    .attr("exponential_avg_factor: float = 1.0").attr("num_side_inputs: int >= 0 = 0")
+    .attr("activation_mode: string = 'Identity'")
+    .attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'").attr("is_training: bool = true")
+    .set_shape_fn(_batch_norm_shape))

@@ -348,6 +348,22 @@ class OptionalValue:
     def __repr__(self) -> str:
         return "<Optional>" if self.values is None else f"<Optional {len(self.values)}>"
 
+    def zeros_like(self) -> OptionalValue:
+        """ZerosLike of an Optional (TF's OptionalZerosLike): none stays none, else an
+        Optional of its components' zeros (cond_v2's gradients take it)."""
+        if self.values is None:
+            return self
+        return OptionalValue([_zeros_like_value(np.asarray(v)) for v in self.values])
+
+
+def _zeros_like_value(value: np.ndarray) -> np.ndarray:
+    if value.dtype != object:
+        return np.zeros(value.shape, value.dtype)
+    out = np.empty(value.shape, dtype=object)
+    for i, v in enumerate(value.flat):
+        out.flat[i] = v.zeros_like() if hasattr(v, "zeros_like") else b""
+    return out
+
 
 def optional_value(values) -> np.ndarray:
     out = np.empty((), dtype=object)

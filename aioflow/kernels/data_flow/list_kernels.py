@@ -184,7 +184,10 @@ def _check_dtype(lst: TensorList, dtype) -> None:
 
 
 def _dtype_of(value) -> dtypes.DType:
-    return dtypes.as_dtype(np.asarray(value).dtype)
+    value = np.asarray(value)
+    if value.dtype == object and value.size and not isinstance(value.flat[0], (bytes, str)):
+        return dtypes.variant  # a list, an optional...: held in an object array as strings are
+    return dtypes.as_dtype(value.dtype)
 
 
 def _rows(value: np.ndarray) -> list:

@@ -124,6 +124,9 @@ class _FusedBatchNormBase(OpKernel):
     pool_above = BIG
     compilable = True
     version = 1
+    #: Whether y is passed through Relu (_FusedBatchNormEx without a side input): the
+    #: normalize_* hooks apply it, so a backend can fuse it.
+    _relu = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -167,6 +170,8 @@ class _FusedBatchNormBase(OpKernel):
         u = self._u_type
         if not self._training:
             y = self.normalize_inference(xf, scale, offset, mean, var, axis)
+            if self._relu:
+                np.maximum(y, 0, out=y)
             # reserve_space_1/2 are not read after inference: TF leaves them unset.
             zeros = np.zeros(channels, u)
             outs = [y.astype(self._np_type, copy=False), mean, var, zeros, zeros]
@@ -177,7 +182,8 @@ class _FusedBatchNormBase(OpKernel):
                 bvar = np.full(channels, np.nan, np.float32)
                 y = xf.copy()
             else:
-                y, bmean, bvar = self.normalize_training(xf, scale, offset, axis)
+                y, bmean, bvar = self.normalize_training(xf, scale, offset, axis,
+                                                         self._relu)
             corrected = bvar * np.float32(count / max(count - 1, 1))
             f = np.float32(self._factor)
             if self._factor != 1.0:
@@ -205,8 +211,16 @@ class _FusedBatchNormBase(OpKernel):
         y += shift.reshape(shape)
         return y
 
-    def normalize_training(self, x, scale, offset, axis: int):
-        """(y, batch mean, biased batch variance) of non-empty float32 x along `axis`."""
+    def normalize_training(self, x, scale, offset, axis: int, relu: bool = False):
+        """(y, batch mean, biased batch variance) of non-empty float32 x along `axis`, y
+        through Relu when `relu` (a backend's kernel overrides this:
+        aioflow/kernels/onednn/)."""
+        y, bmean, bvar = self._normalize_training(x, scale, offset, axis)
+        if relu:
+            np.maximum(y, 0, out=y)
+        return y, bmean, bvar
+
+    def _normalize_training(self, x, scale, offset, axis: int):
         if axis == x.ndim - 1 and x.size >= _COMPILED_TRAINING_FROM and _compiled_ready():
             return _training_channels_last(np.ascontiguousarray(x), scale, offset,
                                            self._epsilon)
@@ -242,6 +256,41 @@ class FusedBatchNormV3Op(_FusedBatchNormBase):
     """FusedBatchNormV2 with a reserve_space_3 output and 5-D formats."""
 
     version = 3
+
+
+@register_kernel("_FusedBatchNormEx", "CPU", T=[dtypes.float16, dtypes.bfloat16, dtypes.float32],
+                 U=dtypes.float32)
+class FusedBatchNormExOp(_FusedBatchNormBase):
+    """FusedBatchNormV3 (NHWC/NCHW), then side_input added and the activation (Identity
+    or Relu) applied: the op TF's remapper writes for a batch norm and its Relu."""
+
+    version = 3
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        mode = attr_str(ctx, "activation_mode", "Identity")
+        if mode not in ("Identity", "Relu"):
+            raise invalid("FusedBatchNorm only supports Identity and Relu for now.")
+        self._sides = int(ctx.get_attr("num_side_inputs", 0))
+        if self._sides > 1:
+            raise invalid("FusedBatchNorm accepts at most one side input.")
+        if self._sides and self._training and mode == "Identity":
+            raise invalid("Identity activation is not supported with non-empty side input")
+        self._activation = mode == "Relu"
+        self._relu = self._activation and not self._sides
+
+    def compute(self, ctx, inputs):
+        x = inputs[0]
+        if self._sides and inputs[5].shape != x.shape:
+            raise invalid(f"side_input shape must be equal to input shape: "
+                          f"{shape_str(inputs[5].shape)} != {shape_str(x.shape)}")
+        outs = super().compute(ctx, inputs[:5])
+        if self._sides:
+            y = outs[0].astype(np.float32) + inputs[5].astype(np.float32)
+            if self._activation:
+                np.maximum(y, 0, out=y)
+            outs[0] = y.astype(self._np_type, copy=False)
+        return outs
 
 
 @register_kernel("LRN", "CPU", T=[dtypes.float16, dtypes.bfloat16, dtypes.float32])

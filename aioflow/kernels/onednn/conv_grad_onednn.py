@@ -58,11 +58,13 @@ from aioflow.kernels.onednn.primitives import (
     MemoryDesc,
     Primitive,
     PrimitiveCache,
+    PrimitiveDesc,
     WeightsCache,
     array_desc,
     engine,
     reorder,
     set_threads,
+    user_scratchpad,
 )
 
 _CACHE = PrimitiveCache()
@@ -84,10 +86,10 @@ def grad_team(work: int) -> team:
     return team(work if work >= TEAM_WORK else 0)
 
 
-def _forward_hint(src_md, w_md, dst_md, geometry) -> Primitive:
+def _forward_hint(src_md, w_md, dst_md, geometry) -> PrimitiveDesc:
     eng = engine()
     strides, dilates, pad_l, pad_r = geometry
-    return Primitive(lambda pd: api._lib.dnnl_convolution_forward_primitive_desc_create(
+    return PrimitiveDesc(lambda pd: api._lib.dnnl_convolution_forward_primitive_desc_create(
         pd, eng, api.FORWARD_TRAINING, api.CONVOLUTION_DIRECT, src_md.handle, w_md.handle,
         None, dst_md.handle, strides, dilates, pad_l, pad_r, None),
         "dnnl_convolution_forward_primitive_desc_create")
@@ -129,10 +131,11 @@ class BackwardDataPlan:
         geometry = _geometry(strides, dilations, pads)
         hint = _forward_hint(self.prim_dx_md, any_w, self.prim_dy_md, geometry)
         eng = engine()
+        attr = user_scratchpad()
         self.prim = Primitive(
             lambda pd: api._lib.dnnl_convolution_backward_data_primitive_desc_create(
                 pd, eng, api.CONVOLUTION_DIRECT, self.prim_dx_md.handle, any_w.handle,
-                self.prim_dy_md.handle, *geometry, hint.pd, None),
+                self.prim_dy_md.handle, *geometry, hint.pd, attr),
             "dnnl_convolution_backward_data_primitive_desc_create")
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
@@ -167,10 +170,11 @@ class BackwardWeightsPlan:
         geometry = _geometry(strides, dilations, pads)
         hint = _forward_hint(self.x_md, any_w, self.dy_md, geometry)
         eng = engine()
+        attr = user_scratchpad()
         self.prim = Primitive(
             lambda pd: api._lib.dnnl_convolution_backward_weights_primitive_desc_create(
                 pd, eng, api.CONVOLUTION_DIRECT, self.x_md.handle, any_w.handle, None,
-                self.dy_md.handle, *geometry, hint.pd, None),
+                self.dy_md.handle, *geometry, hint.pd, attr),
             "dnnl_convolution_backward_weights_primitive_desc_create")
         self.dw_md = self.prim.md(api.QUERY_DIFF_WEIGHTS_MD)
         self.dw_reorder = None if self.dw_md == self.user_dw_md else reorder(self.dw_md,
@@ -184,7 +188,12 @@ def _runs_here(*arrays) -> bool:
 class _OnednnInputGrad:
     """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels)."""
 
-    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+    #: Not through the device's BLAS gate (one BLAS-threaded kernel at a time on two
+    #: cores): below TEAM_WORK a primitive runs on its calling thread alone, so the input
+    #: and filter gradients of one layer run side by side on the pool's threads (they
+    #: ran one after the other behind the gate), and a team comes from backend.team's
+    #: budget, which never gives one where other primitives' threads hold the cores.
+    uses_blas = False
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True  # TF's depthwise gradients ignore the dilations attr: False there
     #: Input channels below which the gradient is computed channels first (PLANAR_BELOW;
@@ -228,7 +237,7 @@ class _OnednnInputGrad:
 class _OnednnFilterGrad:
     """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels)."""
 
-    uses_blas = True
+    uses_blas = False  # as _OnednnInputGrad's
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True
     _grad_dilations = _OnednnInputGrad._grad_dilations

@@ -117,7 +117,7 @@ class ConvPlan:
             any_w.handle, self.bias_md.handle if bias else None, self.dst_md.handle,
             api.dims(strides), api.dims([d - 1 for d in dilations]),
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), self.attr.attr),
-            "dnnl_convolution_forward_primitive_desc_create", user_scratchpad=True)
+            "dnnl_convolution_forward_primitive_desc_create")
         self.w_md = self.prim.md(api.QUERY_WEIGHTS_MD)
         self.w_reorder = None if self.w_md == self.user_w_md else reorder(self.user_w_md,
                                                                           self.w_md)

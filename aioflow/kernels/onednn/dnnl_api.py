@@ -92,6 +92,7 @@ SCRATCHPAD_MODE_USER = 1
 USE_GLOBAL_STATS = 1
 USE_SCALE = 2
 USE_SHIFT = 4
+FUSE_NORM_RELU = 8
 
 MAX_NDIMS = 12
 Dims = c_int64 * MAX_NDIMS
@@ -152,6 +153,7 @@ _SIGNATURES = {
     "dnnl_primitive_attr_destroy": [_P],
     "dnnl_primitive_attr_set_post_ops": [_P, _P],
     "dnnl_primitive_attr_set_scratchpad_mode": [_P, c_int],
+    "dnnl_primitive_attr_get_scratchpad_mode": [_P, POINTER(c_int)],
     "dnnl_post_ops_create": [_PP],
     "dnnl_post_ops_destroy": [_P],
     "dnnl_post_ops_append_eltwise": [_P, c_int, c_float, c_float],
@@ -174,6 +176,7 @@ _SIGNATURES = {
     "dnnl_reorder_primitive_desc_create": [_PP, _P, _P, _P, _P, _P],
     "dnnl_primitive_desc_query_md": [_P, c_int, c_int],
     "dnnl_primitive_desc_query": [_P, c_int, c_int, _P],
+    "dnnl_primitive_desc_get_attr": [_P, _PP],
     "dnnl_primitive_desc_destroy": [_P],
     "dnnl_primitive_create": [_PP, _P],
     "dnnl_primitive_execute": [_P, _P, c_int, _CP],

@@ -11,6 +11,12 @@ gradient over the taps inside the input (exclude padding, TF's). Primitives are 
 the forward's hint and cached by geometry and threads, and take an OpenMP team only
 from conv_grad_onednn.TEAM_WORK (window taps times gradient elements), as the
 convolutions' gradients do. Other types run the NumPy code.
+
+Where they run: as the forward pooling (backend.LoopOrThread), inline on the event loop
+up to backend.INLINE_WORK, larger calls on the executor's pool: a pooling gradient
+sits on a training step's one chain of dependent kernels (a convolution's input
+gradient, the pooling's, the activation's, ...), where a hand-off to the executor's
+pool and back only adds to the step.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from aioflow.kernels.nn.pooling_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel
+from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel
 from aioflow.kernels.onednn.conv_grad_onednn import grad_team
 from aioflow.kernels.onednn.conv_onednn import channels_last_order
 from aioflow.kernels.onednn.primitives import (
@@ -35,6 +41,7 @@ from aioflow.kernels.onednn.primitives import (
     array_desc,
     engine,
     set_threads,
+    user_scratchpad,
 )
 
 _CACHE = PrimitiveCache()
@@ -51,12 +58,13 @@ class PoolBackwardPlan:
                     api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]))
         eng = engine()
         lib = api._lib
+        attr = user_scratchpad()
         self.forward = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
             pd, eng, api.FORWARD_TRAINING, alg, self.src_md.handle, self.dst_md.handle,
-            *geometry, None), "dnnl_pooling_forward_primitive_desc_create")
+            *geometry, attr), "dnnl_pooling_forward_primitive_desc_create")
         self.backward = Primitive(lambda pd: lib.dnnl_pooling_backward_primitive_desc_create(
             pd, eng, alg, self.src_md.handle, self.dst_md.handle, *geometry,
-            self.forward.pd, None), "dnnl_pooling_backward_primitive_desc_create")
+            self.forward.pd, attr), "dnnl_pooling_backward_primitive_desc_create")
         self.ws_md = self.forward.md(api.QUERY_WORKSPACE_MD) if alg == api.POOLING_MAX \
             else None
 
@@ -96,9 +104,19 @@ def _avg_backward(g):
     return run
 
 
-class _OnednnMaxPoolGrad:
-    uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
+class _OnednnPoolGrad(LoopOrThread):
+    """Each call on the event loop or the executor's pool by its work."""
 
+    uses_blas = False  # one thread below TEAM_WORK: as conv_grad_onednn's kernels
+
+    def work(self, inputs: list) -> int:
+        """The largest tensor's elements times the window's taps (9 for a window given
+        as an input, MaxPoolGradV2's)."""
+        taps = int(np.prod(self._window[0])) if self._window is not None else 9
+        return max(np.size(t) for t in inputs) * taps
+
+
+class _OnednnMaxPoolGrad(_OnednnPoolGrad):
     def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
         if not backend.ACTIVE or x.dtype != np.float32 or g.dtype != np.float32 or \
                 x.size == 0 or g.size == 0:
@@ -110,9 +128,7 @@ class _OnednnMaxPoolGrad:
         return dx
 
 
-class _OnednnAvgPoolGrad:
-    uses_blas = True
-
+class _OnednnAvgPoolGrad(_OnednnPoolGrad):
     def avg_grad(self, g, in_sizes, ksizes, strides, pads):
         if not backend.ACTIVE or g.dtype != np.float32 or g.size == 0 or 0 in in_sizes:
             return super().avg_grad(g, in_sizes, ksizes, strides, pads)

@@ -51,7 +51,7 @@ class PoolPlan:
             pd, eng, api.FORWARD_INFERENCE, alg, self.src_md.handle, self.dst_md.handle,
             api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), attr),
-            "dnnl_pooling_forward_primitive_desc_create", user_scratchpad=True)
+            "dnnl_pooling_forward_primitive_desc_create")
 
 
 class _OnednnPool(LoopOrThread):

@@ -25,13 +25,13 @@ Scratchpads: with the wheel's default build, a primitive whose attributes leave 
 scratchpad to the library shares the scratchpad of the thread that CREATED it, so it
 must not run in another thread while that thread runs a primitive ("primitives cannot
 migrate between threads", oneDNN's dnnl_scratchpad_mode_t); aioflow's primitives are
-cached process-wide and run on the event loop and on worker threads. So the primitives
-made here (`PostOps` attributes, `user_scratchpad()`) take the scratchpad from the
-caller: each call passes a buffer of the executing thread's own (`_scratch`), and any
-number run at once. A primitive created without (library scratchpad) runs under one
-process-wide lock instead: correct, one at a time (measured before the fix: 8
-MobileNetV2 or InceptionV3 runs in flight gave outputs differing from one run's in up to
-60% of runs).
+cached process-wide and run on the event loop and on worker threads (8 MobileNetV2 or
+InceptionV3 runs in flight gave outputs differing from one run's in up to 60% of runs).
+So every primitive made here takes the scratchpad from the caller: `Primitive` refuses
+attributes that leave it to the library (`PostOps` and `user_scratchpad()` do not), and
+each call passes a buffer of the executing thread's own (`_scratch`): any number of
+calls, forward and backward, run at once. A primitive descriptor made only as another's
+hint (`PrimitiveDesc`, never executed) takes any attributes.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class _Memories:
 class PostOps:
     """A primitive attribute with post-ops, built from a spec: a tuple of
     ("eltwise", alg, alpha, beta), ("sum", scale) and ("binary", alg, MemoryDesc), and
-    the scratchpad the caller's (create the primitive with user_scratchpad=True)."""
+    the scratchpad the caller's."""
 
     def __init__(self, spec):
         self.attr = c_void_p()
@@ -266,17 +266,13 @@ class _UserScratchpad:
 
 
 def user_scratchpad():
-    """A primitive attribute (dnnl_primitive_attr_t) that leaves the scratchpad to the
-    caller; create the primitive with user_scratchpad=True."""
+    """A primitive attribute (dnnl_primitive_attr_t) with no post-ops that leaves the
+    scratchpad to the caller."""
     if _UserScratchpad.attr is None:
         with _UserScratchpad.lock:
             if _UserScratchpad.attr is None:
                 _UserScratchpad.attr = PostOps(())
     return _UserScratchpad.attr.attr
-
-
-#: Held while a primitive with the library's scratchpad runs (see the module docstring).
-_LIBRARY_SCRATCHPAD = threading.Lock()
 
 
 def _scratch(size: int) -> np.ndarray:
@@ -288,27 +284,55 @@ def _scratch(size: int) -> np.ndarray:
     return buf
 
 
+def scratchpad_mode(pd: c_void_p) -> int:
+    """The scratchpad mode of a primitive descriptor's attributes (SCRATCHPAD_MODE_USER:
+    the caller's)."""
+    attr, mode = c_void_p(), ctypes.c_int()
+    api.call("dnnl_primitive_desc_get_attr", pd, byref(attr))
+    api.call("dnnl_primitive_attr_get_scratchpad_mode", attr, byref(mode))
+    return mode.value
+
+
+class PrimitiveDesc:
+    """An owned primitive descriptor made by `create(pd_out)` (a oneDNN
+    *_primitive_desc_create call): the forward hint a backward primitive is made with,
+    never executed."""
+
+    def __init__(self, create, name: str):
+        self.pd = c_void_p()
+        api.check(create(byref(self.pd)), name)
+
+    def __del__(self):
+        if self.pd and api._lib is not None:
+            api._lib.dnnl_primitive_desc_destroy(self.pd)
+            self.pd = None
+
+
 class Primitive:
     """A primitive descriptor made by `create(pd_out)` (a oneDNN *_primitive_desc_create
-    call), its primitive, and the memory descriptors it chose, by query.
-    `user_scratchpad`: its attributes leave the scratchpad to the caller (PostOps,
-    user_scratchpad()); else it runs under the library-scratchpad lock."""
+    call), its primitive, and the memory descriptors it chose, by query. Its attributes
+    must leave the scratchpad to the caller (PostOps, user_scratchpad()): a library
+    scratchpad is refused with ValueError (the module docstring)."""
 
-    def __init__(self, create, name: str, user_scratchpad: bool = False):
+    def __init__(self, create, name: str):
         self.pd = c_void_p()
         self.handle = c_void_p()
         api.check(create(byref(self.pd)), name)
+        if scratchpad_mode(self.pd) != api.SCRATCHPAD_MODE_USER:
+            api._lib.dnnl_primitive_desc_destroy(self.pd)
+            self.pd = None
+            raise ValueError(f"{name}: a primitive run from several threads needs the "
+                             "caller's scratchpad (attributes from PostOps or "
+                             "user_scratchpad())")
         api.call("dnnl_primitive_create", byref(self.handle), self.pd)
         self._local = threading.local()  # this thread's _Memories, by argument layout
-        self.user_scratchpad = user_scratchpad
         self.scratch_md = None
         self.scratch_size = 0
-        if user_scratchpad:
-            md = api._lib.dnnl_primitive_desc_query_md(self.pd, api.QUERY_SCRATCHPAD_MD, 0)
-            size = api._lib.dnnl_memory_desc_get_size(md) if md else 0
-            if size:
-                self.scratch_md = MemoryDesc.clone(md)
-                self.scratch_size = size
+        md = api._lib.dnnl_primitive_desc_query_md(self.pd, api.QUERY_SCRATCHPAD_MD, 0)
+        size = api._lib.dnnl_memory_desc_get_size(md) if md else 0
+        if size:
+            self.scratch_md = MemoryDesc.clone(md)
+            self.scratch_size = size
 
     def md(self, query: int, index: int = 0) -> MemoryDesc:
         """The memory descriptor the primitive chose (a clone this object owns)."""
@@ -327,10 +351,6 @@ class Primitive:
         the caller keeps alive). The memory objects are this thread's, made on its first
         call with these descriptors and re-pointed on later ones. `key`: a caller that
         always passes the same descriptors may pass `memories_key(args)` once made."""
-        if not self.user_scratchpad:
-            with _LIBRARY_SCRATCHPAD:
-                self._execute(args, key)
-            return
         if self.scratch_size:
             args = [*args, (api.ARG_SCRATCHPAD, self.scratch_md, _scratch(self.scratch_size))]
         self._execute(args, key)
@@ -339,8 +359,7 @@ class Primitive:
         """The key of args' descriptors (and the scratchpad's) among this thread's
         memory objects."""
         key = tuple(id(md) for _, md, _ in args)
-        return (*key, id(self.scratch_md)) if self.user_scratchpad and self.scratch_size \
-            else key
+        return (*key, id(self.scratch_md)) if self.scratch_size else key
 
     def _execute(self, args, key=None) -> None:
         lib = api._lib
@@ -378,8 +397,7 @@ def reorder(src_md: MemoryDesc, dst_md: MemoryDesc) -> Primitive:
     eng = engine()
     attr = user_scratchpad()
     return Primitive(lambda pd: api._lib.dnnl_reorder_primitive_desc_create(
-        pd, src_md.handle, eng, dst_md.handle, eng, attr), "dnnl_reorder_primitive_desc_create",
-        user_scratchpad=True)
+        pd, src_md.handle, eng, dst_md.handle, eng, attr), "dnnl_reorder_primitive_desc_create")
 
 
 class PrimitiveCache:
