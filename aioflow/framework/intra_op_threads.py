@@ -157,7 +157,7 @@ def set_blas_threads(n: int) -> bool:
 
 def begin_sharing() -> None:
     """A job is handed to a pool thread to run beside the event loop's own work (many
-    runs in flight: the loop has other nodes ready); `end_sharing` when it is done or
+    runs in flight: other runs wait for the loop); `end_sharing` when it is done or
     cancelled. While any such job is in flight, every core already has a thread of ours,
     so kernels that split their work over teams (the oneDNN primitives) run on their
     calling thread alone (`cores_shared`): a team would only oversubscribe the cores.
@@ -182,7 +182,7 @@ def cores_shared() -> bool:
 
 def sharing_jobs() -> int:
     """The jobs handed off with `begin_sharing` and not yet done (the executor hands off
-    another only while fewer than cores - 1 are: the loop is the last core's worker)."""
+    another only while fewer than 2 x cores - 1 are: executor_state.SHARED_JOBS)."""
     return _sharing
 
 

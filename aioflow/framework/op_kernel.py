@@ -155,7 +155,7 @@ class OpKernel:
 
     def worth_a_thread(self, inputs: list) -> bool:
         """Whether a call that `is_expensive` would run inline is still worth a pool
-        thread of its own when the event loop has other work ready and a thread is free
+        thread of its own when other runs wait for the event loop and a thread is free
         (many runs in flight: the loop's work and this call then use two cores). Asked
         only when `expensive` is None and the kernel overrides this."""
         return False

@@ -13,9 +13,9 @@ call (expensive None), by their work (multiply-adds, or output elements x window
 * above INLINE_WORK: on the executor's pool (through the device's BLAS gate), with a
   team from the budget: the loop is never held longer than ~1.5 ms by one call;
 * from TEAM_WORK up to INLINE_WORK: inline on the event loop, on a team of the intra-op
-  threads (no hand-off: the lowest latency for one run) -- unless the loop has other
-  nodes ready (many runs in flight, or parallel branches) and fewer than cores - 1 jobs
-  run beside it: then on a pool thread (`worth_a_thread`), which also runs the node's
+  threads (no hand-off: the lowest latency for one run) -- unless other runs wait for
+  the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight:
+  then on a pool thread (`worth_a_thread`), which also runs the node's
   chain of ready successors (executor_state.py), while the loop goes on with its other
   work; while such a job is in flight every primitive runs on its calling thread alone
   (framework.intra_op_threads.cores_shared), so the loop and the pool thread each keep
@@ -128,5 +128,5 @@ class LoopOrThread:
         return self.work(inputs) > INLINE_WORK
 
     def worth_a_thread(self, inputs: list) -> bool:
-        """A call worth a team is worth a thread when the loop has other work."""
+        """A call worth a team is worth a thread when other runs wait for the loop."""
         return ACTIVE and self.work(inputs) >= TEAM_WORK
