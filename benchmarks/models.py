@@ -20,12 +20,16 @@ names are its fused ops (_FusedConv2D, ...), as its grappler rewrote them.
 
 `--backend onednn` (the default where the onednn extra is installed) runs aioflow's oneDNN
 kernels (aioflow/kernels/onednn/); `--backend numpy` the NumPy/numba ones (AIOFLOW_ONEDNN=0).
+`--also-library PATH` (repeatable) adds an aioflow peer on another oneDNN library (a
+libdnnl.so.3, e.g. another environment's `onednn` wheel: AIOFLOW_ONEDNN_LIBRARY) in a
+worker process, taking its turn after TF's in every round; its figures are reported
+against the same TF runs ("also": one entry per library).
 
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
            [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
            [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--tf-threads N]
-           [--backend onednn|numpy]
-Worker roles (run with TF's Python, used by the benchmark itself): --role freeze|tf
+           [--backend onednn|numpy] [--also-library PATH ...]
+Worker roles (used by the benchmark itself): --role freeze|tf (TF's Python), --role aioflow
 """
 
 from __future__ import annotations
@@ -142,6 +146,24 @@ def _tf_worker(path: str, threads: int = 0) -> None:
             print(json.dumps(np.asarray(out, np.float64).ravel().tolist()), flush=True)
 
 
+def _aioflow_worker(path: str, fusion: bool, intra_op: int) -> None:
+    """_tf_worker's protocol ('run', 'out') for an aioflow session (its oneDNN library
+    chosen by AIOFLOW_ONEDNN_LIBRARY); the ready line names the library."""
+    from aioflow.kernels.onednn import dnnl_api
+
+    peer = AioflowPeer(path, fusion=fusion, intra_op=intra_op)
+    info = dnnl_api.info() or {"error": dnnl_api.load_error()}
+    print(json.dumps({"ready": True, "onednn": {k: v for k, v in info.items()}}), flush=True)
+    for line in sys.stdin:
+        cmd, batch, *rest = line.split()
+        if cmd == "run":
+            print(json.dumps(peer.times(int(batch), int(rest[0]))), flush=True)
+        elif cmd == "out":
+            out = peer.output(int(batch))
+            print(json.dumps(np.asarray(out, np.float64).ravel().tolist()), flush=True)
+    peer.close()
+
+
 def _tf_op_type(node_stats) -> str:
     """The op type of a TF NodeExecStats: its timeline label reads 'name = Op(...)'."""
     label = node_stats.timeline_label
@@ -183,15 +205,16 @@ def _ensure_frozen(name: str, models_dir: str, tf_python: str) -> str:
 
 
 class TFPeer:
-    """The TF worker process for one frozen graph."""
+    """The TF worker process for one frozen graph (or, role "aioflow", an aioflow one)."""
 
-    def __init__(self, tf_python: str, path: str, threads: int = 0):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    def __init__(self, tf_python: str, path: str, threads: int = 0, role: str = "tf",
+                 extra=(), env=None):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
         self.proc = subprocess.Popen(
-            [tf_python, os.path.abspath(__file__), "--role", "tf", "--path", path,
-             "--tf-threads", str(threads)],
+            [tf_python, os.path.abspath(__file__), "--role", role, "--path", path,
+             "--tf-threads", str(threads), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        json.loads(self.proc.stdout.readline())
+        self.ready = json.loads(self.proc.stdout.readline())
 
     def ask(self, line: str):
         self.proc.stdin.write(line + "\n")
@@ -330,6 +353,10 @@ def bench_model(name: str, args) -> dict:
     path = _ensure_frozen(name, args.models_dir, args.tf_python)
     ours = AioflowPeer(path, fusion=not args.no_fusion, intra_op=args.intra_op)
     tf = TFPeer(args.tf_python, path, args.tf_threads)
+    also = [TFPeer(sys.executable, path, role="aioflow",
+                   extra=["--intra-op", str(args.intra_op)] + (
+                       ["--no-fusion"] if args.no_fusion else []),
+                   env={"AIOFLOW_ONEDNN_LIBRARY": lib}) for lib in args.also_library]
     result: dict = {"model": name}
     try:
         for batch in args.batches:
@@ -337,11 +364,17 @@ def bench_model(name: str, args) -> dict:
             ours.times(batch, 1)
             tf.ask(f"run {batch} 1")  # warm both
             a_times, t_times = [], []
+            o_times: list = [[] for _ in also]
+            for peer in also:
+                peer.ask(f"run {batch} 1")
             for _ in range(args.rounds):
                 a_times += ours.times(batch, args.runs)
                 time.sleep(args.settle)  # OpenBLAS's spinning threads go idle
                 t_times += tf.ask(f"run {batch} {args.runs}")
                 time.sleep(args.settle)  # and TF's
+                for peer, times in zip(also, o_times, strict=True):
+                    times += peer.ask(f"run {batch} {args.runs}")
+                    time.sleep(args.settle)
             a_cpu = statistics.median(c for _, c in a_times)
             t_cpu = statistics.median(c for _, c in t_times)
             a_times, t_times = [w for w, _ in a_times], [w for w, _ in t_times]
@@ -362,6 +395,9 @@ def bench_model(name: str, args) -> dict:
                 "cpu_ratio": round(a_cpu / t_cpu, 2),
                 "max_abs_diff": float(np.max(np.abs(a_out.ravel() - t_out))),
             }
+            if also:
+                entry["also"] = [_also_entry(peer, times, batch, t_med, t_cpu, t_out)
+                                 for peer, times in zip(also, o_times, strict=True)]
             if not args.no_trace:
                 a_traces, t_traces = [], []
                 for _ in range(args.traces):  # A B A B, as the timed runs
@@ -380,7 +416,22 @@ def bench_model(name: str, args) -> dict:
     finally:
         ours.close()
         tf.close()
+        for peer in also:
+            peer.close()
     return result
+
+
+def _also_entry(peer, times, batch, t_med, t_cpu, t_out) -> dict:
+    """An --also-library peer's figures against TF's runs of the same rounds."""
+    wall = statistics.median(w for w, _ in times)
+    cpu = statistics.median(c for _, c in times)
+    out = np.asarray(peer.ask(f"out {batch}"))
+    return {"onednn": peer.ready.get("onednn"), "aioflow_ms": round(wall * 1e3, 2),
+            "ratio": round(wall / t_med, 2),
+            "aioflow_min_ms": round(min(w for w, _ in times) * 1e3, 2),
+            "aioflow_images_per_s": round(batch / wall, 1),
+            "aioflow_cpu_ms": round(cpu * 1e3, 2), "cpu_ratio": round(cpu / t_cpu, 2),
+            "max_abs_diff": float(np.max(np.abs(out - t_out)))}
 
 
 def blas_info() -> list:
@@ -396,7 +447,7 @@ def blas_info() -> list:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--role", default="bench", choices=["bench", "freeze", "tf"])
+    p.add_argument("--role", default="bench", choices=["bench", "freeze", "tf", "aioflow"])
     p.add_argument("--model")
     p.add_argument("--path")
     p.add_argument("--models", default=",".join(MODELS))
@@ -417,6 +468,8 @@ def main() -> None:
     p.add_argument("--no-fusion", action="store_true")
     p.add_argument("--backend", choices=("onednn", "numpy"), default="onednn",
                    help="aioflow's conv kernels: oneDNN's (when installed) or NumPy's")
+    p.add_argument("--also-library", action="append", default=[],
+                   help="another libdnnl.so.3 for an aioflow peer in a worker process")
     p.add_argument("--no-trace", action="store_true")
     p.add_argument("--traces", type=int, default=5,
                    help="traced runs per side for the top-ops table (medians per op family)")
@@ -427,13 +480,18 @@ def main() -> None:
     if args.role == "tf":
         _tf_worker(args.path, args.tf_threads)
         return
+    if args.role == "aioflow":
+        _aioflow_worker(args.path, not args.no_fusion, args.intra_op)
+        return
     args.batches = [int(b) for b in args.batches.split(",")]
     if args.backend == "numpy":
         os.environ["AIOFLOW_ONEDNN"] = "0"  # read when aioflow's kernels load
     from aioflow.kernels.onednn import backend as onednn_backend
+    from aioflow.kernels.onednn import dnnl_api
 
     out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
            "backend": "onednn" if onednn_backend.AVAILABLE else "numpy",
+           "onednn": dnnl_api.info(),
            "load_before": os.getloadavg()[0], "blas": blas_info(),
            "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,
            "runs": args.runs,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_testutil import run1, run_kernel
+from kernel_testutil import create, run1, run_kernel
 
 from aioflow.framework import errors
 from aioflow.kernels import element_threads
@@ -112,3 +112,20 @@ def test_sparse_cross_entropy_loss_ignores_other_classes_infinities():
     np.testing.assert_array_equal(loss, _CASES["sparse_xent_inf_loss"])
     np.testing.assert_allclose(backprop, _CASES["sparse_xent_inf_backprop"], rtol=1e-6,
                                atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,dtype,data_format", [
+    ((32, 256), np.float32, "NHWC"), ((4, 5, 6, 7), np.float64, "NHWC"),
+    ((3, 8), np.float16, "NHWC"), ((2, 3, 4), np.float32, "NCHW")])
+def test_bias_add_grads_compiled_function_is_computes_sum(shape, dtype, data_format):
+    """The function a compiled segment calls (an RNN's gradient loop) sums as compute
+    does, bit for bit, in its dtype; NCHW has none (compute runs)."""
+    g = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    kernel = create("BiasAddGrad", [g], data_format=data_format)
+    fn = kernel.compiled_fn()
+    if data_format == "NCHW":
+        assert fn is None
+        return
+    got, want = fn(g), kernel.compute(None, [g])[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()

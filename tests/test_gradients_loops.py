@@ -17,6 +17,7 @@ import aioflow as af
 import aioflow.compat.v1 as tf
 from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.data_flow.stack_kernels import Stack
+from aioflow.runtime import loop_segments
 
 _OLDER = weakref.WeakSet()
 
@@ -68,6 +69,46 @@ def test_stack_overflow_and_closed():
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match=r"Stack\[t_\d+\] has already been closed."):
                 sess.run(p3)
+
+
+def test_a_stack_checkpoint_restores_what_pushes_and_pops_changed():
+    """A compiled loop's checkpoint (loop_segments.py): pushes and pops after it, below
+    and above its length, are undone by `restore`; `release` forgets it."""
+    s = Stack("s", tf.float32, -1)
+    for v in "abc":
+        s.push(v)
+    token = s.checkpoint()
+    assert s.pop() == "c"
+    s.push("d")
+    assert [s.pop(), s.pop()] == ["d", "b"]
+    s.push("e")
+    s.restore(token)
+    assert s.values == ["a", "b", "c"] and not s._checkpoints
+    token = s.checkpoint()
+    s.push("f")
+    s.close()
+    s.restore(token)  # a close is undone too
+    assert s.values == ["a", "b", "c"] and not s.closed
+    token = s.checkpoint()
+    assert s.pop() == "c"
+    s.release(token)  # the loop finished: nothing is kept for it any more
+    assert s.values == ["a", "b"] and not s._checkpoints
+    assert s.pop() == "b" and s.values == ["a"]
+
+
+def test_a_stack_checkpoint_keeps_only_the_values_popped_below_it():
+    """A checkpoint copies nothing: it keeps the popped values that were below its
+    length (a gradient loop entered once per outer iteration pays for its own pops)."""
+    s = Stack("s", tf.float32, -1)
+    for v in range(100):
+        s.push(v)
+    token = s.checkpoint()
+    s.push(100)
+    assert s.pop() == 100 and token.popped == []
+    assert [s.pop() for _ in range(3)] == [99, 98, 97]
+    assert token.popped == [99, 98, 97] and token.floor == 97
+    s.restore(token)
+    assert s.values == list(range(100))
 
 
 def _long_loop_gradient(n: int, width: int):
@@ -149,6 +190,35 @@ async def test_cancelled_step_frees_its_stacks():
             await task
         release.set()
         await asyncio.sleep(0)
+    assert _live_stacks() == 0
+
+
+async def test_cancelling_a_step_in_a_compiled_loop_frees_its_stacks(monkeypatch):
+    """The forward loop runs compiled (pushing, checkpointed), yielding to the event loop
+    between slices: a step cancelled there closes the loop's generator (its checkpoint
+    restored, nothing kept) and lets go of its stacks."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    yielded = asyncio.Event()
+    real_init = loop_segments.Suspended.__init__
+
+    def suspended(self, gen):  # a compiled loop used its slice
+        yielded.set()
+        real_init(self, gen)
+
+    monkeypatch.setattr(loop_segments.Suspended, "__init__", suspended)
+    g, x, _, dx = _long_loop_gradient(300_000, 4)
+    async with af.Session(graph=g) as sess:
+        task = asyncio.ensure_future(sess.run(dx, {x: np.ones(4, np.float32)}))
+        await asyncio.wait_for(yielded.wait(), 30)
+        gc.collect()
+        assert [len(o.values) > 0 and len(o._checkpoints) for o in gc.get_objects()
+                if isinstance(o, Stack) and o not in _OLDER] == [1]  # pushing, checkpointed
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del task  # (its CancelledError's traceback holds the run's frames)
+        for _ in range(6):  # the runner drops the aborted state at its next slice, after
+            await asyncio.sleep(0)  # its hops between slices (loop_runner.py): loop turns
     assert _live_stacks() == 0
 
 

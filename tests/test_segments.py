@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import aioflow as af
-from aioflow.framework import errors
+from aioflow.framework import errors, intra_op_threads
+from aioflow.kernels.data_flow.stack_kernels import Stack
 from aioflow.runtime.direct_session import DirectSession
 from aioflow.runtime.executor import ExecutorImpl, observe_steps
 from aioflow.runtime.loop_segments import LoopSegment
@@ -823,6 +824,259 @@ async def test_a_compiled_tensor_array_loop_falling_back_midway_starts_again_fro
     async with af.Session(graph=g) as sess:
         for feed in [small] * 3 + [large] * 2 + [small]:
             np.testing.assert_array_equal(await sess.run(out, feed), feed[value] * 2.0)
+
+
+# -- stacks in compiled loops: while-loop gradients ----------------------------------------------
+
+def loop_gradient_graph():
+    """The gradient of n iterations of v = tanh(v) * 1.01 (TF 1's: the forward loop
+    pushes each tanh on a stack, the gradient loop pops them behind a ControlTrigger)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        n = af.placeholder(af.int32, [], name="n")
+        _, y = af.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, af.tanh(v) * 1.01),
+                             [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+
+    def values(xv, nv):
+        v, tanhs = xv, []
+        for _ in range(nv):
+            tanhs.append(np.tanh(v))
+            v = tanhs[-1] * np.float32(1.01)
+        grad = np.ones_like(xv)
+        for t in reversed(tanhs):
+            grad = grad * np.float32(1.01) * (1 - t * t)
+        return [v, grad]
+    return g, x, n, [y, dx], values
+
+
+def test_a_while_loop_gradient_compiles_its_forward_and_gradient_loops():
+    g, x, n, outs, _ = loop_gradient_graph()
+    direct, eak = executors_for(g, [x, n], outs)
+    try:
+        (impl,) = eak.executors
+        loops = [{m.op for m in s.members} for s in impl.segments
+                 if isinstance(s, LoopSegment)]
+        assert len(loops) == 2, loops
+        forward, backward = sorted(loops, key=lambda ops: "StackPopV2" in ops)
+        assert "StackPushV2" in forward and "StackPopV2" not in forward
+        assert {"StackPopV2", "ControlTrigger", "TanhGrad"} <= backward
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+@pytest.mark.parametrize("nv", [0, 1, 7, 150])
+async def test_loop_gradients_give_the_same_values_in_every_mode(monkeypatch, nv):
+    g, x, n, outs, values = loop_gradient_graph()
+    xv = np.linspace(-2, 2, 5, dtype=np.float32)
+    results = await run_in_modes(monkeypatch, g, outs, [{x: xv, n: nv}] * 3)
+    for runs in results.values():
+        for got in runs:
+            for a, b in zip(got, values(xv, nv), strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert_all_modes(results, [results["off"][0]] * 3)
+
+
+def nested_loop_gradient_graph():
+    """Five outer iterations of four inner ones, v = tanh(v) * 1.01 + j / 100, and its
+    gradient: the inner loops (forward pushing, gradient popping, one stack shared by
+    every inner instance) compile; the outer ones, holding a loop, do not."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+
+        def outer(j, v):
+            _, w = af.while_loop(
+                lambda i, u: i < 4,
+                lambda i, u: (i + 1, af.tanh(u) * 1.01 + af.cast(j, af.float32) * 0.01),
+                [af.constant(0), v])
+            return j + 1, w
+
+        _, y = af.while_loop(lambda j, v: j < 5, outer, [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+
+    def values(xv):
+        v, tanhs = xv.astype(np.float64), []
+        for j in range(5):
+            for _ in range(4):
+                tanhs.append(np.tanh(v))
+                v = tanhs[-1] * 1.01 + j * 0.01
+        grad = np.ones_like(v)
+        for t in reversed(tanhs):
+            grad = grad * 1.01 * (1 - t * t)
+        return [v, grad]
+    return g, x, [y, dx], values
+
+
+async def test_nested_loop_gradients_compile_their_inner_loops(monkeypatch):
+    g, x, outs, values = nested_loop_gradient_graph()
+    direct, eak = executors_for(g, [x], outs)
+    try:
+        (impl,) = eak.executors
+        stacks = sorted(tuple(sorted({m.op for m in s.members} & {"StackPushV2", "StackPopV2"}))
+                        for s in impl.segments if isinstance(s, LoopSegment))
+        assert stacks == [("StackPopV2",), ("StackPushV2",)], stacks
+    finally:
+        direct.close()
+    xv = np.linspace(-1, 1, 7, dtype=np.float32)
+    results = await run_in_modes(monkeypatch, g, outs, [{x: xv}] * 3)
+    for got, want in zip(results["off"][0], values(xv), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert_all_modes(results, [results["off"][0]] * 3)
+
+
+def pieces_gradient_graph():
+    """Pieces of a split read one per iteration (of unknown shapes), summed as
+    sum(tanh(piece) * w): the gradient loop pops each tanh and the shapes that
+    reduce_sum's and Mul's gradients need; and the NumPy values of the sum and d/dw."""
+    g = af.Graph()
+    with g.as_default():
+        value = af.placeholder(af.float32, [None], name="value")
+        lengths = af.placeholder(af.int64, [None], name="lengths")
+        w = af.placeholder(af.float32, [], name="w")
+        pieces = af.TensorArray(af.float32, size=af.size(lengths),
+                                infer_shape=False).split(value, lengths)
+
+        def body(i, acc):
+            return i + 1, acc + af.reduce_sum(af.tanh(pieces.read(i)) * w)
+
+        _, total = af.while_loop(lambda i, acc: i < af.size(lengths), body,
+                                 [af.constant(0), af.constant(0.0)])
+        grads = af.gradients(total, [w])
+
+    def values(feed):
+        t = np.tanh(feed[value])
+        return [np.sum(t * feed[w]), np.sum(t)]
+    return g, value, lengths, w, [total, *grads], values
+
+
+async def test_a_compiled_gradient_loop_falling_back_midway_puts_its_stacks_back(
+        monkeypatch, segments_mode):
+    """The third piece is too large to stay on the loop: the forward loop gives up there
+    after two pushes, the gradient loop after popping the fourth piece's tanh. Each puts
+    its stack back (restored checkpoints saw those pops), so the loops run node by node
+    to the same values: without the restore the gradient loop would pop the wrong
+    tanhs, or find its stack empty."""
+    restored = []
+    real_restore = Stack.restore
+
+    def restore(self, token):
+        restored.append((len(self.values), token.floor, len(token.popped)))
+        real_restore(self, token)
+
+    monkeypatch.setattr(Stack, "restore", restore)
+    g, value, lengths, w, outs, values = pieces_gradient_graph()
+    rng = np.random.default_rng(0)
+    small = {value: rng.standard_normal(9).astype(np.float32), lengths: np.array([1, 2, 3, 3]),
+             w: np.float32(0.5)}
+    large = {value: rng.standard_normal(BIG + 6).astype(np.float32),
+             lengths: np.array([1, 2, BIG, 3]), w: np.float32(-1.5)}
+    async with af.Session(graph=g) as sess:
+        for feed in [small] * 3 + [large] * 2 + [small]:
+            got = await sess.run(outs, feed)
+            for a, b in zip(got, values(feed), strict=True):
+                np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-5)
+    if segments_mode == "segments":
+        assert any(popped for _, _, popped in restored), restored  # the gradient loop's
+        assert any(length > floor for length, floor, _ in restored), restored  # forward's
+    else:
+        assert not restored
+
+
+# -- loop invariants run once, before a compiled loop ----------------------------------------------
+
+def invariant_loop():
+    """v + 100 // d per iteration: 100 // d reads only a loop invariant (d) and a
+    constant."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.int32, [3], name="x")
+        d = af.placeholder(af.int32, [], name="d")
+        n = af.placeholder(af.int32, [], name="n")
+        _, out = af.while_loop(
+            lambda i, v: i < n, lambda i, v: (i + 1, v + af.math.floordiv(100, d, name="div")),
+            [af.constant(0), x])
+    return g, x, d, n, out
+
+
+def test_a_compiled_loop_computes_its_invariants_before_the_loop():
+    g, x, d, n, out = invariant_loop()
+    direct, eak = executors_for(g, [x, d, n], [out])
+    try:
+        (impl,) = eak.executors
+        (loop,) = [s for s in impl.segments if isinstance(s, LoopSegment)]
+        (div,) = [m for m in loop.members if m.op == "FloorDiv"]
+        source, _ = loop.generate()
+        assert source.index(f"v{div.id} = ") < source.index("while True"), source
+        (add,) = [m for m in loop.members if m.name.endswith("while/add_1")]  # v + ...
+        assert source.index(f"v{add.id} = ") > source.index("while True"), source
+    finally:
+        direct.close()
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_failing_invariant_fails_only_a_loop_that_runs_it():
+    """Run before the loop, 100 // 0 raises in a loop of no iteration too: the loop then
+    runs node by node, where (as in TF) the division never runs; a loop that runs it
+    fails naming the node in its first iteration."""
+    g, x, d, n, out = invariant_loop()
+    xv = np.array([1, 2, 3], np.int32)
+    async with af.Session(graph=g) as sess:
+        for _ in range(3):
+            np.testing.assert_array_equal(await sess.run(out, {x: xv, d: 0, n: 0}), xv)
+            np.testing.assert_array_equal(await sess.run(out, {x: xv, d: 7, n: 4}),
+                                          xv + 4 * (100 // 7))
+            with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero"
+                               ) as e:
+                await sess.run(out, {x: xv, d: 0, n: 2})
+            assert re.search(r"\{\{node [^}]*div\}\}", e.value.message), e.value.message
+            assert "iteration 0" in e.value.message, e.value.message
+
+
+# -- a loop of products holds one BLAS section a slice ------------------------------------------
+
+class _CountingBlas:
+    """Stands for OpenBLAS's thread count (intra_op_threads.BlasThreads): 2 outside the
+    sections; counts the calls that set it."""
+
+    def __init__(self):
+        self.count, self.sets = 2, 0
+
+    def get(self) -> int:
+        return self.count
+
+    def set(self, n: int) -> None:
+        self.count = n
+        self.sets += 1
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_compiled_loop_of_products_sets_blass_threads_once_a_slice(
+        monkeypatch, segments_mode):
+    """v = tanh(v @ w), 50 iterations of products large enough for OpenBLAS to thread:
+    each runs BLAS single-threaded. Node by node every product sets the count and puts
+    it back (100 calls); a compiled loop's slice does it once for all of them."""
+    blas = _CountingBlas()
+    monkeypatch.setattr(intra_op_threads, "_blas", blas)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [32, 96], name="x")
+        w = af.constant(np.random.default_rng(0).standard_normal((96, 96)).astype(np.float32)
+                        * np.float32(0.1))
+        _, y = af.while_loop(lambda i, v: i < 50, lambda i, v: (i + 1, af.tanh(af.matmul(v, w))),
+                             [af.constant(0), x])
+    xv = np.ones((32, 96), np.float32)
+    async with af.Session(graph=g) as sess:
+        first = await sess.run(y, {x: xv})
+        blas.sets = 0
+        assert_identical(await sess.run(y, {x: xv}), first)
+    assert blas.count == 2
+    if segments_mode == "segments":
+        assert 2 <= blas.sets <= 10, blas.sets
+    else:
+        assert blas.sets == 100
 
 
 # -- a step that is one compiled segment ---------------------------------------------------------

@@ -125,7 +125,8 @@ class OpKernel:
     compilable = False
     # For a kernel whose only effect is on the state behind one input, state that can be
     # rolled back (a TensorArray's read or write): that input's index, and
-    # `undoable_state(value)` gives the object (with `checkpoint()` and `restore(token)`).
+    # `undoable_state(value)` gives the object (with `checkpoint()`, `restore(token)` and
+    # `release(token)`, called when the loop finished and will not restore).
     # A compiled while loop (runtime/loop_segments.py) may then run the node when that
     # input is a loop invariant: it checkpoints the state before the loop and restores it
     # before running the loop node by node instead. None: not so.
@@ -138,6 +139,9 @@ class OpKernel:
     # False for a kernel whose `is_expensive` already measures its work (a convolution's
     # multiply-adds: its input's size does not).
     learns_cost = True
+    # True for kernels whose products run BLAS single-threaded in their own sections
+    # (intra_op_threads.own_threads): a compiled loop of them holds one section a slice.
+    own_blas_threads = False
 
     def __init__(self, ctx: OpKernelConstruction):
         self.name = ctx.name

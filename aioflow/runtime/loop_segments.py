@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from time import perf_counter
 
+from aioflow.framework.dtypes import DT_RESOURCE
+from aioflow.framework.intra_op_threads import own_threads
 from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
 #: How long a compiled loop runs before it yields to the event loop (seconds).
 SLICE_S = 0.001
+#: A ref type's DataType enum is its value type's + 100.
+_REF = 100
 
 
 class Suspended(Exception):  # noqa: N818 - a signal, not an error
@@ -43,13 +47,15 @@ def find_loops(nodes, items: list[NodeItem], dense: dict) -> list[tuple[list, di
             enters.setdefault(item.enter_frame_name, []).append(i)
     found = []
     order = topological_order(nodes, dense)
+    position = {i: p for p, i in enumerate(order)}
     for frame, members in by_frame.items():
         if not frame or frame not in enters:
             continue
         shape = _loop_shape(frame, members, enters[frame], nodes, items, dense)
         if shape is None:
             continue
-        member_ids = enters[frame] + members
+        # (in topological order: a NextIteration may wait for a stack push)
+        member_ids = enters[frame] + sorted(members, key=position.__getitem__)
         sources = {i: [(dense[e.src.id], e.src_output) for e in nodes[i].data_inputs()]
                    for i in member_ids}
         shape["controls"] = {i: [dense[e.src.id] for e in nodes[i].in_edges
@@ -64,7 +70,7 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
     """The roles of a frame's nodes when it has while_loop's shape, else None."""
     inside = set(members) | set(enter_ids)
     shape = {"merge_enter": {}, "merge_next": {}, "switch_merge": {}, "exit_merge": {},
-             "loop_cond": None, "body": [], "undo": []}
+             "loop_cond": None, "body": [], "undo": [], "reads_state": []}
     for i in members:
         node, item = nodes[i], items[i]
         for e in node.out_edges:  # nothing leaves the frame but through an Exit
@@ -101,8 +107,10 @@ def _loop_shape(frame, members, enter_ids, nodes, items, dense) -> dict | None:
             shape["exit_merge"][i] = data[0]  # the Switch, resolved below
         elif item.is_next_iteration:
             continue
-        elif is_candidate(item):
-            shape["body"].append(i)
+        elif is_candidate(item) or item.is_control_trigger:
+            shape["body"].append(i)  # (nothing is dead in the loop: a trigger is a NoOp)
+            if any(t == DT_RESOURCE or t > _REF for t in node.input_types):
+                shape["reads_state"].append(i)  # (a variable's read: never hoisted)
         elif _undoable_on_invariant(item, node, items, dense, enter_ids):
             shape["body"].append(i)
             undo = node.data_inputs()[item.kernel.undoable_input]
@@ -146,14 +154,23 @@ def _restore(checkpoints: list) -> None:
         state.restore(token)
 
 
+def _release(checkpoints: list) -> None:
+    for state, token in checkpoints:
+        state.release(token)
+
+
 class LoopSegment(Segment):
     """A compiled while loop (a segment whose function is a generator)."""
 
-    __slots__ = ("shape",)
+    __slots__ = ("shape", "blas_section")
 
     def __init__(self, item: NodeItem, members: list[NodeItem], sources: dict, shape: dict):
         super().__init__(item, members, sources)
         self.shape = shape  # the nodes' roles (find_loops)
+        # A slice of a loop of products (an LSTM's) runs in one BLAS single-threaded
+        # section (OpKernel.own_blas_threads): each product's own section is then a
+        # count, not two calls into OpenBLAS to set its thread count (~4 µs a product).
+        self.blas_section = any(getattr(m.kernel, "own_blas_threads", False) for m in members)
 
     def run(self, ctx, inputs: list) -> tuple | None:
         """The loop's outputs (None: run it node by node); raises Suspended to continue
@@ -165,7 +182,11 @@ class LoopSegment(Segment):
 
     def resume(self, gen) -> tuple | None:
         try:
-            next(gen)
+            if self.blas_section:
+                with own_threads():
+                    next(gen)
+            else:
+                next(gen)
         except StopIteration as stop:
             if stop.value is None:
                 self.fell_back()
@@ -187,6 +208,13 @@ class LoopSegment(Segment):
             names[(merge, 0)] = f"m{merge}"
         for switch, merge in shape["switch_merge"].items():
             names[(switch, 1)] = f"m{merge}"
+        invariant = self._invariant()
+        # (value, threshold) size-tested already in an iteration's straight-line code (or
+        # once before the loop, for an invariant): not tested again before its next use
+        checked: set = set()
+        for i in shape["order"]:  # computed once, before the loop (pure, same inputs)
+            if i in invariant:
+                lines.extend(self._lines(by_id[i], names, namespace, checked))
         head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
@@ -200,13 +228,16 @@ class LoopSegment(Segment):
             in_body = any(src in switch_ids or src in depends for src, _ in self.sources[i])
             in_body = in_body or self._control_from(i, switch_ids | depends)
             if in_body:
-                depends.add(i)
-                body.append(member)
+                depends.add(i)  # (an invariant too: the others keep their place)
+                if i not in invariant:
+                    body.append(member)
                 continue
-            lines.extend("    " + line for line in self._lines(member, names, namespace))
+            if i not in invariant:
+                lines.extend("    " + line
+                             for line in self._lines(member, names, namespace, checked))
         lines.append(f"        if not {names[cond_src]}: break")
         for member in body:
-            lines.extend("    " + line for line in self._lines(member, names, namespace))
+            lines.extend("    " + line for line in self._lines(member, names, namespace, checked))
         nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
         lines.append("        " + ", ".join(f"m{m}" for m, _ in nexts) + " = "
                      + ", ".join(names[src] for _, src in nexts)
@@ -224,13 +255,13 @@ class LoopSegment(Segment):
     def _undo_lines(self, loop: list[str], namespace: dict) -> list[str]:
         """`loop` (the lines from the clock's start to the return) checkpointing the
         states its undoable members change, restored unless it returns its outputs (a
-        fallback, an error, a generator closed unfinished)."""
+        fallback, an error, a generator closed unfinished), released when it does."""
         by_id = {m.id: m for m in self.members}
         states = []
         for i, enter in self.shape["undo"]:
             namespace[f"u{i}"] = by_id[i].kernel.undoable_state
             states.append(f"u{i}(e{enter})")
-        namespace["_checkpoint"], namespace["_restore"] = _checkpoint, _restore
+        namespace.update(_checkpoint=_checkpoint, _restore=_restore, _release=_release)
         *body, ret = loop
         return [f"    checkpoints = _checkpoint(({', '.join(states)},))",
                 "    done = False",
@@ -239,12 +270,33 @@ class LoopSegment(Segment):
                 "        done = True",
                 "    " + ret,
                 "    finally:",
-                "        if not done:",
+                "        if done:",
+                "            _release(checkpoints)",
+                "        else:",
                 "            _restore(checkpoints)"]
+
+    def _invariant(self) -> set[int]:
+        """The loop's pure nodes whose inputs are the same every iteration: loop
+        invariants (constant Enters), constants and other such nodes (control inputs
+        only order a pure node; a read of a variable or of a TensorArray or stack is
+        not one). They run once, before the loop: a loop of no iteration
+        then runs them too, and one that raises sends the loop node by node, where the
+        executor runs them only as TF does."""
+        shape = self.shape
+        undoable = {i for i, _ in shape["undo"]}.union(shape["reads_state"])
+        by_id = {m.id: m for m in self.members}
+        invariant: set[int] = set()
+        for i in shape["order"]:
+            member = by_id[i]
+            if member.kernel.is_constant or i not in undoable and not member.is_control_trigger \
+                    and all(by_id[src].is_enter or src in invariant
+                            for src, _ in self.sources[i]):
+                invariant.add(i)
+        return invariant
 
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))
 
-    def _lines(self, member, names, namespace) -> list[str]:
+    def _lines(self, member, names, namespace, checked: set) -> list[str]:
         args = [names[src] for src in self.sources[member.id]]
-        return self._member_lines(member, args, names, namespace)
+        return self._member_lines(member, args, names, namespace, checked)

@@ -369,7 +369,7 @@ class Segment:
         if member.mode == FORWARD:
             names[(i, 0)] = args[0]
             return lines
-        if member.op == "NoOp":  # a control anchor: nothing to run
+        if member.op in ("NoOp", "ControlTrigger"):  # a control anchor: nothing to run
             return lines
         if member.kernel.is_constant:  # computed once, now: a global of the function
             for slot, value in enumerate(member.kernel.compute(None, [])):

@@ -20,6 +20,8 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 class ConcatOffsetOp(OpKernel):
     """offset[i]: zeros but along concat_dim, the sum of the earlier shapes' dims there."""
 
+    compilable = True  # pure
+
     def compute(self, ctx, inputs):
         concat_dim, shapes = inputs[0], [np.asarray(s) for s in inputs[1:]]
         if np.ndim(concat_dim) != 0:

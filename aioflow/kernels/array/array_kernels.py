@@ -195,6 +195,8 @@ class _OutType(OpKernel):
 class ShapeOp(_OutType):
     """The input's shape as a vector of out_type."""
 
+    compilable = True  # pure
+
     def compute(self, ctx, inputs):
         return (np.array(np.shape(inputs[0]), dtype=self._out),)
 
@@ -202,6 +204,8 @@ class ShapeOp(_OutType):
 @register_kernel("ShapeN", "CPU", host_memory=("output",))  # (as TF's)
 class ShapeNOp(_OutType):
     """Each input's shape."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         out = self._out
@@ -212,6 +216,8 @@ class ShapeNOp(_OutType):
 class SizeOp(_OutType):
     """The number of elements, as out_type."""
 
+    compilable = True  # pure
+
     def compute(self, ctx, inputs):
         return (self._out(np.size(inputs[0])),)
 
@@ -219,6 +225,8 @@ class SizeOp(_OutType):
 @register_kernel("Rank", "CPU", host_memory=("output",))  # (as TF's)
 class RankOp(OpKernel):
     """The number of dimensions, as int32."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         return (np.int32(np.ndim(inputs[0])),)
@@ -271,6 +279,8 @@ def reshape_target(sizes: list[int], num_elements: int, in_shape) -> tuple[int, 
 class ReshapeOp(OpKernel):
     """The input with a new shape (a view when possible)."""
 
+    compilable = True  # pure
+
     def compute(self, ctx, inputs):
         x, sizes = inputs
         if np.ndim(sizes) > 1:  # a scalar is one size, as in TF
@@ -282,6 +292,8 @@ class ReshapeOp(OpKernel):
 @register_kernel("Transpose", "CPU")
 class TransposeOp(OpKernel):
     """The input with its dimensions permuted (a view)."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         x, perm = inputs
@@ -305,6 +317,8 @@ class TransposeOp(OpKernel):
 @register_kernel("ExpandDims", "CPU")
 class ExpandDimsOp(OpKernel):
     """The input with a 1 inserted at `dim`."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         x, dim = inputs
@@ -362,6 +376,8 @@ def _dims_vector(dims, message: str = "dims must represent a vector, got shape {
 class FillOp(OpKernel):
     """A tensor of shape `dims` filled with the scalar `value`."""
 
+    compilable = True  # pure
+
     expensive = None
 
     def is_expensive(self, inputs: list) -> bool:
@@ -384,6 +400,8 @@ class FillOp(OpKernel):
 class _LikeInput(OpKernel):
     """A kernel whose output is its input's size: the executor sends it to the pool by
     that size, without a call."""
+
+    compilable = True  # pure
 
     expensive = None
     pool_above = OUTPUT_POOL_ABOVE
@@ -418,6 +436,8 @@ class BroadcastToOp(OpKernel):
     """The input broadcast to `shape`, materialized as TF's is (a NumPy broadcast view
     would be copied again, on the loop, by whatever needs a writable array: a fetch)."""
 
+    compilable = True  # pure
+
     expensive = None
 
     def is_expensive(self, inputs: list) -> bool:
@@ -449,6 +469,8 @@ class BroadcastToOp(OpKernel):
                        dtypes.int32, dtypes.int64])
 class RangeOp(OpKernel):
     """start, start + delta, ... up to (not including) limit."""
+
+    compilable = True  # pure
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -510,6 +532,7 @@ class _ConcatBase(_Copying):
     """ConcatV2 / Concat: TF's checks, NumPy's concatenate."""
 
     axis_first = False
+    compilable = True  # pure (an LSTM cell's input and its gradient: compiled loops)
 
     def compute(self, ctx, inputs):
         if self.axis_first:
@@ -547,6 +570,14 @@ class _ConcatBase(_Copying):
                         f"ConcatOp : Dimension {d} in both shapes must be equal: shape[0] = "
                         f"{shape_str(shape0)} vs. shape[{i}] = {shape_str(shape)}") from None
         raise AssertionError("np.concatenate failed on matching shapes")
+
+    def compiled_fn(self):
+        """np.concatenate without compute's checks (any error: the segment runs compute,
+        which raises TF's)."""
+        concatenate = np.concatenate
+        if self.axis_first:
+            return lambda axis, *values: concatenate(values, axis=axis.item())
+        return lambda *args: concatenate(args[:-1], axis=args[-1].item())
 
 
 @register_kernel("ConcatV2", "CPU")
@@ -913,6 +944,8 @@ class StridedSliceOp(OpKernel):
 @register_kernel("Slice", "CPU")
 class SliceOp(OpKernel):
     """input[begin : begin + size] per dimension; size -1 means to the end (a view)."""
+
+    compilable = True  # pure
 
     def compute(self, ctx, inputs):
         x, begin_t, size_t = inputs

@@ -83,6 +83,8 @@ class _StitchOp(OpKernel):
 class DynamicStitchOp(_StitchOp):
     """merged[indices[m][i]] = data[m][i], later inputs winning."""
 
+    compilable = True  # pure
+
 
 @register_kernel("ParallelDynamicStitch", "CPU")
 class ParallelDynamicStitchOp(_StitchOp):

@@ -2,7 +2,14 @@
 error messages. A stack lives for one step: StackV2 records it in the step context's
 `step_resources`, so it is freed when the step ends, fails or is cancelled (with the
 step's context), or earlier by StackCloseV2. While-loop gradients push each iteration's
-forward values and pop them in the gradient loop, in reverse."""
+forward values and pop them in the gradient loop, in reverse.
+
+Push and pop change nothing but their stack, and a stack can be rolled back: a compiled
+while loop (runtime/loop_segments.py) runs them when the handle is a loop invariant,
+checkpointing the stack before the loop and restoring it before it runs the loop node
+by node instead (OpKernel.undoable_input). A checkpoint costs nothing per value: it
+keeps the length, and the values popped below it as they go (a gradient loop entered
+once per outer iteration does not copy the stack each time)."""
 
 from __future__ import annotations
 
@@ -17,6 +24,18 @@ from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 _counter = itertools.count()
 
 
+class _Checkpoint:
+    """A stack's state when a compiled loop began: the values below `floor` are still
+    the stack's; those from there to the length then were popped, in `popped`."""
+
+    __slots__ = ("floor", "popped", "closed")
+
+    def __init__(self, length: int, closed: bool):
+        self.floor = length
+        self.popped: list = []
+        self.closed = closed
+
+
 class Stack:
     """A step-local LIFO of tensors of one dtype (max_size < 0: unbounded)."""
 
@@ -27,6 +46,7 @@ class Stack:
         self.values: list = []
         self.closed = False
         self.lock = threading.Lock()
+        self._checkpoints: list[_Checkpoint] = []  # those not restored or released yet
 
     def _check_open(self) -> None:
         if self.closed:
@@ -35,7 +55,8 @@ class Stack:
 
     def push(self, value) -> None:
         with self.lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             if 0 <= self.max_size <= len(self.values):
                 raise errors.InvalidArgumentError(
                     None, None, f"Stack[{self.name}] overflowed its max_size "
@@ -44,16 +65,53 @@ class Stack:
 
     def pop(self):
         with self.lock:
-            self._check_open()
-            if not self.values:
+            if self.closed:
+                self._check_open()
+            values = self.values
+            if not values:
                 raise errors.InvalidArgumentError(
                     None, None, f"Stack[{self.name}] is empty.")
-            return self.values.pop()
+            if self._checkpoints:
+                self._keep_below(len(values) - 1)
+            return values.pop()
 
     def close(self) -> None:
         with self.lock:
+            if self._checkpoints:
+                self._keep_below(0)
             self.closed = True
             self.values = []
+
+    # -- undo for compiled loops (OpKernel.undoable_input) ---------------------------------
+    def checkpoint(self) -> _Checkpoint:
+        """The stack's state now, for `restore` (or `release` when no longer needed)."""
+        with self.lock:
+            token = _Checkpoint(len(self.values), self.closed)
+            self._checkpoints.append(token)
+            return token
+
+    def restore(self, token: _Checkpoint) -> None:
+        """Put back the values and the closed flag `token` saw."""
+        with self.lock:
+            self.values = self.values[:token.floor] + token.popped[::-1]
+            self.closed = token.closed
+            self._forget(token)
+
+    def release(self, token: _Checkpoint) -> None:
+        """The loop finished: `token` is not needed (nor are the values it kept)."""
+        with self.lock:
+            self._forget(token)
+
+    def _forget(self, token: _Checkpoint) -> None:
+        self._checkpoints = [t for t in self._checkpoints if t is not token]
+
+    def _keep_below(self, length: int) -> None:
+        """The values from `length` up are leaving: each checkpoint keeps those it saw."""
+        values = self.values
+        for token in self._checkpoints:
+            if length < token.floor:
+                token.popped.extend(values[token.floor - 1:length - 1 if length else None:-1])
+                token.floor = length
 
 
 def _stack_of(handle) -> Stack:
@@ -63,6 +121,30 @@ def _stack_of(handle) -> Stack:
         raise errors.InvalidArgumentError(
             None, None, f"Expected a stack resource handle, got {type(handle).__name__}")
     return handle
+
+
+class _OnStack(OpKernel):
+    """A kernel changing only the stack behind its handle (input 0), which a compiled
+    while loop may checkpoint and restore (OpKernel.undoable_input)."""
+
+    undoable_input = 0
+
+    def undoable_state(self, value):
+        try:
+            return _stack_of(value)
+        except errors.InvalidArgumentError:
+            return None
+
+    @staticmethod
+    def _plain(handle, dtype) -> Stack | None:
+        """The stack behind `handle` when the call needs none of compute's checks (a 0-d
+        handle of a stack of `dtype`: what a compiled loop sees every iteration)."""
+        if type(handle) is not np.ndarray or handle.shape:
+            return None
+        stack = handle[()]
+        if type(stack) is not Stack or stack.elem_type is not dtype:
+            return None
+        return stack
 
 
 @register_kernel("StackV2", "CPU")
@@ -93,7 +175,7 @@ class StackOp(OpKernel):
 
 
 @register_kernel("StackPushV2", "CPU")
-class StackPushOp(OpKernel):
+class StackPushOp(_OnStack):
     """Push `elem` (kept in memory: swap_memory has no host/device distinction on the
     CPU); outputs `elem`."""
 
@@ -111,9 +193,20 @@ class StackPushOp(OpKernel):
         stack.push(elem)
         return (elem,)
 
+    def compiled_fn(self):
+        dtype = self.dtype
+
+        def push(handle, elem):
+            stack = self._plain(handle, dtype)
+            if stack is None:
+                return self.compute(None, [handle, elem])[0]
+            stack.push(elem)
+            return elem
+        return push
+
 
 @register_kernel("StackPopV2", "CPU")
-class StackPopOp(OpKernel):
+class StackPopOp(_OnStack):
     """Pop the most recently pushed value."""
 
     def __init__(self, ctx):
@@ -129,6 +222,16 @@ class StackPopOp(OpKernel):
                 f"{dtypes.as_dtype(stack.elem_type).name} but requested type "
                 f"{dtypes.as_dtype(self.elem_type).name}")
         return (value,)
+
+    def compiled_fn(self):
+        dtype = self.elem_type
+
+        def pop(handle):
+            stack = self._plain(handle, dtype)
+            if stack is None:
+                return self.compute(None, [handle])[0]
+            return stack.pop()
+        return pop
 
 
 @register_kernel("StackCloseV2", "CPU")

@@ -161,6 +161,9 @@ class TensorArray:
             for block, live in lives:
                 block.live = live
 
+    def release(self, token: tuple) -> None:
+        """The loop that took `token` finished (a checkpoint is a copy: nothing to do)."""
+
     def set_element_shape(self, shape) -> None:
         """Merge `shape` into the element shape (TF's SetElemShape)."""
         with self._lock:

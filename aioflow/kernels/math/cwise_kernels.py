@@ -481,6 +481,8 @@ class CastOp(OpKernel):
     wraps, complex -> real keeps the real part, anything -> bool is `!= 0` (of the real part
     for complex), SrcT == DstT forwards the input."""
 
+    compilable = True  # pure
+
     expensive = None
 
     def __init__(self, ctx):

@@ -48,6 +48,8 @@ def broadcast_gradient_reduction(s0, s1):
 class BroadcastGradientArgsOp(OpKernel):
     """r0, r1 for the shapes s0, s1; InvalidArgument when they do not broadcast."""
 
+    compilable = True  # pure
+
     def compute(self, ctx, inputs):
         s0, s1 = inputs
         for i, s in enumerate((s0, s1)):

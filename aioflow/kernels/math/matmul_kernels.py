@@ -99,6 +99,7 @@ class MatMulOp(_MatMulBase):
     # device's BLAS gate, which bounds kernels running BLAS's own threads (BatchMatMul).
     # A product it cuts (> _SPLIT_MACS) shares the cores' one helper with any other.
     uses_blas = False
+    own_blas_threads = True
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -101,6 +101,21 @@ class BiasAddGradOp(CwiseKernel):
         acc = np.float32 if g.dtype in (np.float16,) or g.dtype.name == "bfloat16" else None
         return (np.sum(g, axis=axes, dtype=acc).astype(g.dtype, copy=False),)
 
+    def compiled_fn(self):
+        """For float32/float64 in NHWC (an RNN cell's bias, every step of its gradient
+        loop): the same sum, without compute's checks and conversions (anything else
+        goes through compute)."""
+        if self._nchw:
+            return None
+        reduce = np.add.reduce
+
+        def bias_add_grad(g):
+            if type(g) is not np.ndarray or g.dtype.kind != "f" or g.dtype.itemsize < 4 \
+                    or g.ndim < 2:
+                return self.compute(None, [g])[0]
+            return reduce(g, axis=0 if g.ndim == 2 else tuple(range(g.ndim - 1)))
+        return bias_add_grad
+
     def is_expensive(self, inputs: list) -> bool:
         return np.size(inputs[0]) > BIG
 

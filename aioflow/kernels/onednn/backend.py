@@ -1,7 +1,7 @@
 """Whether the oneDNN backend is on, how its kernels register, and the threads they run on.
 
 The kernels register at a priority above the NumPy kernels' (op_kernel.register_kernel),
-only when oneDNN 3.2 loaded (dnnl_api.load: the `aioflow[onednn]` extra installed and
+only when oneDNN loaded (dnnl_api.load: the `aioflow[onednn]` extra installed and
 AIOFLOW_ONEDNN not 0), so that without it the registry holds exactly the NumPy kernels.
 Each primitive runs on an OpenMP team taken from a process-wide budget (`team`): the
 intra-op threads when that many cores are free of other primitives' threads, else one

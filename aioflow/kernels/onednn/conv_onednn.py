@@ -24,6 +24,8 @@ Other types (float16, bfloat16, float64, int32) and empty tensors run the NumPy 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework import dtypes
@@ -213,7 +215,7 @@ class _OnednnConv(LoopOrThread):
         n = 0
         if len(key[0]) >= 3:
             positions = x.size // max(1, key[0][1 if self._channels_first else -1])
-            n = positions * w.size // max(1, int(np.prod(self._strides)))
+            n = positions * w.size // max(1, math.prod(self._strides))
         self._work_memo = (key, n)
         return n
 
@@ -258,7 +260,7 @@ class _OnednnConv(LoopOrThread):
     def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual,
                   inputs=None):
         grouped = len(w_dims) == x.ndim + 1
-        work = out.size * int(np.prod(w_dims[2 if grouped else 1:]))
+        work = out.size * math.prod(w_dims[2 if grouped else 1:])
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
         with team(work) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count

@@ -1,14 +1,28 @@
-"""A ctypes binding to oneDNN 3.2's C API (libdnnl.so.3): the library found and loaded,
+"""A ctypes binding to oneDNN 3.x's C API (libdnnl.so.3): the library found and loaded,
 the entry points aioflow's oneDNN kernels call with their C signatures, the enum values
 they pass, and oneDNN's status codes as exceptions.
 
-The library comes from the `onednn-cpu-gomp` wheel (the `aioflow[onednn]` extra), which
-installs libdnnl.so.3 in the environment's lib/ folder, next to site-packages (found
-through the wheel's RECORD), else from the system (ctypes.util.find_library). Enum
-values and struct layouts change between oneDNN versions: the values below are oneDNN
-3.2's (compiled from its v3.2 headers), so any other version is refused. Setting the
-environment variable AIOFLOW_ONEDNN=0 turns the binding (and so the backend) off.
-Loading sets OMP_WAIT_POLICY=PASSIVE for the wheel's OpenMP runtime unless the
+Two wheels install a libdnnl.so.3 (`_WHEELS`; found through each wheel's RECORD):
+
+* `onednn-cpu-gomp` (the `aioflow[onednn]` extra): oneDNN 3.2, CPU only, threaded with
+  OpenMP (the system's libgomp); one 54 MB library.
+* `onednn` (Intel's oneAPI build; no extra installs it: docs/onednn.md says why):
+  oneDNN 3.11 and later, whose CPU engine is a SYCL device (its primitives run as SYCL
+  host tasks threaded with TBB). It needs Intel's compiler, TBB and SYCL runtime
+  libraries, which its dependencies install beside it in lib/ without a run path:
+  loading preloads them by full path (`_RUNTIME_LIBRARIES`), and points the OpenCL
+  loader at the wheel's CPU OpenCL runtime (OCL_ICD_FILENAMES; the ICD file the wheel
+  ships names a build path), the SYCL CPU device the engine is made on. A library whose
+  engine cannot be made (no CPU device) is refused.
+
+Else the system's (ctypes.util.find_library). AIOFLOW_ONEDNN_LIBRARY chooses one: a
+wheel's name or a path to libdnnl.so.3 (else the first that loads, in `_WHEELS`' order;
+Intel's `onednn` only when named: see _WHEELS).
+Enum values and struct layouts may change between oneDNN versions: the values below are
+the same in the headers of every version in `SUPPORTED` (compiled and compared: 3.2's
+onednn-devel-cpu-gomp, 3.11's and 3.13's onednn-devel), and any other version is
+refused. Setting AIOFLOW_ONEDNN=0 turns the binding (and so the backend) off.
+Loading sets OMP_WAIT_POLICY=PASSIVE for the gomp wheel's OpenMP runtime unless the
 environment chose a wait policy (`_passive_openmp`).
 
 `load()` returns the loaded library or None (with `load_error()` saying why); nothing
@@ -22,7 +36,7 @@ import ctypes.util
 import os
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint, c_void_p
 
-# -- enum values of oneDNN 3.2 (dnnl_types.h / dnnl_common_types.h at tag v3.2) ---------------
+# -- enum values (dnnl_types.h / dnnl_common_types.h; equal in every SUPPORTED version) ---------
 
 SUCCESS = 0
 STATUS_NAMES = {1: "out_of_memory", 2: "invalid_arguments", 3: "unimplemented",
@@ -94,7 +108,25 @@ USE_SCALE = 2
 USE_SHIFT = 4
 FUSE_NORM_RELU = 8
 
+# CPU runtimes (dnnl_version_t.cpu_runtime)
+RUNTIME_SEQ = 1
+RUNTIME_OMP = 2
+RUNTIME_TBB = 4
+RUNTIME_SYCL = 512
+
 MAX_NDIMS = 12
+
+#: oneDNN versions (major, minor) whose headers give the values and layouts used here.
+SUPPORTED = ((3, 2), (3, 11), (3, 13))
+#: Wheels whose libdnnl.so.3 loads without being named, in order of preference. Intel's
+#: `onednn` loads only when AIOFLOW_ONEDNN_LIBRARY names it: it is not faster, and
+#: processes that ran the oneDNN tests on it crashed before the gradient primitives took
+#: per-thread scratchpads (docs/onednn.md).
+_WHEELS = ("onednn-cpu-gomp",)
+#: The `onednn` wheel's libdnnl.so.3 needs these (its dependencies install them beside it,
+#: without a run path): loaded first by full path, so that the loader finds them loaded.
+_RUNTIME_LIBRARIES = ("libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so", "libtbb.so.12",
+                      "libsycl.so.9", "libsycl.so.8", "libOpenCL.so.1")
 Dims = c_int64 * MAX_NDIMS
 
 
@@ -138,6 +170,7 @@ _CP = POINTER(ExecArg)
 #: name: argument types (every function returns dnnl_status_t unless listed in _RESTYPES).
 _SIGNATURES = {
     "dnnl_engine_create": [_PP, c_int, c_size_t],
+    "dnnl_engine_destroy": [_P],
     "dnnl_stream_create": [_PP, _P, c_uint],
     "dnnl_stream_wait": [_P],
     "dnnl_memory_desc_create_with_tag": [_PP, c_int, Dims, c_int, c_int],
@@ -182,6 +215,7 @@ _SIGNATURES = {
     "dnnl_primitive_execute": [_P, _P, c_int, _CP],
     "dnnl_primitive_destroy": [_P],
     "dnnl_version": [],
+    "dnnl_get_effective_cpu_isa": [],
 }
 _RESTYPES = {"dnnl_memory_desc_get_size": c_size_t, "dnnl_memory_desc_equal": c_int,
              "dnnl_primitive_desc_query_md": c_void_p, "dnnl_version": POINTER(Version)}
@@ -189,24 +223,50 @@ _RESTYPES = {"dnnl_memory_desc_get_size": c_size_t, "dnnl_memory_desc_equal": c_
 _lib = None
 _error: str | None = None
 _loaded = False
+#: What loaded: {"path", "wheel", "version", "cpu_runtime", "isa"} (None before or without).
+_info: dict | None = None
 
 
-def _candidates() -> list[str]:
-    """Where libdnnl.so.3 may be: the onednn-cpu-gomp wheel's files, then the system."""
-    paths = []
+def _wheel_library(wheel: str) -> str | None:
+    """The libdnnl.so.3 that `wheel` installed, or None."""
     try:
         from importlib import metadata
 
-        dist = metadata.distribution("onednn-cpu-gomp")
-        for f in dist.files or ():
-            if f.name == "libdnnl.so.3":
-                paths.append(str(dist.locate_file(f)))
-    except Exception:  # noqa: BLE001 - not installed: the system's, if any
-        pass
+        dist = metadata.distribution(wheel)
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+    for f in dist.files or ():
+        if f.name == "libdnnl.so.3":
+            return str(dist.locate_file(f))
+    return None
+
+
+def _candidates() -> list[tuple[str, str | None]]:
+    """(path of a libdnnl.so.3, the wheel that installed it or None): the one
+    AIOFLOW_ONEDNN_LIBRARY names, else each wheel's, then the system's."""
+    chosen = os.environ.get("AIOFLOW_ONEDNN_LIBRARY", "").strip()
+    if chosen:
+        if os.sep in chosen:
+            return [(chosen, None)]
+        path = _wheel_library(chosen)
+        return [(path, chosen)] if path else []
+    paths = [(path, wheel) for wheel in _WHEELS if (path := _wheel_library(wheel))]
     found = ctypes.util.find_library("dnnl")
     if found:
-        paths.append(found)
+        paths.append((found, None))
     return paths
+
+
+def _preload_runtime(folder: str) -> None:
+    """Load the runtime libraries found in `folder` (a wheel's lib/) by full path, and
+    point the OpenCL loader at its CPU OpenCL runtime: the `onednn` wheel's needs."""
+    for name in _RUNTIME_LIBRARIES:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    ocl = os.path.join(folder, "libintelocl.so")
+    if os.path.exists(ocl) and "OCL_ICD_FILENAMES" not in os.environ:
+        os.environ["OCL_ICD_FILENAMES"] = ocl
 
 
 def _bind(lib) -> None:
@@ -216,9 +276,34 @@ def _bind(lib) -> None:
         fn.restype = _RESTYPES.get(name, c_int)
 
 
+def _open(path: str, wheel: str | None):
+    """The library at `path` bound, or a string saying why not."""
+    try:
+        if os.path.dirname(path):
+            _preload_runtime(os.path.dirname(path))
+        lib = ctypes.CDLL(path)
+        _bind(lib)
+    except (OSError, AttributeError) as e:
+        return f"{path}: {e}"
+    v = lib.dnnl_version().contents
+    if (v.major, v.minor) not in SUPPORTED:
+        known = ", ".join(f"{a}.{b}" for a, b in SUPPORTED)
+        return f"{path}: oneDNN {v.major}.{v.minor}.{v.patch}, not one of {known}"
+    engine = c_void_p()
+    status = lib.dnnl_engine_create(ctypes.byref(engine), ENGINE_CPU, 0)
+    if status != SUCCESS:  # a SYCL build without a CPU device
+        return (f"{path}: oneDNN {v.major}.{v.minor}.{v.patch} makes no CPU engine "
+                f"({STATUS_NAMES.get(status, status)}; CPU runtime {v.cpu_runtime:#x})")
+    lib.dnnl_engine_destroy(engine)
+    global _info
+    _info = {"path": path, "wheel": wheel, "version": (v.major, v.minor, v.patch),
+             "cpu_runtime": v.cpu_runtime, "isa": lib.dnnl_get_effective_cpu_isa()}
+    return lib
+
+
 def load():
-    """The oneDNN 3.2 library with its signatures bound, or None (AIOFLOW_ONEDNN=0, not
-    installed, or another version: `load_error()` says which)."""
+    """The oneDNN library with its signatures bound, or None (AIOFLOW_ONEDNN=0, not
+    installed, or an unsupported version: `load_error()` says which)."""
     global _lib, _error, _loaded
     if _loaded:
         return _lib
@@ -228,16 +313,10 @@ def load():
         return None
     _passive_openmp()
     errors = []
-    for path in _candidates():
-        try:
-            lib = ctypes.CDLL(path)
-            _bind(lib)
-        except (OSError, AttributeError) as e:
-            errors.append(f"{path}: {e}")
-            continue
-        v = lib.dnnl_version().contents
-        if (v.major, v.minor) != (3, 2):
-            errors.append(f"{path}: oneDNN {v.major}.{v.minor}.{v.patch}, not 3.2.x")
+    for path, wheel in _candidates():
+        lib = _open(path, wheel)
+        if isinstance(lib, str):
+            errors.append(lib)
             continue
         _lib = lib
         return lib
@@ -268,11 +347,21 @@ def load_error() -> str | None:
 
 
 def version() -> tuple[int, int, int] | None:
-    lib = load()
-    if lib is None:
-        return None
-    v = lib.dnnl_version().contents
-    return (v.major, v.minor, v.patch)
+    """The loaded oneDNN's (major, minor, patch), or None."""
+    return _info["version"] if load() is not None else None
+
+
+def info() -> dict | None:
+    """What loaded: {"path", "wheel", "version", "cpu_runtime", "isa"} (dnnl_cpu_isa_t),
+    or None."""
+    return _info if load() is not None else None
+
+
+def openmp() -> bool:
+    """Whether the loaded library threads its primitives with OpenMP (the gomp wheel:
+    omp_set_num_threads sets a primitive's team); else TBB's (the SYCL build), whose
+    primitives take every core's worker and share them with each other."""
+    return load() is not None and _info["cpu_runtime"] == RUNTIME_OMP
 
 
 def check(status: int, function: str) -> None:

@@ -11,6 +11,8 @@ and empty tensors run the NumPy code. Primitives are cached by shapes and window
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from aioflow.framework import dtypes
@@ -65,8 +67,8 @@ class _OnednnPool(LoopOrThread):
         window = self._window
         if window is None:  # MaxPoolV2: the window is an input
             return np.size(inputs[0]) * 9
-        taps = int(np.prod(window[0]))
-        return np.size(inputs[0]) * taps // max(1, int(np.prod(window[1])))
+        taps = math.prod(window[0])  # math.prod: np.prod costs ~5 µs a call
+        return np.size(inputs[0]) * taps // max(1, math.prod(window[1]))
 
     def is_expensive(self, inputs: list) -> bool:
         """Off the event loop above backend.INLINE_WORK output elements x taps."""
@@ -83,7 +85,7 @@ class _OnednnPool(LoopOrThread):
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
-        with team(out.size * int(np.prod(ksizes))) as threads:
+        with team(out.size * math.prod(ksizes)) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
             try:

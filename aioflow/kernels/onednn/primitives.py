@@ -18,7 +18,8 @@ kernels share:
   which holds for the calling thread's later parallel regions. A primitive splits its
   work for the thread count current when it is CREATED and asks OpenMP for exactly that
   team whenever it runs, so the count is set before creating and is part of every
-  cache key.
+  cache key. (Intel's SYCL build threads with TBB: there a primitive takes the TBB
+  arena's workers, all the cores, whatever the count; dnnl_api.openmp().)
 
 Everything is created on one CPU engine; each thread executes on a stream of its own.
 Scratchpads: with the wheel's default build, a primitive whose attributes leave the
@@ -87,6 +88,8 @@ def stream() -> c_void_p:
 # -- OpenMP threads -------------------------------------------------------------------------------
 
 def _find_omp():
+    if not api.openmp():  # TBB's threads (the SYCL build): every primitive takes the arena's
+        return None
     try:
         omp = ctypes.CDLL("libgomp.so.1")
         omp.omp_set_num_threads.argtypes = [ctypes.c_int]
@@ -203,12 +206,15 @@ class _Memories:
     """One thread's dnnl_memory objects for one primitive's arguments (made once, pointed
     at each call's buffers with dnnl_memory_set_data_handle) and their exec-arg array."""
 
-    __slots__ = ("handles", "exec_args", "__weakref__")
+    __slots__ = ("handles", "exec_args", "addresses", "__weakref__")
 
     def __init__(self, args):
         lib = api._lib
         eng = engine()
         self.handles = []
+        #: The data address each memory points at now (a call re-points only what moved:
+        #: a Const filter, its bias and the thread's scratchpad stay where they are).
+        self.addresses = [None] * len(args)
         self.exec_args = (api.ExecArg * len(args))()
         for i, (arg, md, _) in enumerate(args):
             mem = c_void_p()
@@ -375,10 +381,14 @@ class Primitive:
         if set_handle is None:
             _Quick.bind()
             set_handle = _Quick.set_data_handle
-        for mem, (_, _, array) in zip(mems.handles, args, strict=True):
-            status = set_handle(mem, array if array.__class__ is int else address(array))
-            if status:
-                api.check(status, "dnnl_memory_set_data_handle")
+        addresses = mems.addresses
+        for i, (_, _, array) in enumerate(args):
+            where = array if array.__class__ is int else address(array)
+            if where != addresses[i]:
+                status = set_handle(mems.handles[i], where)
+                if status:
+                    api.check(status, "dnnl_memory_set_data_handle")
+                addresses[i] = where
         s = stream()
         api.check(lib.dnnl_primitive_execute(self.handle, s, len(args), mems.exec_args),
                   "dnnl_primitive_execute")
