@@ -320,6 +320,61 @@ def test_fused_conv2d_residual_add_matches_numpy(fused_ops, addend_shape):
     assert [key[8] for key in conv_onednn._CACHE._entries] == [len(addend_shape) == 4]
 
 
+def _reference(op, inputs, **attrs):
+    node = make_node_def(op, inputs, **attrs)
+    return _REFERENCE[op](OpKernelConstruction(node, op_def_registry.get(op))).compute(
+        None, inputs)[0]
+
+
+def test_a_repeated_call_replays_the_last_one():
+    """Same shapes, the same read-only filter and bias: the call is replayed (the full
+    path, which would check and build everything again, is not taken), with the new
+    input's and the new addend's values."""
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME", fused_ops=["BiasAdd", "Add", "Relu"],
+                 num_args=2)
+    w, bias = _const(_rand(3, 3, 6, 16, seed=2)), _const(_rand(16, seed=3))
+    first = [_rand(2, 9, 10, 6), w, bias, _rand(2, 9, 10, 16, seed=4)]
+    kernel = create("_FusedConv2D", first, **attrs)
+    np.testing.assert_allclose(kernel.compute(None, first)[0],
+                               _reference("_FusedConv2D", first, **attrs), **TOL)
+    kernel.convolve = None  # the full path would call it: replays only from here
+    for seed in (5, 6):
+        again = [_rand(2, 9, 10, 6, seed=seed), w, bias, _rand(2, 9, 10, 16, seed=seed + 9)]
+        np.testing.assert_allclose(kernel.compute(None, again)[0],
+                                   _reference("_FusedConv2D", again, **attrs), **TOL)
+
+
+def test_anything_else_takes_the_full_path():
+    """Another filter object, another input shape, a strided view as input, a writable
+    filter (a variable's: changed in place between calls): the full path, right values."""
+    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
+    w = _const(_rand(3, 3, 6, 8, seed=2))
+    kernel = create("Conv2D", [_rand(1, 9, 10, 6), w], **attrs)
+    calls = []
+    full = kernel.convolve
+
+    def counted(*args):
+        calls.append(1)
+        return full(*args)
+
+    kernel.convolve = counted
+    cases = [[_rand(1, 9, 10, 6), w], [_rand(1, 9, 10, 6, seed=1), w],  # replayed
+             [_rand(1, 9, 10, 6), _const(_rand(3, 3, 6, 8, seed=3))],  # another filter
+             [_rand(2, 9, 10, 6), w],  # another shape
+             [_rand(1, 9, 20, 6)[:, :, ::2], w]]  # not contiguous
+    for inputs in cases:
+        np.testing.assert_allclose(kernel.compute(None, inputs)[0],
+                                   _reference("Conv2D", inputs, **attrs), **TOL)
+    assert len(calls) == 4
+    writable = _rand(3, 3, 6, 8, seed=4)
+    x = _rand(1, 9, 10, 6)
+    kernel.compute(None, [x, writable])
+    writable *= 2  # as an Assign to a ref variable would
+    np.testing.assert_allclose(kernel.compute(None, [x, writable])[0],
+                               _reference("Conv2D", [x, writable], **attrs), **TOL)
+    assert kernel._replay is None and len(calls) == 6
+
+
 # -- gradients ----------------------------------------------------------------------------------
 
 _GRADS = [((2, 9, 9, 4), (3, 3, 4, 6), 1, "SAME", 1),
@@ -365,15 +420,21 @@ def test_conv2d_backprop_filter_matches_numpy(x_shape, w_shape, stride, padding,
      dict(ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")),
 ])
 def test_pool_or_inline_by_work(op, small, big, attrs):
-    """Up to backend.INLINE_WORK multiply-adds (taps) a call runs on the event loop
-    (start_async returns its outputs), above on the backend's threads (done later)."""
+    """Up to backend.INLINE_WORK multiply-adds (taps) a call runs on the event loop, above
+    on the executor's pool: the executor asks per call (expensive None), never learning
+    a cost from the input's size, and never inside a compiled segment (which would run
+    many primitives in one call on the loop)."""
+    from aioflow.runtime.executor import _mode_of
+    from aioflow.runtime.node_item import MAYBE
+
     small_in = [np.ones(s, np.float32) for s in small]
     big_in = [np.ones(s, np.float32) for s in big]
     kernel = create(op, small_in, **attrs)
-    assert kernel.is_async
+    assert not kernel.is_async and kernel.expensive is None
+    assert _mode_of(kernel, len(small_in), False) == MAYBE
+    assert not kernel.learns_cost and not kernel.compilable
     assert not kernel.is_expensive(small_in)
     assert kernel.is_expensive(big_in)
-    assert kernel.runs_inline(small_in) and not kernel.runs_inline(big_in)
 
 
 def _shaped(*shapes):
@@ -403,54 +464,30 @@ def test_training_chain_kernels_run_on_the_loop_up_to_inline_work(op, step, big,
     assert kernel.work(_shaped(*step)) <= backend.INLINE_WORK < kernel.work(_shaped(*big))
 
 
-def test_fewer_intra_op_threads_than_cores_send_team_sized_work_off_the_loop(monkeypatch):
-    """intra_op_parallelism_threads below the cores (throughput): a call of at least
-    TEAM_WORK goes to the backend's threads while fewer than cores - 1 are there, else
-    it runs on the loop beside them; a smaller one stays on the loop."""
+def test_a_call_worth_a_team_is_worth_a_thread():
+    """A call of at least TEAM_WORK may go to a free pool thread when the loop has other
+    work (the executor decides: tests/test_pool_chains.py); a smaller one never does."""
     tiny = [np.ones((1, 7, 7, 8), np.float32), np.ones((1, 1, 8, 8), np.float32)]
     medium = [np.ones((1, 28, 28, 32), np.float32), np.ones((3, 3, 32, 32), np.float32)]
     kernel = create("Conv2D", medium, strides=[1, 1, 1, 1], padding="SAME")
     assert kernel.work(tiny) < backend.TEAM_WORK <= kernel.work(medium) <= backend.INLINE_WORK
-    monkeypatch.setattr(backend, "_CORES", 2)
+    assert not kernel.worth_a_thread(tiny)
+    assert kernel.worth_a_thread(medium) and not kernel.is_expensive(medium)
+
+
+def test_primitives_run_alone_while_cores_are_shared(monkeypatch):
+    """While a job runs on a pool thread beside the loop's own work, every core has a
+    thread of ours: a primitive worth a team runs on its calling thread alone."""
+    from aioflow.framework import intra_op_threads
+
     monkeypatch.setattr(backend, "intra_op_threads", lambda: 2)
-    assert kernel.runs_inline(tiny) and kernel.runs_inline(medium)
-    monkeypatch.setattr(backend, "intra_op_threads", lambda: 1)
-    assert kernel.runs_inline(tiny) and not kernel.runs_inline(medium)
-    monkeypatch.setattr(backend._Threads, "in_flight", 1)  # one core busy on a thread
-    assert kernel.runs_inline(medium)
-
-
-async def test_start_async_inline_or_on_threads():
-    """A small call's outputs come back from start_async at once; a large one's through
-    done(outputs, None) on the loop, from another thread; its error through done too."""
-    import asyncio
-    import threading
-
-    x_small, x_big = _rand(1, 14, 14, 32), _rand(2, 56, 56, 64)
-    attrs = dict(strides=[1, 1, 1, 1], padding="SAME")
-    w_small, w_big = _const(_rand(3, 3, 32, 32)), _const(_rand(3, 3, 64, 64))
-    kernel = create("Conv2D", [x_small, w_small], **attrs)
-    never = [].append
-    got = kernel.start_async(None, [x_small, w_small], never)
-    np.testing.assert_array_equal(got[0], kernel.compute(None, [x_small, w_small])[0])
-    loop = asyncio.get_running_loop()
-    finished = loop.create_future()
-    threads = []
-
-    def done(outs, exc):
-        threads.append(threading.current_thread())
-        finished.set_result((outs, exc))
-
-    assert kernel.start_async(None, [x_big, w_big], done) is None
-    outs, exc = await finished
-    assert exc is None and threads == [threading.main_thread()]
-    np.testing.assert_array_equal(outs[0], kernel.compute(None, [x_big, w_big])[0])
-    finished = loop.create_future()
-    assert kernel.start_async(None, [x_big, _const(_rand(3, 3, 48, 256))], done) is None
-    outs, exc = await finished
-    assert outs is None and "input depth must be evenly divisible by filter depth" in str(exc)
-    traced = await kernel.compute_async(None, [x_big, w_big])
-    np.testing.assert_array_equal(traced[0], kernel.compute(None, [x_big, w_big])[0])
+    assert backend.team_size(backend.TEAM_WORK) == 2
+    intra_op_threads.begin_sharing()
+    try:
+        assert backend.team_size(backend.TEAM_WORK) == 1
+    finally:
+        intra_op_threads.end_sharing()
+    assert backend.team_size(backend.TEAM_WORK) == 2 and backend.team_size(1) == 1
 
 
 async def test_session_runs_convolutions_inline_and_on_threads():

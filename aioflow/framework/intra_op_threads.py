@@ -152,3 +152,39 @@ def set_blas_threads(n: int) -> bool:
         else:
             blas.set(n)
     return True
+
+
+
+def begin_sharing() -> None:
+    """A job is handed to a pool thread to run beside the event loop's own work (many
+    runs in flight: other runs wait for the loop); `end_sharing` when it is done or
+    cancelled. While any such job is in flight, every core already has a thread of ours,
+    so kernels that split their work over teams (the oneDNN primitives) run on their
+    calling thread alone (`cores_shared`): a team would only oversubscribe the cores.
+    Counted process wide, as the BLAS sections above."""
+    global _sharing
+    with _sharing_lock:
+        _sharing += 1
+
+
+def end_sharing(*_) -> None:
+    """The job of a `begin_sharing` finished or was cancelled (takes and ignores a
+    future: it is a done callback too)."""
+    global _sharing
+    with _sharing_lock:
+        _sharing -= 1
+
+
+def cores_shared() -> bool:
+    """Whether a job handed off with `begin_sharing` is in flight."""
+    return _sharing > 0
+
+
+def sharing_jobs() -> int:
+    """The jobs handed off with `begin_sharing` and not yet done (the executor hands off
+    another only while fewer than 2 x cores - 1 are: executor_state.SHARED_JOBS)."""
+    return _sharing
+
+
+_sharing_lock = threading.Lock()
+_sharing = 0  # jobs handed off with begin_sharing() and not yet done

@@ -134,6 +134,11 @@ class OpKernel:
     # True when the outputs are the same values every run, whatever the step (Const): a
     # compiled segment computes them once, when it is compiled.
     is_constant = False
+    # With expensive None: whether the executor learns this kernel's cost per input
+    # element (runtime/kernel_stats.py) to overrule `is_expensive` when it says inline.
+    # False for a kernel whose `is_expensive` already measures its work (a convolution's
+    # multiply-adds: its input's size does not).
+    learns_cost = True
     # True for kernels whose products run BLAS single-threaded in their own sections
     # (intra_op_threads.own_threads): a compiled loop of them holds one section a slice.
     own_blas_threads = False
@@ -151,6 +156,13 @@ class OpKernel:
         if limit is not None and inputs:
             return inputs[0].size > limit or inputs[-1].size > limit
         return bool(self.expensive)
+
+    def worth_a_thread(self, inputs: list) -> bool:
+        """Whether a call that `is_expensive` would run inline is still worth a pool
+        thread of its own when other runs wait for the event loop and a thread is free
+        (many runs in flight: the loop's work and this call then use two cores). Asked
+        only when `expensive` is None and the kernel overrides this."""
+        return False
 
     def compiled_fn(self):
         """For a compilable kernel with one output: a plain function of the input values

@@ -153,7 +153,11 @@ class ExecutorImpl:
         item.mode = mode
         item.cost_rate = None
         item.cost_size = 0
-        item.cost_countdown = 0 if self.adaptive and mode in (BY_SIZE, MAYBE) else None
+        item.cost_countdown = (0 if self.adaptive and mode in (BY_SIZE, MAYBE)
+                               and kernel.learns_cost else None)
+        item.worth_a_thread = (kernel.worth_a_thread if mode == MAYBE and type(kernel)
+                               .worth_a_thread is not op_kernel.OpKernel.worth_a_thread
+                               else None)
         item.cost_verify = False
         item.cost_samples = 0
         item.num_inputs = num_inputs
@@ -222,7 +226,7 @@ class ExecutorImpl:
         item.enter_frame_name = None
         item.parallel_iterations = 1
         item.member_of = None
-        item.cost_rate = item.cost_countdown = None
+        item.cost_rate = item.cost_countdown = item.worth_a_thread = None
         item.cost_size = 0
         item.cost_verify = False
         item.cost_samples = 0

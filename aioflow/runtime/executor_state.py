@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections import deque
 from functools import partial
 from time import time_ns
@@ -26,6 +27,7 @@ from time import time_ns
 import numpy as np
 
 from aioflow.framework import errors
+from aioflow.framework.intra_op_threads import begin_sharing, end_sharing, sharing_jobs
 from aioflow.runtime.kernel_stats import (
     POOL_COST_S,
     input_size,
@@ -33,8 +35,25 @@ from aioflow.runtime.kernel_stats import (
     timed_call,
     timed_inline,
 )
-from aioflow.runtime.node_item import ASYNC, BY_SIZE, MAYBE
+from aioflow.runtime.node_item import ASYNC, BY_SIZE, MAYBE, POOL
 from aioflow.runtime.process_loop import Propagator, generate
+
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+    os.cpu_count() or 1)
+#: Jobs that may be in flight on pool threads beside the event loop's own work
+#: (`worth_a_thread`): the loop keeps one core busy, cores - 1 run on the others, and as
+#: many again plus one wait behind them in the BLAS gate's queue, so that a pool thread
+#: goes from one chain to the next without waiting for the loop to hand it one (32
+#: MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 / 180-192
+#: images/s; docs/performance.md). None on one core.
+SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
+
+
+def _end_sharing_if_cancelled(fut) -> None:
+    """Done callback of a shared pool job: one cancelled before it ran never ends its
+    sharing itself (a job that ran ends it before reporting)."""
+    if fut.cancelled():
+        end_sharing()
 
 
 def broadcast_size(a, b) -> int:
@@ -208,7 +227,16 @@ class ExecutorStateBase:
                 self.sampled(item, token, args, slots, pool)
                 return True
             if not pool:
-                return False
+                # Inline, unless other runs wait for the loop and a pool thread is free
+                # for a call the kernel says is worth one: then both go on, on two
+                # cores. (Not for this run's own parallel branches: one training step's
+                # hand-offs cost more than its branches gain, 4.2-4.5 against 3.8 ms.)
+                share = item.worth_a_thread
+                if share is None or not self.runner.queue or \
+                        sharing_jobs() >= SHARED_JOBS or not share(args):
+                    return False
+                self.dispatch(item, token, args, slots, shared=True)
+                return True
         self.dispatch(item, token, args, slots)
         return True
 
@@ -223,21 +251,46 @@ class ExecutorStateBase:
         compute = item.compute if self.stats is None else partial(self.stats.call, item)
         self.completed.append((token, timed_inline(item, compute, n, self.kctx, args)))
 
-    def dispatch(self, item, token, args, slots: list, sample_size: int = 0) -> None:
+    def dispatch(self, item, token, args, slots: list, sample_size: int = 0,
+                 shared: bool = False) -> None:
         """Start a kernel that does not run inline; its outputs come back through
         `completed`. Its input slots are cleared: a kernel worth the pool usually has
         large inputs, and they should be freed as soon as it is done with them, not at
-        the end of the step."""
+        the end of the step. A pool job also runs the chain of successors this node
+        alone still holds back (`chain`), as TF's executor runs a ready expensive
+        successor on the thread that finished its input: no round trip through the loop
+        between them. `shared`: the job runs beside the loop's own work
+        (framework.intra_op_threads.begin_sharing)."""
         slots[item.input_start:item.input_end] = [None] * item.num_inputs
         self.in_flight += 1
         try:
             if item.mode != ASYNC:
                 compute = item.compute if self.stats is None else partial(
                     self.stats.call, item, scheduled_ns=time_ns())
+                links = None
                 if sample_size:  # timed on the pool thread (kernel_stats.py)
                     compute = partial(timed_call, item, compute, sample_size)
-                fut = self.impl.device.submit(self._pool_job, compute, token, args,
-                                              uses_blas=item.uses_blas, pool=self.pool)
+                elif self.stats is None:  # (traced: every node shows in the stats)
+                    links = self.chain(item)
+                if shared:
+                    begin_sharing()
+                try:
+                    if links:
+                        fut = self.impl.device.submit(self._chain_job, compute, token,
+                                                      args, links, shared,
+                                                      uses_blas=item.uses_blas,
+                                                      pool=self.pool)
+                        token = links[-1][0]  # (the node its completion reports)
+                    else:
+                        fut = self.impl.device.submit(self._pool_job, compute, token, args,
+                                                      shared, uses_blas=item.uses_blas,
+                                                      pool=self.pool)
+                except BaseException:
+                    if shared:
+                        end_sharing()
+                    raise
+                if shared:  # a job cancelled before it ran ends its sharing here
+                    fut.add_done_callback(_end_sharing_if_cancelled)
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
@@ -260,7 +313,7 @@ class ExecutorStateBase:
         self._job_finished()
         self._after_job(token, outs, exc)
 
-    def _pool_job(self, compute, token, args):
+    def _pool_job(self, compute, token, args, shared: bool = False):
         try:
             with np.errstate(all="ignore"):
                 result = compute(self.kctx, args)
@@ -270,7 +323,46 @@ class ExecutorStateBase:
         # The pool's work item holds `args` until its thread takes the next job, which
         # may be after a consumer already ran: let go of the inputs before reporting.
         args.clear()
+        if shared:
+            end_sharing()
         self.runner.post_completion(self, token, result, exc)
+
+    def chain(self, item) -> list:
+        """The successors a pool job starting `item` runs after it, each with its
+        argument list and where the previous node's outputs go in it:
+        [(next item, args, ((output slot, arg index), ...)), ...]. None here (the
+        control-flow propagator chains nothing); SimpleExecutorState's finds them."""
+        return None
+
+    def _chain_job(self, compute, token, args, links, shared: bool):
+        """A pool job: the first node (`compute`, `token`), then each successor of its
+        chain with the previous one's outputs, on this thread; only the last one's
+        outputs come back (the others' went to their one consumer, the next). An error
+        reports the node that raised it; an aborted step stops the chain before its next
+        node (the completion then reports the last node, with no outputs)."""
+        ctx = self.kctx
+        try:
+            with np.errstate(all="ignore"):
+                outs = compute(ctx, args)
+                args.clear()
+                for nxt, nargs, edges in links:
+                    if self.error is not None:  # aborted: the rest does not run
+                        token, outs = links[-1][0], None
+                        break
+                    for slot, i in edges:
+                        nargs[i] = outs[slot]
+                    token, outs = nxt, None
+                    outs = nxt.compute(ctx, nargs)
+                    nargs.clear()
+            exc = None
+        except BaseException as e:  # noqa: BLE001 - handed to the loop thread
+            outs, exc = None, e
+            args.clear()
+            for _, nargs, _ in links:
+                nargs.clear()
+        if shared:
+            end_sharing()
+        self.runner.post_completion(self, token, outs, exc)
 
     def on_pool_done(self, token, result, exc) -> None:
         self.jobs.pop(id(token), None)
@@ -369,6 +461,39 @@ class SimpleExecutorState(ExecutorStateBase):
                 if not c:
                     append(items[dst])
         """))
+
+    def chain(self, item) -> list:
+        """Successors that `item` alone holds back: while every output of the last node
+        goes to one node that is heavy (always on the pool, or worth a thread of its own:
+        work that lets go of the GIL, such as oneDNN's primitives; a chain of cheap Python
+        kernels on a pool thread would only hold the GIL against the loop), has all its
+        other inputs already, and passes the BLAS gate only if the first node did (the
+        job holds the first node's slot), that node runs next on the same thread.
+        Its argument list is taken from the slots (cleared: the job owns them now); its
+        pending count is left as it is, never reaching zero here."""
+        links = []
+        pending = self.pending
+        inputs = self.inputs
+        items = self.items
+        blas = item.uses_blas
+        node = item
+        while True:
+            out = node.out_data
+            if not out or node.out_control:
+                return links
+            dst = out[0][0]
+            nxt = items[dst]
+            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
+                    nxt.member_of is not None or \
+                    pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
+                    any(edge[0] != dst for edge in out):
+                return links
+            start = nxt.input_start
+            end = nxt.input_end
+            nargs = inputs[start:end]
+            inputs[start:end] = [None] * nxt.num_inputs
+            links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in out)))
+            node = nxt
 
     def expand(self, item) -> None:
         segment = item.segment

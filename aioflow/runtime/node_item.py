@@ -58,6 +58,9 @@ class NodeItem:
         "cost_countdown",     # calls until the next sample (None: never timed, static rule)
         "cost_verify",        # the next sample is timed in CPU time (a clock sample said
                               #   expensive and may have been a preemption)
+        "worth_a_thread",     # MAYBE: the kernel's worth_a_thread(inputs) (a call it would
+                              #   run inline goes to a free pool thread when the loop has
+                              #   other work), or None: the kernel never asks for one
         "segment",            # mode SEGMENT: its segments.Segment; else None
         "member_of",          # the SEGMENT item this node is a member of, or None
     )

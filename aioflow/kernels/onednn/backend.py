@@ -7,28 +7,26 @@ Each primitive runs on an OpenMP team taken from a process-wide budget (`team`):
 intra-op threads when that many cores are free of other primitives' threads, else one
 (docs/onednn.md, Threads).
 
-Where a kernel runs (`LoopOrThread`): the forward kernels are the executor's task-free
-async kernels (`start_async`), so that each call decides for itself (`runs_inline`):
+Where a kernel runs (`LoopOrThread`): the forward kernels let the executor choose per
+call (expensive None), by their work (multiply-adds, or output elements x window taps):
 
-* with intra-op threads covering the cores (the default): at most INLINE_WORK of work
-  at once on the calling thread, the event loop, on a team of every core (no hand-off:
-  the lowest latency; many runs in flight take turns on the whole machine), more on one
-  of the backend's threads (`off_loop`), its outputs handed back to the loop when done;
-* with fewer intra-op threads than cores (intra_op_parallelism_threads=1: throughput):
-  a call of at least TEAM_WORK goes to the backend's threads while fewer than
-  cores - 1 such calls are in flight there, else it runs inline: the event loop is the
-  last core's worker, so that with many runs in flight cores / intra-op primitives run
-  side by side (each on its own team from the budget) with as few hand-offs as that
-  takes; smaller calls inline (a hand-off costs more than they do)."""
+* above INLINE_WORK: on the executor's pool (through the device's BLAS gate), with a
+  team from the budget: the loop is never held longer than ~1.5 ms by one call;
+* from TEAM_WORK up to INLINE_WORK: inline on the event loop, on a team of the intra-op
+  threads (no hand-off: the lowest latency for one run) -- unless other runs wait for
+  the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight:
+  then on a pool thread (`worth_a_thread`), which also runs the node's
+  chain of ready successors (executor_state.py), while the loop goes on with its other
+  work; while such a job is in flight every primitive runs on its calling thread alone
+  (framework.intra_op_threads.cores_shared), so the loop and the pool thread each keep
+  one core busy with single-threaded primitives instead of teams fighting for them;
+* below TEAM_WORK: inline, on the calling thread alone (a hand-off costs more)."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
+from aioflow.framework.intra_op_threads import cores_shared
 from aioflow.framework.op_kernel import register_kernel
 from aioflow.kernels.nn.conv_kernels import _CORES, intra_op_threads
 from aioflow.kernels.onednn import dnnl_api
@@ -43,7 +41,7 @@ ACTIVE = AVAILABLE
 #: Multiply-adds (or output elements times window taps) up to which a oneDNN forward kernel
 #: runs at once on the event loop (about 1-1.5 ms on two AVX-512 cores: the loop is held no
 #: longer, well inside the 5 ms heartbeat the runtime keeps); larger calls run on the
-#: backend's threads. A hand-off to a thread and back costs the loop ~70 µs of CPU and,
+#: executor's pool. A hand-off to a thread and back costs the loop ~70 µs of CPU and,
 #: on a busy machine, a wake-up. ABAB in one process, load 6-8: MobileNetV2 batch 1 took
 #: 10.9 ms of CPU a run inline against 13.7 with its convolutions on the executor's pool;
 #: ResNet50 batch 1 44.8 against 49.2 ms (wall median 44.7 against 52.5) and InceptionV3
@@ -64,8 +62,10 @@ def onednn_kernel(op_type: str, host_memory=(), **type_constraints):
 
 def team_size(work: int) -> int:
     """OpenMP threads for a primitive of `work` multiply-adds: the intra-op threads
-    (intra_op_parallelism_threads, else the cores) when the work is worth a team."""
-    return intra_op_threads() if work >= TEAM_WORK else 1
+    (intra_op_parallelism_threads, else the cores) when the work is worth a team and no
+    job runs on a pool thread beside the event loop's own work (then every core has a
+    thread of ours already: framework.intra_op_threads.cores_shared)."""
+    return intra_op_threads() if work >= TEAM_WORK and not cores_shared() else 1
 
 
 class _Budget:
@@ -104,96 +104,29 @@ def busy_threads() -> int:
     return _Budget.busy
 
 
-class _Threads:
-    """The threads that run the oneDNN kernels too large for the event loop, one per core
-    (each primitive's OpenMP team comes from the budget above), made on first use."""
-
-    pool: ThreadPoolExecutor | None = None
-    lock = threading.Lock()
-    #: Calls handed to these threads by start_async and not yet back (counted on the
-    #: event loop: incremented there, decremented by the callback that hands back).
-    in_flight = 0
-
-
-def _threads() -> ThreadPoolExecutor:
-    if _Threads.pool is None:
-        with _Threads.lock:
-            if _Threads.pool is None:
-                _Threads.pool = ThreadPoolExecutor(max_workers=_CORES,
-                                                   thread_name_prefix="aioflow-onednn")
-    return _Threads.pool
-
-
-def _call(compute, ctx, inputs):
-    with np.errstate(all="ignore"):  # as the executor's pool runs kernels
-        return compute(ctx, inputs)
-
-
-def _job(loop, compute, ctx, inputs, done) -> None:
-    try:
-        outs, exc = _call(compute, ctx, inputs), None
-    except BaseException as e:  # noqa: BLE001 - handed to the loop as the node's error
-        outs, exc = None, e
-    try:
-        loop.call_soon_threadsafe(_back, done, outs, exc)
-    except RuntimeError:  # the loop closed while the kernel ran: nobody waits for it
-        pass
-
-
-def _back(done, outs, exc) -> None:
-    _Threads.in_flight -= 1
-    done(outs, exc)
-
-
-def off_loop(compute, ctx, inputs, done) -> None:
-    """Run compute(ctx, inputs) on the backend's threads; done(outputs, error) on the
-    calling event loop when it finishes."""
-    loop = asyncio.get_running_loop()
-    _Threads.in_flight += 1
-    try:
-        _threads().submit(_job, loop, compute, ctx, inputs, done)
-    except BaseException:
-        _Threads.in_flight -= 1
-        raise
-
-
-def off_loop_calls() -> int:
-    """Calls on the backend's threads (start_async's) not yet handed back."""
-    return _Threads.in_flight
-
-
 class LoopOrThread:
-    """Mixed into a forward kernel (before the NumPy kernel's class): the executor's
-    task-free async kernel protocol (`start_async`; `compute_async` for traced runs),
-    each call inline or on the backend's threads by its work and the intra-op threads
-    (the module's docstring). With the backend inactive, the NumPy kernel's own
-    `is_expensive` decides.
-    `compute` stays the synchronous kernel (constant folding and direct callers use it)."""
+    """Mixed into a forward kernel (before the NumPy kernel's class): each call inline on
+    the event loop or on the executor's pool by its work, the executor deciding with the
+    kernel (expensive None: `is_expensive` per call, `worth_a_thread` when the loop has
+    other work and a thread is free; the module's docstring). With the backend inactive,
+    the NumPy kernel's own `is_expensive` decides."""
 
-    is_async = True
+    expensive = None
+    learns_cost = False  # `work` is the cost: the input's size is not
+    # Never inside a compiled segment: a segment runs its members in one call on the
+    # loop, which would hold it for many primitives and never hand one to a thread.
+    compilable = False
 
     def work(self, inputs: list) -> int:
         """Multiply-adds (or output elements x taps) of this call."""
         raise NotImplementedError
 
-    def runs_inline(self, inputs: list) -> bool:
+    def is_expensive(self, inputs: list) -> bool:
+        """Off the event loop above INLINE_WORK (it would hold the loop too long)."""
         if not ACTIVE:
-            return not super().is_expensive(inputs)
-        work = self.work(inputs)
-        if work < TEAM_WORK:
-            return True
-        if intra_op_threads() >= _CORES:
-            return work <= INLINE_WORK
-        return _Threads.in_flight >= _CORES - 1
+            return super().is_expensive(inputs)
+        return self.work(inputs) > INLINE_WORK
 
-    def start_async(self, ctx, inputs, done):
-        if self.runs_inline(inputs):
-            return self.compute(ctx, inputs)
-        off_loop(self.compute, ctx, inputs, done)
-        return None
-
-    async def compute_async(self, ctx, inputs):
-        if self.runs_inline(inputs):
-            return self.compute(ctx, inputs)
-        return await asyncio.get_running_loop().run_in_executor(
-            _threads(), _call, self.compute, ctx, inputs)
+    def worth_a_thread(self, inputs: list) -> bool:
+        """A call worth a team is worth a thread when other runs wait for the loop."""
+        return ACTIVE and self.work(inputs) >= TEAM_WORK

@@ -23,7 +23,7 @@ OpenMP team only from conv_grad_onednn.TEAM_WORK elements, as the gradients do.
 
 Where they run: as the forward convolutions (backend.LoopOrThread), inline on the event
 loop up to backend.INLINE_WORK (an element counted as WORK_PER_ELEMENT multiply-adds),
-larger calls on the backend's threads. A training step's batch norms sit on its one
+larger calls on the executor's pool. A training step's batch norms sit on its one
 chain of dependent kernels (convolution, batch norm, activation, pooling, ... and back),
 where nothing else can run meanwhile: inline, a 0.1 ms batch norm saves the two thread
 hand-offs the executor's pool costs (~0.07 ms of the loop's CPU, and on a busy machine a
@@ -124,7 +124,7 @@ def _plan(kind, plan_class, x: np.ndarray, channels_first: bool, epsilon: float,
 
 class _OnednnBatchNorm(LoopOrThread):
     """normalize_training() on oneDNN's forward training (mixed in before the NumPy
-    kernels); each call on the event loop or the backend's threads by its work."""
+    kernels); each call on the event loop or the executor's pool by its work."""
 
     def work(self, inputs: list) -> int:
         return np.size(inputs[0]) * WORK_PER_ELEMENT
@@ -155,7 +155,7 @@ class _OnednnBatchNorm(LoopOrThread):
 class _OnednnBatchNormGrad(LoopOrThread):
     """gradients() of training on oneDNN's backward (mixed in before the NumPy kernels);
     inference's gradient (dy scaled per channel) stays the NumPy kernel's. Each call on
-    the event loop or the backend's threads by its work."""
+    the event loop or the executor's pool by its work."""
 
     work = _OnednnBatchNorm.work
 

@@ -13,7 +13,7 @@ from conv_grad_onednn.TEAM_WORK (window taps times gradient elements), as the
 convolutions' gradients do. Other types run the NumPy code.
 
 Where they run: as the forward pooling (backend.LoopOrThread), inline on the event loop
-up to backend.INLINE_WORK, larger calls on the backend's threads: a pooling gradient
+up to backend.INLINE_WORK, larger calls on the executor's pool: a pooling gradient
 sits on a training step's one chain of dependent kernels (a convolution's input
 gradient, the pooling's, the activation's, ...), where a hand-off to the executor's
 pool and back only adds to the step.
@@ -105,7 +105,7 @@ def _avg_backward(g):
 
 
 class _OnednnPoolGrad(LoopOrThread):
-    """Each call on the event loop or the backend's threads by its work."""
+    """Each call on the event loop or the executor's pool by its work."""
 
     uses_blas = False  # one thread below TEAM_WORK: as conv_grad_onednn's kernels
 

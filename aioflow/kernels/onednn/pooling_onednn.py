@@ -58,7 +58,7 @@ class PoolPlan:
 
 class _OnednnPool(LoopOrThread):
     """_spatial() on oneDNN for float32 (mixed in before the NumPy kernels' classes); each
-    call on the event loop or the backend's threads by its work (backend.LoopOrThread)."""
+    call on the event loop or the executor's pool by its work (backend.LoopOrThread)."""
 
     uses_blas = True  # an OpenMP team: the device's BLAS gate bounds how many run at once
 

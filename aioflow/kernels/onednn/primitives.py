@@ -171,6 +171,28 @@ _c_char = ctypes.c_char
 _addressof = ctypes.addressof
 
 
+class _Quick:
+    """Functions of the loaded library that return at once, called holding the GIL
+    (through a ctypes.PyDLL view of the same library): a ctypes call through CDLL lets
+    go of the GIL, and with another thread waiting for it (a pool thread running
+    primitives beside the event loop) each of a primitive's dozen argument calls became
+    a GIL hand-over, the caller then waiting for the GIL back. Only the primitive's
+    execution itself lets go of the GIL."""
+
+    set_data_handle = None
+    stream_wait = None
+
+    @classmethod
+    def bind(cls) -> None:
+        lib = ctypes.PyDLL(api._lib._name, handle=api._lib._handle)
+        for attr, name in (("set_data_handle", "dnnl_memory_set_data_handle"),
+                           ("stream_wait", "dnnl_stream_wait")):
+            fn = getattr(lib, name)
+            fn.argtypes = api._SIGNATURES[name]
+            fn.restype = ctypes.c_int
+            setattr(cls, attr, fn)
+
+
 def address(a: np.ndarray) -> int:
     """The address of a's first element (a writable contiguous array's through ctypes,
     4x faster than the array interface, which read-only arrays take)."""
@@ -329,27 +351,39 @@ class Primitive:
         api.call("dnnl_primitive_desc_query", self.pd, api.QUERY_IMPL_INFO_STR, 0, byref(out))
         return out.value.decode()
 
-    def execute(self, args) -> None:
+    def execute(self, args, key=None) -> None:
         """Run with args [(DNNL_ARG_*, MemoryDesc, ndarray), ...] on this thread's stream;
-        each buffer is the memory's data, no copy. The memory objects are this thread's,
-        made on its first call with these descriptors and re-pointed on later ones."""
+        each buffer is the memory's data, no copy (or its address, an int, for a buffer
+        the caller keeps alive). The memory objects are this thread's, made on its first
+        call with these descriptors and re-pointed on later ones. `key`: a caller that
+        always passes the same descriptors may pass `memories_key(args)` once made."""
         if self.scratch_size:
             args = [*args, (api.ARG_SCRATCHPAD, self.scratch_md, _scratch(self.scratch_size))]
-        self._execute(args)
+        self._execute(args, key)
 
-    def _execute(self, args) -> None:
-        lib = api._lib
+    def memories_key(self, args) -> tuple:
+        """The key of args' descriptors (and the scratchpad's) among this thread's
+        memory objects."""
         key = tuple(id(md) for _, md, _ in args)
+        return (*key, id(self.scratch_md)) if self.scratch_size else key
+
+    def _execute(self, args, key=None) -> None:
+        lib = api._lib
+        if key is None:
+            key = tuple(id(md) for _, md, _ in args)
         memories = getattr(self._local, "memories", None)
         if memories is None:
             memories = self._local.memories = {}
         mems = memories.get(key)
         if mems is None:
             mems = memories[key] = _Memories(args)
-        set_handle = lib.dnnl_memory_set_data_handle
+        set_handle = _Quick.set_data_handle
+        if set_handle is None:
+            _Quick.bind()
+            set_handle = _Quick.set_data_handle
         addresses = mems.addresses
         for i, (_, _, array) in enumerate(args):
-            where = address(array)
+            where = array if array.__class__ is int else address(array)
             if where != addresses[i]:
                 status = set_handle(mems.handles[i], where)
                 if status:
@@ -358,7 +392,7 @@ class Primitive:
         s = stream()
         api.check(lib.dnnl_primitive_execute(self.handle, s, len(args), mems.exec_args),
                   "dnnl_primitive_execute")
-        api.check(lib.dnnl_stream_wait(s), "dnnl_stream_wait")
+        api.check(_Quick.stream_wait(s), "dnnl_stream_wait")
 
     def __del__(self):
         if api._lib is not None:
@@ -437,6 +471,11 @@ class WeightsCache:
 
     def __init__(self):
         self._entry = None  # (array, (shape, strides), plan, reordered)
+
+    def holds(self, w: np.ndarray, plan) -> bool:
+        """Whether w's reordered copy for `plan` is kept (w is never written)."""
+        entry = self._entry
+        return entry is not None and entry[0] is w and entry[2] is plan
 
     def get(self, w: np.ndarray, plan) -> np.ndarray:
         """w in plan.w_md's layout, through plan.w_reorder."""

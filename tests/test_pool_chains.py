@@ -1,0 +1,227 @@
+"""Pool jobs that run their node's chain of ready successors (executor_state.py), as TF's
+executor runs a ready expensive successor on the thread that finished its input; and
+calls a kernel would run inline that go to a free pool thread when the loop has other
+work (`OpKernel.worth_a_thread`)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.framework import errors
+from aioflow.framework.intra_op_threads import cores_shared, sharing_jobs
+from aioflow.framework.op_kernel import OpKernel
+from aioflow.runtime import executor as executor_mod
+from aioflow.runtime.loop_runner import LoopRunner
+
+_ran: list = []  # (kernel name, thread ident, cores shared) of every call, in order
+_release = threading.Event()
+_blocked = threading.Event()
+
+
+class _PoolStep(OpKernel):
+    """x + 1 on the pool."""
+
+    expensive = True
+
+    def compute(self, ctx, inputs):
+        _ran.append((self.name, threading.get_ident(), cores_shared()))
+        return [inputs[0] + 1]
+
+
+class _PoolFails(OpKernel):
+    expensive = True
+
+    def compute(self, ctx, inputs):
+        _ran.append((self.name, threading.get_ident(), cores_shared()))
+        raise ValueError("this input is not welcome")
+
+
+class _PoolBlocks(OpKernel):
+    """x + 1 on the pool, once the test releases it."""
+
+    expensive = True
+
+    def compute(self, ctx, inputs):
+        _ran.append((self.name, threading.get_ident(), cores_shared()))
+        _blocked.set()
+        _release.wait(30)
+        return [inputs[0] + 1]
+
+
+class _WorthAThread(OpKernel):
+    """x + 1, inline by its own rule, but worth a thread when the loop is busy."""
+
+    expensive = None
+    learns_cost = False
+
+    def is_expensive(self, inputs):
+        return False
+
+    def worth_a_thread(self, inputs):
+        return True
+
+    def compute(self, ctx, inputs):
+        _ran.append((self.name, threading.get_ident(), cores_shared()))
+        return [inputs[0] + 1]
+
+
+@pytest.fixture(name="ops")
+def ops_fixture(user_op):
+    _ran.clear()
+    _release.clear()
+    _blocked.clear()
+    return {name: user_op(name, kernel) for name, kernel in (
+        ("ChainTestPoolStep", _PoolStep), ("ChainTestPoolFails", _PoolFails),
+        ("ChainTestPoolBlocks", _PoolBlocks), ("ChainTestWorthAThread", _WorthAThread))}
+
+
+@pytest.fixture(name="completions")
+def completions_fixture(monkeypatch):
+    """The completions pool threads hand back to the loop, counted."""
+    count = [0]
+    post = LoopRunner.post_completion
+
+    def counted(self, *args):
+        count[0] += 1
+        post(self, *args)
+
+    monkeypatch.setattr(LoopRunner, "post_completion", counted)
+    return count
+
+
+def _x():
+    return af.placeholder(af.float32, [4], name="x")
+
+
+FEED = np.arange(4, dtype=np.float32)
+
+
+async def test_a_pool_thread_runs_the_chain_of_successors_it_alone_holds_back(ops, completions):
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        step = ops["ChainTestPoolStep"]
+        y = step(x=step(x=step(x=x, name="a"), name="b"), name="c")
+    async with af.Session(graph=g) as sess:
+        value = await sess.run(y, {x: FEED})
+    np.testing.assert_array_equal(value, FEED + 3)
+    assert [name for name, _, _ in _ran] == ["a", "b", "c"]
+    threads = {tid for _, tid, _ in _ran}
+    assert len(threads) == 1 and threading.get_ident() not in threads  # one pool thread
+    assert completions[0] == 1  # no round trip through the loop between them
+
+
+async def test_a_node_whose_output_goes_elsewhere_too_ends_the_chain(ops, completions):
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        step = ops["ChainTestPoolStep"]
+        a = step(x=x, name="a")
+        b = step(x=step(x=a, name="b"), name="b2")
+        d = af.negative(a, name="d")  # a's output is read here too: propagated by the loop
+    async with af.Session(graph=g) as sess:
+        vb, vd = await sess.run([b, d], {x: FEED})
+    np.testing.assert_array_equal(vb, FEED + 3)
+    np.testing.assert_array_equal(vd, -(FEED + 1))
+    assert completions[0] == 2  # a alone, then b with b2 chained
+
+
+async def test_a_successor_waiting_for_another_input_is_not_chained(ops, completions):
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        step = ops["ChainTestPoolStep"]
+        a = step(x=x, name="a")
+        late = step(x=x, name="late")
+        y = af.add(a, late, name="sum")  # inline: never chained either
+        z = step(x=y, name="z")
+    async with af.Session(graph=g) as sess:
+        value = await sess.run(z, {x: FEED})
+    np.testing.assert_array_equal(value, 2 * FEED + 3)
+    assert completions[0] == 3
+
+
+async def test_a_cheap_python_successor_is_not_chained(ops, completions):
+    """Only heavy successors (always on the pool, or worth a thread: work that lets go
+    of the GIL) join a chain: cheap Python kernels on a pool thread would hold the GIL
+    against the loop."""
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        step = ops["ChainTestPoolStep"]
+        y = step(x=af.negative(step(x=x, name="a"), name="neg"), name="c")
+    async with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(await sess.run(y, {x: FEED}), -(FEED + 1) + 1)
+    assert completions[0] == 2
+
+
+async def test_an_error_in_a_chained_successor_names_that_node(ops, completions):
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        y = ops["ChainTestPoolFails"](x=ops["ChainTestPoolStep"](x=x, name="a"), name="b")
+    async with af.Session(graph=g) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match=r"this input is not welcome"
+                           r"(.|\n)*\{\{node b\}\}") as info:
+            await sess.run(y, {x: FEED})
+        assert info.value.node_def.name == "b"
+        assert [name for name, _, _ in _ran] == ["a", "b"]
+        assert _ran[0][1] == _ran[1][1] != threading.get_ident()  # b ran on a's thread
+        assert completions[0] == 1
+        _ran.clear()
+        np.testing.assert_array_equal(await sess.run("a:0", {x: FEED}), FEED + 1)  # usable
+
+
+async def test_cancelling_a_step_stops_its_chain_before_the_next_node(ops):
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        y = ops["ChainTestPoolStep"](x=ops["ChainTestPoolBlocks"](x=x, name="a"), name="b")
+    states = []
+    async with af.Session(graph=g) as sess:
+        with executor_mod.observe_steps(states.extend):
+            task = asyncio.ensure_future(sess.run(y, {x: FEED}))
+            assert await asyncio.to_thread(_blocked.wait, 30)  # a runs, b is chained
+            task.cancel()
+            while states[0].error is None:  # the step aborts on the loop
+                await asyncio.sleep(0)
+            _release.set()  # a returns: the chain must end there
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert [name for name, _, _ in _ran] == ["a"]
+        assert states[0].in_flight == 0
+        _release.set()
+        np.testing.assert_array_equal(await sess.run(y, {x: FEED}), FEED + 2)
+
+
+async def test_a_call_worth_a_thread_goes_to_the_pool_only_while_other_runs_wait(ops):
+    """Alone (nothing else for the loop, however many branches: one step's hand-offs
+    cost more than its branches gain) the call runs inline; while another run waits for
+    the loop it goes to a pool thread, and primitives split no work meanwhile."""
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        y = x
+        for i in range(40):  # (node by node, a tiny budget: runs take turns every 32)
+            y = af.negative(y, name=f"n{i}")
+        worth = ops["ChainTestWorthAThread"](x=y, name="worth")
+        other = af.negative(x, name="other")  # a branch of its own: not a reason
+    async with af.Session(graph=g, compile_segments=False, time_budget_ms=0.001) as sess:
+        vw, vo = await sess.run([worth, other], {x: FEED})
+        np.testing.assert_array_equal(vw, FEED + 1)
+        np.testing.assert_array_equal(vo, -FEED)
+        assert _ran == [("worth", threading.get_ident(), False)]  # alone: inline
+        _ran.clear()
+        both = await asyncio.gather(sess.run(worth, {x: FEED}), sess.run(worth, {x: FEED}))
+    for value in both:
+        np.testing.assert_array_equal(value, FEED + 1)
+    # The first run reaches `worth` while the second waits for its next turn: a pool
+    # thread, cores shared (the second's call may come first, or go to the pool too).
+    assert len(_ran) == 2
+    assert any(tid != threading.get_ident() and shared for _, tid, shared in _ran)
+    assert sharing_jobs() == 0  # ended before its outputs came back
