@@ -14,6 +14,7 @@ import pytest
 import aioflow as af
 from aioflow.framework import op_def_registry, op_kernel
 from aioflow.framework.op_def_library import apply_op
+from aioflow.kernels.onednn import backend as onednn_backend
 from aioflow.proto import graph_pb2
 
 DATA = Path(__file__).parent / "data"
@@ -181,3 +182,11 @@ def ray_address(tmp_path_factory):
                        log_to_driver=False, _temp_dir=str(temp))  # one, whatever RAY_ADDRESS)
     yield context.address_info["gcs_address"]
     ray.shutdown()
+
+
+@pytest.fixture
+def numpy_products(monkeypatch):
+    """The NumPy kernels' own products (OpenBLAS, the pool by size): with the onednn
+    extra, its float32 MatMul kernels fall back to them (tests/test_onednn_matmul.py
+    tests those)."""
+    monkeypatch.setattr(onednn_backend, "ACTIVE", False)

@@ -106,7 +106,8 @@ def test_slots_are_cores_over_blas_threads_bounded_by_the_pool():
 def test_intra_op_threads_set_blas_threads_even_when_threadpoolctl_has_another_owner():
     # threadpoolctl's setter only works from the first thread that used it; here the
     # main thread claims it first, and the session's pool thread must still win.
-    # A child process, since the BLAS thread count is process-wide.
+    # A child process, since the BLAS thread count is process-wide; the NumPy MatMul
+    # kernel (OpenBLAS), not the oneDNN extra's GEMM, which leaves OpenBLAS alone.
     code = textwrap.dedent("""
         import asyncio, numpy as np, threadpoolctl, aioflow as af
         from aioflow.framework.intra_op_threads import BlasThreads
@@ -123,6 +124,6 @@ def test_intra_op_threads_set_blas_threads_even_when_threadpoolctl_has_another_o
         print(BlasThreads.find().get())
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env={**os.environ, "AIOFLOW_ONEDNN": "0"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"

@@ -10,7 +10,6 @@ from kernel_testutil import create, run1
 from test_kernels_cwise import assert_same, rand
 
 from aioflow.framework import errors
-from aioflow.kernels.onednn import backend
 
 BF16 = ml_dtypes.bfloat16
 TYPES = [np.float16, BF16, np.float32, np.float64, np.int32, np.int64, np.complex64,
@@ -91,13 +90,6 @@ def test_batch_matmul_errors():
     with pytest.raises(errors.InvalidArgumentError,
                        match=r"In\[0\].dim\(0\) and In\[1\].dim\(0\) must be the same"):
         run1("BatchMatMul", [np.zeros((2, 3, 4), f), np.zeros((1, 4, 3), f)])
-
-
-@pytest.fixture
-def numpy_products(monkeypatch):
-    """The NumPy kernels' own products: with the onednn extra, its float32 MatMul kernels
-    fall back to them (tests/test_onednn_matmul.py tests those)."""
-    monkeypatch.setattr(backend, "ACTIVE", False)
 
 
 @pytest.mark.usefixtures("numpy_products")

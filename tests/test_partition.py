@@ -363,9 +363,12 @@ async def test_a_partition_aborted_before_it_starts_runs_nothing():
     with g.as_default():
         x = af.placeholder(af.float32, None, name="x")
         bad = af.reshape(x, [2], name="bad")
+        # A py_func between the Reshape and the add: a segment of Reshape alone would
+        # otherwise sink into the add's (segments._sink), which waits for the Recv.
+        checked = af.py_func(lambda v: v, [bad], af.float32, name="checked")
         with af.device("/cpu:1"):
             s = af.async_py_func(slow, [af.constant(1.0)], af.float32, name="slow")
-        out = bad + s
+        out = checked + s
     async with af.Session(graph=g, config=TWO_CPUS) as sess:
         before = set(asyncio.all_tasks())
         with pytest.raises(errors.InvalidArgumentError, match="Input to reshape") as info:

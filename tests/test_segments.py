@@ -1053,6 +1053,7 @@ class _CountingBlas:
 
 
 @pytest.mark.usefixtures("segments_mode")
+@pytest.mark.usefixtures("numpy_products")  # OpenBLAS's products, not oneDNN's GEMM
 async def test_a_compiled_loop_of_products_sets_blass_threads_once_a_slice(
         monkeypatch, segments_mode):
     """v = tanh(v @ w), 50 iterations of products large enough for OpenBLAS to thread:

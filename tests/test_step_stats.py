@@ -41,6 +41,7 @@ def _by_name(run_metadata):
             for ns in dev.node_stats}
 
 
+@pytest.mark.usefixtures("numpy_products")  # a product big enough for the pool
 async def test_full_trace_times_every_node_where_it_ran():
     g, x, out = _graph()
     xv = np.ones((256, 256), np.float32)

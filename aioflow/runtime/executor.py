@@ -155,9 +155,10 @@ class ExecutorImpl:
         item.cost_size = 0
         item.cost_countdown = (0 if self.adaptive and mode in (BY_SIZE, MAYBE)
                                and kernel.learns_cost else None)
-        item.worth_a_thread = (kernel.worth_a_thread if mode == MAYBE and type(kernel)
-                               .worth_a_thread is not op_kernel.OpKernel.worth_a_thread
-                               else None)
+        # Only a kernel class that overrides it (a DerefKernel wrapper has none).
+        worth = getattr(type(kernel), "worth_a_thread", None)
+        item.worth_a_thread = (kernel.worth_a_thread if mode == MAYBE and worth is not None
+                               and worth is not op_kernel.OpKernel.worth_a_thread else None)
         item.cost_verify = False
         item.cost_samples = 0
         item.num_inputs = num_inputs
