@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import pathlib
+import struct
 from collections.abc import Callable
 
 from fuzz_runner import FuzzCase, Outcome
@@ -345,6 +346,15 @@ def _random_gamma_tiny_negative_alpha():
         {"alpha:0": [-2.6061601e-18, 0.5]}, ["g:0"])
 
 
+def _truncated_normal_empty_past_numpy(op: str = "TruncatedNormal"):
+    """An empty output NumPy cannot address: [0, 2^63-1, 2] ("array is too big")."""
+    content = struct.pack("<3q", 0, 2**63 - 1, 2)
+    return FuzzCase("repro", graph(
+        const("shape", types_pb2.DT_INT64, [3], content),
+        node("op", op, ["shape"], T=attr(type=types_pb2.DT_INT64), dtype=attr(type=DT_FLOAT),
+             seed=attr(i=2), seed2=attr(i=2))), {}, ["op:0"])
+
+
 def _sparse_segment_mean_grad_scalar_grad():
     return FuzzCase("repro", graph(
         placeholder("grad", shape=[]), const("i", DT_INT32, [0]), const("s", DT_INT32, [0]),
@@ -460,6 +470,13 @@ FINDINGS = [
     Finding("sparse-segment-mean-grad-scalar-grad",
             "FAIL:wrapped-IndexError@run@kernels/math/grad_kernels.py:*",
             _sparse_segment_mean_grad_scalar_grad),
+    # Session 10's final long run (random kernels' empty outputs past NumPy's reach).
+    Finding("truncated-normal-empty-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:*",
+            _truncated_normal_empty_past_numpy),
+    Finding("random-uniform-empty-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:*",
+            lambda: _truncated_normal_empty_past_numpy("RandomUniform")),
     # Found by the last long run of 2026-11-29; fixed the next session (frame_state.py).
     Finding("tensor-array-gather-none-input",
             "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",

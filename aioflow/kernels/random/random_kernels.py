@@ -64,13 +64,18 @@ MAX_ELEMENTS = 1 << 48
 
 
 def generating(shape, dtype, make):
-    """`make()`, the output of `shape` and `dtype`: memory that cannot hold it is TF's
-    OOM (ResourceExhaustedError with TF's words), never a raw MemoryError."""
+    """`make()`, the output of `shape` and `dtype`: memory that cannot hold it, or a
+    shape NumPy cannot address (an empty [0, 2^63-1, 2]: "array is too big"), is TF's
+    OOM (ResourceExhaustedError with TF's words), never a raw MemoryError or ValueError."""
     if math.prod(shape) > MAX_ELEMENTS:
         raise _oom(shape, dtype)
     try:
         return make()
     except MemoryError:
+        raise _oom(shape, dtype) from None
+    except ValueError as e:
+        if "too big" not in str(e):
+            raise
         raise _oom(shape, dtype) from None
 
 
