@@ -355,6 +355,14 @@ def _truncated_normal_empty_past_numpy(op: str = "TruncatedNormal"):
              seed=attr(i=2), seed2=attr(i=2))), {}, ["op:0"])
 
 
+def _all_with_an_int_t_attr():
+    """All (no T in its OpDef) given an int attr named T: ignored, as TF ignores it."""
+    return FuzzCase("repro", graph(
+        placeholder("x", types_pb2.DT_BOOL, shape=[2]), const("axis", DT_INT32, [], int_val=[0]),
+        node("a", "All", ["x", "axis"], T=attr(i=0), Tidx=attr(type=DT_INT32))),
+        {"x:0": [True, False]}, ["a:0"])
+
+
 def _sparse_segment_mean_grad_scalar_grad():
     return FuzzCase("repro", graph(
         placeholder("grad", shape=[]), const("i", DT_INT32, [0]), const("s", DT_INT32, [0]),
@@ -474,6 +482,9 @@ FINDINGS = [
     Finding("truncated-normal-empty-past-numpy",
             "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:*",
             _truncated_normal_empty_past_numpy),
+    Finding("all-with-an-int-t-attr",
+            "FAIL:AttributeError@run@kernels/math/reduction_kernels.py:__init__",
+            _all_with_an_int_t_attr),
     Finding("random-uniform-empty-past-numpy",
             "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:*",
             lambda: _truncated_normal_empty_past_numpy("RandomUniform")),

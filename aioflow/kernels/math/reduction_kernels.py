@@ -47,11 +47,13 @@ class ReductionKernel(OpKernel):
 
     expensive = None
     compilable = True  # pure, every output produced (map_fn bodies compile with them)
+    #: The type of All / Any, whose OpDef has no T (a T attr a NodeDef adds is ignored).
+    fixed_type = None
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self._keep = ctx.get_attr("keep_dims", False)
-        dtype = ctx.get_attr("T") if ctx.has_attr("T") else dtypes.bool
+        dtype = self.fixed_type or ctx.get_attr("T")
         self._np_type = dtype.as_numpy_dtype
         self._acc = np.float32 if dtype in _HALF_TYPES else self._np_type
         self._setup(dtype)
@@ -157,6 +159,8 @@ class MinOp(_MinMax):
 class AllOp(ReductionKernel):
     """Logical and over the axes."""
 
+    fixed_type = dtypes.bool
+
     def reduce(self, x, axis):
         return np.all(x, axis=axis, keepdims=self._keep)
 
@@ -164,6 +168,8 @@ class AllOp(ReductionKernel):
 @register_kernel("Any", "CPU")
 class AnyOp(ReductionKernel):
     """Logical or over the axes."""
+
+    fixed_type = dtypes.bool
 
     def reduce(self, x, axis):
         return np.any(x, axis=axis, keepdims=self._keep)
