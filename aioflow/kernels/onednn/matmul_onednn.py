@@ -25,12 +25,13 @@ Where: with intra-op threads covering the cores, a product up to backend.INLINE_
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
 the executor runs it on the event loop (its team the loop's thread and the other cores).
 Its multiply-adds are its cost: the executor learns no per-element cost to overrule
-that (`learns_cost`), as it does not for the convolutions. A pool round trip cost the
-MLP's forward + backward step 150-200 µs of CPU for its two 64x784x256 products (load
-10), and on a quiet machine, where each hand-off wakes an idle core, the training step
-1.13-1.54 against 0.73-0.78 ms (docs/performance.md, 2026-11-29 07:55). With fewer
-intra-op threads than cores (throughput), the NumPy kernel's rule (over 2^21
-multiply-adds: the pool).
+that (`learns_cost`), as it does not for the convolutions; a product worth a team goes
+to a free pool thread only while other runs wait for the loop (`worth_a_thread`). A
+pool round trip cost the MLP's forward + backward step 150-200 µs of CPU for its two
+64x784x256 products (load 10), and on a quiet machine, where each hand-off wakes an
+idle core, the training step 1.13-1.54 against 0.73-0.78 ms (docs/performance.md,
+2026-11-29, helper mlp_step). With fewer intra-op threads than cores (throughput), the
+NumPy kernel's rule (over 2^21 multiply-adds: the pool).
 """
 
 from __future__ import annotations
@@ -102,6 +103,13 @@ class _OneDnnProduct:
                 a.dtype != _F32 or b.dtype != _F32:
             return super().is_expensive(inputs)
         return a.size * b.shape[-1] > backend.INLINE_WORK
+
+    def worth_a_thread(self, inputs: list) -> bool:
+        """A product worth a team is worth a free pool thread when other runs wait for
+        the loop (the executor decides), as the backend's forward kernels
+        (backend.LoopOrThread): with many runs in flight, the loop goes on with theirs."""
+        a, b = inputs[0], inputs[1]
+        return backend.ACTIVE and b.ndim == 2 and a.size * b.shape[-1] >= TEAM_MACS
 
     def product(self, x, y):
         if backend.ACTIVE and x.dtype == _F32 and y.dtype == _F32 and \
