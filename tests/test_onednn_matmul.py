@@ -172,11 +172,29 @@ async def test_a_slow_product_under_inline_work_stays_on_the_loop(monkeypatch):
     np.testing.assert_allclose(value, feed[x] @ _rand(784, 256), **TOL)
 
 
-def test_a_product_worth_a_team_is_worth_a_thread():
+def test_the_executor_learns_a_products_cost_only_under_the_numpy_rule(monkeypatch):
+    """With intra-op threads covering the cores the product's multiply-adds decide
+    (nothing learned); with fewer (a serving model's intra_op_parallelism_threads=1) the
+    NumPy kernel's static rule does, overruled by the learned cost as for NumPy's
+    MatMul; so with the backend inactive."""
+    layer = [_rand(64, 784), _rand(784, 256)]
+    kernel = create("MatMul", layer)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    assert not kernel.learns_cost and kernel.worth_a_thread(layer)
+    monkeypatch.setattr(backend, "ACTIVE", False)
+    assert kernel.learns_cost and not kernel.worth_a_thread(layer)
+    monkeypatch.setattr(backend, "ACTIVE", True)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
+    assert kernel.learns_cost and not kernel.worth_a_thread(layer)
+
+
+def test_a_product_worth_a_team_is_worth_a_thread(monkeypatch):
     """As the backend's forward kernels: a product of at least TEAM_MACS may go to a free
     pool thread while other runs wait for the loop (the executor decides); a smaller one
     never does; the executor asks for both MatMul and _FusedMatMul."""
     from aioflow.runtime.executor import _mode_of
+
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
     from aioflow.runtime.node_item import MAYBE
 
     layer = [_rand(64, 784), _rand(784, 256)]  # 12.8M multiply-adds
@@ -185,7 +203,6 @@ def test_a_product_worth_a_team_is_worth_a_thread():
         attrs = dict(fused_ops=[b"BiasAdd"], num_args=1) if extra else {}
         kernel = create(op, layer + extra, **attrs)
         assert _mode_of(kernel, 2 + len(extra), False) == MAYBE
-        assert not kernel.learns_cost
         assert kernel.worth_a_thread(layer + extra) and not kernel.is_expensive(layer + extra)
         assert not kernel.worth_a_thread(small + extra)
 

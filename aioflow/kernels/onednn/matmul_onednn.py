@@ -91,9 +91,14 @@ class _OneDnnProduct:
     """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN, and
     where it runs (`is_expensive`, asked by the executor; see the module docstring)."""
 
-    # `is_expensive` measures the work (multiply-adds), as the backend's convolutions do:
-    # the executor does not learn a cost per input element to overrule it.
-    learns_cost = False
+    @property
+    def learns_cost(self) -> bool:
+        """False where `is_expensive` measures the work (multiply-adds: oneDNN active,
+        intra-op threads covering the cores), as the backend's convolutions do: the
+        executor then learns no cost per input element to overrule it. Else (the NumPy
+        kernel's static rule) it learns, as the NumPy MatMul does (a serving model's
+        intra_op_parallelism_threads=1 product of 2^22 multiply-adds: inline)."""
+        return not (backend.ACTIVE and intra_op_threads() >= _CORES)
 
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs[0], inputs[1]
@@ -105,11 +110,13 @@ class _OneDnnProduct:
         return a.size * b.shape[-1] > backend.INLINE_WORK
 
     def worth_a_thread(self, inputs: list) -> bool:
-        """A product worth a team is worth a free pool thread when other runs wait for
-        the loop (the executor decides), as the backend's forward kernels
-        (backend.LoopOrThread): with many runs in flight, the loop goes on with theirs."""
+        """Where the multiply-adds decide (`learns_cost` False), a product worth a team
+        is worth a free pool thread when other runs wait for the loop (the executor
+        decides), as the backend's forward kernels (backend.LoopOrThread): with many
+        runs in flight, the loop goes on with theirs. Under the NumPy rule, never (its
+        learned cost decides, as before)."""
         a, b = inputs[0], inputs[1]
-        return backend.ACTIVE and b.ndim == 2 and a.size * b.shape[-1] >= TEAM_MACS
+        return b.ndim == 2 and a.size * b.shape[-1] >= TEAM_MACS and not self.learns_cost
 
     def product(self, x, y):
         if backend.ACTIVE and x.dtype == _F32 and y.dtype == _F32 and \
