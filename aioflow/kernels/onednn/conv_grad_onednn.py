@@ -48,6 +48,7 @@ from aioflow.kernels.nn.conv_grad_kernels import (
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.batch_split import run_chunks, split_team
 from aioflow.kernels.onednn.conv_onednn import (
     _dhwio_desc,
     channels_last_order,
@@ -219,19 +220,34 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        with grad_team(dy.size * int(np.prod(w.shape[:-1]))) as threads:
+        planar = self.planar_below > in_shape[-1]
+        work = dy.size * int(np.prod(w.shape[:-1]))
+        with split_team(in_shape[0], work, TEAM_WORK) as split:
+            threads = split.primitive_threads
             set_threads(threads)  # before a primitive is made: it keeps the count
-            planar = self.planar_below > in_shape[-1]
-            key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads, planar)
-            plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
-                                                            dilations, pads, planar))
-            if plan.w_reorder is None:
-                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
-            else:
-                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-            plan.run(dy, w_arg, dx)
+            calls = {}  # chunk size -> (plan, filter argument), made here, run anywhere
+            for lo, hi in split.ranges:
+                if hi - lo not in calls:
+                    calls[hi - lo] = self._data_call(dx[:hi - lo], w, w_desc, dy[:hi - lo],
+                                                     dilations, pads, threads, planar)
+
+            def run(lo: int, hi: int) -> None:
+                set_threads(threads)
+                plan, w_arg = calls[hi - lo]
+                plan.run(dy[lo:hi], w_arg, dx[lo:hi])
+
+            run_chunks(split.ranges, run, split.threads)
             return dx
+
+    def _data_call(self, dx, w, w_desc, dy, dilations, pads, threads, planar):
+        """(plan, filter argument) of backward data for dx's batch."""
+        key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
+               dilations, tuple(pads), threads, planar)
+        plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
+                                                        dilations, pads, planar))
+        if plan.w_reorder is None:
+            return plan, (api.ARG_WEIGHTS, plan.user_w_md, w)
+        return plan, (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
 
 
 class _OnednnFilterGrad:
@@ -255,22 +271,61 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        with grad_team(dy.size * int(np.prod(f_shape[:-1]))) as threads:
+        work = dy.size * int(np.prod(f_shape[:-1]))
+        with split_team(x.shape[0], work, TEAM_WORK) as split:
+            threads = split.primitive_threads
             set_threads(threads)  # before a primitive is made: it keeps the count
-            key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads)
-            plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
-                                                               dilations, pads))
-            if plan.dw_reorder is None:
-                plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                                   (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
-                return dw
-            blocked = np.empty(plan.dw_md.size // 4, np.float32)
-            plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                               (api.ARG_DIFF_WEIGHTS, plan.dw_md, blocked)])
-            plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
-                                     (api.ARG_TO, plan.user_dw_md, dw)])
-            return dw
+            plans = {}  # chunk size -> plan, made here, run anywhere
+            for lo, hi in split.ranges:
+                n = hi - lo
+                if n not in plans:
+                    key = ("weights", (n, *x.shape[1:]), tuple(map(tuple, dw_desc)),
+                           (n, *dy.shape[1:]), self._strides, dilations, tuple(pads), threads)
+                    plans[n] = _CACHE.get(key, lambda n=n: BackwardWeightsPlan(
+                        x[:n], dw_desc, dy[:n], self._strides, dilations, pads))
+            # each chunk's filter gradient in its primitive's layout (the whole call's
+            # straight into dw when it needs no reorder)
+            parts = {lo: dw if len(split.ranges) == 1 and plans[hi - lo].dw_reorder is None
+                     else np.empty(plans[hi - lo].dw_md.size // 4, np.float32)
+                     for lo, hi in split.ranges}
+
+            def run(lo: int, hi: int) -> None:
+                set_threads(threads)
+                plan = plans[hi - lo]
+                out_md = plan.dw_md if plan.dw_reorder is not None else plan.user_dw_md
+                plan.prim.execute([(api.ARG_SRC, plan.x_md, x[lo:hi]),
+                                   (api.ARG_DIFF_DST, plan.dy_md, dy[lo:hi]),
+                                   (api.ARG_DIFF_WEIGHTS, out_md, parts[lo])])
+
+            run_chunks(split.ranges, run, split.threads)
+            return _sum_parts(parts, plans, split.ranges, dw)
+
+
+def _sum_parts(parts: dict, plans: dict, ranges, dw: np.ndarray) -> np.ndarray:
+    """dw: the sum of the chunks' filter gradients, in HWIO. Chunks of one size (one
+    primitive: one layout) are summed as they lie and reordered once; of two sizes, each
+    is reordered first."""
+    if len(plans) > 1:
+        for lo, hi in ranges:
+            parts[lo] = _to_user(plans[hi - lo], parts[lo], np.empty_like(dw))
+    total = parts[ranges[0][0]]
+    for lo, _ in ranges[1:]:
+        total += parts[lo]
+    if len(plans) > 1:
+        return total
+    plan = next(iter(plans.values()))
+    if total is dw:
+        return dw
+    return _to_user(plan, total, dw)
+
+
+def _to_user(plan, part: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    """A filter gradient in plan's layout, written into dw's (HWIO)."""
+    if plan.dw_reorder is None:
+        return part.reshape(dw.shape)
+    plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, part),
+                             (api.ARG_TO, plan.user_dw_md, dw)])
+    return dw
 
 
 @onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)

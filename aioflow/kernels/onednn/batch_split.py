@@ -1,0 +1,80 @@
+"""A oneDNN backward primitive's batch cut into chunks run side by side: the calling
+thread and helper threads each run single-threaded primitives on chunks of the batch.
+
+TF runs a training step's mid-size backward primitives (a small CNN's convolution and
+pooling gradients, 0.1-0.5 ms on one core) on an OpenMP team of its intra-op threads.
+An OpenMP team meets at barriers: each thread runs a fixed share, so the call lasts as
+long as its slowest thread, and on two cores shared with other processes a thread that
+waits for a core holds the whole call up (a 0.25 ms filter gradient took 1-8 ms on a
+team of two at load 6). Here the chunks are taken one at a time by the caller and by
+helper jobs (aioflow/kernels/element_threads.py `share_ranges`), and the caller waits
+only for chunks a helper has started: a helper that gets no core leaves its share to
+the caller, so a loaded machine costs the split little, and a quiet one runs the call
+on both cores.
+
+Every chunk is the same geometry with a smaller batch (its own primitive, cached by
+shape as every other); the backward-data and pooling gradients write disjoint slices of
+their output, the backward-weights gradient sums the chunks' partial filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aioflow.kernels.element_threads import share_ranges
+from aioflow.kernels.onednn.backend import team
+
+#: Multiply-adds (or gradient elements x window taps) from which a call is split (about
+#: 0.08 ms on one AVX-512 core: below, a hand-off to a helper costs more than it saves).
+SPLIT_WORK = 1 << 23
+#: The fewest multiply-adds in a chunk: chunks are cut about two per thread, fewer when
+#: they would be smaller than this.
+CHUNK_WORK = 1 << 22
+
+
+def chunks(batch: int, work: int, threads: int) -> list[tuple[int, int]]:
+    """[lo, hi) batch ranges of a call of `work` multiply-adds over `threads` threads:
+    one range below SPLIT_WORK or with one thread, else about two per thread of equal
+    size (a smaller last one when the batch does not divide), each of at least
+    CHUNK_WORK where the work allows."""
+    if threads <= 1 or batch < 2 or work < SPLIT_WORK:
+        return [(0, batch)]
+    count = max(2, min(batch, 2 * threads, work // CHUNK_WORK))
+    size = -(-batch // count)
+    return [(lo, min(lo + size, batch)) for lo in range(0, batch, size)]
+
+
+def run_chunks(ranges: list[tuple[int, int]], fn: Callable[[int, int], None],
+               threads: int) -> None:
+    """fn(lo, hi) for every range, shared by this thread and threads - 1 helpers (one
+    range: inline). fn runs single-threaded primitives (primitives.set_threads(1))."""
+    if len(ranges) == 1:
+        fn(*ranges[0])
+        return
+    share_ranges(ranges, fn, threads)
+
+
+class split_team:  # noqa: N801 - used as a context manager, like a function
+    """`with split_team(batch, work, team_from) as split`: the threads of a backward call
+    of `work` multiply-adds over `batch` items, held in backend.team's budget while it
+    runs. `split.ranges`: the chunks (`chunks`), shared among `split.threads` threads;
+    `split.primitive_threads`: each primitive's OpenMP team, one when the call is split,
+    else backend.team's threads from `team_from` multiply-adds (a batch of one), one
+    below."""
+
+    __slots__ = ("_team", "_batch", "_work", "ranges", "threads", "primitive_threads")
+
+    def __init__(self, batch: int, work: int, team_from: int):
+        wanted = work if (batch >= 2 and work >= SPLIT_WORK) or work >= team_from else 0
+        self._team = team(wanted)
+        self._batch, self._work = batch, work
+
+    def __enter__(self) -> split_team:
+        threads = self._team.__enter__()
+        self.ranges = chunks(self._batch, self._work, threads)
+        self.threads = threads
+        self.primitive_threads = 1 if len(self.ranges) > 1 else threads
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._team.__exit__(*exc)
