@@ -15,19 +15,20 @@ not pad the channels to 16): out_backprop reordered in, the gradient reordered o
 Primitives are cached by geometry and threads. Other types, empty tensors and grouped
 convolutions run the NumPy code.
 
-Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
-multiply-adds (about 1.5 ms of one thread's work), far above the forward convolutions'
-threshold. A team's threads meet at barriers, so it runs only as fast as its slower
-thread's share of a core: on two cores shared with the step's other kernels, the event
-loop or another process, one of them waits for a core. A training step's gradients are
-mostly small: a small CNN's backward-weights primitives took 1-8 ms on a team of two
-against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved with them on
-one thread (the executor runs independent gradients side by side on its pool threads
-instead). Large ones keep the team: alone on idle cores it halves their time (TF runs
-them on its two threads), though on a loaded machine one thread does as well (the 302 M
-multiply-add filter gradient of benchmarks/gradients_peer.py's conv step: median step
-15.3 ms on one thread against 18.4 on a team at load 9, the fastest steps 11.9 against
-8.5).
+Threads: from batch_split.SPLIT_WORK multiply-adds (about 0.08 ms of one thread's work)
+a call's batch is cut into chunks of single-threaded primitives, run by the calling
+thread and helper threads as they get to them (batch_split.py), when backend.team's
+budget gives it more than one thread: the filter gradient sums the chunks' partial
+filters. An OpenMP team (a batch of one, from TEAM_WORK) meets at barriers, so it runs
+only as fast as its slower thread's share of a core: on two cores shared with the
+step's other kernels, the event loop or another process, one of them waits for a core
+(a small CNN's backward-weights primitives took 1-8 ms on a team of two against
+0.07-0.25 ms on one thread at load 6). A chunk nobody has started is the caller's, so a
+helper that gets no core costs the call little; on a quiet machine the call runs on
+both cores, as TF runs its gradients on its two intra-op threads. The executor runs a
+layer's input and filter gradients side by side on its pool threads (both are
+`is_expensive`); the budget then gives the second one thread, and the first one's
+helper goes on with its chunks once the second is done.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ _CACHE = PrimitiveCache()
 #: fastest calls 0.23-0.31 against 0.57-0.69 ms; 3 channels of 16x32x32x32 0.60-0.65
 #: against 0.83-0.84 ms; a 4x8x28x28x1 Conv3D 0.55-0.61 against 1.6-1.8 ms).
 PLANAR_BELOW = 4
-#: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
-#: calling thread; about 1.5 ms of single-threaded convolution).
+#: Multiply-adds from which a backward primitive of a batch of one (not split) runs on
+#: an OpenMP team (below: on the calling thread; about 1.5 ms of one thread's work).
 TEAM_WORK = 1 << 27
 
 
