@@ -60,15 +60,15 @@ def _inputs(op, x_shape, w_shape, dy):
     return [np.array(x_shape, np.int32), _rand(*w_shape, seed=1), dy]
 
 
-def test_chunks_cut_the_batch_about_twice_per_thread():
+def test_chunks_cut_the_batch_about_twice_per_thread(monkeypatch):
     big = batch_split.SPLIT_WORK * 4
     assert batch_split.chunks(32, batch_split.SPLIT_WORK - 1, 2) == [(0, 32)]
     assert batch_split.chunks(32, big, 1) == [(0, 32)]
     assert batch_split.chunks(1, big, 2) == [(0, 1)]
     assert batch_split.chunks(32, big, 2) == [(0, 8), (8, 16), (16, 24), (24, 32)]
     # no chunk below CHUNK_WORK where the work allows: 2 chunks of the minimum
-    assert batch_split.chunks(32, 2 * batch_split.SPLIT_WORK // 2 + 1, 2) == [(0, 16),
-                                                                            (16, 32)]
+    monkeypatch.setattr(batch_split, "SPLIT_WORK", batch_split.CHUNK_WORK)
+    assert batch_split.chunks(32, 2 * batch_split.CHUNK_WORK + 1, 2) == [(0, 16), (16, 32)]
     uneven = batch_split.chunks(5, big, 2)
     assert uneven == [(0, 2), (2, 4), (4, 5)]
 

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from aioflow.kernels.element_threads import share_ranges
 from aioflow.kernels.onednn.backend import team
 
-#: Multiply-adds (or gradient elements x window taps) from which a call is split (about
-#: 0.08 ms on one AVX-512 core: below, a hand-off to a helper costs more than it saves).
-SPLIT_WORK = 1 << 23
+#: Multiply-adds from which a call is split (about 0.15 ms on one AVX-512 core: a hand-off
+#: to a helper costs 10-30 µs of the caller's time and a wake-up, and on two cores shared
+#: with other processes a split 0.3 ms call gained nothing in CPU or wall time).
+SPLIT_WORK = 1 << 24
 #: The fewest multiply-adds in a chunk: chunks are cut about two per thread, fewer when
 #: they would be smaller than this.
 CHUNK_WORK = 1 << 22
