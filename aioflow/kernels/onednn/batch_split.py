@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aioflow.kernels.element_threads import share_ranges
-from aioflow.kernels.onednn.backend import team
+from aioflow.kernels.onednn import backend
 
 #: Multiply-adds from which a call is split (about 0.15 ms on one AVX-512 core: a hand-off
 #: to a helper costs 10-30 µs of the caller's time and a wake-up, and on two cores shared
@@ -57,23 +57,35 @@ def run_chunks(ranges: list[tuple[int, int]], fn: Callable[[int, int], None],
 
 class split_team:  # noqa: N801 - used as a context manager, like a function
     """`with split_team(batch, work, team_from) as split`: the threads of a backward call
-    of `work` multiply-adds over `batch` items, held in backend.team's budget while it
-    runs. `split.ranges`: the chunks (`chunks`), shared among `split.threads` threads;
-    `split.primitive_threads`: each primitive's OpenMP team, one when the call is split,
-    else backend.team's threads from `team_from` multiply-adds (a batch of one), one
-    below."""
+    of `work` multiply-adds over `batch` items. `split.ranges`: the chunks (`chunks`),
+    shared among `split.threads` threads; `split.primitive_threads`: each primitive's
+    OpenMP team.
 
-    __slots__ = ("_team", "_batch", "_work", "ranges", "threads", "primitive_threads")
+    A split call (from SPLIT_WORK, a batch of two or more) shares its chunks among the
+    intra-op threads (backend.team_size: one while a job runs beside the event loop's
+    work) whatever else runs: each primitive is single-threaded and the caller is one of
+    backend.team's budget, and a helper busy with another call's chunks (two gradients
+    of a layer run side by side on the executor's pool) takes this call's once that one
+    is done, so the two finish together instead of one waiting for the other. A call not
+    split takes backend.team's threads from `team_from` multiply-adds (a batch of one),
+    one below."""
+
+    __slots__ = ("_team", "_batch", "_work", "_split", "ranges", "threads",
+                 "primitive_threads")
 
     def __init__(self, batch: int, work: int, team_from: int):
-        wanted = work if (batch >= 2 and work >= SPLIT_WORK) or work >= team_from else 0
-        self._team = team(wanted)
+        self._split = batch >= 2 and work >= SPLIT_WORK
+        self._team = backend.team(0 if self._split or work < team_from else work)
         self._batch, self._work = batch, work
 
     def __enter__(self) -> split_team:
         threads = self._team.__enter__()
-        self.ranges = chunks(self._batch, self._work, threads)
-        self.threads = threads
+        if self._split:
+            self.threads = backend.team_size(self._work)
+            self.ranges = chunks(self._batch, self._work, self.threads)
+        else:
+            self.threads = threads
+            self.ranges = [(0, self._batch)]
         self.primitive_threads = 1 if len(self.ranges) > 1 else threads
         return self
 
