@@ -186,3 +186,19 @@ def test_one_chunk_keeps_the_openmp_team_from_its_threshold(monkeypatch):
     with batch_split.split_team(8, batch_split.SPLIT_WORK, conv_grad_onednn.TEAM_WORK) \
             as split:
         assert len(split.ranges) > 1 and split.primitive_threads == 1 and split.threads == 2
+
+
+def test_a_split_call_shares_its_chunks_while_other_primitives_hold_the_cores(monkeypatch):
+    """Its primitives are single-threaded, so a split call shares its chunks even when
+    backend.team's budget is spent (the layer's other gradient running beside it): the
+    helper takes them once the other call's are done. A call not split gets one thread
+    there, as an OpenMP team would oversubscribe the cores."""
+    monkeypatch.setattr(backend, "team_size", lambda work: 2 if work else 1)
+    monkeypatch.setattr(backend._Budget, "busy", backend._CORES)
+    with batch_split.split_team(8, batch_split.SPLIT_WORK, conv_grad_onednn.TEAM_WORK) \
+            as split:
+        assert len(split.ranges) > 1 and split.threads == 2 and split.primitive_threads == 1
+    with batch_split.split_team(1, conv_grad_onednn.TEAM_WORK, conv_grad_onednn.TEAM_WORK) \
+            as split:
+        assert split.ranges == [(0, 1)] and split.primitive_threads == 1
+    assert backend._Budget.busy == backend._CORES
