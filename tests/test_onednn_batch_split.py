@@ -202,3 +202,27 @@ def test_a_split_call_shares_its_chunks_while_other_primitives_hold_the_cores(mo
             as split:
         assert split.ranges == [(0, 1)] and split.primitive_threads == 1
     assert backend._Budget.busy == backend._CORES
+
+
+@pytest.mark.parametrize("channels", [1, 3])  # 1: computed channels first, 3: and back
+def test_split_conv3d_gradients_match_numpy(channels, split_everything):
+    """Conv3DBackpropInputV2/FilterV2, one batch item per chunk (odd batch: 3 chunks)."""
+    from aioflow.kernels.nn.conv_grad_kernels import (
+        Conv3DBackpropFilterV2Op,
+        Conv3DBackpropInputV2Op,
+    )
+
+    x_shape, w_shape = (3, 5, 6, 4, channels), (3, 2, 3, channels, 4)
+    dy = _rand(3, 5, 6, 4, 4, seed=5)
+    attrs = dict(strides=[1, 1, 1, 1, 1], padding="SAME")
+    for op, reference, inputs in [
+            ("Conv3DBackpropInputV2", Conv3DBackpropInputV2Op,
+             [np.array(x_shape, np.int32), _rand(*w_shape, seed=1), dy]),
+            ("Conv3DBackpropFilterV2", Conv3DBackpropFilterV2Op,
+             [_rand(*x_shape), np.array(w_shape, np.int32), dy])]:
+        kernel = create(op, inputs, **attrs)
+        assert type(kernel).__module__ == conv_grad_onednn.__name__
+        got = kernel.compute(None, inputs)[0]
+        want = reference(OpKernelConstruction(make_node_def(op, inputs, **attrs),
+                                              op_def_registry.get(op))).compute(None, inputs)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
