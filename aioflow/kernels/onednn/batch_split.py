@@ -24,10 +24,16 @@ from collections.abc import Callable
 from aioflow.kernels.element_threads import share_ranges
 from aioflow.kernels.onednn import backend
 
-#: Multiply-adds from which a call is split (about 0.15 ms on one AVX-512 core: a hand-off
-#: to a helper costs 10-30 µs of the caller's time and a wake-up, and on two cores shared
-#: with other processes a split 0.3 ms call gained nothing in CPU or wall time).
-SPLIT_WORK = 1 << 24
+#: Multiply-adds from which a call is split (about 0.6 ms on one AVX-512 core). A hand-off
+#: to a helper costs 10-30 µs of the caller's time and a wake-up, and a training step's
+#: mid-size gradients already run side by side on the executor's pool (a layer's input
+#: and filter gradients): benchmarks/training.py's cnn_bn step, whose two 29 M
+#: multiply-add gradients were split from 2**23 or 2**24, took 5% more CPU a step for no
+#: shorter step (ABAB in one process, load 4-6: 4.94 against 4.70 ms CPU, wall median
+#: 4.50 against 4.20 ms); the 302 M ones of benchmarks/gradients_peer.py's conv step,
+#: split instead of an OpenMP team, gave the faster steps (the fastest round's median
+#: 10.95 against 11.53 ms, 14.47 against 15.93 in another run) at CPU within noise.
+SPLIT_WORK = 1 << 26
 #: The fewest multiply-adds in a chunk: chunks are cut about two per thread, fewer when
 #: they would be smaller than this.
 CHUNK_WORK = 1 << 22

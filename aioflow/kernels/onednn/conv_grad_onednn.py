@@ -15,7 +15,7 @@ not pad the channels to 16): out_backprop reordered in, the gradient reordered o
 Primitives are cached by geometry and threads. Other types, empty tensors and grouped
 convolutions run the NumPy code.
 
-Threads: from batch_split.SPLIT_WORK multiply-adds (about 0.15 ms of one thread's work)
+Threads: from batch_split.SPLIT_WORK multiply-adds (about 0.6 ms of one thread's work)
 a call's batch is cut into chunks of single-threaded primitives, run by the calling
 thread and helper threads as they get to them (batch_split.py), when backend.team's
 budget gives it more than one thread: the filter gradient sums the chunks' partial
