@@ -38,6 +38,7 @@ def split_everything(monkeypatch):
     monkeypatch.setattr(backend, "_CORES", 4)
     monkeypatch.setattr(batch_split, "SPLIT_WORK", 1)
     monkeypatch.setattr(batch_split, "CHUNK_WORK", 1)
+    monkeypatch.setattr(conv_grad_onednn, "FILTER_SPLIT_POSITIONS", 1)
 
 
 def _rand(*shape, seed=0):
@@ -226,3 +227,24 @@ def test_split_conv3d_gradients_match_numpy(channels, split_everything):
         want = reference(OpKernelConstruction(make_node_def(op, inputs, **attrs),
                                               op_def_registry.get(op))).compute(None, inputs)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_large_filter_over_few_positions_is_not_split(split_everything, monkeypatch):
+    """Each chunk of a filter gradient computes a whole partial filter: below
+    FILTER_SPLIT_POSITIONS output positions (batch x spatial) the call runs whole."""
+    calls = []
+    real = batch_split.run_chunks
+    monkeypatch.setattr(conv_grad_onednn, "run_chunks",
+                        lambda ranges, fn, threads: calls.append(ranges) or real(ranges, fn,
+                                                                                 threads))
+    inputs = _inputs("Conv2DBackpropFilter", (4, 3, 3, 8), (3, 3, 8, 8),
+                     _rand(4, 3, 3, 8, seed=2))  # 36 positions
+    monkeypatch.setattr(conv_grad_onednn, "FILTER_SPLIT_POSITIONS", 37)
+    got, want = _onednn_and_numpy("Conv2DBackpropFilter", inputs, strides=[1, 1, 1, 1],
+                                  padding="SAME")
+    monkeypatch.setattr(conv_grad_onednn, "FILTER_SPLIT_POSITIONS", 36)
+    got_split = create("Conv2DBackpropFilter", inputs, strides=[1, 1, 1, 1],
+                       padding="SAME").compute(None, inputs)[0]
+    assert calls == [[(0, 4)], [(0, 1), (1, 2), (2, 3), (3, 4)]]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_split, want, rtol=1e-4, atol=1e-4)

@@ -63,7 +63,8 @@ def run_chunks(ranges: list[tuple[int, int]], fn: Callable[[int, int], None],
 
 class split_team:  # noqa: N801 - used as a context manager, like a function
     """`with split_team(batch, work, team_from) as split`: the threads of a backward call
-    of `work` multiply-adds over `batch` items. `split.ranges`: the chunks (`chunks`),
+    of `work` multiply-adds over `batch` items (`splittable` False: never split).
+    `split.ranges`: the chunks (`chunks`),
     shared among `split.threads` threads; `split.primitive_threads`: each primitive's
     OpenMP team.
 
@@ -79,8 +80,8 @@ class split_team:  # noqa: N801 - used as a context manager, like a function
     __slots__ = ("_team", "_batch", "_work", "_split", "ranges", "threads",
                  "primitive_threads")
 
-    def __init__(self, batch: int, work: int, team_from: int):
-        self._split = batch >= 2 and work >= SPLIT_WORK
+    def __init__(self, batch: int, work: int, team_from: int, splittable: bool = True):
+        self._split = splittable and batch >= 2 and work >= SPLIT_WORK
         self._team = backend.team(0 if self._split or work < team_from else work)
         self._batch, self._work = batch, work
 
