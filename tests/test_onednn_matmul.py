@@ -7,10 +7,14 @@ Skipped without the onednn extra."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from kernel_testutil import create, make_node_def
 
+import aioflow as af
 from aioflow.framework import op_def_registry
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.math.matmul_kernels import MatMulOp
@@ -138,6 +142,33 @@ def test_products_run_inline_up_to_the_backends_inline_work(monkeypatch):
     monkeypatch.setattr(backend, "INLINE_WORK", 1 << 27)
     monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
     assert kernel.is_expensive(mlp_layer) == MatMulOp.is_expensive(kernel, mlp_layer) is True
+
+
+async def test_a_slow_product_under_inline_work_stays_on_the_loop(monkeypatch):
+    """The product's multiply-adds are its cost (`learns_cost` False): the executor does
+    not learn a per-element cost that would send it to the pool, where each hand-off to
+    a thread and back cost a quiet 2-core machine's MLP step 0.3-0.4 ms."""
+    threads = []
+    real = matmul_onednn.sgemm
+
+    def slow(x, y):  # over kernel_stats.POOL_COST_S a call, as the MLP's layer on a busy core
+        threads.append(threading.get_native_id())
+        time.sleep(0.0005)
+        return real(x, y)
+
+    monkeypatch.setattr(matmul_onednn, "sgemm", slow)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [64, 784])
+        w = af.constant(_rand(784, 256))
+        y = af.matmul(x, w)
+    feed = {x: _rand(64, 784)}
+    async with af.Session(graph=g) as sess:
+        for _ in range(12):  # past kernel_stats.WARMUP's timed calls
+            value = await sess.run(y, feed)
+    assert threads == [threading.get_native_id()] * 12
+    np.testing.assert_allclose(value, feed[x] @ _rand(784, 256), **TOL)
 
 
 def test_products_run_from_many_threads_at_once():

@@ -23,11 +23,14 @@ NumPy product.
 
 Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
-the executor runs it on the event loop (its team the loop's thread and the other cores)
-unless its learned cost says otherwise (aioflow/runtime/kernel_stats.py: over ~100 µs
-a call, the pool). A pool round trip cost the MLP's forward + backward step 150-200 µs
-of CPU for its two 64x784x256 products (load 10). With fewer intra-op threads than
-cores (throughput), the NumPy kernel's rule (over 2^21 multiply-adds: the pool).
+the executor runs it on the event loop (its team the loop's thread and the other cores).
+Its multiply-adds are its cost: the executor learns no per-element cost to overrule
+that (`learns_cost`), as it does not for the convolutions. A pool round trip cost the
+MLP's forward + backward step 150-200 µs of CPU for its two 64x784x256 products (load
+10), and on a quiet machine, where each hand-off wakes an idle core, the training step
+1.13-1.54 against 0.73-0.78 ms (docs/performance.md, 2026-11-29 07:55). With fewer
+intra-op threads than cores (throughput), the NumPy kernel's rule (over 2^21
+multiply-adds: the pool).
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
 class _OneDnnProduct:
     """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN, and
     where it runs (`is_expensive`, asked by the executor; see the module docstring)."""
+
+    # `is_expensive` measures the work (multiply-adds), as the backend's convolutions do:
+    # the executor does not learn a cost per input element to overrule it.
+    learns_cost = False
 
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs[0], inputs[1]
