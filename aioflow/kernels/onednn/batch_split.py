@@ -1,20 +1,21 @@
-"""A oneDNN backward primitive's batch cut into chunks run side by side: the calling
-thread and helper threads each run single-threaded primitives on chunks of the batch.
+"""A oneDNN convolution gradient's batch cut into chunks run side by side: the calling
+thread and a helper thread each run single-threaded primitives on chunks of the batch
+(conv_grad_onednn.py, from SPLIT_WORK multiply-adds).
 
-TF runs a training step's mid-size backward primitives (a small CNN's convolution and
-pooling gradients, 0.1-0.5 ms on one core) on an OpenMP team of its intra-op threads.
-An OpenMP team meets at barriers: each thread runs a fixed share, so the call lasts as
-long as its slowest thread, and on two cores shared with other processes a thread that
-waits for a core holds the whole call up (a 0.25 ms filter gradient took 1-8 ms on a
-team of two at load 6). Here the chunks are taken one at a time by the caller and by
-helper jobs (aioflow/kernels/element_threads.py `share_ranges`), and the caller waits
-only for chunks a helper has started: a helper that gets no core leaves its share to
-the caller, so a loaded machine costs the split little, and a quiet one runs the call
-on both cores.
+TF runs its backward primitives on an OpenMP team of its intra-op threads. A team meets
+at barriers: each thread runs a fixed share, so the call lasts as long as its slowest
+thread, and on two cores shared with other processes, or beside the layer's other
+gradient on the executor's pool, a team thread that waits for a core holds the whole
+call up (a 0.25 ms filter gradient took 1-8 ms on a team of two at load 6). Here the
+chunks are taken one at a time by the caller and by helper jobs
+(aioflow/kernels/element_threads.py `share_ranges`), and the caller waits only for
+chunks a helper has started: a helper that gets no core leaves its share to the caller.
 
 Every chunk is the same geometry with a smaller batch (its own primitive, cached by
-shape as every other); the backward-data and pooling gradients write disjoint slices of
-their output, the backward-weights gradient sums the chunks' partial filters.
+shape as every other); the backward-data gradient's chunks write disjoint slices of its
+output, the backward-weights gradient sums the chunks' partial filters. Memory-bound
+gradients (pooling, batch norm) are not split: on the two-core development machine two
+threads gained nothing on them (docs/performance.md, cnn_step's section).
 """
 
 from __future__ import annotations
