@@ -180,6 +180,29 @@ def test_a_bypassed_noop_still_orders_a_read_after_an_update():
         "^update" in ins for _, ins in got["nodes"].values())
 
 
+def test_a_noop_whose_bypass_would_add_edges_stays_as_in_tf():
+    """Three updates into the NoOp, three reads out of it: nine edges of six, kept."""
+    g = tf.Graph()
+    with g.as_default():
+        vs = [tf.Variable(float(i), name=f"v{i}") for i in range(3)]
+        with tf.control_dependencies([tf.assign_add(v, 1.0) for v in vs]):
+            gate = tf.no_op(name="gate")
+        with tf.control_dependencies([gate]):
+            reads = [tf.identity(v.read_value(), name=f"read{i}") for i, v in enumerate(vs)]
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        got = _partition(sess, reads, {})
+    want = TF["wide_noop"]
+    assert got["value"] == want["value"] == [1.0, 2.0, 3.0]
+    op, inputs = got["nodes"]["gate"]
+    assert op == want["nodes"]["gate"][0] == "NoOp"
+    assert sorted(inputs) == sorted(want["nodes"]["gate"][1])
+    for name in ("read", "read_1", "read_2"):
+        assert "^gate" in got["nodes"][name][1] and "^gate" in want["nodes"][name][1]
+    assert "gate" in got["ran"] and "gate" in want["ran"]
+
+
 @pytest.mark.parametrize("pred,want", [(True, 11.0), (False, -1.0)])
 def test_a_bypassed_noop_in_a_cond_branch_keeps_its_deadness(pred, want):
     """In the branch not taken the NoOp is dead; what waited for it is dead as well once

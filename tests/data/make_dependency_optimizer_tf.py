@@ -97,6 +97,24 @@ def frozen_reads() -> dict:
             return _partition(s, out, {x: [[1.0, -1.0, 0.5, 2.0]]})
 
 
+def wide_noop() -> dict:
+    """A NoOp three updates feed and three reads wait for: bypassing it would make nine
+    control edges of six, so TF keeps it."""
+    g = tf.Graph()
+    with g.as_default():
+        vs = [tf.Variable(float(i), name=f"v{i}") for i in range(3)]
+        with tf.control_dependencies([tf.assign_add(v, 1.0) for v in vs]):
+            gate = tf.no_op(name="gate")
+        with tf.control_dependencies([gate]):
+            reads = [tf.identity(v.read_value(), name=f"read{i}") for i, v in enumerate(vs)]
+        init = tf.global_variables_initializer()
+        with tf.Session() as s:
+            s.run(init)
+            got = _partition(s, reads, {})
+    got["nodes"] = {n: v for n, v in got["nodes"].items() if n == "gate" or "read" in n}
+    return got
+
+
 def conv_input_gradient() -> dict:
     """The first convolution's input gradient: which nodes of the gradient run."""
     g = tf.Graph()
@@ -121,5 +139,6 @@ if __name__ == "__main__":
         json.dump({"control_only_reshape": control_only_reshape(),
                    "conv_input_gradient": conv_input_gradient(),
                    "reshape_partition": reshape_partition(),
-                   "frozen_reads": frozen_reads()}, f, indent=1)
+                   "frozen_reads": frozen_reads(),
+                   "wide_noop": wide_noop()}, f, indent=1)
     print(OUT)
