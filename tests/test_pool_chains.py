@@ -1,7 +1,8 @@
 """Pool jobs that run their node's chain of ready successors (executor_state.py), as TF's
 executor runs a ready expensive successor on the thread that finished its input; and
 calls a kernel would run inline that go to a free pool thread when the loop has other
-work (`OpKernel.worth_a_thread`)."""
+work (`OpKernel.worth_a_thread`): other runs wait for it, or the run has another such
+call ready (parallel branches, as an Inception block's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import aioflow as af
 from aioflow.framework import errors
 from aioflow.framework.intra_op_threads import cores_shared, sharing_jobs
 from aioflow.framework.op_kernel import OpKernel
+from aioflow.kernels.onednn import backend
 from aioflow.runtime import executor as executor_mod
+from aioflow.runtime import executor_state
 from aioflow.runtime.loop_runner import LoopRunner
 
 _ran: list = []  # (kernel name, thread ident, cores shared) of every call, in order
@@ -70,6 +73,34 @@ class _WorthAThread(OpKernel):
         return [inputs[0] + 1]
 
 
+class _Branch(OpKernel):
+    """x + 1, worth a thread, recording (name, thread, the team a primitive of any size
+    would get now). A call on a pool thread waits until the loop thread has made
+    `_Branch.inline` calls, so that the pool's calls are in flight while the loop's run."""
+
+    expensive = None
+    learns_cost = False
+    inline = 0
+    loop_thread = None
+    inline_done = threading.Event()
+
+    def is_expensive(self, inputs):
+        return False
+
+    def worth_a_thread(self, inputs):
+        return True
+
+    def compute(self, ctx, inputs):
+        tid = threading.get_ident()
+        _ran.append((self.name, tid, backend.team_size(1 << 30)))
+        if tid == _Branch.loop_thread:
+            if sum(t == tid for _, t, _ in _ran) == _Branch.inline:
+                _Branch.inline_done.set()
+        else:
+            assert _Branch.inline_done.wait(30)
+        return [inputs[0] + 1]
+
+
 @pytest.fixture(name="ops")
 def ops_fixture(user_op):
     _ran.clear()
@@ -77,7 +108,8 @@ def ops_fixture(user_op):
     _blocked.clear()
     return {name: user_op(name, kernel) for name, kernel in (
         ("ChainTestPoolStep", _PoolStep), ("ChainTestPoolFails", _PoolFails),
-        ("ChainTestPoolBlocks", _PoolBlocks), ("ChainTestWorthAThread", _WorthAThread))}
+        ("ChainTestPoolBlocks", _PoolBlocks), ("ChainTestWorthAThread", _WorthAThread),
+        ("ChainTestBranch", _Branch))}
 
 
 @pytest.fixture(name="completions")
@@ -200,8 +232,8 @@ async def test_cancelling_a_step_stops_its_chain_before_the_next_node(ops):
 
 
 async def test_a_call_worth_a_thread_goes_to_the_pool_only_while_other_runs_wait(ops):
-    """Alone (nothing else for the loop, however many branches: one step's hand-offs
-    cost more than its branches gain) the call runs inline; while another run waits for
+    """Alone (nothing else worth a thread for the loop: a cheap branch is no reason)
+    the call runs inline; while another run waits for
     the loop it goes to a pool thread, and primitives split no work meanwhile."""
     g = af.Graph()
     with g.as_default():
@@ -225,3 +257,48 @@ async def test_a_call_worth_a_thread_goes_to_the_pool_only_while_other_runs_wait
     assert len(_ran) == 2
     assert any(tid != threading.get_ident() and shared for _, tid, shared in _ran)
     assert sharing_jobs() == 0  # ended before its outputs came back
+
+
+@pytest.mark.parametrize("branches", [2, 3])
+async def test_a_runs_ready_branches_worth_a_thread_go_to_the_pool_but_one(ops, branches):
+    """Branches of one run ready together, each worth a thread: the first ones go to pool
+    threads (at most BRANCH_JOBS, a core each beside the loop's), the last runs inline,
+    and while a hand-off is in flight every primitive gets a team of one thread."""
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        outs = [ops["ChainTestBranch"](x=x, name=f"b{i}") for i in range(branches)]
+    pooled = min(executor_state.BRANCH_JOBS, branches - 1)
+    _Branch.loop_thread = threading.get_ident()
+    _Branch.inline = branches - pooled
+    _Branch.inline_done.clear()
+    async with af.Session(graph=g) as sess:
+        values = await sess.run(outs, {x: FEED})
+    for value in values:
+        np.testing.assert_array_equal(value, FEED + 1)
+    loop = threading.get_ident()
+    on_pool = sorted(name for name, tid, _ in _ran if tid != loop)
+    assert on_pool == [f"b{i}" for i in range(pooled)]  # the first ready ones (FIFO)
+    assert len(_ran) == branches
+    if pooled:
+        assert {team for _, _, team in _ran} == {1}
+    assert sharing_jobs() == 0
+
+
+async def test_a_lone_call_worth_a_thread_beside_cheap_work_stays_inline(ops):
+    """A single ready branch worth a thread (its sibling is cheap) runs inline with a
+    whole team: a round trip through the pool would cost more than it gains."""
+    g = af.Graph()
+    with g.as_default():
+        x = _x()
+        one = ops["ChainTestBranch"](x=x, name="b0")
+        cheap = af.negative(x, name="cheap")
+    _Branch.loop_thread = threading.get_ident()
+    _Branch.inline = 1
+    _Branch.inline_done.clear()
+    async with af.Session(graph=g) as sess:
+        v1, v2 = await sess.run([one, cheap], {x: FEED})
+    np.testing.assert_array_equal(v1, FEED + 1)
+    np.testing.assert_array_equal(v2, -FEED)
+    assert _ran == [("b0", threading.get_ident(), backend.team_size(1 << 30))]
+    assert not backend.cores_shared()

@@ -47,6 +47,10 @@ _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
 #: MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 / 180-192
 #: images/s; docs/performance.md). None on one core.
 SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
+#: Jobs that may be in flight beside the loop for one run's own parallel branches (no
+#: other run waits): one per core besides the loop's, each running its branch's chain
+#: while the loop runs the others', every primitive on its calling thread alone.
+BRANCH_JOBS = _CORES - 1
 
 
 def _end_sharing_if_cancelled(fut) -> None:
@@ -227,18 +231,30 @@ class ExecutorStateBase:
                 self.sampled(item, token, args, slots, pool)
                 return True
             if not pool:
-                # Inline, unless other runs wait for the loop and a pool thread is free
-                # for a call the kernel says is worth one: then both go on, on two
-                # cores. (Not for this run's own parallel branches: one training step's
-                # hand-offs cost more than its branches gain, 4.2-4.5 against 3.8 ms.)
+                # Inline, unless a pool thread is free for a call the kernel says is
+                # worth one and the loop has other such work: other runs wait for it,
+                # or another ready node of this run is worth a thread too (an Inception
+                # block's parallel branches). Then both go on, on two cores; the last
+                # of a run's ready branches runs inline (a lone node never pays the
+                # 50-300 µs round trip through a pool thread).
                 share = item.worth_a_thread
-                if share is None or not self.runner.queue or \
-                        sharing_jobs() >= SHARED_JOBS or not share(args):
+                if share is None:
+                    return False
+                jobs = sharing_jobs()
+                if not (jobs < SHARED_JOBS and self.runner.queue or
+                        jobs < BRANCH_JOBS and self.ready and self.branch_ready()) or \
+                        not share(args):
                     return False
                 self.dispatch(item, token, args, slots, shared=True)
                 return True
         self.dispatch(item, token, args, slots)
         return True
+
+    def branch_ready(self) -> bool:
+        """Whether another ready node of this run is worth a thread of its own (a
+        kernel's `worth_a_thread` on its inputs). False here (the control-flow
+        propagator's ready entries are left alone); SimpleExecutorState's looks."""
+        return False
 
     def sampled(self, item, token, args, slots: list, pool: bool) -> None:
         """Run an input-dependent kernel timed, on the pool or inline (its outputs then
@@ -494,6 +510,14 @@ class SimpleExecutorState(ExecutorStateBase):
             inputs[start:end] = [None] * nxt.num_inputs
             links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in out)))
             node = nxt
+
+    def branch_ready(self) -> bool:
+        inputs = self.inputs
+        for nxt in self.ready:
+            share = nxt.worth_a_thread
+            if share is not None and share(inputs[nxt.input_start:nxt.input_end]):
+                return True
+        return False
 
     def expand(self, item) -> None:
         segment = item.segment
