@@ -20,7 +20,8 @@ from time import perf_counter
 
 from aioflow.framework.dtypes import DT_RESOURCE
 from aioflow.framework.intra_op_threads import own_threads
-from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
+from aioflow.runtime.loop_fusion import chain_lines, plan
+from aioflow.runtime.node_item import FORWARD, INLINE, MAYBE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
 #: How long a compiled loop runs before it yields to the event loop (seconds).
@@ -215,6 +216,7 @@ class LoopSegment(Segment):
         for i in shape["order"]:  # computed once, before the loop (pure, same inputs)
             if i in invariant:
                 lines.extend(self._lines(by_id[i], names, namespace, checked))
+        prepared = self._prepared(invariant, names, namespace, lines)
         head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
@@ -233,11 +235,11 @@ class LoopSegment(Segment):
                     body.append(member)
                 continue
             if i not in invariant:
-                lines.extend("    " + line
-                             for line in self._lines(member, names, namespace, checked))
+                lines.extend("    " + line for line in self._lines(
+                    member, names, namespace, checked, prepared))
         lines.append(f"        if not {names[cond_src]}: break")
-        for member in body:
-            lines.extend("    " + line for line in self._lines(member, names, namespace, checked))
+        for line in self._body_lines(body, names, namespace, checked, prepared):
+            lines.append("    " + line)
         nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
         lines.append("        " + ", ".join(f"m{m}" for m, _ in nexts) + " = "
                      + ", ".join(names[src] for _, src in nexts)
@@ -297,6 +299,59 @@ class LoopSegment(Segment):
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))
 
-    def _lines(self, member, names, namespace, checked: set) -> list[str]:
+    def _prepared(self, invariant: set, names: dict, namespace: dict, lines: list) -> dict:
+        """Members whose kernel prepares its loop-invariant inputs once (`invariant_fn`,
+        e.g. a product's transposed operand copied untransposed): the lines preparing
+        them are added to `lines` (before the loop); by member id, the name of the
+        function each iteration calls instead and its arguments."""
+        prepared = {}
+        shape = self.shape
+        by_id = {m.id: m for m in self.members}
+        for i in shape["order"]:
+            member = by_id[i]
+            hook = getattr(member.kernel, "invariant_fn", None)
+            if i in invariant or hook is None or member.mode not in (INLINE, MAYBE):
+                continue
+            sources = self.sources[i]
+            fixed = tuple(by_id[src].is_enter or src in invariant for src, _ in sources)
+            made = hook(fixed)
+            if made is None:
+                continue
+            prepare, fn = made
+            namespace[f"q{i}"], namespace[f"g{i}"] = prepare, fn
+            args = []
+            for k, src in enumerate(sources):
+                if fixed[k]:
+                    lines.append(f"    p{i}_{k} = q{i}({names[src]})")
+                    args.append(f"p{i}_{k}")
+                else:
+                    args.append(None)
+            prepared[i] = args
+        return prepared
+
+    def _body_lines(self, body: list, names, namespace, checked: set, prepared) -> list[str]:
+        """The lines of an iteration's body members, element-wise chains fused
+        (loop_fusion.py)."""
+        lines = []
+        for item in plan(body, self.sources, self.shape["controls"]):
+            if not isinstance(item, list):
+                lines.extend(self._lines(item, names, namespace, checked, prepared))
+                continue
+            ids = {m.id for m in item}
+            used = {src for i, srcs in self.sources.items() if i not in ids
+                    for src, _ in srcs if src in ids}
+            inner = set(checked)  # (the fallback's size tests are not the fused path's)
+            lines.extend(chain_lines(
+                item, self.sources, names, namespace,
+                lambda m: self._lines(m, names, namespace, inner, prepared), used))
+        return lines
+
+    def _lines(self, member, names, namespace, checked: set, prepared=None) -> list[str]:
         args = [names[src] for src in self.sources[member.id]]
-        return self._member_lines(member, args, names, namespace, checked)
+        lines = self._member_lines(member, args, names, namespace, checked)
+        i = member.id
+        if prepared and i in prepared and lines and lines[-1].startswith(f"    v{i} = f{i}("):
+            # the same call on the prepared invariants (made before the loop)
+            call = ", ".join(p or a for p, a in zip(prepared[i], args))
+            lines[-1] = f"    v{i} = g{i}({call})"
+        return lines
