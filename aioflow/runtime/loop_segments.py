@@ -343,7 +343,8 @@ class LoopSegment(Segment):
             inner = set(checked)  # (the fallback's size tests are not the fused path's)
             lines.extend(chain_lines(
                 item, self.sources, names, namespace,
-                lambda m: self._lines(m, names, namespace, inner, prepared), used))
+                lambda m, inner=inner: self._lines(m, names, namespace, inner, prepared),
+                used))
         return lines
 
     def _lines(self, member, names, namespace, checked: set, prepared=None) -> list[str]:
@@ -352,6 +353,6 @@ class LoopSegment(Segment):
         i = member.id
         if prepared and i in prepared and lines and lines[-1].startswith(f"    v{i} = f{i}("):
             # the same call on the prepared invariants (made before the loop)
-            call = ", ".join(p or a for p, a in zip(prepared[i], args))
+            call = ", ".join(p or a for p, a in zip(prepared[i], args, strict=True))
             lines[-1] = f"    v{i} = g{i}({call})"
         return lines

@@ -40,8 +40,13 @@ FORMS = {
     "SigmoidGrad": "({1} * ({0} * (_ONE - {0})))",
     "TanhGrad": "({1} * (_ONE - ({0} * {0})))",
 }
+#: What a chain's input is: an array of the chain's rank, a 0-d array, a NumPy scalar.
+ARRAY, ZERO_D, SCALAR = 0, 1, 2
 #: Calls whose input types a chain notes before its compile starts.
 OBSERVE = 3
+#: Signatures a chain compiles at most (the observed ones, any strides read-only or
+#: writable, and those met later).
+MAX_SIGNATURES = 6
 #: The float types a chain computes in.
 TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -58,28 +63,31 @@ def form(op: str, operands: list[str]) -> str | None:
     return None if pattern is None else pattern.format(*operands)
 
 
-def chain_source(dtype: np.dtype, ndim: int, num_inputs: int, steps: list,
+def chain_source(dtype: np.dtype, ndim: int, scalars: tuple, steps: list,
                  outputs: list[int]) -> str:
     """The Python source of `chain(i0, i1, ...)`: `steps` are (op, operands) with operands
-    ("in", k) for input k or ("step", j) for step j's value; the chain returns the values
+    ("in", k) for input k or ("step", j) for step j's value; input k is an array of `ndim`
+    dimensions, a 0-d array or a NumPy scalar as `scalars[k]` says (ARRAY, ZERO_D,
+    SCALAR: constants are the last two); the chain returns the values
     of the steps in `outputs` as new arrays of the inputs' shape. It raises ValueError
-    when the inputs' shapes differ."""
-    params = [f"i{k}" for k in range(num_inputs)]
+    when the arrays' shapes differ."""
+    arrays = [k for k, kind in enumerate(scalars) if kind == ARRAY]
     index = ", ".join(f"a{d}" for d in range(ndim))
-    lines = [f"def chain({', '.join(params)}):",
-             "    shape = i0.shape"]
-    if num_inputs > 1:
-        same = " or ".join(f"{p}.shape != shape" for p in params[1:])
+    lines = [f"def chain({', '.join(f'i{k}' for k in range(len(scalars)))}):",
+             f"    shape = i{arrays[0]}.shape"]
+    if len(arrays) > 1:
+        same = " or ".join(f"i{k}.shape != shape" for k in arrays[1:])
         lines += [f"    if {same}:", "        raise ValueError('shapes differ')"]
     for n, _ in enumerate(outputs):
         lines.append(f"    o{n} = np.empty(shape, np.{dtype.name})")
     lines.append(f"    _ONE = np.{dtype.name}(1)")
+    lines += [f"    x{k} = i{k}[()]" for k, kind in enumerate(scalars) if kind == ZERO_D]
+    lines += [f"    x{k} = i{k}" for k, kind in enumerate(scalars) if kind == SCALAR]
     indent = "    "
     for d in range(ndim):
         lines.append(f"{indent}for a{d} in range(shape[{d}]):")
         indent += "    "
-    for k in range(num_inputs):
-        lines.append(f"{indent}x{k} = i{k}[{index}]")
+    lines += [f"{indent}x{k} = i{k}[{index}]" for k in arrays]
     for j, (op, operands) in enumerate(steps):
         names = [f"x{ref}" if kind == "in" else f"t{ref}" for kind, ref in operands]
         lines.append(f"{indent}t{j} = {form(op, names)}")
@@ -111,6 +119,7 @@ class FusedChain:
         self._fn = None         # the compiled chain once ready
         self._seen: set = set()  # the numba signatures of the calls observed
         self._calls = 0
+        self._dtype = self._ndim = self._scalars = None  # what the chain is compiled for
         self._started = False
         self._failed = False    # numba missing, a compile error, or other inputs later
         self._done = threading.Event()
@@ -123,9 +132,9 @@ class FusedChain:
                 return fn(*inputs)
             except ValueError:  # shapes differ: these nodes one by one this time
                 return None
-            except TypeError:  # another type or rank than compiled: one by one from now
+            except TypeError:  # strides or writability not compiled for: compile them
                 self._fn = None
-                self._failed = True
+                self._retype(inputs)
                 return None
         if not self._started and not self._failed:
             self._observe(inputs)
@@ -135,9 +144,7 @@ class FusedChain:
         """Note the inputs' types; after OBSERVE calls, start the compile of what they
         were (a loop's first iteration often sees other layouts than the next ones: an
         initial value against a view)."""
-        first = inputs[0]
-        if not jit.ENABLED or not all(isinstance(x, np.ndarray) for x in inputs) or \
-                first.ndim == 0 or first.dtype not in TYPES:
+        if not jit.ENABLED or not self._same_kind(inputs):
             self._failed = True
             self._done.set()
             return
@@ -148,13 +155,48 @@ class FusedChain:
         if self._calls < OBSERVE:
             return
         self._started = True
-        self.source = chain_source(first.dtype, first.ndim, self.num_inputs, self.steps,
+        self.source = chain_source(self._dtype, self._ndim, self._scalars, self.steps,
                                    self.outputs)
-        # (and for any strides, read-only or not: other views or constants later still
-        # run compiled; numba passes a writable array where a read-only one is declared)
+        # (and for any strides, read-only or not: other arrays later still run compiled
+        # where one signature takes them; where two would, numba's TypeError sends them
+        # to _retype, which compiles theirs exactly)
         seen = next(iter(self._seen))
-        anyhow = tuple(t.copy(layout="A", readonly=True) for t in seen)
-        threading.Thread(target=self._compile, args=(self._seen | {anyhow},), daemon=True,
+        self._seen.add(tuple(t.copy(layout="A", readonly=True) if kind != SCALAR else t
+                             for t, kind in zip(seen, self._scalars, strict=True)))
+        self._start_compile()
+
+    def _same_kind(self, inputs) -> bool:
+        """Whether the inputs are arrays of one float type (of TYPES) and one rank, but
+        for 0-d arrays and NumPy scalars (constants), as those first seen."""
+        if not all(isinstance(x, (np.ndarray, np.generic)) for x in inputs):
+            return False
+        arrays = [x for x in inputs if x.ndim]
+        if not arrays or arrays[0].dtype not in TYPES:
+            return False
+        kind = (arrays[0].dtype, arrays[0].ndim,
+                tuple(ARRAY if x.ndim else ZERO_D if x.__class__ is np.ndarray else SCALAR
+                      for x in inputs))
+        if self._dtype is None:
+            self._dtype, self._ndim, self._scalars = kind
+        return kind == (self._dtype, self._ndim, self._scalars) and all(
+            x.dtype == self._dtype for x in inputs)
+
+    def _retype(self, inputs) -> None:
+        """Inputs the compiled chain did not take: of its type and rank, compile their
+        signature too (the nodes run meanwhile), up to MAX_SIGNATURES; else the nodes
+        from now on."""
+        if self._failed or not self._same_kind(inputs) or \
+                len(self._seen) >= MAX_SIGNATURES:
+            self._failed = True
+            return
+        import numba
+
+        self._seen.add(tuple(numba.typeof(x) for x in inputs))
+        self._start_compile()
+
+    def _start_compile(self) -> None:
+        self._done.clear()
+        threading.Thread(target=self._compile, args=(frozenset(self._seen),), daemon=True,
                          name=f"aioflow-chain-{self.name}").start()
 
     def _compile(self, signatures) -> None:
@@ -168,7 +210,7 @@ class FusedChain:
                             fastmath=False)(namespace["chain"])
             for signature in signatures:
                 fn.compile(signature)
-            fn.disable_compile()  # another signature raises TypeError: one by one
+            fn.disable_compile()  # another signature raises TypeError (see _retype)
             self._fn = fn
         except Exception:  # noqa: BLE001 - numba could not compile it: one by one
             self._failed = True
