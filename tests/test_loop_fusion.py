@@ -18,13 +18,13 @@ from test_segments import assert_identical, executors_for
 import aioflow as af
 from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.math import fused_cwise
-from aioflow.kernels.math.fused_cwise import FORMS, FusedChain
+from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.kernels.onednn import backend, matmul_onednn
 from aioflow.runtime import loop_fusion
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE
 
-_ARITY = {"Neg": 1, "Square": 1}
+_ARITY = {"Neg": 1, "Square": 1, "Sigmoid": 1, "Tanh": 1, "Exp": 1}
 #: Values with every special case of the float types: zeros of both signs, inf, NaN,
 #: subnormals, and ordinary values of both signs.
 _SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3e-39, 1.0, -1.0, 0.5, 3.0e38]
@@ -56,10 +56,12 @@ def _compiled(chain: FusedChain, *inputs):
 @pytest.fixture(autouse=True)
 def _default_segments(monkeypatch):
     monkeypatch.delenv("AIOFLOW_SEGMENTS", raising=False)
+    with np.errstate(all="ignore"):  # (as the executor runs kernels: TF's inf/nan, quiet)
+        yield
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("op", [*sorted(FORMS), "AddN"])
+@pytest.mark.parametrize("op", sorted(OPS))
 def test_each_fused_form_gives_its_kernels_values_bit_for_bit(op, dtype):
     arity = 3 if op == "AddN" else _ARITY.get(op, 2)
     inputs = [_values(dtype, seed) for seed in range(arity)]
@@ -97,6 +99,39 @@ def test_a_chain_of_steps_and_views_gives_the_nodes_values():
     assert chain(*later) is None and chain.wait_ready(120)
     assert_identical(list(chain(*later)), list(got))
     assert_identical(list(chain(dh, y, dc)), list(got))
+
+
+def test_an_lstm_cells_gates_fused_in_stages_give_the_nodes_values():
+    """BasicLSTMCell's forward: sigmoid(i), tanh(j), sigmoid(f + forget_bias),
+    sigmoid(o), c * sf + si * tj, tanh of that, times so: numba loops around NumPy's exp
+    and tanh; inputs strided views (a Split's) and a NumPy scalar (the forget bias)."""
+    gates = _values(np.float32, 14, (6, 28))
+    i, j, f, o = np.split(gates, 4, axis=1)
+    c = _values(np.float32, 15, (6, 7))
+    bias = np.float32(1.0)
+    steps = [("AddV2", [("in", 2), ("in", 4)]),       # 0: f + forget_bias
+             ("Sigmoid", [("in", 0)]),                # 1
+             ("Tanh", [("in", 1)]),                   # 2
+             ("Sigmoid", [("step", 0)]),              # 3
+             ("Sigmoid", [("in", 3)]),                # 4
+             ("Mul", [("in", 5), ("step", 3)]),       # 5: c * sf
+             ("Mul", [("step", 1), ("step", 2)]),     # 6: si * tj
+             ("AddV2", [("step", 5), ("step", 6)]),   # 7: new c
+             ("Tanh", [("step", 7)]),                 # 8
+             ("Mul", [("step", 8), ("step", 4)])]     # 9: new h
+    outputs = [1, 2, 3, 4, 7, 8, 9]
+    chain = FusedChain(steps, outputs, 6, "cell")
+    got = _compiled(chain, i, j, f, o, bias, c)
+    si, tj = run1("Sigmoid", [i]), run1("Tanh", [j])
+    sf, so = run1("Sigmoid", [run1("AddV2", [f, bias])]), run1("Sigmoid", [o])
+    new_c = run1("AddV2", [run1("Mul", [c, sf]), run1("Mul", [si, tj])])
+    tc = run1("Tanh", [new_c])
+    assert_identical(list(got), [si, tj, sf, so, new_c, tc, run1("Mul", [tc, so])])
+    # three loops: the exps' operands; the sigmoids and c; h; NumPy's exp and tanh between
+    run = chain.source[:chain.source.index("def loop0")]
+    assert [run.count(call) for call in ("loop0(", "loop1(", "loop2(", "loop3(")] == \
+        [1, 1, 1, 0], run
+    assert (run.count("_exp("), run.count("_tanh(")) == (3, 2), run
 
 
 def test_a_chain_answers_none_for_inputs_it_cannot_take():
@@ -257,7 +292,7 @@ def test_a_chain_goes_where_its_last_node_was_its_dependants_after_it():
 
 
 def test_fewer_than_three_nodes_are_not_a_chain():
-    body = [_member(0, "Mul"), _member(1, "AddV2"), _member(2, "Sigmoid")]
+    body = [_member(0, "Mul"), _member(1, "AddV2"), _member(2, "Relu")]
     sources = {0: [(10, 0), (11, 0)], 1: [(0, 0), (11, 0)], 2: [(1, 0)]}
     assert loop_fusion.plan(body, sources, {}) == body
 

@@ -1,6 +1,7 @@
 """Element-wise chains in a compiled while loop's body, fused: connected Mul / AddV2 /
-Sub / SigmoidGrad / TanhGrad / AddN ... nodes (kernels/math/fused_cwise.py's FORMS) run
-as one numba call an iteration instead of one NumPy call a node. The graph is untouched
+Sub / SigmoidGrad / TanhGrad / AddN / Sigmoid / Tanh ... nodes (kernels/math/
+fused_cwise.py's OPS) run as a few numba loops and NumPy ufuncs an iteration instead of
+one NumPy call a node. The graph is untouched
 (the nodes, their names and TF's gradient graph stay as they are): only the loop's
 generated code changes, and its values do not (the fused forms are the kernels'
 formulas, bit for bit).
@@ -20,7 +21,7 @@ answers None (not compiled yet, inputs of other shapes or types):
 
 from __future__ import annotations
 
-from aioflow.kernels.math.fused_cwise import FORMS, FusedChain
+from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE
 
 #: Fewest nodes worth a chain (a call of the chain costs about two NumPy calls).
@@ -28,10 +29,9 @@ MIN_NODES = 3
 
 
 def fusible(member) -> bool:
-    """Whether a member can join a chain: an op of FORMS (or AddN) with one output, run
+    """Whether a member can join a chain: an op of fused_cwise.OPS with one output, run
     inline or by size on the loop (never a pool candidate decided by its kernel)."""
-    return (member.op in FORMS or member.op == "AddN") and member.num_outputs == 1 \
-        and member.mode in (INLINE, BY_SIZE)
+    return member.op in OPS and member.num_outputs == 1 and member.mode in (INLINE, BY_SIZE)
 
 
 def plan(body: list, sources: dict, controls: dict) -> list:

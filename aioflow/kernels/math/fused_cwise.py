@@ -1,20 +1,25 @@
-"""A chain of element-wise float arithmetic (Mul, AddV2, Sub, SigmoidGrad, TanhGrad, AddN,
-...) as one numba loop: what a compiled while loop runs instead of one NumPy call a node
-(an LSTM gradient's gates: 13 nodes of 32x64 an iteration, ~2 µs of NumPy's call
-overhead each, a few hundred nanoseconds of arithmetic).
+"""A chain of element-wise float ops (Mul, AddV2, Sub, SigmoidGrad, TanhGrad, AddN,
+Sigmoid, Tanh, ...) as a few numba loops: what a compiled while loop runs instead of one
+NumPy call a node (an LSTM's gates: 10-13 nodes of 32x64 an iteration, ~2 µs of NumPy's
+call overhead each, a few hundred nanoseconds of arithmetic).
 
-Same values, bit for bit: each op's scalar form (FORMS) is its NumPy kernel's formula,
-operand for operand and in its order, in the inputs' float type (float32 stays float32:
-its constants are float32), and numba compiles with fastmath off, so LLVM neither
-reorders nor contracts a multiply and an add into an FMA. Only IEEE's correctly rounded
-operations are here (+, -, *, /); transcendental ops (Exp, Tanh, Sigmoid) are not: NumPy's
-SIMD versions and the C library's differ in the last bits.
+Same values, bit for bit: each arithmetic op's scalar form (FORMS) is its NumPy kernel's
+formula, operand for operand and in its order, in the inputs' float type (float32 stays
+float32: its constants are float32), and numba compiles with fastmath off, so LLVM
+neither reorders nor contracts a multiply and an add into an FMA; these are IEEE's
+correctly rounded operations (+, -, *, /). Transcendental ops (UFUNCS: Tanh, Exp) run as
+NumPy's own ufuncs on whole arrays between the numba loops (NumPy's SIMD versions and the
+C library's differ in the last bits); Sigmoid as its kernel computes it, 1 / (1 + exp(-x)):
+the negation in one loop, NumPy's exp, the rest in the next loop. A chain is therefore a
+sequence of stages: a loop of the arithmetic whose inputs are ready, the ufuncs of its
+results, the next loop, ...
 
 `FusedChain(steps, outputs, ...)` is called with the chain's inputs (arrays of one shape
-and float type) and returns its outputs, or None: not compiled yet (the compile of the
-inputs' signature starts on a daemon thread at the first call; numba's compile takes
-~0.3-1 s, which must not stall the event loop), inputs of other shapes or types (the
-caller then runs the nodes one by one), or numba is missing or switched off (jit.py).
+and float type, or constants: 0-d arrays and NumPy scalars) and returns its outputs, or
+None: not compiled yet (it notes the types of its first OBSERVE calls, then compiles on a
+daemon thread; numba's compile takes ~0.3-1 s, which must not stall the event loop),
+inputs of other shapes or types (the caller then runs the nodes one by one), or numba is
+missing or switched off (jit.py).
 """
 
 from __future__ import annotations
@@ -39,7 +44,12 @@ FORMS = {
     "Square": "({0} * {0})",
     "SigmoidGrad": "({1} * ({0} * (_ONE - {0})))",
     "TanhGrad": "({1} * (_ONE - ({0} * {0})))",
+    "_OneOverOnePlus": "(_ONE / (_ONE + {0}))",  # Sigmoid's np.reciprocal(1 + e)
 }
+#: Transcendental ops: NumPy's ufunc on the whole array, as their kernels run them.
+UFUNCS = {"Tanh": np.tanh, "Exp": np.exp}
+#: The op types a chain takes (Sigmoid: Neg, Exp, _OneOverOnePlus).
+OPS = frozenset(FORMS) - {"_OneOverOnePlus"} | {"AddN", "Sigmoid", *UFUNCS}
 #: What a chain's input is: an array of the chain's rank, a 0-d array, a NumPy scalar.
 ARRAY, ZERO_D, SCALAR = 0, 1, 2
 #: Calls whose input types a chain notes before its compile starts.
@@ -63,17 +73,17 @@ def form(op: str, operands: list[str]) -> str | None:
     return None if pattern is None else pattern.format(*operands)
 
 
-def chain_source(dtype: np.dtype, ndim: int, scalars: tuple, steps: list,
-                 outputs: list[int]) -> str:
-    """The Python source of `chain(i0, i1, ...)`: `steps` are (op, operands) with operands
-    ("in", k) for input k or ("step", j) for step j's value; input k is an array of `ndim`
-    dimensions, a 0-d array or a NumPy scalar as `scalars[k]` says (ARRAY, ZERO_D,
-    SCALAR: constants are the last two); the chain returns the values
-    of the steps in `outputs` as new arrays of the inputs' shape. It raises ValueError
-    when the arrays' shapes differ."""
-    arrays = [k for k, kind in enumerate(scalars) if kind == ARRAY]
+def loop_source(name: str, dtype: np.dtype, ndim: int, kinds: tuple, steps: list,
+                outputs: list[int]) -> str:
+    """The Python source of the numba loop `name(i0, i1, ...)`: `steps` are (op, operands)
+    of FORMS with operands ("in", k) for argument k or ("step", j) for step j's value;
+    argument k is an array of `ndim` dimensions, a 0-d array or a NumPy scalar as
+    `kinds[k]` says (ARRAY, ZERO_D, SCALAR); the loop returns the values of the steps in
+    `outputs` as new arrays of the arrays' shape. It raises ValueError when the arrays'
+    shapes differ."""
+    arrays = [k for k, kind in enumerate(kinds) if kind == ARRAY]
     index = ", ".join(f"a{d}" for d in range(ndim))
-    lines = [f"def chain({', '.join(f'i{k}' for k in range(len(scalars)))}):",
+    lines = [f"def {name}({', '.join(f'i{k}' for k in range(len(kinds)))}):",
              f"    shape = i{arrays[0]}.shape"]
     if len(arrays) > 1:
         same = " or ".join(f"i{k}.shape != shape" for k in arrays[1:])
@@ -81,8 +91,8 @@ def chain_source(dtype: np.dtype, ndim: int, scalars: tuple, steps: list,
     for n, _ in enumerate(outputs):
         lines.append(f"    o{n} = np.empty(shape, np.{dtype.name})")
     lines.append(f"    _ONE = np.{dtype.name}(1)")
-    lines += [f"    x{k} = i{k}[()]" for k, kind in enumerate(scalars) if kind == ZERO_D]
-    lines += [f"    x{k} = i{k}" for k, kind in enumerate(scalars) if kind == SCALAR]
+    lines += [f"    x{k} = i{k}[()]" for k, kind in enumerate(kinds) if kind == ZERO_D]
+    lines += [f"    x{k} = i{k}" for k, kind in enumerate(kinds) if kind == SCALAR]
     indent = "    "
     for d in range(ndim):
         lines.append(f"{indent}for a{d} in range(shape[{d}]):")
@@ -95,6 +105,92 @@ def chain_source(dtype: np.dtype, ndim: int, scalars: tuple, steps: list,
         lines.append(f"{indent}o{n}[{index}] = t{j}")
     lines.append(f"    return ({''.join(f'o{n}, ' for n in range(len(outputs)))})")
     return "\n".join(lines) + "\n"
+
+
+def primitives(steps: list, outputs: list[int]) -> tuple[list, list[int]]:
+    """The chain's steps with each Sigmoid as its kernel's three (Neg, Exp,
+    _OneOverOnePlus), operands renumbered; and the outputs' new step numbers."""
+    prims: list = []
+    final: list[int] = []
+    for op, operands in steps:
+        refs = [(kind, ref if kind == "in" else final[ref]) for kind, ref in operands]
+        if op == "Sigmoid":
+            prims.append(("Neg", refs))
+            prims.append(("Exp", [("step", len(prims) - 1)]))
+            prims.append(("_OneOverOnePlus", [("step", len(prims) - 1)]))
+        else:
+            prims.append((op, refs))
+        final.append(len(prims) - 1)
+    return prims, [final[k] for k in outputs]
+
+
+class _Stages:
+    """A chain as stages: per level, NumPy's ufuncs on values ready before it, then one
+    numba loop of the arithmetic that needs nothing later (a ufunc's value is a level
+    after its operand's). `source` is the runner `run(i0, ...)` calling them in turn;
+    `loops` the numba loops' (name, source, argument refs: ("in", k) or ("step", p));
+    `kinds` what each value is (ARRAY, ZERO_D, SCALAR). Raises ValueError for a chain
+    with a loop of constants only."""
+
+    def __init__(self, steps: list, outputs: list[int], kinds: tuple, dtype, ndim: int):
+        prims, outs = primitives(steps, outputs)
+        level: list[int] = []
+        for op, operands in prims:
+            deepest = max((level[r] for kind, r in operands if kind == "step"), default=0)
+            level.append(deepest + 1 if op in UFUNCS else deepest)
+        used_apart = set(outs)  # values needed outside their own level's loop
+        for p, (op, operands) in enumerate(prims):
+            for kind, r in operands:
+                if kind == "step" and (op in UFUNCS or level[r] != level[p]
+                                       or prims[r][0] in UFUNCS):
+                    used_apart.add(r)
+        value_kind = {("in", k): kind for k, kind in enumerate(kinds)}
+        run = [f"def run({', '.join(f'i{k}' for k in range(len(kinds)))}):"]
+        self.loops: list = []
+        self.ufuncs = {}
+        for lv in range(max(level, default=0) + 1):
+            for p, (op, operands) in enumerate(prims):
+                if level[p] == lv and op in UFUNCS:
+                    self.ufuncs[f"_{op.lower()}"] = UFUNCS[op]
+                    (ref,) = operands
+                    run.append(f"    p{p} = _{op.lower()}({_name(ref)})")
+                    value_kind[("step", p)] = ARRAY if value_kind[ref] == ARRAY else SCALAR
+            mine = [p for p in range(len(prims)) if level[p] == lv and prims[p][0] not in UFUNCS]
+            if not mine:
+                continue
+            args: list = []
+            local = {p: j for j, p in enumerate(mine)}
+            body = []
+            for p in mine:
+                refs = []
+                for kind, r in prims[p][1]:
+                    if kind == "step" and r in local:
+                        refs.append(("step", local[r]))
+                        continue
+                    if (kind, r) not in args:
+                        args.append((kind, r))
+                    refs.append(("in", args.index((kind, r))))
+                body.append((prims[p][0], refs))
+            exported = [p for p in mine if p in used_apart]
+            arg_kinds = tuple(value_kind[a] for a in args)
+            if ARRAY not in arg_kinds or not exported:
+                raise ValueError("a stage of constants only")  # (not fused)
+            name = f"loop{lv}"
+            self.loops.append((name, loop_source(name, dtype, ndim, arg_kinds, body,
+                                                 [local[p] for p in exported]), args))
+            for p in exported:
+                value_kind[("step", p)] = ARRAY
+            run.append(f"    {''.join(f'p{p}, ' for p in exported)}= "
+                       f"{name}({', '.join(_name(a) for a in args)})")
+        run.append(f"    return ({''.join(f'p{p}, ' for p in outs)})")
+        self.kinds = value_kind
+        self.source = "\n".join(run) + "\n"
+        self.dtype, self.ndim = dtype, ndim
+
+
+def _name(ref) -> str:
+    kind, r = ref
+    return f"i{r}" if kind == "in" else f"p{r}"
 
 
 #: Every chain made, while it lives (wait_ready waits for their compiles).
@@ -116,7 +212,8 @@ class FusedChain:
         self.num_inputs = num_inputs
         self.name = name
         self.source: str | None = None
-        self._fn = None         # the compiled chain once ready
+        self._fn = None         # the compiled chain once ready (its runner)
+        self._stages: _Stages | None = None
         self._seen: set = set()  # the numba signatures of the calls observed
         self._calls = 0
         self._dtype = self._ndim = self._scalars = None  # what the chain is compiled for
@@ -155,8 +252,14 @@ class FusedChain:
         if self._calls < OBSERVE:
             return
         self._started = True
-        self.source = chain_source(self._dtype, self._ndim, self._scalars, self.steps,
-                                   self.outputs)
+        try:
+            self._stages = _Stages(self.steps, self.outputs, self._scalars, self._dtype,
+                                   self._ndim)
+        except ValueError:
+            self._failed = True
+            self._done.set()
+            return
+        self.source = "".join([self._stages.source] + [s for _, s, _ in self._stages.loops])
         # (and for any strides, read-only or not: other arrays later still run compiled
         # where one signature takes them; where two would, numba's TypeError sends them
         # to _retype, which compiles theirs exactly)
@@ -203,19 +306,34 @@ class FusedChain:
         try:
             import numba
 
-            namespace = {"np": np}
-            exec(compile(self.source, f"<aioflow fused chain {self.name}>", "exec"),  # noqa: S102
+            stages = self._stages
+            namespace = {"np": np, **stages.ufuncs}
+            for name, source, args in stages.loops:
+                exec(compile(source, f"<aioflow fused chain {self.name}>", "exec"),  # noqa: S102
+                     namespace)
+                loop = namespace[name] = numba.njit(
+                    nogil=True, boundscheck=False, error_model="numpy",
+                    fastmath=False)(namespace[name])
+                for signature in signatures:
+                    loop.compile(tuple(signature[r] if kind == "in" else
+                                       self._internal_type(stages.kinds[(kind, r)])
+                                       for kind, r in args))
+                loop.disable_compile()  # another signature raises TypeError (_retype)
+            exec(compile(stages.source, f"<aioflow fused chain {self.name}>", "exec"),  # noqa: S102
                  namespace)
-            fn = numba.njit(nogil=True, boundscheck=False, error_model="numpy",
-                            fastmath=False)(namespace["chain"])
-            for signature in signatures:
-                fn.compile(signature)
-            fn.disable_compile()  # another signature raises TypeError (see _retype)
-            self._fn = fn
+            self._fn = namespace["run"]
         except Exception:  # noqa: BLE001 - numba could not compile it: one by one
             self._failed = True
         finally:
             self._done.set()
+
+    def _internal_type(self, kind):
+        """The numba type of a value the chain makes: a new array (C order, writable),
+        or a ufunc's scalar of a constant."""
+        import numba
+
+        scalar = numba.from_dtype(self._dtype)
+        return numba.types.Array(scalar, self._ndim, "C") if kind == ARRAY else scalar
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for a started compile to end (tests, benchmarks); whether it compiled."""
