@@ -205,3 +205,16 @@ def test_recv_tensors_messages_round_trip():
     np.testing.assert_array_equal(got[0][1][0], items[0][1][0])
     assert got[1][1] == (None, True)
     assert got[2][1][0] == b"xy"
+
+
+async def test_closing_a_session_closes_its_grpc_channels(cluster):
+    spec, _, _ = cluster
+    g, x, z, _ = _graph()
+    sess = af.Session("grpc://" + spec["worker"][1], graph=g)  # a master in another process
+    assert await sess.run(z, {x: [1.0, 2.0, 3.0]}) == 13.0
+    client = sess._direct.master
+    (channel, _, _), = client._channels.values()
+    await sess.close()
+    assert client._channels == {} and client._blocking is None
+    with pytest.raises(Exception, match="closed"):  # grpc.aio refuses a closed channel's calls
+        await channel.unary_unary("/x/y")(b"")

@@ -66,10 +66,10 @@ def function_name(what: str, fn) -> str:
     return f"__inference_{what}_{fn_name}_{next(_uid)}"
 
 
-def _out_arg_names(op: ops.Operation) -> list[str]:
-    """For each output of `op`, `arg_name:index` as a FunctionDef names it."""
-    op_def = op.op_def if op.op_def is not None else get_op_def(op.type)
-    names = []
+def output_arg_ranges(op: ops.Operation, op_def) -> list[tuple[str, int]]:
+    """(output arg name, index within it) for each output of `op` under `op_def`: how a
+    FunctionDef names the output (`arg:index`)."""
+    out = []
     for arg in op_def.output_arg:
         if arg.number_attr:
             count = op.get_attr(arg.number_attr)
@@ -77,8 +77,14 @@ def _out_arg_names(op: ops.Operation) -> list[str]:
             count = len(op.get_attr(arg.type_list_attr))
         else:
             count = 1
-        names.extend(f"{arg.name}:{i}" for i in range(count))
-    return names
+        out.extend((arg.name, i) for i in range(count))
+    return out
+
+
+def _out_arg_names(op: ops.Operation) -> list[str]:
+    """For each output of `op`, `arg_name:index` as a FunctionDef names it."""
+    op_def = op.op_def if op.op_def is not None else get_op_def(op.type)
+    return [f"{arg}:{i}" for arg, i in output_arg_ranges(op, op_def)]
 
 
 def to_function_def(graph: FuncGraph, outputs: list[ops.Tensor],

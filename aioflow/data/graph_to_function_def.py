@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from aioflow.data.control_flow_func_graph import ControlFlowFuncGraph
+from aioflow.data.func_graph import output_arg_ranges
 from aioflow.framework import dtypes
 from aioflow.framework.op_def_registry import get as get_op_def
 from aioflow.proto import attr_value_pb2, function_pb2
@@ -75,20 +76,6 @@ def _op_def(op):
     return called.signature if called is not None else (op.op_def or get_op_def(op.type))
 
 
-def _output_arg_ranges(op) -> list[tuple[str, int]]:
-    """(output arg name, index within it) for each output of `op`."""
-    out = []
-    for arg in _op_def(op).output_arg:
-        if arg.number_attr:
-            count = op.get_attr(arg.number_attr)
-        elif arg.type_list_attr:
-            count = len(op.get_attr(arg.type_list_attr))
-        else:
-            count = 1
-        out.extend((arg.name, i) for i in range(count))
-    return out
-
-
 def graph_to_function_def(graph: ControlFlowFuncGraph, name: str | None = None,
                           attrs: dict | None = None) -> function_pb2.FunctionDef:
     """The FunctionDef of `graph` (args: graph.inputs, results: graph.outputs)."""
@@ -119,7 +106,7 @@ def graph_to_function_def(graph: ControlFlowFuncGraph, name: str | None = None,
     body = [op for op in graph.get_operations() if op not in input_ops]
     for op in body:
         node_name = names.node_name(op.name)
-        for index, (arg, i) in enumerate(_output_arg_ranges(op)):
+        for index, (arg, i) in enumerate(output_arg_ranges(op, _op_def(op))):
             renamed.setdefault((op.name, index), f"{node_name}:{arg}:{i}")
     fdef.signature.is_stateful = any(_op_def(op).is_stateful for op in body)
     for op in body:

@@ -733,21 +733,41 @@ class GrpcMasterClient(MasterClient):
             await self._call("CloseSession", master_pb2.CloseSessionRequest(
                 session_handle=handle), CONTROL_TIMEOUT_S)
         finally:
-            self._close_streams()
+            await self._close_channels()
 
     def close_session_soon(self, handle: str) -> None:
         self._close_streams()
         try:
-            self._blocking_stubs().CloseSession.future(
+            done = self._blocking_stubs().CloseSession.future(
                 master_pb2.CloseSessionRequest(session_handle=handle), timeout=CONTROL_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - a master gone has nothing to close
-            pass
+            self._close_blocking()
+        else:
+            done.add_done_callback(lambda _: self._close_blocking())
 
     def _close_streams(self) -> None:
         """Close the stream connections (the session, this client's one, is over)."""
         for loop, (_, _, link) in self._channels.items():
             if link.channel is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(link.close)
+
+    async def _close_channels(self) -> None:
+        """Close every channel of this client (its session is over): the streams, each
+        loop's gRPC channel on its own loop (this one's awaited), the blocking one."""
+        self._close_streams()
+        channels, self._channels = self._channels, {}
+        here = asyncio.get_running_loop()
+        for loop, (channel, _, _) in channels.items():
+            if loop is here:
+                await channel.close()
+            elif loop.is_running():
+                asyncio.run_coroutine_threadsafe(channel.close(), loop)
+        self._close_blocking()
+
+    def _close_blocking(self) -> None:
+        if self._blocking is not None:
+            self._blocking[0].close()
+            self._blocking = None
 
     def list_devices_blocking(self, handle: str) -> list:
         response = self._call_blocking("ListDevices", master_pb2.ListDevicesRequest(
@@ -756,4 +776,7 @@ class GrpcMasterClient(MasterClient):
                 for d in list(response.local_device) + list(response.remote_device)]
 
     def reset_blocking(self, containers) -> None:
-        self._call_blocking("Reset", master_pb2.ResetRequest(container=containers or []))
+        try:
+            self._call_blocking("Reset", master_pb2.ResetRequest(container=containers or []))
+        finally:
+            self._close_blocking()
