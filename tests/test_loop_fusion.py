@@ -1,9 +1,11 @@
 """Compiled while loops' element-wise chains (runtime/loop_fusion.py, kernels/math/
-fused_cwise.py) and products (kernels/onednn/matmul_onednn.py's lean_gemm and
-invariant_fn): each fused form gives its kernel's values bit for bit; a loop's chain runs
-as one call once compiled and its values are those of the loop run node by node; a
-chain falls back to its nodes when its inputs do not fit; a set of nodes that a path
-leaves and re-enters is not fused; the graph itself is untouched."""
+fused_cwise.py), products (kernels/onednn/matmul_onednn.py's lean_gemm and invariant_fn)
+and accumulations on a second thread (runtime/loop_side.py): each fused form gives its
+kernel's values bit for bit; a loop's chain runs as one call once compiled and its values
+are those of the loop run node by node; a chain falls back to its nodes when its inputs
+do not fit; a set of nodes that a path leaves and re-enters is not fused; a loop's
+accumulation runs on the side thread with the same values, and a failing one raises the
+node's error; the graph itself is untouched."""
 
 from __future__ import annotations
 
@@ -323,10 +325,9 @@ async def test_a_loop_product_of_a_transposed_invariant_reads_a_copy_made_once(m
     with g.as_default():
         w = af.placeholder(af.float32, [96, 256], name="w")
         d0 = af.placeholder(af.float32, [32, 256], name="d0")
-        out = af.while_loop(
-            lambda i, d, acc: i < 6,
-            lambda i, d, acc: (i + 1, d * 0.5,
-                               acc + af.matmul(d, w, transpose_b=True, name="dx")),
+        out = af.while_loop(  # (y: not read by the loop, so not an accumulation)
+            lambda i, d, y: i < 6,
+            lambda i, d, y: (i + 1, d * 0.5, af.matmul(d, w, transpose_b=True, name="dx")),
             [af.constant(0), d0, af.zeros([32, 96], af.float32)])
     feeds = {w: _values(np.float32, 12, (96, 256)).clip(-2, 2),
              d0: _values(np.float32, 13, (32, 256)).clip(-2, 2)}
@@ -348,3 +349,62 @@ async def test_a_loop_product_of_a_transposed_invariant_reads_a_copy_made_once(m
             results[mode] = await asyncio.wait_for(sess.run(out, feeds), 30)
     # the same products (oneDNN's GEMM reading the copy untransposed)
     np.testing.assert_allclose(results["eager"][2], results["0"][2], rtol=1e-6, atol=1e-6)
+
+
+# -- accumulations on the side thread --------------------------------------------------------------
+
+def _accumulating_loop(inner: int = 16):
+    """dW += x_t^T @ g_t and db += sum(g_t) over the iterations (an RNN gradient's weight
+    gradients), g_t the loop's own product chain: the two accumulators are read by
+    nothing else."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, inner], name="x")
+        g0 = af.placeholder(af.float32, [None, 32], name="g0")
+        u = af.constant(np.eye(32, dtype=np.float32) * np.float32(0.75))
+
+        def body(i, gt, dw, db):
+            dw = dw + af.matmul(x * af.cast(i, af.float32), gt, transpose_a=True, name="dw")
+            db = db + af.reduce_sum(gt, axis=0)
+            return i + 1, af.matmul(gt, u) - 0.125, dw, db
+
+        out = af.while_loop(lambda i, *_: i < 9, body,
+                            [af.constant(0), g0, af.zeros([inner, 32], af.float32),
+                             af.zeros([32], af.float32)])
+    feeds = {x: _values(np.float32, 16, (8, inner)).clip(-3, 3),
+             g0: _values(np.float32, 17, (8, 32)).clip(-3, 3)}
+    for v in feeds.values():
+        v[~np.isfinite(v)] = 0.5
+    return g, x, g0, list(out), feeds
+
+
+async def test_a_loops_accumulations_run_beside_it_with_the_same_values(monkeypatch):
+    g, x, g0, out, feeds = _accumulating_loop()
+    direct, eak = executors_for(g, [x, g0], out)
+    try:
+        (loop,) = [s for s in eak.executors[0].segments if isinstance(s, LoopSegment)]
+        source, namespace = loop.generate()
+        assert "side.put((" in source and "side.join()" in source, source
+        side = namespace["_side"].source
+        assert "dw" in " ".join(m.name for m in loop.members if f"f{m.id}(" in side)
+    finally:
+        direct.close()
+    results = {}
+    for mode in ("0", "eager"):
+        monkeypatch.setenv("AIOFLOW_SEGMENTS", mode)
+        async with af.Session(graph=g) as sess:
+            results[mode] = [await asyncio.wait_for(sess.run(out, feeds), 30)
+                             for _ in range(2)]
+    assert_identical(results["eager"], results["0"])
+
+
+async def test_a_failing_accumulation_raises_its_nodes_error(monkeypatch):
+    """The side's product fails (its shapes do not match): the loop runs node by node
+    and the step fails as it would, naming the product."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
+    g, x, g0, out, feeds = _accumulating_loop(inner=16)
+    feeds[g0] = feeds[g0][:6]  # 8 rows of x against 6 of g: x^T @ g cannot be made
+    async with af.Session(graph=g) as sess:
+        for _ in range(2):
+            with pytest.raises(af.errors.InvalidArgumentError, match="dw"):
+                await asyncio.wait_for(sess.run(out, feeds), 30)

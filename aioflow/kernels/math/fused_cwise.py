@@ -300,7 +300,7 @@ class FusedChain:
     def _start_compile(self) -> None:
         self._done.clear()
         threading.Thread(target=self._compile, args=(frozenset(self._seen),), daemon=True,
-                         name=f"aioflow-chain-{self.name}").start()
+                         name=f"aioflow-chain-{self.name}-jit").start()
 
     def _compile(self, signatures) -> None:
         try:
