@@ -10,6 +10,9 @@ node's error; the graph itself is untouched."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -408,3 +411,20 @@ async def test_a_failing_accumulation_raises_its_nodes_error(monkeypatch):
         for _ in range(2):
             with pytest.raises(af.errors.InvalidArgumentError, match="dw"):
                 await asyncio.wait_for(sess.run(out, feeds), 30)
+
+
+def _color_scheme(first: str) -> str:
+    """numba's error-message colour scheme in a fresh process importing `first` first."""
+    code = f"import {first}, numba.core.errors as e; print(type(e.termcolor()).__name__)"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True, timeout=120).stdout.split()[-1]
+
+
+def test_background_compiles_leave_the_processs_streams_alone():
+    """With colorama importable (Ray vendors one), numba's coloured error messages call
+    colorama.init() / deinit(), replacing sys.stdout / sys.stderr from the compiling
+    thread; aioflow has numba format them plain."""
+    pytest.importorskip("ray")
+    assert _color_scheme("ray") == "HighlightColorScheme"  # what numba would do
+    assert _color_scheme("ray, aioflow") == "NOPColorScheme"

@@ -16,6 +16,14 @@ import importlib.util
 import os
 import threading
 
+# numba's coloured error messages (where colorama is importable: Ray vendors one) call
+# colorama.init() / deinit(), which replace sys.stdout and sys.stderr process-wide from
+# whichever thread formats a message; numba formats (and catches) typing errors while it
+# resolves overloads, and aioflow compiles on background threads, so the main thread's
+# streams changed under it (a print lost from pytest's capsys, 1 run in 3 beside the
+# compiled loops' chains). Plain messages (numba reads this when it is first imported).
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+
 ENABLED = (os.environ.get("AIOFLOW_JIT", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
 _lock = threading.Lock()

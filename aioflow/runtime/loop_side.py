@@ -4,7 +4,7 @@ gradients: dW += X^T @ dgates, db += sum(dgates)) run beside the loop's own work
 iteration after another in order, as TF's executor runs an iteration's independent
 kernels side by side on its threads.
 
-`find_side(...)` picks those nodes (`SideShape`); the loop's generated code then
+`find_side(...)` picks those nodes; the loop's generated code then
 computes the side's inputs in the iteration, hands them to a `SideChain` (`put`: ~1 µs
 on the loop's thread) and takes the accumulators when the loop ends (`join`). The side's
 function is the nodes' own generated lines, in their order, so the values are the same
