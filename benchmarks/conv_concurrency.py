@@ -7,9 +7,11 @@ for --duration seconds (so `n` runs are always in flight). TF: one
 tf.compat.v1.Session with its defaults (grappler, oneDNN, every core) in a worker
 process, `n` Python threads each calling `sess.run` in a loop (how TF is served from a
 thread pool). Both run the same frozen GraphDef (benchmarks/models.py freezes it into
---models-dir). The sides take turns, A B A B (--rounds); the best round's throughput
-(images/s), its median latency and the CPU time per image (the process's, all threads:
-the steadiest figure on a shared machine) are reported, and aioflow / TF ratios.
+--models-dir). The sides take turns, A B A B (--rounds, after one unmeasured turn each
+at that many in flight); the best round's throughput (images/s), its median latency and
+the CPU time per image (the process's, all threads: the steadiest figure on a shared
+machine; with the kernel's share of it and the minor page faults per image) are
+reported, and aioflow / TF ratios.
 
 aioflow's thread policy is the session's (docs/onednn.md): each oneDNN primitive runs on
 an OpenMP team of intra_op_parallelism_threads threads (0: the cores), and the device's
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,14 +77,15 @@ def _tf_worker(path: str) -> None:
             with lock:
                 latencies.extend(mine)
 
-        start, cpu = time.perf_counter(), _cpu()
+        start, cpu, sys_faults = time.perf_counter(), _cpu(), _sys_faults()
         threads = [threading.Thread(target=client) for _ in range(n)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         elapsed, cpu = time.perf_counter() - start, _cpu() - cpu
-        print(json.dumps(_result(latencies, batch, elapsed, cpu)), flush=True)
+        print(json.dumps(_result(latencies, batch, elapsed, cpu, _since(sys_faults))),
+              flush=True)
 
 
 def _cpu() -> float:
@@ -90,12 +94,29 @@ def _cpu() -> float:
     return t.user + t.system
 
 
-def _result(latencies: list, batch: int, elapsed: float, cpu: float) -> dict:
-    images = len(latencies) * batch
-    return {"images_per_s": images / elapsed, "p50_ms": statistics.median(latencies) * 1e3,
+def _sys_faults() -> tuple:
+    """This process's system CPU seconds and minor page faults so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_stime, r.ru_minflt
+
+
+def _since(before: tuple) -> tuple:
+    now = _sys_faults()
+    return now[0] - before[0], now[1] - before[1]
+
+
+def _result(latencies: list, batch: int, elapsed: float, cpu: float,
+            sys_faults: tuple = (0.0, 0)) -> dict:
+    images = max(1, len(latencies) * batch)
+    return {"images_per_s": len(latencies) * batch / elapsed,
+            "p50_ms": statistics.median(latencies) * 1e3,
             # CPU time per image: the steadiest figure on a shared machine, where a side
             # running more threads also takes a larger share of the cores from others
-            "cpu_ms_per_image": cpu / max(1, images) * 1e3}
+            "cpu_ms_per_image": cpu / images * 1e3,
+            # of which in the kernel, and the page faults behind much of it (a buffer
+            # the allocator handed back to the OS is faulted in again on its next use)
+            "sys_ms_per_image": sys_faults[0] / images * 1e3,
+            "page_faults_per_image": sys_faults[1] / images}
 
 
 class AioflowSide:
@@ -123,12 +144,12 @@ class AioflowSide:
             # fused MatMul's epilogue: ~1 s of a core): not inside the measured window
             wait_for_started_compiles(300)
             latencies: list = []
-            start, cpu = time.perf_counter(), _cpu()
+            start, cpu, sys_faults = time.perf_counter(), _cpu(), _sys_faults()
             await asyncio.gather(*[client(start + seconds, latencies) for _ in range(n)])
-            return latencies, time.perf_counter() - start, _cpu() - cpu
+            return latencies, time.perf_counter() - start, _cpu() - cpu, _since(sys_faults)
 
-        latencies, elapsed, cpu = peer.loop.run_until_complete(main())
-        return _result(latencies, batch, elapsed, cpu)
+        latencies, elapsed, cpu, sys_faults = peer.loop.run_until_complete(main())
+        return _result(latencies, batch, elapsed, cpu, sys_faults)
 
     def close(self):
         self.peer.close()
@@ -172,6 +193,14 @@ def main() -> None:
         sides[intra] = AioflowSide(path, intra)
     for n in [int(v) for v in args.in_flight.split(",")]:
         row = {"in_flight": n, "tf": [], **{f"aioflow_intra{i}": [] for i in sides}}
+        # An unmeasured turn each at this many in flight first: the first time a side
+        # holds n runs' tensors at once its heap grows (hundreds of page faults an image
+        # on either side), which is no steady state.
+        for side in sides.values():
+            side.load(n, args.batch, min(1.0, args.duration))
+        tf.stdin.write(f"load {n} {args.batch} {min(1.0, args.duration)}\n")
+        tf.stdin.flush()
+        tf.stdout.readline()
         for _ in range(args.rounds):  # A B A B
             for intra, side in sides.items():
                 row[f"aioflow_intra{intra}"].append(side.load(n, args.batch, args.duration))
@@ -184,7 +213,7 @@ def main() -> None:
                 if k != "in_flight"}
         result = {"in_flight": n}
         for k, r in best.items():
-            result[k] = {key: round(v, 1) for key, v in r.items()}
+            result[k] = {key: round(v, 2) for key, v in r.items()}
             if k != "tf":
                 result[k]["throughput_vs_tf"] = round(
                     r["images_per_s"] / best["tf"]["images_per_s"], 2)

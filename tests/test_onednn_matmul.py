@@ -7,10 +7,15 @@ Skipped without the onednn extra."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+
 import numpy as np
 import pytest
 from kernel_testutil import create, make_node_def
 
+import aioflow as af
 from aioflow.framework import op_def_registry
 from aioflow.framework.op_kernel import OpKernelConstruction
 from aioflow.kernels.math.matmul_kernels import MatMulOp
@@ -138,6 +143,100 @@ def test_products_run_inline_up_to_the_backends_inline_work(monkeypatch):
     monkeypatch.setattr(backend, "INLINE_WORK", 1 << 27)
     monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
     assert kernel.is_expensive(mlp_layer) == MatMulOp.is_expensive(kernel, mlp_layer) is True
+
+
+async def test_a_slow_product_under_inline_work_stays_on_the_loop(monkeypatch):
+    """The product's multiply-adds are its cost (`learns_cost` False): the executor does
+    not learn a per-element cost that would send it to the pool, where each hand-off to
+    a thread and back cost a quiet 2-core machine's MLP step 0.3-0.4 ms."""
+    threads = []
+    real = matmul_onednn.sgemm
+
+    def slow(x, y):  # over kernel_stats.POOL_COST_S a call, as the MLP's layer on a busy core
+        threads.append(threading.get_native_id())
+        time.sleep(0.0005)
+        return real(x, y)
+
+    monkeypatch.setattr(matmul_onednn, "sgemm", slow)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [64, 784])
+        w = af.constant(_rand(784, 256))
+        y = af.matmul(x, w)
+    feed = {x: _rand(64, 784)}
+    async with af.Session(graph=g) as sess:
+        for _ in range(12):  # past kernel_stats.WARMUP's timed calls
+            value = await sess.run(y, feed)
+    assert threads == [threading.get_native_id()] * 12
+    np.testing.assert_allclose(value, feed[x] @ _rand(784, 256), **TOL)
+
+
+def test_the_executor_learns_a_products_cost_only_under_the_numpy_rule(monkeypatch):
+    """With intra-op threads covering the cores the product's multiply-adds decide
+    (nothing learned); with fewer (a serving model's intra_op_parallelism_threads=1) the
+    NumPy kernel's static rule does, overruled by the learned cost as for NumPy's
+    MatMul; so with the backend inactive."""
+    layer = [_rand(64, 784), _rand(784, 256)]
+    kernel = create("MatMul", layer)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    assert not kernel.learns_cost and kernel.worth_a_thread(layer)
+    monkeypatch.setattr(backend, "ACTIVE", False)
+    assert kernel.learns_cost and not kernel.worth_a_thread(layer)
+    monkeypatch.setattr(backend, "ACTIVE", True)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: 1)
+    assert kernel.learns_cost and not kernel.worth_a_thread(layer)
+
+
+def test_a_product_worth_a_team_is_worth_a_thread(monkeypatch):
+    """As the backend's forward kernels: a product of at least TEAM_MACS may go to a free
+    pool thread while other runs wait for the loop (the executor decides); a smaller one
+    never does; the executor asks for both MatMul and _FusedMatMul."""
+    from aioflow.runtime.executor import _mode_of
+
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    from aioflow.runtime.node_item import MAYBE
+
+    layer = [_rand(64, 784), _rand(784, 256)]  # 12.8M multiply-adds
+    small = [_rand(64, 256), _rand(256, 128)]  # 2M: under TEAM_MACS
+    for op, extra in (("MatMul", []), ("_FusedMatMul", [_rand(256)])):
+        attrs = dict(fused_ops=[b"BiasAdd"], num_args=1) if extra else {}
+        kernel = create(op, layer + extra, **attrs)
+        assert _mode_of(kernel, 2 + len(extra), False) == MAYBE
+        assert kernel.worth_a_thread(layer + extra) and not kernel.is_expensive(layer + extra)
+        assert not kernel.worth_a_thread(small + extra)
+
+
+async def test_a_product_goes_to_a_pool_thread_only_while_other_runs_wait(monkeypatch):
+    """Alone, the MLP layer's product runs on the loop; with a second run waiting for
+    the loop, one of the two goes to a pool thread."""
+    threads = []
+    real = matmul_onednn.sgemm
+
+    def recorded(x, y):
+        threads.append(threading.get_native_id())
+        return real(x, y)
+
+    monkeypatch.setattr(matmul_onednn, "sgemm", recorded)
+    monkeypatch.setattr(matmul_onednn, "intra_op_threads", lambda: matmul_onednn._CORES)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [64, 784])
+        h = x
+        for _ in range(40):  # (node by node, a tiny budget: runs take turns every 32)
+            h = af.negative(h)
+        y = af.matmul(h, af.constant(_rand(784, 256)))
+    feed = {x: _rand(64, 784)}
+    want = feed[x] @ _rand(784, 256)
+    loop_thread = threading.get_native_id()
+    async with af.Session(graph=g, compile_segments=False, time_budget_ms=0.001) as sess:
+        np.testing.assert_allclose(await sess.run(y, feed), want, **TOL)
+        assert threads == [loop_thread]  # alone: inline
+        threads.clear()
+        both = await asyncio.gather(sess.run(y, feed), sess.run(y, feed))
+    for value in both:
+        np.testing.assert_allclose(value, want, **TOL)
+    assert len(threads) == 2 and any(t != loop_thread for t in threads)
 
 
 def test_products_run_from_many_threads_at_once():

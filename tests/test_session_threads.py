@@ -237,3 +237,51 @@ def test_a_finished_event_loop_is_freed_with_its_runner():
         asyncio.run(run_once())
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)
+
+
+def test_a_blocking_run_cancelled_on_the_loop_raises_cancelled_error():
+    """A SyncSession run whose task is cancelled on the session's loop (not by the
+    caller's Ctrl-C) raises concurrent.futures.CancelledError to the blocked caller, as
+    run_coroutine_threadsafe's future did; the session keeps working."""
+    import concurrent.futures
+
+    g = af.Graph()
+    with g.as_default():
+        q = af.FIFOQueue(1, [af.float32])
+        blocked = q.dequeue()  # the queue stays empty: the run waits
+        x = af.placeholder(af.float32, [])
+        y = x * 2.0
+    sess = af.SyncSession(graph=g)
+    try:
+        outcome = []
+        started = threading.Event()
+
+        def caller():
+            started.set()
+            try:
+                sess.run(blocked)
+            except BaseException as e:  # noqa: BLE001 - checked below
+                outcome.append(e)
+
+        thread = threading.Thread(target=caller)
+        thread.start()
+        started.wait(5)
+        loop = sess._loop
+
+        async def cancel_the_run() -> int:
+            me = asyncio.current_task()
+            while True:  # (until the caller's task is on the loop)
+                tasks = [t for t in asyncio.all_tasks() if t is not me]
+                if tasks:
+                    for t in tasks:
+                        t.cancel()
+                    return len(tasks)
+                await asyncio.sleep(0.001)
+
+        assert asyncio.run_coroutine_threadsafe(cancel_the_run(), loop).result(5) == 1
+        thread.join(5)
+        assert not thread.is_alive()
+        assert len(outcome) == 1 and type(outcome[0]) is concurrent.futures.CancelledError
+        assert sess.run(y, {x: 3.0}) == 6.0
+    finally:
+        sess.close()

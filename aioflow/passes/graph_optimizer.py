@@ -14,7 +14,7 @@ from aioflow.passes.constant_folding import (
     remove_dead_nodes,
 )
 from aioflow.passes.cse import optimize_cse
-from aioflow.passes.dependency_optimizer import convert_unread_to_noops
+from aioflow.passes.dependency_optimizer import convert_unread_to_noops, simplify_dependencies
 from aioflow.passes.dependency_optimizer import enabled as dependency_enabled
 from aioflow.passes.div_to_reciprocal_mul import enabled as reciprocal_mul_enabled
 from aioflow.passes.div_to_reciprocal_mul import reduce_div_to_reciprocal_mul
@@ -46,12 +46,14 @@ def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions 
     grappler leaves a graph of fewer than RewriterConfig.min_graph_nodes alone); by
     default `graph`'s own. `fetches_known` (a session's partition, whose fetches and
     targets are all the outputs anyone reads): nodes whose values nobody reads become
-    NoOps first (dependency_optimizer.py)."""
+    NoOps first, and after the remapper the constants' control edges and the NoOps
+    nothing needs are dropped (dependency_optimizer.py)."""
     if graph_nodes is None:
         graph_nodes = sum(1 for _ in graph.op_nodes())
     changed = False
-    if fetches_known and dependency_enabled(optimizer_options, rewrite_options, graph_nodes) \
-            and convert_unread_to_noops(graph):
+    depend = fetches_known and \
+        dependency_enabled(optimizer_options, rewrite_options, graph_nodes)
+    if depend and convert_unread_to_noops(graph):
         fixup_source_and_sink_edges(graph)
         changed = True
     changed = _fold_and_cse(graph, optimizer_options, device_type) or changed
@@ -60,6 +62,9 @@ def optimize_graph(graph: Graph, optimizer_options: config_pb2.OptimizerOptions 
         fixup_source_and_sink_edges(graph)
         changed = True
     if remap(graph, optimizer_options, rewrite_options, device_type):
+        fixup_source_and_sink_edges(graph)
+        changed = True
+    if depend and simplify_dependencies(graph):
         fixup_source_and_sink_edges(graph)
         changed = True
     return changed

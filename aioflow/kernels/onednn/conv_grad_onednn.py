@@ -15,19 +15,20 @@ not pad the channels to 16): out_backprop reordered in, the gradient reordered o
 Primitives are cached by geometry and threads. Other types, empty tensors and grouped
 convolutions run the NumPy code.
 
-Threads: a backward primitive takes an OpenMP team (backend.team) only from TEAM_WORK
-multiply-adds (about 1.5 ms of one thread's work), far above the forward convolutions'
-threshold. A team's threads meet at barriers, so it runs only as fast as its slower
-thread's share of a core: on two cores shared with the step's other kernels, the event
-loop or another process, one of them waits for a core. A training step's gradients are
-mostly small: a small CNN's backward-weights primitives took 1-8 ms on a team of two
-against 0.07-0.25 ms on one thread (load 6), and the step's CPU time halved with them on
-one thread (the executor runs independent gradients side by side on its pool threads
-instead). Large ones keep the team: alone on idle cores it halves their time (TF runs
-them on its two threads), though on a loaded machine one thread does as well (the 302 M
-multiply-add filter gradient of benchmarks/gradients_peer.py's conv step: median step
-15.3 ms on one thread against 18.4 on a team at load 9, the fastest steps 11.9 against
-8.5).
+Threads: from batch_split.SPLIT_WORK multiply-adds (about 0.6 ms of one thread's work)
+a call's batch is cut into chunks of single-threaded primitives, run by the calling
+thread and helper threads as they get to them (batch_split.py), when backend.team's
+budget gives it more than one thread: the filter gradient sums the chunks' partial
+filters. An OpenMP team (a batch of one, from TEAM_WORK) meets at barriers, so it runs
+only as fast as its slower thread's share of a core: on two cores shared with the
+step's other kernels, the event loop or another process, one of them waits for a core
+(a small CNN's backward-weights primitives took 1-8 ms on a team of two against
+0.07-0.25 ms on one thread at load 6). A chunk nobody has started is the caller's, so a
+helper that gets no core costs the call little; on a quiet machine the call runs on
+both cores, as TF runs its gradients on its two intra-op threads. The executor runs a
+layer's input and filter gradients side by side on its pool threads (both are
+`is_expensive`); the budget then gives the second one thread, and the first one's
+helper goes on with its chunks once the second is done.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from aioflow.kernels.nn.conv_grad_kernels import (
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.batch_split import run_chunks, split_team
 from aioflow.kernels.onednn.conv_onednn import (
     _dhwio_desc,
     channels_last_order,
@@ -75,8 +77,13 @@ _CACHE = PrimitiveCache()
 #: fastest calls 0.23-0.31 against 0.57-0.69 ms; 3 channels of 16x32x32x32 0.60-0.65
 #: against 0.83-0.84 ms; a 4x8x28x28x1 Conv3D 0.55-0.61 against 1.6-1.8 ms).
 PLANAR_BELOW = 4
-#: Multiply-adds from which a backward primitive runs on an OpenMP team (below: on the
-#: calling thread; about 1.5 ms of single-threaded convolution).
+#: Output positions (batch x output spatial) from which a filter gradient is split: each
+#: chunk computes a whole partial filter and the partials are summed, which costs as
+#: much as the chunk's own work where a large filter has few positions (ResNet50's
+#: 3x3x512x512 at 7x7, batch 8: 392 positions, 25% more CPU split into 4 chunks).
+FILTER_SPLIT_POSITIONS = 4096
+#: Multiply-adds from which a backward primitive of a batch of one (not split) runs on
+#: an OpenMP team (below: on the calling thread; about 1.5 ms of one thread's work).
 TEAM_WORK = 1 << 27
 
 
@@ -219,19 +226,34 @@ class _OnednnInputGrad:
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
-        with grad_team(dy.size * int(np.prod(w.shape[:-1]))) as threads:
+        planar = self.planar_below > in_shape[-1]
+        work = dy.size * int(np.prod(w.shape[:-1]))
+        with split_team(in_shape[0], work, TEAM_WORK) as split:
+            threads = split.primitive_threads
             set_threads(threads)  # before a primitive is made: it keeps the count
-            planar = self.planar_below > in_shape[-1]
-            key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads, planar)
-            plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
-                                                            dilations, pads, planar))
-            if plan.w_reorder is None:
-                w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
-            else:
-                w_arg = (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
-            plan.run(dy, w_arg, dx)
+            calls = {}  # chunk size -> (plan, filter argument), made here, run anywhere
+            for lo, hi in split.ranges:
+                if hi - lo not in calls:
+                    calls[hi - lo] = self._data_call(dx[:hi - lo], w, w_desc, dy[:hi - lo],
+                                                     dilations, pads, threads, planar)
+
+            def run(lo: int, hi: int) -> None:
+                set_threads(threads)
+                plan, w_arg = calls[hi - lo]
+                plan.run(dy[lo:hi], w_arg, dx[lo:hi])
+
+            run_chunks(split.ranges, run, split.threads)
             return dx
+
+    def _data_call(self, dx, w, w_desc, dy, dilations, pads, threads, planar):
+        """(plan, filter argument) of backward data for dx's batch."""
+        key = ("data", dx.shape, tuple(map(tuple, w_desc)), dy.shape, self._strides,
+               dilations, tuple(pads), threads, planar)
+        plan = _CACHE.get(key, lambda: BackwardDataPlan(dx, w_desc, dy, self._strides,
+                                                        dilations, pads, planar))
+        if plan.w_reorder is None:
+            return plan, (api.ARG_WEIGHTS, plan.user_w_md, w)
+        return plan, (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
 
 
 class _OnednnFilterGrad:
@@ -255,22 +277,63 @@ class _OnednnFilterGrad:
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])
-        with grad_team(dy.size * int(np.prod(f_shape[:-1]))) as threads:
+        work = dy.size * int(np.prod(f_shape[:-1]))
+        positions = dy.size // max(1, dy.shape[-1])
+        with split_team(x.shape[0], work, TEAM_WORK,
+                        splittable=positions >= FILTER_SPLIT_POSITIONS) as split:
+            threads = split.primitive_threads
             set_threads(threads)  # before a primitive is made: it keeps the count
-            key = ("weights", x.shape, tuple(map(tuple, dw_desc)), dy.shape, self._strides,
-                   dilations, tuple(pads), threads)
-            plan = _CACHE.get(key, lambda: BackwardWeightsPlan(x, dw_desc, dy, self._strides,
-                                                               dilations, pads))
-            if plan.dw_reorder is None:
-                plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                                   (api.ARG_DIFF_WEIGHTS, plan.user_dw_md, dw)])
-                return dw
-            blocked = np.empty(plan.dw_md.size // 4, np.float32)
-            plan.prim.execute([(api.ARG_SRC, plan.x_md, x), (api.ARG_DIFF_DST, plan.dy_md, dy),
-                               (api.ARG_DIFF_WEIGHTS, plan.dw_md, blocked)])
-            plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, blocked),
-                                     (api.ARG_TO, plan.user_dw_md, dw)])
-            return dw
+            plans = {}  # chunk size -> plan, made here, run anywhere
+            for lo, hi in split.ranges:
+                n = hi - lo
+                if n not in plans:
+                    key = ("weights", (n, *x.shape[1:]), tuple(map(tuple, dw_desc)),
+                           (n, *dy.shape[1:]), self._strides, dilations, tuple(pads), threads)
+                    plans[n] = _CACHE.get(key, lambda n=n: BackwardWeightsPlan(
+                        x[:n], dw_desc, dy[:n], self._strides, dilations, pads))
+            # each chunk's filter gradient in its primitive's layout (the whole call's
+            # straight into dw when it needs no reorder)
+            parts = {lo: dw if len(split.ranges) == 1 and plans[hi - lo].dw_reorder is None
+                     else np.empty(plans[hi - lo].dw_md.size // 4, np.float32)
+                     for lo, hi in split.ranges}
+
+            def run(lo: int, hi: int) -> None:
+                set_threads(threads)
+                plan = plans[hi - lo]
+                out_md = plan.dw_md if plan.dw_reorder is not None else plan.user_dw_md
+                plan.prim.execute([(api.ARG_SRC, plan.x_md, x[lo:hi]),
+                                   (api.ARG_DIFF_DST, plan.dy_md, dy[lo:hi]),
+                                   (api.ARG_DIFF_WEIGHTS, out_md, parts[lo])])
+
+            run_chunks(split.ranges, run, split.threads)
+            return _sum_parts(parts, plans, split.ranges, dw)
+
+
+def _sum_parts(parts: dict, plans: dict, ranges, dw: np.ndarray) -> np.ndarray:
+    """dw: the sum of the chunks' filter gradients, in HWIO. Chunks of one size (one
+    primitive: one layout) are summed as they lie and reordered once; of two sizes, each
+    is reordered first."""
+    if len(plans) > 1:
+        for lo, hi in ranges:
+            parts[lo] = _to_user(plans[hi - lo], parts[lo], np.empty_like(dw))
+    total = parts[ranges[0][0]]
+    for lo, _ in ranges[1:]:
+        total += parts[lo]
+    if len(plans) > 1:
+        return total
+    plan = next(iter(plans.values()))
+    if total is dw:
+        return dw
+    return _to_user(plan, total, dw)
+
+
+def _to_user(plan, part: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    """A filter gradient in plan's layout, written into dw's (HWIO)."""
+    if plan.dw_reorder is None:
+        return part.reshape(dw.shape)
+    plan.dw_reorder.execute([(api.ARG_FROM, plan.dw_md, part),
+                             (api.ARG_TO, plan.user_dw_md, dw)])
+    return dw
 
 
 @onednn_kernel("Conv2DBackpropInput", host_memory=("input_sizes",), T=dtypes.float32)

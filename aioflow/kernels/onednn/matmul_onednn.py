@@ -31,11 +31,15 @@ the transposed copy as "N" (the same products, equal bit for bit at the LSTM's s
 
 Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
-the executor runs it on the event loop (its team the loop's thread and the other cores)
-unless its learned cost says otherwise (aioflow/runtime/kernel_stats.py: over ~100 µs
-a call, the pool). A pool round trip cost the MLP's forward + backward step 150-200 µs
-of CPU for its two 64x784x256 products (load 10). With fewer intra-op threads than
-cores (throughput), the NumPy kernel's rule (over 2^21 multiply-adds: the pool).
+the executor runs it on the event loop (its team the loop's thread and the other cores).
+Its multiply-adds are its cost: the executor learns no per-element cost to overrule
+that (`learns_cost`), as it does not for the convolutions; a product worth a team goes
+to a free pool thread only while other runs wait for the loop (`worth_a_thread`). A
+pool round trip cost the MLP's forward + backward step 150-200 µs of CPU for its two
+64x784x256 products (load 10), and on a quiet machine, where each hand-off wakes an
+idle core, the training step 1.13-1.54 against 0.73-0.78 ms (docs/performance.md,
+2026-11-29, helper mlp_step). With fewer intra-op threads than cores (throughput), the
+NumPy kernel's rule (over 2^21 multiply-adds: the pool).
 """
 
 from __future__ import annotations
@@ -130,6 +134,15 @@ class _OneDnnProduct:
     """Mixed into a NumPy MatMul kernel (before its class): `product` on oneDNN, and
     where it runs (`is_expensive`, asked by the executor; see the module docstring)."""
 
+    @property
+    def learns_cost(self) -> bool:
+        """False where `is_expensive` measures the work (multiply-adds: oneDNN active,
+        intra-op threads covering the cores), as the backend's convolutions do: the
+        executor then learns no cost per input element to overrule it. Else (the NumPy
+        kernel's static rule) it learns, as the NumPy MatMul does (a serving model's
+        intra_op_parallelism_threads=1 product of 2^22 multiply-adds: inline)."""
+        return not (backend.ACTIVE and intra_op_threads() >= _CORES)
+
     def is_expensive(self, inputs: list) -> bool:
         a, b = inputs[0], inputs[1]
         if b.ndim < 2 or a.size * b.shape[-1] <= POOL_FLOPS:
@@ -138,6 +151,15 @@ class _OneDnnProduct:
                 a.dtype != _F32 or b.dtype != _F32:
             return super().is_expensive(inputs)
         return a.size * b.shape[-1] > backend.INLINE_WORK
+
+    def worth_a_thread(self, inputs: list) -> bool:
+        """Where the multiply-adds decide (`learns_cost` False), a product worth a team
+        is worth a free pool thread when other runs wait for the loop (the executor
+        decides), as the backend's forward kernels (backend.LoopOrThread): with many
+        runs in flight, the loop goes on with theirs. Under the NumPy rule, never (its
+        learned cost decides, as before)."""
+        a, b = inputs[0], inputs[1]
+        return b.ndim == 2 and a.size * b.shape[-1] >= TEAM_MACS and not self.learns_cost
 
     def product(self, x, y):
         if backend.ACTIVE and x.dtype == _F32 and y.dtype == _F32 and \

@@ -90,7 +90,7 @@ class VariableOp(OpKernel):
     def compute(self, ctx, inputs):
         var = ctx.resource_mgr.lookup_or_create(
             self.container, LEGACY_VAR_TYPE, self.shared_name, self._create)
-        if var.dtype != self.dtype:
+        if var.dtype is not self.dtype and var.dtype != self.dtype:  # (same object: ~0.6 µs)
             raise errors.InternalError(
                 None, None, f"Output 0 of type {_type_name(var.dtype, True)} does not match "
                             f"declared output type {_type_name(self.dtype, True)} for node "

@@ -1,0 +1,73 @@
+"""benchmarks/models.py's aioflow side times what TF's side times: the input is made once
+per batch size (not inside every timed run), and the warm-up waits for the kernel
+compiles the build started, as the model server does, before any timed run."""
+
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import aioflow as af
+from aioflow.client import kernel_compiles
+
+_PATH = pathlib.Path(__file__).parent.parent / "benchmarks" / "models.py"
+
+
+@pytest.fixture(scope="module")
+def models():
+    spec = importlib.util.spec_from_file_location("bench_models", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def frozen(tmp_path):
+    """A small frozen model in the benchmark's format: the GraphDef and its json (input
+    (batch, 2, 2, 3), a dense layer with bias and Relu: a fused MatMul)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 2, 2, 3], name="input")
+        flat = af.reshape(x, [-1, 12])
+        w = af.constant(np.linspace(-1, 1, 60, dtype=np.float32).reshape(12, 5))
+        b = af.constant(np.arange(5, dtype=np.float32))
+        af.nn.relu(af.nn.bias_add(af.matmul(flat, w), b), name="out")
+    path = tmp_path / "dense.pb"
+    path.write_bytes(g.as_graph_def().SerializeToString())
+    (tmp_path / "dense.pb.json").write_text(
+        json.dumps({"input": "input:0", "output": "out:0", "size": 2}))
+    return str(path)
+
+
+def test_timed_runs_reuse_one_input(models, frozen, monkeypatch):
+    made = []
+    make = models._input
+    monkeypatch.setattr(models, "_input", lambda *a: made.append(a) or make(*a))
+    peer = models.AioflowPeer(frozen)
+    try:
+        want = peer.output(2)
+        times = peer.times(2, 3)
+        np.testing.assert_array_equal(peer.output(2), want)
+    finally:
+        peer.close()
+    assert made == [(2, 2)]  # once, before the timed runs
+    assert len(times) == 3 and all(wall > 0 and cpu >= 0 for wall, cpu in times)
+    x = make(2, 2).reshape(2, 12)
+    w = np.linspace(-1, 1, 60, dtype=np.float32).reshape(12, 5)
+    np.testing.assert_allclose(want, np.maximum(x @ w + np.arange(5), 0), rtol=1e-5)
+
+
+def test_warm_runs_then_waits_for_the_started_kernel_compiles(models, frozen, monkeypatch):
+    peer = models.AioflowPeer(frozen)
+    waited = []
+    monkeypatch.setattr(kernel_compiles, "wait_for_started_compiles",
+                        lambda timeout=None: waited.append((timeout, dict(peer._feeds))))
+    try:
+        peer.warm(1)
+    finally:
+        peer.close()
+    (timeout, feeds), = waited
+    assert timeout == models.COMPILE_TIMEOUT_S
+    assert list(feeds) == [1]  # after the run: its build is what starts the compiles
