@@ -25,7 +25,7 @@ from aioflow.framework.op_def_library import apply_op
 from aioflow.kernels.math import fused_cwise
 from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.kernels.onednn import backend, matmul_onednn
-from aioflow.runtime import loop_fusion
+from aioflow.runtime import loop_fusion, loop_side
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE
 
@@ -381,6 +381,12 @@ def _accumulating_loop(inner: int = 16):
     return g, x, g0, list(out), feeds
 
 
+@pytest.fixture
+def _side_on(monkeypatch):
+    monkeypatch.setattr(loop_side, "ENABLED", True)  # (off by default: loop_side.py)
+
+
+@pytest.mark.usefixtures("_side_on")
 async def test_a_loops_accumulations_run_beside_it_with_the_same_values(monkeypatch):
     g, x, g0, out, feeds = _accumulating_loop()
     direct, eak = executors_for(g, [x, g0], out)
@@ -401,6 +407,7 @@ async def test_a_loops_accumulations_run_beside_it_with_the_same_values(monkeypa
     assert_identical(results["eager"], results["0"])
 
 
+@pytest.mark.usefixtures("_side_on")
 async def test_a_failing_accumulation_raises_its_nodes_error(monkeypatch):
     """The side's product fails (its shapes do not match): the loop runs node by node
     and the step fails as it would, naming the product."""

@@ -11,8 +11,15 @@ function is the nodes' own generated lines, in their order, so the values are th
 bit for bit; its products release the GIL (oneDNN's GEMM through ctypes, NumPy's large
 element-wise loops), so both threads compute at once. A side that fails (a kernel
 error, an input too large to stay inline) makes `join` answer None: the loop then runs
-node by node from its checkpoint, where the executor names the failing node. Off with
-AIOFLOW_LOOP_SIDE=0, and on one core.
+node by node from its checkpoint, where the executor names the failing node.
+
+Off unless AIOFLOW_LOOP_SIDE=1 (and never on one core): measured on the LSTM step
+(benchmarks/training.py lstm, 2 cores at load 3-7) it gave no overlap: the loop's thread
+holds the GIL for its Python between the GEMMs, the side thread gets it only at the
+loop's GIL-free calls and then waits again for it after its own GEMM, so the step's wall
+time stayed at its CPU time (7.62 against 7.52 ms) and the hand-offs cost 0.3-0.4 ms
+(7.24 ms with the side off in the same minutes). It is kept, tested, for a loop whose
+side work is long GIL-free calls.
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ from queue import SimpleQueue
 
 from aioflow.runtime.quiet_fp import quiet
 
-#: The loop's side work goes to another thread only where there is another core.
-ENABLED = os.environ.get("AIOFLOW_LOOP_SIDE", "1") != "0" and (os.cpu_count() or 1) > 1
+#: The loop's side work goes to another thread when asked, where there is another core.
+ENABLED = os.environ.get("AIOFLOW_LOOP_SIDE", "0") == "1" and (os.cpu_count() or 1) > 1
 
 _jobs: SimpleQueue = SimpleQueue()
 _start_lock = threading.Lock()
