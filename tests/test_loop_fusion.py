@@ -435,3 +435,35 @@ def test_background_compiles_leave_the_processs_streams_alone():
     pytest.importorskip("ray")
     assert _color_scheme("ray") == "HighlightColorScheme"  # what numba would do
     assert _color_scheme("ray, aioflow") == "NOPColorScheme"
+
+
+async def test_a_loops_stack_handle_is_looked_up_once(monkeypatch):
+    """A loop gradient's pushes and pops take their stack once, before the loop
+    (StackPushV2 / StackPopV2 invariant_fn), with the values of the loop node by node."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [6], name="x")
+        _, y = af.while_loop(lambda i, v: i < 20, lambda i, v: (i + 1, af.tanh(v) * 1.5),
+                             [af.constant(0), x])
+        (dx,) = af.gradients(af.reduce_sum(y), [x])
+    direct, eak = executors_for(g, [x], [dx])
+    try:
+        loops = [s for s in eak.executors[0].segments if isinstance(s, LoopSegment)]
+        stack_ops = 0
+        for loop in loops:
+            source, _ = loop.generate()
+            for m in loop.members:
+                if m.op in ("StackPushV2", "StackPopV2"):
+                    stack_ops += 1
+                    assert source.index(f"q{m.id}(") < source.index("while True") < \
+                        source.index(f"g{m.id}("), source
+        assert stack_ops >= 2
+    finally:
+        direct.close()
+    feeds = {x: np.linspace(-2, 2, 6).astype(np.float32)}
+    results = {}
+    for mode in ("0", "eager"):
+        monkeypatch.setenv("AIOFLOW_SEGMENTS", mode)
+        async with af.Session(graph=g) as sess:
+            results[mode] = [await sess.run(dx, feeds) for _ in range(3)]
+    assert_identical(results["eager"], results["0"])
