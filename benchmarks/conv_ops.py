@@ -272,8 +272,8 @@ def main() -> None:
         from aioflow.runtime.allocator import retain_freed_memory
 
         memory_policy = retain_freed_memory()
-    from aioflow.kernels.nn import epilogue_jit, normalization_jit, pooling_jit
-    for loops in (epilogue_jit, normalization_jit, pooling_jit):
+    from aioflow.kernels.nn import box_pool_jit, epilogue_jit, normalization_jit, pooling_jit
+    for loops in (epilogue_jit, normalization_jit, pooling_jit, box_pool_jit):
         loops.wait_ready(300)  # compiled in the background: NumPy runs until they are
     if args.intra_op > 0:
         from aioflow.runtime.device import _limit_blas_threads
