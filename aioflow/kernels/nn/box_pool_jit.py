@@ -10,7 +10,7 @@ clipped to the input (the padding is never read) and the sum is scaled by the
 reciprocal of the taps inside (TF's AvgPool counts only those under SAME padding; the
 product is within a rounding of TF's quotient). Used for the stride-1 average
 poolings that measure faster this way than on oneDNN's primitive
-(aioflow/kernels/onednn/pooling_onednn.py: InceptionV3's 3x3 SAME pools, 3x3x3 video pools).
+(aioflow/kernels/onednn/box_pool.py says which: 3x3x3 video pools).
 
 The loop compiles on a daemon thread (aioflow/kernels/background_jit.py): callers keep
 their other path until `ready()`."""

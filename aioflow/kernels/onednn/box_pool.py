@@ -54,7 +54,7 @@ def average(x: np.ndarray, ksizes, pads, outs) -> np.ndarray:
     out5 = out.reshape((n,) + (1,) * lead + out.shape[1:])
     k3 = (1,) * lead + tuple(ksizes)
     p3 = (0,) * lead + tuple(before for before, _ in pads)
-    plane = out5[0, 0].size
+    plane = math.prod(out5.shape[2:])
 
     def planes(lo: int, hi: int) -> None:
         box_pool_jit.box_planes(x5, out5, lo, hi, k3, p3)
