@@ -77,13 +77,13 @@ def test_box_filter_equals_tensorflow(case):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", [c for c in _fixture_cases() if c[1].ndim == 5],
-                         ids=lambda c: c[0])
-def test_avg_pool_3d_kernel_equals_tensorflow(case):
-    """The AvgPool3D kernel (oneDNN's where installed, handing these to the filter)."""
+@pytest.mark.parametrize("case", _fixture_cases(), ids=lambda c: c[0])
+def test_avg_pool_kernels_equal_tensorflow(case):
+    """The AvgPool / AvgPool3D kernels (oneDNN's where installed, handing the cases that
+    suit it to the filter)."""
     _, x, want, window, padding = case
-    kernel = create("AvgPool3D", [x], ksize=[1, *window, 1], strides=[1] * 5,
-                    padding=padding)
+    op = "AvgPool3D" if x.ndim == 5 else "AvgPool"
+    kernel = create(op, [x], ksize=[1, *window, 1], strides=[1] * x.ndim, padding=padding)
     got = np.asarray(kernel.compute(None, [x])[0])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
@@ -122,9 +122,10 @@ def test_empty_batch():
 
 
 def test_split_over_threads_equals_one_call(monkeypatch):
-    """Above element_threads.SPLIT_ABOVE elements the planes are shared among threads."""
+    """Above box_pool.SPLIT_ABOVE output elements the planes are shared among threads."""
     monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 64)
     monkeypatch.setattr(element_threads, "BLOCK", 64)
+    monkeypatch.setattr(box_pool, "SPLIT_ABOVE", 64)
     calls = []
     real = box_pool_jit.box_planes
     monkeypatch.setattr(box_pool_jit, "box_planes",
@@ -142,20 +143,39 @@ def test_split_over_threads_equals_one_call(monkeypatch):
     ((1, 8, 28, 28, 32), (3, 3, 3), (1, 1, 1), np.float32, False),  # few channels
     ((1, 8, 28, 28, 64), (2, 2, 2), (1, 1, 1), np.float32, False),  # few taps
     ((1, 8, 28, 28, 64), (3, 3, 3), (1, 1, 1), np.float64, False),  # oneDNN's is float32
-    ((1, 35, 35, 192), (3, 3), (1, 1), np.float32, False),          # 2-D: the primitive
+    ((1, 35, 35, 192), (3, 3), (1, 1), np.float32, True),           # InceptionV3's
+    ((1, 35, 35, 192), (3, 3), (2, 1), np.float32, False),
+    ((1, 8, 8, 2048), (3, 3), (1, 1), np.float32, False),           # narrow rows
+    ((1, 7, 7, 1280), (7, 7), (1, 1), np.float32, False),           # global pooling
 ])
 def test_which_poolings_take_the_filter(shape, window, strides, dtype, takes):
     assert box_pool.suits(np.zeros(shape, dtype), window, strides) is takes
 
 
 @pytest.mark.skipif(not backend.AVAILABLE, reason="oneDNN not installed")
-def test_onednn_avg_pool_3d_uses_the_filter(monkeypatch):
+@pytest.mark.parametrize("op, shape, window", [
+    ("AvgPool3D", (1, 3, 4, 13, 64), (3, 3, 3)),
+    ("AvgPool", (2, 5, 13, 64), (3, 3)),
+])
+def test_onednn_avg_pool_uses_the_filter(monkeypatch, op, shape, window):
     calls = []
     real = box_pool.average
     monkeypatch.setattr(box_pool, "average", lambda *a: (calls.append(1), real(*a))[1])
-    x = _rand(1, 3, 4, 5, 64)
-    kernel = create("AvgPool3D", [x], ksize=[1, 3, 3, 3, 1], strides=[1] * 5,
-                    padding="SAME")
+    x = _rand(*shape)
+    kernel = create(op, [x], ksize=[1, *window, 1], strides=[1] * x.ndim, padding="SAME")
     got = np.asarray(kernel.compute(None, [x])[0])
     assert calls == [1]
+    np.testing.assert_allclose(got, _reference(x, window, "SAME"), rtol=1e-6, atol=1e-6)
+
+
+def test_below_the_split_one_call(monkeypatch):
+    monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 64)
+    monkeypatch.setattr(element_threads, "BLOCK", 64)
+    calls = []
+    real = box_pool_jit.box_planes
+    monkeypatch.setattr(box_pool_jit, "box_planes",
+                        lambda *a: (calls.append(a[2:4]), real(*a))[1])
+    x = _rand(3, 4, 5, 6, 8)
+    got = _average(x, (3, 3, 3), "SAME")
+    assert calls == [(0, 12)]
     np.testing.assert_allclose(got, _reference(x, (3, 3, 3), "SAME"), rtol=1e-6, atol=1e-6)

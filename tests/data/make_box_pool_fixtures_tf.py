@@ -19,11 +19,12 @@ import tensorflow as tf
 OUT = Path(__file__).resolve().parent / "box_pool_cases.npz"
 #: (name, input shape, window, padding): 3-D windows (AvgPool3D) and 2-D (AvgPool).
 CASES = [
-    ("same3x3x3", (2, 4, 5, 7, 64), (3, 3, 3), "SAME"),
-    ("valid3x3x3", (1, 5, 6, 4, 64), (3, 3, 3), "VALID"),
-    ("same4x2x5", (2, 3, 7, 6, 72), (4, 2, 5), "SAME"),
+    ("same3x3x3", (1, 3, 5, 13, 64), (3, 3, 3), "SAME"),
+    ("valid3x3x3", (1, 3, 4, 13, 64), (3, 3, 3), "VALID"),
+    ("same4x2x5", (1, 3, 7, 6, 72), (4, 2, 5), "SAME"),
     ("larger_same", (1, 2, 3, 2, 64), (5, 5, 5), "SAME"),
     ("same2d3x3", (2, 7, 9, 24), (3, 3), "SAME"),
+    ("same2d3x3_c64", (2, 5, 13, 64), (3, 3), "SAME"),
     ("valid2d2x4", (1, 6, 5, 8), (2, 4), "VALID"),
     ("larger2d_same", (2, 2, 3, 8), (7, 7), "SAME"),
 ]
