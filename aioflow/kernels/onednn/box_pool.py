@@ -30,8 +30,8 @@ from aioflow.kernels.nn import box_pool_jit
 #: (3x3 on 35x35x16: the primitive faster).
 MIN_CHANNELS = 64
 #: Output elements above which the planes are shared among the intra-op threads
-#: (about 2 ms of one thread's work).
-SPLIT_ABOVE = 1 << 23
+#: (about 1 ms of one thread's work).
+SPLIT_ABOVE = 1 << 21
 #: The fewest window taps (2x2 and 2x2x2 windows: the primitive as fast or faster).
 MIN_TAPS = 9
 #: The narrowest input rows, in windows (8x8x2048 3x3: the primitive faster).
