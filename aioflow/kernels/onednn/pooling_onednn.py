@@ -7,6 +7,8 @@ described as they lie (NHWC / NDHWC, no copy), max pooling is pooling_max and av
 pooling pooling_avg_exclude_padding (TF's SAME padding does not count the padding), for
 inference (no workspace). Depthwise max pooling (a window over channels), other types
 and empty tensors run the NumPy code. Primitives are cached by shapes and window.
+Stride-1 average poolings that measure faster on the separable box filter run it
+instead (aioflow/kernels/onednn/box_pool.py says which).
 """
 
 from __future__ import annotations
