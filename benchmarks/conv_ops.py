@@ -149,18 +149,22 @@ def time_fn(fn, min_time: float, min_reps: int = 3) -> float:
     return time_stats(fn, min_time, min_reps)[0]
 
 
-def time_stats(fn, min_time: float, min_reps: int = 3) -> tuple[float, float]:
-    """(median, fastest) seconds of fn() after one warm-up call."""
+def time_stats(fn, min_time: float, min_reps: int = 3) -> tuple[float, float, float]:
+    """(median, fastest, median process CPU) seconds of fn() after one warm-up call. The
+    CPU seconds (every thread of the process) are the work a call costs whatever share
+    of the cores it got: on a loaded machine a steadier measure than the wall clock
+    (though a thread pool spinning while it waits counts as work)."""
     fn()
-    times = []
+    times, cpus = [], []
     start = time.perf_counter()
     while len(times) < min_reps or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
         if len(times) >= 200:
             break
-    return statistics.median(times), min(times)
+    return statistics.median(times), min(times), statistics.median(cpus)
 
 
 # -- the TF worker (runs under TF's Python; reads one JSON case a line) ----------------------
@@ -193,9 +197,9 @@ def tf_worker() -> None:
                 sess.run(tf1.global_variables_initializer())
             sessions[key] = (sess, target)
         sess, target = sessions[key]
-        t, fastest = time_stats(lambda sess=sess, target=target: sess.run(target),
-                                req["min_time"])
-        print(json.dumps({"seconds": t, "fastest": fastest}), flush=True)
+        t, fastest, cpu = time_stats(lambda sess=sess, target=target: sess.run(target),
+                                     req["min_time"])
+        print(json.dumps({"seconds": t, "fastest": fastest, "cpu": cpu}), flush=True)
 
 
 def _arg_names(op: str) -> list[str]:
@@ -272,8 +276,8 @@ def main() -> None:
         from aioflow.runtime.allocator import retain_freed_memory
 
         memory_policy = retain_freed_memory()
-    from aioflow.kernels.nn import epilogue_jit, normalization_jit, pooling_jit
-    for loops in (epilogue_jit, normalization_jit, pooling_jit):
+    from aioflow.kernels.nn import box_pool_jit, epilogue_jit, normalization_jit, pooling_jit
+    for loops in (epilogue_jit, normalization_jit, pooling_jit, box_pool_jit):
         loops.wait_ready(300)  # compiled in the background: NumPy runs until they are
     if args.intra_op > 0:
         from aioflow.runtime.device import _limit_blas_threads
@@ -304,16 +308,19 @@ def main() -> None:
             kernel = af_kernel(op, values, attrs)
             req = dict(name=name, op=op, shapes=[list(s) for s in shapes], attrs=attrs,
                        batch=batch, min_time=min_time)
-            af_times, tf_times, af_fast, tf_fast = [], [], [], []
+            af_times, tf_times, af_fast, tf_fast, af_cpu, tf_cpu = [], [], [], [], [], []
             for _ in range(args.rounds):  # A B A B
                 worker.stdin.write(json.dumps(req) + "\n")
                 worker.stdin.flush()
                 answer = json.loads(worker.stdout.readline())
                 tf_times.append(answer["seconds"])
                 tf_fast.append(answer["fastest"])
-                med, fast = time_stats(lambda k=kernel, v=values: k.compute(None, v), min_time)
+                tf_cpu.append(answer["cpu"])
+                med, fast, cpu = time_stats(lambda k=kernel, v=values: k.compute(None, v),
+                                            min_time)
                 af_times.append(med)
                 af_fast.append(fast)
+                af_cpu.append(cpu)
             a, t = min(af_times), min(tf_times)
             af_min, tf_min = min(af_fast), min(tf_fast)
             results.append({"case": name, "op": op, "batch": batch,
@@ -324,6 +331,11 @@ def main() -> None:
                             "aioflow_min_ms": round(af_min * 1e3, 3),
                             "tf_min_ms": round(tf_min * 1e3, 3),
                             "ratio_of_mins": round(af_min / tf_min, 2),
+                            # Process CPU seconds a call (every thread): the work, whatever
+                            # share of a loaded machine's cores each side got.
+                            "aioflow_cpu_ms": round(min(af_cpu) * 1e3, 3),
+                            "tf_cpu_ms": round(min(tf_cpu) * 1e3, 3),
+                            "cpu_ratio": round(min(af_cpu) / max(min(tf_cpu), 1e-9), 2),
                             "aioflow_pool": bool(kernel.is_expensive(values))})
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     worker.stdin.close()

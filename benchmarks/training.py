@@ -122,14 +122,16 @@ def run_peer(peer: str, workload: str, steps: int) -> tuple[float, float]:
 
 
 def _wait_compiled() -> None:
-    """aioflow's numba loops (the fused MatMul's epilogue, the optimizers' updates) are
-    compiled in the background, NumPy running until then: time the compiled steady
-    state, as the other benchmarks do."""
+    """aioflow's numba loops (the fused MatMul's epilogue, the optimizers' updates, the
+    element-wise chains of compiled while loops) are compiled in the background, NumPy
+    running until then: time the compiled steady state, as the other benchmarks do."""
+    from aioflow.kernels.math import fused_cwise
     from aioflow.kernels.nn import epilogue_jit
     from aioflow.kernels.training import dense_jit
 
     epilogue_jit.wait_ready(300)
     dense_jit.wait_ready(300)
+    fused_cwise.wait_ready(300)  # the compiled loops' element-wise chains
 
 
 def heartbeat(seconds: float) -> dict:

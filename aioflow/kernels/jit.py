@@ -16,18 +16,29 @@ import importlib.util
 import os
 import threading
 
+# numba's coloured error messages (where colorama is importable: Ray vendors one) call
+# colorama.init() / deinit(), which replace sys.stdout and sys.stderr process-wide from
+# whichever thread formats a message; numba formats (and catches) typing errors while it
+# resolves overloads, and aioflow compiles on background threads, so the main thread's
+# streams changed under it (a print lost from pytest's capsys, 1 run in 3 beside the
+# compiled loops' chains). Plain messages (numba reads this when it is first imported).
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+
 ENABLED = (os.environ.get("AIOFLOW_JIT", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
 _lock = threading.Lock()
 
 
 class LazyJit:
-    """A Python function compiled by numba (nogil, cached) when first called; `options`
+    """A Python function compiled by numba (nogil, cached) when first called, with the
+    module-level functions in `helpers` it calls (each compiled too and bound in fn's
+    module under its name, so that fn's compiled code can call it); `options`
     are numba's own (error_model="numpy": a float division by zero gives inf or NaN as
     NumPy's does, instead of a check that keeps LLVM from vectorizing the loop)."""
 
-    def __init__(self, fn, **options):
+    def __init__(self, fn, helpers=(), **options):
         self._fn = fn
+        self._helpers = tuple(helpers)
         self._options = options
         self._compiled = None
         self._ready = False  # kept once true: numba's list of signatures costs ~1.3 µs
@@ -39,6 +50,9 @@ class LazyJit:
                 if self._compiled is None:
                     import numba
 
+                    for helper in self._helpers:  # callable from fn's compiled code
+                        self._fn.__globals__[helper.__name__] = numba.njit(
+                            nogil=True, cache=True, boundscheck=False, **self._options)(helper)
                     self._compiled = numba.njit(nogil=True, cache=True, boundscheck=False,
                                                 **self._options)(self._fn)
                 compiled = self._compiled

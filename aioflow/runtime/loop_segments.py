@@ -20,7 +20,10 @@ from time import perf_counter
 
 from aioflow.framework.dtypes import DT_RESOURCE
 from aioflow.framework.intra_op_threads import own_threads
-from aioflow.runtime.node_item import FORWARD, INLINE, NodeItem
+from aioflow.runtime import loop_side
+from aioflow.runtime.loop_fusion import chain_lines, plan
+from aioflow.runtime.loop_side import SideChain, find_side
+from aioflow.runtime.node_item import FORWARD, INLINE, MAYBE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
 #: How long a compiled loop runs before it yields to the event loop (seconds).
@@ -140,6 +143,11 @@ def _undoable_on_invariant(item, node, items, dense, enter_ids) -> bool:
     return src in enter_ids and items[src].is_constant_enter
 
 
+def _tuple(merges) -> str:
+    """Loop variables' names as a tuple's items ("m3, m7,")."""
+    return "".join(f"m{m}, " for m in merges)
+
+
 def _checkpoint(states) -> list:
     """(state, token) for each distinct state (None: the kernel raises TF's error)."""
     seen = {}
@@ -215,6 +223,7 @@ class LoopSegment(Segment):
         for i in shape["order"]:  # computed once, before the loop (pure, same inputs)
             if i in invariant:
                 lines.extend(self._lines(by_id[i], names, namespace, checked))
+        prepared = self._prepared(invariant, names, namespace, lines)
         head = len(lines)
         lines.append("    start = _clock()")
         lines.append("    n = 0")
@@ -233,19 +242,32 @@ class LoopSegment(Segment):
                     body.append(member)
                 continue
             if i not in invariant:
-                lines.extend("    " + line
-                             for line in self._lines(member, names, namespace, checked))
+                lines.extend("    " + line for line in self._lines(
+                    member, names, namespace, checked, prepared))
         lines.append(f"        if not {names[cond_src]}: break")
-        for member in body:
-            lines.extend("    " + line for line in self._lines(member, names, namespace, checked))
-        nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
-        lines.append("        " + ", ".join(f"m{m}" for m, _ in nexts) + " = "
-                     + ", ".join(names[src] for _, src in nexts)
-                     + ("," if len(nexts) == 1 else ""))
+        side = find_side(shape, body, self.sources, shape["controls"]) \
+            if loop_side.ENABLED else None
+        side_ids, side_merges = side or ((), ())
+        main = [m for m in body if m.id not in side_ids]
+        for line in self._body_lines(main, names, namespace, checked, prepared):
+            lines.append("    " + line)
+        if side:
+            put = self._side_lines(side_ids, side_merges, by_id, names, namespace)
+            lines.insert(head, f"    side = _SideChain(_side, ctx, ({_tuple(side_merges)}))")
+            lines.append(f"        side.put(({put}))")
+        nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()
+                 if merge not in side_merges]
+        if nexts:
+            lines.append(f"        {_tuple(m for m, _ in nexts)} = "
+                         f"{', '.join(names[src] for _, src in nexts)}")
         lines.append("        n += 1")
         lines.append("        if not n & 63 and _clock() - start > _SLICE:")
         lines.append("            yield")
         lines.append("            start = _clock()")
+        if side:
+            lines.append("    acc = side.join()")
+            lines.append("    if acc is None: return None")
+            lines.append(f"    {_tuple(side_merges)} = acc")
         outs = [f"m{shape['exit_merge'][member.id]}" for member, _ in self.outputs]
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         if shape["undo"]:
@@ -297,6 +319,90 @@ class LoopSegment(Segment):
     def _control_from(self, i: int, ids: set) -> bool:
         return any(src in ids for src in self.shape["controls"].get(i, ()))
 
-    def _lines(self, member, names, namespace, checked: set) -> list[str]:
+    def _prepared(self, invariant: set, names: dict, namespace: dict, lines: list) -> dict:
+        """Members whose kernel prepares its loop-invariant inputs once (`invariant_fn`,
+        e.g. a product's transposed operand copied untransposed): the lines preparing
+        them are added to `lines` (before the loop); by member id, the name of the
+        function each iteration calls instead and its arguments."""
+        prepared = {}
+        shape = self.shape
+        by_id = {m.id: m for m in self.members}
+        for i in shape["order"]:
+            member = by_id[i]
+            hook = getattr(member.kernel, "invariant_fn", None)
+            if i in invariant or hook is None or member.mode not in (INLINE, MAYBE):
+                continue
+            sources = self.sources[i]
+            fixed = tuple(by_id[src].is_enter or src in invariant for src, _ in sources)
+            made = hook(fixed)
+            if made is None:
+                continue
+            prepare, fn = made
+            namespace[f"q{i}"], namespace[f"g{i}"] = prepare, fn
+            args = []
+            for k, src in enumerate(sources):
+                if fixed[k]:
+                    lines.append(f"    p{i}_{k} = q{i}({names[src]})")
+                    args.append(f"p{i}_{k}")
+                else:
+                    args.append(None)
+            prepared[i] = args
+        return prepared
+
+    def _side_lines(self, ids: list, merges: list, by_id: dict, names: dict,
+                    namespace: dict) -> str:
+        """Generate the side's function `_side(ctx, acc, args)` (loop_side.py) into
+        `namespace`: its members' own lines (every size test made: it runs apart), from
+        the accumulators `acc` and the iteration's values `args`; the names of those
+        values, the put's tuple."""
+        shape = self.shape
+        switches = {s for s, m in shape["switch_merge"].items() if m in merges}
+        body = []
+        for i in ids:
+            body.extend(self._lines(by_id[i], names, namespace, None))
+        args = []
+        for i in ids:
+            for src in self.sources[i]:
+                name = names[src]
+                if src[0] not in switches and src[0] not in ids and name not in namespace \
+                        and name not in args:
+                    args.append(name)
+        results = [names[self.sources[shape["merge_next"][m]][0]] for m in merges]
+        source = "\n".join(["def _side(ctx, acc, args):",
+                            f"    {_tuple(merges)} = acc",
+                            f"    {''.join(a + ', ' for a in args)}= args",
+                            *body,
+                            f"    return ({''.join(r + ', ' for r in results)})"]) + "\n"
+        namespace["_SideChain"] = SideChain
+        exec(compile(source, f"<aioflow loop side {self.item.name}>", "exec"),  # noqa: S102
+             namespace)
+        namespace["_side"].source = source
+        return "".join(a + ", " for a in args)
+
+    def _body_lines(self, body: list, names, namespace, checked: set, prepared) -> list[str]:
+        """The lines of an iteration's body members, element-wise chains fused
+        (loop_fusion.py)."""
+        lines = []
+        for item in plan(body, self.sources, self.shape["controls"]):
+            if not isinstance(item, list):
+                lines.extend(self._lines(item, names, namespace, checked, prepared))
+                continue
+            ids = {m.id for m in item}
+            used = {src for i, srcs in self.sources.items() if i not in ids
+                    for src, _ in srcs if src in ids}
+            inner = set(checked)  # (the fallback's size tests are not the fused path's)
+            lines.extend(chain_lines(
+                item, self.sources, names, namespace,
+                lambda m, inner=inner: self._lines(m, names, namespace, inner, prepared),
+                used))
+        return lines
+
+    def _lines(self, member, names, namespace, checked: set, prepared=None) -> list[str]:
         args = [names[src] for src in self.sources[member.id]]
-        return self._member_lines(member, args, names, namespace, checked)
+        lines = self._member_lines(member, args, names, namespace, checked)
+        i = member.id
+        if prepared and i in prepared and lines and lines[-1].startswith(f"    v{i} = f{i}("):
+            # the same call on the prepared invariants (made before the loop)
+            call = ", ".join(p or a for p, a in zip(prepared[i], args, strict=True))
+            lines[-1] = f"    v{i} = g{i}({call})"
+        return lines

@@ -123,6 +123,15 @@ def _stack_of(handle) -> Stack:
     return handle
 
 
+class _Checked:
+    """A handle a compiled loop's stack kernel passes to `compute` every iteration."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+
 class _OnStack(OpKernel):
     """A kernel changing only the stack behind its handle (input 0), which a compiled
     while loop may checkpoint and restore (OpKernel.undoable_input)."""
@@ -134,6 +143,25 @@ class _OnStack(OpKernel):
             return _stack_of(value)
         except errors.InvalidArgumentError:
             return None
+
+    def invariant_fn(self, invariant: tuple):
+        """For a compiled loop whose handle input is the same every iteration: (prepare,
+        fn), `prepare(handle)` once before the loop (the stack, when the handle needs
+        none of compute's checks) and `fn(prepared, ...)` each iteration (compute's path
+        otherwise); None when the handle varies."""
+        if not invariant[0] or any(invariant[1:]):
+            return None
+        plain, compute, dtype = self._plain, self.compute, self._checked_type()
+
+        def prepare(handle):
+            return plain(handle, dtype) or _Checked(handle)
+
+        def fn(stack, *args):
+            if type(stack) is _Checked:
+                out = compute(None, [stack.handle, *args])
+                return out[0]
+            return self._on_plain(stack, *args)
+        return prepare, fn
 
     @staticmethod
     def _plain(handle, dtype) -> Stack | None:
@@ -193,6 +221,14 @@ class StackPushOp(_OnStack):
         stack.push(elem)
         return (elem,)
 
+    def _checked_type(self):
+        return self.dtype
+
+    @staticmethod
+    def _on_plain(stack, elem):
+        stack.push(elem)
+        return elem
+
     def compiled_fn(self):
         dtype = self.dtype
 
@@ -222,6 +258,13 @@ class StackPopOp(_OnStack):
                 f"{dtypes.as_dtype(stack.elem_type).name} but requested type "
                 f"{dtypes.as_dtype(self.elem_type).name}")
         return (value,)
+
+    def _checked_type(self):
+        return self.elem_type
+
+    @staticmethod
+    def _on_plain(stack):
+        return stack.pop()
 
     def compiled_fn(self):
         dtype = self.elem_type

@@ -280,6 +280,10 @@ class FusedMatMulOp(MatMulOp):
 
     def compute(self, ctx, inputs):
         (y,) = super().compute(ctx, inputs[:2])
+        return (self.finish(y, inputs),)
+
+    def finish(self, y, inputs):
+        """The bias and activation applied to the product `y` (in place where it can)."""
         ep = self._epilogue
         bias = inputs[2] if len(inputs) == 3 else None
         # A constant bias is the same array every run: its epilogue is made once (made
@@ -290,4 +294,4 @@ class FusedMatMulOp(MatMulOp):
             ep = make_epilogue(*self._fusion, inputs[2:], y.shape[-1], y.dtype)
             self._epilogue = ep if ep.bias is bias else None
         ep(y)
-        return (y.astype(self._half) if self._half is not None else y,)
+        return y.astype(self._half) if self._half is not None else y

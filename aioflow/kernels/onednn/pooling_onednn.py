@@ -7,6 +7,8 @@ described as they lie (NHWC / NDHWC, no copy), max pooling is pooling_max and av
 pooling pooling_avg_exclude_padding (TF's SAME padding does not count the padding), for
 inference (no workspace). Depthwise max pooling (a window over channels), other types
 and empty tensors run the NumPy code. Primitives are cached by shapes and window.
+Stride-1 average poolings that measure faster on the separable box filter run it
+instead (aioflow/kernels/onednn/box_pool.py says which).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from aioflow.kernels.nn.pooling_kernels import (
     MaxPoolOp,
     MaxPoolV2Op,
 )
-from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import backend, box_pool
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
@@ -83,6 +85,8 @@ class _OnednnPool(LoopOrThread):
         if 0 in outs:
             return super()._spatial(x, ksizes, strides)
         x = np.ascontiguousarray(x)
+        if self.op == "avg" and box_pool.suits(x, ksizes, strides):
+            return box_pool.average(x, ksizes, pads, outs)
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
         with team(out.size * math.prod(ksizes)) as threads:
