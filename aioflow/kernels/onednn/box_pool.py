@@ -11,10 +11,11 @@ a time).
 
 Above SPLIT_ABOVE output elements the box filter runs on the session's intra-op threads
 (aioflow/kernels/element_threads.py), its work cut into whole output planes (batch x
-output depth); below, on the calling thread: InceptionV3's pool at batch 8 (1.9M
-outputs, ~0.4 ms on one thread) took 1.8-1.9x TF's time split over the 2 loaded cores
-of the development machine and 1.05x on one (a helper preempted mid-range holds the
-call up; docs/performance.md, 2026-11-29)."""
+output depth); below, on the calling thread. InceptionV3's pool at batch 8 (1.9M
+outputs, ~0.4 ms on one thread), ABAB against TF on the quiet development machine
+(2 cores, load 0.5): split 0.93-0.99x TF's time, on one thread 1.36-1.52x (TF splits it
+too); on 2 cores loaded by other processes the split took 1.8-1.9x against 1.05x (a
+helper preempted mid-range holds the call up; docs/performance.md, 2026-11-29)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ from aioflow.kernels.nn import box_pool_jit
 #: (3x3 on 35x35x16: the primitive faster).
 MIN_CHANNELS = 64
 #: Output elements above which the planes are shared among the intra-op threads
-#: (about 1 ms of one thread's work).
-SPLIT_ABOVE = 1 << 21
+#: (about 0.2 ms of one thread's work).
+SPLIT_ABOVE = 1 << 20
 #: The fewest window taps (2x2 and 2x2x2 windows: the primitive as fast or faster).
 MIN_TAPS = 9
 #: The narrowest input rows, in windows (8x8x2048 3x3: the primitive faster).
