@@ -14,8 +14,10 @@ call (expensive None), by their work (multiply-adds, or output elements x window
   team from the budget: the loop is never held longer than ~1.5 ms by one call;
 * from TEAM_WORK up to INLINE_WORK: inline on the event loop, on a team of the intra-op
   threads (no hand-off: the lowest latency for one run) -- unless other runs wait for
-  the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight:
-  then on a pool thread (`worth_a_thread`), which also runs the node's
+  the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight,
+  or another ready node of the same run is worth a thread too (an Inception block's
+  parallel branches; at most cores - 1 such jobs, the last branch inline): then on a
+  pool thread (`worth_a_thread`), which also runs the node's
   chain of ready successors (executor_state.py), while the loop goes on with its other
   work; while such a job is in flight every primitive runs on its calling thread alone
   (framework.intra_op_threads.cores_shared), so the loop and the pool thread each keep
@@ -128,5 +130,6 @@ class LoopOrThread:
         return self.work(inputs) > INLINE_WORK
 
     def worth_a_thread(self, inputs: list) -> bool:
-        """A call worth a team is worth a thread when other runs wait for the loop."""
+        """A call worth a team is worth a thread when the loop has other such work (the
+        executor decides: other runs waiting, or a ready branch of this run)."""
         return ACTIVE and self.work(inputs) >= TEAM_WORK

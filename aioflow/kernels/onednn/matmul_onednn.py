@@ -34,7 +34,7 @@ multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run 
 the executor runs it on the event loop (its team the loop's thread and the other cores).
 Its multiply-adds are its cost: the executor learns no per-element cost to overrule
 that (`learns_cost`), as it does not for the convolutions; a product worth a team goes
-to a free pool thread only while other runs wait for the loop (`worth_a_thread`). A
+to a free pool thread only while the loop has other such work (`worth_a_thread`). A
 pool round trip cost the MLP's forward + backward step 150-200 µs of CPU for its two
 64x784x256 products (load 10), and on a quiet machine, where each hand-off wakes an
 idle core, the training step 1.13-1.54 against 0.73-0.78 ms (docs/performance.md,
