@@ -372,6 +372,24 @@ def _sparse_segment_mean_grad_scalar_grad():
         {"grad:0": 1.0}, ["g:0"])
 
 
+def _as_string_precision_past_c_int():
+    """AsString with a precision no C int holds (2^33): printf cannot take it."""
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[2]),
+        node("op", "AsString", ["x"], T=attr(type=DT_FLOAT), precision=attr(i=2**33))),
+        {"x:0": [1.0, 2.0]}, ["op:0"])
+
+
+def _broadcast_to_past_numpy():
+    """A scalar broadcast to [2^63-1]: more than NumPy (or memory) can hold."""
+    return FuzzCase("repro", graph(
+        placeholder("x", shape=[]),
+        const("shape", types_pb2.DT_INT64, [1], struct.pack("<q", 2**63 - 1)),
+        node("op", "BroadcastTo", ["x", "shape"], T=attr(type=DT_FLOAT),
+             Tidx=attr(type=types_pb2.DT_INT64))),
+        {"x:0": 1.0}, ["op:0"])
+
+
 def _saved_case(name: str):
     """A reproducer the long run saved (tests/fuzz/saved_cases/<name>/)."""
     return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "saved_cases" / name)
@@ -488,6 +506,13 @@ FINDINGS = [
     Finding("random-uniform-empty-past-numpy",
             "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:*",
             lambda: _truncated_normal_empty_past_numpy("RandomUniform")),
+    # Session 11's final long run: raw ValueErrors behind InvalidArgumentError.
+    Finding("as-string-precision-past-c-int",
+            "FAIL:wrapped-ValueError@run@kernels/strings/string_kernels.py:_c_format",
+            _as_string_precision_past_c_int),
+    Finding("broadcast-to-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/array/array_kernels.py:compute",
+            _broadcast_to_past_numpy),
     # Found by the last long run of 2026-11-29; fixed the next session (frame_state.py).
     Finding("tensor-array-gather-none-input",
             "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",

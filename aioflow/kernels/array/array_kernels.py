@@ -461,7 +461,10 @@ class BroadcastToOp(OpKernel):
                            f"of shape {shape_str(target)}")
         if out_shape == in_shape:
             return (x,)
-        return (np.array(np.broadcast_to(x, target), order="C"),)
+        try:
+            return (np.array(np.broadcast_to(x, target), order="C"),)
+        except (MemoryError, ValueError):  # ValueError: "array is too big" for NumPy
+            raise oom_error(target, np.asarray(x).dtype) from None
 
 
 @register_kernel("Range", "CPU",

@@ -229,6 +229,8 @@ _INT_TYPES = {dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint
               dtypes.uint16, dtypes.uint32, dtypes.uint64}
 _FLOAT_TYPES = {dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
 _COMPLEX_TYPES = {dtypes.complex64, dtypes.complex128}
+#: The largest printf width or precision (a C int).
+_C_INT_MAX = 2**31 - 1
 
 
 def _c_format(spec: str, flag: str, width: int, value: float) -> str:
@@ -260,6 +262,9 @@ class AsStringOp(_StringKernel):
             raise _invalid("Cannot select both scientific and shortest notation")
         if len(fill) > 1:
             raise _invalid("Fill string must be one or fewer characters")
+        if width > _C_INT_MAX or precision > _C_INT_MAX:  # (C's printf reads an int)
+            raise _invalid(f"width {width} or precision {precision} is larger than "
+                           f"{_C_INT_MAX}")
         flag = fill.decode("latin-1")
         if flag and flag not in " +-#0":
             raise _invalid(f'Fill argument not supported: "{flag}"')
