@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -774,6 +775,29 @@ def test_sigterm_finishes_requests_in_flight(models):
         proc.stderr.close()
 
 
+def _wait_for_output(proc, text: str, times: int, timeout_s: float) -> None:
+    """Wait until `text` has appeared `times` times in proc's stderr (several workers
+    write to one pipe), reading on a thread so that a silent process fails the test at
+    the deadline instead of blocking a readline forever; the output read so far is in
+    the failure message. The thread keeps draining the pipe afterwards."""
+    seen: list[str] = []
+    enough = threading.Event()
+
+    def read() -> None:
+        try:
+            for line in proc.stderr:
+                seen.append(line)
+                if "".join(seen).count(text) >= times:
+                    enough.set()
+        except (OSError, ValueError):  # closed by the test's cleanup
+            pass
+        enough.set()  # (the pipe closed: the process exited)
+
+    threading.Thread(target=read, daemon=True).start()
+    assert enough.wait(timeout_s), f"no {times} x {text!r} in {timeout_s} s: {''.join(seen)!r}"
+    assert "".join(seen).count(text) >= times, f"server exited: {''.join(seen)!r}"
+
+
 def test_workers_share_the_ports_and_sum_their_metrics(models, tmp_path):
     """--workers 2: both workers answer (new connections are spread over them), the
     metrics of either are the sum over both, SIGTERM drains both."""
@@ -787,13 +811,7 @@ def test_workers_share_the_ports_and_sum_their_metrics(models, tmp_path):
          "--access_log", "false", "--workers", "2"], env=env, stderr=subprocess.PIPE,
         text=True)
     try:
-        deadline = time.monotonic() + 120
-        ready = 0
-        while ready < 2:
-            line = proc.stderr.readline()
-            assert line or proc.poll() is None, "server exited"
-            assert time.monotonic() < deadline
-            ready += "REST on" in line
+        _wait_for_output(proc, "REST on", times=2, timeout_s=120)  # both workers up
 
         async def scenario():
             url = f"http://127.0.0.1:{rest_port}/v1/models/spin:predict"

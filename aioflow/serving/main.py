@@ -108,9 +108,13 @@ async def serve(args, worker=None) -> int:
         raise ValueError("no version could be loaded: " + "; ".join(
             f"{name}: {err}" for name, err in failed.items()))
     guard = GcGuard(asyncio.get_running_loop()).install()
-    print(f"aioflow serve: gRPC on {args.host}:{server.grpc_port}"
-          + (f", REST on {args.host}:{server.rest_port}" if server.rest_port else "")
-          + f"; models {', '.join(server.registry.configs)}", file=sys.stderr, flush=True)
+    # One write with its newline: workers share stderr, and print's two writes (text,
+    # then "\n") of two workers could interleave into one line.
+    sys.stderr.write(f"aioflow serve: gRPC on {args.host}:{server.grpc_port}"
+                     + (f", REST on {args.host}:{server.rest_port}" if server.rest_port
+                        else "")
+                     + f"; models {', '.join(server.registry.configs)}\n")
+    sys.stderr.flush()
     if worker is not None:
         asyncio.ensure_future(_stop_when_orphaned(server, worker[1]))
     try:
