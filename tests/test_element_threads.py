@@ -13,7 +13,7 @@ from kernel_testutil import run1
 
 from aioflow.kernels import element_threads
 from aioflow.kernels.array import pad_fill
-from aioflow.kernels.nn import activation_jit, activation_kernels
+from aioflow.kernels.nn import activation_jit, activation_kernels, pass_placement
 
 SPECIALS = [np.nan, -np.nan, -0.0, 0.0, -np.inf, np.inf, -1.0, 1.0, 7.0, 6.0, 5.9, -1e-45]
 REFERENCES = {
@@ -31,8 +31,10 @@ def compiled():
 
 @pytest.fixture
 def small_split(monkeypatch):
-    """Splitting from 4,096 elements in blocks of 1,000, over 3 threads."""
+    """Splitting from 4,096 elements in blocks of 1,000, over 3 threads (Relu and Relu6
+    split from as few: their whole-pass limit lowered too)."""
     monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 4096)
+    monkeypatch.setattr(pass_placement, "WHOLE_PASS", 4096)
     monkeypatch.setattr(element_threads, "BLOCK", 1000)
     monkeypatch.setattr(element_threads, "intra_op_threads", lambda: 3)
 
