@@ -101,11 +101,9 @@ def _address(fn) -> int:
 #: SYS_futex on x86-64 and FUTEX_WAIT / FUTEX_WAKE | FUTEX_PRIVATE_FLAG.
 _FUTEX, _FUTEX_WAIT, _FUTEX_WAKE = 202, 128, 129
 #: What the compiled loops call: syscall(), SYS_futex, FUTEX_WAIT, FUTEX_WAKE,
-#: clock_gettime(), and sched_yield() between polls (0: pause instructions instead).
+#: clock_gettime(), and sched_yield() between polls.
 _SYS = np.array([_address(_libc.syscall), _FUTEX, _FUTEX_WAIT, _FUTEX_WAKE,
-                 _address(_libc.clock_gettime),
-                 _address(_libc.sched_yield)
-                 if os.environ.get("AIOFLOW_SPIN_YIELD", "1") == "1" else 0], np.int64)
+                 _address(_libc.clock_gettime), _address(_libc.sched_yield)], np.int64)
 _thread_start_hooks: list[Callable[[], None]] = []
 _jit = None  # aioflow.kernels.warm_helper_jit once compiled
 

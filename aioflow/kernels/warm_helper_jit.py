@@ -9,11 +9,19 @@ sequences (the sleep handshake of warm_helper.py's docstring) see each other: on
 the store is an xchg (a full barrier), so a later load cannot pass it, which a plain
 store followed by a load could on TSO (its store buffer). The atomic loads are also
 never hoisted out of a loop by the compiler, and each spin iteration calls
-sched_yield, an opaque call, besides.
+sched_yield, an opaque call, besides. Data: the caller's plain stores of a job's
+words come before its seq_cst store of STATE = POSTED, which the helper's
+compare-exchange reads (release, then acquire: the helper sees the words); the
+helper's results (STATUS, the GEMM's output) come before its seq_cst store of DONE,
+which the caller's load reads before it looks at them.
+
+Sleeping: a futex wait on a control word (through libc's syscall(): no GIL, no Python
+object), woken by the other side's futex wake after it cleared the word.
 
 Native calls: `_call4(addr, a, b, c, d)` calls a C function `int f(void*, void*, int,
-void*)`-like (four integer or pointer arguments; oneDNN's dnnl_primitive_execute,
-dnnl_stream_wait with the rest ignored, sched_yield, clock_gettime) and `_call_sgemm`
+void*)`-like (four integer or pointer arguments: a oneDNN primitive's execution,
+sched_yield and clock_gettime with the rest ignored), `_syscall3` libc's syscall(),
+and `_call_sgemm`
 a BLAS-like `int f(char, char, i64 M, N, K, float alpha, void* A, i64 lda, void* B,
 i64 ldb, float beta, void* C, i64 ldc)` (oneDNN's dnnl_sgemm), through their addresses
 given as int64 at run time: no ctypes object is frozen into the compiled code, which
@@ -131,26 +139,6 @@ def _call_sgemm(typingctx, addr, arr, base):
     return types.int64(addr, arr, base), codegen
 
 
-@intrinsic
-def _pause(typingctx):
-    """x86's pause (a spin-wait hint: the core's sibling thread gets its resources)."""
-    def codegen(context, builder, sig, args):
-        fnty = ir.FunctionType(ir.VoidType(), [])
-        builder.call(builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=fnty), [])
-        return context.get_dummy_value()
-    return types.void(), codegen
-
-
-@numba.njit(nogil=True, cache=True)
-def _relax(yield_addr):
-    """Between two polls: sched_yield at yield_addr, or (0) a few pause instructions."""
-    if yield_addr != 0:
-        _call4(yield_addr, 0, 0, 0, 0)
-    else:
-        for _ in range(16):
-            _pause()
-
-
 @numba.njit(nogil=True, cache=True)
 def _now_ns(clock, ts):
     """CLOCK_MONOTONIC in ns through libc's clock_gettime at `clock` (ts: 2 int64s)."""
@@ -188,12 +176,12 @@ def _wake(ctrl, word, sys):
 @numba.njit(nogil=True, cache=True)
 def serve(ctrl, spin_ns, sys, ts):
     """The helper's life in compiled code, the GIL released: polls for a posted job up
-    to spin_ns after its last one (sched_yield or pause between polls: sys[5]), then
+    to spin_ns after its last one (sched_yield between polls), then
     sleeps (futex) until a caller posts one; runs native jobs itself; returns
     RUN_PYTHON when a Python job is posted (not taken: `take` takes it holding the GIL,
     so that a caller never waits for a helper waiting for the GIL), or STOPPED.
     sys: syscall()'s address, SYS_futex, FUTEX_WAIT and FUTEX_WAKE (private),
-    clock_gettime's address, sched_yield's (or 0)."""
+    clock_gettime's address, sched_yield's."""
     deadline = _now_ns(sys[4], ts) + spin_ns
     while True:
         if _load(ctrl, STOP) != 0:
@@ -215,7 +203,7 @@ def serve(ctrl, spin_ns, sys, ts):
             _store(ctrl, SLEEPING, 0)
             deadline = _now_ns(sys[4], ts) + spin_ns
             continue
-        _relax(sys[5])
+        _call4(sys[5], 0, 0, 0, 0)  # sched_yield
 
 
 @numba.njit(nogil=True, cache=True)
@@ -258,7 +246,7 @@ def reclaim_or_wait(ctrl, spin_ns, sys, ts):
             if _load(ctrl, STATE) != DONE:
                 _sleep_on(ctrl, WAITING, sys)
             continue
-        _relax(sys[5])
+        _call4(sys[5], 0, 0, 0, 0)  # sched_yield
     _store(ctrl, WAITING, 0)
     _store(ctrl, STATE, IDLE)
     return FINISHED
