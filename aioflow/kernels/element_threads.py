@@ -13,9 +13,9 @@ started: a helper that is busy (a convolution's blocks, another kernel's) or get
 core on a loaded machine leaves its share to the caller instead of holding the kernel
 up. The first helper job goes to the warm helper (aioflow/kernels/warm_helper.py: a
 thread that polls for work a while after its last job, so a hand-off costs a few µs
-where waking a sleeping thread costs 50-300 on the development VM); the others, on
-machines of three or more cores, to helpers of their own, one fewer than the cores
-less the warm helper: the convolutions' pool
+where waking a sleeping thread costs 50-300 on the development VM); the others (three
+or more cores), and the first when the warm helper is not there or another caller holds
+it, to helpers of their own, one fewer than the cores: the convolutions' pool
 (aioflow/kernels/nn/conv_kernels.py `parallel_blocks`) waits for every job it submitted,
 so a job queued behind a convolution's would hold the kernel up until that one ended.
 The loops given here release the GIL (NumPy ufuncs on slices, numba's nogil loops).

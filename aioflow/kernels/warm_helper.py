@@ -7,37 +7,39 @@ the same way before its threads sleep; libgomp's teams do not once they have mor
 than cores (GOMP_SPINCOUNT is ignored then), and OMP_WAIT_POLICY=PASSIVE is aioflow's
 default because spinning team threads hurt busy machines.
 
-The protocol (one helper, one caller at a time: `post` takes the helper only when no
-other caller holds it, else the caller runs everything itself):
+The protocol (one helper, one caller at a time: `post_*` takes the helper only when no
+other caller holds it, else returns None and the caller runs everything itself):
 
 * The caller writes the job into the control words (an int64 array) and posts it
   (STATE: IDLE -> POSTED), runs its own share, then `finish`es: it takes the job back
   (POSTED -> IDLE by compare-exchange) when the helper has not taken it and runs it
-  itself, else waits for it (polling up to CALLER_SPIN_NS, then sleeping on an Event).
+  itself, else waits for it (polling up to CALLER_SPIN_NS, then sleeping on a futex).
   So a helper that gets no core, or sleeps, leaves its share to the caller instead of
   holding the kernel up, as aioflow/kernels/element_threads.py's helpers do.
-* The helper polls STATE in compiled code (aioflow/kernels/warm_helper_jit.py, GIL
-  released), calling sched_yield between polls, so a runnable thread wanting its core
-  gets it: it takes a posted job by compare-exchange (POSTED -> TAKEN). A native job (a
-  C call through a function pointer: oneDNN's GEMM, a primitive's execution and its
-  stream's wait) runs right there, without the GIL; a Python job returns to Python,
-  which runs it with the GIL (its callable lets the GIL go in its NumPy / numba / ctypes
-  work). It polls HELPER_SPIN_NS after its last job, then sleeps on an Event: spinning
+* The helper lives in compiled code (aioflow/kernels/warm_helper_jit.py `serve`, GIL
+  released): it polls STATE, calling sched_yield between polls, so a runnable thread
+  wanting its core gets it, and takes a posted native job (a C call through a function
+  pointer: oneDNN's GEMM) by compare-exchange (POSTED -> TAKEN) and runs it there,
+  without the GIL. For a Python job it returns to Python, and takes the job only once
+  it holds the GIL (`take`), so a caller never waits on a helper that waits for the
+  GIL; the callable lets the GIL go in its NumPy / numba / ctypes work. It polls
+  HELPER_SPIN_NS after its last job (or wake-up), then sleeps on a futex: spinning
   follows a job only, so an idle process keeps no core busy.
 * Sleeping without losing a wake-up (a Dekker handshake): the helper stores SLEEPING=1
-  and then reads STATE, the caller stores STATE=POSTED and then reads SLEEPING, and sets
-  the Event when it reads 1. The stores and loads are seq_cst atomics (an xchg and
-  plain loads on x86): a load cannot pass the same thread's earlier store, so at least
-  one side sees the other's store. The caller's sleep on a running job (WAITING and
-  DONE) is the same handshake mirrored. The job's arguments and results are plain
-  stores ordered before the seq_cst store that publishes them (release semantics).
+  and then reads STATE, the caller stores STATE=POSTED and then reads SLEEPING, and
+  wakes it when it reads 1. The stores and loads are seq_cst atomics (an xchg and plain
+  loads on x86): a load cannot pass the same thread's earlier store, so at least one
+  side sees the other's store. The caller's sleep on a running job (WAITING and DONE)
+  is the same handshake mirrored. The job's arguments and results are plain stores
+  ordered before the seq_cst store that publishes them (warm_helper_jit.py says how).
 
 Threads: on a machine of two or more cores one helper (on the 2-vCPU development
 machine: the second core's thread). Its OpenMP team is one thread (`at_thread_start`
 hooks: aioflow/kernels/onednn/primitives.py registers one). The compiled loops
 compile once on a daemon thread (aioflow/kernels/background_jit.py); until then, or
-without numba, or with AIOFLOW_WARM_HELPER=0, `post` returns None and kernels split
-their work as before. A fork's child starts a helper of its own when it first needs
+without numba, off x86-64 (its syscall numbers), or with AIOFLOW_WARM_HELPER=0,
+`helper()` returns None and kernels split their work as before (OpenMP teams, pool
+threads). A fork's child starts a helper of its own when it first needs
 one; the helper ends at interpreter exit.
 """
 

@@ -14,10 +14,18 @@ against 333-583 µs a call, one thread each, load 4-7 (docs/performance.md, 2026
 Below ONEDNN_MACS multiply-adds the call's fixed cost (~4 µs: ctypes and oneDNN's
 dispatch) exceeds what it saves, and NumPy runs the product.
 
-Threads: a product of at least TEAM_MACS multiply-adds runs on an OpenMP team of the
-intra-op threads when the backend's budget has that many cores free (backend.team), as
-the convolutions do from backend.TEAM_WORK; smaller ones on the calling thread alone (a
-64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both stay busy; load 7).
+Threads: a product of at least TEAM_MACS multiply-adds, when the backend's budget has
+two cores free (backend.team), is cut in two (`split_gemm`: rows, or columns when it
+has few) and the second half handed to the warm helper (aioflow/kernels/warm_helper.py)
+as a native GEMM job, both halves single-threaded: equal bit for bit to the whole
+product, and the caller takes the half back when the helper has not started it. A
+64x784x256 product: 65-70 µs so against 115-120 on an OpenMP team of two, whose second
+thread sleeps between products (passive waiting) and on a quiet VM takes 50-300 µs to
+wake (docs/performance.md, 2026-11-29, helper spin). Without the helper (numba absent,
+AIOFLOW_WARM_HELPER=0, another caller holding it), an OpenMP team of the intra-op
+threads, as the convolutions do from backend.TEAM_WORK; smaller products on the calling
+thread alone (a 64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both
+stay busy; load 7).
 Other types, empty matrices and operands whose strides the GEMM cannot take run the
 NumPy product.
 
