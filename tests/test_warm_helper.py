@@ -220,6 +220,30 @@ def test_element_ranges_shared_with_the_warm_helper(monkeypatch, helper):
     assert names == {threading.current_thread().name, "aioflow-warm-helper"}
 
 
+def test_element_ranges_skip_the_warm_helper_while_the_cores_are_shared(monkeypatch, helper):
+    """While a job runs on the pool beside the loop (cores_shared), every core has a
+    thread of ours: the ranges' helper job goes to the pool, not the warm helper."""
+    from aioflow.framework import intra_op_threads
+    monkeypatch.setattr(warm_helper._Global, "helper", helper)
+    monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 4096)
+    monkeypatch.setattr(element_threads, "BLOCK", 1000)
+    monkeypatch.setattr(element_threads, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(element_threads, "_CORES", 2)
+    posted = []
+    monkeypatch.setattr(helper, "post_python", lambda fn: posted.append(fn))
+    seen = np.zeros(20_000, np.int32)
+
+    def mark(lo, hi):
+        seen[lo:hi] += 1
+
+    intra_op_threads.begin_sharing()
+    try:
+        element_threads.for_ranges(seen.size, mark)
+    finally:
+        intra_op_threads.end_sharing()
+    assert (seen == 1).all() and posted == []
+
+
 def _onednn():
     from aioflow.kernels.onednn import backend, matmul_onednn
     if not backend.AVAILABLE:

@@ -15,7 +15,10 @@ up. The first helper job goes to the warm helper (aioflow/kernels/warm_helper.py
 thread that polls for work a while after its last job, so a hand-off costs a few µs
 where waking a sleeping thread costs 50-300 on the development VM); the others (three
 or more cores), and the first when the warm helper is not there or another caller holds
-it, to helpers of their own, one fewer than the cores: the convolutions' pool
+it, or while a job runs on the executor's pool beside the loop (`cores_shared`: every
+core has a thread of ours already; with 32 MobileNetV2 runs in flight the warm helper's
+Python jobs cost 15-28 page faults an image, 0.3 ms of system time), to helpers of
+their own, one fewer than the cores: the convolutions' pool
 (aioflow/kernels/nn/conv_kernels.py `parallel_blocks`) waits for every job it submitted,
 so a job queued behind a convolution's would hold the kernel up until that one ended.
 The loops given here release the GIL (NumPy ufuncs on slices, numba's nogil loops).
@@ -34,7 +37,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from aioflow.framework.intra_op_threads import blas_threads_outside
+from aioflow.framework.intra_op_threads import blas_threads_outside, cores_shared
 from aioflow.kernels import warm_helper
 
 #: Elements above which a kernel's work is shared among threads (float32: 2 MiB; one
@@ -126,7 +129,7 @@ def _share(ranges: list, fn: Callable[[int, int], None], threads: int) -> None:
                     if state["left"] == 0:
                         done.set()
 
-    helper = warm_helper.helper()
+    helper = warm_helper.helper() if not cores_shared() else None
     ticket = helper.post_python(run) if helper is not None else None
     jobs = threads - 1 - (ticket is not None)
     if jobs:
