@@ -50,6 +50,7 @@ import ctypes
 import importlib
 import os
 import platform
+import sys
 import threading
 from collections.abc import Callable
 
@@ -66,7 +67,10 @@ CALLER_SPIN_NS = 500_000
 
 _CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else (os.cpu_count() or 1))
-ENABLED = (jit.ENABLED and _CORES >= 2 and platform.machine() in ("x86_64", "AMD64")
+#: Whether a helper may run: numba, two cores or more, Linux on x86-64 (the futex
+#: syscall's number, x86's ordering argument), not turned off by AIOFLOW_WARM_HELPER=0.
+ENABLED = (jit.ENABLED and _CORES >= 2 and sys.platform.startswith("linux")
+           and platform.machine() == "x86_64"
            and os.environ.get("AIOFLOW_WARM_HELPER", "1").strip() != "0")
 
 # -- the control words (an int64 array shared by a caller and the helper) ------------------------
@@ -74,8 +78,8 @@ ENABLED = (jit.ENABLED and _CORES >= 2 and platform.machine() in ("x86_64", "AMD
 STATE = 0       # IDLE, POSTED, TAKEN, DONE
 KIND = 1        # the posted job's kind: PYTHON, CALL, SGEMM
 STATUS = 2      # a native job's return status (0: success)
-SLEEPING = 3    # 1: the helper is going to sleep (on its Event)
-WAITING = 4     # 1: the caller is going to sleep until the job is done (on its Event)
+SLEEPING = 3    # 1: the helper is going to sleep (a futex wait on this word)
+WAITING = 4     # 1: the caller is going to sleep until the job is done (a futex wait)
 STOP = 5        # 1: the helper ends
 JOBS = 6        # jobs the helper has taken
 ARGS = 8        # the job's argument words from here (16 of them)
@@ -93,7 +97,7 @@ RUN_PYTHON, STOPPED = 1, 2
 # reclaim_or_wait's answers
 RECLAIMED, FINISHED = 0, 1
 
-_libc = ctypes.CDLL(None)
+_libc = ctypes.CDLL(None) if ENABLED else None
 
 
 def _address(fn) -> int:
@@ -105,7 +109,8 @@ _FUTEX, _FUTEX_WAIT, _FUTEX_WAKE = 202, 128, 129
 #: What the compiled loops call: syscall(), SYS_futex, FUTEX_WAIT, FUTEX_WAKE,
 #: clock_gettime(), and sched_yield() between polls.
 _SYS = np.array([_address(_libc.syscall), _FUTEX, _FUTEX_WAIT, _FUTEX_WAKE,
-                 _address(_libc.clock_gettime), _address(_libc.sched_yield)], np.int64)
+                 _address(_libc.clock_gettime), _address(_libc.sched_yield)], np.int64) \
+    if ENABLED else None
 _thread_start_hooks: list[Callable[[], None]] = []
 _jit = None  # aioflow.kernels.warm_helper_jit once compiled
 
@@ -237,7 +242,7 @@ def helper() -> WarmHelper | None:
     """The process's warm helper, or None while its loops compile (started on the first
     call), without numba, on one core, or with AIOFLOW_WARM_HELPER=0."""
     h = _Global.helper
-    if h is not None:
+    if h is not None or not ENABLED:
         return h
     if not _compile.ready():
         _compile.start()
