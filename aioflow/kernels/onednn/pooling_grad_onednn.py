@@ -6,11 +6,14 @@ and hand channels-last tensors to `max_grad` / `avg_grad`; these kernels overrid
 Max pooling's backward needs the forward's workspace (which tap won each window): the
 forward runs again for training on the original input (oneDNN, as TF's, takes the first
 maximum in window order: TF's MaxPoolGrad recomputes the argmax from the input too),
-then the backward scatters the gradient to it. Average pooling's backward spreads each
-gradient over the taps inside the input (exclude padding, TF's). Primitives are made with
-the forward's hint and cached by geometry and threads, and take an OpenMP team only
-from conv_grad_onednn.TEAM_WORK (window taps times gradient elements), as the
-convolutions' gradients do. Other types run the NumPy code.
+then the backward scatters the gradient to it; unless the forward MaxPool kept its
+workspace beside this very orig_output (pool_workspace: the first gradient of a
+geometry asks for it, later steps' forwards keep it), which the backward then reads.
+Average pooling's backward spreads each gradient over the taps inside the input
+(exclude padding, TF's). Primitives are made with the forward's hint and cached by
+geometry and threads, and take an OpenMP team only from conv_grad_onednn.TEAM_WORK
+(window taps times gradient elements), as the convolutions' gradients do.
+Other types run the NumPy code.
 
 Where they run: as the forward pooling (backend.LoopOrThread), inline on the event loop
 up to backend.INLINE_WORK, larger calls on the executor's pool: a pooling gradient
@@ -21,6 +24,8 @@ pool and back only adds to the step.
 
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from aioflow.framework import dtypes
@@ -30,7 +35,7 @@ from aioflow.kernels.nn.pooling_grad_kernels import (
     MaxPoolGradOp,
     MaxPoolGradV2Op,
 )
-from aioflow.kernels.onednn import backend
+from aioflow.kernels.onednn import backend, pool_workspace
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel
 from aioflow.kernels.onednn.conv_grad_onednn import grad_team
@@ -45,6 +50,10 @@ from aioflow.kernels.onednn.primitives import (
 )
 
 _CACHE = PrimitiveCache()
+# MaxPoolGrad's (orig_input, orig_output) while its compute() runs: max_grad() sees x only
+_ORIGINALS: contextvars.ContextVar = contextvars.ContextVar("max_pool_grad_originals",
+                                                            default=None)
+RECOMPUTES = [0]  # forwards run again for a workspace (tests count them)
 
 
 class PoolBackwardPlan:
@@ -85,12 +94,19 @@ def _gradient(dx_shape, dy, alg, ksizes, strides, pads, run):
     return dx
 
 
-def _max_backward(x, g):
+def _max_backward(x, g, originals, ws_key):
     def run(plan, dx):
-        y = np.empty(g.shape, np.float32)
-        ws = np.empty(max(1, plan.ws_md.size), np.uint8)
-        plan.forward.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, y),
-                              (api.ARG_WORKSPACE, plan.ws_md, ws)])
+        ws = None
+        if originals is not None and originals[0] is x:
+            ws = pool_workspace.take(originals[1], x, ws_key, plan.ws_md)
+        if ws is None:
+            RECOMPUTES[0] += 1
+            pool_workspace.want(ws_key)  # the next forward of this geometry keeps one
+            y = np.empty(g.shape, np.float32)
+            ws = np.empty(max(1, plan.ws_md.size), np.uint8)
+            plan.forward.execute([(api.ARG_SRC, plan.src_md, x),
+                                  (api.ARG_DST, plan.dst_md, y),
+                                  (api.ARG_WORKSPACE, plan.ws_md, ws)])
         plan.backward.execute([(api.ARG_DIFF_DST, plan.dst_md, g),
                                (api.ARG_WORKSPACE, plan.ws_md, ws),
                                (api.ARG_DIFF_SRC, plan.src_md, dx)])
@@ -117,12 +133,21 @@ class _OnednnPoolGrad(LoopOrThread):
 
 
 class _OnednnMaxPoolGrad(_OnednnPoolGrad):
+    def compute(self, ctx, inputs):
+        token = _ORIGINALS.set((inputs[0], inputs[1]))  # for max_grad's workspace
+        try:
+            return super().compute(ctx, inputs)
+        finally:
+            _ORIGINALS.reset(token)
+
     def max_grad(self, x, g, ksizes, strides, pads, out_sizes):
         if not backend.ACTIVE or x.dtype != np.float32 or g.dtype != np.float32 or \
                 x.size == 0 or g.size == 0:
             return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
         x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-        dx = _gradient(x.shape, g, api.POOLING_MAX, ksizes, strides, pads, _max_backward(x, g))
+        ws_key = pool_workspace.geometry_key(x.shape, ksizes, strides, pads)
+        dx = _gradient(x.shape, g, api.POOLING_MAX, ksizes, strides, pads,
+                       _max_backward(x, g, _ORIGINALS.get(), ws_key))
         if dx is None:  # a window oneDNN does not take: the NumPy code
             return super().max_grad(x, g, ksizes, strides, pads, out_sizes)
         return dx

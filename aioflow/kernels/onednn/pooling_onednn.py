@@ -25,7 +25,7 @@ from aioflow.kernels.nn.pooling_kernels import (
     MaxPoolOp,
     MaxPoolV2Op,
 )
-from aioflow.kernels.onednn import backend, box_pool
+from aioflow.kernels.onednn import backend, box_pool, pool_workspace
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
 from aioflow.kernels.onednn.primitives import (
@@ -43,7 +43,8 @@ _CACHE = PrimitiveCache()
 class PoolPlan:
     """A pooling primitive for one geometry, with its argument descriptors."""
 
-    def __init__(self, x: np.ndarray, out: np.ndarray, alg: int, ksizes, strides, pads):
+    def __init__(self, x: np.ndarray, out: np.ndarray, alg: int, ksizes, strides, pads,
+                 kind: int = api.FORWARD_INFERENCE):
         nd = x.ndim
         order = (0, nd - 1) + tuple(range(1, nd - 1))  # channels-last -> N C spatial
         self.src_md = array_desc(x, order)
@@ -52,10 +53,12 @@ class PoolPlan:
         lib = api._lib
         attr = user_scratchpad()
         self.prim = Primitive(lambda pd: lib.dnnl_pooling_forward_primitive_desc_create(
-            pd, eng, api.FORWARD_INFERENCE, alg, self.src_md.handle, self.dst_md.handle,
+            pd, eng, kind, alg, self.src_md.handle, self.dst_md.handle,
             api.dims(strides), api.dims(ksizes), api.dims([0] * len(ksizes)),
             api.dims([b for b, _ in pads]), api.dims([a for _, a in pads]), attr),
             "dnnl_pooling_forward_primitive_desc_create")
+        self.ws_md = self.prim.md(api.QUERY_WORKSPACE_MD) \
+            if kind == api.FORWARD_TRAINING else None
 
 
 class _OnednnPool(LoopOrThread):
@@ -91,12 +94,24 @@ class _OnednnPool(LoopOrThread):
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
         with team(out.size * math.prod(ksizes)) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
-            key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads)
+            # a MaxPoolGrad's geometry: for training, the workspace kept (pool_workspace)
+            ws_key = pool_workspace.geometry_key(x.shape, ksizes, strides, pads) \
+                if self.op == "max" else None
+            kind = api.FORWARD_TRAINING if ws_key is not None and \
+                pool_workspace.wanted(ws_key) else api.FORWARD_INFERENCE
+            key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads, kind)
             try:
-                plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads))
+                plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads,
+                                                        kind))
             except api.DnnlError:  # a window oneDNN does not take: the NumPy code
                 return super()._spatial(x, ksizes, strides)
-            plan.prim.execute([(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)])
+            args = [(api.ARG_SRC, plan.src_md, x), (api.ARG_DST, plan.dst_md, out)]
+            if plan.ws_md is None:
+                plan.prim.execute(args)
+                return out
+            ws = np.empty(max(1, plan.ws_md.size), np.uint8)
+            plan.prim.execute(args + [(api.ARG_WORKSPACE, plan.ws_md, ws)])
+            pool_workspace.keep(out, x, ws_key, ws, plan.ws_md)
             return out
 
 
