@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from kernel_testutil import run1
+from kernel_testutil import run1, stopped_warm_helper
 
 from aioflow.kernels import element_threads
 from aioflow.kernels.array import pad_fill
@@ -89,9 +89,10 @@ def test_for_ranges_covers_every_element_once(small_split):
 
 
 @pytest.mark.skipif(element_threads._CORES < 2, reason="no helper threads on one core")
-def test_a_busy_helper_leaves_its_share_to_the_caller(small_split):
+def test_a_busy_helper_leaves_its_share_to_the_caller(small_split, monkeypatch):
     """The caller never waits for a helper job that has not started: with every helper
-    held up, it does every range itself and returns."""
+    held up (the warm helper not coming), it does every range itself and returns."""
+    stopped_warm_helper(monkeypatch)
     release = threading.Event()
     pool = element_threads._helper_pool()
     blockers = [pool.submit(release.wait, 30) for _ in range(element_threads._CORES - 1)]
