@@ -48,6 +48,11 @@ def want(key: tuple) -> None:
     _WANTED.add(key)
 
 
+def any_wanted() -> bool:
+    """Whether any geometry is (an inference-only process builds no key)."""
+    return bool(_WANTED)
+
+
 def wanted(key: tuple) -> bool:
     return key in _WANTED
 

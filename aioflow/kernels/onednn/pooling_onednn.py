@@ -5,8 +5,10 @@ The NumPy kernels (aioflow/kernels/nn/pooling_kernels.py) check the window and h
 channels-last input to `_spatial`; these kernels override it: the input and output are
 described as they lie (NHWC / NDHWC, no copy), max pooling is pooling_max and average
 pooling pooling_avg_exclude_padding (TF's SAME padding does not count the padding), for
-inference (no workspace). Depthwise max pooling (a window over channels), other types
-and empty tensors run the NumPy code. Primitives are cached by shapes and window.
+inference (no workspace; for training where a MaxPoolGrad of the geometry ran, the
+workspace kept beside the output for it: pool_workspace.py). Depthwise max pooling
+(a window over channels), other types and empty tensors run the NumPy code.
+Primitives are cached by shapes and window.
 Stride-1 average poolings that measure faster on the separable box filter run it
 instead (aioflow/kernels/onednn/box_pool.py says which).
 """
@@ -96,7 +98,7 @@ class _OnednnPool(LoopOrThread):
             set_threads(threads)  # before a primitive is made: it keeps the count
             # a MaxPoolGrad's geometry: for training, the workspace kept (pool_workspace)
             ws_key = pool_workspace.geometry_key(x.shape, ksizes, strides, pads) \
-                if self.op == "max" else None
+                if self.op == "max" and pool_workspace.any_wanted() else None
             kind = api.FORWARD_TRAINING if ws_key is not None and \
                 pool_workspace.wanted(ws_key) else api.FORWARD_INFERENCE
             key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads, kind)
