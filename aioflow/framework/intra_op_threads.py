@@ -170,14 +170,38 @@ def begin_sharing() -> None:
 def end_sharing(*_) -> None:
     """The job of a `begin_sharing` finished or was cancelled (takes and ignores a
     future: it is a done callback too)."""
-    global _sharing
+    global _sharing, _lent
     with _sharing_lock:
         _sharing -= 1
+        if not _sharing:
+            _lent = 0  # lent to jobs that are done: each lender takes its core back
 
 
 def cores_shared() -> bool:
-    """Whether a job handed off with `begin_sharing` is in flight."""
-    return _sharing > 0
+    """Whether a job handed off with `begin_sharing` is in flight and needs its core:
+    not when an event loop that has nothing else to run lent it its own (`lend_core`:
+    the run's other branches are done and it waits for the job)."""
+    return _sharing > _lent
+
+
+def lend_core() -> bool:
+    """An event loop's runner went idle while shared jobs are in flight: the jobs' next
+    primitives may take its core until it calls `reclaim_core` (it has work again) or
+    the last of those jobs ends. False (nothing lent) when no shared job is in flight."""
+    global _lent
+    with _sharing_lock:
+        if not _sharing:
+            return False
+        _lent += 1
+        return True
+
+
+def reclaim_core() -> None:
+    """The runner of a `lend_core` has work again."""
+    global _lent
+    with _sharing_lock:
+        if _lent:  # (0 once the jobs it lent to ended)
+            _lent -= 1
 
 
 def sharing_jobs() -> int:
@@ -188,3 +212,4 @@ def sharing_jobs() -> int:
 
 _sharing_lock = threading.Lock()
 _sharing = 0  # jobs handed off with begin_sharing() and not yet done
+_lent = 0  # idle event loops' cores lent to those jobs (lend_core)

@@ -51,6 +51,9 @@ SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
 #: other run waits): one per core besides the loop's, each running its branch's chain
 #: while the loop runs the others', every primitive on its calling thread alone.
 BRANCH_JOBS = _CORES - 1
+#: Ready nodes `branch_to_share` looks at (an Inception block has four branches; a wide
+#: graph's long ready queue is not scanned on every node).
+BRANCH_SCAN = 8
 
 
 def _end_sharing_if_cancelled(fut) -> None:
@@ -241,20 +244,34 @@ class ExecutorStateBase:
                 if share is None:
                     return False
                 jobs = sharing_jobs()
-                if not (jobs < SHARED_JOBS and self.runner.queue or
-                        jobs < BRANCH_JOBS and self.ready and self.branch_ready()) or \
-                        not share(args):
+                if jobs < SHARED_JOBS and self.runner.queue:
+                    if not share(args):
+                        return False
+                elif not (jobs < BRANCH_JOBS and self.ready) or not share(args):
                     return False
+                else:
+                    # A branch of this run: the one whose chain is the longest goes to
+                    # the pool (this one when it ties), the others stay on the loop.
+                    other = self.branch_to_share(item)
+                    if other is None:
+                        return False
+                    if other is not item:
+                        self.ready.remove(other)
+                        self.dispatch(other, other, slots[other.input_start:other.input_end],
+                                      slots, shared=True)
+                        return False
                 self.dispatch(item, token, args, slots, shared=True)
                 return True
         self.dispatch(item, token, args, slots)
         return True
 
-    def branch_ready(self) -> bool:
-        """Whether another ready node of this run is worth a thread of its own (a
-        kernel's `worth_a_thread` on its inputs). False here (the control-flow
-        propagator's ready entries are left alone); SimpleExecutorState's looks."""
-        return False
+    def branch_to_share(self, item):
+        """Of `item` (worth a thread, just taken from the ready queue) and the other
+        ready nodes worth a thread of their own, the one to send to a pool thread: the
+        head of the longest chain (`item` when it ties), or None when no other ready
+        node is worth a thread. None here (the control-flow propagator's ready entries
+        are left alone); SimpleExecutorState's looks."""
+        return None
 
     def sampled(self, item, token, args, slots: list, pool: bool) -> None:
         """Run an input-dependent kernel timed, on the pool or inline (its outputs then
@@ -511,13 +528,41 @@ class SimpleExecutorState(ExecutorStateBase):
             links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in out)))
             node = nxt
 
-    def branch_ready(self) -> bool:
+    def branch_to_share(self, item):
         inputs = self.inputs
-        for nxt in self.ready:
+        send = None
+        longest = self.chain_length(item)
+        for i, nxt in enumerate(self.ready):
+            if i == BRANCH_SCAN:
+                break
             share = nxt.worth_a_thread
             if share is not None and share(inputs[nxt.input_start:nxt.input_end]):
-                return True
-        return False
+                n = self.chain_length(nxt)
+                if send is None or n > longest:
+                    send, longest = (nxt, n) if n > longest else (item, longest)
+        return send
+
+    def chain_length(self, item) -> int:
+        """The nodes a pool job starting `item` would run (`chain`'s rule, nothing
+        taken)."""
+        n = 1
+        pending = self.pending
+        items = self.items
+        blas = item.uses_blas
+        node = item
+        while True:
+            out = node.out_data
+            if not out or node.out_control:
+                return n
+            dst = out[0][0]
+            nxt = items[dst]
+            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
+                    nxt.member_of is not None or \
+                    pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
+                    any(edge[0] != dst for edge in out):
+                return n
+            n += 1
+            node = nxt
 
     def expand(self, item) -> None:
         segment = item.segment
