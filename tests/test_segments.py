@@ -1227,6 +1227,27 @@ def test_sinking_refuses_a_merge_that_a_path_would_leave_and_reenter():
 
     succ = [[1], [2], [3], []]
     chunks = [([0, 3], ("f", 1, frozenset({9}))), ([2], ("f", 0, frozenset()))]
-    assert sorted(map(sorted, _sink(chunks, [0, 1, 2, 3], succ))) == [[0, 3], [2]]
+    assert sorted(map(sorted, _sink(chunks, [0, 1, 2, 3], succ, frozenset()))) == [[0, 3], [2]]
     succ[0] = [3]  # no path from B to A: A joins B
-    assert _sink(chunks, [0, 1, 2, 3], succ) == [[0, 2, 3]]
+    assert _sink(chunks, [0, 1, 2, 3], succ, frozenset()) == [[0, 2, 3]]
+    # ... unless B's late input 9 is an async kernel (it may never deliver)
+    assert sorted(map(sorted, _sink(chunks, [0, 1, 2, 3], succ, frozenset({9})))) == [[0, 3], [2]]
+
+
+@pytest.mark.parametrize("segments", ["1", "eager"])
+async def test_an_error_is_not_held_back_behind_a_dequeue(monkeypatch, segments):
+    """A failing Reshape's run feeds only the run that also waits for an empty queue's
+    dequeue: joined into that run, its error waited for the dequeue (the step hung until
+    its deadline); TF 2.21 fails the step at once with the Reshape's error."""
+    monkeypatch.setenv("AIOFLOW_SEGMENTS", segments)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        q = af.FIFOQueue(3, [af.float32], shapes=[[3]])
+        d = q.dequeue()
+        a = af.reshape(x * 2.0, [3], name="bad_reshape")
+        b = af.sqrt(a + 1.0) + d
+    async with af.Session(graph=g) as sess:
+        options = af.RunOptions(timeout_in_ms=20_000)
+        with pytest.raises(errors.InvalidArgumentError, match="bad_reshape"):
+            await sess.run(b, {x: np.ones(4, np.float32)}, options=options)

@@ -30,7 +30,14 @@ import numpy as np
 
 from aioflow.graph.graph import SINK_ID
 from aioflow.runtime.kernel_stats import learned_expensive
-from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE, MAYBE, NodeItem
+from aioflow.runtime.node_item import (
+    ASYNC,
+    BY_SIZE,
+    FORWARD,
+    INLINE,
+    MAYBE,
+    NodeItem,
+)
 
 #: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
 #: the time one segment holds the loop.
@@ -85,7 +92,8 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     chunks = [(members[start:start + MAX_MEMBERS], key)
               for key, members in groups.items()
               for start in range(0, len(members), MAX_MEMBERS)]
-    chunks = _sink(chunks, order, succ)
+    may_wait = frozenset(i for i, item in enumerate(items) if item.mode == ASYNC)
+    chunks = _sink(chunks, order, succ, may_wait)
     found = [[items[i] for i in chunk] for chunk in chunks if len(chunk) >= MIN_MEMBERS]
     sources = {}
     for chunk in found:
@@ -102,13 +110,19 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     return found, sources
 
 
-def _sink(chunks: list, order: list, succ: list) -> list:
+def _sink(chunks: list, order: list, succ: list, may_wait: frozenset) -> list:
     """Merge a run into the one run that consumes all its outputs when it waits for no
     late input that run does not (a Const gated by a control edge, a multiply feeding
     only an add, as a loop body split over devices has them): nothing outside waits for
     its outputs, so no value is held back. Visited in reverse topological order, chains
     of runs sink whole; a merge that would put a path from the run back into it through
-    another node (a deadlock when run as one step) is refused."""
+    another node (a deadlock when run as one step) is refused, and so is one that would
+    make the run wait for a late input that may never come (`may_wait`: async kernels
+    such as a dequeue or a step's Recv): an error of the run must abort the step as soon
+    as it happens, as TF's, not when (or never, if) that input arrives. A transfer inside
+    a loop (mode FRAMED: the split loop's body waits for one every iteration) does not
+    count: its sender runs every iteration of the same step, dead or alive, so it comes
+    unless the sender itself waits on such a kernel."""
     position = {i: p for p, i in enumerate(order)}
     where = {}
     for k, (chunk, _) in enumerate(chunks):
@@ -126,6 +140,8 @@ def _sink(chunks: list, order: list, succ: list) -> list:
             continue
         t = targets.pop()
         if t is None or not _may_sink(keys[k], keys[t], len(own) + len(merged[t])):
+            continue
+        if any(i in may_wait or not isinstance(i, int) for i in keys[t][2] - keys[k][2]):
             continue
         union = own.union(merged[t])
         if _reenters(union, succ, position):

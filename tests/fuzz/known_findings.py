@@ -355,6 +355,30 @@ def _truncated_normal_empty_past_numpy(op: str = "TruncatedNormal"):
              seed=attr(i=2), seed2=attr(i=2))), {}, ["op:0"])
 
 
+def _random_int_empty_past_numpy():
+    """RandomUniformInt's empty [2^63-1, 0, 2^63-1] output (TF 2.21: "Could not allocate
+    ndarray"; here TF's OOM, as the other random ops)."""
+    content = struct.pack("<3q", 2**63 - 1, 0, 2**63 - 1)
+    one = struct.pack("<q", 1)
+    return FuzzCase("repro", graph(
+        const("shape", types_pb2.DT_INT64, [3], content),
+        const("lo", types_pb2.DT_INT64, [], struct.pack("<q", 0)),
+        const("hi", types_pb2.DT_INT64, [], one),
+        node("op", "RandomUniformInt", ["shape", "lo", "hi"], T=attr(type=types_pb2.DT_INT64),
+             Tout=attr(type=types_pb2.DT_INT64), seed=attr(i=2), seed2=attr(i=2))),
+        {}, ["op:0"])
+
+
+def _random_gamma_empty_past_numpy():
+    """RandomGamma's empty [0, 2^63-1, 2] output: TF's OOM, as the other random ops."""
+    content = struct.pack("<3q", 0, 2**63 - 1, 2)
+    return FuzzCase("repro", graph(
+        const("shape", types_pb2.DT_INT64, [3], content),
+        const("alpha", DT_FLOAT, [], struct.pack("<f", 1.0)),
+        node("op", "RandomGamma", ["shape", "alpha"], S=attr(type=types_pb2.DT_INT64),
+             T=attr(type=DT_FLOAT), seed=attr(i=2), seed2=attr(i=2))), {}, ["op:0"])
+
+
 def _all_with_an_int_t_attr():
     """All (no T in its OpDef) given an int attr named T: ignored, as TF ignores it."""
     return FuzzCase("repro", graph(
@@ -513,6 +537,13 @@ FINDINGS = [
     Finding("broadcast-to-past-numpy",
             "FAIL:wrapped-ValueError@run@kernels/array/array_kernels.py:compute",
             _broadcast_to_past_numpy),
+    # Session 12's long run (RandomUniformInt; RandomGamma had the same empty path).
+    Finding("random-uniform-int-empty-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:compute",
+            _random_int_empty_past_numpy),
+    Finding("random-gamma-empty-past-numpy",
+            "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:compute",
+            _random_gamma_empty_past_numpy),
     # Found by the last long run of 2026-11-29; fixed the next session (frame_state.py).
     Finding("tensor-array-gather-none-input",
             "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",

@@ -214,7 +214,7 @@ class RandomUniformIntOp(_Stateful):
         _check_bounds(minval, maxval)
         n = math.prod(shape)
         if n == 0:
-            return (np.empty(shape, self._dtype),)
+            return (generating(shape, self._dtype, lambda: np.empty(shape, self._dtype)),)
         lo, span = _int_span(minval, maxval)
         gen = self.reserve(n * RESERVE_PER_OUTPUT)
         return (generating(shape, self._dtype, lambda: uniform_int(
@@ -403,7 +403,7 @@ class RandomGammaOp(_Stateful):
         per_alpha = output_shape(shape_t)
         shape = per_alpha + np.shape(alpha)
         if math.prod(shape) == 0:
-            return (np.empty(shape, self._dtype),)
+            return (generating(shape, self._dtype, lambda: np.empty(shape, self._dtype)),)
         num_alphas = np.size(alpha)
         if num_alphas == 0:
             raise _invalid(f"Input alpha should have non-zero element count, got: {num_alphas}")
