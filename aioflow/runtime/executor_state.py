@@ -56,11 +56,16 @@ BRANCH_JOBS = _CORES - 1
 BRANCH_SCAN = 8
 
 
-def _end_sharing_if_cancelled(fut) -> None:
+#: `dispatch(shared=...)`: a job beside the loop for runs waiting for it, or for a run's
+#: own parallel branch (framework.intra_op_threads.begin_sharing).
+RUNS, BRANCH = 1, 2
+
+
+def _end_sharing_if_cancelled(shared: int, fut) -> None:
     """Done callback of a shared pool job: one cancelled before it ran never ends its
     sharing itself (a job that ran ends it before reporting)."""
     if fut.cancelled():
-        end_sharing()
+        end_sharing(branch=shared == BRANCH)
 
 
 def broadcast_size(a, b) -> int:
@@ -261,9 +266,11 @@ class ExecutorStateBase:
                     if other is not item:
                         self.ready.remove(other)
                         self.dispatch(other, other, slots[other.input_start:other.input_end],
-                                      slots, shared=True)
+                                      slots, shared=BRANCH)
                         return False
-                self.dispatch(item, token, args, slots, shared=True)
+                    self.dispatch(item, token, args, slots, shared=BRANCH)
+                    return True
+                self.dispatch(item, token, args, slots, shared=RUNS)
                 return True
         self.dispatch(item, token, args, slots)
         return True
@@ -288,7 +295,7 @@ class ExecutorStateBase:
         self.completed.append((token, timed_inline(item, compute, n, self.kctx, args)))
 
     def dispatch(self, item, token, args, slots: list, sample_size: int = 0,
-                 shared: bool = False) -> None:
+                 shared: int = 0) -> None:
         """Start a kernel that does not run inline; its outputs come back through
         `completed`. Its input slots are cleared: a kernel worth the pool usually has
         large inputs, and they should be freed as soon as it is done with them, not at
@@ -309,7 +316,7 @@ class ExecutorStateBase:
                 elif self.stats is None:  # (traced: every node shows in the stats)
                     links = self.chain(item)
                 if shared:
-                    begin_sharing()
+                    begin_sharing(shared == BRANCH)
                 try:
                     if links:
                         fut = self.impl.device.submit(self._chain_job, compute, token,
@@ -323,10 +330,10 @@ class ExecutorStateBase:
                                                       pool=self.pool)
                 except BaseException:
                     if shared:
-                        end_sharing()
+                        end_sharing(branch=shared == BRANCH)
                     raise
                 if shared:  # a job cancelled before it ran ends its sharing here
-                    fut.add_done_callback(_end_sharing_if_cancelled)
+                    fut.add_done_callback(partial(_end_sharing_if_cancelled, shared))
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
@@ -349,7 +356,7 @@ class ExecutorStateBase:
         self._job_finished()
         self._after_job(token, outs, exc)
 
-    def _pool_job(self, compute, token, args, shared: bool = False):
+    def _pool_job(self, compute, token, args, shared: int = 0):
         try:
             with np.errstate(all="ignore"):
                 result = compute(self.kctx, args)
@@ -360,7 +367,7 @@ class ExecutorStateBase:
         # may be after a consumer already ran: let go of the inputs before reporting.
         args.clear()
         if shared:
-            end_sharing()
+            end_sharing(branch=shared == BRANCH)
         self.runner.post_completion(self, token, result, exc)
 
     def chain(self, item) -> list:
@@ -370,7 +377,7 @@ class ExecutorStateBase:
         control-flow propagator chains nothing); SimpleExecutorState's finds them."""
         return None
 
-    def _chain_job(self, compute, token, args, links, shared: bool):
+    def _chain_job(self, compute, token, args, links, shared: int):
         """A pool job: the first node (`compute`, `token`), then each successor of its
         chain with the previous one's outputs, on this thread; only the last one's
         outputs come back (the others' went to their one consumer, the next). An error
@@ -397,7 +404,7 @@ class ExecutorStateBase:
             for _, nargs, _ in links:
                 nargs.clear()
         if shared:
-            end_sharing()
+            end_sharing(branch=shared == BRANCH)
         self.runner.post_completion(self, token, outs, exc)
 
     def on_pool_done(self, token, result, exc) -> None:
