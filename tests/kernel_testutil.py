@@ -118,3 +118,18 @@ def run1(op_type: str, inputs: list, **attrs):
     outputs = run_kernel(op_type, inputs, **attrs)
     assert len(outputs) == 1, outputs
     return outputs[0]
+
+
+def stopped_warm_helper(monkeypatch):
+    """The process's warm helper (aioflow/kernels/warm_helper.py) replaced by one whose
+    thread has ended, so that it takes no job (None where the process has none: no
+    numba, one core)."""
+    from aioflow.kernels import warm_helper
+
+    if not warm_helper.ENABLED:
+        return None
+    assert warm_helper.wait_ready(300), warm_helper._compile.last_error
+    helper = warm_helper.WarmHelper()
+    helper.stop()
+    monkeypatch.setattr(warm_helper._Global, "helper", helper)
+    return helper

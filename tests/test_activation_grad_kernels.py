@@ -17,7 +17,7 @@ from kernel_testutil import create, run1, run_kernel
 
 from aioflow.framework import errors
 from aioflow.kernels import element_threads
-from aioflow.kernels.nn import activation_grad_jit, activation_grad_kernels
+from aioflow.kernels.nn import activation_grad_jit, activation_grad_kernels, pass_placement
 
 _CASES = np.load(Path(__file__).resolve().parent / "data" / "activation_grad_cases.npz")
 _KEYS = sorted({k.rsplit("_", 1)[0] for k in _CASES.files if k.endswith("_g")})
@@ -52,14 +52,15 @@ def test_matches_tensorflow(op, key, path):
 
 @pytest.mark.parametrize("op", ["ReluGrad", "Relu6Grad"])
 def test_threaded_ranges_match_one_pass(op, monkeypatch):
-    """Above element_threads.SPLIT_ABOVE the ranges are shared among threads; the
-    result is the one pass's."""
+    """Above pass_placement.WHOLE_PASS (and element_threads.SPLIT_ABOVE) the ranges are
+    shared among threads; the result is the one pass's."""
     if not activation_grad_jit.wait_ready(120):
         pytest.skip("numba (the jit extra) is not installed")
     rng = np.random.default_rng(3)
     g = rng.standard_normal((4, 33, 33, 16)).astype(np.float32)
     x = rng.normal(3, 4, g.shape).astype(np.float32)
     whole = run1(op, [g, x])
+    monkeypatch.setattr(pass_placement, "WHOLE_PASS", 1000)
     monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 1000)
     monkeypatch.setattr(element_threads, "BLOCK", 1000)
     _assert_bits_equal(run1(op, [g, x]), whole)

@@ -9,11 +9,11 @@ import threading
 
 import numpy as np
 import pytest
-from kernel_testutil import run1
+from kernel_testutil import run1, stopped_warm_helper
 
 from aioflow.kernels import element_threads
 from aioflow.kernels.array import pad_fill
-from aioflow.kernels.nn import activation_jit, activation_kernels
+from aioflow.kernels.nn import activation_jit, activation_kernels, pass_placement
 
 SPECIALS = [np.nan, -np.nan, -0.0, 0.0, -np.inf, np.inf, -1.0, 1.0, 7.0, 6.0, 5.9, -1e-45]
 REFERENCES = {
@@ -31,8 +31,10 @@ def compiled():
 
 @pytest.fixture
 def small_split(monkeypatch):
-    """Splitting from 4,096 elements in blocks of 1,000, over 3 threads."""
+    """Splitting from 4,096 elements in blocks of 1,000, over 3 threads (Relu and Relu6
+    split from as few: their whole-pass limit lowered too)."""
     monkeypatch.setattr(element_threads, "SPLIT_ABOVE", 4096)
+    monkeypatch.setattr(pass_placement, "WHOLE_PASS", 4096)
     monkeypatch.setattr(element_threads, "BLOCK", 1000)
     monkeypatch.setattr(element_threads, "intra_op_threads", lambda: 3)
 
@@ -89,9 +91,10 @@ def test_for_ranges_covers_every_element_once(small_split):
 
 
 @pytest.mark.skipif(element_threads._CORES < 2, reason="no helper threads on one core")
-def test_a_busy_helper_leaves_its_share_to_the_caller(small_split):
+def test_a_busy_helper_leaves_its_share_to_the_caller(small_split, monkeypatch):
     """The caller never waits for a helper job that has not started: with every helper
-    held up, it does every range itself and returns."""
+    held up (the warm helper not coming), it does every range itself and returns."""
+    stopped_warm_helper(monkeypatch)
     release = threading.Event()
     pool = element_threads._helper_pool()
     blockers = [pool.submit(release.wait, 30) for _ in range(element_threads._CORES - 1)]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_testutil import create, make_node_def
+from kernel_testutil import create, make_node_def, stopped_warm_helper
 
 from aioflow.framework import op_def_registry
 from aioflow.framework.op_kernel import OpKernelConstruction
@@ -145,9 +145,11 @@ def test_a_helper_thread_takes_chunks_beside_the_caller(op, split_everything):
 
 
 @pytest.mark.parametrize("op", ["Conv2DBackpropInput", "Conv2DBackpropFilter"])
-def test_a_call_never_waits_for_a_helper_that_does_not_come(op, split_everything):
-    """With the helper threads busy (a job holding each until the call is done), the
-    caller runs every chunk itself and returns."""
+def test_a_call_never_waits_for_a_helper_that_does_not_come(op, split_everything,
+                                                          monkeypatch):
+    """With the helper threads busy (a job holding each until the call is done) and the
+    warm helper not coming, the caller runs every chunk itself and returns."""
+    stopped_warm_helper(monkeypatch)
     pool = element_threads._helper_pool()
     release = threading.Event()
     holding = [pool.submit(release.wait, 20) for _ in range(pool._max_workers)]

@@ -11,7 +11,14 @@ Ranges are taken one at a time (at least BLOCK elements each, about two per thre
 the calling thread and by helper jobs, and the caller waits only for ranges a helper has
 started: a helper that is busy (a convolution's blocks, another kernel's) or gets no
 core on a loaded machine leaves its share to the caller instead of holding the kernel
-up. Hence helpers of their own, one fewer than the cores: the convolutions' pool
+up. The first helper job goes to the warm helper (aioflow/kernels/warm_helper.py: a
+thread that polls for work a while after its last job, so a hand-off costs a few µs
+where waking a sleeping thread costs 50-300 on the development VM); the others (three
+or more cores), and the first when the warm helper is not there or another caller holds
+it, or while a job runs on the executor's pool beside the loop (`cores_shared`: every
+core has a thread of ours already; with 32 MobileNetV2 runs in flight the warm helper's
+Python jobs cost 15-28 page faults an image, 0.3 ms of system time), to helpers of
+their own, one fewer than the cores: the convolutions' pool
 (aioflow/kernels/nn/conv_kernels.py `parallel_blocks`) waits for every job it submitted,
 so a job queued behind a convolution's would hold the kernel up until that one ended.
 The loops given here release the GIL (NumPy ufuncs on slices, numba's nogil loops).
@@ -30,7 +37,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from aioflow.framework.intra_op_threads import blas_threads_outside
+from aioflow.framework.intra_op_threads import blas_threads_outside, cores_shared
+from aioflow.kernels import warm_helper
 
 #: Elements above which a kernel's work is shared among threads (float32: 2 MiB; one
 #: thread's numba Relu over it takes ~0.1 ms, a hand-off to a pool thread 10-30 µs).
@@ -121,10 +129,18 @@ def _share(ranges: list, fn: Callable[[int, int], None], threads: int) -> None:
                     if state["left"] == 0:
                         done.set()
 
-    pool = _helper_pool()
-    for _ in range(threads - 1):
-        pool.submit(run)
-    run()
+    helper = warm_helper.helper() if not cores_shared() else None
+    ticket = helper.post_python(run) if helper is not None else None
+    jobs = threads - 1 - (ticket is not None)
+    if jobs:
+        pool = _helper_pool()
+        for _ in range(jobs):
+            pool.submit(run)
+    try:
+        run()
+    finally:
+        if ticket is not None:
+            ticket.finish()  # the helper's job, if it took it, is done
     done.wait()
     if state["error"] is not None:
         raise state["error"]

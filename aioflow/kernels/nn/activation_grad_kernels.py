@@ -12,6 +12,7 @@ from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.element_threads import for_ranges
 from aioflow.kernels.math.cwise_kernels import BIG, CwiseKernel, shape_str, via_float32
 from aioflow.kernels.nn import activation_grad_jit
+from aioflow.kernels.nn.pass_placement import CallingThreadPass, whole_pass
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 #: Logit types the cross-entropies compute in (half and bfloat16 in float32).
@@ -39,8 +40,8 @@ class _ActivationGrad(CwiseKernel):
         return (np.asarray(self._fn(g, x)).astype(np.asarray(g).dtype, copy=False),)
 
 
-def _register(op_type: str, fn_of_ctx, **constraints):
-    cls = type(op_type + "Op", (_ActivationGrad,), {
+def _register(op_type: str, fn_of_ctx, bases=(_ActivationGrad,), **constraints):
+    cls = type(op_type + "Op", bases, {
         "make_fn": lambda self, ctx: fn_of_ctx(ctx), "__doc__": f"CPU kernel for {op_type}."})
     register_kernel(op_type, "CPU", **constraints)(cls)
 
@@ -54,7 +55,8 @@ COMPILED_FROM = 1 << 10
 def _masked(numpy_fn, compiled_ranges):
     """g * mask(x) (TF's formula: a NaN or infinite g where the mask is 0 gives NaN):
     NumPy's `numpy_fn` for small, strided or non-float inputs, else the compiled loop
-    over flat ranges shared among the intra-op threads."""
+    over flat ranges: in one piece up to pass_placement.WHOLE_PASS elements, above
+    shared among the intra-op threads."""
     def fn(g, x):
         if not (isinstance(g, np.ndarray) and isinstance(x, np.ndarray)) or \
                 g.size < COMPILED_FROM or g.dtype != x.dtype or \
@@ -63,6 +65,9 @@ def _masked(numpy_fn, compiled_ranges):
             return numpy_fn(g, x)
         out = np.empty(g.shape, g.dtype)
         gs, xs, ys = g.reshape(-1), x.reshape(-1), out.reshape(-1)
+        if whole_pass(ys.size):
+            compiled_ranges(gs, xs, ys, 0, ys.size)
+            return out
         for_ranges(ys.size, lambda lo, hi: compiled_ranges(gs, xs, ys, lo, hi))
         return out
     return fn
@@ -70,8 +75,9 @@ def _masked(numpy_fn, compiled_ranges):
 
 _relu_grad = _masked(lambda g, x: g * (x > 0), activation_grad_jit.relu_grad)
 _relu6_grad = _masked(lambda g, x: g * ((x > 0) & (x < 6)), activation_grad_jit.relu6_grad)
-_register("ReluGrad", lambda ctx: _relu_grad)
-_register("Relu6Grad", lambda ctx: _relu6_grad)
+# Where they run: pass_placement.py.
+_register("ReluGrad", lambda ctx: _relu_grad, (CallingThreadPass, _ActivationGrad))
+_register("Relu6Grad", lambda ctx: _relu6_grad, (CallingThreadPass, _ActivationGrad))
 _register("EluGrad", lambda ctx: lambda g, y: np.where(y < 0, g * (y + 1), g))
 _register("SeluGrad", lambda ctx: lambda g, y: np.where(
     y < 0, g * (y + _SELU_SCALE * _SELU_ALPHA), g * _SELU_SCALE))

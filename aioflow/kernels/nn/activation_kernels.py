@@ -20,6 +20,7 @@ from aioflow.kernels.math.cwise_kernels import (
     via_float32,
 )
 from aioflow.kernels.nn import activation_jit
+from aioflow.kernels.nn.pass_placement import CallingThreadPass, whole_pass
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -43,12 +44,15 @@ COMPILED_FROM = 1 << 14
 
 def _large(numpy_ranges, compiled_ranges):
     """An activation of a large C-contiguous float32/float64 tensor: its flat ranges
-    through the compiled loop (NumPy's until it is compiled), shared among the intra-op
-    threads above element_threads.SPLIT_ABOVE elements."""
+    through the compiled loop (NumPy's until it is compiled), in one piece up to
+    pass_placement.WHOLE_PASS elements, above shared among the intra-op threads."""
     def fn(x):
         out = np.empty(x.shape, x.dtype)
         src, dst = x.reshape(-1), out.reshape(-1)
         ranges = compiled_ranges if activation_jit.ready() else numpy_ranges
+        if whole_pass(src.size):
+            ranges(src, dst, 0, src.size)
+            return out
         for_ranges(src.size, lambda lo, hi: ranges(src, dst, lo, hi))
         return out
     return fn
@@ -70,8 +74,8 @@ def _sized(dtype, small, numpy_ranges, compiled_ranges):
 
 
 @register_kernel("Relu", "CPU", T=_NON_QUANTIZED_REAL)
-class ReluOp(_Activation):
-    """max(features, 0); NaN stays NaN."""
+class ReluOp(CallingThreadPass, _Activation):
+    """max(features, 0); NaN stays NaN. Where it runs: pass_placement.py."""
 
     def make_fn(self, dtype):
         zero = _typed(dtype, 0)
@@ -84,8 +88,8 @@ class ReluOp(_Activation):
 
 
 @register_kernel("Relu6", "CPU")
-class Relu6Op(_Activation):
-    """min(max(features, 0), 6)."""
+class Relu6Op(CallingThreadPass, _Activation):
+    """min(max(features, 0), 6). Where it runs: pass_placement.py."""
 
     def make_fn(self, dtype):
         zero, six = _typed(dtype, 0), _typed(dtype, 6)

@@ -8,8 +8,10 @@ thread, and on two cores shared with other processes, or beside the layer's othe
 gradient on the executor's pool, a team thread that waits for a core holds the whole
 call up (a 0.25 ms filter gradient took 1-8 ms on a team of two at load 6). Here the
 chunks are taken one at a time by the caller and by helper jobs
-(aioflow/kernels/element_threads.py `share_ranges`), and the caller waits only for
-chunks a helper has started: a helper that gets no core leaves its share to the caller.
+(aioflow/kernels/element_threads.py `share_ranges`: the warm helper's,
+aioflow/kernels/warm_helper.py, which polls for work a while after its last job), and
+the caller waits only for chunks a helper has started: a helper that gets no core
+leaves its share to the caller.
 
 Every chunk is the same geometry with a smaller batch (its own primitive, cached by
 shape as every other); the backward-data gradient's chunks write disjoint slices of its

@@ -25,10 +25,20 @@ step's other kernels, the event loop or another process, one of them waits for a
 (a small CNN's backward-weights primitives took 1-8 ms on a team of two against
 0.07-0.25 ms on one thread at load 6). A chunk nobody has started is the caller's, so a
 helper that gets no core costs the call little; on a quiet machine the call runs on
-both cores, as TF runs its gradients on its two intra-op threads. The executor runs a
-layer's input and filter gradients side by side on its pool threads (both are
-`is_expensive`); the budget then gives the second one thread, and the first one's
-helper goes on with its chunks once the second is done.
+both cores, as TF runs its gradients on its two intra-op threads.
+
+Where they run: as the forward convolutions (backend.LoopOrThread), by their
+multiply-adds (`work`): above backend.INLINE_WORK on the executor's pool, a layer's
+input and filter gradients side by side on two pool threads (the budget gives the
+second one thread, and the first one's helper goes on with its chunks once the second
+is done); below, inline on the event loop, unless another ready node of the run is
+worth a thread too (the layer's other gradient): then one goes to a pool thread and
+the last runs on the loop. The old rule (the NumPy kernels' input sizes, then the
+learned cost) sent every gradient to the pool and the loop waited for each: a wake-up
+of a sleeping thread each way, 50-300 µs on an idle vCPU (docs/performance.md). On
+benchmarks/gradients_peer.py's conv step the step's voluntary context switches fell
+from 45-50 to 24-26 (with pass_placement.py's Relu rule) and on training.py's cnn_bn
+step the step took 2.3 against 3.1 ms (ABAB, load 2).
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from aioflow.kernels.nn.conv_grad_kernels import (
 )
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
-from aioflow.kernels.onednn.backend import onednn_kernel, team
+from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
 from aioflow.kernels.onednn.batch_split import run_chunks, split_team
 from aioflow.kernels.onednn.conv_onednn import (
     _dhwio_desc,
@@ -192,8 +202,9 @@ def _runs_here(*arrays) -> bool:
     return backend.ACTIVE and all(a.dtype == np.float32 and a.size for a in arrays)
 
 
-class _OnednnInputGrad:
-    """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels)."""
+class _OnednnInputGrad(LoopOrThread):
+    """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels); each
+    call on the event loop or the executor's pool by its work (backend.LoopOrThread)."""
 
     #: Not through the device's BLAS gate (one BLAS-threaded kernel at a time on two
     #: cores): below TEAM_WORK a primitive runs on its calling thread alone, so the input
@@ -206,6 +217,17 @@ class _OnednnInputGrad:
     #: Input channels below which the gradient is computed channels first (PLANAR_BELOW;
     #: 0 for the depthwise ones).
     planar_below = 0
+    #: The filter's dimensions whose product, times out_backprop's elements, is the
+    #: call's multiply-adds (the window and the input channels; a depthwise filter's
+    #: window only).
+    work_dims = slice(None, -1)
+
+    def work(self, inputs: list) -> int:
+        """out_backprop's elements x the filter's window and input channels."""
+        try:
+            return np.size(inputs[2]) * int(np.prod(np.shape(inputs[1])[self.work_dims]))
+        except (TypeError, ValueError, IndexError):  # (the kernel's checks will say so)
+            return 0
 
     def _grad_dilations(self):
         return self._dilations if self.dilated else (1,) * len(self._dilations)
@@ -256,13 +278,23 @@ class _OnednnInputGrad:
         return plan, (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
 
 
-class _OnednnFilterGrad:
-    """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels)."""
+class _OnednnFilterGrad(LoopOrThread):
+    """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels);
+    each call on the event loop or the executor's pool by its work."""
 
     uses_blas = False  # as _OnednnInputGrad's
     filter_desc = staticmethod(hwio_filter_desc)
     dilated = True
     _grad_dilations = _OnednnInputGrad._grad_dilations
+    work_dims = _OnednnInputGrad.work_dims
+
+    def work(self, inputs: list) -> int:
+        """out_backprop's elements x filter_sizes' window and input channels."""
+        try:
+            sizes = np.ravel(inputs[1])[self.work_dims]
+            return np.size(inputs[2]) * int(np.prod(sizes))
+        except (TypeError, ValueError, IndexError):
+            return 0
 
     def filter_grad(self, x, dy, f_shape, pads):
         if not _runs_here(x, dy) or 0 in f_shape:
@@ -360,6 +392,7 @@ class OnednnDepthwiseConv2dNativeBackpropInputOp(_OnednnInputGrad,
 
     filter_desc = staticmethod(depthwise_filter_desc)
     dilated = False
+    work_dims = slice(None, -2)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -374,6 +407,7 @@ class OnednnDepthwiseConv2dNativeBackpropFilterOp(_OnednnFilterGrad,
 
     filter_desc = staticmethod(depthwise_filter_desc)
     dilated = False
+    work_dims = slice(None, -2)
 
 
 @onednn_kernel("Conv3DBackpropInputV2", host_memory=("input_sizes",), T=dtypes.float32)

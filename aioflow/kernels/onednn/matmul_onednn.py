@@ -14,10 +14,18 @@ against 333-583 µs a call, one thread each, load 4-7 (docs/performance.md, 2026
 Below ONEDNN_MACS multiply-adds the call's fixed cost (~4 µs: ctypes and oneDNN's
 dispatch) exceeds what it saves, and NumPy runs the product.
 
-Threads: a product of at least TEAM_MACS multiply-adds runs on an OpenMP team of the
-intra-op threads when the backend's budget has that many cores free (backend.team), as
-the convolutions do from backend.TEAM_WORK; smaller ones on the calling thread alone (a
-64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both stay busy; load 7).
+Threads: a product of at least TEAM_MACS multiply-adds, when the backend's budget has
+two cores free (backend.team), is cut in two (`split_gemm`: rows, or columns when it
+has few) and the second half handed to the warm helper (aioflow/kernels/warm_helper.py)
+as a native GEMM job, both halves single-threaded: equal bit for bit to the whole
+product, and the caller takes the half back when the helper has not started it. A
+64x784x256 product: 65-70 µs so against 115-120 on an OpenMP team of two, whose second
+thread sleeps between products (passive waiting) and on a quiet VM takes 50-300 µs to
+wake (docs/performance.md, 2026-11-29, helper spin). Without the helper (numba absent,
+AIOFLOW_WARM_HELPER=0, another caller holding it), an OpenMP team of the intra-op
+threads, as the convolutions do from backend.TEAM_WORK; smaller products on the calling
+thread alone (a 64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both
+stay busy; load 7).
 Other types, empty matrices and operands whose strides the GEMM cannot take run the
 NumPy product.
 
@@ -44,9 +52,12 @@ NumPy kernel's rule (over 2^21 multiply-adds: the pool).
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from aioflow.framework import dtypes
+from aioflow.kernels import warm_helper
 from aioflow.kernels.element_threads import _CORES, intra_op_threads
 from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, MatMulOp
 from aioflow.kernels.nn.fused_kernels import FusedMatMulOp
@@ -61,6 +72,12 @@ ONEDNN_MACS = 1 << 18
 
 #: Multiply-adds from which a product runs on a team (see the module docstring).
 TEAM_MACS = 1 << 22
+#: The fewest rows (or columns) of either part of a product split with the warm helper.
+SPLIT_MIN = 8
+#: dnnl_sgemm's address, and 1.0f's bits: a GEMM job's words for the warm helper.
+_GEMM_ADDRESS = ctypes.cast(api._lib.dnnl_sgemm, ctypes.c_void_p).value \
+    if api._lib is not None else 0
+_ONE_BITS = int(np.float32(1.0).view(np.int32))
 
 _F32 = np.dtype(np.float32)
 _NO, _YES = b"N", b"T"
@@ -89,10 +106,53 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     out = np.empty((m, n), _F32)
     work = m * k * n
     with team(work if work >= TEAM_MACS else 0) as threads:
-        set_threads(threads)
-        status = api._lib.dnnl_sgemm(ox[0], oy[0], m, n, k, 1.0, address(x), ox[1],
-                                     address(y), oy[1], 0.0, address(out), n)
+        status = None
+        if threads > 1 and (m >= 2 * SPLIT_MIN or n >= 2 * SPLIT_MIN):
+            helper = warm_helper.helper()
+            if helper is not None:
+                status = split_gemm(helper, ox, oy, m, n, k, address(x), address(y),
+                                    address(out))
+        if status is None:
+            set_threads(threads)
+            status = api._lib.dnnl_sgemm(ox[0], oy[0], m, n, k, 1.0, address(x), ox[1],
+                                         address(y), oy[1], 0.0, address(out), n)
     return out if status == api.SUCCESS else None
+
+
+def split_gemm(helper, ox, oy, m: int, n: int, k: int, x: int, y: int, out: int):
+    """The product (the operands' flags and leading dimensions ox, oy, their addresses x
+    and y, row-major out of n columns) cut in two, rows when it has 2 * SPLIT_MIN of
+    them, else columns: the first part on this thread, the second handed to the warm
+    helper (aioflow/kernels/warm_helper.py), both single-threaded GEMMs; the second
+    also here when the helper has not taken it. oneDNN's status, or None when the
+    helper is held by another caller (nothing ran)."""
+    if m >= 2 * SPLIT_MIN:
+        cut = m // 2
+        a_step = ox[1] * 4 if ox[0] == _NO else 4
+        first = (cut, n, x, y, out)
+        second = (m - cut, n, x + cut * a_step, y, out + cut * n * 4)
+    else:
+        cut = n // 2
+        b_step = 4 if oy[0] == _NO else oy[1] * 4
+        first = (m, cut, x, y, out)
+        second = (m, n - cut, x, y + cut * b_step, out + cut * 4)
+    rows, cols, a, b, c = second
+    ticket = helper.post_native(warm_helper.SGEMM, (_GEMM_ADDRESS, ox[0][0], oy[0][0], rows, cols,
+                                             k, _ONE_BITS, a, ox[1], b, oy[1], 0, c, n))
+    if ticket is None:
+        return None
+    set_threads(1)
+    try:
+        rows, cols, a, b, c = first
+        status = api._lib.dnnl_sgemm(ox[0], oy[0], rows, cols, k, 1.0, a, ox[1], b, oy[1],
+                                     0.0, c, n)
+    finally:
+        theirs = ticket.finish()
+    if theirs is None:
+        rows, cols, a, b, c = second
+        theirs = api._lib.dnnl_sgemm(ox[0], oy[0], rows, cols, k, 1.0, a, ox[1], b, oy[1],
+                                     0.0, c, n)
+    return status or theirs
 
 
 def lean_gemm(ta: bool, tb: bool, product):

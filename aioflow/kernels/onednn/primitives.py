@@ -45,6 +45,7 @@ from ctypes import byref, c_char_p, c_void_p
 
 import numpy as np
 
+from aioflow.kernels import warm_helper
 from aioflow.kernels.onednn import dnnl_api as api
 
 _DATA_TYPES = {np.dtype(np.float32): api.F32, np.dtype(np.int32): api.S32}
@@ -108,6 +109,10 @@ def set_threads(n: int) -> None:
     if getattr(_local, "threads", 0) != n and _omp_set_num_threads is not None:
         _omp_set_num_threads(max(1, n))
         _local.threads = n
+
+
+# The warm helper runs its share of a split call as one single-threaded primitive.
+warm_helper.at_thread_start(lambda: set_threads(1))
 
 
 # -- memory descriptors ---------------------------------------------------------------------------
