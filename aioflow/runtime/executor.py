@@ -162,6 +162,7 @@ class ExecutorImpl:
         item.cost_verify = False
         item.cost_samples = 0
         item.num_inputs = num_inputs
+        item.cleared = (None,) * num_inputs
         item.num_outputs = len(node.output_types)
         item.frame_name = frame_name
         is_enter = node.is_enter
@@ -219,6 +220,7 @@ class ExecutorImpl:
         item.pool_above = None
         item.uses_blas = False
         item.num_inputs = 0
+        item.cleared = ()
         item.frame_name = first.frame_name
         for flag in ("is_merge", "is_enter", "is_exit", "is_next_iteration",
                      "is_control_trigger", "is_constant_enter", "is_enter_exit_or_next_iter",

@@ -503,7 +503,8 @@ class SimpleExecutorState(ExecutorStateBase):
                 pending[dst] = c
                 if not c:
                     append(items[dst])
-        """))
+        """,
+        clear="inputs[item.input_start:item.input_end] = item.cleared"))
 
     def chain(self, item) -> list:
         """Successors that `item` alone holds back: while every output of the last node

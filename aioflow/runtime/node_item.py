@@ -30,6 +30,8 @@ class NodeItem:
         "input_start",        # first input slot in the frame's slot list
         "input_end",          # one past the last input slot
         "num_inputs",         # data inputs
+        "cleared",            # (None,) * num_inputs: its input slots after an inline call
+                              #   (TF's ClearInputs: a value no later node reads is freed)
         "num_outputs",        # outputs
         "pending_id",         # index of its pending / dead counts in the frame's lists
         "out_data",           # simple propagator: ((dst_id, src_slot, dst_slot_index), ...)

@@ -57,6 +57,9 @@ class Propagator:
                      # if any, come back through `completed`)
     setup: str       # statements: locals the fragments read, bound once per call
     propagate: str   # statements: deliver `outs` of `item` (None: all dead) and mark it done
+    clear: str = "pass"  # statements after an inline call: its input slots let go of their
+                         # values (TF's ClearInputs), so that a tensor no later node reads
+                         # is freed now, not when the step ends
 
 
 _LOOP = '''\
@@ -106,6 +109,7 @@ def process(self, deadline):
                             continue  # running elsewhere: its outputs come back in `completed`
                     outs = (item.compute(ctx, args) if stats is None
                             else stats.call(item, ctx, args))
+                    {clear}
             except Suspended as s:
                 self.suspended.append(({token}, s.gen))
                 return  # a compiled loop used its slice: let the event loop turn
@@ -150,7 +154,8 @@ def source(p: Propagator) -> str:
 
     return _LOOP.format(token=p.token, setup=block(p.setup, 4), unpack=block(p.unpack, 12),
                         inputs=p.inputs, is_dead=p.is_dead, is_transfer=p.is_transfer,
-                        transfer=block(p.transfer, 28), propagate=block(p.propagate, 8))
+                        transfer=block(p.transfer, 28), propagate=block(p.propagate, 8),
+                        clear=block(p.clear, 20))
 
 
 def generate(p: Propagator):

@@ -13,9 +13,18 @@ these kernels override it:
   (groups = channels, channel_multiplier outputs each) are oneDNN grouped convolutions;
 * the fused chain becomes the primitive's bias and post-ops: BiasAdd as its bias, an
   inference batch norm as a per-channel multiply and add (binary post-ops, with
-  fused_kernels' scale and offset, computed as TF does), then Relu (eltwise_relu),
-  Relu6 (clip_v2 0..6), Elu (eltwise_elu, alpha 1), LeakyRelu (eltwise_relu with
-  alpha) or _MklSwish (eltwise_swish, alpha 1);
+  fused_kernels' scale and offset, computed as TF does), a residual addend of the
+  output's shape (below), then Relu (eltwise_relu), Relu6 (clip_v2 0..6), Elu
+  (eltwise_elu, alpha 1), LeakyRelu (eltwise_relu with alpha) or _MklSwish
+  (eltwise_swish, alpha 1);
+* a residual addend that only the call's argument list holds (the executor's pool jobs
+  and chains hand over their inputs so: `consumable`) becomes the output: the primitive
+  writes into it with a sum post-op, as TF's oneDNN fused convolution forwards its
+  addend's buffer (forward_input) and sums into it. That reads the addend where the
+  output is written, no second stream: on ResNet50's residual shapes at batch 8 the
+  addend costs 0.2-1.6 ms of CPU a call less than a binary add post-op reading it from
+  another buffer (docs/performance.md). An addend something else holds is read in
+  place by a binary add post-op, and the output is a new array;
 * primitives are cached by shapes, strides, window and chain (PrimitiveCache), as TF's
   MklPrimitiveFactory does.
 
@@ -25,6 +34,7 @@ Other types (float16, bfloat16, float64, int32) and empty tensors run the NumPy 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -90,7 +100,7 @@ class ConvPlan:
     arguments and the reorder of the user's filter into the layout it chose."""
 
     def __init__(self, x: np.ndarray, w_dims, w_strides, out: np.ndarray, strides,
-                 dilations, pads, bias: bool, scaled: bool, residual: bool, eltwise):
+                 dilations, pads, bias: bool, scaled: bool, residual, eltwise):
         o = out.shape[-1]
         order = channels_last_order(x.ndim)
         self.src_md = array_desc(x, order)
@@ -104,10 +114,14 @@ class ConvPlan:
         if scaled:  # y * scale + offset: an inference batch norm
             spec += [("binary", api.BINARY_MUL, channel_md), ("binary", api.BINARY_ADD,
                                                                channel_md)]
-        self.residual_md = array_desc(out, order) if residual else None
+        # residual: BINARY (+ the addend, read where it lies: a binary post-op on the whole
+        # tensor), SUM (+ the output's own values: the addend is the output buffer), None
+        self.residual_md = array_desc(out, order) if residual == BINARY else None
         self.residual_index = len(spec)
-        if residual:  # + the addend, read in place (a binary post-op on the whole tensor)
+        if residual == BINARY:
             spec.append(("binary", api.BINARY_ADD, self.residual_md))
+        elif residual == SUM:
+            spec.append(("sum", 1.0))
         if eltwise is not None:
             spec.append(eltwise)
         self.channel_md = channel_md
@@ -134,7 +148,8 @@ class _Replay:
     output buffer and the primitive's execution (~10 µs of Python instead of ~35: a
     MobileNetV2 run has 52 convolutions, and with many runs in flight the Python that
     runs under the GIL is what bounds the throughput). One bound call per team size
-    (a primitive's thread count is fixed when it is made)."""
+    (a primitive's thread count is fixed when it is made) and way of adding the addend
+    (BINARY or SUM: whether this call's addend is `consumable`)."""
 
     __slots__ = ("x_shape", "x_strides", "consts", "addend", "out_shape", "work", "calls")
 
@@ -153,27 +168,48 @@ class _Replay:
         for i, a in self.consts:
             if inputs[i] is not a:
                 return None
-        addend = None
+        addend = mode = None
         if self.addend is not None:
+            mode = SUM if consumable(inputs, self.addend) else BINARY
             addend = inputs[self.addend]
             if addend.shape != self.out_shape or addend.dtype != _F32 or \
                     not addend.flags.c_contiguous:
                 return None
         with team(self.work) as threads:
-            bound = self.calls.get(threads)
-            if bound is None:  # not made for this team yet: the full path makes it
+            bound = self.calls.get((threads, mode))
+            if bound is None:  # not made for this team (or addend) yet: the full path
                 return None
             prim, key, src_md, dst_md, w_arg, extra, residual_md, _ = bound
             set_threads(threads)
-            out = np.empty(self.out_shape, _F32)
+            out = addend if mode == SUM else np.empty(self.out_shape, _F32)
             call = [(api.ARG_SRC, src_md, x), w_arg, (api.ARG_DST, dst_md, out), *extra]
-            if addend is not None:
+            if mode == BINARY:
                 call.append((*residual_md, addend))
             prim.execute(call, key)
         return (out,)
 
 
 _F32 = np.dtype(np.float32)
+
+#: How a residual addend joins the primitive: a binary add post-op reading it, or a sum
+#: post-op adding the output buffer's values (the addend is that buffer: `consumable`).
+BINARY, SUM = "binary", "sum"
+
+
+def consumable(inputs: list, i: int) -> bool:
+    """Whether inputs[i] may become the output, written over: a float32 C-contiguous
+    writable array owning its data (no view of another buffer) that nothing but the
+    argument list refers to (TF's forward_input: a buffer whose reference count is one).
+    The executor's pool jobs and chains hold a node's inputs in that list alone (their
+    input slots cleared) and clear it after the call; a value still held elsewhere -- a
+    slot of the inline path, another consumer, a fetch, a feed, a variable, a view of it
+    -- has more references. The count is taken before anything here refers to it: the
+    list's and sys.getrefcount's own argument."""
+    if sys.getrefcount(inputs[i]) != 2:
+        return False
+    a = inputs[i]
+    return (a.__class__ is np.ndarray and a.base is None and a.dtype == _F32
+            and a.flags.writeable and a.flags.c_contiguous and a.flags.aligned)
 
 
 class _OnednnConv(LoopOrThread):
@@ -238,39 +274,46 @@ class _OnednnConv(LoopOrThread):
         channels = w_dims[0] * w_dims[1] if grouped else w_dims[0]
         if 0 in out_sizes:
             return super().convolve(inputs, x, w, pads, out_sizes)
+        # (asked before anything here refers to the addend: `consumable` counts references)
+        sole = self._residual and not self._channels_first and consumable(inputs, 3)
         bias, bn, eltwise, addend = self.fusion(inputs, channels)
         x = np.ascontiguousarray(x)
-        out = np.empty((x.shape[0], *out_sizes, channels), np.float32)
-        residual = None
-        if addend is not None and addend.shape == out.shape:
-            residual = np.ascontiguousarray(addend)
+        out_shape = (x.shape[0], *out_sizes, channels)
+        residual = mode = None
+        if addend is not None and addend.shape == out_shape:
+            if sole and addend is inputs[3]:  # the output, summed into
+                residual, mode = addend, SUM
+            else:  # read in place by a binary post-op
+                residual, mode = np.ascontiguousarray(addend), BINARY
+        out = residual if mode == SUM else np.empty(out_shape, np.float32)
         # Replayed next time when nothing was converted on the way (the input as it came,
         # channels-last, contiguous; the filter as it came; the addend in place).
         replay = not self._channels_first and x is inputs[0] and w is inputs[1] and (
             addend is None or residual is inputs[3])
         try:
             if addend is not None and residual is None:  # an addend that broadcasts: added
-                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, None)
+                y = self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, None, None,
+                                   None)
                 return add_residual(y, addend, self._fusion[1], self._fusion[3])  # after
             return self._convolve(x, w, w_dims, w_strides, out, pads, bias, bn, eltwise,
-                                  residual, inputs if replay else None)
-        except api.DnnlError:  # a geometry oneDNN does not take: the NumPy code
+                                  residual, mode, inputs if replay else None)
+        except api.DnnlError:  # a geometry oneDNN does not take (refused when the primitive
+            # is made, before anything is written): the NumPy code
             return super().convolve(inputs, x, w, pads, out_sizes)
 
     def _convolve(self, x, w, w_dims, w_strides, out, pads, bias, bn, eltwise, residual,
-                  inputs=None):
+                  mode, inputs=None):
+        """The primitive's call: `out` is written (with mode SUM, `out` is the addend)."""
         grouped = len(w_dims) == x.ndim + 1
         work = out.size * math.prod(w_dims[2 if grouped else 1:])
         # oneDNN fixes a primitive's thread count when it is created: it is part of the key.
         with team(work) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
             key = (x.shape, tuple(w_dims), tuple(w_strides), self._strides, self._dilations,
-                   tuple(pads), bias is not None, bn is not None, residual is not None, eltwise,
-                   threads)
+                   tuple(pads), bias is not None, bn is not None, mode, eltwise, threads)
             plan = _CACHE.get(key, lambda: ConvPlan(x, w_dims, w_strides, out, self._strides,
                                                     self._dilations, pads, bias is not None,
-                                                    bn is not None, residual is not None,
-                                                    eltwise))
+                                                    bn is not None, mode, eltwise))
             if plan.w_reorder is None:
                 w_arg = (api.ARG_WEIGHTS, plan.user_w_md, w)
             else:
@@ -281,20 +324,19 @@ class _OnednnConv(LoopOrThread):
             if bn is not None:
                 args += [(api.post_op_arg(0, api.ARG_SRC_1), plan.channel_md, bn[0]),
                          (api.post_op_arg(1, api.ARG_SRC_1), plan.channel_md, bn[1])]
-            if residual is not None:
+            if mode == BINARY:
                 args.append((api.post_op_arg(plan.residual_index, api.ARG_SRC_1),
                              plan.residual_md, residual))
             plan.prim.execute(args)
         if inputs is not None:
-            self._keep_replay(inputs, x, w, out, work, threads, plan, args,
-                              residual is not None)
+            self._keep_replay(inputs, x, w, out, work, threads, plan, args, mode)
         return out
 
-    def _keep_replay(self, inputs, x, w, out, work, threads, plan, args, residual: bool):
+    def _keep_replay(self, inputs, x, w, out, work, threads, plan, args, mode):
         """Keep this call to replay (`_Replay`) when its filter and fusion arrays are ones
         nothing can write (their derived arrays, the reordered filter and the bias or
         folded batch norm, were kept for them too); else forget the last one."""
-        addend = 3 if residual else None
+        addend = 3 if mode is not None else None
         consts = tuple((i, a) for i, a in enumerate(inputs) if i and i != addend)
         kept_w = plan.w_reorder is None or self._weights.holds(w, plan)
         fused = type(self).fusion is not _OnednnConv.fusion
@@ -310,12 +352,13 @@ class _OnednnConv(LoopOrThread):
             r.out_shape, r.work, r.calls = out.shape, work, {}
         # The filter and fusion arrays by address (held here: `keep`), the key of the
         # descriptors made once: a replay only points the input, output and addend.
-        fixed = [args[1], *args[3:len(args) - 1 if residual else len(args)]]
+        binary = mode == BINARY
+        fixed = [args[1], *args[3:len(args) - 1 if binary else len(args)]]
         keep = tuple(a for _, _, a in fixed)
         fixed = [(arg, md, address(a)) for arg, md, a in fixed]
-        r.calls[threads] = (plan.prim, plan.prim.memories_key(args), plan.src_md, plan.dst_md,
-                            fixed[0], tuple(fixed[1:]), args[-1][:2] if residual else None,
-                            keep)
+        r.calls[threads, mode] = (plan.prim, plan.prim.memories_key(args), plan.src_md,
+                                  plan.dst_md, fixed[0], tuple(fixed[1:]),
+                                  args[-1][:2] if binary else None, keep)
         self._replay = r
 
 
