@@ -574,11 +574,24 @@ def test_one_hot():
 
 
 def test_copying_kernels_are_expensive_only_when_large():
+    """A Concat above BIG elements is worth a pool thread when the loop has other work;
+    it always goes to the pool only above CONCAT_INLINE (executor_state: the lone
+    ready Concat of an Inception block runs inline)."""
+    from aioflow.kernels.array.array_kernels import CONCAT_INLINE
+
     small, big = np.zeros(4, np.float32), np.zeros(70000, np.float32)
-    kernel = create("ConcatV2", [small, small, i32(0)])
-    assert kernel.expensive is None
-    assert not kernel.is_expensive([small, small, i32(0)])
-    assert kernel.is_expensive([big, small, i32(0)])
+    huge = np.zeros(CONCAT_INLINE, np.float32)
+    for op, axis_first in (("ConcatV2", False), ("Concat", True)):
+        def args(*values, axis_first=axis_first):
+            return [i32(0), *values] if axis_first else [*values, i32(0)]
+
+        kernel = create(op, args(small, small))
+        assert kernel.expensive is None and not kernel.learns_cost
+        assert not kernel.is_expensive(args(small, small))
+        assert not kernel.worth_a_thread(args(small, small))
+        assert not kernel.is_expensive(args(big, small))
+        assert kernel.worth_a_thread(args(big, small))
+        assert kernel.is_expensive(args(huge, small))
     for op, inputs in (("Identity", [small]), ("Reshape", [small, i32([-1])]),
                        ("Shape", [small]), ("Const", [])):
         attrs = {"value": small, "dtype": dtypes.float32} if op == "Const" else {}

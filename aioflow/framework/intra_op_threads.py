@@ -155,29 +155,57 @@ def set_blas_threads(n: int) -> bool:
 
 
 
-def begin_sharing() -> None:
+def begin_sharing(branch: bool = False) -> None:
     """A job is handed to a pool thread to run beside the event loop's own work (many
-    runs in flight: other runs wait for the loop); `end_sharing` when it is done or
-    cancelled. While any such job is in flight, every core already has a thread of ours,
-    so kernels that split their work over teams (the oneDNN primitives) run on their
-    calling thread alone (`cores_shared`): a team would only oversubscribe the cores.
-    Counted process wide, as the BLAS sections above."""
-    global _sharing
+    runs in flight: other runs wait for the loop; or, `branch`, a run's own parallel
+    branch); `end_sharing` when it is done or cancelled. While any such job is in
+    flight, every core already has a thread of ours, so kernels that split their work
+    over teams (the oneDNN primitives) run on their calling thread alone
+    (`cores_shared`): a team would only oversubscribe the cores. Counted process wide,
+    as the BLAS sections above."""
+    global _sharing, _branches
     with _sharing_lock:
         _sharing += 1
+        _branches += branch
 
 
-def end_sharing(*_) -> None:
+def end_sharing(*_, branch: bool = False) -> None:
     """The job of a `begin_sharing` finished or was cancelled (takes and ignores a
     future: it is a done callback too)."""
-    global _sharing
+    global _sharing, _branches, _lent
     with _sharing_lock:
         _sharing -= 1
+        _branches -= branch
+        if not _sharing:
+            _lent = 0  # lent to jobs that are done: each lender takes its core back
 
 
 def cores_shared() -> bool:
-    """Whether a job handed off with `begin_sharing` is in flight."""
-    return _sharing > 0
+    """Whether a job handed off with `begin_sharing` is in flight and needs its core:
+    not when an event loop that has nothing else to run lent it its own (`lend_core`:
+    the run's other branches are done and it waits for the job)."""
+    return _sharing > _lent
+
+
+def lend_core() -> bool:
+    """An event loop's runner went idle while shared jobs are in flight, all of them a
+    run's own branches: the jobs' next primitives may take its core until it calls
+    `reclaim_core` (it has work again) or the last of those jobs ends. False (nothing
+    lent) when no shared job is in flight, or one runs for runs waiting for the loop."""
+    global _lent
+    with _sharing_lock:
+        if not _sharing or _branches != _sharing:
+            return False  # (runs in flight wait for their jobs: the loop has other
+        _lent += 1        #  work again at once, the job's team would oversubscribe)
+        return True
+
+
+def reclaim_core() -> None:
+    """The runner of a `lend_core` has work again."""
+    global _lent
+    with _sharing_lock:
+        if _lent:  # (0 once the jobs it lent to ended)
+            _lent -= 1
 
 
 def sharing_jobs() -> int:
@@ -188,3 +216,5 @@ def sharing_jobs() -> int:
 
 _sharing_lock = threading.Lock()
 _sharing = 0  # jobs handed off with begin_sharing() and not yet done
+_branches = 0  # those of them that run a run's own branch (begin_sharing(branch=True))
+_lent = 0  # idle event loops' cores lent to those jobs (lend_core)

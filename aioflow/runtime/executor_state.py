@@ -51,13 +51,21 @@ SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
 #: other run waits): one per core besides the loop's, each running its branch's chain
 #: while the loop runs the others', every primitive on its calling thread alone.
 BRANCH_JOBS = _CORES - 1
+#: Ready nodes `branch_to_share` looks at (an Inception block has four branches; a wide
+#: graph's long ready queue is not scanned on every node).
+BRANCH_SCAN = 8
 
 
-def _end_sharing_if_cancelled(fut) -> None:
+#: `dispatch(shared=...)`: a job beside the loop for runs waiting for it, or for a run's
+#: own parallel branch (framework.intra_op_threads.begin_sharing).
+RUNS, BRANCH = 1, 2
+
+
+def _end_sharing_if_cancelled(shared: int, fut) -> None:
     """Done callback of a shared pool job: one cancelled before it ran never ends its
     sharing itself (a job that ran ends it before reporting)."""
     if fut.cancelled():
-        end_sharing()
+        end_sharing(branch=shared == BRANCH)
 
 
 def broadcast_size(a, b) -> int:
@@ -241,20 +249,39 @@ class ExecutorStateBase:
                 if share is None:
                     return False
                 jobs = sharing_jobs()
-                if not (jobs < SHARED_JOBS and self.runner.queue or
-                        jobs < BRANCH_JOBS and self.ready and self.branch_ready()) or \
-                        not share(args):
+                if jobs < SHARED_JOBS and self.runner.queue:
+                    if not share(args):
+                        return False
+                elif not (jobs < BRANCH_JOBS and self.ready) or not share(args):
                     return False
-                self.dispatch(item, token, args, slots, shared=True)
+                else:
+                    # A branch of this run: the ready one whose chain is the longest
+                    # goes to the pool (this one when it ties), the others stay on the
+                    # loop (InceptionV3: the pool thread took the 1x1 convolution or
+                    # the pooling branch, the first ready, and the loop ran the 5-node
+                    # branch: 30 ms a run's blocks against 26).
+                    other = self.branch_to_share(item)
+                    if other is None:
+                        return False
+                    if other is not item:
+                        self.ready.remove(other)
+                        self.dispatch(other, other, slots[other.input_start:other.input_end],
+                                      slots, shared=BRANCH)
+                        return False
+                    self.dispatch(item, token, args, slots, shared=BRANCH)
+                    return True
+                self.dispatch(item, token, args, slots, shared=RUNS)
                 return True
         self.dispatch(item, token, args, slots)
         return True
 
-    def branch_ready(self) -> bool:
-        """Whether another ready node of this run is worth a thread of its own (a
-        kernel's `worth_a_thread` on its inputs). False here (the control-flow
-        propagator's ready entries are left alone); SimpleExecutorState's looks."""
-        return False
+    def branch_to_share(self, item):
+        """Of `item` (worth a thread, just taken from the ready queue) and the other
+        ready nodes worth a thread of their own, the one to send to a pool thread: the
+        head of the longest chain (`item` when it ties), or None when no other ready
+        node is worth a thread. None here (the control-flow propagator's ready entries
+        are left alone); SimpleExecutorState's looks."""
+        return None
 
     def sampled(self, item, token, args, slots: list, pool: bool) -> None:
         """Run an input-dependent kernel timed, on the pool or inline (its outputs then
@@ -268,7 +295,7 @@ class ExecutorStateBase:
         self.completed.append((token, timed_inline(item, compute, n, self.kctx, args)))
 
     def dispatch(self, item, token, args, slots: list, sample_size: int = 0,
-                 shared: bool = False) -> None:
+                 shared: int = 0) -> None:
         """Start a kernel that does not run inline; its outputs come back through
         `completed`. Its input slots are cleared: a kernel worth the pool usually has
         large inputs, and they should be freed as soon as it is done with them, not at
@@ -289,7 +316,7 @@ class ExecutorStateBase:
                 elif self.stats is None:  # (traced: every node shows in the stats)
                     links = self.chain(item)
                 if shared:
-                    begin_sharing()
+                    begin_sharing(shared == BRANCH)
                 try:
                     if links:
                         fut = self.impl.device.submit(self._chain_job, compute, token,
@@ -303,10 +330,10 @@ class ExecutorStateBase:
                                                       pool=self.pool)
                 except BaseException:
                     if shared:
-                        end_sharing()
+                        end_sharing(branch=shared == BRANCH)
                     raise
                 if shared:  # a job cancelled before it ran ends its sharing here
-                    fut.add_done_callback(_end_sharing_if_cancelled)
+                    fut.add_done_callback(partial(_end_sharing_if_cancelled, shared))
                 self.jobs[id(token)] = fut
                 return
             if item.kernel.start_async is None or self.stats is not None:
@@ -329,7 +356,7 @@ class ExecutorStateBase:
         self._job_finished()
         self._after_job(token, outs, exc)
 
-    def _pool_job(self, compute, token, args, shared: bool = False):
+    def _pool_job(self, compute, token, args, shared: int = 0):
         try:
             with np.errstate(all="ignore"):
                 result = compute(self.kctx, args)
@@ -340,7 +367,7 @@ class ExecutorStateBase:
         # may be after a consumer already ran: let go of the inputs before reporting.
         args.clear()
         if shared:
-            end_sharing()
+            end_sharing(branch=shared == BRANCH)
         self.runner.post_completion(self, token, result, exc)
 
     def chain(self, item) -> list:
@@ -350,7 +377,7 @@ class ExecutorStateBase:
         control-flow propagator chains nothing); SimpleExecutorState's finds them."""
         return None
 
-    def _chain_job(self, compute, token, args, links, shared: bool):
+    def _chain_job(self, compute, token, args, links, shared: int):
         """A pool job: the first node (`compute`, `token`), then each successor of its
         chain with the previous one's outputs, on this thread; only the last one's
         outputs come back (the others' went to their one consumer, the next). An error
@@ -377,7 +404,7 @@ class ExecutorStateBase:
             for _, nargs, _ in links:
                 nargs.clear()
         if shared:
-            end_sharing()
+            end_sharing(branch=shared == BRANCH)
         self.runner.post_completion(self, token, outs, exc)
 
     def on_pool_done(self, token, result, exc) -> None:
@@ -512,13 +539,41 @@ class SimpleExecutorState(ExecutorStateBase):
             links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in out)))
             node = nxt
 
-    def branch_ready(self) -> bool:
+    def branch_to_share(self, item):
         inputs = self.inputs
-        for nxt in self.ready:
+        send = None
+        longest = self.chain_length(item)
+        for i, nxt in enumerate(self.ready):
+            if i == BRANCH_SCAN:
+                break
             share = nxt.worth_a_thread
             if share is not None and share(inputs[nxt.input_start:nxt.input_end]):
-                return True
-        return False
+                n = self.chain_length(nxt)
+                if send is None or n > longest:
+                    send, longest = (nxt, n) if n > longest else (item, longest)
+        return send
+
+    def chain_length(self, item) -> int:
+        """The nodes a pool job starting `item` would run (`chain`'s rule, nothing
+        taken)."""
+        n = 1
+        pending = self.pending
+        items = self.items
+        blas = item.uses_blas
+        node = item
+        while True:
+            out = node.out_data
+            if not out or node.out_control:
+                return n
+            dst = out[0][0]
+            nxt = items[dst]
+            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
+                    nxt.member_of is not None or \
+                    pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
+                    any(edge[0] != dst for edge in out):
+                return n
+            n += 1
+            node = nxt
 
     def expand(self, item) -> None:
         segment = item.segment

@@ -19,6 +19,7 @@ from collections import deque
 from time import perf_counter
 
 from aioflow.framework import errors
+from aioflow.framework.intra_op_threads import lend_core, reclaim_core, sharing_jobs
 from aioflow.runtime.quiet_fp import quiet, restore
 
 DEFAULT_TIME_BUDGET_S = 0.002
@@ -44,6 +45,7 @@ class LoopRunner:
         # of runs started in one turn drains at once only until it reaches the budget.
         self._turn_spent = 0.0
         self._turn_reset_pending = False
+        self._lent = False  # this loop's core is lent to shared jobs (lend_core)
 
     # -- states with ready work --------------------------------------------------------
     def submit(self, state) -> None:
@@ -101,6 +103,9 @@ class LoopRunner:
             self._drain()
 
     def _drain(self) -> None:
+        if self._lent:
+            self._lent = False
+            reclaim_core()
         self.draining = True
         # Kernels follow TF: overflow and NaN are values, not warnings (set per slice).
         mode = quiet()
@@ -109,7 +114,11 @@ class LoopRunner:
         finally:
             restore(mode)
             self.draining = False
-        if self.queue and not self.scheduled:
+        if not self.queue:
+            if sharing_jobs() and not self.scheduled:
+                # Idle until a job comes back: its chain may use this core meanwhile.
+                self._lent = lend_core()
+        elif not self.scheduled:
             # Let the loop go round before the next slice until what fell due during
             # this slice has run: a timer (or I/O event) fires on the first turn and
             # queues its task's wake-up behind our hop; the task runs on the second

@@ -531,11 +531,34 @@ _INT64_MAX = 2**63 - 1
 
 # -- joining and splitting -------------------------------------------------------------------
 
+#: Elements a Concat joins from which it goes to the pool whatever else the loop has to do
+#: (a copy of ~0.3-1 ms; the convolutions hold the loop as long: onednn/backend.py).
+CONCAT_INLINE = 1 << 20
+
+
 class _ConcatBase(_Copying):
-    """ConcatV2 / Concat: TF's checks, NumPy's concatenate."""
+    """ConcatV2 / Concat: TF's checks, NumPy's concatenate.
+
+    Where it runs: above CONCAT_INLINE elements on the pool; above BIG on the pool only
+    when the loop has other work (`worth_a_thread`: other runs wait, or another branch
+    of the run is ready), else inline: an Inception block's Concat (0.3M elements, ~0.1
+    ms) is the one ready node when its last branch ends, and a round trip through a pool
+    thread cost it 0.15-0.25 ms more than the copy itself."""
 
     axis_first = False
     compilable = True  # pure (an LSTM cell's input and its gradient: compiled loops)
+    learns_cost = False  # a copy: its size is its cost (a learned rate would send every
+    #                      call above ~0.1 ms to the pool, the lone ones too)
+
+    def _joined(self, inputs: list) -> int:
+        values = inputs[1:] if self.axis_first else inputs[:-1]
+        return sum(v.size for v in values)
+
+    def is_expensive(self, inputs: list) -> bool:
+        return self._joined(inputs) > CONCAT_INLINE
+
+    def worth_a_thread(self, inputs: list) -> bool:
+        return self._joined(inputs) > BIG
 
     def compute(self, ctx, inputs):
         if self.axis_first:
@@ -587,18 +610,12 @@ class _ConcatBase(_Copying):
 class ConcatV2Op(_ConcatBase):
     """values joined along `axis` (the last input)."""
 
-    def is_expensive(self, inputs: list) -> bool:
-        return sum(v.size for v in inputs) > BIG
-
 
 @register_kernel("Concat", "CPU")
 class ConcatOp(_ConcatBase):
     """values joined along `concat_dim` (the first input)."""
 
     axis_first = True
-
-    def is_expensive(self, inputs: list) -> bool:
-        return sum(v.size for v in inputs) > BIG
 
 
 @register_kernel("Pack", "CPU")

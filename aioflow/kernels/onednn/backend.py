@@ -16,11 +16,12 @@ call (expensive None), by their work (multiply-adds, or output elements x window
   threads (no hand-off: the lowest latency for one run) -- unless other runs wait for
   the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight,
   or another ready node of the same run is worth a thread too (an Inception block's
-  parallel branches; at most cores - 1 such jobs, the last branch inline): then on a
-  pool thread (`worth_a_thread`), which also runs the node's
-  chain of ready successors (executor_state.py), while the loop goes on with its other
-  work; while such a job is in flight every primitive runs on its calling thread alone
-  (framework.intra_op_threads.cores_shared), so the loop and the pool thread each keep
+  parallel branches; at most cores - 1 such jobs, the longest chain's head goes, the
+  others stay inline): then on a pool thread (`worth_a_thread`), which also runs the
+  node's chain of ready successors (executor_state.py), while the loop goes on with its
+  other work; while such a job is in flight every primitive runs on its calling thread
+  alone (framework.intra_op_threads.cores_shared; not once the loop, idle, lent the job
+  its core), so the loop and the pool thread each keep
   one core busy with single-threaded primitives instead of teams fighting for them;
 * below TEAM_WORK: inline, on the calling thread alone (a hand-off costs more)."""
 
