@@ -41,7 +41,7 @@ def stopped_helper(monkeypatch):
 def _until_taken(h: warm_helper.WarmHelper) -> None:
     """Returns once the helper took the posted job (it polls, or wakes from its sleep)."""
     deadline = time.monotonic() + _DEADLINE_S
-    while h.ctrl[warm_helper.STATE] == warm_helper.POSTED:
+    while h.ctrl[warm_helper.STATE] in (warm_helper.POSTED_NATIVE, warm_helper.POSTED_PYTHON):
         assert time.monotonic() < deadline, "the helper never took its job"
         time.sleep(0)
 
@@ -175,6 +175,32 @@ def test_a_forked_child_has_a_helper_of_its_own_and_the_process_exits():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "child 0" in out.stdout
+
+
+_POST_AND_RECLAIM = """
+import time
+from aioflow.kernels import warm_helper
+assert warm_helper.wait_ready(300)
+while warm_helper.helper() is None:
+    time.sleep(0.01)
+h = warm_helper.helper()
+t0 = time.perf_counter()
+while time.perf_counter() - t0 < 1.0:
+    ticket = h.post_python(lambda: None)
+    ticket.finish()
+print("helper took", h.jobs)
+"""
+
+
+def test_a_python_job_posted_while_the_helper_polls_is_never_run_as_native():
+    """Python jobs posted and taken back as fast as a caller can (the helper polling
+    between them): the helper's compare-exchange once took a Python job it had read as
+    not posted yet for a native one and called its empty argument words (a
+    segmentation fault within a second, in a child so that it fails the test only)."""
+    out = subprocess.run([sys.executable, "-c", _POST_AND_RECLAIM], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "helper took" in out.stdout
 
 
 # -- users ------------------------------------------------------------------------------------

@@ -11,22 +11,23 @@ The protocol (one helper, one caller at a time: `post_*` takes the helper only w
 other caller holds it, else returns None and the caller runs everything itself):
 
 * The caller writes the job into the control words (an int64 array) and posts it
-  (STATE: IDLE -> POSTED), runs its own share, then `finish`es: it takes the job back
-  (POSTED -> IDLE by compare-exchange) when the helper has not taken it and runs it
+  (STATE: IDLE -> POSTED_NATIVE or POSTED_PYTHON), runs its own share, then `finish`es:
+  it takes the job back (posted -> IDLE by compare-exchange) when the helper has not
+  taken it and runs it
   itself, else waits for it (polling up to CALLER_SPIN_NS, then sleeping on a futex).
   So a helper that gets no core, or sleeps, leaves its share to the caller instead of
   holding the kernel up, as aioflow/kernels/element_threads.py's helpers do.
 * The helper lives in compiled code (aioflow/kernels/warm_helper_jit.py `serve`, GIL
   released): it polls STATE, calling sched_yield between polls, so a runnable thread
   wanting its core gets it, and takes a posted native job (a C call through a function
-  pointer: oneDNN's GEMM) by compare-exchange (POSTED -> TAKEN) and runs it there,
+  pointer: oneDNN's GEMM) by compare-exchange (POSTED_NATIVE -> TAKEN) and runs it there,
   without the GIL. For a Python job it returns to Python, and takes the job only once
   it holds the GIL (`take`), so a caller never waits on a helper that waits for the
   GIL; the callable lets the GIL go in its NumPy / numba / ctypes work. It polls
   HELPER_SPIN_NS after its last job (or wake-up), then sleeps on a futex: spinning
   follows a job only, so an idle process keeps no core busy.
 * Sleeping without losing a wake-up (a Dekker handshake): the helper stores SLEEPING=1
-  and then reads STATE, the caller stores STATE=POSTED and then reads SLEEPING, and
+  and then reads STATE, the caller stores STATE=posted and then reads SLEEPING, and
   wakes it when it reads 1. The stores and loads are seq_cst atomics (an xchg and plain
   loads on x86): a load cannot pass the same thread's earlier store, so at least one
   side sees the other's store. The caller's sleep on a running job (WAITING and DONE)
@@ -75,7 +76,7 @@ ENABLED = (jit.ENABLED and _CORES >= 2 and sys.platform.startswith("linux")
 
 # -- the control words (an int64 array shared by a caller and the helper) ------------------------
 
-STATE = 0       # IDLE, POSTED, TAKEN, DONE
+STATE = 0       # IDLE, POSTED_NATIVE, POSTED_PYTHON, TAKEN, DONE
 KIND = 1        # the posted job's kind: PYTHON, CALL, SGEMM
 STATUS = 2      # a native job's return status (0: success)
 SLEEPING = 3    # 1: the helper is going to sleep (a futex wait on this word)
@@ -85,7 +86,13 @@ JOBS = 6        # jobs the helper has taken
 ARGS = 8        # the job's argument words from here (16 of them)
 WORDS = ARGS + 16
 
-IDLE, POSTED, TAKEN, DONE = 0, 1, 2, 3
+#: A posted job's state says its kind: the helper's compare-exchange can then take a
+#: native job only (POSTED_NATIVE -> TAKEN) and `take` a Python one only. With one
+#: POSTED state, the helper that read "posted, kind native" and then won the exchange
+#: could take a Python job posted in between (the caller had taken the first back), and
+#: call its stale argument words as a function: a segmentation fault in
+#: benchmarks/grad_ops.py's split convolution gradients.
+IDLE, POSTED_NATIVE, POSTED_PYTHON, TAKEN, DONE = 0, 1, 4, 2, 3
 #: Job kinds. CALL: words f, a, b, c, d [, g, e, f2, h, i]: status = f(a, b, c, d) (integer
 #: or pointer arguments; `c` an int), then g(e, f2, h, i) when that succeeded and g is
 #: not 0 (a primitive's execution and its stream's wait). SGEMM: words f, transa,

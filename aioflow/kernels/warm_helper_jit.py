@@ -10,8 +10,8 @@ the store is an xchg (a full barrier), so a later load cannot pass it, which a p
 store followed by a load could on TSO (its store buffer). The atomic loads are also
 never hoisted out of a loop by the compiler, and each spin iteration calls
 sched_yield, an opaque call, besides. Data: the caller's plain stores of a job's
-words come before its seq_cst store of STATE = POSTED, which the helper's
-compare-exchange reads (release, then acquire: the helper sees the words); the
+words come before its seq_cst store of STATE = POSTED_NATIVE or POSTED_PYTHON, which
+the helper's compare-exchange reads (release, then acquire: the helper sees the words); the
 helper's results (STATUS, the GEMM's output) come before its seq_cst store of DONE,
 which the caller's load reads before it looks at them.
 
@@ -42,7 +42,8 @@ from aioflow.kernels.warm_helper import (  # noqa: F401 - the control words' lay
     IDLE,
     JOBS,
     KIND,
-    POSTED,
+    POSTED_NATIVE,
+    POSTED_PYTHON,
     PYTHON,
     RECLAIMED,
     RUN_PYTHON,
@@ -186,9 +187,10 @@ def serve(ctrl, spin_ns, sys, ts):
     while True:
         if _load(ctrl, STOP) != 0:
             return STOPPED
-        if _load(ctrl, STATE) == POSTED and ctrl[KIND] == PYTHON:
+        state = _load(ctrl, STATE)
+        if state == POSTED_PYTHON:
             return RUN_PYTHON  # taken (`take`) once the helper holds the GIL
-        if _load(ctrl, STATE) == POSTED and _cas(ctrl, STATE, POSTED, TAKEN) == POSTED:
+        if state == POSTED_NATIVE and _cas(ctrl, STATE, POSTED_NATIVE, TAKEN) == POSTED_NATIVE:
             _store(ctrl, JOBS, ctrl[JOBS] + 1)
             ctrl[STATUS] = _run_native(ctrl)
             _store(ctrl, STATE, DONE)
@@ -198,7 +200,8 @@ def serve(ctrl, spin_ns, sys, ts):
         if _now_ns(sys[4], ts) >= deadline:
             # the sleep handshake (warm_helper.py): announce, look once more, sleep
             _store(ctrl, SLEEPING, 1)
-            if _load(ctrl, STATE) != POSTED and _load(ctrl, STOP) == 0:
+            state = _load(ctrl, STATE)
+            if state != POSTED_NATIVE and state != POSTED_PYTHON and _load(ctrl, STOP) == 0:
                 _sleep_on(ctrl, SLEEPING, sys)
             _store(ctrl, SLEEPING, 0)
             deadline = _now_ns(sys[4], ts) + spin_ns
@@ -211,7 +214,7 @@ def post(ctrl, kind, sys):
     """Posts the job whose arguments the caller wrote, waking the helper if it sleeps."""
     ctrl[KIND] = kind
     _store(ctrl, WAITING, 0)
-    _store(ctrl, STATE, POSTED)
+    _store(ctrl, STATE, POSTED_PYTHON if kind == PYTHON else POSTED_NATIVE)
     _wake(ctrl, SLEEPING, sys)
 
 
@@ -219,7 +222,7 @@ def post(ctrl, kind, sys):
 def take(ctrl):
     """The helper, holding the GIL (compiled without nogil: the GIL stays held), takes
     a posted Python job; whether it did (else the caller took it back)."""
-    if _cas(ctrl, STATE, POSTED, TAKEN) != POSTED:
+    if _cas(ctrl, STATE, POSTED_PYTHON, TAKEN) != POSTED_PYTHON:
         return False
     _store(ctrl, JOBS, ctrl[JOBS] + 1)
     return True
@@ -237,7 +240,8 @@ def reclaim_or_wait(ctrl, spin_ns, sys, ts):
     """The caller, its own share done: takes the job back if the helper has not taken
     it (RECLAIMED: the caller runs it), else polls up to spin_ns for it to be done and
     then sleeps until it is (FINISHED)."""
-    if _cas(ctrl, STATE, POSTED, IDLE) == POSTED:
+    posted = _load(ctrl, STATE)  # (only this caller posts: its own job, if still posted)
+    if posted in (POSTED_NATIVE, POSTED_PYTHON) and _cas(ctrl, STATE, posted, IDLE) == posted:
         return RECLAIMED
     deadline = _now_ns(sys[4], ts) + spin_ns
     while _load(ctrl, STATE) != DONE:
