@@ -50,7 +50,10 @@ def run_task(args) -> None:
         loss = tf.reduce_mean(tf.square(error))
     init = tf.group(w.initializer, b.initializer, step.initializer)
     rng = np.random.default_rng(args.task_index)
-    with tf.Session(server.target) as sess:
+    # Each worker talks to the ps and itself only (TF's advice for between-graph
+    # replication): a worker that starts late need not find its peer still running.
+    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"])
+    with tf.Session(server.target, config=config) as sess:
         if is_chief:
             sess.run(init)
         else:  # the chief initializes the ps's variables; wait for it

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from aioflow.framework import errors
+from aioflow.kernels import background_jit
 from aioflow.lib import tensor_bundle
 from aioflow.proto import tensor_bundle_pb2
 
@@ -71,6 +72,7 @@ CASES = {
 def test_an_edited_index_entry_is_data_loss_before_any_allocation(prefix, case):
     key, edit, message = CASES[case]
     _edit(prefix, key, edit)
+    background_jit.wait_for_started()  # (a compile on its thread allocates meanwhile)
     tracemalloc.start()
     try:
         with tensor_bundle.BundleReader(prefix) as reader:

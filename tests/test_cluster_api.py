@@ -200,6 +200,33 @@ async def test_registered_once_per_signature_one_rungraph_per_task(ps_worker):
     assert {k: len(w.graph_mgr) for k, w in workers.items()} == before
 
 
+async def test_device_filters_keep_a_session_to_its_tasks():
+    """ConfigProto.device_filters as TF's: the session contacts only the tasks a filter
+    matches, so worker 0's session needs neither worker 1 (never started here) nor lists
+    its devices; without filters it waits for worker 1 and is UnavailableError."""
+    spec = _cluster(ps=1, worker=2)
+    servers = [af.train.Server(spec, job, 0, protocol="in_process") for job in ("ps", "worker")]
+    try:
+        with af.Graph().as_default() as g:
+            with af.device("/job:ps/task:0"):
+                v = af.constant(20.0) + 1.0
+            out = v * 2.0
+        config = config_pb2.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"],
+                                        operation_timeout_in_ms=300)
+        async with af.Session(servers[1].target, graph=g, config=config) as sess:
+            assert await sess.run(out) == 42.0
+            assert sorted(d.name for d in sess.list_devices()) == [
+                "/job:ps/replica:0/task:0/device:CPU:0",
+                "/job:worker/replica:0/task:0/device:CPU:0"]
+        config.ClearField("device_filters")
+        async with af.Session(servers[1].target, graph=g, config=config) as sess:
+            with pytest.raises(errors.UnavailableError, match="task:1 did not answer"):
+                await sess.run(out)
+    finally:
+        for server in servers:
+            server.stop()
+
+
 async def test_session_config_cluster_def():
     """A session may name its own cluster (ConfigProto.cluster_def): the master places
     over that cluster's tasks."""

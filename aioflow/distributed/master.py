@@ -9,6 +9,7 @@ import itertools
 from aioflow.distributed.cluster_spec import ClusterSpec, task_prefix
 from aioflow.distributed.master_session import MasterSession
 from aioflow.framework import errors
+from aioflow.framework.device_spec import DeviceSpec
 from aioflow.proto import config_pb2
 
 
@@ -38,6 +39,7 @@ class Master:
         tasks = [task_prefix(job, i) for job, i, _ in cluster.tasks()]
         if me not in tasks:
             tasks.insert(0, me)
+        tasks = matching_tasks(tasks, merged.device_filters)
         handle = f"{self.server.task}/session/{next(self._handles):x}"
         session = MasterSession(handle, me, tasks, self.server.worker_cache(cluster), merged)
         await session.start()
@@ -91,3 +93,14 @@ class Master:
             await cache(task_prefix(job, i)).cleanup_all(list(containers or []))
         for handle in list(self._sessions):
             await self.close_session(handle)
+
+
+def matching_tasks(tasks: list[str], device_filters) -> list[str]:
+    """The tasks a session uses: with ConfigProto.device_filters, only those a filter
+    matches ("/job:ps", "/job:worker/task:1", ...: TF's DeviceFinder contacts no other
+    task, so a between-graph worker need not wait for its peers); else every task."""
+    if not device_filters:
+        return tasks
+    filters = [DeviceSpec.from_string(f) for f in device_filters]
+    return [t for t in tasks
+            if any(f.is_compatible_with(DeviceSpec.from_string(t)) for f in filters)]

@@ -9,9 +9,11 @@ aioflow/kernels/nn/normalization_jit.py); the pattern is epilogue_jit's."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 
 _MAX_ATTEMPTS = 3
+_groups: weakref.WeakSet = weakref.WeakSet()  # every group made (wait_for_started)
 
 
 class BackgroundCompile:
@@ -28,6 +30,7 @@ class BackgroundCompile:
         self._started = False
         self._attempts = 0
         self.last_error: Exception | None = None  # why the last attempt failed
+        _groups.add(self)
 
     def ready(self) -> bool:
         """Whether every loop of the group is compiled (callers run NumPy until then)."""
@@ -66,3 +69,11 @@ class BackgroundCompile:
         if not self._ready.is_set():
             self._finished.wait(timeout)
         return self._ready.is_set()
+
+
+def wait_for_started(timeout: float = 60.0) -> None:
+    """Wait for every compile under way to end (tests that measure the memory or time of
+    one call: a compile on its daemon thread allocates megabytes meanwhile)."""
+    for group in list(_groups):
+        if group._started and not group._ready.is_set():
+            group._finished.wait(timeout)
