@@ -507,37 +507,50 @@ class SimpleExecutorState(ExecutorStateBase):
         clear="inputs[item.input_start:item.input_end] = item.cleared"))
 
     def chain(self, item) -> list:
-        """Successors that `item` alone holds back: while every output of the last node
-        goes to one node that is heavy (always on the pool, or worth a thread of its own:
-        work that lets go of the GIL, such as oneDNN's primitives; a chain of cheap Python
-        kernels on a pool thread would only hold the GIL against the loop), has all its
-        other inputs already, and passes the BLAS gate only if the first node did (the
-        job holds the first node's slot), that node runs next on the same thread.
-        Its argument list is taken from the slots (cleared: the job owns them now); its
-        pending count is left as it is, never reaching zero here."""
+        """Successors that `item` alone holds back (`_chain_next`), each run next on the
+        same pool thread. Its argument list is taken from the slots (cleared: the job
+        owns them now); its pending count is left as it is, never reaching zero here."""
         links = []
-        pending = self.pending
         inputs = self.inputs
-        items = self.items
         blas = item.uses_blas
         node = item
-        while True:
-            out = node.out_data
-            if not out or node.out_control:
-                return links
-            dst = out[0][0]
-            nxt = items[dst]
-            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
-                    nxt.member_of is not None or \
-                    pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
-                    any(edge[0] != dst for edge in out):
-                return links
+        while (nxt := self._chain_next(node, blas)) is not None:
             start = nxt.input_start
             end = nxt.input_end
             nargs = inputs[start:end]
             inputs[start:end] = [None] * nxt.num_inputs
-            links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in out)))
+            links.append((nxt, nargs, tuple((slot, idx - start) for _, slot, idx in node.out_data)))
             node = nxt
+        return links
+
+    def chain_length(self, item) -> int:
+        """The nodes a pool job starting `item` would run (`chain`'s rule, nothing
+        taken)."""
+        n = 1
+        blas = item.uses_blas
+        node = item
+        while (node := self._chain_next(node, blas)) is not None:
+            n += 1
+        return n
+
+    def _chain_next(self, node, blas: bool):
+        """The node that runs after `node` on the same pool thread, or None: while every
+        output of `node` goes to one node that is heavy (always on the pool, or worth a
+        thread of its own: work that lets go of the GIL, such as oneDNN's primitives; a
+        chain of cheap Python kernels on a pool thread would only hold the GIL against
+        the loop), has all its other inputs already, and passes the BLAS gate only if the
+        chain's first node did (the job holds the first node's slot)."""
+        out = node.out_data
+        if not out or node.out_control:
+            return None
+        dst = out[0][0]
+        nxt = self.items[dst]
+        if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
+                nxt.member_of is not None or \
+                self.pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
+                any(edge[0] != dst for edge in out):
+            return None
+        return nxt
 
     def branch_to_share(self, item):
         inputs = self.inputs
@@ -549,31 +562,11 @@ class SimpleExecutorState(ExecutorStateBase):
             share = nxt.worth_a_thread
             if share is not None and share(inputs[nxt.input_start:nxt.input_end]):
                 n = self.chain_length(nxt)
-                if send is None or n > longest:
-                    send, longest = (nxt, n) if n > longest else (item, longest)
+                if n > longest:
+                    send, longest = nxt, n
+                elif send is None:
+                    send = item
         return send
-
-    def chain_length(self, item) -> int:
-        """The nodes a pool job starting `item` would run (`chain`'s rule, nothing
-        taken)."""
-        n = 1
-        pending = self.pending
-        items = self.items
-        blas = item.uses_blas
-        node = item
-        while True:
-            out = node.out_data
-            if not out or node.out_control:
-                return n
-            dst = out[0][0]
-            nxt = items[dst]
-            if not (nxt.mode == POOL or nxt.worth_a_thread is not None) or \
-                    nxt.member_of is not None or \
-                    pending[dst] != len(out) or (nxt.uses_blas and not blas) or \
-                    any(edge[0] != dst for edge in out):
-                return n
-            n += 1
-            node = nxt
 
     def expand(self, item) -> None:
         segment = item.segment
