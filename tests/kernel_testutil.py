@@ -133,3 +133,15 @@ def stopped_warm_helper(monkeypatch):
     helper.stop()
     monkeypatch.setattr(warm_helper._Global, "helper", helper)
     return helper
+
+
+def rand_f32(*shape, seed=0) -> np.ndarray:
+    """Standard-normal float32 values of `shape`, seeded by the seed and the shape."""
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+def const_array(a) -> np.ndarray:
+    """A read-only copy of `a`, as a Const's value."""
+    a = np.array(a)
+    a.setflags(write=False)
+    return a

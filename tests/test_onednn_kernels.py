@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from kernel_testutil import create, make_node_def
+from kernel_testutil import const_array, create, make_node_def, rand_f32
 
 from aioflow.framework import op_def_registry
 from aioflow.framework.intra_op_threads import BlasThreads
@@ -78,14 +78,8 @@ def _both(op, inputs, **attrs):
     return got, want
 
 
-def _rand(*shape, seed=0):
-    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
-
-
-def _const(a):
-    a = np.array(a)
-    a.setflags(write=False)  # as a Const's value
-    return a
+_rand = rand_f32
+_const = const_array
 
 
 def test_version_is_a_supported_one():

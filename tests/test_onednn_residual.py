@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_testutil import create, make_node_def
+from kernel_testutil import const_array, create, make_node_def, rand_f32
 
 from aioflow.framework import op_def_registry
 from aioflow.framework.op_kernel import OpKernelConstruction
@@ -30,14 +30,8 @@ ATTRS = dict(strides=[1, 1, 1, 1], padding="SAME", fused_ops=["BiasAdd", "Add", 
              num_args=2)
 
 
-def _rand(*shape, seed=0):
-    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
-
-
-def _const(a):
-    a = np.array(a)
-    a.setflags(write=False)  # as a Const's value
-    return a
+_rand = rand_f32
+_const = const_array
 
 
 def _numpy_kernel(inputs):

@@ -147,13 +147,15 @@ def test_stop_ends_the_thread():
     assert not h._thread.is_alive()
 
 
-_CHILD = """
+_CHILD_HELPER = """
 import os, sys, time
 import numpy as np
 from aioflow.kernels import warm_helper
 assert warm_helper.wait_ready(300)
 while warm_helper.helper() is None:
     time.sleep(0.01)
+"""
+_CHILD = _CHILD_HELPER + """
 parent = warm_helper.helper()
 pid = os.fork()
 if pid == 0:
@@ -177,12 +179,7 @@ def test_a_forked_child_has_a_helper_of_its_own_and_the_process_exits():
     assert "child 0" in out.stdout
 
 
-_POST_AND_RECLAIM = """
-import time
-from aioflow.kernels import warm_helper
-assert warm_helper.wait_ready(300)
-while warm_helper.helper() is None:
-    time.sleep(0.01)
+_POST_AND_RECLAIM = _CHILD_HELPER + """
 h = warm_helper.helper()
 t0 = time.perf_counter()
 while time.perf_counter() - t0 < 1.0:
