@@ -76,42 +76,6 @@ class _WorthAThread(OpKernel):
         return [inputs[0] + 1]
 
 
-class _WorthHeld(OpKernel):
-    """x + 1, worth a thread; a call on a pool thread is held until every one of
-    `_WorthHeld.runs` calls has been placed (run inline, or handed to the pool: the
-    shared jobs in flight then), and records how many shared jobs were in flight then."""
-
-    expensive = None
-    learns_cost = False
-    runs = 0
-    inline = 0
-    jobs_when_placed = None
-    placed = threading.Condition()
-
-    def is_expensive(self, inputs):
-        return False
-
-    def worth_a_thread(self, inputs):
-        return True
-
-    @classmethod
-    def _all_placed(cls) -> bool:
-        if cls.jobs_when_placed is None and cls.inline + sharing_jobs() >= cls.runs:
-            cls.jobs_when_placed = sharing_jobs()  # (latched: jobs end once released)
-        return cls.jobs_when_placed is not None
-
-    def compute(self, ctx, inputs):
-        cls = _WorthHeld
-        with cls.placed:
-            if threading.get_ident() == _Branch.loop_thread:
-                cls.inline += 1
-                cls.placed.notify_all()
-            else:
-                assert cls.placed.wait_for(cls._all_placed, 30)
-                _ran.append((self.name, threading.get_ident(), cls.jobs_when_placed))
-        return [inputs[0] + 1]
-
-
 class _Branch(OpKernel):
     """x + 1, worth a thread, recording (name, thread, the team a primitive of any size
     would get now). A call on a pool thread waits until the loop thread has made
@@ -185,8 +149,7 @@ def ops_fixture(user_op):
     return {name: user_op(name, kernel) for name, kernel in (
         ("ChainTestPoolStep", _PoolStep), ("ChainTestPoolFails", _PoolFails),
         ("ChainTestPoolBlocks", _PoolBlocks), ("ChainTestWorthAThread", _WorthAThread),
-        ("ChainTestBranch", _Branch), ("ChainTestLender", _Lender),
-        ("ChainTestWorthHeld", _WorthHeld))}
+        ("ChainTestBranch", _Branch), ("ChainTestLender", _Lender))}
 
 
 @pytest.fixture(name="completions")
@@ -339,36 +302,6 @@ async def test_a_call_worth_a_thread_goes_to_the_pool_only_while_other_runs_wait
     assert len(_ran) == 2
     assert any(tid != threading.get_ident() and shared for _, tid, shared in _ran)
     assert sharing_jobs() == 0  # ended before its outputs came back
-
-
-@pytest.mark.skipif(executor_state._CORES < 2, reason="one core: no job beside the loop")
-async def test_runs_waiting_for_the_loop_keep_two_jobs_a_core_in_flight(ops):
-    """Many runs in flight, each reaching a call worth a thread while the others wait for
-    the loop: up to 2 x cores such calls go to the pool at once (one running beside the
-    loop on each other core, the rest queued behind them, so a pool thread never waits
-    for the loop to hand it the next chain); once that many are in flight, the others
-    run inline. The last run to reach its call has no run waiting: inline too."""
-    cap = 2 * executor_state._CORES
-    runs = cap + 2
-    _Branch.loop_thread = threading.get_ident()
-    _WorthHeld.runs = runs
-    g = af.Graph()
-    with g.as_default():
-        x = _x()
-        y = x
-        for i in range(40):  # (node by node, a tiny budget: the runs take turns)
-            y = af.negative(y, name=f"n{i}")
-        held = ops["ChainTestWorthHeld"](x=y, name="held")
-    async with af.Session(graph=g, compile_segments=False, time_budget_ms=0.001) as sess:
-        await sess.run(held, {x: FEED})  # (its executor built before the runs)
-        _ran.clear()
-        _WorthHeld.inline, _WorthHeld.jobs_when_placed = 0, None
-        values = await asyncio.gather(*[sess.run(held, {x: FEED}) for _ in range(runs)])
-    for value in values:
-        np.testing.assert_array_equal(value, FEED + 1)
-    assert _WorthHeld.inline == runs - cap
-    assert [jobs for _, _, jobs in _ran] == [cap] * cap
-    assert sharing_jobs() == 0
 
 
 @pytest.mark.parametrize("branches", [2, 3])

@@ -42,13 +42,11 @@ _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
     os.cpu_count() or 1)
 #: Jobs that may be in flight on pool threads beside the event loop's own work
 #: (`worth_a_thread`): the loop keeps one core busy, cores - 1 run on the others, and as
-#: many again plus one more wait behind them in the BLAS gate's queue, so that a pool
-#: thread goes from one chain to the next without waiting for the loop to hand it one
-#: (32 MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 /
-#: 180-192 images/s; with 3 the cap refused 30 of 43 offers an image and the loop's
-#: thread, the bound, ran 4.6 ms of an image's 7.9 ms of CPU, with 4 it ran 4.0 of 7.8:
-#: docs/performance.md). None on one core.
-SHARED_JOBS = 2 * _CORES if _CORES > 1 else 0
+#: many again plus one wait behind them in the BLAS gate's queue, so that a pool thread
+#: goes from one chain to the next without waiting for the loop to hand it one (32
+#: MobileNetV2 runs in flight on 2 cores, 1 / 2 / 3 jobs: 137-139 / 151-186 / 180-192
+#: images/s; docs/performance.md). None on one core.
+SHARED_JOBS = 2 * _CORES - 1 if _CORES > 1 else 0
 #: Jobs that may be in flight beside the loop for one run's own parallel branches (no
 #: other run waits): one per core besides the loop's, each running its branch's chain
 #: while the loop runs the others', every primitive on its calling thread alone.
