@@ -543,6 +543,9 @@ class _ConvBase(OpKernel):
     compilable = True
     num_spatial = 2
     formats = ("NHWC", "NCHW")
+    #: Whether the op's padding may come from the private FOLDED_PADDINGS attr (the fused
+    #: depthwise convolution's: TF's OpDef has no explicit_paddings).
+    reads_folded_paddings = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -559,7 +562,7 @@ class _ConvBase(OpKernel):
         strides = list(ctx.get_attr("strides"))
         dilations = list(ctx.get_attr("dilations", [1] * rank))
         self._explicit = list(ctx.get_attr("explicit_paddings", []))
-        folded = ctx.get_attr(FOLDED_PADDINGS, None)
+        folded = ctx.get_attr(FOLDED_PADDINGS, None) if self.reads_folded_paddings else None
         if folded is not None and self._padding == "VALID" and not self._explicit:
             self._padding, self._explicit = "EXPLICIT", list(folded)  # (a Pad folded in)
         self.check_attrs(strides, dilations)
