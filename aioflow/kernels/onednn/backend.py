@@ -55,11 +55,12 @@ INLINE_WORK = 1 << 27
 #: Multiply-adds up to which a training convolution runs on the event loop: a convolution
 #: gradient, or a forward convolution of a geometry a gradient has run for (`trained`).
 #: A training step holds nothing else on the loop that a 1.5-3 ms primitive would delay,
-#: and each hand-off to a pool thread and back costs a wake-up each way: on
-#: benchmarks/gradients_peer.py's conv step (302 M multiply-add forward convolution and
-#: gradients) 7.82 -> 7.21 ms a step, CPU 13.3 -> 11.9 ms, voluntary context switches 33
-#: -> 14 (one process alternating, both real-time; docs/performance.md, helper convstep).
-#: Inference keeps INLINE_WORK (a serving loop's heartbeat, many runs in flight).
+#: and each hand-off to a pool thread and back costs a wake-up each way (50-300 µs on an
+#: idle vCPU): on benchmarks/gradients_peer.py's conv step (302 M multiply-add forward
+#: convolution and gradients) the voluntary context switches fell from 26-34 to 9-15 a
+#: step, the step 0-4% faster real-time, and against TF 1.55x -> 1.20x (medians of five
+#: runs, load 1.5-3.3; docs/performance.md, helper convstep). Inference keeps
+#: INLINE_WORK (a serving loop's heartbeat, many runs in flight).
 TRAINING_INLINE_WORK = 1 << 29
 #: Multiply-adds (or output elements times window taps) from which a primitive runs on
 #: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.

@@ -38,8 +38,8 @@ go side by side, one to a pool thread and the last on the loop (the executor's b
 rule). Every hand-off to a pool thread and back wakes a sleeping thread, 50-300 µs on an
 idle vCPU (docs/performance.md): on benchmarks/gradients_peer.py's conv step (302 M
 multiply-add forward convolution and gradients) the step's voluntary context switches
-fell from 26-34 to 11-15 and the step took 8.43 against 8.75 ms (one process
-alternating, both real-time; helper convstep). The old rule before that (the NumPy
+fell from 26-34 to 9-15 (real-time the step 0-4% faster; against TF 1.55x -> 1.20x,
+medians of five runs at load 1.5-3.3; helper convstep). The old rule before that (the NumPy
 kernels' input sizes, then the learned cost) sent every gradient to the pool.
 """
 
