@@ -12,7 +12,7 @@ import numpy as np
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.op_kernel import OpKernel, register_kernel
-from aioflow.kernels.math.cwise_kernels import is_int, shape_str
+from aioflow.kernels.math.cwise_kernels import BIG, is_int, shape_str
 
 _NON_QUANTIZED_NUMBERS = [
     dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,
@@ -201,12 +201,7 @@ class _ArgKernel(OpKernel):
             self._fill = np.array(self.nan_fill).astype(dtype.as_numpy_dtype)
 
     def is_expensive(self, inputs: list) -> bool:
-        # Up to POOL_ABOVE elements the executor decides by the node's learned cost: a
-        # reduction's cost per element varies 40-fold with its layout (summing a 1M
-        # tensor over (1, 2) of (32, 32, 1024): 74 µs; over the last axis of (262144, 4):
-        # 3 ms), and InceptionV3's final Mean of 8x8x2048 (131k elements, ~10 µs) went
-        # to a pool thread and back on the run's critical path.
-        return inputs[0].size > POOL_ABOVE
+        return inputs[0].size > BIG
 
     def compute(self, ctx, inputs):
         x, dim = inputs
@@ -262,12 +257,7 @@ class _ScanKernel(OpKernel):
         self._np_type = ctx.get_attr("T").as_numpy_dtype
 
     def is_expensive(self, inputs: list) -> bool:
-        # Up to POOL_ABOVE elements the executor decides by the node's learned cost: a
-        # reduction's cost per element varies 40-fold with its layout (summing a 1M
-        # tensor over (1, 2) of (32, 32, 1024): 74 µs; over the last axis of (262144, 4):
-        # 3 ms), and InceptionV3's final Mean of 8x8x2048 (131k elements, ~10 µs) went
-        # to a pool thread and back on the run's critical path.
-        return inputs[0].size > POOL_ABOVE
+        return inputs[0].size > BIG
 
     def compute(self, ctx, inputs):
         x, axis = inputs
