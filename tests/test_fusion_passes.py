@@ -375,6 +375,45 @@ async def test_zero_pad_folds_into_a_lone_depthwise_convs_explicit_padding():
     assert list(node.attr["explicit_paddings"].list.i) == [0, 0, 0, 1, 1, 1, 0, 0]
 
 
+def _pad_max_pool_graph(paddings, activation=af.nn.relu, ksize=3, stride=2):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 9, 9, 3], name="x")
+        p = af.pad(activation(x), paddings, name="pad")
+        out = af.nn.max_pool(p, [1, ksize, ksize, 1], [1, stride, stride, 1], "VALID",
+                             name="pool")
+    return g, out, {x: _f32(2, 9, 9, 3, low=-3, high=1)}
+
+
+@pytest.mark.parametrize("paddings, activation", [
+    ([[0, 0], [1, 1], [1, 1], [0, 0]], af.nn.relu),    # ResNet's pool1_pad + pool1_pool
+    ([[0, 0], [2, 0], [1, 2], [0, 0]], af.nn.relu6),
+])
+async def test_zero_pad_of_a_relu_folds_into_the_max_pools_explicit_padding(paddings,
+                                                                             activation):
+    """The Relu's output is never below the Pad's zeros, so the MaxPool's own padding
+    (which no window's max reads) gives the padded graph's values (mostly negative inputs:
+    windows of zeros at the borders)."""
+    g, out, feeds = _pad_max_pool_graph(paddings, activation)
+    (fused, nodes), (plain, plain_nodes) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_array_equal(fused, plain)
+    assert "Pad" in _ops(plain_nodes) and "Pad" not in _ops(nodes)
+    op, _, node = nodes["pool"]
+    assert op == "MaxPool" and node.attr["padding"].s == b"EXPLICIT"
+    assert list(node.attr["explicit_paddings"].list.i) == [v for p in paddings for v in p]
+
+
+@pytest.mark.parametrize("activation, ksize", [
+    (af.nn.elu, 3),    # may be negative: the Pad's zeros can be a window's max
+    (af.nn.relu, 2),   # a pad of 2 under a 2x2 window: a window of padding alone
+])
+async def test_other_pads_before_a_max_pool_are_left_alone(activation, ksize):
+    g, out, feeds = _pad_max_pool_graph([[0, 0], [2, 1], [1, 1], [0, 0]], activation, ksize)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_array_equal(fused, plain)
+    assert "Pad" in _ops(nodes) and nodes["pool"][2].attr["padding"].s == b"VALID"
+
+
 @pytest.mark.parametrize("paddings, constant", [
     ([[0, 0], [1, 1], [1, 1], [0, 0]], 1.0),   # not zeros
     ([[0, 0], [1, 1], [1, 1], [0, 1]], 0.0),   # the channels padded

@@ -18,6 +18,13 @@ no control edge leaving it), all on one device:
   the Pad; MobileNetV2's four stride-2 blocks, a padded copy of the input an image
   less); fused, the pads ride in the private attr FOLDED_PADDINGS with padding VALID
   (TF's _FusedDepthwiseConv2dNative has no explicit padding)
+* the same Pad + MaxPool (NHWC, a spatial window), when the Pad's input is a Relu or
+  Relu6 (or a fused node ending in one): the MaxPool with those paddings as its explicit
+  padding (aioflow's own: TF runs the Pad; ResNet's pool1_pad, a padded copy of the stem's
+  output a run less). Exact because the input is never below the Pad's zeros and every
+  window holds an input element (each pad under the window's size, else left alone); a
+  window of -0.0s only then reads -0.0 where the Pad's reads 0.0, and a zero-sized image
+  is not padded to zeros
 * the activation may also be swish, x * Sigmoid(x) (TF's Mul and Sigmoid, or Keras'
   with its Mul by 1.0 and the IdentityN around it: swish.py), its nodes the chain
   value's only consumers: fused_ops "_MklSwish", as TF's remapper names it
@@ -65,6 +72,9 @@ FUSED_OPS = {"Conv2D": "_FusedConv2D", "DepthwiseConv2dNative": "_FusedDepthwise
 ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu"})
 #: Convolutions a zero Pad before them folds into (as their explicit padding).
 PADDED_OPS = frozenset({"Conv2D", "DepthwiseConv2dNative"})
+#: Ops whose outputs are never negative (NaN aside), and the fused_ops ending a fused node
+#: whose outputs are not: a zero Pad after them may fold into a MaxPool.
+NON_NEGATIVE = frozenset({"Relu", "Relu6"})
 #: Element types each fused op's kernel takes (its OpDef's T, less what the CPU lacks).
 _TYPES = {"Conv2D": FLOAT_TYPES, "DepthwiseConv2dNative": FLOAT_TYPES,
           "MatMul": frozenset({dtypes.float16.as_datatype_enum,
@@ -244,6 +254,71 @@ def fold_pads(graph: Graph) -> bool:
     return changed
 
 
+def _non_negative(src: tuple[Node, int]) -> bool:
+    """Whether the tensor is a Relu's or Relu6's output (or a fused node's ending in one)."""
+    node, slot = src
+    if slot != 0:
+        return False
+    if node.type_string in NON_NEGATIVE:
+        return True
+    fused_ops = node.attr("fused_ops")
+    return node.type_string in FUSED_OPS.values() and fused_ops is not None and \
+        len(fused_ops.list.s) > 0 and fused_ops.list.s[-1].decode() in NON_NEGATIVE
+
+
+def _max_pool_pads(pool: Node, pad: Node) -> list[int] | None:
+    """The explicit paddings of `pool` with `pad`'s folded in, when that is exact: a zero
+    spatial Pad of a non-negative tensor, a spatial window, each side's pad under the
+    window's size (so every window holds an input element); else None."""
+    pads = _spatial_zero_pads(pad)
+    src = input_node(pad, 0)
+    if pads is None or src is None or not _non_negative(src):
+        return None
+    ksize, strides = list(pool.attr("ksize").list.i), list(pool.attr("strides").list.i)
+    if len(ksize) != 4 or len(strides) != 4 or ksize[0] != 1 or ksize[3] != 1 or \
+            strides[0] != 1 or strides[3] != 1:
+        return None
+    if attr_s(pool, "padding") == "EXPLICIT":
+        pads = [a + b for a, b in zip(pads, pool.def_.attr["explicit_paddings"].list.i,
+                                      strict=False)]
+    if any(pads[i] >= ksize[i // 2] for i in range(2, 6)):
+        return None
+    return pads
+
+
+def fold_max_pool_pads(graph: Graph) -> bool:
+    """Pad (of a Relu's output) + MaxPool -> the MaxPool with explicit padding; True on a
+    change."""
+    names = {n.name for n in graph.op_nodes()}
+    changed = False
+    for pool in list(graph.op_nodes()):
+        if graph.nodes[pool.id] is None or pool.type_string != "MaxPool" or \
+                attr_s(pool, "data_format", "NHWC") != "NHWC" or \
+                attr_s(pool, "padding") not in ("VALID", "EXPLICIT") or \
+                pool.attr("T") is None or pool.attr("T").type not in FLOAT_TYPES:
+            continue
+        src = input_node(pool, 0)
+        if src is None or src[1] != 0 or sole_consumer(src[0]) is not pool or \
+                src[0].assigned_device_name != pool.assigned_device_name:
+            continue
+        pad = src[0]
+        pads = _max_pool_pads(pool, pad)
+        if pads is None:
+            continue
+        attrs = {k: v for k, v in pool.def_.attr.items() if k != "explicit_paddings"}
+        attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
+        attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
+        folded = make_node(graph, pool, unique_name(names, pool.name + "/padded"),
+                           "MaxPool", [input_node(pad, 0)], attrs)
+        take_over(graph, pool, folded, [pad, pool])
+        graph.remove_node(pool)
+        graph.remove_node(pad)
+        names.discard(folded.name)
+        folded.def_.name = pool.name
+        changed = True
+    return changed
+
+
 def fuse_contractions(graph: Graph) -> bool:
     """Fuse every contraction + bias/batch norm (+ activation) chain; True on a change."""
     names = {n.name for n in graph.op_nodes()}
@@ -263,6 +338,7 @@ def remap(graph: Graph, optimizer_options: config_pb2.OptimizerOptions | None = 
         return False
     changed = fold_batch_norms(graph)
     changed = fold_pads(graph) or changed
+    changed = fold_max_pool_pads(graph) or changed
     changed = forward_identity_n(graph) or changed
     changed = fuse_contractions(graph) or changed
     return fuse_batch_norm_relus(graph) or changed
