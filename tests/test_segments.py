@@ -784,6 +784,31 @@ async def test_a_segment_reads_a_ref_variables_current_value_and_names_an_uninit
             await sess.run(assign, {new_w: wv})
 
 
+async def test_reads_in_another_segment_than_their_variables_stay_compiled():
+    """More variables than a segment holds: the lookups fill one segment and their reads
+    another, whose entering values are refs (no `size`); it runs compiled all the same."""
+    n = MAX_MEMBERS + 6
+    g = af.Graph()
+    with g.as_default():
+        vs = [af.Variable(np.full(3, k, np.float32), name=f"v{k}", use_resource=False)
+              for k in range(n)]
+        total = af.add_n([v.value() for v in vs], name="total")
+        init = af.global_variables_initializer()
+    async with af.Session(graph=g) as sess:
+        await sess.run(init)
+        for _ in range(6):
+            np.testing.assert_array_equal(await sess.run(total),
+                                          np.full(3, n * (n - 1) / 2, np.float32))
+        (eak,) = [e for e in sess._direct._executors.values() if "total:0" in e.fetches]
+        (impl,) = eak.executors
+        reads = [s for s in impl.segments
+                 if any(m.op == "Identity" for m in s.members)
+                 and not any(m.op == "VariableV2" for m in s.members)]
+        assert reads, [[m.op for m in s.members] for s in impl.segments]
+        assert all(s.fn is not None and s.fallbacks == 0 for s in reads), \
+            [(s.fn, s.fallbacks) for s in reads]
+
+
 # -- TensorArrays in compiled loops ---------------------------------------------------------------
 
 def mapping_graphs():

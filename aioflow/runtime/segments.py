@@ -232,9 +232,11 @@ def topological_order(nodes, dense: dict, outs: list | None = None) -> list[int]
 
 def _uniform_shapes(values: tuple, shape) -> bool:
     """Whether all of `values` that hold more than one element have one shape (that of
-    the segment's constants, when one of them has more than one element)."""
+    the segment's constants, when one of them has more than one element). A ref (a
+    VariableV2's Var, read by a member that derefs it) is no tensor and is skipped: the
+    member reading it runs no size test on it."""
     for value in values:
-        if value.size != 1:
+        if getattr(value, "size", 1) != 1:
             if shape is None:
                 shape = value.shape
             elif value.shape != shape:
