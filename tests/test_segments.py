@@ -749,14 +749,19 @@ def ref_variable_graph():
 def test_ref_variables_and_their_reads_join_a_segment():
     """A training step's 20 VariableV2 and 8 `/read` Identities were 28 executor items;
     now the lookups and the derefs run in one compiled segment."""
-    g, _, _, x, out, _, _ = ref_variable_graph()
-    direct, eak = executors_for(g, [x], [out])
+    g, _, _, x, out, new_w, assign = ref_variable_graph()
+    # (the assign, not compilable, also takes w's ref: the lookups' segment then has
+    # consumers in more than one place and is not merged into the product's)
+    direct, eak = executors_for(g, [x, new_w], [out, assign.op])
     try:
         (impl,) = eak.executors
         ops = [m.op for s in impl.segments for m in s.members]
         assert ops.count("VariableV2") == 2 and ops.count("Identity") >= 2, ops
         assert not [i for i in impl.items[:impl.num_node_items]
                     if i.op == "VariableV2" and i.member_of is None]
+        # the reads are barriers to their consumers: the product stays out of that segment
+        assert not [s for s in impl.segments
+                    if {"VariableV2", "MatMul"} <= {m.op for m in s.members}]
         _assert_segments_sound(impl)
     finally:
         direct.close()

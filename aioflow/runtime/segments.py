@@ -38,6 +38,7 @@ from aioflow.runtime.node_item import (
     MAYBE,
     NodeItem,
 )
+from aioflow.runtime.ref_inputs import DerefKernel
 
 #: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
 #: the time one segment holds the loop.
@@ -75,11 +76,18 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     constant = [items[i].kernel.is_constant and not any(e.src.id > SINK_ID for e in node.in_edges)
                 for i, node in enumerate(nodes)]
     candidate = [not constant[i] and is_candidate(items[i]) for i in range(len(nodes))]
+    # A variable's ref read (a DerefKernel: `v/read`) joins the segment of the variable
+    # lookups, but its consumers group as if it were not compilable (a barrier: it counts
+    # for their depth and is one of their late inputs): a training step's 20 lookups and
+    # 8 reads become one item, and the compute reading them is segmented as before.
+    barrier = [candidate[i] and isinstance(items[i].kernel, DerefKernel)
+               for i in range(len(nodes))]
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
-        d = depth[i] + (0 if candidate[i] or constant[i] else 1)
-        own = late[i] if candidate[i] else _NONE if constant[i] else frozenset((i,))
+        inside = candidate[i] and not barrier[i]
+        d = depth[i] + (0 if inside or constant[i] else 1)
+        own = late[i] if inside else _NONE if constant[i] else frozenset((i,))
         for j in succ[i]:
             if d > depth[j]:
                 depth[j] = d
