@@ -346,35 +346,6 @@ def test_a_product_worth_a_team_is_split_with_the_helper(monkeypatch, helper):
     assert posted == [(warm_helper.SGEMM, (32, 128, 1024))]
     np.testing.assert_array_equal(got, _whole(mm, x, y))
     small = rng.standard_normal((64, 16), dtype=np.float32)
-    mm.sgemm(small, y[:16])  # below HELPER_MACS: one thread, not split
+    mm.sgemm(small, y[:16])  # below TEAM_MACS: one thread, not split
     assert len(posted) == 1
-
-
-def test_a_product_below_a_teams_size_is_split_with_the_helper_only(monkeypatch, helper):
-    """From HELPER_MACS (the MLP's 64x256x128 products, 2^21) to TEAM_MACS the product is
-    cut with the warm helper, in a compiled segment too (lean_gemm); without the helper
-    it runs on one thread, never on an OpenMP team."""
-    mm = _onednn()
-    from aioflow.kernels.onednn import backend, primitives
-    monkeypatch.setattr(warm_helper._Global, "helper", helper)
-    monkeypatch.setattr(backend, "team_size", lambda work: 2 if work else 1)
-    posted, threads = [], []
-    real = helper.post_native
-    monkeypatch.setattr(helper, "post_native", lambda kind, words: (
-        posted.append(tuple(words[3:6])), real(kind, words))[1])
-    monkeypatch.setattr(mm, "set_threads", lambda n: (threads.append(n),
-                                                     primitives.set_threads(n))[1])
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((64, 256), dtype=np.float32)
-    y = rng.standard_normal((256, 128), dtype=np.float32)
-    assert x.shape[0] * x.shape[1] * y.shape[1] == mm.HELPER_MACS < mm.TEAM_MACS
-    np.testing.assert_array_equal(mm.sgemm(x, y), _whole(mm, x, y))
-    np.testing.assert_array_equal(mm.lean_gemm(False, True, mm.sgemm)(x, y.T.copy()),
-                                  _whole(mm, x, y))
-    assert posted == [(32, 128, 256)] * 2
-    monkeypatch.setattr(warm_helper._Global, "helper", None)
-    monkeypatch.setattr(warm_helper, "ENABLED", False)
-    threads.clear()
-    np.testing.assert_array_equal(mm.sgemm(x, y), _whole(mm, x, y))
-    assert threads == [1] and len(posted) == 2
 

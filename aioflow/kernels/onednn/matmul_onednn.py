@@ -14,19 +14,18 @@ against 333-583 µs a call, one thread each, load 4-7 (docs/performance.md, 2026
 Below ONEDNN_MACS multiply-adds the call's fixed cost (~4 µs: ctypes and oneDNN's
 dispatch) exceeds what it saves, and NumPy runs the product.
 
-Threads: a product of at least HELPER_MACS multiply-adds, when the backend's budget has
+Threads: a product of at least TEAM_MACS multiply-adds, when the backend's budget has
 two cores free (backend.team), is cut in two (`split_gemm`: rows, or columns when it
 has few) and the second half handed to the warm helper (aioflow/kernels/warm_helper.py)
 as a native GEMM job, both halves single-threaded: equal bit for bit to the whole
 product, and the caller takes the half back when the helper has not started it. A
 64x784x256 product: 65-70 µs so against 115-120 on an OpenMP team of two, whose second
 thread sleeps between products (passive waiting) and on a quiet VM takes 50-300 µs to
-wake (docs/performance.md, 2026-11-29, helper spin); a 64x256x128 one 14 against 19.5
-µs on one thread (helper mlp). Without the helper (numba absent, AIOFLOW_WARM_HELPER=0,
-another caller holding it), a product of TEAM_MACS and up runs on an OpenMP team of the
-intra-op threads, as the convolutions do from backend.TEAM_WORK; smaller products on
-the calling thread alone (a 64x256x128 product: 36-48 µs on one thread, 32 µs on two,
-which both stay busy; load 7).
+wake (docs/performance.md, 2026-11-29, helper spin). Without the helper (numba absent,
+AIOFLOW_WARM_HELPER=0, another caller holding it), an OpenMP team of the intra-op
+threads, as the convolutions do from backend.TEAM_WORK; smaller products on the calling
+thread alone (a 64x256x128 product: 36-48 µs on one thread, 32 µs on two, which both
+stay busy; load 7).
 Other types, empty matrices and operands whose strides the GEMM cannot take run the
 NumPy product.
 
@@ -73,12 +72,6 @@ ONEDNN_MACS = 1 << 18
 
 #: Multiply-adds from which a product runs on a team (see the module docstring).
 TEAM_MACS = 1 << 22
-#: Multiply-adds from which a product is cut in two with the warm helper (below
-#: TEAM_MACS only there: an OpenMP team's sleeping thread costs more than such a product
-#: saves). A 64x256x128 product (the MLP's second layer and its gradients, 2^21) with a
-#: warm helper 13.8-14.2 µs against 19.3-19.7 on one thread (docs/performance.md,
-#: 2026-11-29, helper mlp).
-HELPER_MACS = 1 << 21
 #: The fewest rows (or columns) of either part of a product split with the warm helper.
 SPLIT_MIN = 8
 #: dnnl_sgemm's address, and 1.0f's bits: a GEMM job's words for the warm helper.
@@ -112,7 +105,7 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     n = y.shape[1]
     out = np.empty((m, n), _F32)
     work = m * k * n
-    with team(work if work >= HELPER_MACS else 0) as threads:
+    with team(work if work >= TEAM_MACS else 0) as threads:
         status = None
         if threads > 1 and (m >= 2 * SPLIT_MIN or n >= 2 * SPLIT_MIN):
             helper = warm_helper.helper()
@@ -120,7 +113,7 @@ def sgemm(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
                 status = split_gemm(helper, ox, oy, m, n, k, address(x), address(y),
                                     address(out))
         if status is None:
-            set_threads(threads if work >= TEAM_MACS else 1)
+            set_threads(threads)
             status = api._lib.dnnl_sgemm(ox[0], oy[0], m, n, k, 1.0, address(x), ox[1],
                                          address(y), oy[1], 0.0, address(out), n)
     return out if status == api.SUCCESS else None
@@ -177,7 +170,7 @@ def lean_gemm(ta: bool, tb: bool, product):
         if k != k2:
             raise ValueError("inner sizes differ")
         work = m * k * n
-        if ONEDNN_MACS <= work < HELPER_MACS and gemm is not None and backend.ACTIVE and \
+        if ONEDNN_MACS <= work < TEAM_MACS and gemm is not None and backend.ACTIVE and \
                 x.dtype == _F32 and y.dtype == _F32:
             ox, oy = _operand(x), _operand(y)
             if ox is not None and oy is not None:
