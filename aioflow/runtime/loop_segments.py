@@ -21,7 +21,6 @@ from time import perf_counter
 from aioflow.framework.dtypes import DT_RESOURCE
 from aioflow.framework.intra_op_threads import own_threads
 from aioflow.runtime import loop_side
-from aioflow.runtime.loop_deferred import find_deferred, origin, reorder
 from aioflow.runtime.loop_fusion import chain_lines, plan
 from aioflow.runtime.loop_side import SideChain, find_side
 from aioflow.runtime.node_item import FORWARD, INLINE, MAYBE, NodeItem
@@ -149,24 +148,6 @@ def _tuple(merges) -> str:
     return "".join(f"m{m}, " for m in merges)
 
 
-def _settle_lines(loop: list[str], tokens: list[str], namespace: dict) -> list[str]:
-    """`loop` (the lines from the clock's start (or the checkpoints') to the end)
-    settling the deferred products `tokens` however it ends (loop_deferred.py): no job
-    outlives its inputs."""
-    namespace["_settle"] = _settle
-    return [*(f"    {t} = None" for t in tokens),
-            "    try:",
-            *("    " + line for line in loop),
-            "    finally:",
-            f"        _settle(({', '.join(tokens)},))"]
-
-
-def _settle(tokens: tuple) -> None:
-    for token in tokens:
-        if token is not None:
-            token.settle()
-
-
 def _checkpoint(states) -> list:
     """(state, token) for each distinct state (None: the kernel raises TF's error)."""
     seen = {}
@@ -268,8 +249,7 @@ class LoopSegment(Segment):
             if loop_side.ENABLED else None
         side_ids, side_merges = side or ((), ())
         main = [m for m in body if m.id not in side_ids]
-        deferred: list[str] = []
-        for line in self._body_lines(main, names, namespace, checked, prepared, deferred):
+        for line in self._body_lines(main, names, namespace, checked, prepared):
             lines.append("    " + line)
         if side:
             put = self._side_lines(side_ids, side_merges, by_id, names, namespace)
@@ -292,8 +272,6 @@ class LoopSegment(Segment):
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         if shape["undo"]:
             lines[head:] = self._undo_lines(lines[head:], namespace)
-        if deferred:
-            lines[head:] = _settle_lines(lines[head:], deferred, namespace)
         return "\n".join(lines) + "\n", namespace
 
     def _undo_lines(self, loop: list[str], namespace: dict) -> list[str]:
@@ -401,36 +379,13 @@ class LoopSegment(Segment):
         namespace["_side"].source = source
         return "".join(a + ", " for a in args)
 
-    def _body_lines(self, body: list, names, namespace, checked: set, prepared,
-                    deferred: list) -> list[str]:
+    def _body_lines(self, body: list, names, namespace, checked: set, prepared) -> list[str]:
         """The lines of an iteration's body members, element-wise chains fused
-        (loop_fusion.py), late-read products started early (loop_deferred.py: their
-        tokens' names are added to `deferred`)."""
+        (loop_fusion.py)."""
         lines = []
-        order = plan(body, self.sources, self.shape["controls"])
-        late = find_deferred(self.shape, order, self.sources, self.shape["controls"],
-                             prepared)
-        if late:
-            order = reorder(order, late, self.sources)
-        forwarding = {m.id for m in body if m.mode == FORWARD}
-        collect = {readers[0]: i for i, (readers, _) in late.items()}
-        started = set()
-        for item in order:
+        for item in plan(body, self.sources, self.shape["controls"]):
             if not isinstance(item, list):
-                i = collect.get(item.id)
-                if i in started:
-                    lines.append(f"    v{i} = r{i}(d{i})")
-                i = item.id
-                if i in late:  # (its inputs' names, where forwarding members come later)
-                    for src in self.sources[i]:
-                        names.setdefault(src, names[origin(src, forwarding, self.sources)])
-                own = self._lines(item, names, namespace, checked, prepared)
-                if i in late and own and own[-1].startswith(f"    v{i} = f{i}("):
-                    namespace[f"s{i}"], namespace[f"r{i}"] = late[i][1]
-                    own[-1] = own[-1].replace(f"v{i} = f{i}(", f"d{i} = s{i}(", 1)
-                    deferred.append(f"d{i}")
-                    started.add(i)
-                lines.extend(own)
+                lines.extend(self._lines(item, names, namespace, checked, prepared))
                 continue
             ids = {m.id for m in item}
             used = {src for i, srcs in self.sources.items() if i not in ids

@@ -221,87 +221,6 @@ def lean_gemm(ta: bool, tb: bool, product):
     return fn
 
 
-class Deferred:
-    """A product started by `deferred_gemm`'s `start`: its value (`collect`) computed
-    there already, or a GEMM job on the warm helper with what it reads kept alive."""
-
-    __slots__ = ("value", "ticket", "words", "held", "x", "y", "product")
-
-    def __init__(self, value=None):
-        self.value = value
-        self.ticket = None
-
-    def settle(self):
-        """The product (waits for the helper's job, or runs it here when the helper had
-        not taken it); a second call returns the same value."""
-        ticket = self.ticket
-        if ticket is None:
-            return self.value
-        self.ticket = None
-        try:
-            status = ticket.finish()
-            if status is None:  # not taken: the same single-threaded GEMM here
-                set_threads(1)
-                status = _call_words(self.words)
-        finally:
-            self.held.__exit__(None, None, None)
-        out = self.value
-        if status != api.SUCCESS:
-            out = self.value = self.product(self.x, self.y)
-        self.x = self.y = None
-        return out
-
-
-def _call_words(words) -> int:
-    """dnnl_sgemm called with a GEMM job's argument words (`_gemm_words`)."""
-    _, ta, tb, m, n, k, _, a, lda, b, ldb, _, c, ldc = words
-    return api._lib.dnnl_sgemm(bytes((ta,)), bytes((tb,)), m, n, k, 1.0, a, lda, b, ldb,
-                               0.0, c, ldc)
-
-
-def deferred_gemm(ta: bool, tb: bool, product):
-    """(start, collect) for a compiled loop's product that nothing reads until late in
-    the iteration (an LSTM gradient's dW = X^T @ dgates, read only by its
-    accumulator): `start(a, b)` hands the GEMM to the warm helper, where lean_gemm
-    would run it on this thread (the same single-threaded call, so the same values),
-    and returns a `Deferred`; `collect(d)` its product. Where the helper is not free
-    (absent, another caller holding it, the other core taken: backend.team), or the
-    product is not one lean_gemm runs on oneDNN, start computes it at once."""
-    lean = lean_gemm(ta, tb, product)
-    gemm = api._lib.dnnl_sgemm if api._lib is not None else None
-
-    def start(a, b) -> Deferred:
-        x = a.T if ta else a
-        y = b.T if tb else b
-        if x.ndim != 2 or y.ndim != 2 or gemm is None or not backend.ACTIVE or \
-                x.dtype != _F32 or y.dtype != _F32:
-            return Deferred(lean(a, b))
-        m, k = x.shape
-        k2, n = y.shape
-        if k != k2 or not ONEDNN_MACS <= m * k * n < TEAM_MACS:
-            return Deferred(lean(a, b))
-        helper = warm_helper.helper()
-        ox, oy = _operand(x), _operand(y)
-        if helper is None or ox is None or oy is None:
-            return Deferred(lean(a, b))
-        held = team(TEAM_MACS)
-        if held.__enter__() < 2:  # the other core is someone else's now
-            held.__exit__(None, None, None)
-            return Deferred(lean(a, b))
-        out = np.empty((m, n), _F32)
-        words = (_GEMM_ADDRESS, ox[0][0], oy[0][0], m, n, k, _ONE_BITS, address(x), ox[1],
-                 address(y), oy[1], 0, address(out), n)
-        ticket = helper.post_native(warm_helper.SGEMM, words)
-        if ticket is None:
-            held.__exit__(None, None, None)
-            return Deferred(lean(a, b))
-        d = Deferred(out)
-        d.ticket, d.words, d.held, d.x, d.y, d.product = ticket, words, held, x, y, product
-        return d
-
-    return start, Deferred.settle
-
-
 def transposed(m: np.ndarray) -> np.ndarray:
     """m's transpose as a row-major copy (a loop invariant's, made once before the loop)."""
     return np.ascontiguousarray(m.T)
@@ -365,13 +284,6 @@ class OneDnnMatMulOp(_OneDnnProduct, MatMulOp):
         if self._ta and invariant[0] and not invariant[1]:
             return transposed, lean_gemm(False, self._tb, self.product)
         return None
-
-    def deferred_fn(self):
-        """(start, collect) for a compiled loop that may compute this product beside its
-        other work (`deferred_gemm`); None without a warm helper to run it."""
-        if not warm_helper.ENABLED:
-            return None
-        return deferred_gemm(self._ta, self._tb, self.product)
 
 
 @onednn_kernel("_FusedMatMul", T=[dtypes.float32])
