@@ -22,6 +22,7 @@ from test_segments import assert_identical, executors_for
 
 import aioflow as af
 from aioflow.framework.op_def_library import apply_op
+from aioflow.kernels import jit
 from aioflow.kernels.math import fused_cwise
 from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.kernels.onednn import backend, matmul_onednn
@@ -321,6 +322,38 @@ def test_the_lean_product_is_the_kernels(ta, tb):
         fn(a, b[:5] if not tb else b[:, :5])  # inner sizes differ: compute's TF error
     with pytest.raises(ValueError):
         fn(a.ravel(), b)
+
+
+@onednn
+@pytest.mark.skipif(not jit.ENABLED, reason="numba missing or off")
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_the_lean_product_calls_the_gemm_from_numba_with_the_ctypes_calls_values(
+        monkeypatch, ta, tb):
+    """Once gemm_jit compiled, lean_gemm's GEMM is called from numba (not ctypes): the
+    same call, the same values; strides the GEMM cannot read go to `product`."""
+    assert matmul_onednn.wait_compiled(300)
+    a = _values(np.float32, 20, (96, 32) if ta else (32, 96)).clip(-5, 5)
+    b = _values(np.float32, 21, (256, 96) if tb else (96, 256)).clip(-5, 5)
+    a[~np.isfinite(a)], b[~np.isfinite(b)] = 1.0, -1.0
+    b.flags.writeable = False  # (a variable's value: read-only)
+    fn = matmul_onednn.lean_gemm(ta, tb, None)
+    got = fn(a, b)
+    monkeypatch.setattr(matmul_onednn._Jit, "sgemm", None)  # the ctypes call
+    want = fn(a, b)
+    assert_identical(got, want)
+    monkeypatch.undo()
+    calls = []
+    jitted = matmul_onednn._Jit.sgemm
+    monkeypatch.setattr(matmul_onednn._Jit, "sgemm",
+                        lambda *args: calls.append(args) or jitted(*args))
+    products = []
+    fn = matmul_onednn.lean_gemm(ta, tb, lambda x, y: products.append(1) or x @ y)
+    assert_identical(fn(a, b), want)
+    assert len(calls) == 1 and not products
+    strided = np.repeat(a, 2, axis=1)[:, ::2]  # (a's values; no unit stride)
+    assert_identical(fn(strided, b), strided.T @ b.T if (ta and tb) else
+                     strided.T @ b if ta else strided @ b.T if tb else strided @ b)
+    assert len(calls) == 2 and products == [1]
 
 
 @onednn
