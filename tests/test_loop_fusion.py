@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from kernel_testutil import run1
+from kernel_testutil import create, run1
 from test_segments import assert_identical, executors_for
 
 import aioflow as af
@@ -472,6 +472,35 @@ def test_background_compiles_leave_the_processs_streams_alone():
     pytest.importorskip("ray")
     assert _color_scheme("ray") == "HighlightColorScheme"  # what numba would do
     assert _color_scheme("ray, aioflow") == "NOPColorScheme"
+
+
+def test_a_prepared_push_and_pop_keep_the_kernels_values_and_errors():
+    """invariant_fn's per-iteration push and pop: on the stack taken before the loop,
+    and, on a handle needing compute's checks, compute's values and TF's errors."""
+    from aioflow.kernels.data_flow.stack_kernels import Stack
+
+    stack = Stack("s", af.float32, 2)
+    handle = np.empty((), object)
+    handle[()] = stack
+    push = create("StackPushV2", [handle, np.zeros(2, np.float32)])
+    pop = create("StackPopV2", [handle], elem_type=af.float32)
+    prepare_push, push_fn = push.invariant_fn((True, False))
+    prepare_pop, pop_fn = pop.invariant_fn((True,))
+    x, y = np.ones(2, np.float32), np.full(2, 2, np.float32)
+    assert prepare_push(handle) is stack and prepare_pop(handle) is stack
+    assert push_fn(stack, x) is x and push_fn(stack, y) is y
+    with pytest.raises(af.errors.InvalidArgumentError, match="overflowed its max_size"):
+        push_fn(stack, x)
+    assert pop_fn(stack) is y and pop_fn(stack) is x
+    with pytest.raises(af.errors.InvalidArgumentError, match="is empty"):
+        pop_fn(stack)
+    other = np.empty((), object)  # a stack of another type: compute's checks and error
+    other[()] = Stack("t", af.int32, -1)
+    with pytest.raises(af.errors.InvalidArgumentError, match="Must have type int32"):
+        push_fn(prepare_push(other), x)
+    other[()].push(np.int32(3))
+    with pytest.raises(af.errors.InvalidArgumentError, match="has type int32"):
+        pop_fn(prepare_pop(other))
 
 
 async def test_a_loops_stack_handle_is_looked_up_once(monkeypatch):
