@@ -354,6 +354,9 @@ def test_the_lean_product_calls_the_gemm_from_numba_with_the_ctypes_calls_values
     assert_identical(fn(strided, b), strided.T @ b.T if (ta and tb) else
                      strided.T @ b if ta else strided @ b.T if tb else strided @ b)
     assert len(calls) == 2 and products == [1]
+    unaligned = np.frombuffer(b"\0" + a.tobytes(), np.float32, a.size, 1).reshape(a.shape)
+    assert_identical(fn(unaligned, b), want)  # (the GEMM reads it, as through ctypes)
+    assert len(calls) == 3 and products == [1]
 
 
 @onednn

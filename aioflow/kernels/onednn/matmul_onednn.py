@@ -207,7 +207,10 @@ def lean_gemm(ta: bool, tb: bool, product):
                 out = np.empty((m, n), _F32)
                 with team(0) as threads:
                     set_threads(threads)
-                    status = jitted(_GEMM_ADDRESS, x, y, out)
+                    try:
+                        status = jitted(_GEMM_ADDRESS, x, y, out)
+                    except TypeError:  # not its signature (unaligned, byte-swapped)
+                        status = -1
                 return out if status == api.SUCCESS else product(x, y)
             ox, oy = _operand(x), _operand(y)
             if ox is not None and oy is not None:
