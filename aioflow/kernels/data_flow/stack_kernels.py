@@ -220,8 +220,9 @@ class StackPushOp(_OnStack):
         return self.dtype
 
     def _prepared_fn(self):
-        """invariant_fn's per-iteration call: push(stack, elem) (its arguments spelled
-        out: a push is 0.4-0.5 µs, 350 of them an LSTM step)."""
+        """invariant_fn's per-iteration call: push(stack, elem), its arguments spelled
+        out (a push and a pop 0.55 µs against 0.90 through `*args` and a static method;
+        350 pairs an LSTM step)."""
         compute = self.compute
 
         def push(stack, elem):

@@ -33,10 +33,11 @@ In compiled code (segments, compiled while loops) MatMul's product is `lean_gemm
 same checks and the same GEMM call as `compute`, in the fewest Python steps (an LSTM's
 loops make 150 such products a step, 16-20 µs each, of which `compute`'s layers took
 4-6); the call itself goes through numba once gemm_jit.py has compiled (~3.5 µs less
-than ctypes' a call). In a compiled loop a transposed operand that is the same array every iteration
-(an LSTM gradient's kernel) is transposed once, before the loop (`invariant_fn`), and
-the GEMM reads it untransposed: 32x256 @ (96x256)^T 15.7 µs a call as "T", 9.1 µs on
-the transposed copy as "N" (the same products, equal bit for bit at the LSTM's shapes).
+than ctypes' a call). In a compiled loop a transposed operand that is the same array
+every iteration (an LSTM gradient's kernel) is transposed once, before the loop
+(`invariant_fn`), and the GEMM reads it untransposed: 32x256 @ (96x256)^T 15.7 µs a
+call as "T", 9.1 µs on the transposed copy as "N" (the same products, equal bit for bit
+at the LSTM's shapes).
 
 Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
@@ -209,7 +210,7 @@ def lean_gemm(ta: bool, tb: bool, product):
                     set_threads(threads)
                     try:
                         status = jitted(_GEMM_ADDRESS, x, y, out)
-                    except TypeError:  # not its signature (unaligned, byte-swapped)
+                    except TypeError:  # an array type its one signature does not take
                         status = -1
                 return out if status == api.SUCCESS else product(x, y)
             ox, oy = _operand(x), _operand(y)
