@@ -1,11 +1,10 @@
 """Compiled while loops' element-wise chains (runtime/loop_fusion.py, kernels/math/
-fused_cwise.py), products (kernels/onednn/matmul_onednn.py's lean_gemm and invariant_fn)
-and accumulations on a second thread (runtime/loop_side.py): each fused form gives its
-kernel's values bit for bit; a loop's chain runs as one call once compiled and its values
-are those of the loop run node by node; a chain falls back to its nodes when its inputs
-do not fit; a set of nodes that a path leaves and re-enters is not fused; a loop's
-accumulation runs on the side thread with the same values, and a failing one raises the
-node's error; the graph itself is untouched."""
+fused_cwise.py) and products (kernels/onednn/matmul_onednn.py's lean_gemm and
+invariant_fn): each fused form gives its kernel's values bit for bit; a loop's chain runs
+as one call once compiled and its values are those of the loop run node by node; a chain
+falls back to its nodes when its inputs do not fit; a set of nodes that a path leaves and
+re-enters is not fused; a failing product raises the node's error; the graph itself is
+untouched."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ from aioflow.kernels import jit
 from aioflow.kernels.math import fused_cwise
 from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.kernels.onednn import backend, matmul_onednn
-from aioflow.kernels.onednn import backend as onednn_backend
-from aioflow.runtime import loop_fusion, loop_side
+from aioflow.runtime import loop_fusion
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE
 
@@ -391,7 +389,7 @@ async def test_a_loop_product_of_a_transposed_invariant_reads_a_copy_made_once(m
     np.testing.assert_allclose(results["eager"][2], results["0"][2], rtol=1e-6, atol=1e-6)
 
 
-# -- accumulations on the side thread --------------------------------------------------------------
+# -- accumulating products -----------------------------------------------------------------------
 
 def _accumulating_loop(inner: int = 16):
     """dW += x_t^T @ g_t and db += sum(g_t) over the iterations (an RNN gradient's weight
@@ -418,38 +416,8 @@ def _accumulating_loop(inner: int = 16):
     return g, x, g0, list(out), feeds
 
 
-@pytest.fixture
-def _side_on(monkeypatch):
-    monkeypatch.setattr(loop_side, "ENABLED", True)  # (off by default: loop_side.py)
-
-
-@pytest.mark.usefixtures("_side_on")
-@pytest.mark.skipif(not onednn_backend.ACTIVE, reason=(
-    "loop_side (off by default) was built and measured on the oneDNN products; on the "
-    "NumPy fallback the dw product does not go to the side thread (left open)"))
-async def test_a_loops_accumulations_run_beside_it_with_the_same_values(monkeypatch):
-    g, x, g0, out, feeds = _accumulating_loop()
-    direct, eak = executors_for(g, [x, g0], out)
-    try:
-        (loop,) = [s for s in eak.executors[0].segments if isinstance(s, LoopSegment)]
-        source, namespace = loop.generate()
-        assert "side.put((" in source and "side.join()" in source, source
-        side = namespace["_side"].source
-        assert "dw" in " ".join(m.name for m in loop.members if f"f{m.id}(" in side)
-    finally:
-        direct.close()
-    results = {}
-    for mode in ("0", "eager"):
-        monkeypatch.setenv("AIOFLOW_SEGMENTS", mode)
-        async with af.Session(graph=g) as sess:
-            results[mode] = [await asyncio.wait_for(sess.run(out, feeds), 30)
-                             for _ in range(2)]
-    assert_identical(results["eager"], results["0"])
-
-
-@pytest.mark.usefixtures("_side_on")
 async def test_a_failing_accumulation_raises_its_nodes_error(monkeypatch):
-    """The side's product fails (its shapes do not match): the loop runs node by node
+    """An accumulating product fails (its shapes do not match): the loop runs node by node
     and the step fails as it would, naming the product."""
     monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
     g, x, g0, out, feeds = _accumulating_loop(inner=16)
