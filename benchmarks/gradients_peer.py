@@ -13,9 +13,12 @@ warm-up steps for WARM_UP_S seconds (at least two), then times `--steps` steps a
 prints the median ms per step and the process's CPU ms per step (all its threads). The
 peers alternate (ABAB), `--reps` rounds; the result is the median over rounds and the
 ratios aioflow / TF of both. TensorFlow runs with `--tf-python`
-(a Python with tensorflow-cpu; never a dependency). On a machine shared by many
-processes, NumPy's multithreaded BLAS oversubscribes the cores: run with
-OPENBLAS_NUM_THREADS=1 (inherited by both peers).
+(a Python with tensorflow-cpu; never a dependency). Do not set OPENBLAS_NUM_THREADS: a
+session that leaves intra_op_parallelism_threads at 0 takes BLAS's thread count as its
+intra-op count, so OPENBLAS_NUM_THREADS=1 runs every aioflow kernel on one thread while
+TF keeps its two (aioflow's kernels place their own threads; NumPy's BLAS is not what
+runs here). At load 5 the conv step measured the same either way (13.2-13.3 against
+TF's 11.3 ms, 2026-11-29); a quieter machine was not measured with it.
 
 Usage: python benchmarks/gradients_peer.py --tf-python /path/to/tf-venv/bin/python
            [--only conv,mlp,while_grad,functional_while_grad] [--steps 20] [--reps 2]

@@ -14,8 +14,10 @@ every core) in a worker process started with TF's Python. Each side runs the mod
 twice before timing; aioflow then waits for the kernel compiles its build started in the
 background (numba's loops: the fused MatMul's epilogue), as its model server does before
 serving (aioflow/serving/loader.py), so that the timed runs are the steady state and not
-a compile thread's GIL and garbage collections. The two sides take turns, A B A B, a few
-runs each, and the medians are reported with the ratio aioflow / TF.
+a compile thread's GIL and garbage collections; then each side runs `--warmup` more
+untimed runs (default 30), until its heap has stopped growing (`warm_up`). The two
+sides take turns, A B A B, a few runs each, and the medians are reported with the
+ratio aioflow / TF.
 
 Then each model's top ten ops by time at each batch, from traced runs of each side taking
 turns (`--traces`, default 5; aioflow: RunOptions FULL_TRACE step stats; TF: its
@@ -30,7 +32,8 @@ worker process, taking its turn after TF's in every round; its figures are repor
 against the same TF runs ("also": one entry per library).
 
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
-           [--runs 3] [--batches 1,8] [--models-dir DIR] [--tf-python PY] [--no-fusion]
+           [--runs 3] [--warmup 30] [--batches 1,8] [--models-dir DIR] [--tf-python PY]
+           [--no-fusion]
            [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--tf-threads N]
            [--backend onednn|numpy] [--also-library PATH ...]
 Worker roles (used by the benchmark itself): --role freeze|tf (TF's Python), --role aioflow
@@ -371,6 +374,25 @@ def _top_ops(af_traces: list, tf_traces: list, n: int = 10) -> list:
     return rows
 
 
+def warm_up(ours, tf, also, batch: int, runs: int) -> None:
+    """Bring every side to its steady state before the timed runs: aioflow's warm run
+    (which waits for the compiles its build started) and TF's, then `runs` untimed runs
+    of each side in turn. TF's process takes no page fault in its runs from its second
+    on; aioflow's heap still grew for ~20-30 runs after the two warm runs (InceptionV3
+    b1: ~800-1,400 first-touch faults a run in the 9 after them, ~300 in the next 9, a
+    few dozen after that: 2-3 ms of system time a run), so without these runs the first
+    timed rounds measured its heap's growth, not its latency."""
+    ours.warm(batch)
+    tf.ask(f"run {batch} 1")
+    for peer in also:
+        peer.ask(f"warm {batch}")
+    if runs > 0:
+        ours.times(batch, runs)
+        tf.ask(f"run {batch} {runs}")
+        for peer in also:
+            peer.ask(f"run {batch} {runs}")
+
+
 def bench_model(name: str, args) -> dict:
     path = _ensure_frozen(name, args.models_dir, args.tf_python)
     ours = AioflowPeer(path, fusion=not args.no_fusion, intra_op=args.intra_op)
@@ -383,12 +405,9 @@ def bench_model(name: str, args) -> dict:
     try:
         for batch in args.batches:
             a_out, t_out = ours.output(batch), np.asarray(tf.ask(f"out {batch}"))
-            ours.warm(batch)
-            tf.ask(f"run {batch} 1")  # warm both
+            warm_up(ours, tf, also, batch, args.warmup)
             a_times, t_times = [], []
             o_times: list = [[] for _ in also]
-            for peer in also:
-                peer.ask(f"warm {batch}")
             for _ in range(args.rounds):
                 a_times += ours.times(batch, args.runs)
                 time.sleep(args.settle)  # OpenBLAS's spinning threads go idle
@@ -478,6 +497,8 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--models-dir", default=DEFAULT_DIR)
     p.add_argument("--tf-python", default=TF_PYTHON)
+    p.add_argument("--warmup", type=int, default=30,
+                   help="untimed runs of each side after its warm run (see warm_up)")
     p.add_argument("--settle", type=float, default=0.3,
                    help="seconds between turns, so neither side's idle threads spin into "
                         "the other's")

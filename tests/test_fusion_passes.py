@@ -11,6 +11,7 @@ from google.protobuf import text_format
 
 import aioflow as af
 from aioflow.framework import errors, op_def_registry
+from aioflow.framework.op_defs.fused_ops import FOLDED_PADDINGS
 from aioflow.proto import config_pb2, graph_pb2, op_def_pb2, rewriter_config_pb2
 
 TF_OPDEFS = [
@@ -331,6 +332,47 @@ async def test_zero_pad_folds_into_the_convs_explicit_padding(explicit):
     if explicit:
         want = [a + b for a, b in zip(want, explicit, strict=True)]
     assert list(node.attr["explicit_paddings"].list.i) == want
+
+
+def _pad_depthwise_graph(paddings, stride, fused=True):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 9, 9, 3], name="x")
+        p = af.pad(x, paddings, name="pad")
+        w = af.constant(_f32(3, 3, 3, 2))
+        y = af.nn.depthwise_conv2d_native(p, w, [1, stride, stride, 1], "VALID", name="conv")
+        out = af.nn.relu6(af.nn.bias_add(y, af.constant(_f32(6))), name="act") if fused \
+            else af.identity(y, name="act")
+    return g, out, {x: _f32(2, 9, 9, 3, low=-3, high=3)}
+
+
+@pytest.mark.parametrize("paddings, stride", [
+    ([[0, 0], [0, 1], [0, 1], [0, 0]], 2),   # MobileNetV2's stride-2 blocks (Keras)
+    ([[0, 0], [1, 2], [2, 0], [0, 0]], 1),
+])
+async def test_zero_pad_folds_into_the_fused_depthwise_convs_private_padding(paddings, stride):
+    """TF's _FusedDepthwiseConv2dNative has no explicit padding: the folded pads ride in
+    the private attr, padding VALID, and the values are the Pad's and the VALID
+    convolution's (a 9x9 input: stride 2 over an odd size, stride 1 with uneven pads)."""
+    g, out, feeds = _pad_depthwise_graph(paddings, stride)
+    (fused, nodes), (plain, plain_nodes) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert "Pad" in _ops(plain_nodes) and "Pad" not in _ops(nodes)
+    op, fused_ops, node = nodes["act"]
+    assert (op, fused_ops) == ("_FusedDepthwiseConv2dNative", ["BiasAdd", "Relu6"])
+    assert node.attr["padding"].s == b"VALID"
+    want = [v for pair in paddings for v in pair]
+    assert list(node.attr[FOLDED_PADDINGS].list.i) == want
+
+
+async def test_zero_pad_folds_into_a_lone_depthwise_convs_explicit_padding():
+    g, out, feeds = _pad_depthwise_graph([[0, 0], [0, 1], [1, 1], [0, 0]], 2, fused=False)
+    (fused, nodes), (plain, _) = await _fused_and_plain(g, out, feeds)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    op, _, node = nodes["conv"]
+    assert op == "DepthwiseConv2dNative" and "Pad" not in _ops(nodes)
+    assert node.attr["padding"].s == b"EXPLICIT"
+    assert list(node.attr["explicit_paddings"].list.i) == [0, 0, 0, 1, 1, 1, 0, 0]
 
 
 @pytest.mark.parametrize("paddings, constant", [

@@ -10,6 +10,7 @@ from kernel_testutil import create, run1
 from test_kernels_cwise import assert_same, rand
 
 from aioflow.framework import dtypes, errors
+from aioflow.kernels.math.reduction_kernels import POOL_ABOVE
 
 BF16 = ml_dtypes.bfloat16
 NUMERIC = [np.float16, BF16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8,
@@ -185,8 +186,17 @@ def test_scan_examples_and_errors():
 
 
 def test_reductions_are_expensive_only_when_large():
-    small, big = np.zeros(4, np.float32), np.zeros(100000, np.float32)
-    kernel = create("Sum", [small, np.int32(0)])
-    assert kernel.expensive is None
-    assert not kernel.is_expensive([small, np.int32(0)])
-    assert kernel.is_expensive([big, np.int32(0)])
+    """Up to POOL_ABOVE elements a reduction is left to the executor's learned cost:
+    InceptionV3's final Mean (1x8x8x2048, 131k elements, ~10 µs) runs inline, where a
+    pool thread's round trip cost more than the sum; a larger one always goes to the
+    pool."""
+    axes = np.int32([1, 2])
+    small = np.zeros((1, 2, 2, 4), np.float32)
+    head = np.zeros((1, 8, 8, 2048), np.float32)
+    big = np.zeros((1, 8, 8, POOL_ABOVE // 64 + 1), np.float32)
+    for op in ("Mean", "Sum", "Max"):
+        kernel = create(op, [small, axes])
+        assert kernel.expensive is None
+        assert not kernel.is_expensive([small, axes])
+        assert not kernel.is_expensive([head, axes])
+        assert kernel.is_expensive([big, axes])

@@ -6,6 +6,7 @@ to the same tap), and no entry left once the output dies. Skipped without oneDNN
 from __future__ import annotations
 
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -13,7 +14,13 @@ from kernel_testutil import create
 
 import aioflow.compat.v1 as tf
 from aioflow.kernels.nn.pooling_grad_kernels import max_pool_grad_2d
-from aioflow.kernels.onednn import backend, dnnl_api, pool_workspace, pooling_grad_onednn
+from aioflow.kernels.onednn import (
+    backend,
+    dnnl_api,
+    pool_workspace,
+    pooling_grad_onednn,
+    pooling_onednn,
+)
 
 pytestmark = pytest.mark.skipif(not backend.AVAILABLE,
                                 reason=f"oneDNN not loaded: {dnnl_api.load_error()}")
@@ -126,3 +133,21 @@ def test_a_sessions_second_step_reads_the_forwards_workspace():
     np.testing.assert_array_equal(first, second)
     gc.collect()
     assert pool_workspace.count() == 0
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no team")
+def test_a_training_forward_runs_on_its_calling_thread(kernels, monkeypatch):
+    """An inference max pooling worth a team takes one; the training forward (workspace
+    kept) runs on its calling thread below conv_grad_onednn.TEAM_WORK, as its gradient."""
+    monkeypatch.setattr(backend, "TEAM_WORK", 1)  # every inference pooling worth a team
+    monkeypatch.setattr(backend, "intra_op_threads", lambda: 2)  # (OPENBLAS_NUM_THREADS)
+    threads = []
+    monkeypatch.setattr(pooling_onednn, "set_threads", threads.append)
+    x = _x(False)
+    kernels[0].compute(None, [x])
+    assert threads == [2]
+    _step(kernels, x)  # the gradient asks for the geometry
+    threads.clear()
+    y, _, recomputes, _ = _step(kernels, x)
+    assert recomputes == 0 and threads == [1]
+    del y

@@ -71,3 +71,31 @@ def test_warm_runs_then_waits_for_the_started_kernel_compiles(models, frozen, mo
     (timeout, feeds), = waited
     assert timeout == models.COMPILE_TIMEOUT_S
     assert list(feeds) == [1]  # after the run: its build is what starts the compiles
+
+
+class _Side:
+    """A peer that records what it is asked (TFPeer's `ask`, AioflowPeer's methods)."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def ask(self, line):
+        self.log.append((self.name, line))
+
+    def warm(self, batch):
+        self.log.append((self.name, f"warm {batch}"))
+
+    def times(self, batch, count):
+        self.log.append((self.name, f"run {batch} {count}"))
+        return [(0.0, 0.0)] * count
+
+
+def test_warm_up_runs_every_side_to_its_steady_state_before_timing(models):
+    log = []
+    ours, tf, also = _Side(log, "ours"), _Side(log, "tf"), [_Side(log, "lib")]
+    models.warm_up(ours, tf, also, 8, 30)
+    assert log == [("ours", "warm 8"), ("tf", "run 8 1"), ("lib", "warm 8"),
+                   ("ours", "run 8 30"), ("tf", "run 8 30"), ("lib", "run 8 30")]
+    log.clear()
+    models.warm_up(ours, tf, [], 1, 0)  # --warmup 0: the warm runs only
+    assert log == [("ours", "warm 1"), ("tf", "run 1 1")]

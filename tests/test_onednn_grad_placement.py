@@ -1,11 +1,14 @@
 """Where the oneDNN convolution gradients run (aioflow/kernels/onednn/conv_grad_onednn.py,
 backend.LoopOrThread, as the forward convolutions): by their multiply-adds, inline on the
-event loop up to backend.INLINE_WORK (a lone gradient, the first layer's filter gradient
-at a step's end, without a round trip through a pool thread; the old rule sent every
-gradient of more than a few thousand elements to the pool), a layer's input and filter
-gradients ready together one on a pool thread and one on the loop (the executor's
-branch rule), both on the pool above INLINE_WORK; the values as the NumPy kernels'.
-Skipped without the onednn extra."""
+event loop up to backend.TRAINING_INLINE_WORK (a lone gradient, the first layer's filter
+gradient at a step's end, without a round trip through a pool thread; the old rule sent
+every gradient of more than a few thousand elements to the pool), a layer's input and
+filter gradients ready together one on a pool thread and one on the loop (the executor's
+branch rule) unless they split their batch (then both on the loop, each on both cores
+with the warm helper), both on the pool above TRAINING_INLINE_WORK; a forward
+convolution of a geometry a gradient ran for inline up to TRAINING_INLINE_WORK too, any
+other up to INLINE_WORK; the values as the NumPy kernels'. Skipped without the onednn
+extra."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from kernel_testutil import create
 import aioflow.compat.v1 as tf
 from aioflow.framework import errors
 from aioflow.kernels.nn import conv_grad_kernels
-from aioflow.kernels.onednn import backend, dnnl_api
+from aioflow.kernels.onednn import backend, batch_split, conv_grad_onednn, dnnl_api
 
 pytestmark = pytest.mark.skipif(not backend.AVAILABLE,
                                 reason=f"oneDNN not loaded: {dnnl_api.load_error()}")
@@ -49,8 +52,53 @@ def test_a_gradient_is_placed_by_its_multiply_adds(op, inputs, work, monkeypatch
     assert kernel.work(inputs) == work
     assert not kernel.is_expensive(inputs)
     assert kernel.worth_a_thread(inputs) == (work >= backend.TEAM_WORK)
-    monkeypatch.setattr(backend, "INLINE_WORK", work - 1)
+    monkeypatch.setattr(backend, "TRAINING_INLINE_WORK", work - 1)
     assert kernel.is_expensive(inputs)
+
+
+@pytest.mark.parametrize("op, inputs", [
+    ("Conv2DBackpropInput", [np.array(X_SHAPE, np.int32), _rand(*W_SHAPE), _rand(*DY_SHAPE)]),
+    ("Conv2DBackpropFilter", [_rand(*X_SHAPE), np.array(W_SHAPE, np.int32), _rand(*DY_SHAPE)]),
+])
+def test_a_gradient_is_a_training_call_inline_past_the_inference_limit(op, inputs,
+                                                                        monkeypatch):
+    kernel = create(op, inputs, strides=[1, 1, 1, 1], padding="SAME")
+    monkeypatch.setattr(backend, "INLINE_WORK", WORK - 1)
+    assert kernel.training(inputs) and not kernel.is_expensive(inputs)
+    monkeypatch.setattr(backend, "TRAINING_INLINE_WORK", WORK - 1)
+    assert kernel.is_expensive(inputs)
+
+
+@pytest.mark.parametrize("op, inputs", [
+    ("Conv2DBackpropInput", [np.array(X_SHAPE, np.int32), _rand(*W_SHAPE), _rand(*DY_SHAPE)]),
+    ("Conv2DBackpropFilter", [_rand(*X_SHAPE), np.array(W_SHAPE, np.int32), _rand(*DY_SHAPE)]),
+])
+def test_a_gradient_that_splits_its_batch_is_not_worth_a_thread(op, inputs, monkeypatch):
+    kernel = create(op, inputs, strides=[1, 1, 1, 1], padding="SAME")
+    assert kernel.worth_a_thread(inputs) and not kernel.split_call(inputs)
+    _split_small(monkeypatch)
+    assert kernel.split_call(inputs) and not kernel.worth_a_thread(inputs)
+
+
+def _split_small(monkeypatch):
+    """The test layer's gradients split their batch (as the conv step's 302M ones)."""
+    monkeypatch.setattr(batch_split, "SPLIT_WORK", WORK)
+    monkeypatch.setattr(conv_grad_onednn, "FILTER_SPLIT_POSITIONS", 1)
+
+
+def test_a_forward_convolution_of_a_trained_geometry_stays_inline(monkeypatch):
+    monkeypatch.setattr(backend, "_trained", set())
+    x, w = _rand(*X_SHAPE), _rand(*W_SHAPE)
+    conv = create("Conv2D", [x, w], strides=[1, 1, 1, 1], padding="SAME")
+    monkeypatch.setattr(backend, "INLINE_WORK", conv.work([x, w]) - 1)
+    assert conv.is_expensive([x, w])  # inference: to the pool past INLINE_WORK
+    dy = _rand(*DY_SHAPE)
+    grad_inputs = [x, np.array(W_SHAPE, np.int32), dy]
+    grad = create("Conv2DBackpropFilter", grad_inputs, strides=[1, 1, 1, 1], padding="SAME")
+    grad.compute(None, grad_inputs)  # a gradient of this geometry ran: a training step's
+    assert conv.training([x, w]) and not conv.is_expensive([x, w])
+    other = _rand(8, *X_SHAPE[1:])  # another batch: another geometry, inference
+    assert not conv.training([other, w]) and conv.is_expensive([other, w])
 
 
 def test_malformed_sizes_run_inline_to_the_kernels_error():
@@ -122,9 +170,22 @@ def test_a_layers_two_gradients_run_side_by_side_on_the_loop_and_a_pool_thread()
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
 
-def test_gradients_above_the_inline_work_run_on_the_pool(monkeypatch):
+def test_gradients_above_the_training_inline_work_run_on_the_pool(monkeypatch):
     monkeypatch.setattr(backend, "INLINE_WORK", WORK - 1)
+    monkeypatch.setattr(backend, "TRAINING_INLINE_WORK", WORK - 1)
     with tf.Graph().as_default():
         (dx, dw), feeds = _layer(wrt_input=True)
         loop, threads, _ = _threads([dx, dw], feeds)
     assert loop not in threads[dx.op.name] | threads[dw.op.name]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no split")
+def test_a_layers_two_split_gradients_both_run_on_the_loop(monkeypatch):
+    _split_small(monkeypatch)
+    with tf.Graph().as_default():
+        (dx, dw), feeds = _layer(wrt_input=True)
+        loop, threads, got = _threads([dx, dw], feeds)
+    assert threads[dx.op.name] == threads[dw.op.name] == {loop}
+    x, dy = feeds.values()
+    for g, want in zip(got, _numpy_grads((x, dy), _rand(*W_SHAPE, seed=1)), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)

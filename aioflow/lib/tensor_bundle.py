@@ -28,7 +28,6 @@ checksummed.
 
 from __future__ import annotations
 
-import errno
 import functools
 import math
 import os
@@ -38,6 +37,7 @@ import struct
 import numpy as np
 
 from aioflow.framework import dtypes, errors
+from aioflow.framework.io_errors import io_error
 from aioflow.lib import crc32c, tensor_slice
 from aioflow.proto import tensor_bundle_pb2, tensor_shape_pb2, versions_pb2
 
@@ -74,30 +74,14 @@ def _as_key(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
 
 
-_ERRNO_ERRORS = {
-    errno.ENOENT: errors.NotFoundError, errno.EACCES: errors.PermissionDeniedError,
-    errno.EPERM: errors.PermissionDeniedError, errno.ENOSPC: errors.ResourceExhaustedError,
-    errno.EDQUOT: errors.ResourceExhaustedError, errno.EEXIST: errors.AlreadyExistsError,
-    errno.EISDIR: errors.FailedPreconditionError, errno.ENOTDIR: errors.FailedPreconditionError,
-    errno.EROFS: errors.PermissionDeniedError,
-}
-
-
-def os_error(e: OSError) -> errors.OpError:
-    """An OSError as TF's Env reports it: "<path>; <strerror>", the class by errno."""
-    cls = _ERRNO_ERRORS.get(e.errno, errors.UnknownError)
-    where = e.filename if e.filename is not None else "file operation"
-    return cls(None, None, f"{where}; {e.strerror or e}")
-
-
 def _tf_io_errors(fn):
-    """Raise OSErrors from `fn` as os_error does."""
+    """Raise OSErrors from `fn` as TF's file system reports them (io_error)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except OSError as e:
-            raise os_error(e) from e
+            raise io_error(e) from None
     return wrapper
 
 

@@ -14,6 +14,10 @@ no control edge leaving it), all on one device:
 * Pad (zeros, spatial only, a Const padding) + Conv2D (NHWC): the Conv2D with those
   paddings as its explicit padding (TF's remapper folds the pad into its oneDNN
   convolution too; ResNet's stem), then fused as any Conv2D
+* the same Pad + DepthwiseConv2dNative: its explicit padding (aioflow's own: TF runs
+  the Pad; MobileNetV2's four stride-2 blocks, a padded copy of the input an image
+  less); fused, the pads ride in the private attr FOLDED_PADDINGS with padding VALID
+  (TF's _FusedDepthwiseConv2dNative has no explicit padding)
 * the activation may also be swish, x * Sigmoid(x) (TF's Mul and Sigmoid, or Keras'
   with its Mul by 1.0 and the IdentityN around it: swish.py), its nodes the chain
   value's only consumers: fused_ops "_MklSwish", as TF's remapper names it
@@ -37,6 +41,7 @@ norms are folded first (fold_batch_norm.py), then the chains are fused.
 from __future__ import annotations
 
 from aioflow.framework import dtypes, op_def_registry
+from aioflow.framework.op_defs.fused_ops import FOLDED_PADDINGS
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.batch_norm_activation import fuse_batch_norm_relus
 from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
@@ -58,6 +63,8 @@ from aioflow.proto import config_pb2, rewriter_config_pb2
 FUSED_OPS = {"Conv2D": "_FusedConv2D", "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative",
              "MatMul": "_FusedMatMul"}
 ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu"})
+#: Convolutions a zero Pad before them folds into (as their explicit padding).
+PADDED_OPS = frozenset({"Conv2D", "DepthwiseConv2dNative"})
 #: Element types each fused op's kernel takes (its OpDef's T, less what the CPU lacks).
 _TYPES = {"Conv2D": FLOAT_TYPES, "DepthwiseConv2dNative": FLOAT_TYPES,
           "MatMul": frozenset({dtypes.float16.as_datatype_enum,
@@ -120,9 +127,7 @@ def _fusable(node: Node) -> bool:
         return False
     if op == "MatMul":
         return True
-    if attr_s(node, "data_format", "NHWC") != "NHWC":
-        return False
-    return op == "Conv2D" or attr_s(node, "padding") != "EXPLICIT"
+    return attr_s(node, "data_format", "NHWC") == "NHWC"
 
 
 def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
@@ -160,6 +165,11 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     op_def = op_def_registry.get(fused_op)
     wanted = {a.name for a in op_def.attr}
     attrs = {k: v for k, v in node.def_.attr.items() if k in wanted}
+    if node.type_string == "DepthwiseConv2dNative" and attr_s(node, "padding") == "EXPLICIT":
+        # TF's fused depthwise op has no explicit padding: VALID, and the pads privately
+        pads = list(node.attr("explicit_paddings").list.i)
+        attrs["padding"] = lambda a: setattr(a, "s", b"VALID")
+        attrs[FOLDED_PADDINGS] = lambda a, pads=pads: a.list.i.extend(pads)
     t = node.attr("T").type
     attrs.update({
         "num_args": lambda a: setattr(a, "i", len(args)),
@@ -201,11 +211,12 @@ def _spatial_zero_pads(pad: Node) -> list[int] | None:
 
 
 def fold_pads(graph: Graph) -> bool:
-    """Pad + Conv2D -> Conv2D with explicit padding; True on a change."""
+    """Pad + Conv2D or DepthwiseConv2dNative -> the convolution with explicit padding;
+    True on a change."""
     names = {n.name for n in graph.op_nodes()}
     changed = False
     for conv in list(graph.op_nodes()):
-        if graph.nodes[conv.id] is None or conv.type_string != "Conv2D" or \
+        if graph.nodes[conv.id] is None or conv.type_string not in PADDED_OPS or \
                 not _fusable(conv) or attr_s(conv, "padding") not in ("VALID", "EXPLICIT"):
             continue
         src = input_node(conv, 0)
@@ -222,8 +233,8 @@ def fold_pads(graph: Graph) -> bool:
         attrs = {k: v for k, v in conv.def_.attr.items() if k != "explicit_paddings"}
         attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
         attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
-        folded = make_node(graph, conv, unique_name(names, conv.name + "/padded"), "Conv2D",
-                           [input_node(pad, 0), input_node(conv, 1)], attrs)
+        folded = make_node(graph, conv, unique_name(names, conv.name + "/padded"),
+                           conv.type_string, [input_node(pad, 0), input_node(conv, 1)], attrs)
         take_over(graph, conv, folded, [pad, conv])
         graph.remove_node(conv)
         graph.remove_node(pad)

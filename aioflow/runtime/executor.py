@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import CONTROL_SLOT, SINK_ID, Graph
+from aioflow.runtime.constant_fill import fill_constants
 from aioflow.runtime.executor_state import SimpleExecutorState
 from aioflow.runtime.frame_state import ControlFlowExecutorState
 from aioflow.runtime.kernel_stats import adaptive_default
@@ -125,6 +126,9 @@ class ExecutorImpl:
         self.items = items
         self.roots = tuple(self._wire_edges(nodes, items, dense))
         self.root_info = self.frame_infos[ROOT_FRAME]
+        # The simple propagator's untraced runs start with the constants delivered.
+        self.constant_fill = None if self.has_control_flow else fill_constants(
+            items, self.roots, self.root_info.pending_template, self.root_info.total_inputs)
         self.segments = [item.segment for item in items[self.num_node_items:]]
         self.whole_segment = self._whole_step_segment()
 

@@ -466,13 +466,21 @@ class SimpleExecutorState(ExecutorStateBase):
     def start(self) -> None:
         # The per-run lists are made in the first slice (`begin`), not here: a burst of
         # runs started together would otherwise copy them all in one turn of the loop.
-        self.ready.extend(self.impl.roots)
+        # Untraced, the constants' outputs are delivered already (constant_fill.py).
+        impl = self.impl
+        self.ready.extend(impl.roots if self.stats is not None else impl.constant_fill.roots)
         self.runner.run_now(self)
 
     def begin(self) -> None:
         self.begun = True
-        self.pending = self.impl.root_info.pending_template[:]
-        self.inputs = [None] * self.impl.root_info.total_inputs
+        impl = self.impl
+        if self.stats is not None:  # traced: every node runs, the Consts too
+            self.pending = impl.root_info.pending_template[:]
+            self.inputs = [None] * impl.root_info.total_inputs
+        else:
+            fill = impl.constant_fill
+            self.pending = fill.pending[:]
+            self.inputs = fill.inputs[:]
 
     # The per-node hot path: the propagation is written out flat on purpose (see
     # DESIGN.md, "The executor"): an output goes to its slot, a count reaching zero

@@ -414,6 +414,20 @@ def _broadcast_to_past_numpy():
         {"x:0": 1.0}, ["op:0"])
 
 
+def _merge_checkpoints_name_too_long():
+    """MergeV2Checkpoints of a prefix past the OS's name limit: ENAMETOOLONG is TF's
+    InvalidArgumentError (ErrnoToCode), not UnknownError."""
+    def strings(name, values):
+        tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, string_val=values)
+        if len(values) != 1:
+            tensor.tensor_shape.dim.add(size=len(values))
+        return node(name, "Const", dtype=attr(type=types_pb2.DT_STRING),
+                    value=attr_value_pb2.AttrValue(tensor=tensor))
+    return FuzzCase("repro", graph(
+        strings("prefixes", [b"x" * 300, b"y"]), strings("dest", [b"x" * 300]),
+        node("op", "MergeV2Checkpoints", ["prefixes", "dest"])), {}, [], ["op"])
+
+
 def _saved_case(name: str):
     """A reproducer the long run saved (tests/fuzz/saved_cases/<name>/)."""
     return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "saved_cases" / name)
@@ -548,6 +562,10 @@ FINDINGS = [
     Finding("tensor-array-gather-none-input",
             "FAIL:wrapped-AttributeError@run2@kernels/data_flow/tensor_array_kernels.py:*",
             lambda: _saved_case("tensor-array-gather-none-input")),
+    # Session 13's first long run: an OSError's class by errno, as TF's ErrnoToCode.
+    Finding("merge-checkpoints-name-too-long",
+            "FAIL:wrapped-OSError@run@lib/tensor_bundle.py:*",
+            _merge_checkpoints_name_too_long),
 ]
 
 

@@ -16,6 +16,14 @@ from aioflow.framework.op_def_registry import register_op
 
 from .nn_conv_ops import _batch_norm_shape, _conv_shape
 
+#: A private attr (TF's NodeDefs may carry attrs named with a leading underscore beyond
+#: their OpDef's) of a _FusedDepthwiseConv2dNative with padding VALID: the zeros, as
+#: explicit_paddings lists them (NHWC, 8 values), around the input before the VALID
+#: window. The remapper writes it for a depthwise convolution with EXPLICIT padding (a
+#: zero Pad folded into it: MobileNetV2's stride-2 blocks), since TF's fused op has no
+#: explicit_paddings; the kernels read it as EXPLICIT padding.
+FOLDED_PADDINGS = "_explicit_paddings"
+
 _FUSION_ATTRS = ('fused_ops: list(string) = []', "epsilon: float = 0.0001",
                  "leakyrelu_alpha: float = 0.2")
 

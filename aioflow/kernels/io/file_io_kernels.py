@@ -6,22 +6,14 @@ directory); the executor adds the node's name."""
 
 from __future__ import annotations
 
-import errno
 import glob
-import os
 
 import numpy as np
 
 from aioflow.framework import errors
+from aioflow.framework.io_errors import io_error
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
-
-_ERRNO_CLASSES = {
-    errno.ENOENT: errors.NotFoundError,
-    errno.EISDIR: errors.FailedPreconditionError,
-    errno.EACCES: errors.PermissionDeniedError,
-    errno.EPERM: errors.PermissionDeniedError,
-}
 
 
 @register_kernel("ReadFile", "CPU")
@@ -42,9 +34,7 @@ class ReadFileOp(OpKernel):
             with open(path, "rb") as f:
                 contents = f.read()
         except OSError as e:
-            cls = _ERRNO_CLASSES.get(e.errno, errors.UnknownError)
-            reason = os.strerror(e.errno) if e.errno else str(e)
-            raise cls(None, None, f"{path.decode('utf-8', 'replace')}; {reason}") from None
+            raise io_error(e, path) from None
         return (np.array(contents, dtype=object),)
 
 

@@ -37,6 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from aioflow.framework import dtypes, errors
 from aioflow.framework.intra_op_threads import blas_threads_outside, own_threads
+from aioflow.framework.op_defs.fused_ops import FOLDED_PADDINGS
 from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn import depthwise_jit
@@ -542,6 +543,9 @@ class _ConvBase(OpKernel):
     compilable = True
     num_spatial = 2
     formats = ("NHWC", "NCHW")
+    #: Whether the op's padding may come from the private FOLDED_PADDINGS attr (the fused
+    #: depthwise convolution's: TF's OpDef has no explicit_paddings).
+    reads_folded_paddings = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -558,6 +562,9 @@ class _ConvBase(OpKernel):
         strides = list(ctx.get_attr("strides"))
         dilations = list(ctx.get_attr("dilations", [1] * rank))
         self._explicit = list(ctx.get_attr("explicit_paddings", []))
+        folded = ctx.get_attr(FOLDED_PADDINGS, None) if self.reads_folded_paddings else None
+        if folded is not None and self._padding == "VALID" and not self._explicit:
+            self._padding, self._explicit = "EXPLICIT", list(folded)  # (a Pad folded in)
         self.check_attrs(strides, dilations)
         # Reorder to channels-last: (N, *spatial, C).
         if self._channels_first:

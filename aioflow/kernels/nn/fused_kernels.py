@@ -245,9 +245,11 @@ class FusedConv2DOp(Conv2DOp):
 
 @register_kernel("_FusedDepthwiseConv2dNative", "CPU", T=_FLOAT_TYPES)
 class FusedDepthwiseConv2dNativeOp(DepthwiseConv2dNativeOp):
-    """DepthwiseConv2dNative and its bias or batch norm and activation, one call."""
+    """DepthwiseConv2dNative and its bias or batch norm and activation, one call (with
+    the remapper's folded Pad as its padding: FOLDED_PADDINGS)."""
 
     compiles_epilogue = True
+    reads_folded_paddings = True
 
     def __init__(self, ctx):
         super().__init__(ctx)

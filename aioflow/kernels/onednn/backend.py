@@ -11,7 +11,9 @@ Where a kernel runs (`LoopOrThread`): the forward kernels let the executor choos
 call (expensive None), by their work (multiply-adds, or output elements x window taps):
 
 * above INLINE_WORK: on the executor's pool (through the device's BLAS gate), with a
-  team from the budget: the loop is never held longer than ~1.5 ms by one call;
+  team from the budget: the loop is never held longer than ~1.5 ms by one call; a
+  training call (a convolution gradient, a forward convolution of a geometry a gradient
+  ran for: `note_trained`) up to TRAINING_INLINE_WORK stays inline;
 * from TEAM_WORK up to INLINE_WORK: inline on the event loop, on a team of the intra-op
   threads (no hand-off: the lowest latency for one run) -- unless other runs wait for
   the loop (many runs in flight) and fewer than 2 x cores - 1 such jobs are in flight,
@@ -50,6 +52,16 @@ ACTIVE = AVAILABLE
 #: ResNet50 batch 1 44.8 against 49.2 ms (wall median 44.7 against 52.5) and InceptionV3
 #: batch 1 77.5 against 85.6 ms (86 against 129) at 2**28 against 2**25.
 INLINE_WORK = 1 << 27
+#: Multiply-adds up to which a training convolution runs on the event loop: a convolution
+#: gradient, or a forward convolution of a geometry a gradient has run for (`trained`).
+#: A training step holds nothing else on the loop that a 1.5-3 ms primitive would delay,
+#: and each hand-off to a pool thread and back costs a wake-up each way (50-300 µs on an
+#: idle vCPU): on benchmarks/gradients_peer.py's conv step (302 M multiply-add forward
+#: convolution and gradients) the voluntary context switches fell from 26-34 to 9-15 a
+#: step, the step 0-4% faster real-time, and against TF 1.55x -> 1.20x (medians of five
+#: runs, load 1.5-3.3; docs/performance.md, helper convstep). Inference keeps
+#: INLINE_WORK (a serving loop's heartbeat, many runs in flight).
+TRAINING_INLINE_WORK = 1 << 29
 #: Multiply-adds (or output elements times window taps) from which a primitive runs on
 #: an OpenMP team of intra_op threads; smaller ones run on the calling thread alone.
 TEAM_WORK = 1 << 20
@@ -102,6 +114,26 @@ class team:  # noqa: N801 - used as a context manager, like a function
             _Budget.busy -= self.threads
 
 
+_trained: set = set()
+
+
+def note_trained(geometry: tuple) -> None:
+    """A convolution gradient ran for `geometry` (input shape, filter shape, strides,
+    dilations): forward convolutions of it are a training step's."""
+    _trained.add(geometry)
+
+
+def any_trained() -> bool:
+    """Whether any convolution gradient has run in this process (an inference process:
+    none, and its forward convolutions ask nothing more)."""
+    return bool(_trained)
+
+
+def trained(geometry: tuple) -> bool:
+    """Whether a convolution gradient has run for `geometry` in this process."""
+    return geometry in _trained
+
+
 def busy_threads() -> int:
     """The threads of the oneDNN primitives running now."""
     return _Budget.busy
@@ -125,10 +157,16 @@ class LoopOrThread:
         raise NotImplementedError
 
     def is_expensive(self, inputs: list) -> bool:
-        """Off the event loop above INLINE_WORK (it would hold the loop too long)."""
+        """Off the event loop above INLINE_WORK (it would hold the loop too long), or
+        above TRAINING_INLINE_WORK for a training call (`training`)."""
         if not ACTIVE:
             return super().is_expensive(inputs)
-        return self.work(inputs) > INLINE_WORK
+        limit = TRAINING_INLINE_WORK if self.training(inputs) else INLINE_WORK
+        return self.work(inputs) > limit
+
+    def training(self, inputs: list) -> bool:
+        """Whether this call is a training step's (TRAINING_INLINE_WORK applies)."""
+        return False
 
     def worth_a_thread(self, inputs: list) -> bool:
         """A call worth a team is worth a thread when the loop has other such work (the

@@ -42,6 +42,12 @@ SPLIT_WORK = 1 << 26
 CHUNK_WORK = 1 << 22
 
 
+def splits(batch: int, work: int, splittable: bool = True) -> bool:
+    """Whether a call of `work` multiply-adds over `batch` items is cut into chunks
+    (when more than one thread may run them: `split_team`)."""
+    return splittable and batch >= 2 and work >= SPLIT_WORK
+
+
 def chunks(batch: int, work: int, threads: int) -> list[tuple[int, int]]:
     """[lo, hi) batch ranges of a call of `work` multiply-adds over `threads` threads:
     one range below SPLIT_WORK or with one thread, else about two per thread of equal
@@ -84,7 +90,7 @@ class split_team:  # noqa: N801 - used as a context manager, like a function
                  "primitive_threads")
 
     def __init__(self, batch: int, work: int, team_from: int, splittable: bool = True):
-        self._split = splittable and batch >= 2 and work >= SPLIT_WORK
+        self._split = splits(batch, work, splittable)
         self._team = backend.team(0 if self._split or work < team_from else work)
         self._batch, self._work = batch, work
 

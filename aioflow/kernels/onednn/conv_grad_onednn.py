@@ -28,17 +28,19 @@ helper that gets no core costs the call little; on a quiet machine the call runs
 both cores, as TF runs its gradients on its two intra-op threads.
 
 Where they run: as the forward convolutions (backend.LoopOrThread), by their
-multiply-adds (`work`): above backend.INLINE_WORK on the executor's pool, a layer's
-input and filter gradients side by side on two pool threads (the budget gives the
-second one thread, and the first one's helper goes on with its chunks once the second
-is done); below, inline on the event loop, unless another ready node of the run is
-worth a thread too (the layer's other gradient): then one goes to a pool thread and
-the last runs on the loop. The old rule (the NumPy kernels' input sizes, then the
-learned cost) sent every gradient to the pool and the loop waited for each: a wake-up
-of a sleeping thread each way, 50-300 µs on an idle vCPU (docs/performance.md). On
-benchmarks/gradients_peer.py's conv step the step's voluntary context switches fell
-from 45-50 to 24-26 (with pass_placement.py's Relu rule) and on training.py's cnn_bn
-step the step took 2.3 against 3.1 ms (ABAB, load 2).
+multiply-adds (`work`), with the training limit: up to backend.TRAINING_INLINE_WORK
+inline on the event loop (each gradient notes its geometry, `backend.note_trained`, so
+the step's forward convolution of it stays inline too), above it on the executor's pool.
+A call that splits its batch (`split_call`) keeps both cores busy itself, its chunks
+shared with the warm helper, so it is not worth a pool thread: a layer's input and
+filter gradients run one after the other on the loop, each on both cores; smaller ones
+go side by side, one to a pool thread and the last on the loop (the executor's branch
+rule). Every hand-off to a pool thread and back wakes a sleeping thread, 50-300 µs on an
+idle vCPU (docs/performance.md): on benchmarks/gradients_peer.py's conv step (302 M
+multiply-add forward convolution and gradients) the step's voluntary context switches
+fell from 26-34 to 9-15 (real-time the step 0-4% faster; against TF 1.55x -> 1.20x,
+medians of five runs at load 1.5-3.3; helper convstep). The old rule before that (the NumPy
+kernels' input sizes, then the learned cost) sent every gradient to the pool.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from aioflow.kernels.nn.conv_grad_kernels import (
 from aioflow.kernels.onednn import backend
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
-from aioflow.kernels.onednn.batch_split import run_chunks, split_team
+from aioflow.kernels.onednn.batch_split import run_chunks, split_team, splits
 from aioflow.kernels.onednn.conv_onednn import (
     _dhwio_desc,
     channels_last_order,
@@ -202,7 +204,26 @@ def _runs_here(*arrays) -> bool:
     return backend.ACTIVE and all(a.dtype == np.float32 and a.size for a in arrays)
 
 
-class _OnednnInputGrad(LoopOrThread):
+class _GradPlacement(LoopOrThread):
+    """Where a convolution gradient runs: as a forward kernel (backend.LoopOrThread), a
+    training step's call (inline up to backend.TRAINING_INLINE_WORK), and never worth a
+    pool thread of its own when it splits its batch (`split_call`): it keeps both cores
+    busy itself from the event loop, its chunks shared with the warm helper, with no
+    round trip through a pool thread (a layer's two gradients then run one after the
+    other, each on both cores)."""
+
+    def training(self, inputs: list) -> bool:
+        return True
+
+    def worth_a_thread(self, inputs: list) -> bool:
+        return super().worth_a_thread(inputs) and not self.split_call(inputs)
+
+    def split_call(self, inputs: list) -> bool:
+        """Whether this call's batch is cut into chunks."""
+        raise NotImplementedError
+
+
+class _OnednnInputGrad(_GradPlacement):
     """input_grad() on oneDNN's backward data (mixed in before the NumPy kernels); each
     call on the event loop or the executor's pool by its work (backend.LoopOrThread)."""
 
@@ -229,6 +250,13 @@ class _OnednnInputGrad(LoopOrThread):
         except (TypeError, ValueError, IndexError):  # (the kernel's checks will say so)
             return 0
 
+    def split_call(self, inputs: list) -> bool:
+        """Whether this call's batch is cut into chunks (batch_split.splits)."""
+        try:
+            return splits(np.shape(inputs[2])[0], self.work(inputs))
+        except IndexError:  # (the kernel's checks will say so)
+            return False
+
     def _grad_dilations(self):
         return self._dilations if self.dilated else (1,) * len(self._dilations)
 
@@ -245,6 +273,7 @@ class _OnednnInputGrad(LoopOrThread):
 
     def _input_grad(self, dy, w, in_shape, pads):
         dilations = self._grad_dilations()
+        backend.note_trained((tuple(in_shape), w.shape, self._strides, self._dilations))
         dy = np.ascontiguousarray(dy)
         dx = np.empty(in_shape, np.float32)
         w_desc = self.filter_desc(w, in_shape[-1])
@@ -278,7 +307,7 @@ class _OnednnInputGrad(LoopOrThread):
         return plan, (api.ARG_WEIGHTS, plan.w_md, self._weights.get(w, plan))
 
 
-class _OnednnFilterGrad(LoopOrThread):
+class _OnednnFilterGrad(_GradPlacement):
     """filter_grad() on oneDNN's backward weights (mixed in before the NumPy kernels);
     each call on the event loop or the executor's pool by its work."""
 
@@ -296,6 +325,13 @@ class _OnednnFilterGrad(LoopOrThread):
         except (TypeError, ValueError, IndexError):
             return 0
 
+    def split_call(self, inputs: list) -> bool:
+        """Whether this call's batch is cut into chunks: the input gradient's rule, and
+        enough output positions (FILTER_SPLIT_POSITIONS)."""
+        dy_shape = np.shape(inputs[2])
+        positions = int(np.prod(dy_shape[:-1]))
+        return positions >= FILTER_SPLIT_POSITIONS and splits(dy_shape[0], self.work(inputs))
+
     def filter_grad(self, x, dy, f_shape, pads):
         if not _runs_here(x, dy) or 0 in f_shape:
             return super().filter_grad(x, dy, f_shape, pads)
@@ -306,6 +342,7 @@ class _OnednnFilterGrad(LoopOrThread):
 
     def _filter_grad(self, x, dy, f_shape, pads):
         dilations = self._grad_dilations()
+        backend.note_trained((x.shape, tuple(f_shape), self._strides, self._dilations))
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         dw = np.empty(f_shape, np.float32)
         dw_desc = self.filter_desc(dw, x.shape[-1])

@@ -255,6 +255,17 @@ class _OnednnConv(LoopOrThread):
         self._work_memo = (key, n)
         return n
 
+    def training(self, inputs: list) -> bool:
+        """Whether a convolution gradient has run for this call's geometry (a training
+        step's forward convolution: inline up to backend.TRAINING_INLINE_WORK)."""
+        if not backend.any_trained():
+            return False
+        try:
+            geometry = (inputs[0].shape, inputs[1].shape, self._strides, self._dilations)
+        except AttributeError:  # (not arrays: the kernel's checks will say so)
+            return False
+        return backend.trained(geometry)
+
     def filter_desc(self, w: np.ndarray, channels: int):
         """(logical dims, strides in elements) of the filter, oneDNN's O I H W or, grouped,
         G O/G I/G H W."""

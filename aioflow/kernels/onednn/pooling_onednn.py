@@ -30,6 +30,7 @@ from aioflow.kernels.nn.pooling_kernels import (
 from aioflow.kernels.onednn import backend, box_pool, pool_workspace
 from aioflow.kernels.onednn import dnnl_api as api
 from aioflow.kernels.onednn.backend import LoopOrThread, onednn_kernel, team
+from aioflow.kernels.onednn.conv_grad_onednn import grad_team
 from aioflow.kernels.onednn.primitives import (
     Primitive,
     PrimitiveCache,
@@ -94,13 +95,18 @@ class _OnednnPool(LoopOrThread):
             return box_pool.average(x, ksizes, pads, outs)
         out = np.empty((x.shape[0], *outs, x.shape[-1]), np.float32)
         alg = api.POOLING_MAX if self.op == "max" else api.POOLING_AVG_EXCLUDE_PADDING
-        with team(out.size * math.prod(ksizes)) as threads:
+        # a MaxPoolGrad's geometry: for training, the workspace kept (pool_workspace)
+        ws_key = pool_workspace.geometry_key(x.shape, ksizes, strides, pads) \
+            if self.op == "max" and pool_workspace.any_wanted() else None
+        kind = api.FORWARD_TRAINING if ws_key is not None and \
+            pool_workspace.wanted(ws_key) else api.FORWARD_INFERENCE
+        # For training on the calling thread alone below conv_grad_onednn.TEAM_WORK, as
+        # its gradient (grad_team): a memory-bound pass gains little from a second
+        # thread, and an OpenMP team wakes its sleeping worker each call (the conv step's
+        # 1M-tap MaxPool: -2% a step, 2 fewer context switches; docs/performance.md).
+        work = out.size * math.prod(ksizes)
+        with (grad_team(work) if kind == api.FORWARD_TRAINING else team(work)) as threads:
             set_threads(threads)  # before a primitive is made: it keeps the count
-            # a MaxPoolGrad's geometry: for training, the workspace kept (pool_workspace)
-            ws_key = pool_workspace.geometry_key(x.shape, ksizes, strides, pads) \
-                if self.op == "max" and pool_workspace.any_wanted() else None
-            kind = api.FORWARD_TRAINING if ws_key is not None and \
-                pool_workspace.wanted(ws_key) else api.FORWARD_INFERENCE
             key = (x.shape, alg, tuple(ksizes), tuple(strides), tuple(pads), threads, kind)
             try:
                 plan = _CACHE.get(key, lambda: PoolPlan(x, out, alg, ksizes, strides, pads,

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from aioflow.framework import dtypes, errors
+from aioflow.framework.io_errors import io_error
 from aioflow.framework.op_kernel import OpKernel, register_kernel
 from aioflow.framework.var import ResourceHandle, handle_value
 from aioflow.kernels.math.cwise_kernels import shape_str
@@ -368,7 +369,7 @@ class InitializeTableFromTextFileOp(OpKernel):
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise errors.NotFoundError(None, None, f"{path}; {e.strerror}") from None
+            raise io_error(e, path) from None
         lines = data.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
