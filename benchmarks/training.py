@@ -127,11 +127,14 @@ def _wait_compiled() -> None:
     running until then: time the compiled steady state, as the other benchmarks do."""
     from aioflow.kernels.math import fused_cwise
     from aioflow.kernels.nn import epilogue_jit
+    from aioflow.kernels.onednn import backend, matmul_onednn
     from aioflow.kernels.training import dense_jit
 
     epilogue_jit.wait_ready(300)
     dense_jit.wait_ready(300)
     fused_cwise.wait_ready(300)  # the compiled loops' element-wise chains
+    if backend.AVAILABLE:
+        matmul_onednn.wait_compiled(300)  # the compiled loops' GEMM calls
 
 
 def heartbeat(seconds: float) -> dict:

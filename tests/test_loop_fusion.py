@@ -1,11 +1,10 @@
 """Compiled while loops' element-wise chains (runtime/loop_fusion.py, kernels/math/
-fused_cwise.py), products (kernels/onednn/matmul_onednn.py's lean_gemm and invariant_fn)
-and accumulations on a second thread (runtime/loop_side.py): each fused form gives its
-kernel's values bit for bit; a loop's chain runs as one call once compiled and its values
-are those of the loop run node by node; a chain falls back to its nodes when its inputs
-do not fit; a set of nodes that a path leaves and re-enters is not fused; a loop's
-accumulation runs on the side thread with the same values, and a failing one raises the
-node's error; the graph itself is untouched."""
+fused_cwise.py) and products (kernels/onednn/matmul_onednn.py's lean_gemm and
+invariant_fn): each fused form gives its kernel's values bit for bit; a loop's chain runs
+as one call once compiled and its values are those of the loop run node by node; a chain
+falls back to its nodes when its inputs do not fit; a set of nodes that a path leaves and
+re-enters is not fused; a failing product raises the node's error; the graph itself is
+untouched."""
 
 from __future__ import annotations
 
@@ -17,16 +16,16 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from kernel_testutil import run1
+from kernel_testutil import create, run1
 from test_segments import assert_identical, executors_for
 
 import aioflow as af
 from aioflow.framework.op_def_library import apply_op
+from aioflow.kernels import jit
 from aioflow.kernels.math import fused_cwise
 from aioflow.kernels.math.fused_cwise import OPS, FusedChain
 from aioflow.kernels.onednn import backend, matmul_onednn
-from aioflow.kernels.onednn import backend as onednn_backend
-from aioflow.runtime import loop_fusion, loop_side
+from aioflow.runtime import loop_fusion
 from aioflow.runtime.loop_segments import LoopSegment
 from aioflow.runtime.node_item import BY_SIZE, FORWARD, INLINE
 
@@ -324,6 +323,41 @@ def test_the_lean_product_is_the_kernels(ta, tb):
 
 
 @onednn
+@pytest.mark.skipif(not jit.ENABLED, reason="numba missing or off")
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_the_lean_product_calls_the_gemm_from_numba_with_the_ctypes_calls_values(
+        monkeypatch, ta, tb):
+    """Once gemm_jit compiled, lean_gemm's GEMM is called from numba (not ctypes): the
+    same call, the same values; strides the GEMM cannot read go to `product`."""
+    assert matmul_onednn.wait_compiled(300)
+    a = _values(np.float32, 20, (96, 32) if ta else (32, 96)).clip(-5, 5)
+    b = _values(np.float32, 21, (256, 96) if tb else (96, 256)).clip(-5, 5)
+    a[~np.isfinite(a)], b[~np.isfinite(b)] = 1.0, -1.0
+    b.flags.writeable = False  # (a variable's value: read-only)
+    fn = matmul_onednn.lean_gemm(ta, tb, None)
+    got = fn(a, b)
+    monkeypatch.setattr(matmul_onednn._Jit, "sgemm", None)  # the ctypes call
+    want = fn(a, b)
+    assert_identical(got, want)
+    monkeypatch.undo()
+    calls = []
+    jitted = matmul_onednn._Jit.sgemm
+    monkeypatch.setattr(matmul_onednn._Jit, "sgemm",
+                        lambda *args: calls.append(args) or jitted(*args))
+    products = []
+    fn = matmul_onednn.lean_gemm(ta, tb, lambda x, y: products.append(1) or x @ y)
+    assert_identical(fn(a, b), want)
+    assert len(calls) == 1 and not products
+    strided = np.repeat(a, 2, axis=1)[:, ::2]  # (a's values; no unit stride)
+    assert_identical(fn(strided, b), strided.T @ b.T if (ta and tb) else
+                     strided.T @ b if ta else strided @ b.T if tb else strided @ b)
+    assert len(calls) == 2 and products == [1]
+    unaligned = np.frombuffer(b"\0" + a.tobytes(), np.float32, a.size, 1).reshape(a.shape)
+    assert_identical(fn(unaligned, b), want)  # (the GEMM reads it, as through ctypes)
+    assert len(calls) == 3 and products == [1]
+
+
+@onednn
 async def test_a_loop_product_of_a_transposed_invariant_reads_a_copy_made_once(monkeypatch):
     g = af.Graph()
     with g.as_default():
@@ -355,7 +389,7 @@ async def test_a_loop_product_of_a_transposed_invariant_reads_a_copy_made_once(m
     np.testing.assert_allclose(results["eager"][2], results["0"][2], rtol=1e-6, atol=1e-6)
 
 
-# -- accumulations on the side thread --------------------------------------------------------------
+# -- accumulating products -----------------------------------------------------------------------
 
 def _accumulating_loop(inner: int = 16):
     """dW += x_t^T @ g_t and db += sum(g_t) over the iterations (an RNN gradient's weight
@@ -382,38 +416,8 @@ def _accumulating_loop(inner: int = 16):
     return g, x, g0, list(out), feeds
 
 
-@pytest.fixture
-def _side_on(monkeypatch):
-    monkeypatch.setattr(loop_side, "ENABLED", True)  # (off by default: loop_side.py)
-
-
-@pytest.mark.usefixtures("_side_on")
-@pytest.mark.skipif(not onednn_backend.ACTIVE, reason=(
-    "loop_side (off by default) was built and measured on the oneDNN products; on the "
-    "NumPy fallback the dw product does not go to the side thread (left open)"))
-async def test_a_loops_accumulations_run_beside_it_with_the_same_values(monkeypatch):
-    g, x, g0, out, feeds = _accumulating_loop()
-    direct, eak = executors_for(g, [x, g0], out)
-    try:
-        (loop,) = [s for s in eak.executors[0].segments if isinstance(s, LoopSegment)]
-        source, namespace = loop.generate()
-        assert "side.put((" in source and "side.join()" in source, source
-        side = namespace["_side"].source
-        assert "dw" in " ".join(m.name for m in loop.members if f"f{m.id}(" in side)
-    finally:
-        direct.close()
-    results = {}
-    for mode in ("0", "eager"):
-        monkeypatch.setenv("AIOFLOW_SEGMENTS", mode)
-        async with af.Session(graph=g) as sess:
-            results[mode] = [await asyncio.wait_for(sess.run(out, feeds), 30)
-                             for _ in range(2)]
-    assert_identical(results["eager"], results["0"])
-
-
-@pytest.mark.usefixtures("_side_on")
 async def test_a_failing_accumulation_raises_its_nodes_error(monkeypatch):
-    """The side's product fails (its shapes do not match): the loop runs node by node
+    """An accumulating product fails (its shapes do not match): the loop runs node by node
     and the step fails as it would, naming the product."""
     monkeypatch.setenv("AIOFLOW_SEGMENTS", "eager")
     g, x, g0, out, feeds = _accumulating_loop(inner=16)
@@ -439,6 +443,35 @@ def test_background_compiles_leave_the_processs_streams_alone():
     pytest.importorskip("ray")
     assert _color_scheme("ray") == "HighlightColorScheme"  # what numba would do
     assert _color_scheme("ray, aioflow") == "NOPColorScheme"
+
+
+def test_a_prepared_push_and_pop_keep_the_kernels_values_and_errors():
+    """invariant_fn's per-iteration push and pop: on the stack taken before the loop,
+    and, on a handle needing compute's checks, compute's values and TF's errors."""
+    from aioflow.kernels.data_flow.stack_kernels import Stack
+
+    stack = Stack("s", af.float32, 2)
+    handle = np.empty((), object)
+    handle[()] = stack
+    push = create("StackPushV2", [handle, np.zeros(2, np.float32)])
+    pop = create("StackPopV2", [handle], elem_type=af.float32)
+    prepare_push, push_fn = push.invariant_fn((True, False))
+    prepare_pop, pop_fn = pop.invariant_fn((True,))
+    x, y = np.ones(2, np.float32), np.full(2, 2, np.float32)
+    assert prepare_push(handle) is stack and prepare_pop(handle) is stack
+    assert push_fn(stack, x) is x and push_fn(stack, y) is y
+    with pytest.raises(af.errors.InvalidArgumentError, match="overflowed its max_size"):
+        push_fn(stack, x)
+    assert pop_fn(stack) is y and pop_fn(stack) is x
+    with pytest.raises(af.errors.InvalidArgumentError, match="is empty"):
+        pop_fn(stack)
+    other = np.empty((), object)  # a stack of another type: compute's checks and error
+    other[()] = Stack("t", af.int32, -1)
+    with pytest.raises(af.errors.InvalidArgumentError, match="Must have type int32"):
+        push_fn(prepare_push(other), x)
+    other[()].push(np.int32(3))
+    with pytest.raises(af.errors.InvalidArgumentError, match="has type int32"):
+        pop_fn(prepare_pop(other))
 
 
 async def test_a_loops_stack_handle_is_looked_up_once(monkeypatch):

@@ -729,6 +729,91 @@ async def test_an_uninitialized_variable_read_in_a_compiled_loop_fails_naming_th
         np.testing.assert_array_equal(await sess.run(out, {n: 0, p: False}), np.zeros(3))
 
 
+# -- ref variables in compiled segments ----------------------------------------------------------
+
+def ref_variable_graph():
+    """Two ref variables (VariableV2), their `/read` Identities, a product and a sum of
+    them with a fed matrix, and an assign of one from a placeholder (as a TF 1.x layer)."""
+    g = af.Graph()
+    with g.as_default():
+        w = af.Variable(np.array([[1.0, -2.0], [0.5, 3.0]], np.float32), name="w",
+                        use_resource=False)
+        b = af.Variable(np.array([0.25, -1.0], np.float32), name="b", use_resource=False)
+        x = af.placeholder(af.float32, [None, 2], name="x")
+        out = af.identity(af.matmul(x, w) + b, name="out")
+        new_w = af.placeholder(af.float32, [2, 2], name="new_w")
+        assign = w.assign(new_w)
+    return g, w, b, x, out, new_w, assign
+
+
+def test_ref_variables_and_their_reads_join_a_segment():
+    """A training step's 20 VariableV2 and 8 `/read` Identities were 28 executor items;
+    now the lookups and the derefs run in one compiled segment."""
+    g, _, _, x, out, new_w, assign = ref_variable_graph()
+    # (the assign, not compilable, also takes w's ref: the lookups' segment then has
+    # consumers in more than one place and is not merged into the product's)
+    direct, eak = executors_for(g, [x, new_w], [out, assign.op])
+    try:
+        (impl,) = eak.executors
+        ops = [m.op for s in impl.segments for m in s.members]
+        assert ops.count("VariableV2") == 2 and ops.count("Identity") >= 2, ops
+        assert not [i for i in impl.items[:impl.num_node_items]
+                    if i.op == "VariableV2" and i.member_of is None]
+        # the reads are barriers to their consumers: the product stays out of that segment
+        assert not [s for s in impl.segments
+                    if {"VariableV2", "MatMul"} <= {m.op for m in s.members}]
+        _assert_segments_sound(impl)
+    finally:
+        direct.close()
+
+
+@pytest.mark.usefixtures("segments_mode")
+async def test_a_segment_reads_a_ref_variables_current_value_and_names_an_uninitialized_read():
+    """An assign between runs is seen by the next run (the segment keeps no value); an
+    uninitialized variable fails naming its read, as node by node."""
+    g, w, b, x, out, new_w, assign = ref_variable_graph()
+    xv = np.array([[1.0, 2.0], [-3.0, 0.5]], np.float32)
+    async with af.Session(graph=g) as sess:
+        for _ in range(3):  # interpreted, then compiled: the same error
+            with pytest.raises(errors.FailedPreconditionError,
+                               match="Attempting to use uninitialized value") as e:
+                await sess.run(out, {x: xv})
+            assert e.value.node_def.op == "Identity", e.value.message
+            assert e.value.node_def.name in ("w/read", "b/read"), e.value.message
+        await sess.run([w.initializer, b.initializer])
+        wv = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+        bv = np.array([0.25, -1.0], np.float32)
+        for k in range(6):
+            np.testing.assert_array_equal(await sess.run(out, {x: xv}), xv @ wv + bv)
+            wv = np.array([[k, 1.0], [-0.5, 2.0 * k]], np.float32)
+            await sess.run(assign, {new_w: wv})
+
+
+async def test_reads_in_another_segment_than_their_variables_stay_compiled():
+    """More variables than a segment holds: the lookups fill one segment and their reads
+    another, whose entering values are refs (no `size`); it runs compiled all the same."""
+    n = MAX_MEMBERS + 6
+    g = af.Graph()
+    with g.as_default():
+        vs = [af.Variable(np.full(3, k, np.float32), name=f"v{k}", use_resource=False)
+              for k in range(n)]
+        total = af.add_n([v.value() for v in vs], name="total")
+        init = af.global_variables_initializer()
+    async with af.Session(graph=g) as sess:
+        await sess.run(init)
+        for _ in range(6):
+            np.testing.assert_array_equal(await sess.run(total),
+                                          np.full(3, n * (n - 1) / 2, np.float32))
+        (eak,) = [e for e in sess._direct._executors.values() if "total:0" in e.fetches]
+        (impl,) = eak.executors
+        reads = [s for s in impl.segments
+                 if any(m.op == "Identity" for m in s.members)
+                 and not any(m.op == "VariableV2" for m in s.members)]
+        assert reads, [[m.op for m in s.members] for s in impl.segments]
+        assert all(s.fn is not None and s.fallbacks == 0 for s in reads), \
+            [(s.fn, s.fallbacks) for s in reads]
+
+
 # -- TensorArrays in compiled loops ---------------------------------------------------------------
 
 def mapping_graphs():

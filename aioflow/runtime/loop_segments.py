@@ -20,9 +20,7 @@ from time import perf_counter
 
 from aioflow.framework.dtypes import DT_RESOURCE
 from aioflow.framework.intra_op_threads import own_threads
-from aioflow.runtime import loop_side
 from aioflow.runtime.loop_fusion import chain_lines, plan
-from aioflow.runtime.loop_side import SideChain, find_side
 from aioflow.runtime.node_item import FORWARD, INLINE, MAYBE, NodeItem
 from aioflow.runtime.segments import Segment, is_candidate, topological_order
 
@@ -245,18 +243,9 @@ class LoopSegment(Segment):
                 lines.extend("    " + line for line in self._lines(
                     member, names, namespace, checked, prepared))
         lines.append(f"        if not {names[cond_src]}: break")
-        side = find_side(shape, body, self.sources, shape["controls"]) \
-            if loop_side.ENABLED else None
-        side_ids, side_merges = side or ((), ())
-        main = [m for m in body if m.id not in side_ids]
-        for line in self._body_lines(main, names, namespace, checked, prepared):
+        for line in self._body_lines(body, names, namespace, checked, prepared):
             lines.append("    " + line)
-        if side:
-            put = self._side_lines(side_ids, side_merges, by_id, names, namespace)
-            lines.insert(head, f"    side = _SideChain(_side, ctx, ({_tuple(side_merges)}))")
-            lines.append(f"        side.put(({put}))")
-        nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()
-                 if merge not in side_merges]
+        nexts = [(merge, self.sources[nxt][0]) for merge, nxt in shape["merge_next"].items()]
         if nexts:
             lines.append(f"        {_tuple(m for m, _ in nexts)} = "
                          f"{', '.join(names[src] for _, src in nexts)}")
@@ -264,10 +253,6 @@ class LoopSegment(Segment):
         lines.append("        if not n & 63 and _clock() - start > _SLICE:")
         lines.append("            yield")
         lines.append("            start = _clock()")
-        if side:
-            lines.append("    acc = side.join()")
-            lines.append("    if acc is None: return None")
-            lines.append(f"    {_tuple(side_merges)} = acc")
         outs = [f"m{shape['exit_merge'][member.id]}" for member, _ in self.outputs]
         lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         if shape["undo"]:
@@ -348,36 +333,6 @@ class LoopSegment(Segment):
                     args.append(None)
             prepared[i] = args
         return prepared
-
-    def _side_lines(self, ids: list, merges: list, by_id: dict, names: dict,
-                    namespace: dict) -> str:
-        """Generate the side's function `_side(ctx, acc, args)` (loop_side.py) into
-        `namespace`: its members' own lines (every size test made: it runs apart), from
-        the accumulators `acc` and the iteration's values `args`; the names of those
-        values, the put's tuple."""
-        shape = self.shape
-        switches = {s for s, m in shape["switch_merge"].items() if m in merges}
-        body = []
-        for i in ids:
-            body.extend(self._lines(by_id[i], names, namespace, None))
-        args = []
-        for i in ids:
-            for src in self.sources[i]:
-                name = names[src]
-                if src[0] not in switches and src[0] not in ids and name not in namespace \
-                        and name not in args:
-                    args.append(name)
-        results = [names[self.sources[shape["merge_next"][m]][0]] for m in merges]
-        source = "\n".join(["def _side(ctx, acc, args):",
-                            f"    {_tuple(merges)} = acc",
-                            f"    {''.join(a + ', ' for a in args)}= args",
-                            *body,
-                            f"    return ({''.join(r + ', ' for r in results)})"]) + "\n"
-        namespace["_SideChain"] = SideChain
-        exec(compile(source, f"<aioflow loop side {self.item.name}>", "exec"),  # noqa: S102
-             namespace)
-        namespace["_side"].source = source
-        return "".join(a + ", " for a in args)
 
     def _body_lines(self, body: list, names, namespace, checked: set, prepared) -> list[str]:
         """The lines of an iteration's body members, element-wise chains fused

@@ -56,10 +56,11 @@ def wrap_ref_inputs(kernel, node):
 
 
 class DerefKernel:
-    """A kernel whose listed inputs are refs to read first. Never compiled into a segment
-    nor forwarded without a call (the executor then calls `compute`)."""
+    """A kernel whose listed inputs are refs to read first. Never forwarded without a
+    call (the executor then calls `compute`); compiled into a segment when its kernel
+    is (`compilable`), where the segment calls `compute` too: a variable's `/read`
+    Identity then runs in one segment with the VariableV2 it reads."""
 
-    compilable = False
     forwards_input = False
     is_constant = False
     pool_above = None
@@ -71,6 +72,13 @@ class DerefKernel:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+    @property
+    def compilable(self) -> bool:
+        """As its kernel's: a deref reads the variable's buffer and changes nothing, as
+        ReadVariableOp (an uninitialized variable's error makes the segment run node by
+        node, naming this node)."""
+        return self.inner.compilable
 
     def deref(self, inputs) -> list:
         args = list(inputs)

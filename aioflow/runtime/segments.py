@@ -38,6 +38,7 @@ from aioflow.runtime.node_item import (
     MAYBE,
     NodeItem,
 )
+from aioflow.runtime.ref_inputs import DerefKernel
 
 #: Members per segment at most: bounds the compile time of one segment (~0.5-1 ms) and
 #: the time one segment holds the loop.
@@ -75,11 +76,18 @@ def find_segments(nodes, items: list[NodeItem], dense: dict) -> tuple[list, dict
     constant = [items[i].kernel.is_constant and not any(e.src.id > SINK_ID for e in node.in_edges)
                 for i, node in enumerate(nodes)]
     candidate = [not constant[i] and is_candidate(items[i]) for i in range(len(nodes))]
+    # A variable's ref read (a DerefKernel: `v/read`) joins the segment of the variable
+    # lookups, but its consumers group as if it were not compilable (a barrier: it counts
+    # for their depth and is one of their late inputs): a training step's 20 lookups and
+    # 8 reads become one item, and the compute reading them is segmented as before.
+    barrier = [candidate[i] and isinstance(items[i].kernel, DerefKernel)
+               for i in range(len(nodes))]
     depth = [0] * len(items)
     late: list = [_NONE] * len(items)
     for i in order:
-        d = depth[i] + (0 if candidate[i] or constant[i] else 1)
-        own = late[i] if candidate[i] else _NONE if constant[i] else frozenset((i,))
+        inside = candidate[i] and not barrier[i]
+        d = depth[i] + (0 if inside or constant[i] else 1)
+        own = late[i] if inside else _NONE if constant[i] else frozenset((i,))
         for j in succ[i]:
             if d > depth[j]:
                 depth[j] = d
@@ -232,9 +240,11 @@ def topological_order(nodes, dense: dict, outs: list | None = None) -> list[int]
 
 def _uniform_shapes(values: tuple, shape) -> bool:
     """Whether all of `values` that hold more than one element have one shape (that of
-    the segment's constants, when one of them has more than one element)."""
+    the segment's constants, when one of them has more than one element). A ref (a
+    VariableV2's Var, read by a member that derefs it) is no tensor and is skipped: the
+    member reading it runs no size test on it."""
     for value in values:
-        if value.size != 1:
+        if getattr(value, "size", 1) != 1:
             if shape is None:
                 shape = value.shape
             elif value.shape != shape:

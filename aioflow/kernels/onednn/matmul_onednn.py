@@ -32,10 +32,12 @@ NumPy product.
 In compiled code (segments, compiled while loops) MatMul's product is `lean_gemm`: the
 same checks and the same GEMM call as `compute`, in the fewest Python steps (an LSTM's
 loops make 150 such products a step, 16-20 µs each, of which `compute`'s layers took
-4-6). In a compiled loop a transposed operand that is the same array every iteration
-(an LSTM gradient's kernel) is transposed once, before the loop (`invariant_fn`), and
-the GEMM reads it untransposed: 32x256 @ (96x256)^T 15.7 µs a call as "T", 9.1 µs on
-the transposed copy as "N" (the same products, equal bit for bit at the LSTM's shapes).
+4-6); the call itself goes through numba once gemm_jit.py has compiled (~3.5 µs less
+than ctypes' a call). In a compiled loop a transposed operand that is the same array
+every iteration (an LSTM gradient's kernel) is transposed once, before the loop
+(`invariant_fn`), and the GEMM reads it untransposed: 32x256 @ (96x256)^T 15.7 µs a
+call as "T", 9.1 µs on the transposed copy as "N" (the same products, equal bit for bit
+at the LSTM's shapes).
 
 Where: with intra-op threads covering the cores, a product up to backend.INLINE_WORK
 multiply-adds is not expensive (`is_expensive`), as the oneDNN convolutions run inline:
@@ -53,11 +55,13 @@ NumPy kernel's rule (over 2^21 multiply-adds: the pool).
 from __future__ import annotations
 
 import ctypes
+import importlib
 
 import numpy as np
 
 from aioflow.framework import dtypes
-from aioflow.kernels import warm_helper
+from aioflow.kernels import jit, warm_helper
+from aioflow.kernels.background_jit import BackgroundCompile
 from aioflow.kernels.element_threads import _CORES, intra_op_threads
 from aioflow.kernels.math.matmul_kernels import POOL_FLOPS, MatMulOp
 from aioflow.kernels.nn.fused_kernels import FusedMatMulOp
@@ -155,12 +159,39 @@ def split_gemm(helper, ox, oy, m: int, n: int, k: int, x: int, y: int, out: int)
     return status or theirs
 
 
+class _Jit:
+    """gemm_jit.sgemm once compiled (None before: the ctypes call)."""
+
+    sgemm = None
+
+
+def _compile_gemm() -> None:
+    module = importlib.import_module("aioflow.kernels.onednn.gemm_jit")
+    a = np.ones((2, 2), _F32)
+    out = np.empty((2, 2), _F32)
+    if module.sgemm(_GEMM_ADDRESS, a, a, out) != api.SUCCESS or not (out == 2).all():
+        raise RuntimeError("oneDNN's GEMM through numba gave a wrong product")
+    _Jit.sgemm = module.sgemm
+
+
+_gemm_compile = BackgroundCompile("onednn-gemm", _compile_gemm,
+                                  jit.ENABLED and api._lib is not None)
+
+
+def wait_compiled(timeout: float | None = None) -> bool:
+    """Compile gemm_jit now and wait for it (tests, benchmarks' warm-ups)."""
+    return _gemm_compile.wait_ready(timeout)
+
+
 def lean_gemm(ta: bool, tb: bool, product):
     """fn(a, b) = op(a) @ op(b) (op: a transpose where asked) for float32 matrices, on
     oneDNN's GEMM on the calling thread when it takes them (one thread's size, strides
     it reads), else `product(x, y)`. It raises on what is not two matrices of matching
-    inner sizes (compiled code then runs `compute`, which gives TF's error)."""
+    inner sizes (compiled code then runs `compute`, which gives TF's error). The GEMM
+    is called from numba once gemm_jit has compiled (its compile starts here), through
+    ctypes until then: the same call."""
     gemm = api._lib.dnnl_sgemm if api._lib is not None else None
+    _gemm_compile.start()
 
     def fn(a, b):
         x = a.T if ta else a
@@ -172,6 +203,16 @@ def lean_gemm(ta: bool, tb: bool, product):
         work = m * k * n
         if ONEDNN_MACS <= work < TEAM_MACS and gemm is not None and backend.ACTIVE and \
                 x.dtype == _F32 and y.dtype == _F32:
+            jitted = _Jit.sgemm
+            if jitted is not None:
+                out = np.empty((m, n), _F32)
+                with team(0) as threads:
+                    set_threads(threads)
+                    try:
+                        status = jitted(_GEMM_ADDRESS, x, y, out)
+                    except TypeError:  # an array type its one signature does not take
+                        status = -1
+                return out if status == api.SUCCESS else product(x, y)
             ox, oy = _operand(x), _operand(y)
             if ox is not None and oy is not None:
                 out = np.empty((m, n), _F32)

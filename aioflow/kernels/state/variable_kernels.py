@@ -74,6 +74,12 @@ class _RefKernel(OpKernel):
 class VariableOp(OpKernel):
     """VariableV2 / Variable: the variable of (container, shared_name or node name)."""
 
+    # The lookup changes nothing once the variable exists (the first run creates it, and
+    # a run again finds the same one): it may run inside a compiled segment, as
+    # ReadVariableOp does, with the `/read` Identities beside it (a training step's 20
+    # variables and 8 reads: one executor item instead of 28).
+    compilable = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.dtype = ctx.get_attr("dtype")
