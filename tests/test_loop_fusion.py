@@ -100,8 +100,15 @@ def test_a_chain_of_steps_and_views_gives_the_nodes_values():
     for v in frozen:
         v.flags.writeable = False
     assert_identical(list(chain(*frozen)), list(got))
+    # (whether numba's dispatcher converts these to a compiled signature or the chain
+    # compiles theirs first depends on numba's process-wide conversion cache: either
+    # way they run compiled, with the same values, once that is settled)
     later = (dh.copy(), y.copy(), dc.copy())
-    assert chain(*later) is None and chain.wait_ready(120)
+    first = chain(*later)
+    if first is None:
+        assert chain.wait_ready(120)
+    else:
+        assert_identical(list(first), list(got))
     assert_identical(list(chain(*later)), list(got))
     assert_identical(list(chain(dh, y, dc)), list(got))
 
