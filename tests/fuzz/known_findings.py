@@ -428,6 +428,17 @@ def _merge_checkpoints_name_too_long():
         node("op", "MergeV2Checkpoints", ["prefixes", "dest"])), {}, [], ["op"])
 
 
+def _multinomial_bfloat16_row_without_finite_logit():
+    """Multinomial of bfloat16 logits whose row has no finite value: the row's lowest
+    finite logit came from np.finfo, which does not know bfloat16 (NumPy kind 'V')."""
+    return FuzzCase("repro", graph(
+        const("logits", types_pb2.DT_BFLOAT16, [1, 2], struct.pack("<2H", 0xFF80, 0xFF80)),
+        const("num", DT_INT32, [], int_val=[3]),
+        node("op", "Multinomial", ["logits", "num"], T=attr(type=types_pb2.DT_BFLOAT16),
+             output_dtype=attr(type=types_pb2.DT_INT64), seed=attr(i=1), seed2=attr(i=2))),
+        {}, ["op:0"])
+
+
 def _saved_case(name: str):
     """A reproducer the long run saved (tests/fuzz/saved_cases/<name>/)."""
     return FuzzCase.load(pathlib.Path(__file__).resolve().parent / "saved_cases" / name)
@@ -566,6 +577,10 @@ FINDINGS = [
     Finding("merge-checkpoints-name-too-long",
             "FAIL:wrapped-OSError@run@lib/tensor_bundle.py:*",
             _merge_checkpoints_name_too_long),
+    # Session 13's final long run.
+    Finding("multinomial-bfloat16-row-without-finite-logit",
+            "FAIL:wrapped-ValueError@run@kernels/random/random_kernels.py:multinomial",
+            _multinomial_bfloat16_row_without_finite_logit),
 ]
 
 

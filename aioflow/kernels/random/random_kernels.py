@@ -15,6 +15,7 @@ import math
 import os
 import threading
 
+import ml_dtypes
 import numpy as np
 
 from aioflow.framework import dtypes, errors
@@ -322,8 +323,7 @@ def multinomial(gen: philox.Philox, logits: np.ndarray, num: int, out_dtype,
         return np.zeros((batch, num), out_dtype)
     finite = np.isfinite(logits)
     top = np.where(finite, logits, -np.inf).max(axis=1, initial=-np.inf)
-    top = np.where(np.isfinite(top), top, float(np.finfo(logits.dtype).min)
-                   if logits.dtype.kind == "f" else np.iinfo(logits.dtype).min)
+    top = np.where(np.isfinite(top), top, _lowest(logits.dtype))
     weights = np.exp(logits.astype(np.float64) - top.astype(logits.dtype)[:, None]
                      .astype(np.float64))
     cdf = np.cumsum(np.where(finite, weights, 0.0), axis=1)
@@ -334,6 +334,14 @@ def multinomial(gen: philox.Philox, logits: np.ndarray, num: int, out_dtype,
         words[first:last] = stream.reshape(last - first, num, 2)
     find = philox.uint64_to_double(words[..., 0], words[..., 1]) * cdf[:, -1:]
     return upper_bound(cdf, find).astype(out_dtype)
+
+
+def _lowest(dtype: np.dtype):
+    """The dtype's most negative finite value (ml_dtypes' finfo also knows bfloat16,
+    whose NumPy kind is 'V')."""
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return float(ml_dtypes.finfo(dtype).min)
 
 
 def intra_op_threads() -> int:
