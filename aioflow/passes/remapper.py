@@ -220,6 +220,39 @@ def _spatial_zero_pads(pad: Node) -> list[int] | None:
     return [int(v) for v in paddings.reshape(-1)]
 
 
+def _sole_pad_input(node: Node) -> Node | None:
+    """The node feeding `node`'s input 0 when `node` is its only consumer, on its device."""
+    src = input_node(node, 0)
+    if src is None or src[1] != 0 or sole_consumer(src[0]) is not node or \
+            src[0].assigned_device_name != node.assigned_device_name:
+        return None
+    return src[0]
+
+
+def _plus_explicit(node: Node, pads: list[int]) -> list[int]:
+    """`pads` plus `node`'s own explicit paddings, where its padding is EXPLICIT."""
+    if attr_s(node, "padding") != "EXPLICIT":
+        return pads
+    return [a + b for a, b in zip(pads, node.def_.attr["explicit_paddings"].list.i,
+                                  strict=False)]
+
+
+def _fold_pad_into(graph: Graph, node: Node, pad: Node, pads: list[int], inputs: list,
+                   names: set) -> None:
+    """Replace `node` and the `pad` before it by `node` with EXPLICIT `pads`, reading
+    `inputs`, under `node`'s name."""
+    attrs = {k: v for k, v in node.def_.attr.items() if k != "explicit_paddings"}
+    attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
+    attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
+    folded = make_node(graph, node, unique_name(names, node.name + "/padded"),
+                       node.type_string, inputs, attrs)
+    take_over(graph, node, folded, [pad, node])
+    graph.remove_node(node)
+    graph.remove_node(pad)
+    names.discard(folded.name)
+    folded.def_.name = node.name
+
+
 def fold_pads(graph: Graph) -> bool:
     """Pad + Conv2D or DepthwiseConv2dNative -> the convolution with explicit padding;
     True on a change."""
@@ -229,27 +262,12 @@ def fold_pads(graph: Graph) -> bool:
         if graph.nodes[conv.id] is None or conv.type_string not in PADDED_OPS or \
                 not _fusable(conv) or attr_s(conv, "padding") not in ("VALID", "EXPLICIT"):
             continue
-        src = input_node(conv, 0)
-        if src is None or src[1] != 0 or sole_consumer(src[0]) is not conv or \
-                src[0].assigned_device_name != conv.assigned_device_name:
-            continue
-        pad = src[0]
-        pads = _spatial_zero_pads(pad)
+        pad = _sole_pad_input(conv)
+        pads = None if pad is None else _spatial_zero_pads(pad)
         if pads is None:
             continue
-        if attr_s(conv, "padding") == "EXPLICIT":
-            pads = [a + b for a, b in zip(pads, conv.def_.attr["explicit_paddings"].list.i,
-                                          strict=False)]
-        attrs = {k: v for k, v in conv.def_.attr.items() if k != "explicit_paddings"}
-        attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
-        attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
-        folded = make_node(graph, conv, unique_name(names, conv.name + "/padded"),
-                           conv.type_string, [input_node(pad, 0), input_node(conv, 1)], attrs)
-        take_over(graph, conv, folded, [pad, conv])
-        graph.remove_node(conv)
-        graph.remove_node(pad)
-        names.discard(folded.name)
-        folded.def_.name = conv.name
+        _fold_pad_into(graph, conv, pad, _plus_explicit(conv, pads),
+                       [input_node(pad, 0), input_node(conv, 1)], names)
         changed = True
     return changed
 
@@ -278,9 +296,7 @@ def _max_pool_pads(pool: Node, pad: Node) -> list[int] | None:
     if len(ksize) != 4 or len(strides) != 4 or ksize[0] != 1 or ksize[3] != 1 or \
             strides[0] != 1 or strides[3] != 1:
         return None
-    if attr_s(pool, "padding") == "EXPLICIT":
-        pads = [a + b for a, b in zip(pads, pool.def_.attr["explicit_paddings"].list.i,
-                                      strict=False)]
+    pads = _plus_explicit(pool, pads)
     if any(pads[i] >= ksize[i // 2] for i in range(2, 6)):
         return None
     return pads
@@ -297,24 +313,11 @@ def fold_max_pool_pads(graph: Graph) -> bool:
                 attr_s(pool, "padding") not in ("VALID", "EXPLICIT") or \
                 pool.attr("T") is None or pool.attr("T").type not in FLOAT_TYPES:
             continue
-        src = input_node(pool, 0)
-        if src is None or src[1] != 0 or sole_consumer(src[0]) is not pool or \
-                src[0].assigned_device_name != pool.assigned_device_name:
-            continue
-        pad = src[0]
-        pads = _max_pool_pads(pool, pad)
+        pad = _sole_pad_input(pool)
+        pads = None if pad is None else _max_pool_pads(pool, pad)
         if pads is None:
             continue
-        attrs = {k: v for k, v in pool.def_.attr.items() if k != "explicit_paddings"}
-        attrs["padding"] = lambda a: setattr(a, "s", b"EXPLICIT")
-        attrs["explicit_paddings"] = lambda a, pads=pads: a.list.i.extend(pads)
-        folded = make_node(graph, pool, unique_name(names, pool.name + "/padded"),
-                           "MaxPool", [input_node(pad, 0)], attrs)
-        take_over(graph, pool, folded, [pad, pool])
-        graph.remove_node(pool)
-        graph.remove_node(pad)
-        names.discard(folded.name)
-        folded.def_.name = pool.name
+        _fold_pad_into(graph, pool, pad, pads, [input_node(pad, 0)], names)
         changed = True
     return changed
 
