@@ -142,3 +142,19 @@ async def test_negative_inter_op_threads_run_in_the_callers_thread(graph, user_o
     config = af.ConfigProto(inter_op_parallelism_threads=-1)
     async with af.Session(config=config) as sess:
         assert await _thread_of(sess, x, y) == threading.current_thread().name
+
+
+def test_default_pool_size_leaves_the_loop_its_core(monkeypatch):
+    """inter_op_parallelism_threads 0: one pool thread per core besides the event loop's
+    (the loop runs kernels too; a pool of `cores` threads let two pool jobs and the
+    loop's kernel contend for two cores); an explicit count is kept, a negative one is
+    one thread."""
+    monkeypatch.setattr(thread_pools.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert thread_pools.num_inter_op_threads(None) == 3
+    assert thread_pools.num_inter_op_threads(config_pb2.ConfigProto()) == 3
+    assert thread_pools.num_inter_op_threads(
+        config_pb2.ConfigProto(inter_op_parallelism_threads=4)) == 4
+    assert thread_pools.num_inter_op_threads(
+        config_pb2.ConfigProto(inter_op_parallelism_threads=-1)) == 1
+    monkeypatch.setattr(thread_pools.os, "sched_getaffinity", lambda pid: {0})
+    assert thread_pools.num_inter_op_threads(None) == 1

@@ -2,8 +2,8 @@
 thread_pools_): where the expensive synchronous kernels of a step run.
 
 - By default one pool for the whole process, shared by every session (TF's
-  GlobalThreadPool: sized by the first session's inter_op_parallelism_threads, or the
-  number of cores).
+  GlobalThreadPool: sized by the first session's inter_op_parallelism_threads, or one
+  thread per core besides the event loop's).
 - `use_per_session_threads`: a pool of the session's own.
 - `session_inter_op_thread_pool`: one pool per entry, the session's own, or, with a
   `global_name`, a process-wide pool shared by every session naming it (the first
@@ -57,14 +57,26 @@ class InterOpPool:
         return f"<InterOpPool {self.name} threads={self.num_threads}>"
 
 
+def default_inter_op_threads() -> int:
+    """The pool's size when the config leaves it to the system (0): one thread per core
+    besides the event loop's, which runs cheap kernels and a share of the expensive ones
+    itself (TF's caller thread only waits, so TF's pool takes every core). With `cores`
+    threads, two pool jobs and the loop's kernel contended for two cores whenever a run
+    had made the pool start its second thread (Python's pool starts threads on demand):
+    InceptionV3 b1 1.55x TF's then, 1.23x with one pool thread (docs/performance.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(1, cores - 1)
+
+
 def num_inter_op_threads(config) -> int:
-    """TF's NumInterOpThreadsFromSessionOptions: the config's count, else the cores (a
-    negative count runs every step in the caller's thread, see DirectSession: its pool
-    gets one thread, for what runs there regardless)."""
+    """TF's NumInterOpThreadsFromSessionOptions: the config's count, else
+    `default_inter_op_threads` (a negative count runs every step in the caller's thread,
+    see DirectSession: its pool gets one thread, for what runs there regardless)."""
     n = config.inter_op_parallelism_threads if config is not None else 0
     if n < 0:
         return 1
-    return n or os.cpu_count() or 1
+    return n or default_inter_op_threads()
 
 
 _lock = threading.Lock()
