@@ -16,8 +16,9 @@ background (numba's loops: the fused MatMul's epilogue), as its model server doe
 serving (aioflow/serving/loader.py), so that the timed runs are the steady state and not
 a compile thread's GIL and garbage collections; then each side runs `--warmup` more
 untimed runs (default 30), until its heap has stopped growing (`warm_up`). The two
-sides take turns, A B A B, a few runs each, and the medians are reported with the
-ratio aioflow / TF.
+sides take turns, A B A B, a few runs each, `--settle` seconds apart (SETTLE_S), and the
+medians are reported with the ratio aioflow / TF, and the CPU each side used in the
+other's turns (its idle threads spinning into the other's runs: ~0).
 
 Then each model's top ten ops by time at each batch, from traced runs of each side taking
 turns (`--traces`, default 5; aioflow: RunOptions FULL_TRACE step stats; TF: its
@@ -34,7 +35,7 @@ against the same TF runs ("also": one entry per library).
 Usage: python benchmarks/models.py [--models mobilenetv2,resnet50] [--rounds 5]
            [--runs 3] [--warmup 30] [--batches 1,8] [--models-dir DIR] [--tf-python PY]
            [--no-fusion]
-           [--no-trace] [--traces 5] [--settle 0.3] [--intra-op N] [--tf-threads N]
+           [--no-trace] [--traces 5] [--settle S] [--intra-op N] [--tf-threads N]
            [--backend onednn|numpy] [--also-library PATH ...]
 Worker roles (used by the benchmark itself): --role freeze|tf (TF's Python), --role aioflow
 """
@@ -60,6 +61,14 @@ TF_PYTHON = next((p for p in ("/work/peers-venv/bin/python", "/work/tfvenv/bin/p
 #: Seconds aioflow waits for its background kernel compiles at most (warm).
 COMPILE_TIMEOUT_S = 120.0
 DEFAULT_DIR = os.path.expanduser("~/.cache/aioflow-bench")
+#: Seconds between the sides' turns, by aioflow backend: enough for either side's idle
+#: threads to stop spinning (oneDNN's OpenMP team waits passively, the warm helper polls
+#: 0.5 ms, TF's threads a few ms; OpenBLAS's spin ~0.1 s), and no longer. A longer
+#: pause measures the first run after an idle machine: on the development VM (its
+#: kernel's sched_vcpu_pack) the threads of a process idle for 0.1-0.3 s were packed
+#: onto one vCPU for that run, InceptionV3 b1 +50% for aioflow (loop and pool thread on
+#: one core), +15% for TF (docs/performance.md).
+SETTLE_S = {"onednn": 0.02, "numpy": 0.3}
 INPUT_SHAPE = (224, 224, 3)
 
 
@@ -190,6 +199,17 @@ def _input(batch: int, size: int = 224) -> np.ndarray:
     """The same input on both sides (batch, size, size, 3)."""
     return np.random.default_rng(batch).uniform(-1, 1, (batch, size, size, 3)).astype(
         np.float32)
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of process `pid` so far; 0.0 where /proc
+    cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _op_times(step_stats, op_type) -> dict:
@@ -408,10 +428,15 @@ def bench_model(name: str, args) -> dict:
             warm_up(ours, tf, also, batch, args.warmup)
             a_times, t_times = [], []
             o_times: list = [[] for _ in also]
+            tf_during_ours, ours_during_tf = [], []  # each side's CPU in the other's turn
             for _ in range(args.rounds):
+                k0 = _proc_cpu_s(tf.proc.pid)
                 a_times += ours.times(batch, args.runs)
-                time.sleep(args.settle)  # OpenBLAS's spinning threads go idle
+                tf_during_ours.append(_proc_cpu_s(tf.proc.pid) - k0)
+                time.sleep(args.settle)  # spinning threads go idle
+                c0 = time.process_time()
                 t_times += tf.ask(f"run {batch} {args.runs}")
+                ours_during_tf.append(time.process_time() - c0)
                 time.sleep(args.settle)  # and TF's
                 for peer, times in zip(also, o_times, strict=True):
                     times += peer.ask(f"run {batch} {args.runs}")
@@ -435,6 +460,11 @@ def bench_model(name: str, args) -> dict:
                 "aioflow_cpu_ms": round(a_cpu * 1e3, 2), "tf_cpu_ms": round(t_cpu * 1e3, 2),
                 "cpu_ratio": round(a_cpu / t_cpu, 2),
                 "max_abs_diff": float(np.max(np.abs(a_out.ravel() - t_out))),
+                # CPU either side used in the other's turn (its idle threads spinning
+                # into the other's runs): ~0 when --settle is long enough
+                "tf_cpu_ms_in_aioflow_turns": round(statistics.median(tf_during_ours) * 1e3, 2),
+                "aioflow_cpu_ms_in_tf_turns": round(statistics.median(ours_during_tf) * 1e3, 2),
+                "settle_s": args.settle,
             }
             if also:
                 entry["also"] = [_also_entry(peer, times, batch, t_med, t_cpu, t_out)
@@ -499,9 +529,10 @@ def main() -> None:
     p.add_argument("--tf-python", default=TF_PYTHON)
     p.add_argument("--warmup", type=int, default=30,
                    help="untimed runs of each side after its warm run (see warm_up)")
-    p.add_argument("--settle", type=float, default=0.3,
+    p.add_argument("--settle", type=float, default=None,
                    help="seconds between turns, so neither side's idle threads spin into "
-                        "the other's")
+                        "the other's (default 0.02 with oneDNN, 0.3 with --backend numpy: "
+                        "OpenBLAS's threads spin ~0.1 s; see SETTLE_S)")
     p.add_argument("--intra-op", type=int, default=0,
                    help="aioflow's intra_op_parallelism_threads (N: BLAS calls and the "
                         "conv kernels' own block split use at most N threads)")
@@ -532,8 +563,11 @@ def main() -> None:
     from aioflow.kernels.onednn import backend as onednn_backend
     from aioflow.kernels.onednn import dnnl_api
 
+    backend = "onednn" if onednn_backend.AVAILABLE else "numpy"
+    if args.settle is None:
+        args.settle = SETTLE_S[backend]
     out = {"benchmark": "models", "cores": len(os.sched_getaffinity(0)),
-           "backend": "onednn" if onednn_backend.AVAILABLE else "numpy",
+           "backend": backend, "settle_s": args.settle,
            "onednn": dnnl_api.info(),
            "load_before": os.getloadavg()[0], "blas": blas_info(),
            "fusion": not args.no_fusion, "intra_op": args.intra_op, "rounds": args.rounds,

@@ -99,3 +99,18 @@ def test_warm_up_runs_every_side_to_its_steady_state_before_timing(models):
     log.clear()
     models.warm_up(ours, tf, [], 1, 0)  # --warmup 0: the warm runs only
     assert log == [("ours", "warm 1"), ("tf", "run 1 1")]
+
+
+def test_other_sides_cpu_is_read_from_proc(models):
+    """The CPU a side uses in the other's turns comes from /proc/<pid>/stat: this
+    process's grows as it computes; a process that is gone reads 0.0."""
+    import os
+    import time
+
+    before = models._proc_cpu_s(os.getpid())
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    assert models._proc_cpu_s(os.getpid()) > before
+    assert models._proc_cpu_s(2 ** 22 + 12345) == 0.0
+    assert models.SETTLE_S["onednn"] < models.SETTLE_S["numpy"]
