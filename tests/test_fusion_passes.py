@@ -375,6 +375,28 @@ async def test_zero_pad_folds_into_a_lone_depthwise_convs_explicit_padding():
     assert list(node.attr["explicit_paddings"].list.i) == [0, 0, 0, 1, 1, 1, 0, 0]
 
 
+@pytest.mark.parametrize("bad", [[1, 0, 1, 1, 1, 1, 0, 0], [0, 0, -1, 1, 1, 1, 0, 0],
+                                 [0, 0, 1, 1, 1, 1]])
+async def test_invalid_explicit_paddings_are_neither_folded_nor_fused(bad):
+    """A depthwise convolution whose explicit_paddings its kernel refuses (batch padded,
+    negative, not 8 values) keeps its Pad and its BiasAdd/Relu6: the error is the
+    kernel's, naming the convolution (TF's executor names the node it could not build),
+    not the fused node's (the chain's last name) or nothing."""
+    g, _, _ = _pad_depthwise_graph([[0, 0], [0, 1], [0, 1], [0, 0]], 2)
+    gd = g.as_graph_def()
+    conv = next(n for n in gd.node if n.name == "conv")
+    conv.attr["padding"].s = b"EXPLICIT"
+    conv.attr["explicit_paddings"].list.i.extend(bad)
+    g2 = af.Graph()
+    with g2.as_default():
+        af.import_graph_def(gd, name="")
+    async with af.Session(graph=g2) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match="explicit") as info:
+            await sess.run("act:0", {"x:0": _f32(2, 9, 9, 3)})
+    assert info.value.node_def.name == "conv"
+    assert "{{node conv}}" in info.value.message
+
+
 def _pad_max_pool_graph(paddings, activation=af.nn.relu, ksize=3, stride=2):
     g = af.Graph()
     with g.as_default():

@@ -144,7 +144,7 @@ def _fuse(graph: Graph, node: Node, names: set[str]) -> bool:
     """Fuse the chain that starts at `node`, if there is one."""
     device = node.assigned_device_name
     nxt = sole_consumer(node)
-    if nxt is None or nxt.assigned_device_name != device:
+    if nxt is None or nxt.assigned_device_name != device or not _valid_explicit(node):
         return False
     base = _base_step(node, nxt)
     if base is None:
@@ -229,12 +229,26 @@ def _sole_pad_input(node: Node) -> Node | None:
     return src[0]
 
 
-def _plus_explicit(node: Node, pads: list[int]) -> list[int]:
-    """`pads` plus `node`'s own explicit paddings, where its padding is EXPLICIT."""
+def _valid_explicit(node: Node) -> bool:
+    """Whether `node` (NHWC or NCHW, 4-D) is not EXPLICIT, or its explicit_paddings are
+    what its kernel accepts (8 values, none negative, batch and channels unpadded): a
+    node the kernel would refuse is left as it is, so that its error names it."""
+    if attr_s(node, "padding") != "EXPLICIT":
+        return True
+    p = list(node.def_.attr["explicit_paddings"].list.i)
+    c = 1 if attr_s(node, "data_format", "NHWC") == "NCHW" else 3
+    return len(p) == 8 and min(p) >= 0 and not (p[0] or p[1] or p[2 * c] or p[2 * c + 1])
+
+
+def _plus_explicit(node: Node, pads: list[int]) -> list[int] | None:
+    """`pads` plus `node`'s own explicit paddings, where its padding is EXPLICIT; None
+    when those are not valid (`_valid_explicit`)."""
     if attr_s(node, "padding") != "EXPLICIT":
         return pads
+    if not _valid_explicit(node):
+        return None
     return [a + b for a, b in zip(pads, node.def_.attr["explicit_paddings"].list.i,
-                                  strict=False)]
+                                  strict=True)]
 
 
 def _fold_pad_into(graph: Graph, node: Node, pad: Node, pads: list[int], inputs: list,
@@ -264,10 +278,11 @@ def fold_pads(graph: Graph) -> bool:
             continue
         pad = _sole_pad_input(conv)
         pads = None if pad is None else _spatial_zero_pads(pad)
+        pads = None if pads is None else _plus_explicit(conv, pads)
         if pads is None:
             continue
-        _fold_pad_into(graph, conv, pad, _plus_explicit(conv, pads),
-                       [input_node(pad, 0), input_node(conv, 1)], names)
+        _fold_pad_into(graph, conv, pad, pads, [input_node(pad, 0), input_node(conv, 1)],
+                       names)
         changed = True
     return changed
 
@@ -297,7 +312,7 @@ def _max_pool_pads(pool: Node, pad: Node) -> list[int] | None:
             strides[0] != 1 or strides[3] != 1:
         return None
     pads = _plus_explicit(pool, pads)
-    if any(pads[i] >= ksize[i // 2] for i in range(2, 6)):
+    if pads is None or any(pads[i] >= ksize[i // 2] for i in range(2, 6)):
         return None
     return pads
 
