@@ -277,24 +277,12 @@ def create_kernel(node_def, op_def=None, device_type: str = "CPU",
                                function_library, device_context)
     try:
         return cls(ctx)
-    except errors.OpError as e:
-        if e.node_def is not None:
-            raise
-        raise _attach_node(e, node_def) from None
+    except errors.OpError:
+        raise
     except (TypeError, ValueError, KeyError) as e:
         raise errors.InvalidArgumentError(
             node_def, None, f"Invalid attrs for node {node_def.name} ({node_def.op}): {e}"
         ) from e
-
-
-def _attach_node(err: errors.OpError, node_def) -> errors.OpError:
-    """`err` (raised by a kernel's constructor without a node) naming `node_def`, as
-    TF's executor attaches the node to a kernel's construction error (AttachDef)."""
-    cls = type(err)
-    out = cls.__new__(cls)  # (not cls(...): a subclass may take other arguments)
-    text = f"{err.message}\n\t [[{{{{node {node_def.name}}}}} = {node_def.op}[...]]]"
-    errors.OpError.__init__(out, node_def, None, text, err.error_code)
-    return out
 
 
 def registered_kernels() -> dict[tuple[str, str], list]:

@@ -142,8 +142,13 @@ class ExecutorImpl:
         item.name = node_def.name
         item.op = node_def.op
         item.node_def = node_def
-        kernel = kernel_for(node, self.device, self.function_library,
-                            self.share_kernels, self._refs)  # shared when stateful; refs
+        try:
+            kernel = kernel_for(node, self.device, self.function_library,
+                                self.share_kernels, self._refs)  # shared when stateful; refs
+        except errors.OpError as e:
+            if e.node_def is not None:
+                raise
+            raise _attach_node(e, node_def) from None
         item.kernel = kernel
         is_async = kernel.is_async
         item.compute = kernel.compute_async if is_async else kernel.compute
@@ -373,6 +378,16 @@ class ExecutorImpl:
     async def run(self, ctx, runner) -> None:
         """Run one step of this partition; raises the step's first error."""
         await run_states([self.new_state(ctx, runner)], ctx)
+
+
+def _attach_node(err: errors.OpError, node_def) -> errors.OpError:
+    """`err`, raised building a node's kernel without naming it, naming `node_def`: TF's
+    executor attaches the node to a kernel's construction error (AttachDef)."""
+    cls = type(err)
+    out = cls.__new__(cls)  # (not cls(...): a subclass may take other arguments)
+    text = f"{err.message}\n\t [[{{{{node {node_def.name}}}}} = {node_def.op}[...]]]"
+    errors.OpError.__init__(out, node_def, None, text, err.error_code)
+    return out
 
 
 def _is_framed_recv(item: NodeItem) -> bool:
