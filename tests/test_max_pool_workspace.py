@@ -151,3 +151,21 @@ def test_a_training_forward_runs_on_its_calling_thread(kernels, monkeypatch):
     y, _, recomputes, _ = _step(kernels, x)
     assert recomputes == 0 and threads == [1]
     del y
+
+
+def test_an_inference_3d_max_pool_runs_the_training_primitive_and_keeps_nothing():
+    """oneDNN 3.2 runs 3-D max pooling faster as forward_training (TF's kind): an
+    inference MaxPool3D runs that primitive, gives the windows' maxima (SAME: the pad
+    never wins), and keeps no workspace."""
+    from aioflow.kernels.onednn import dnnl_api as api
+
+    x = np.random.default_rng(4).standard_normal((2, 5, 9, 9, 4)).astype(np.float32)
+    attrs = dict(ksize=[1, 3, 3, 3, 1], strides=[1, 2, 2, 2, 1], padding="SAME")
+    y = create("MaxPool3D", [x], **attrs).compute(None, [x])[0]
+    padded = np.pad(x, [(0, 0), (1, 1), (1, 1), (1, 1), (0, 0)], constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3, 3), axis=(1, 2, 3))
+    want = windows[:, ::2, ::2, ::2].max(axis=(-3, -2, -1))
+    np.testing.assert_array_equal(y, want)
+    assert pool_workspace.count() == 0
+    kinds = [key[-1] for key in pooling_onednn._CACHE._entries if len(key[0]) == 5]
+    assert kinds and set(kinds) == {api.FORWARD_TRAINING}
