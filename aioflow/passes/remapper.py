@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from aioflow.framework import dtypes, op_def_registry
 from aioflow.framework.op_defs.fused_ops import FOLDED_PADDINGS
+from aioflow.framework.padding import explicit_paddings_error
 from aioflow.graph.graph import Graph, Node
 from aioflow.passes.batch_norm_activation import fuse_batch_norm_relus
 from aioflow.passes.fold_batch_norm import BATCH_NORMS, fold_batch_norms
@@ -230,14 +231,13 @@ def _sole_pad_input(node: Node) -> Node | None:
 
 
 def _valid_explicit(node: Node) -> bool:
-    """Whether `node` (NHWC or NCHW, 4-D) is not EXPLICIT, or its explicit_paddings are
-    what its kernel accepts (8 values, none negative, batch and channels unpadded): a
-    node the kernel would refuse is left as it is, so that its error names it."""
+    """Whether `node`'s padding and explicit_paddings (4-D) are what its kernel accepts
+    (framework/padding.py): a node the kernel would refuse is left as it is, so that its
+    error names it."""
     if attr_s(node, "padding") != "EXPLICIT":
         return True
-    p = list(node.def_.attr["explicit_paddings"].list.i)
-    c = 1 if attr_s(node, "data_format", "NHWC") == "NCHW" else 3
-    return len(p) == 8 and min(p) >= 0 and not (p[0] or p[1] or p[2 * c] or p[2 * c + 1])
+    return explicit_paddings_error("EXPLICIT", node.def_.attr["explicit_paddings"].list.i, 4,
+                                   attr_s(node, "data_format", "NHWC") == "NCHW") is None
 
 
 def _plus_explicit(node: Node, pads: list[int]) -> list[int] | None:

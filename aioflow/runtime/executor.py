@@ -29,7 +29,7 @@ from aioflow.framework import errors, op_kernel
 from aioflow.graph.control_flow_info import ROOT_FRAME, build_control_flow_info, enter_frame_name
 from aioflow.graph.graph import CONTROL_SLOT, SINK_ID, Graph
 from aioflow.runtime.constant_fill import fill_constants
-from aioflow.runtime.executor_state import SimpleExecutorState
+from aioflow.runtime.executor_state import SimpleExecutorState, wrap_error
 from aioflow.runtime.frame_state import ControlFlowExecutorState
 from aioflow.runtime.kernel_stats import adaptive_default
 from aioflow.runtime.loop_segments import LoopSegment, find_loops
@@ -148,7 +148,7 @@ class ExecutorImpl:
         except errors.OpError as e:
             if e.node_def is not None:
                 raise
-            raise _attach_node(e, node_def) from None
+            raise wrap_error(e, item) from None  # TF's AttachDef: the node named
         item.kernel = kernel
         is_async = kernel.is_async
         item.compute = kernel.compute_async if is_async else kernel.compute
@@ -378,16 +378,6 @@ class ExecutorImpl:
     async def run(self, ctx, runner) -> None:
         """Run one step of this partition; raises the step's first error."""
         await run_states([self.new_state(ctx, runner)], ctx)
-
-
-def _attach_node(err: errors.OpError, node_def) -> errors.OpError:
-    """`err`, raised building a node's kernel without naming it, naming `node_def`: TF's
-    executor attaches the node to a kernel's construction error (AttachDef)."""
-    cls = type(err)
-    out = cls.__new__(cls)  # (not cls(...): a subclass may take other arguments)
-    text = f"{err.message}\n\t [[{{{{node {node_def.name}}}}} = {node_def.op}[...]]]"
-    errors.OpError.__init__(out, node_def, None, text, err.error_code)
-    return out
 
 
 def _is_framed_recv(item: NodeItem) -> bool:

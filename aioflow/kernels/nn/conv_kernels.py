@@ -39,6 +39,7 @@ from aioflow.framework import dtypes, errors
 from aioflow.framework.intra_op_threads import blas_threads_outside, own_threads
 from aioflow.framework.op_defs.fused_ops import FOLDED_PADDINGS
 from aioflow.framework.op_kernel import OpKernel, attr_text, register_kernel
+from aioflow.framework.padding import explicit_paddings_error
 from aioflow.kernels.math.cwise_kernels import shape_str
 from aioflow.kernels.nn import depthwise_jit
 
@@ -584,22 +585,11 @@ class _ConvBase(OpKernel):
         raise NotImplementedError
 
     def check_explicit_paddings(self) -> None:
-        """TF's CheckValidPadding for 4-D ops."""
-        nd = self.num_spatial + 2
-        p = self._explicit
-        if self._padding == "EXPLICIT":
-            if len(p) != 2 * nd:
-                raise invalid(f"explicit_paddings attribute must contain {2 * nd} values, "
-                              f"but got: {len(p)}")
-            if any(v < 0 for v in p):
-                raise invalid("All elements of explicit_paddings must be nonnegative")
-            c = 1 if self._channels_first else nd - 1
-            if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
-                raise invalid("Nonzero explicit padding in the batch or depth dimensions is "
-                              "not supported")
-        elif p:
-            raise invalid("explicit_paddings attribute must be empty if the padding attribute "
-                          "is not EXPLICIT")
+        """TF's CheckValidPadding (framework/padding.py)."""
+        message = explicit_paddings_error(self._padding, self._explicit,
+                                          self.num_spatial + 2, self._channels_first)
+        if message is not None:
+            raise invalid(message)
 
     def is_expensive(self, inputs: list) -> bool:
         x, w = inputs[-2], inputs[-1]

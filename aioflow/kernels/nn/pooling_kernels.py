@@ -23,6 +23,7 @@ import numpy as np
 
 from aioflow.framework import dtypes
 from aioflow.framework.op_kernel import OpKernel, register_kernel
+from aioflow.framework.padding import explicit_paddings_error
 from aioflow.kernels.nn import pooling_jit
 from aioflow.kernels.nn.conv_kernels import (
     TapViews,
@@ -234,16 +235,9 @@ class _PoolBase(OpKernel):
             self._check_explicit()
 
     def _check_explicit(self):
-        p = self._explicit
-        if len(p) != 8:
-            raise invalid(f"explicit_paddings attribute must contain 8 values, but got: "
-                          f"{len(p)}")
-        if any(v < 0 for v in p):
-            raise invalid("All elements of explicit_paddings must be nonnegative")
-        c = 1 if self._channels_first else 3
-        if p[0] or p[1] or p[2 * c] or p[2 * c + 1]:
-            raise invalid("Nonzero explicit padding in the batch or depth dimensions is not "
-                          "supported")
+        message = explicit_paddings_error("EXPLICIT", self._explicit, 4, self._channels_first)
+        if message is not None:
+            raise invalid(message)
 
     def check_window(self, ksize, strides):
         rank = self.num_spatial + 2
